@@ -1,0 +1,141 @@
+//! The ledger: the truth that every number of the lab is read from.
+//!
+//! Measurement must never depend on the variant being measured, so every
+//! answer is recorded here by one atomic script, outside every variant's
+//! lock: the sold counter, how often each unit was sold, busy answers, and
+//! requests per instance. `oversold` and `duplicates` are derived from these,
+//! never from what a variant believes it did.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use redis::Script;
+use redis::aio::ConnectionLike;
+
+use crate::sale::Outcome;
+use crate::store::{Keys, StoreError};
+use crate::wire::{LockState, StateSnapshot};
+
+/// The shared Lua function `record(...)`; scripts that record a sale start with it.
+pub const LEDGER_LUA: &str = include_str!("scripts/ledger.lua");
+
+/// Builds a script whose body may call the ledger's `record` function.
+pub fn with_ledger(body: &str) -> Script {
+    Script::new(&format!("{LEDGER_LUA}\n{body}"))
+}
+
+static RECORD: LazyLock<Script> = LazyLock::new(|| with_ledger(include_str!("scripts/record.lua")));
+static RESET: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/reset.lua")));
+static STATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/state.lua")));
+
+/// Records one answer: the request counts for its instance; a sale counts
+/// its unit; a busy answer counts as busy.
+pub async fn record<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    instance: &str,
+    outcome: &Outcome,
+) -> Result<(), StoreError> {
+    let (kind, unit) = match outcome {
+        Outcome::Sold { unit, .. } => ("sold", unit.to_string()),
+        Outcome::SoldOut { .. } => ("sold_out", String::new()),
+        Outcome::Busy(_) => ("busy", String::new()),
+    };
+    let _: i64 = RECORD
+        .key(&keys.ledger)
+        .key(&keys.units)
+        .key(&keys.served)
+        .arg(instance)
+        .arg(kind)
+        .arg(unit)
+        .invoke_async(conn)
+        .await?;
+    Ok(())
+}
+
+/// Counts a lease the watchdog could not keep.
+pub async fn record_lost_lock<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+) -> Result<(), StoreError> {
+    let _: i64 = redis::cmd("HINCRBY")
+        .arg(&keys.ledger)
+        .arg("lost_locks")
+        .arg(1)
+        .query_async(conn)
+        .await?;
+    Ok(())
+}
+
+/// Sets the stock to `stock` and clears the ledger and the lock, atomically.
+/// With `only_if_absent` it leaves a SKU that already has stock alone and
+/// returns `false`.
+pub async fn reset<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    stock: i64,
+    only_if_absent: bool,
+) -> Result<bool, StoreError> {
+    let done: i64 = RESET
+        .key(&keys.stock)
+        .key(&keys.ledger)
+        .key(&keys.units)
+        .key(&keys.served)
+        .key(&keys.lock)
+        .arg(stock)
+        .arg(if only_if_absent { "1" } else { "0" })
+        .invoke_async(conn)
+        .await?;
+    Ok(done == 1)
+}
+
+type RawState = (
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    String,
+    Option<String>,
+    Vec<String>,
+);
+
+/// One consistent snapshot of a SKU, read by a single script.
+pub async fn snapshot<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    sku: &str,
+) -> Result<StateSnapshot, StoreError> {
+    let (remaining, initial, sold, duplicates, busy, lost_locks, pttl, kind, holder, served): RawState = STATE
+        .key(&keys.stock)
+        .key(&keys.ledger)
+        .key(&keys.units)
+        .key(&keys.served)
+        .key(&keys.lock)
+        .invoke_async(conn)
+        .await?;
+    let per_instance: BTreeMap<String, i64> = served
+        .chunks_exact(2)
+        .map(|pair| (pair[0].clone(), pair[1].parse().unwrap_or(0)))
+        .collect();
+    let held = kind != "none";
+    Ok(StateSnapshot {
+        sku: sku.to_owned(),
+        initial,
+        remaining,
+        sold,
+        oversold: sold - (initial - remaining),
+        duplicates,
+        busy,
+        lost_locks,
+        per_instance,
+        lock: LockState {
+            held,
+            holder: if held { holder } else { None },
+            ttl_ms: (held && pttl >= 0).then_some(pttl),
+            no_ttl: held && pttl == -1,
+        },
+    })
+}

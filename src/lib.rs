@@ -1,0 +1,34 @@
+//! # stocklock
+//!
+//! A teaching lab and a reference implementation for flash-sale stock
+//! protection. Several HTTP instances behind nginx share one Redis; each
+//! instance sells the same stock through `/deductStock/{variant}`, where the
+//! variant decides what protects the deliberately non-atomic critical section.
+//!
+//! # Layout
+//!
+//! - [`wire`]: the JSON shapes on the wire, shared by server, dashboard and load generator.
+//! - [`knobs`]: parsing of user input (SKU, `work_ms`, `lease_ms`, `wait_ms`) into domain types.
+//! - [`store`]: the Redis handle and the key layout of one SKU (all keys share a hash tag).
+//! - [`ledger`]: the truth. Sales are recorded atomically, outside every variant's lock.
+//! - [`sale`]: the critical section every variant protects, written once.
+//! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups).
+//! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
+//! - [`http`]: the axum router; thin handlers that parse, call the domain and map outcomes.
+//! - [`server`]: `stocklock serve`: building and running one instance.
+//! - [`up`]: `stocklock up`: redis-server, N instances and nginx as supervised children.
+//! - [`cli`]: the command line.
+//! - [`telemetry`]: tracing set-up.
+
+pub mod cli;
+pub mod http;
+pub mod knobs;
+pub mod ledger;
+pub mod lock;
+pub mod sale;
+pub mod server;
+pub mod store;
+pub mod telemetry;
+pub mod up;
+pub mod variants;
+pub mod wire;

@@ -1,0 +1,108 @@
+//! The lease lock: `SET key <owner token> NX PX <lease>`.
+//!
+//! The right way of articles 001 and 002. One command sets the value and the
+//! expiry together (no crash can leave a lock without a TTL), the value is a
+//! token unique to this acquisition (so only the owner can release), and the
+//! release compares and deletes in one script.
+//!
+//! What it cannot do on its own: know that its lease ran out while the
+//! business was still working. Then a second owner takes the lock and both
+//! write. [`super::Watchdog`] renews the lease while the owner lives; a fencing
+//! token guards against the owner that froze.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{AsyncCommands, Script, SetExpiry, SetOptions};
+
+use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
+use super::{Lease, OwnerId, millis, ttl_from_pttl};
+use crate::store::StoreError;
+
+static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/lease_release.lua")));
+static RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/lease_renew.lua")));
+
+/// A lease lock on one key. Cheap to clone.
+#[derive(Clone)]
+pub struct LeaseLock {
+    conn: ConnectionManager,
+    key: String,
+    wakeups: Wakeups,
+}
+
+impl LeaseLock {
+    pub fn new(conn: ConnectionManager, key: impl Into<String>, wakeups: Wakeups) -> Self {
+        Self {
+            conn,
+            key: key.into(),
+            wakeups,
+        }
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// One `SET NX PX`: `true` when `owner` holds the lock now.
+    pub async fn try_lock(&self, owner: &OwnerId, lease: Duration) -> Result<bool, StoreError> {
+        let options = SetOptions::default()
+            .conditional_set(redis::ExistenceCheck::NX)
+            .with_expiration(SetExpiry::PX(millis(lease)));
+        let set: Option<String> = self
+            .conn
+            .clone()
+            .set_options(&self.key, owner.as_str(), options)
+            .await?;
+        Ok(set.is_some())
+    }
+
+    /// Tries for up to `wait`, woken by releases; `wait` zero tries once.
+    pub async fn lock(
+        &self,
+        owner: &OwnerId,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<bool, StoreError> {
+        let acquired = wait_for_lock(&self.wakeups, &self.key, wait, || async {
+            if self.try_lock(owner, lease).await? {
+                return Ok(Attempt::Acquired(()));
+            }
+            let pttl: i64 = self.conn.clone().pttl(&self.key).await?;
+            Ok(Attempt::HeldFor(ttl_from_pttl(pttl)))
+        })
+        .await?;
+        Ok(acquired.is_some())
+    }
+
+    /// Releases the lock if `owner` still holds it; `false` means it had
+    /// expired (and may belong to someone else now, who keeps it).
+    pub async fn unlock(&self, owner: &OwnerId) -> Result<bool, StoreError> {
+        let released: i64 = RELEASE
+            .key(&self.key)
+            .arg(owner.as_str())
+            .arg(release_channel(&self.key))
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(released == 1)
+    }
+
+    /// Whether anyone holds the lock.
+    pub async fn is_locked(&self) -> Result<bool, StoreError> {
+        Ok(self.conn.clone().exists(&self.key).await?)
+    }
+}
+
+impl Lease for LeaseLock {
+    async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, StoreError> {
+        let renewed: i64 = RENEW
+            .key(&self.key)
+            .arg(owner.as_str())
+            .arg(millis(lease))
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(renewed == 1)
+    }
+}

@@ -1,0 +1,79 @@
+//! A small distributed lock library on Redis, usable outside HTTP.
+//!
+//! It has the capabilities of article 000's lock interface:
+//!
+//! | capability                        | here |
+//! |-----------------------------------|------|
+//! | try-lock with a wait and a lease  | [`LeaseLock::lock`], [`ReentrantLock::lock`] |
+//! | unlock by the owner only, atomic  | [`LeaseLock::unlock`], [`ReentrantLock::unlock`] (Lua compare-and-delete) |
+//! | is-locked                         | [`LeaseLock::is_locked`], [`ReentrantLock::is_locked`] |
+//! | reentrant lock with a hold count  | [`ReentrantLock`] |
+//! | renewal                           | [`Lease::renew`], and [`Watchdog`] to do it while held |
+//! | waiting without polling           | [`Wakeups`]: releases are published, waiters woken |
+//!
+//! Every script is built once and called by EVALSHA (redis-rs reloads it by
+//! itself after a `NOSCRIPT`).
+
+mod lease;
+mod reentrant;
+pub mod wakeups;
+mod watchdog;
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+pub use lease::LeaseLock;
+pub use reentrant::{ReentrantLock, Unlocked};
+pub use wakeups::Wakeups;
+pub use watchdog::{Tenure, Watchdog};
+
+use crate::store::StoreError;
+
+/// Who holds a lock: `<instance>:<random>`, so the holder's instance can be
+/// shown and no two acquisitions anywhere share an owner by accident.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OwnerId(String);
+
+impl OwnerId {
+    /// A fresh owner on `instance`.
+    pub fn new(instance: &str) -> Self {
+        Self(format!("{instance}:{}", uuid::Uuid::new_v4().simple()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A lock whose lease its owner can extend.
+pub trait Lease: Send + Sync + 'static {
+    /// Extends the lease to `lease` from now if `owner` still holds the lock;
+    /// `false` when it does not (expired, or taken by someone else).
+    fn renew(
+        &self,
+        owner: &OwnerId,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// Milliseconds for Redis (at least 1: `PX 0` is an error).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Reads a `PTTL` answer: `Some(ttl)` for a lease, `None` for a key without
+/// expiry (-1). A key gone in between (-2) means "try again now".
+fn ttl_from_pttl(pttl: i64) -> Option<Duration> {
+    match pttl {
+        -1 => None,
+        n if n < 0 => Some(Duration::ZERO),
+        n => Some(Duration::from_millis(n.unsigned_abs())),
+    }
+}

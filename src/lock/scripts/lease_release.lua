@@ -1,0 +1,10 @@
+-- Release a lease lock only if we still own it: compare and delete in one
+-- step. A GET followed by a DEL from the client could delete a lock that
+-- expired in between and now belongs to someone else.
+-- KEYS: lock   ARGV: owner token, release channel
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], KEYS[1])
+  return 1
+end
+return 0

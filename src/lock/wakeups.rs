@@ -1,0 +1,182 @@
+//! Waking lock waiters by pub/sub instead of polling.
+//!
+//! A release script publishes the lock's key on [`release_channel`]. Each
+//! process keeps one RESP3 connection pattern-subscribed to every release
+//! channel, and wakes one local waiter of that lock per message (Redisson's
+//! way). Waking one rather than all keeps a release from turning into a
+//! stampede of N acquire scripts of which N−1 fail.
+//!
+//! Messages can be lost (the subscription reconnects, or the holder's lease
+//! simply runs out and nobody publishes), so a waiter also re-checks after the
+//! holder's remaining TTL: pub/sub makes the hand-off fast, the TTL bound
+//! keeps it certain.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{Client, PushInfo, PushKind, Value};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::store::{StoreError, manager_config};
+
+/// Prefix of every release channel; the listener subscribes to `PREFIX*`.
+const PREFIX: &str = "stocklock:released:";
+
+/// The channel a release of `lock_key` is published on.
+pub fn release_channel(lock_key: &str) -> String {
+    format!("{PREFIX}{lock_key}")
+}
+
+/// The waiters of this process, by lock key. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Wakeups {
+    by_lock: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+}
+
+impl Wakeups {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The notifier of one lock. Entries live as long as the process: one per
+    /// lock key ever waited on, which is one per SKU here.
+    fn notifier(&self, lock_key: &str) -> Arc<Notify> {
+        let mut map = self.by_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(lock_key.to_owned()).or_default().clone()
+    }
+
+    /// Called for every message: wake one waiter of that lock.
+    fn released(&self, lock_key: &str) {
+        let notify = self
+            .by_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(lock_key)
+            .cloned();
+        if let Some(notify) = notify {
+            notify.notify_one();
+        }
+    }
+
+    /// The subscription dropped: messages may have been missed, so every
+    /// waiter re-checks.
+    fn wake_all(&self) {
+        let all: Vec<Arc<Notify>> = self
+            .by_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        for notify in all {
+            notify.notify_waiters();
+        }
+    }
+
+    fn on_push(&self, push: PushInfo) {
+        match push.kind {
+            // data: [pattern, channel, message]; the message is the lock key.
+            PushKind::PMessage => {
+                if let Some(Value::BulkString(key)) = push.data.get(2) {
+                    self.released(&String::from_utf8_lossy(key));
+                }
+            }
+            PushKind::Disconnection => self.wake_all(),
+            _ => {}
+        }
+    }
+
+    /// Keeps this process subscribed to every release channel for as long as
+    /// the returned task runs. Survives Redis being away at start-up or later:
+    /// the connection re-subscribes by itself after a reconnect, and a
+    /// heartbeat PING makes it notice a dead socket.
+    pub fn listen(&self, client: Client) -> tokio::task::JoinHandle<()> {
+        let wakeups = self.clone();
+        tokio::spawn(async move {
+            let mut conn = loop {
+                let sink = wakeups.clone();
+                let config = manager_config()
+                    .set_push_sender(move |push: PushInfo| -> Result<(), ()> {
+                        sink.on_push(push);
+                        Ok(())
+                    })
+                    .set_automatic_resubscription();
+                match subscribe(client.clone(), config).await {
+                    Ok(conn) => break conn,
+                    Err(err) => {
+                        tracing::debug!(%err, "release listener not subscribed yet; retrying");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            };
+            tracing::debug!("release listener subscribed");
+            let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                heartbeat.tick().await;
+                let _: Result<String, _> = redis::cmd("PING").query_async(&mut conn).await;
+            }
+        })
+    }
+}
+
+async fn subscribe(
+    client: Client,
+    config: redis::aio::ConnectionManagerConfig,
+) -> Result<ConnectionManager, StoreError> {
+    let mut conn = ConnectionManager::new_with_config(client, config).await?;
+    conn.psubscribe(format!("{PREFIX}*")).await?;
+    Ok(conn)
+}
+
+/// One try at a lock: either it is ours now, or someone holds it and its
+/// lease has `Some(ttl)` left (`None`: no expiry at all).
+pub enum Attempt<T> {
+    Acquired(T),
+    HeldFor(Option<Duration>),
+}
+
+/// Tries `attempt` until it succeeds or `wait` runs out, sleeping between
+/// tries until a release of `lock_key` is announced or the holder's TTL is
+/// over, whichever comes first. Returns `None` when the wait ran out.
+pub async fn wait_for_lock<T, F, Fut>(
+    wakeups: &Wakeups,
+    lock_key: &str,
+    wait: Duration,
+    mut attempt: F,
+) -> Result<Option<T>, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>, StoreError>>,
+{
+    let deadline = Instant::now() + wait;
+    let notify = wakeups.notifier(lock_key);
+    loop {
+        // Register as a waiter before trying, so a release between the try
+        // and the sleep is not missed.
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+
+        let ttl = match attempt().await? {
+            Attempt::Acquired(value) => return Ok(Some(value)),
+            Attempt::HeldFor(ttl) => ttl,
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        // Re-check no later than when the holder's lease runs out.
+        let recheck = match ttl {
+            Some(ttl) => deadline.min(now + ttl.max(Duration::from_millis(1))),
+            None => deadline,
+        };
+        tokio::select! {
+            _ = &mut notified => {}
+            _ = tokio::time::sleep_until(recheck) => {}
+        }
+    }
+}

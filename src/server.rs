@@ -1,0 +1,92 @@
+//! `stocklock serve`: one instance, built and run.
+//!
+//! [`Application::build`] binds (port 0 is fine) and wires the state;
+//! [`Application::run_until_stopped`] serves until Ctrl-C or SIGTERM and then
+//! finishes the requests in flight.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::http::{AppState, app};
+use crate::lock::Wakeups;
+use crate::store::Store;
+use crate::variants::Variant;
+
+/// Everything one instance needs to know.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub redis_url: String,
+    /// The name this instance reports (`a`, `b`, ... under `up`).
+    pub instance: String,
+    pub admin_token: String,
+    pub default_variant: Variant,
+}
+
+/// A bound, not yet serving, instance.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    listener_task: tokio::task::JoinHandle<()>,
+}
+
+impl Application {
+    /// Binds the listener and starts the release listener. Redis need not be
+    /// up yet: requests answer 503 until it is.
+    pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
+        let store = Store::open(&config.redis_url)
+            .with_context(|| format!("bad Redis URL {:?}", config.redis_url))?;
+        let wakeups = Wakeups::new();
+        let listener_task = wakeups.listen(store.client().clone());
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let state = AppState::new(
+            store,
+            config.instance,
+            config.admin_token,
+            config.default_variant,
+            wakeups,
+        );
+        Ok(Self {
+            listener,
+            state,
+            listener_task,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until Ctrl-C or SIGTERM, then drains the requests in flight.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let served = axum::serve(self.listener, app(self.state))
+            .with_graceful_shutdown(shutdown_signal())
+            .await;
+        self.listener_task.abort();
+        served
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

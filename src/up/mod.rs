@@ -1,0 +1,273 @@
+//! `stocklock up`: the whole stack on one machine, supervised.
+//!
+//! Starts redis-server (unless `--redis-url` names one), N instances of this
+//! same binary, and nginx in front of them, all on loopback and all as
+//! children. It waits until everything answers, gives the lab's SKUs their
+//! stock, prints the URL and the admin token, restarts an instance that dies,
+//! and on Ctrl-C or SIGTERM stops every child and removes its files.
+//!
+//! Lines on stdout other programs can rely on (the tests do):
+//!
+//! ```text
+//! redis: pid 123 redis://127.0.0.1:PORT
+//! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
+//! nginx: pid 126 http://127.0.0.1:8080
+//! stocklock is up: http://127.0.0.1:8080/
+//! admin token: TOKEN
+//! ```
+
+pub mod nginx;
+pub mod process;
+pub mod redis;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::process::{Child, Command};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use self::nginx::Nginx;
+use self::redis::RedisServer;
+use crate::knobs::{DEFAULT_SKU, Sku};
+use crate::ledger;
+use crate::server::shutdown_signal;
+use crate::store::{Keys, Store};
+use crate::variants::Variant;
+
+/// What `up` was asked for.
+#[derive(Clone, Debug)]
+pub struct UpConfig {
+    pub port: u16,
+    pub host: String,
+    pub instances: u16,
+    pub redis_url: Option<String>,
+    pub redis_port: Option<u16>,
+    pub stock: i64,
+    pub admin_token: String,
+    pub default_variant: Variant,
+}
+
+/// How long an instance may take to print its listening line.
+const INSTANCE_READY: Duration = Duration::from_secs(15);
+
+/// The instances' names: a, b, c, ...
+fn instance_name(index: u16) -> String {
+    char::from(b'a' + (index % 26) as u8).to_string()
+}
+
+/// Runs the stack until Ctrl-C or SIGTERM.
+pub async fn run(config: UpConfig) -> anyhow::Result<()> {
+    // Fail before starting anything if a piece is missing.
+    process::require_program("nginx", "nginx-light")?;
+    if config.redis_url.is_none() {
+        process::require_program("redis-server", "redis-server")?;
+    }
+    let host: IpAddr = config
+        .host
+        .parse()
+        .with_context(|| format!("--host {:?} is not an IP address", config.host))?;
+    let listen = SocketAddr::new(host, config.port);
+
+    let run_dir = tempfile::Builder::new().prefix("stocklock-up-").tempdir()?;
+    // nginx's workers run as another user when started by root; let them in.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    }
+
+    let mut redis = match &config.redis_url {
+        Some(_) => None,
+        None => Some(RedisServer::start(config.redis_port).await?),
+    };
+    let redis_url = match (&config.redis_url, &redis) {
+        (Some(url), _) => url.clone(),
+        (None, Some(server)) => {
+            println!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
+            server.url()
+        }
+        (None, None) => unreachable!("a Redis is started when no URL is given"),
+    };
+    seed_stock(&redis_url, config.stock).await?;
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut supervisors = JoinSet::new();
+    let mut upstreams = Vec::new();
+    for index in 0..config.instances {
+        let spec = InstanceSpec {
+            name: instance_name(index),
+            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), process::free_port()?),
+            redis_url: redis_url.clone(),
+            admin_token: config.admin_token.clone(),
+            default_variant: config.default_variant,
+            binary: std::env::current_exe().context("cannot find this program's own path")?,
+        };
+        upstreams.push(spec.addr);
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        supervisors.spawn(supervise(spec, stop_rx.clone(), ready_tx));
+        ready_rx
+            .await
+            .context("an instance's supervisor ended before the instance was ready")??;
+    }
+
+    let mut nginx = Nginx::start(run_dir.path(), listen, &upstreams).await?;
+    println!("nginx: pid {} http://{listen}", nginx.pid().unwrap_or(0));
+    let shown_host = if host.is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        host.to_string()
+    };
+    println!("stocklock is up: http://{shown_host}:{}/", config.port);
+    println!("admin token: {}", config.admin_token);
+    println!(
+        "try: curl -s 'http://{shown_host}:{}/deductStock/lua?sku=lua'   (Ctrl-C stops everything)",
+        config.port
+    );
+
+    // Run until asked to stop, or until nginx or our Redis dies under us.
+    let ended_by = tokio::select! {
+        _ = shutdown_signal() => "a stop signal".to_owned(),
+        status = nginx.child.wait() => format!("nginx exiting ({status:?}):\n{}", nginx.log()),
+        status = async {
+            match redis.as_mut() {
+                Some(server) => server.exited().await,
+                None => std::future::pending().await,
+            }
+        } => format!("redis-server exiting ({status:?})"),
+    };
+    tracing::info!("stopping after {ended_by}");
+
+    nginx.stop().await;
+    let _ = stop_tx.send(true);
+    while supervisors.join_next().await.is_some() {}
+    if let Some(server) = redis.as_mut() {
+        server.stop().await;
+    }
+    drop(run_dir);
+    println!("stocklock stopped");
+    Ok(())
+}
+
+/// Gives the SKUs the lab uses their stock, leaving any that already have
+/// some alone (an existing Redis keeps its state).
+async fn seed_stock(redis_url: &str, stock: i64) -> anyhow::Result<()> {
+    let store = Store::open(redis_url)?;
+    let mut conn = store
+        .conn()
+        .await
+        .with_context(|| format!("cannot reach Redis at {redis_url}"))?;
+    let skus = std::iter::once(DEFAULT_SKU).chain(Variant::ALL.iter().map(|v| v.name()));
+    for name in skus {
+        let sku = Sku::parse(name)?;
+        ledger::reset(&mut conn, &Keys::new(&sku), stock, true).await?;
+    }
+    Ok(())
+}
+
+/// How to start one instance.
+struct InstanceSpec {
+    name: String,
+    addr: SocketAddr,
+    redis_url: String,
+    admin_token: String,
+    default_variant: Variant,
+    binary: PathBuf,
+}
+
+impl InstanceSpec {
+    fn spawn(&self) -> std::io::Result<Child> {
+        Command::new(&self.binary)
+            .arg("serve")
+            .arg("--listen")
+            .arg(self.addr.to_string())
+            .arg("--redis-url")
+            .arg(&self.redis_url)
+            .arg("--instance")
+            .arg(&self.name)
+            .arg("--default-variant")
+            .arg(self.default_variant.name())
+            .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+    }
+}
+
+/// Keeps one instance running: starts it, reports when it is first ready,
+/// and restarts it whenever it dies, until `stop` turns true.
+async fn supervise(
+    spec: InstanceSpec,
+    mut stop: watch::Receiver<bool>,
+    ready: tokio::sync::oneshot::Sender<anyhow::Result<()>>,
+) {
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let started = tokio::time::Instant::now();
+        let child = start_instance(&spec).await;
+        let mut child = match child {
+            Ok(child) => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Ok(()));
+                }
+                child
+            }
+            Err(err) => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Err(err));
+                    return;
+                }
+                tracing::error!(instance = %spec.name, "restart failed: {err:#}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        let stopped = tokio::select! {
+            status = child.wait() => Err(status),
+            _ = stop.wait_for(|stopped| *stopped) => Ok(()),
+        };
+        match stopped {
+            Ok(()) => {
+                process::stop(&mut child, Duration::from_secs(5)).await;
+                return;
+            }
+            Err(status) => {
+                if *stop.borrow() {
+                    return;
+                }
+                tracing::warn!(instance = %spec.name, ?status, "instance died; restarting");
+                // A process that dies right after starting would spin: back off.
+                backoff = if started.elapsed() > Duration::from_secs(5) {
+                    Duration::from_millis(100)
+                } else {
+                    (backoff * 2).min(Duration::from_secs(5))
+                };
+                tokio::time::sleep(backoff).await;
+            }
+        }
+    }
+}
+
+/// Starts one instance and waits for its listening line.
+async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<Child> {
+    let mut child = spec
+        .spawn()
+        .with_context(|| format!("cannot run {}", spec.binary.display()))?;
+    let stdout = child.stdout.take().context("instance stdout")?;
+    let (output, ready) = process::watch_output(stdout, Some("listening on"), None);
+    let what = format!("instance {}", spec.name);
+    process::wait_ready(&mut child, ready, &output, &what, INSTANCE_READY).await?;
+    println!(
+        "instance {}: pid {} http://{}",
+        spec.name,
+        child.id().unwrap_or(0),
+        spec.addr
+    );
+    Ok(child)
+}

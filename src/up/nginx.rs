@@ -1,0 +1,138 @@
+//! nginx in front of the instances, from the template in `nginx/nginx.conf`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tokio::process::{Child, Command};
+
+use super::process::{self, OutputTail};
+
+/// The template, compiled in so `up` works from any directory.
+pub const TEMPLATE: &str = include_str!("../../nginx/nginx.conf");
+
+/// How long nginx may take to accept connections.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Fills in the template's placeholders.
+pub fn render(listen: &str, upstreams: &[SocketAddr], run_dir: &Path) -> String {
+    let servers: Vec<String> = upstreams
+        .iter()
+        .map(|addr| format!("server {addr} max_fails=1 fail_timeout=1s;"))
+        .collect();
+    TEMPLATE
+        .replace("${STOCKLOCK_LISTEN}", listen)
+        .replace("${STOCKLOCK_UPSTREAMS}", &servers.join("\n        "))
+        .replace("${STOCKLOCK_RUN_DIR}", &run_dir.display().to_string())
+}
+
+/// A running nginx master process.
+pub struct Nginx {
+    pub child: Child,
+    output: OutputTail,
+}
+
+impl Nginx {
+    /// Writes the config into `run_dir`, checks it with `nginx -t`, starts
+    /// nginx, and waits until `listen` accepts connections.
+    pub async fn start(
+        run_dir: &Path,
+        listen: SocketAddr,
+        upstreams: &[SocketAddr],
+    ) -> anyhow::Result<Self> {
+        let binary = process::require_program("nginx", "nginx-light")?;
+        let conf = run_dir.join("nginx.conf");
+        std::fs::write(&conf, render(&listen.to_string(), upstreams, run_dir))?;
+        let error_log = run_dir.join("error.log");
+
+        let check = Command::new(&binary)
+            .arg("-t")
+            .arg("-q")
+            .arg("-p")
+            .arg(run_dir)
+            .arg("-e")
+            .arg(&error_log)
+            .arg("-c")
+            .arg(&conf)
+            .output()
+            .await
+            .with_context(|| format!("cannot run {}", binary.display()))?;
+        if !check.status.success() {
+            bail!(
+                "nginx refused the generated config {}:\n{}",
+                conf.display(),
+                String::from_utf8_lossy(&check.stderr)
+            );
+        }
+
+        let mut child = Command::new(&binary)
+            .arg("-p")
+            .arg(run_dir)
+            .arg("-e")
+            .arg(&error_log)
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("cannot run {}", binary.display()))?;
+        let stderr = child.stderr.take().context("nginx stderr")?;
+        let (output, _) = process::watch_output(stderr, None, Some("nginx: ".to_owned()));
+
+        // nginx says nothing when it is ready; its port answering is the event.
+        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                let log = std::fs::read_to_string(&error_log).unwrap_or_default();
+                bail!(
+                    "nginx exited ({status}) at start:\n{}\n{log}",
+                    output.text()
+                );
+            }
+            if tokio::net::TcpStream::connect(listen).await.is_ok() {
+                return Ok(Self { child, output });
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("nginx did not accept connections on {listen} within {READY_TIMEOUT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// What nginx printed on stderr.
+    pub fn log(&self) -> String {
+        self.output.text()
+    }
+
+    /// Fast shutdown (SIGTERM), then SIGKILL after a grace period.
+    pub async fn stop(&mut self) {
+        process::stop(&mut self.child, Duration::from_secs(5)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_fills_every_placeholder() {
+        let upstreams: Vec<SocketAddr> = vec![
+            "127.0.0.1:4001".parse().unwrap(),
+            "127.0.0.1:4002".parse().unwrap(),
+        ];
+        let conf = render("127.0.0.1:8080", &upstreams, Path::new("/tmp/x"));
+        assert!(!conf.contains("${STOCKLOCK_"), "{conf}");
+        assert!(conf.contains("server 127.0.0.1:4001 max_fails=1 fail_timeout=1s;"));
+        assert!(conf.contains("server 127.0.0.1:4002 "));
+        assert!(conf.contains("listen 127.0.0.1:8080"));
+        assert!(conf.contains("pid /tmp/x/nginx.pid"));
+    }
+}

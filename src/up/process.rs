@@ -1,0 +1,149 @@
+//! Child processes: finding programs, waiting for their "ready" line, and
+//! stopping them by pid.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::Child;
+use tokio::sync::oneshot;
+
+/// Finds `name` on `PATH`, then in the sbin directories that a non-root
+/// `PATH` often lacks (Debian installs nginx in /usr/sbin).
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Finds a required program or says how to install it.
+pub fn require_program(name: &str, package: &str) -> anyhow::Result<PathBuf> {
+    find_program(name).with_context(|| {
+        format!("{name} is not installed. Install it with:\n    sudo apt-get update && sudo apt-get install -y {package}")
+    })
+}
+
+/// A free loopback port, as the kernel hands them out. Another process may
+/// take it before we use it; callers that can retry do.
+pub fn free_port() -> std::io::Result<u16> {
+    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The last lines a child printed, kept for error messages.
+#[derive(Clone, Default)]
+pub struct OutputTail(Arc<Mutex<Vec<String>>>);
+
+impl OutputTail {
+    const KEEP: usize = 200;
+
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if lines.len() == Self::KEEP {
+            lines.remove(0);
+        }
+        lines.push(line);
+    }
+
+    /// Everything kept, one line each.
+    pub fn text(&self) -> String {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .join("\n")
+    }
+}
+
+/// Reads `output` line by line in a task, keeping the tail, optionally
+/// echoing each line, and sending the first line that contains `ready` (if
+/// any) through the returned receiver.
+pub fn watch_output<R>(
+    output: R,
+    ready: Option<&'static str>,
+    echo: Option<String>,
+) -> (OutputTail, oneshot::Receiver<String>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let tail = OutputTail::default();
+    let (tx, rx) = oneshot::channel();
+    let kept = tail.clone();
+    tokio::spawn(async move {
+        let mut tx = Some(tx);
+        let mut lines = BufReader::new(output).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(prefix) = &echo {
+                println!("{prefix}{line}");
+            }
+            if let Some(needle) = ready
+                && line.contains(needle)
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(line.clone());
+            }
+            kept.push(line);
+        }
+    });
+    (tail, rx)
+}
+
+/// Waits for a child's ready line, failing with its output if it exits or
+/// stays silent for `timeout`.
+pub async fn wait_ready(
+    child: &mut Child,
+    ready: oneshot::Receiver<String>,
+    tail: &OutputTail,
+    what: &str,
+    timeout: Duration,
+) -> anyhow::Result<String> {
+    tokio::select! {
+        line = ready => match line {
+            Ok(line) => Ok(line),
+            Err(_) => {
+                let status = child.wait().await?;
+                bail!("{what} exited ({status}) before it was ready:\n{}", tail.text())
+            }
+        },
+        status = child.wait() => {
+            let status = status?;
+            bail!("{what} exited ({status}) before it was ready:\n{}", tail.text())
+        }
+        _ = tokio::time::sleep(timeout) => {
+            bail!("{what} was not ready after {timeout:?}:\n{}", tail.text())
+        }
+    }
+}
+
+/// Sends `signal` to `pid`; a process already gone is not an error.
+pub fn signal(pid: u32, signal: Signal) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = kill(Pid::from_raw(pid), signal);
+    }
+}
+
+/// Asks a child to stop with SIGTERM, and kills it if it has not exited
+/// after `grace`.
+pub async fn stop(child: &mut Child, grace: Duration) {
+    let Some(pid) = child.id() else {
+        return; // already reaped
+    };
+    signal(pid, Signal::SIGTERM);
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        signal(pid, Signal::SIGKILL);
+        let _ = child.wait().await;
+    }
+}

@@ -1,0 +1,59 @@
+//! `local-mutex`: a per-process mutex per SKU, article 001's `synchronized`.
+//!
+//! Inside one process, requests for a SKU take turns and the sale is
+//! correct. But the mutex lives in the process's memory: a second instance
+//! behind nginx has its own mutex and runs the section at the same time. The
+//! `race` scenario with two instances oversells; with one instance it does not.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::{About, Ctx, Protection, not_acquired};
+use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "a tokio mutex per SKU inside each process (Java's synchronized)",
+    explanation: "Each instance keeps a mutex per SKU in its own memory, and a request holds it around the whole critical section. \
+        On one instance that is enough: requests take turns and nothing oversells. Behind nginx there are two processes, \
+        each with its own mutex, so two requests (one per instance) run the section at the same time and sell the same unit. \
+        The race scenario with two instances shows it; run it with --instances 1 and the oversell disappears.",
+    code: r#"
+let mutex = self.by_sku[sku]            // one per process!
+let _held = mutex.lock().await;         // synchronized (this) { ... }
+critical_section().await"#,
+    default_lease: None,
+    default_wait: Some(Duration::from_secs(10)),
+    expected: ["oversells", "oversells", "-", "-", "-"],
+};
+
+/// The mutexes of this process, one per SKU.
+#[derive(Default)]
+pub(super) struct LocalMutex {
+    by_sku: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl LocalMutex {
+    fn for_stock_key(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut map = self.by_sku.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(key.to_owned()).or_default().clone()
+    }
+}
+
+impl Protection for LocalMutex {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let wait = ctx.wait(&ABOUT);
+        let mutex = self.for_stock_key(&ctx.keys.stock);
+        let Ok(_held) = tokio::time::timeout(wait, mutex.lock()).await else {
+            return Ok(not_acquired(wait));
+        };
+        critical_section(
+            &mut ctx.conn,
+            &PlainStock(&ctx.keys.stock),
+            ctx.knobs.work,
+            always_held,
+        )
+        .await
+    }
+}

@@ -1,0 +1,242 @@
+//! The protection strategies, one file each, behind one small trait.
+//!
+//! Every variant runs the same [`crate::sale::critical_section`]; they differ
+//! only in what surrounds it. [`Variant`] is the set of them: parsed from the
+//! URL, listed by the API, iterated by the dashboard and the load generator.
+//! Adding one is a new file, an enum arm in [`Variant`], and an arm in
+//! [`Protections::deduct`].
+
+mod local_mutex;
+mod lua;
+mod none;
+mod setnx;
+mod token;
+mod watchdog;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+
+use crate::knobs::Knobs;
+use crate::lock::Wakeups;
+use crate::sale::{BusyReason, Outcome};
+use crate::store::{Keys, StoreError};
+use crate::wire::{VariantInfo, Verdicts};
+
+/// Every variant of the lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variant {
+    None,
+    LocalMutex,
+    Setnx,
+    Token,
+    Watchdog,
+    Lua,
+}
+
+impl Variant {
+    /// All of them, in teaching order: from no protection to the right answer.
+    pub const ALL: [Variant; 6] = [
+        Variant::None,
+        Variant::LocalMutex,
+        Variant::Setnx,
+        Variant::Token,
+        Variant::Watchdog,
+        Variant::Lua,
+    ];
+
+    /// The name in URLs, JSON and on the dashboard.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::None => "none",
+            Variant::LocalMutex => "local-mutex",
+            Variant::Setnx => "setnx",
+            Variant::Token => "token",
+            Variant::Watchdog => "watchdog",
+            Variant::Lua => "lua",
+        }
+    }
+
+    /// What the dashboard and `/api/variants` say about it.
+    pub fn about(self) -> &'static About {
+        match self {
+            Variant::None => &none::ABOUT,
+            Variant::LocalMutex => &local_mutex::ABOUT,
+            Variant::Setnx => &setnx::ABOUT,
+            Variant::Token => &token::ABOUT,
+            Variant::Watchdog => &watchdog::ABOUT,
+            Variant::Lua => &lua::ABOUT,
+        }
+    }
+
+    /// The names of all variants, for error messages.
+    pub fn names() -> Vec<String> {
+        Self::ALL.iter().map(|v| v.name().to_owned()).collect()
+    }
+
+    /// Whether the variant records its answer in the ledger itself (inside
+    /// its own atomic script) rather than leaving it to the caller.
+    pub fn records_itself(self) -> bool {
+        matches!(self, Variant::Lua)
+    }
+
+    pub fn info(self) -> VariantInfo {
+        let about = self.about();
+        let [
+            two_instances,
+            work_exceeds_lease,
+            crash_after_acquire,
+            pause_exceeds_lease,
+            redis_minority_down,
+        ] = about.expected;
+        VariantInfo {
+            name: self.name().to_owned(),
+            protection: about.protection.to_owned(),
+            explanation: about.explanation.to_owned(),
+            code: about.code.trim().to_owned(),
+            default_lease_ms: about.default_lease.map(|d| d.as_millis() as u64),
+            default_wait_ms: about.default_wait.map(|d| d.as_millis() as u64),
+            expected: Verdicts {
+                two_instances: two_instances.to_owned(),
+                work_exceeds_lease: work_exceeds_lease.to_owned(),
+                crash_after_acquire: crash_after_acquire.to_owned(),
+                pause_exceeds_lease: pause_exceeds_lease.to_owned(),
+                redis_minority_down: redis_minority_down.to_owned(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The name did not match any variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownVariant(pub String);
+
+impl FromStr for Variant {
+    type Err = UnknownVariant;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|v| v.name() == name)
+            .ok_or_else(|| UnknownVariant(name.to_owned()))
+    }
+}
+
+/// The teaching text of a variant. Each variant's file opens with the same
+/// words in its module comment.
+pub struct About {
+    /// One line: what protects the critical section.
+    pub protection: &'static str,
+    /// What it does, what breaks it, which scenario shows it.
+    pub explanation: &'static str,
+    /// The lines of code that matter.
+    pub code: &'static str,
+    pub default_lease: Option<Duration>,
+    pub default_wait: Option<Duration>,
+    /// DESIGN.md's matrix row: 2 instances, work > lease, crash after
+    /// acquire, pause > lease, Redis minority down.
+    pub expected: [&'static str; 5],
+}
+
+/// What a variant needs to run one request.
+pub struct Ctx<'a> {
+    pub conn: ConnectionManager,
+    pub keys: &'a Keys,
+    pub knobs: &'a Knobs,
+    /// This instance's name, for owner tokens and the ledger.
+    pub instance: &'a str,
+    pub wakeups: &'a Wakeups,
+}
+
+impl Ctx<'_> {
+    /// The lease asked for, or the variant's default.
+    fn lease(&self, about: &About) -> Duration {
+        self.knobs
+            .lease
+            .or(about.default_lease)
+            .unwrap_or(DEFAULT_LEASE)
+    }
+
+    /// The wait asked for, or the variant's default.
+    fn wait(&self, about: &About) -> Duration {
+        self.knobs
+            .wait
+            .or(about.default_wait)
+            .unwrap_or(Duration::ZERO)
+    }
+}
+
+/// A busy answer that says whether the request waited at all.
+fn not_acquired(wait: Duration) -> Outcome {
+    Outcome::Busy(if wait.is_zero() {
+        BusyReason::LockHeld
+    } else {
+        BusyReason::WaitTimedOut
+    })
+}
+
+/// Lease of every lock variant unless the request says otherwise: Redisson's 30 s.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// One protection strategy around the critical section.
+trait Protection {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError>;
+}
+
+/// The variants' process-wide state (only `local-mutex` has any).
+#[derive(Default)]
+pub struct Protections {
+    local_mutex: local_mutex::LocalMutex,
+}
+
+impl Protections {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs one request through `variant`.
+    pub async fn deduct(&self, variant: Variant, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        match variant {
+            Variant::None => none::NoLock.deduct(ctx).await,
+            Variant::LocalMutex => self.local_mutex.deduct(ctx).await,
+            Variant::Setnx => setnx::SetnxLock.deduct(ctx).await,
+            Variant::Token => token::TokenLock.deduct(ctx).await,
+            Variant::Watchdog => watchdog::WatchdogLock.deduct(ctx).await,
+            Variant::Lua => lua::LuaScript.deduct(ctx).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        for v in Variant::ALL {
+            assert_eq!(v.name().parse::<Variant>(), Ok(v));
+        }
+        let mut names = Variant::names();
+        names.dedup();
+        assert_eq!(names.len(), Variant::ALL.len());
+        assert!("Lua".parse::<Variant>().is_err());
+    }
+
+    #[test]
+    fn every_variant_explains_itself() {
+        for v in Variant::ALL {
+            let info = v.info();
+            assert!(info.explanation.len() > 200, "{v}: explanation too short");
+            assert!(!info.code.is_empty(), "{v}: no code");
+            assert!(!info.expected.two_instances.is_empty());
+        }
+    }
+}

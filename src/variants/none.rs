@@ -1,0 +1,42 @@
+//! `none`: the critical section with nothing around it.
+//!
+//! Every request reads the stock, works, and writes back what it read minus
+//! one. Two requests that read the same value both sell, and both write the
+//! same remainder: one unit of stock pays for two sales. The baseline every
+//! other variant is measured against; the `race` scenario (any concurrency at
+//! all, `work_ms` > 0 to widen the gap) shows it oversell every time.
+
+use super::{About, Ctx, Protection};
+use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "nothing",
+    explanation: "The bare critical section: read the stock, do the business work, write back what was read minus one. \
+        Two requests that read the same value both sell and both write the same remainder, so one unit pays for two sales. \
+        Nothing protects it, on one instance or many: any concurrency oversells, and a longer work_ms only widens the gap. \
+        This is the baseline the other variants are measured against; the race scenario shows it.",
+    code: r#"
+let stock = GET stock:{sku}
+if stock > 0 {
+    sleep(work_ms)            // the gap: others read the same stock here
+    SET stock:{sku} stock - 1
+}"#,
+    default_lease: None,
+    default_wait: None,
+    expected: ["oversells", "oversells", "-", "-", "-"],
+};
+
+pub(super) struct NoLock;
+
+impl Protection for NoLock {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        critical_section(
+            &mut ctx.conn,
+            &PlainStock(&ctx.keys.stock),
+            ctx.knobs.work,
+            always_held,
+        )
+        .await
+    }
+}

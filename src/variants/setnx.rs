@@ -1,0 +1,86 @@
+//! `setnx`: `SETNX lock 1`, then a separate `EXPIRE`, and a plain `DEL`.
+//!
+//! The wrong example of articles 001 and 002, kept faithfully wrong. Mutual
+//! exclusion holds while nothing goes wrong. But the two commands are not
+//! atomic: a crash between them leaves a lock that never expires, and the SKU
+//! can never sell again (`crash-after-setnx`). And the release deletes
+//! whatever lock is there: when the work outlives the lease, the lock has
+//! expired, a second request holds it, and the first one's `DEL` frees the
+//! second's lock for a third (`slow-business`).
+
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use tokio::time::Instant;
+
+use super::{About, Ctx, Protection, not_acquired};
+use crate::lock::wakeups::release_channel;
+use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "SETNX lock 1, then a separate EXPIRE; plain DEL on release",
+    explanation: "Takes the lock with SETNX and gives it a lifetime with a second command, EXPIRE; releases with DEL. \
+        While nothing goes wrong it excludes other holders, across instances. But SETNX and EXPIRE are two steps: a crash \
+        between them leaves a lock with no TTL that nobody will ever delete, and the SKU is stuck for good (crash-after-setnx). \
+        And DEL does not check whose lock it deletes: when work_ms outlives the lease, the lock expires, another request takes it, \
+        and the first request's DEL frees the second one's lock for a third (slow-business oversells).",
+    code: r#"
+if SETNX lock:{sku} 1 == 0 { return busy }
+                              // a crash here: lock without TTL, forever
+EXPIRE lock:{sku} lease
+critical_section().await
+DEL lock:{sku}                // whoever's lock it is by now"#,
+    default_lease: None,
+    default_wait: Some(Duration::ZERO),
+    expected: [
+        "safe",
+        "oversells, frees others' locks",
+        "deadlock (lock never expires)",
+        "oversells",
+        "-",
+    ],
+};
+
+/// How often a waiting request tries SETNX again. Naive code spins like
+/// this; the better locks are woken by pub/sub instead.
+const RETRY_EVERY: Duration = Duration::from_millis(10);
+
+pub(super) struct SetnxLock;
+
+impl Protection for SetnxLock {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let lease = ctx.lease(&ABOUT);
+        let wait = ctx.wait(&ABOUT);
+        let deadline = Instant::now() + wait;
+        loop {
+            let acquired: bool = ctx.conn.set_nx(&ctx.keys.lock, 1).await?;
+            if acquired {
+                break;
+            }
+            if Instant::now() + RETRY_EVERY > deadline {
+                return Ok(not_acquired(wait));
+            }
+            tokio::time::sleep(RETRY_EVERY).await;
+        }
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        let _: bool = ctx.conn.pexpire(&ctx.keys.lock, lease_ms).await?;
+
+        let outcome = critical_section(
+            &mut ctx.conn,
+            &PlainStock(&ctx.keys.stock),
+            ctx.knobs.work,
+            always_held,
+        )
+        .await;
+
+        // The wrong release: no owner check.
+        let _: i64 = ctx.conn.del(&ctx.keys.lock).await?;
+        // Tell lock waiters of other variants on this SKU; harmless otherwise.
+        let _: i64 = ctx
+            .conn
+            .publish(release_channel(&ctx.keys.lock), &ctx.keys.lock)
+            .await?;
+        outcome
+    }
+}

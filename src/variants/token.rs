@@ -1,0 +1,57 @@
+//! `token`: `SET lock <owner token> NX PX lease`, released by compare-and-delete.
+//!
+//! The right way of articles 001 and 002: the lock and its expiry are set by
+//! one command, so no crash leaves it forever; the value is a token unique to
+//! the request, and the release is a Lua script that deletes only its own
+//! lock. What breaks it is time: when `work_ms` outlives `lease_ms`, the lease
+//! runs out while the business still works, a second request takes the lock,
+//! and both write (`slow-business` oversells). A long pause does the same.
+
+use std::time::Duration;
+
+use super::{About, Ctx, Protection, not_acquired};
+use crate::lock::{LeaseLock, OwnerId};
+use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "SET lock <token> NX PX lease; Lua compare-and-delete release",
+    explanation: "Sets the lock and its lease in one command, SET NX PX, with a random token as the value, and releases it \
+        with a Lua script that deletes the key only if it still holds that token. No crash can leave it without a TTL, \
+        and nobody can free someone else's lock. It fails fast by default (wait_ms=0), as in the articles, and waits for a \
+        release (woken by pub/sub) when wait_ms is given. What breaks it is time: when work_ms outlives lease_ms, the lease \
+        runs out in the middle of the business, a second request takes the lock, and both write (slow-business oversells).",
+    code: r#"
+let token = uuid()
+if SET lock:{sku} token NX PX lease == nil { return busy }
+critical_section().await          // must finish within the lease!
+EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
+    default_lease: None,
+    default_wait: Some(Duration::ZERO),
+    expected: ["safe", "oversells", "frees after lease", "oversells", "-"],
+};
+
+pub(super) struct TokenLock;
+
+impl Protection for TokenLock {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let lease = ctx.lease(&ABOUT);
+        let wait = ctx.wait(&ABOUT);
+        let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
+        let owner = OwnerId::new(ctx.instance);
+        if !lock.lock(&owner, lease, wait).await? {
+            return Ok(not_acquired(wait));
+        }
+        let outcome = critical_section(
+            &mut ctx.conn,
+            &PlainStock(&ctx.keys.stock),
+            ctx.knobs.work,
+            always_held,
+        )
+        .await;
+        if !lock.unlock(&owner).await? {
+            tracing::warn!(%owner, "token: the lease ran out before the release; another holder may have overlapped");
+        }
+        outcome
+    }
+}

@@ -1,0 +1,71 @@
+//! `watchdog`: a reentrant owner lock whose lease is renewed while held.
+//!
+//! Redisson's `RLock` (articles 000 and 001): a hash of owner → hold count,
+//! a 30 s lease renewed every 10 s by a watchdog task, waiters woken by
+//! pub/sub when the lock is released. Slow business is safe: the lease is
+//! renewed for as long as the work runs. A dead process stops renewing, and
+//! its lock frees itself after one lease. What breaks it is a stop-the-world
+//! pause longer than the lease: the watchdog freezes with its process, the
+//! lease runs out, another owner takes the lock, and the paused one wakes up
+//! and writes before it can learn the lock is gone (`pause-holder`).
+
+use std::time::Duration;
+
+use super::{About, Ctx, Protection, not_acquired};
+use crate::ledger;
+use crate::lock::{OwnerId, ReentrantLock, Unlocked, Watchdog};
+use crate::sale::{Outcome, PlainStock, critical_section};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "reentrant owner lock (hash), lease renewed every lease/3 by a watchdog, waiters woken by pub/sub",
+    explanation: "Redisson's lock. The lock is a hash of owner to hold count, so the same owner can take it again; a \
+        watchdog task renews the lease every lease/3 for as long as the owner holds it, and a release publishes a message \
+        that wakes one waiter instead of everyone polling. Slow business is safe: the lease never runs out under a live \
+        owner, and a dead owner's lock frees itself after one lease. If a renewal is refused, the owner learns it before \
+        writing and backs off (busy, lock_lost). What breaks it is a stop-the-world pause longer than the lease: the \
+        watchdog freezes with its process, another owner takes the lock, and the paused one wakes and writes (pause-holder).",
+    code: r#"
+lock.lock(owner, lease = 30s, wait = 10s).await   // HINCRBY lock:{sku} owner 1
+let dog = Watchdog::start(lock, owner, lease)    // PEXPIRE every lease/3
+critical_section(still_held = !dog.is_lost()).await
+dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
+    default_lease: None,
+    default_wait: Some(Duration::from_secs(10)),
+    expected: [
+        "safe",
+        "safe (renewed)",
+        "frees after lease",
+        "oversells",
+        "-",
+    ],
+};
+
+pub(super) struct WatchdogLock;
+
+impl Protection for WatchdogLock {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let lease = ctx.lease(&ABOUT);
+        let wait = ctx.wait(&ABOUT);
+        let lock = ReentrantLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
+        let owner = OwnerId::new(ctx.instance);
+        if lock.lock(&owner, lease, wait).await?.is_none() {
+            return Ok(not_acquired(wait));
+        }
+        let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
+        let tenure = dog.tenure().clone();
+        let outcome = critical_section(
+            &mut ctx.conn,
+            &PlainStock(&ctx.keys.stock),
+            ctx.knobs.work,
+            || !tenure.is_lost(),
+        )
+        .await;
+        dog.stop();
+        let unlocked = lock.unlock(&owner, lease).await?;
+        if tenure.is_lost() || unlocked == Unlocked::NotOwner {
+            ledger::record_lost_lock(&mut ctx.conn, ctx.keys).await?;
+        }
+        outcome
+    }
+}

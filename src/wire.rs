@@ -1,0 +1,132 @@
+//! The JSON shapes that cross the wire.
+//!
+//! One module for all of them so the server, the dashboard and the load
+//! generator cannot drift apart: they serialize and deserialize the same types.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a `/deductStock` request ended as. Sold out and busy are outcomes of
+/// the business, not errors; errors use [`ErrorBody`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// 200: one unit was sold.
+    Sold,
+    /// 409: the stock read was zero or less.
+    SoldOut,
+    /// 429: the lock could not be had in time (or was lost before the write).
+    Busy,
+}
+
+/// The body of every `/deductStock` answer that is not an error.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeductResponse {
+    pub outcome: OutcomeKind,
+    pub variant: String,
+    pub sku: String,
+    /// The unit sold: the stock value the request read. `None` unless sold.
+    pub unit: Option<i64>,
+    /// The stock this request saw left: after its write when sold, as read when
+    /// sold out, `None` when busy (it never read the stock).
+    pub remaining: Option<i64>,
+    /// Which instance answered (`up` names them a, b, c, ...).
+    pub instance: String,
+    /// Why a request was busy (`lock_held`, `wait_timed_out`, `lock_lost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Every error answer: a stable machine-readable `error` code and a sentence
+/// for people in `detail`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+    pub detail: String,
+    /// For `unknown_variant`: the names that do exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid: Option<Vec<String>>,
+}
+
+/// The lock key of one SKU as Redis holds it right now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockState {
+    /// Whether the lock key exists.
+    pub held: bool,
+    /// Who holds it: the owner token of a lease lock, the owner field of a
+    /// reentrant lock, or the raw value a naive SETNX lock stores.
+    pub holder: Option<String>,
+    /// Milliseconds until the lease runs out; `None` when not held.
+    pub ttl_ms: Option<i64>,
+    /// Held with no expiry at all: the orphaned lock of a crash between SETNX
+    /// and EXPIRE. Nobody will ever release it.
+    pub no_ttl: bool,
+}
+
+/// A consistent snapshot of one SKU, read by one atomic script.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateSnapshot {
+    pub sku: String,
+    /// Stock set by the last reset.
+    pub initial: i64,
+    /// Stock left. Never clamped: a broken variant can drive it below zero.
+    pub remaining: i64,
+    /// Sales acknowledged with 200, counted by the ledger.
+    pub sold: i64,
+    /// `sold - (initial - remaining)`: sales that no stock backs.
+    pub oversold: i64,
+    /// Units sold more than once.
+    pub duplicates: i64,
+    /// Requests answered 429.
+    pub busy: i64,
+    /// Leases the watchdog failed to keep (the holder learned it before writing).
+    pub lost_locks: i64,
+    /// Requests answered, by instance.
+    pub per_instance: BTreeMap<String, i64>,
+    pub lock: LockState,
+}
+
+/// `POST /api/admin/reset`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    pub sku: String,
+    pub stock: i64,
+}
+
+/// What the teaching matrix expects of a variant, one field per column of
+/// DESIGN.md's table. `"-"` marks a cell the scenario does not apply to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdicts {
+    pub two_instances: String,
+    pub work_exceeds_lease: String,
+    pub crash_after_acquire: String,
+    pub pause_exceeds_lease: String,
+    pub redis_minority_down: String,
+}
+
+/// One entry of `GET /api/variants`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariantInfo {
+    pub name: String,
+    /// One line: what protects the critical section.
+    pub protection: String,
+    /// One paragraph: what it does, what breaks it, which scenario shows it.
+    pub explanation: String,
+    /// The few lines of code that matter.
+    pub code: String,
+    /// Defaults applied when the request does not say.
+    pub default_lease_ms: Option<u64>,
+    pub default_wait_ms: Option<u64>,
+    pub expected: Verdicts,
+}
+
+/// `GET /healthz`. Deliberately touches nothing but the process, so it is
+/// the baseline that the cost of every variant is measured against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    pub status: String,
+    pub instance: String,
+    pub pid: u32,
+}
