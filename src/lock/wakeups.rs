@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{Client, PushInfo, PushKind, Value};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use crate::store::{StoreError, manager_config};
@@ -32,14 +32,31 @@ pub fn release_channel(lock_key: &str) -> String {
 }
 
 /// The waiters of this process, by lock key. Cheap to clone.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Wakeups {
     by_lock: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+    /// Turns true once the listener's first subscription is in place.
+    subscribed: watch::Sender<bool>,
+}
+
+impl Default for Wakeups {
+    fn default() -> Self {
+        Self {
+            by_lock: Arc::default(),
+            subscribed: watch::Sender::new(false),
+        }
+    }
 }
 
 impl Wakeups {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Resolves once [`listen`](Self::listen) has subscribed (at once if it has).
+    pub async fn subscribed(&self) {
+        let mut rx = self.subscribed.subscribe();
+        let _ = rx.wait_for(|subscribed| *subscribed).await;
     }
 
     /// The notifier of one lock. Entries live as long as the process: one per
@@ -114,6 +131,7 @@ impl Wakeups {
                 }
             };
             tracing::debug!("release listener subscribed");
+            wakeups.subscribed.send_replace(true);
             let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
             loop {
                 heartbeat.tick().await;

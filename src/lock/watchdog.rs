@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -24,10 +25,29 @@ use super::{Lease, OwnerId};
 #[derive(Debug, Default)]
 pub struct Tenure {
     lost: AtomicBool,
+    lost_signal: Notify,
     renewals: AtomicU64,
 }
 
 impl Tenure {
+    fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Release);
+        self.lost_signal.notify_waiters();
+    }
+
+    /// Resolves when the lease is known to be lost (at once if it is).
+    pub async fn lost(&self) {
+        loop {
+            let signal = self.lost_signal.notified();
+            tokio::pin!(signal);
+            signal.as_mut().enable();
+            if self.is_lost() {
+                return;
+            }
+            signal.await;
+        }
+    }
+
     /// Whether the lease is known to be lost.
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)
@@ -67,12 +87,12 @@ impl Watchdog {
                             owner = owner.as_str(),
                             "watchdog: lock lost, renewal refused"
                         );
-                        shared.lost.store(true, Ordering::Release);
+                        shared.mark_lost();
                         return;
                     }
                     Err(err) if last_renewed.elapsed() >= lease => {
                         tracing::warn!(owner = owner.as_str(), %err, "watchdog: lock lost, no renewal for a whole lease");
-                        shared.lost.store(true, Ordering::Release);
+                        shared.mark_lost();
                         return;
                     }
                     Err(err) => {

@@ -3,7 +3,10 @@
 -- long the current holder's lease still runs.
 -- KEYS: lock   ARGV: owner, lease ms
 -- Returns {1, holds} when held by us now, {0, pttl of the holder} otherwise.
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+-- A lock key of another shape (a SETNX or token lock on the same SKU) is
+-- someone else's lock.
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' or (kind == 'hash' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1) then
   local holds = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, holds}

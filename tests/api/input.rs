@@ -1,0 +1,353 @@
+//! The router driven in-process (`oneshot`, no socket) against a real Redis:
+//! every kind of bad input gets a 4xx JSON error and changes nothing; a
+//! dead Redis gets a 503 and the service comes back with it.
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use stocklock::http::{AppState, app};
+use stocklock::lock::Wakeups;
+use stocklock::store::Store;
+use stocklock::up::redis::RedisServer;
+use stocklock::variants::Variant;
+use stocklock::wire::StateSnapshot;
+use tower::ServiceExt;
+
+use crate::helpers;
+
+const TOKEN: &str = "test-token";
+
+fn router(redis_url: &str) -> Router {
+    let store = Store::open(redis_url).unwrap();
+    app(AppState::new(
+        store,
+        "t".into(),
+        TOKEN.into(),
+        Variant::Lua,
+        Wakeups::new(),
+    ))
+}
+
+async fn call(router: &Router, request: Request<Body>) -> (StatusCode, Value) {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| panic!("not JSON ({status}): {}", String::from_utf8_lossy(&bytes)));
+    (status, body)
+}
+
+fn get(uri: &str) -> Request<Body> {
+    Request::get(uri).body(Body::empty()).unwrap()
+}
+
+fn reset_request(body: &str, auth: Option<&str>) -> Request<Body> {
+    let mut request = Request::post("/api/admin/reset").header("content-type", "application/json");
+    if let Some(auth) = auth {
+        request = request.header("authorization", auth);
+    }
+    request.body(Body::from(body.to_owned())).unwrap()
+}
+
+async fn state(router: &Router, sku: &str) -> StateSnapshot {
+    let (status, body) = call(router, get(&format!("/api/state?sku={sku}"))).await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_value(body).unwrap()
+}
+
+async fn reset(router: &Router, sku: &str, stock: i64) {
+    let body = format!(r#"{{"sku":"{sku}","stock":{stock}}}"#);
+    let (status, body) = call(
+        router,
+        reset_request(&body, Some(&format!("Bearer {TOKEN}"))),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn bad_input_is_a_4xx_json_error_and_changes_nothing() {
+    let redis = helpers::redis().await;
+    let router = router(&redis.url());
+    reset(&router, "00001", 5).await;
+    reset(&router, "s1", 5).await;
+    let before = (state(&router, "00001").await, state(&router, "s1").await);
+
+    let huge = "9".repeat(5000);
+    let cases: Vec<(String, u16, &str)> = vec![
+        // (uri, status, field or error named in the answer)
+        ("/deductStock/nope".into(), 404, "unknown_variant"),
+        ("/deductStock/LUA".into(), 404, "unknown_variant"),
+        ("/deductStock/%E2%98%83".into(), 404, "unknown_variant"),
+        ("/deductStock/lua/extra".into(), 404, "not_found"),
+        ("/deductStock/lua?sku=".into(), 400, "sku"),
+        ("/deductStock/lua?sku=a%20b".into(), 400, "sku"),
+        ("/deductStock/lua?sku=%7Bs1%7D".into(), 400, "sku"),
+        ("/deductStock/lua?sku=s%C3%A9".into(), 400, "sku"),
+        (
+            format!("/deductStock/lua?sku={}", "x".repeat(65)),
+            400,
+            "sku",
+        ),
+        ("/deductStock/lua?sku=s1&sku=s1".into(), 400, "sku"),
+        ("/deductStock/none?sku=s1&work_ms=-1".into(), 400, "work_ms"),
+        (
+            "/deductStock/none?sku=s1&work_ms=60001".into(),
+            400,
+            "work_ms",
+        ),
+        (
+            "/deductStock/none?sku=s1&work_ms=1.5".into(),
+            400,
+            "work_ms",
+        ),
+        (
+            "/deductStock/none?sku=s1&work_ms=abc".into(),
+            400,
+            "work_ms",
+        ),
+        ("/deductStock/none?sku=s1&work_ms=".into(), 400, "work_ms"),
+        (
+            format!("/deductStock/none?sku=s1&work_ms={huge}"),
+            400,
+            "work_ms",
+        ),
+        (
+            "/deductStock/token?sku=s1&lease_ms=0".into(),
+            400,
+            "lease_ms",
+        ),
+        (
+            "/deductStock/token?sku=s1&lease_ms=600001".into(),
+            400,
+            "lease_ms",
+        ),
+        (
+            "/deductStock/token?sku=s1&lease_ms=%EF%BC%91".into(),
+            400,
+            "lease_ms",
+        ),
+        (
+            "/deductStock/token?sku=s1&wait_ms=-5".into(),
+            400,
+            "wait_ms",
+        ),
+        (
+            "/deductStock/token?sku=s1&wait_ms=1e3".into(),
+            400,
+            "wait_ms",
+        ),
+        (
+            "/deductStock/token?sku=s1&wait_ms=99999999999999999999999".into(),
+            400,
+            "wait_ms",
+        ),
+        (
+            "/deductStock/lua?sku=s1&wrk_ms=5".into(),
+            400,
+            "unknown parameter",
+        ),
+        (
+            "/deductStock/lua?sku=s1&request_id=r1".into(),
+            400,
+            "request_id",
+        ),
+        ("/deductStock?work_ms=x".into(), 400, "work_ms"),
+        ("/deductStock/lua?sku=%FF".into(), 400, "invalid_input"),
+        ("/api/state?sku=a%20b".into(), 400, "sku"),
+        ("/api/state?sku=s1&x=1".into(), 400, "unknown parameter"),
+        ("/nowhere".into(), 404, "not_found"),
+    ];
+    for (uri, expected, named) in &cases {
+        let (status, body) = call(&router, get(uri)).await;
+        assert_eq!(status.as_u16(), *expected, "{uri}: {body}");
+        let error = body["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{uri}: no error field: {body}"));
+        let detail = body["detail"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{uri}: no detail: {body}"));
+        assert!(
+            error.contains(named) || detail.contains(named),
+            "{uri}: answer does not name {named:?}: {body}"
+        );
+        assert!(
+            detail.len() < 400,
+            "{uri}: detail echoes too much ({} bytes)",
+            detail.len()
+        );
+    }
+    let (status, body) = call(&router, get("/deductStock/nope")).await;
+    assert_eq!(status, 404);
+    assert_eq!(body["valid"].as_array().unwrap().len(), Variant::ALL.len());
+    assert!(body["detail"].as_str().unwrap().contains("watchdog"));
+
+    let (status, body) = call(
+        &router,
+        Request::delete("/deductStock/lua")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 405, "{body}");
+
+    // Admin: no token, a wrong token, then bad bodies with the right token.
+    let good = r#"{"sku":"s1","stock":9}"#;
+    for auth in [
+        None,
+        Some("Bearer nope"),
+        Some("test-token"),
+        Some("Bearer test-token2"),
+        Some("Bearer "),
+    ] {
+        let (status, body) = call(&router, reset_request(good, auth)).await;
+        assert_eq!(status, 401, "{auth:?}: {body}");
+    }
+    let bearer = format!("Bearer {TOKEN}");
+    for (body, named) in [
+        (r#"{"sku":"s1","stock":-1}"#, "stock"),
+        (r#"{"sku":"s1","stock":1000000001}"#, "stock"),
+        (r#"{"sku":"s1","stock":1.5}"#, "invalid_input"),
+        (r#"{"sku":"s1","stock":"5"}"#, "invalid_input"),
+        (
+            r#"{"sku":"s1","stock":99999999999999999999999}"#,
+            "invalid_input",
+        ),
+        (r#"{"sku":"","stock":5}"#, "sku"),
+        (r#"{"sku":"a b","stock":5}"#, "sku"),
+        (r#"{"sku":"s1"}"#, "invalid_input"),
+        (r#"{"sku":"s1","stock":5,"extra":1}"#, "invalid_input"),
+        ("not json", "invalid_input"),
+        ("", "invalid_input"),
+    ] {
+        let (status, answer) = call(&router, reset_request(body, Some(&bearer))).await;
+        assert!(status.is_client_error(), "{body}: {status} {answer}");
+        let text = answer.to_string();
+        assert!(
+            text.contains(named),
+            "{body}: answer does not name {named}: {answer}"
+        );
+    }
+
+    let after = (state(&router, "00001").await, state(&router, "s1").await);
+    assert_eq!(before, after, "bad input changed the state");
+}
+
+#[tokio::test]
+async fn every_variant_sells_one_unit_in_process() {
+    let redis = helpers::redis().await;
+    let router = router(&redis.url());
+    for variant in Variant::ALL {
+        let sku = format!("one-{}", variant.name());
+        reset(&router, &sku, 1).await;
+        let (status, body) = call(&router, get(&format!("/deductStock/{variant}?sku={sku}"))).await;
+        assert_eq!(status, 200, "{variant}: {body}");
+        assert_eq!(body["outcome"], "sold");
+        assert_eq!(body["unit"], 1);
+        assert_eq!(body["remaining"], 0);
+        assert_eq!(body["variant"], variant.name());
+        assert_eq!(body["instance"], "t");
+        let (status, body) = call(&router, get(&format!("/deductStock/{variant}?sku={sku}"))).await;
+        assert_eq!(status, 409, "{variant}: {body}");
+        assert_eq!(body["outcome"], "sold_out");
+        let state = state(&router, &sku).await;
+        assert_eq!(
+            (state.sold, state.remaining, state.oversold),
+            (1, 0, 0),
+            "{variant}"
+        );
+        assert_eq!(state.per_instance.get("t"), Some(&2));
+        assert!(!state.lock.held, "{variant}");
+    }
+    // The default variant.
+    reset(&router, "00001", 3).await;
+    let (status, body) = call(&router, get("/deductStock")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["variant"], "lua");
+    assert_eq!(body["sku"], "00001");
+    let (status, body) = call(
+        &router,
+        Request::post("/deductStock/token")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "POST: {body}");
+}
+
+#[tokio::test]
+async fn a_held_lock_answers_busy_and_a_lock_without_ttl_shows_in_the_state() {
+    let redis = helpers::redis().await;
+    let router = router(&redis.url());
+    reset(&router, "b1", 5).await;
+    // Someone else holds the lock, with no expiry at all (SETNX's orphan).
+    let store = Store::open(&redis.url()).unwrap();
+    let mut conn = store.conn().await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("lock:{b1}")
+        .arg("1")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    for variant in ["setnx", "token"] {
+        let (status, body) = call(&router, get(&format!("/deductStock/{variant}?sku=b1"))).await;
+        assert_eq!(status, 429, "{variant}: {body}");
+        assert_eq!(body["outcome"], "busy");
+        assert_eq!(body["reason"], "lock_held");
+    }
+    let (status, body) = call(&router, get("/deductStock/watchdog?sku=b1&wait_ms=50")).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["reason"], "wait_timed_out");
+    let state = state(&router, "b1").await;
+    assert_eq!(state.busy, 3);
+    assert!(state.lock.held && state.lock.no_ttl, "{:?}", state.lock);
+    assert_eq!(state.lock.holder.as_deref(), Some("1"));
+    assert_eq!(state.remaining, 5);
+}
+
+#[tokio::test]
+async fn a_dead_redis_is_a_503_and_service_resumes_when_it_is_back() {
+    let mut redis = helpers::redis().await;
+    let port = redis.port();
+    let router = router(&redis.url());
+    reset(&router, "r1", 100).await;
+    let (status, _) = call(&router, get("/deductStock/watchdog?sku=r1")).await;
+    assert_eq!(status, 200);
+
+    redis.stop().await;
+    for uri in [
+        "/deductStock/lua?sku=r1",
+        "/deductStock/watchdog?sku=r1",
+        "/deductStock/token?sku=r1",
+        "/api/state?sku=r1",
+    ] {
+        let (status, body) = call(&router, get(uri)).await;
+        assert_eq!(status, 503, "{uri}: {body}");
+        assert_eq!(body["error"], "store_unavailable");
+    }
+    let (status, _) = call(&router, get("/healthz")).await;
+    assert_eq!(status, 200, "healthz must not depend on Redis");
+
+    // Redis comes back (empty: persistence is off) on the same port.
+    let _redis = RedisServer::start(Some(port)).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (status, body) = call(&router, get("/api/state?sku=r1")).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "did not recover within 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    reset(&router, "r1", 2).await;
+    for variant in ["lua", "watchdog"] {
+        let (status, body) = call(&router, get(&format!("/deductStock/{variant}?sku=r1"))).await;
+        assert_eq!(status, 200, "{variant}: {body}");
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests: one binary, real redis-server and nginx started on
+//! free loopback ports by the tests themselves, stopped by pid.
+
+mod docker;
+mod helpers;
+mod input;
+mod lock;
+mod stack;

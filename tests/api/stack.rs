@@ -1,0 +1,223 @@
+//! The whole stack, as users run it: `stocklock up` (redis-server, instances,
+//! nginx), hammered through nginx.
+
+use std::time::Duration;
+
+use crate::helpers::{Stack, Tally, alive, burst};
+
+const STOCK: i64 = 50;
+const REQUESTS: usize = 400;
+const CONCURRENCY: usize = 64;
+
+/// Resets `variant`'s own SKU, fires the article's flash sale at it through
+/// nginx with `work_ms=2`, and checks the books balance.
+async fn flash_sale(stack: &Stack, variant: &str) -> (Tally, stocklock::wire::StateSnapshot) {
+    let sku = format!("sale-{variant}");
+    stack.reset(&sku, STOCK).await;
+    let url = format!("{}/deductStock/{variant}?sku={sku}&work_ms=2", stack.url);
+    let tally = burst(&stack.http, &url, REQUESTS, CONCURRENCY).await;
+    let state = stack.state(&sku).await;
+    eprintln!(
+        "{variant:>12}: sold {} sold_out {} busy {} | remaining {} oversold {} duplicates {} | per instance {:?}",
+        tally.count(200),
+        tally.count(409),
+        tally.count(429),
+        state.remaining,
+        state.oversold,
+        state.duplicates,
+        state.per_instance
+    );
+
+    // Every request got one of the three business answers, and the ledger
+    // agrees with what the client was told.
+    assert_eq!(tally.total(), REQUESTS, "{variant}: {:?}", tally.by_status);
+    assert_eq!(
+        tally.count(200) + tally.count(409) + tally.count(429),
+        REQUESTS,
+        "{variant}: unexpected statuses {:?}",
+        tally.by_status
+    );
+    assert_eq!(
+        state.sold,
+        tally.count(200) as i64,
+        "{variant}: ledger sold vs 200s"
+    );
+    assert_eq!(
+        state.busy,
+        tally.count(429) as i64,
+        "{variant}: ledger busy vs 429s"
+    );
+    assert_eq!(state.per_instance.values().sum::<i64>(), REQUESTS as i64);
+    assert_eq!(state.oversold, state.sold - (STOCK - state.remaining));
+    (tally, state)
+}
+
+#[tokio::test]
+async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
+    let stack = Stack::start(2, None).await;
+
+    for variant in ["none", "local-mutex"] {
+        let (_, state) = flash_sale(&stack, variant).await;
+        assert!(
+            state.oversold > 0,
+            "{variant} should oversell with 2 instances: {state:?}"
+        );
+    }
+    for variant in ["setnx", "token", "watchdog", "lua"] {
+        let (tally, state) = flash_sale(&stack, variant).await;
+        assert_eq!(state.oversold, 0, "{variant} oversold: {state:?}");
+        assert_eq!(
+            state.duplicates, 0,
+            "{variant} sold a unit twice: {state:?}"
+        );
+        assert!(state.remaining >= 0, "{variant}: {state:?}");
+        let mut units = tally.units.clone();
+        units.sort_unstable();
+        units.dedup();
+        assert_eq!(
+            units.len(),
+            tally.units.len(),
+            "{variant}: client saw a unit twice"
+        );
+        assert!(
+            !state.lock.held,
+            "{variant} left its lock behind: {:?}",
+            state.lock
+        );
+    }
+    // Waiting variants sell everything; a waiter gives up only after 10 s.
+    for variant in ["watchdog", "lua"] {
+        assert_eq!(
+            stack.state(&format!("sale-{variant}")).await.remaining,
+            0,
+            "{variant}"
+        );
+    }
+    // The round robin reached both instances for every variant.
+    for variant in ["none", "local-mutex", "setnx", "token", "watchdog", "lua"] {
+        let state = stack.state(&format!("sale-{variant}")).await;
+        assert_eq!(
+            state.per_instance.len(),
+            2,
+            "{variant}: {:?}",
+            state.per_instance
+        );
+        assert!(
+            state.per_instance.values().all(|n| *n > 0),
+            "{variant}: {:?}",
+            state.per_instance
+        );
+    }
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn one_instance_makes_the_local_mutex_enough() {
+    let stack = Stack::start(1, None).await;
+    let (_, state) = flash_sale(&stack, "local-mutex").await;
+    assert_eq!(state.oversold, 0, "{state:?}");
+    assert_eq!(state.duplicates, 0, "{state:?}");
+    assert_eq!(state.remaining, 0);
+    assert_eq!(state.sold, STOCK);
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn nginx_names_the_upstream_and_keeps_admin_to_loopback_with_the_token() {
+    let stack = Stack::start(2, None).await;
+    let response = stack
+        .http
+        .get(format!("{}/healthz", stack.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let upstream = response.headers()["x-stocklock-upstream"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        stack
+            .instances
+            .iter()
+            .any(|(_, _, url)| url.ends_with(&upstream)),
+        "{upstream} is not one of {:?}",
+        stack.instances
+    );
+    assert!(
+        response
+            .headers()
+            .get("server")
+            .is_none_or(|s| s == "nginx"),
+        "server_tokens leaks a version"
+    );
+
+    // No token, a wrong token: 401 and nothing changes.
+    let before = stack.state("lua").await;
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some(&*format!("Basic {}", stack.token)),
+    ] {
+        let mut request = stack
+            .http
+            .post(format!("{}/api/admin/reset", stack.url))
+            .json(&serde_json::json!({"sku": "lua", "stock": 7}));
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{auth:?}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "unauthorized");
+    }
+    assert_eq!(stack.state("lua").await, before);
+    // The right one works.
+    assert_eq!(stack.reset("lua", 7).await.remaining, 7);
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn up_restarts_a_killed_instance() {
+    let mut stack = Stack::start(2, None).await;
+    let (name, pid, _) = stack.instances[0].clone();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+
+    let (restarted, new_pid, url) = stack
+        .next_instance_line(Duration::from_secs(5))
+        .await
+        .expect("the killed instance was not restarted within 5 s");
+    assert_eq!(restarted, name);
+    assert_ne!(new_pid, pid);
+    assert!(!alive(pid));
+    let health: serde_json::Value = stack
+        .http
+        .get(format!("{url}/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["pid"], new_pid);
+    assert_eq!(health["instance"], name.as_str());
+
+    // And nginx sends it traffic again.
+    stack.reset("lua", 1000).await;
+    let tally = burst(
+        &stack.http,
+        &format!("{}/deductStock/lua?sku=lua", stack.url),
+        40,
+        4,
+    )
+    .await;
+    assert_eq!(tally.count(200), 40, "{:?}", tally.by_status);
+    assert_eq!(tally.by_instance.len(), 2, "{:?}", tally.by_instance);
+
+    stack.instances[0].1 = new_pid;
+    stack.stop().await;
+}
