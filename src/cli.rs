@@ -55,6 +55,10 @@ pub struct ServeArgs {
     /// The variant served at /deductStock with no name.
     #[arg(long, default_value = "lua", value_parser = parse_variant, env = "STOCKLOCK_DEFAULT_VARIANT")]
     pub default_variant: Variant,
+    /// Stop when standard input closes (how `up` makes sure no instance
+    /// outlives it).
+    #[arg(long, hide = true)]
+    pub exit_with_stdin: bool,
 }
 
 #[derive(Args, Debug)]
@@ -167,6 +171,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "instance {instance} listening on http://{}",
         app.local_addr()?
     );
-    app.run_until_stopped().await?;
+    if args.exit_with_stdin {
+        app.run_until(async {
+            tokio::select! {
+                _ = crate::server::shutdown_signal() => {}
+                _ = crate::server::stdin_closed() => {}
+            }
+        })
+        .await?;
+    } else {
+        app.run_until_stopped().await?;
+    }
     Ok(())
 }

@@ -64,12 +64,30 @@ impl Application {
 
     /// Serves until Ctrl-C or SIGTERM, then drains the requests in flight.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Serves until `stop` resolves, then drains the requests in flight.
+    pub async fn run_until(
+        self,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let served = axum::serve(self.listener, app(self.state))
-            .with_graceful_shutdown(shutdown_signal())
+            .with_graceful_shutdown(stop)
             .await;
         self.listener_task.abort();
         served
     }
+}
+
+/// Resolves when standard input reaches its end: `up` holds the other end
+/// of that pipe, so an instance never outlives its supervisor, even one
+/// killed with SIGKILL.
+pub async fn stdin_closed() {
+    use tokio::io::AsyncReadExt;
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0u8; 64];
+    while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

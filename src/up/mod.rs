@@ -26,7 +26,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -189,8 +189,10 @@ impl InstanceSpec {
             .arg(&self.name)
             .arg("--default-variant")
             .arg(self.default_variant.name())
+            .arg("--exit-with-stdin")
             .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)
-            .stdin(Stdio::null())
+            // We keep the write end; if we die, the instance sees EOF and stops.
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -210,7 +212,7 @@ async fn supervise(
     loop {
         let started = tokio::time::Instant::now();
         let child = start_instance(&spec).await;
-        let mut child = match child {
+        let (mut child, _stdin) = match child {
             Ok(child) => {
                 if let Some(ready) = ready.take() {
                     let _ = ready.send(Ok(()));
@@ -254,11 +256,14 @@ async fn supervise(
     }
 }
 
-/// Starts one instance and waits for its listening line.
-async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<Child> {
+/// Starts one instance and waits for its listening line. The instance stops
+/// when the returned stdin handle is dropped (`Child::wait` would drop it if
+/// it stayed inside the child).
+async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<(Child, ChildStdin)> {
     let mut child = spec
         .spawn()
         .with_context(|| format!("cannot run {}", spec.binary.display()))?;
+    let stdin = child.stdin.take().context("instance stdin")?;
     let stdout = child.stdout.take().context("instance stdout")?;
     let (output, ready) = process::watch_output(stdout, Some("listening on"), None);
     let what = format!("instance {}", spec.name);
@@ -269,5 +274,5 @@ async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<Child> {
         child.id().unwrap_or(0),
         spec.addr
     );
-    Ok(child)
+    Ok((child, stdin))
 }

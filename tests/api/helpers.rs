@@ -57,7 +57,9 @@ impl Stack {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true);
+            // Dropped on a failed test: `Drop` asks it to stop (SIGTERM) so it
+            // can stop its own children; SIGKILL would orphan them.
+            .kill_on_drop(false);
         if let Some(url) = redis_url {
             command.args(["--redis-url", url]);
         }
@@ -174,6 +176,14 @@ impl Stack {
         children.extend(self.redis_pid);
         for child in children {
             assert!(!alive(child), "up left pid {child} running");
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
         }
     }
 }
