@@ -55,6 +55,10 @@ pub struct ServeArgs {
     /// The variant served at /deductStock with no name.
     #[arg(long, default_value = "lua", value_parser = parse_variant, env = "STOCKLOCK_DEFAULT_VARIANT")]
     pub default_variant: Variant,
+    /// Give the lab's SKUs (00001 and one per variant) this much stock at
+    /// start-up when they have none (what `up --stock` does; for containers).
+    #[arg(long, env = "STOCKLOCK_SEED_STOCK")]
+    pub seed_stock: Option<i64>,
     /// Stop when standard input closes (how `up` makes sure no instance
     /// outlives it).
     #[arg(long, hide = true)]
@@ -158,6 +162,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             token
         }
     };
+    if let Some(stock) = args.seed_stock {
+        let stock = crate::knobs::parse_stock(stock)?;
+        let url = args.redis_url.clone();
+        // Redis may not answer yet; keep trying in the background.
+        tokio::spawn(async move {
+            loop {
+                match up::seed_stock(&url, stock).await {
+                    Ok(()) => break,
+                    Err(err) => tracing::warn!("seeding stock: {err:#}; retrying"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        });
+    }
     let app = Application::build(ServeConfig {
         listen: args.listen,
         redis_url: args.redis_url,

@@ -151,9 +151,9 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Gives the SKUs the lab uses their stock, leaving any that already have
-/// some alone (an existing Redis keeps its state).
-async fn seed_stock(redis_url: &str, stock: i64) -> anyhow::Result<()> {
+/// Gives the SKUs the lab uses (`00001` and one per variant) their stock,
+/// leaving any that already have some alone (an existing Redis keeps its state).
+pub async fn seed_stock(redis_url: &str, stock: i64) -> anyhow::Result<()> {
     let store = Store::open(redis_url)?;
     let mut conn = store
         .conn()

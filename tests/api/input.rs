@@ -351,3 +351,64 @@ async fn a_dead_redis_is_a_503_and_service_resumes_when_it_is_back() {
         assert_eq!(status, 200, "{variant}: {body}");
     }
 }
+
+/// The watchdog learns that its lock vanished (a failover, a clock jump)
+/// and the holder backs off before its write: busy `lock_lost`, counted in
+/// the ledger, stock untouched.
+#[tokio::test]
+async fn a_watchdog_holder_that_lost_its_lock_does_not_write() {
+    use futures_util::StreamExt;
+
+    let redis = helpers::redis().await;
+    let router = router(&redis.url());
+    reset(&router, "w1", 5).await;
+    let store = Store::open(&redis.url()).unwrap();
+    let mut conn = store.conn().await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("Kh")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut events = redis::Client::open(redis.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    events.subscribe("__keyspace@0__:lock:{w1}").await.unwrap();
+    let mut events = events.into_on_message();
+
+    let request = {
+        let router = router.clone();
+        tokio::spawn(async move {
+            call(
+                &router,
+                get("/deductStock/watchdog?sku=w1&lease_ms=300&work_ms=1500"),
+            )
+            .await
+        })
+    };
+    // The holder's HINCRBY is the event: it holds the lock now.
+    let event = tokio::time::timeout(std::time::Duration::from_secs(5), events.next())
+        .await
+        .expect("the lock was never taken")
+        .unwrap();
+    assert_eq!(event.get_payload::<String>().unwrap(), "hincrby");
+    let deleted: i64 = redis::cmd("DEL")
+        .arg("lock:{w1}")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+
+    let (status, body) = request.await.unwrap();
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["reason"], "lock_lost");
+    let state = state(&router, "w1").await;
+    assert_eq!(
+        (state.lost_locks, state.busy, state.sold, state.remaining),
+        (1, 1, 0, 5),
+        "{state:?}"
+    );
+}
