@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::load::LoadConfig;
 use crate::server::{Application, ServeConfig};
 use crate::telemetry;
 use crate::up::{self, UpConfig};
@@ -30,6 +31,111 @@ pub enum Command {
     /// Run the whole stack on this machine: redis-server, N instances and
     /// nginx in front, supervised until Ctrl-C.
     Up(UpArgs),
+    /// Hammer /deductStock/{variant} on a running stack and judge the result
+    /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n or STUCK.
+    Load(LoadArgs),
+    /// Measure costs side by side on a running stack: our generator vs oha,
+    /// lua vs /healthz, watchdog vs the lock hand-off ceiling, memory.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The stack to measure (normally nginx).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub target: String,
+    /// The stack's Redis, for the round-trip time (stocklock up prints it).
+    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
+    pub redis_url: String,
+    /// Admin token, to give the bench SKUs their stock.
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Runs per side of each row; the medians are compared.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    #[arg(long, short = 'c', default_value_t = 64)]
+    pub concurrency: usize,
+    /// Length of each run.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub duration: std::time::Duration,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Example, the workshop's headline table:\n  \
+    stocklock load --variant all --stock 50 --requests 400 --concurrency 64 --work-ms 2 --json out.json")]
+pub struct LoadArgs {
+    /// The stack to hit (normally nginx).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub target: String,
+    /// One variant, a comma-separated list, or `all` (every variant in turn).
+    #[arg(long, default_value = "all", value_delimiter = ',')]
+    pub variant: Vec<String>,
+    /// SKU to sell (default: each variant's own name, so variants never share stock).
+    #[arg(long)]
+    pub sku: Option<String>,
+    /// Reset the SKU to this stock before each run (needs the admin token).
+    #[arg(long)]
+    pub stock: Option<i64>,
+    /// Admin token for --stock.
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Requests per variant (default 400 unless --duration is given).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Run each variant this long instead (e.g. 10s, 500ms, 2m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Requests in flight at once (closed loop: each worker sends its next
+    /// request when the last one is answered).
+    #[arg(long, short = 'c', default_value_t = 64)]
+    pub concurrency: usize,
+    /// Open loop: start this many requests per second whatever the answers
+    /// (latency then counts from each request's slot).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Business time inside the critical section (passed as work_ms).
+    #[arg(long)]
+    pub work_ms: Option<u64>,
+    /// Lock lease (passed as lease_ms).
+    #[arg(long)]
+    pub lease_ms: Option<u64>,
+    /// How long to wait for the lock (passed as wait_ms).
+    #[arg(long)]
+    pub wait_ms: Option<u64>,
+    /// Per-request timeout.
+    #[arg(long, default_value = "150s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Write every run as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Exit with status 2 when an observed verdict contradicts the expected one.
+    #[arg(long)]
+    pub check: bool,
+    /// What --check expects instead of each variant's own expectation from
+    /// /api/variants: `safe` or `oversells`.
+    #[arg(long, value_parser = ["safe", "oversells"])]
+    pub expect: Option<String>,
+}
+
+/// Parses `500ms`, `10s`, `2m`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 10s or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("{text:?}: unit must be ms, s or m")),
+    };
+    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(format!("{text:?} must be more than 0 and at most a day"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
 #[derive(Args, Debug)]
@@ -121,7 +227,8 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(run(cli.command));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(2),
         Err(err) => {
             eprintln!("stocklock: {err:#}");
             ExitCode::FAILURE
@@ -129,9 +236,45 @@ pub fn main() -> ExitCode {
     }
 }
 
-async fn run(command: Command) -> anyhow::Result<()> {
+/// Runs a command; `Ok(false)` is a run that worked but found what `--check` refuses.
+async fn run(command: Command) -> anyhow::Result<bool> {
     match command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(args).await.map(|()| true),
+        Command::Load(args) => {
+            telemetry::init("warn");
+            crate::load::run(LoadConfig {
+                target: args.target,
+                variants: args.variant,
+                sku: args.sku,
+                stock: args.stock.map(crate::knobs::parse_stock).transpose()?,
+                admin_token: args.admin_token,
+                requests: args.requests,
+                duration: args.duration,
+                concurrency: args.concurrency,
+                rate: args.rate,
+                work_ms: args.work_ms,
+                lease_ms: args.lease_ms,
+                wait_ms: args.wait_ms,
+                timeout: args.timeout,
+                json: args.json,
+                check: args.check,
+                expect: args.expect,
+            })
+            .await
+        }
+        Command::Bench(args) => {
+            telemetry::init("warn");
+            crate::load::bench::run(crate::load::bench::BenchConfig {
+                target: args.target,
+                redis_url: args.redis_url,
+                admin_token: args.admin_token,
+                runs: args.runs,
+                concurrency: args.concurrency,
+                duration: args.duration,
+            })
+            .await
+            .map(|()| true)
+        }
         Command::Up(args) => {
             telemetry::init("info");
             up::run(UpConfig {
@@ -145,6 +288,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 default_variant: args.default_variant,
             })
             .await
+            .map(|()| true)
         }
     }
 }

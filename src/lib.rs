@@ -16,6 +16,7 @@
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
 //! - [`http`]: the axum router; thin handlers that parse, call the domain and map outcomes.
 //! - [`server`]: `stocklock serve`: building and running one instance.
+//! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
 //! - [`up`]: `stocklock up`: redis-server, N instances and nginx as supervised children.
 //! - [`cli`]: the command line.
 //! - [`telemetry`]: tracing set-up.
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod http;
 pub mod knobs;
 pub mod ledger;
+pub mod load;
 pub mod lock;
 pub mod sale;
 pub mod server;

@@ -130,3 +130,72 @@ pub struct Health {
     pub instance: String,
     pub pid: u32,
 }
+
+/// Failed requests of a load run, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    /// Could not connect (refused, unreachable).
+    pub connect: u64,
+    /// No answer within the timeout.
+    pub timeout: u64,
+    /// 5xx answers (502 from nginx, 503 when Redis is away, ...).
+    #[serde(rename = "5xx")]
+    pub server: u64,
+    /// Anything else: another status (400, 404, ...), a broken connection.
+    pub other: u64,
+}
+
+impl ErrorCounts {
+    pub fn total(&self) -> u64 {
+        self.connect + self.timeout + self.server + self.other
+    }
+}
+
+/// Latency quantiles of a run, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMs {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// One variant's load run: what the client counted, what the ledger says,
+/// and the verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub variant: String,
+    pub sku: String,
+    pub requests: u64,
+    /// 200s the client received.
+    pub sold: u64,
+    pub sold_out: u64,
+    pub busy: u64,
+    pub errors: ErrorCounts,
+    pub rps: f64,
+    pub latency_ms: LatencyMs,
+    /// From the ledger after the run.
+    pub initial: i64,
+    pub remaining: i64,
+    pub oversold: i64,
+    pub duplicates: i64,
+    /// Requests of this run answered by each instance (ledger, after minus before).
+    pub per_instance: BTreeMap<String, i64>,
+    /// `SAFE`, `OVERSOLD n`, `DUPLICATES n` or `STUCK`.
+    pub verdict: String,
+    /// The variant's expected verdict for a plain race (`/api/variants`).
+    pub expected: String,
+    /// Set when the client's count of 200s and the ledger's disagree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagreement: Option<String>,
+    /// Set when the verdict contradicts the expectation under this load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contradiction: Option<String>,
+    pub elapsed_s: f64,
+}
+
+/// `stocklock load --json FILE`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    pub runs: Vec<RunReport>,
+}

@@ -4,5 +4,6 @@
 mod docker;
 mod helpers;
 mod input;
+mod load;
 mod lock;
 mod stack;

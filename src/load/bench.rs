@@ -1,0 +1,225 @@
+//! `stocklock bench`: costs measured side by side in one run.
+//!
+//! Against a running stack, each row alternates its two sides `runs` times
+//! and compares their medians, so a noisy machine slows both sides alike:
+//!
+//! 1. our generator vs oha on `/healthz` (is the generator the bottleneck?);
+//! 2. the `lua` variant vs `/healthz` through the same nginx (what a sale
+//!    costs over a bare request);
+//! 3. the `watchdog` variant under many waiting clients vs the lock
+//!    hand-off ceiling 1 / (4 × Redis round trip) measured in the same run;
+//!
+//! and then the resident memory of each instance.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use hyper::Method;
+
+use super::engine::{self, Plan, Progress, Target};
+use super::{Api, resolve_target};
+use crate::store::Store;
+use crate::up::process::find_program;
+use crate::wire::Health;
+
+/// What `stocklock bench` was asked for.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    pub target: String,
+    pub redis_url: String,
+    pub admin_token: Option<String>,
+    pub runs: usize,
+    pub concurrency: usize,
+    pub duration: Duration,
+}
+
+/// The median of some measurements.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn fmt_runs(values: &[f64]) -> String {
+    let shown: Vec<String> = values.iter().map(|v| format!("{v:.0}")).collect();
+    shown.join(", ")
+}
+
+/// Requests per second of our engine on `path` for the configured duration.
+async fn ours(target: &Target, path: &str, config: &BenchConfig) -> anyhow::Result<f64> {
+    let plan = Plan {
+        method: Method::GET,
+        path: path.to_owned(),
+        concurrency: config.concurrency,
+        requests: None,
+        duration: Some(config.duration),
+        rate: None,
+        timeout: Duration::from_secs(30),
+    };
+    let tally = engine::run(target, &plan, &Progress::default()).await;
+    let failed = tally.errors.total();
+    if failed > 0 {
+        bail!(
+            "{failed} of {} requests to {path} failed: {:?}",
+            tally.requests,
+            tally.errors
+        );
+    }
+    Ok(tally.rps())
+}
+
+/// Requests per second of oha on `url`, same concurrency and duration.
+async fn oha(oha: &std::path::Path, url: &str, config: &BenchConfig) -> anyhow::Result<f64> {
+    let output = tokio::process::Command::new(oha)
+        .args(["--no-tui", "--output-format", "json", "-c"])
+        .arg(config.concurrency.to_string())
+        .arg("-z")
+        .arg(format!("{}ms", config.duration.as_millis()))
+        .arg(url)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .context("cannot run oha")?;
+    if !output.status.success() {
+        bail!("oha failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).context("oha's JSON")?;
+    report["summary"]["requestsPerSec"]
+        .as_f64()
+        .context("oha's JSON has no summary.requestsPerSec")
+}
+
+/// Median of `samples` sequential PINGs, in seconds.
+async fn redis_round_trip(redis_url: &str, samples: usize) -> anyhow::Result<f64> {
+    let store = Store::open(redis_url)?;
+    let mut conn = store
+        .conn()
+        .await
+        .with_context(|| format!("cannot reach Redis at {redis_url}"))?;
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let started = Instant::now();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        times.push(started.elapsed().as_secs_f64());
+    }
+    Ok(median(&mut times))
+}
+
+/// The instances behind the target, found by asking `/healthz` until every
+/// one has answered (nginx takes turns), with their resident memory.
+async fn instance_memory(api: &Api) -> anyhow::Result<BTreeMap<String, (u32, Option<u64>)>> {
+    let mut seen = BTreeMap::new();
+    for _ in 0..32 {
+        let health: Health = api.get("/healthz").await?;
+        seen.entry(health.instance).or_insert((health.pid, None));
+    }
+    for (pid, rss) in seen.values_mut() {
+        *rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            });
+    }
+    Ok(seen)
+}
+
+/// Runs every row and prints it.
+pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
+    if config.runs == 0 || config.concurrency == 0 {
+        bail!("--runs and --concurrency must be at least 1");
+    }
+    let api = Api::new(&config.target, config.admin_token.clone())?;
+    let target = resolve_target(&config.target).await?;
+    let base = config.target.trim_end_matches('/');
+    println!(
+        "stocklock bench: {base}, concurrency {}, {:?} per run, medians of {} runs (each row alternates its sides)",
+        config.concurrency, config.duration, config.runs
+    );
+
+    // 1. Our generator vs oha.
+    match find_program("oha") {
+        None => println!("generator vs oha: skipped, oha is not installed (cargo install oha)"),
+        Some(oha_bin) => {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for _ in 0..config.runs {
+                a.push(ours(&target, "/healthz", &config).await?);
+                b.push(oha(&oha_bin, &format!("{base}/healthz"), &config).await?);
+            }
+            println!(
+                "generator vs oha, /healthz:        stocklock {:>8.0} req/s  oha {:>8.0} req/s  ratio {:.2}   (runs: {} | {})",
+                median(&mut a.clone()),
+                median(&mut b.clone()),
+                median(&mut a.clone()) / median(&mut b.clone()),
+                fmt_runs(&a),
+                fmt_runs(&b)
+            );
+        }
+    }
+
+    // The variants need stock that a whole run cannot exhaust.
+    for sku in ["bench-lua", "bench-watchdog"] {
+        api.reset(sku, 1_000_000_000).await?;
+    }
+
+    // 2. lua vs /healthz through the same nginx.
+    let (mut sale, mut bare) = (Vec::new(), Vec::new());
+    for _ in 0..config.runs {
+        sale.push(ours(&target, "/deductStock/lua?sku=bench-lua", &config).await?);
+        bare.push(ours(&target, "/healthz", &config).await?);
+    }
+    println!(
+        "lua vs /healthz through nginx:     lua {:>8.0} req/s  healthz {:>8.0} req/s  ratio {:.2}   (runs: {} | {})",
+        median(&mut sale.clone()),
+        median(&mut bare.clone()),
+        median(&mut sale.clone()) / median(&mut bare.clone()),
+        fmt_runs(&sale),
+        fmt_runs(&bare)
+    );
+
+    // 3. watchdog hand-offs vs 1 / (4 × RTT).
+    let (mut locked, mut ceilings, mut rtts) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..config.runs {
+        let rtt = redis_round_trip(&config.redis_url, 2000).await?;
+        rtts.push(rtt * 1e6);
+        ceilings.push(1.0 / (4.0 * rtt));
+        locked.push(
+            ours(
+                &target,
+                "/deductStock/watchdog?sku=bench-watchdog&wait_ms=60000",
+                &config,
+            )
+            .await?,
+        );
+    }
+    println!(
+        "watchdog vs hand-off ceiling:      watchdog {:>8.0} req/s  1/(4*RTT) {:>8.0} req/s  ratio {:.2}   (RTT median {:.0} us; runs: {} | {})",
+        median(&mut locked.clone()),
+        median(&mut ceilings.clone()),
+        median(&mut locked.clone()) / median(&mut ceilings.clone()),
+        median(&mut rtts.clone()),
+        fmt_runs(&locked),
+        fmt_runs(&ceilings)
+    );
+
+    // 4. Memory of each instance after all that.
+    for (instance, (pid, rss)) in instance_memory(&api).await? {
+        match rss {
+            Some(kb) => println!(
+                "instance {instance} (pid {pid}): resident memory {:.1} MiB",
+                kb as f64 / 1024.0
+            ),
+            None => println!(
+                "instance {instance} (pid {pid}): resident memory unknown (not on this machine?)"
+            ),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,329 @@
+//! The request engine: N workers, each with its own keep-alive HTTP/1.1
+//! connection, released together at one instant, counting answers by kind
+//! and latency in an HDR histogram.
+//!
+//! It is built to never be the bottleneck: one connection per worker (no
+//! pool to contend on), the request is prepared once and cloned, bodies are
+//! drained without being parsed, and each worker keeps its own counters and
+//! histogram until the end.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Empty};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request, StatusCode, header};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::Barrier;
+use tokio::time::Instant;
+
+/// Where to send the requests.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: SocketAddr,
+    /// The `Host` header (`host:port` of the URL).
+    pub authority: String,
+}
+
+/// How much load, and of what shape.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub method: Method,
+    /// Path and query, e.g. `/deductStock/lua?sku=lua`.
+    pub path: String,
+    pub concurrency: usize,
+    /// Stop after this many requests ...
+    pub requests: Option<u64>,
+    /// ... or after this long (whichever comes first).
+    pub duration: Option<Duration>,
+    /// Open loop: start requests at this rate (per second) regardless of
+    /// answers; `None` is a closed loop (each worker sends as soon as its
+    /// last answer came).
+    pub rate: Option<f64>,
+    /// Per request, connecting included.
+    pub timeout: Duration,
+}
+
+pub use crate::wire::ErrorCounts as Errors;
+
+/// What a run produced, as the client saw it.
+#[derive(Clone, Debug)]
+pub struct Tally {
+    pub requests: u64,
+    /// 200
+    pub sold: u64,
+    /// 409
+    pub sold_out: u64,
+    /// 429
+    pub busy: u64,
+    /// 2xx other than 200 (e.g. /healthz counts here)
+    pub ok_other: u64,
+    pub errors: Errors,
+    pub elapsed: Duration,
+    /// Latency in microseconds, of answered requests.
+    pub latency_us: Histogram<u64>,
+}
+
+impl Tally {
+    fn new() -> Self {
+        Self {
+            requests: 0,
+            sold: 0,
+            sold_out: 0,
+            busy: 0,
+            ok_other: 0,
+            errors: Errors::default(),
+            elapsed: Duration::ZERO,
+            latency_us: new_histogram(),
+        }
+    }
+
+    fn merge(&mut self, other: &Tally) {
+        self.requests += other.requests;
+        self.sold += other.sold;
+        self.sold_out += other.sold_out;
+        self.busy += other.busy;
+        self.ok_other += other.ok_other;
+        let e = &other.errors;
+        self.errors.connect += e.connect;
+        self.errors.timeout += e.timeout;
+        self.errors.server += e.server;
+        self.errors.other += e.other;
+        let _ = self.latency_us.add(&other.latency_us);
+    }
+
+    /// Answered requests per second over the whole run.
+    pub fn rps(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.requests as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// A latency quantile in milliseconds.
+    pub fn latency_ms(&self, quantile: f64) -> f64 {
+        if self.latency_us.is_empty() {
+            return 0.0;
+        }
+        self.latency_us.value_at_quantile(quantile) as f64 / 1000.0
+    }
+
+    pub fn max_latency_ms(&self) -> f64 {
+        self.latency_us.max() as f64 / 1000.0
+    }
+
+    fn count(&mut self, status: StatusCode) {
+        match status.as_u16() {
+            200 => self.sold += 1,
+            409 => self.sold_out += 1,
+            429 => self.busy += 1,
+            201..=299 => self.ok_other += 1,
+            500..=599 => self.errors.server += 1,
+            _ => self.errors.other += 1,
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // 1 µs to 10 minutes at 3 significant digits.
+    Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Requests done so far, for a progress display.
+#[derive(Clone, Default)]
+pub struct Progress(Arc<AtomicU64>);
+
+impl Progress {
+    pub fn done(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Hands out request numbers until the plan's count or deadline is reached.
+struct Tickets {
+    next: AtomicU64,
+    limit: u64,
+    duration: Option<Duration>,
+    /// The flash-sale instant, set once before the workers are released.
+    start: std::sync::OnceLock<Instant>,
+}
+
+impl Tickets {
+    fn start(&self) -> Instant {
+        *self.start.get().expect("set before the barrier opens")
+    }
+
+    fn take(&self) -> Option<u64> {
+        if let Some(duration) = self.duration
+            && self.start().elapsed() >= duration
+        {
+            return None;
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        (n < self.limit).then_some(n)
+    }
+}
+
+/// Runs the plan and returns the merged tally.
+pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
+    let concurrency = plan.concurrency.max(1);
+    let barrier = Arc::new(Barrier::new(concurrency + 1));
+    let tickets = Arc::new(Tickets {
+        next: AtomicU64::new(0),
+        limit: plan.requests.unwrap_or(u64::MAX),
+        duration: plan.duration,
+        start: std::sync::OnceLock::new(),
+    });
+    let request = Arc::new(
+        Request::builder()
+            .method(plan.method.clone())
+            .uri(&plan.path)
+            .header(header::HOST, &target.authority)
+            .header(header::USER_AGENT, "stocklock-load")
+            .body(Empty::<Bytes>::new())
+            .expect("a valid request"),
+    );
+    let mut workers = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        let worker = Worker {
+            target: target.clone(),
+            request: request.clone(),
+            timeout: plan.timeout,
+            rate: plan.rate,
+            done: progress.0.clone(),
+        };
+        let (barrier, tickets) = (barrier.clone(), tickets.clone());
+        workers.push(tokio::spawn(async move {
+            barrier.wait().await;
+            worker.run(&tickets).await
+        }));
+    }
+
+    // The flash-sale instant: every worker starts at once, like a JMeter
+    // thread group with zero ramp-up.
+    let begin = Instant::now();
+    let _ = tickets.start.set(begin);
+    barrier.wait().await;
+
+    let mut total = Tally::new();
+    for worker in workers {
+        if let Ok(tally) = worker.await {
+            total.merge(&tally);
+        }
+    }
+    total.elapsed = begin.elapsed();
+    total
+}
+
+/// One worker: one connection at a time, one request at a time.
+struct Worker {
+    target: Target,
+    request: Arc<Request<Empty<Bytes>>>,
+    timeout: Duration,
+    rate: Option<f64>,
+    done: Arc<AtomicU64>,
+}
+
+impl Worker {
+    async fn run(&self, tickets: &Tickets) -> Tally {
+        let start = tickets.start();
+        let mut tally = Tally::new();
+        let mut conn: Option<SendRequest<Empty<Bytes>>> = None;
+        while let Some(n) = tickets.take() {
+            // Open loop: the request is due at its slot, and its latency
+            // counts from then, so a slow server cannot hide its queueing
+            // (no coordinated omission).
+            let due = match self.rate {
+                Some(rate) => {
+                    let due = start + Duration::from_secs_f64(n as f64 / rate);
+                    tokio::time::sleep_until(due).await;
+                    due
+                }
+                None => Instant::now(),
+            };
+            let outcome = tokio::time::timeout(self.timeout, self.send(&mut conn)).await;
+            tally.requests += 1;
+            match outcome {
+                Ok(Ok(status)) => {
+                    tally.count(status);
+                    let micros = due.elapsed().as_micros().clamp(1, 600_000_000) as u64;
+                    let _ = tally.latency_us.record(micros);
+                }
+                Ok(Err(SendError::Connect)) => {
+                    tally.errors.connect += 1;
+                    conn = None;
+                }
+                Ok(Err(SendError::Broken)) => {
+                    tally.errors.other += 1;
+                    conn = None;
+                }
+                Err(_) => {
+                    tally.errors.timeout += 1;
+                    conn = None;
+                }
+            }
+            self.done.fetch_add(1, Ordering::Relaxed);
+        }
+        tally
+    }
+
+    /// Sends one request on the worker's connection, opening one if needed,
+    /// and drains the answer. Never retried: a sale may not be sent twice.
+    async fn send(
+        &self,
+        conn: &mut Option<SendRequest<Empty<Bytes>>>,
+    ) -> Result<StatusCode, SendError> {
+        if conn.as_ref().is_none_or(|c| c.is_closed()) {
+            *conn = Some(
+                connect(self.target.addr)
+                    .await
+                    .map_err(|_| SendError::Connect)?,
+            );
+        }
+        let sender = conn.as_mut().expect("connected above");
+        sender.ready().await.map_err(|_| SendError::Broken)?;
+        let response = sender
+            .send_request(clone_request(&self.request))
+            .await
+            .map_err(|_| SendError::Broken)?;
+        let status = response.status();
+        response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|_| SendError::Broken)?;
+        Ok(status)
+    }
+}
+
+enum SendError {
+    Connect,
+    Broken,
+}
+
+fn clone_request(template: &Request<Empty<Bytes>>) -> Request<Empty<Bytes>> {
+    let mut request = Request::new(Empty::new());
+    *request.method_mut() = template.method().clone();
+    *request.uri_mut() = template.uri().clone();
+    *request.headers_mut() = template.headers().clone();
+    request
+}
+
+async fn connect(addr: SocketAddr) -> std::io::Result<SendRequest<Empty<Bytes>>> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(std::io::Error::other)?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}

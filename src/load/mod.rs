@@ -1,0 +1,482 @@
+//! `stocklock load`: the load generator and its verdict.
+//!
+//! For each variant: reset its SKU (with `--stock`), read the ledger, fire
+//! the load through [`engine`], read the ledger again, and judge. The
+//! numbers that decide the verdict come from the ledger (`/api/state`), never
+//! from what the client believes; the client's own count of 200s is compared
+//! with the ledger's and any disagreement is flagged.
+
+pub mod bench;
+pub mod engine;
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use hyper::Method;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use self::engine::{Plan, Progress, Tally, Target};
+use crate::wire::{LatencyMs, LoadReport, RunReport, StateSnapshot, VariantInfo};
+
+/// What `stocklock load` was asked for.
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    /// `http://host:port` (normally nginx).
+    pub target: String,
+    /// Variant names, or `["all"]`.
+    pub variants: Vec<String>,
+    /// One SKU for every run; by default each variant uses its own name.
+    pub sku: Option<String>,
+    /// Reset the SKU to this stock before each run.
+    pub stock: Option<i64>,
+    pub admin_token: Option<String>,
+    pub requests: Option<u64>,
+    pub duration: Option<Duration>,
+    pub concurrency: usize,
+    pub rate: Option<f64>,
+    pub work_ms: Option<u64>,
+    pub lease_ms: Option<u64>,
+    pub wait_ms: Option<u64>,
+    pub timeout: Duration,
+    pub json: Option<PathBuf>,
+    pub check: bool,
+    /// Overrides every variant's expected verdict (`safe` or `oversells`).
+    pub expect: Option<String>,
+}
+
+/// A control-plane client for the stack's API (state, variants, reset).
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Api {
+    pub fn new(base: &str, token: Option<String>) -> anyhow::Result<Self> {
+        Ok(Self {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()?,
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+        })
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let url = format!("{}{path}", self.base);
+        let response = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|err| unreachable_target(&url, err))?;
+        let status = response.status();
+        if !status.is_success() {
+            bail!(
+                "GET {url}: {status}: {}",
+                response.text().await.unwrap_or_default()
+            );
+        }
+        response
+            .json()
+            .await
+            .with_context(|| format!("GET {url}: unexpected answer"))
+    }
+
+    pub async fn variants(&self) -> anyhow::Result<Vec<VariantInfo>> {
+        self.get("/api/variants").await
+    }
+
+    pub async fn state(&self, sku: &str) -> anyhow::Result<StateSnapshot> {
+        self.get(&format!("/api/state?sku={sku}")).await
+    }
+
+    pub async fn reset(&self, sku: &str, stock: i64) -> anyhow::Result<StateSnapshot> {
+        let Some(token) = &self.token else {
+            bail!(
+                "--stock resets the SKU through the admin API: give --admin-token or set STOCKLOCK_ADMIN_TOKEN (stocklock up prints it)"
+            );
+        };
+        let url = format!("{}/api/admin/reset", self.base);
+        let response = self
+            .http
+            .post(&url)
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "sku": sku, "stock": stock }))
+            .send()
+            .await
+            .map_err(|err| unreachable_target(&url, err))?;
+        let status = response.status();
+        if !status.is_success() {
+            bail!(
+                "reset of {sku} refused: {status}: {}",
+                response.text().await.unwrap_or_default()
+            );
+        }
+        Ok(response.json().await?)
+    }
+}
+
+fn unreachable_target(url: &str, err: reqwest::Error) -> anyhow::Error {
+    let reason = if err.is_connect() {
+        "cannot connect (is the stack up? ./scripts/up.sh)".to_owned()
+    } else if err.is_timeout() {
+        "no answer within 10 s".to_owned()
+    } else {
+        err.to_string()
+    };
+    anyhow::anyhow!("{url}: {reason}")
+}
+
+/// Resolves `http://host:port` into an address and a Host header.
+pub async fn resolve_target(url: &str) -> anyhow::Result<Target> {
+    let uri: hyper::Uri = url
+        .parse()
+        .with_context(|| format!("--target {url:?} is not a URL"))?;
+    if uri.scheme_str() != Some("http") {
+        bail!("--target must be an http:// URL, got {url:?}");
+    }
+    let authority = uri.authority().context("--target has no host")?.clone();
+    let port = authority.port_u16().unwrap_or(80);
+    let addr: SocketAddr = tokio::net::lookup_host((authority.host(), port))
+        .await
+        .with_context(|| format!("cannot resolve {}", authority.host()))?
+        .next()
+        .with_context(|| format!("{} resolves to no address", authority.host()))?;
+    Ok(Target {
+        addr,
+        authority: authority.to_string(),
+    })
+}
+
+/// What the ledger says about one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Safe,
+    /// Sales no stock backs.
+    Oversold(i64),
+    /// Units sold twice, with no oversell (possible when stock is written back wrong).
+    Duplicates(i64),
+    /// Stock left, nothing sold, everyone told busy: a lock nobody releases.
+    Stuck,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Safe => f.write_str("SAFE"),
+            Verdict::Oversold(n) => write!(f, "OVERSOLD {n}"),
+            Verdict::Duplicates(n) => write!(f, "DUPLICATES {n}"),
+            Verdict::Stuck => f.write_str("STUCK"),
+        }
+    }
+}
+
+/// Judges a run from the ledger after it and the client's counts.
+pub fn judge(after: &StateSnapshot, tally: &Tally, sold_in_run: i64) -> Verdict {
+    if after.oversold > 0 {
+        Verdict::Oversold(after.oversold)
+    } else if after.duplicates > 0 {
+        Verdict::Duplicates(after.duplicates)
+    } else if after.remaining > 0
+        && sold_in_run == 0
+        && tally.busy > 0
+        && tally.busy + tally.errors.total() == tally.requests
+    {
+        Verdict::Stuck
+    } else {
+        Verdict::Safe
+    }
+}
+
+/// Whether the verdict contradicts the variant's expectation. A variant
+/// expected to oversell only has to show it when the run was built to: more
+/// than one request at a time, business work to widen the gap, and at least
+/// two instances serving (the matrix's "2 instances" column).
+pub fn contradiction(expected: &str, verdict: &Verdict, designed_to_race: bool) -> Option<String> {
+    let expected_safe = expected == "safe";
+    let expected_to_fail = expected.starts_with("oversells");
+    match verdict {
+        Verdict::Safe if expected_to_fail && designed_to_race => Some(format!(
+            "expected '{expected}' under this load (2+ instances, concurrency > 1, work_ms > 0) but it stayed SAFE"
+        )),
+        Verdict::Safe => None,
+        broken if expected_safe => Some(format!("expected safe, observed {broken}")),
+        _ => None,
+    }
+}
+
+/// Runs the whole command: every variant in turn, a table, JSON, `--check`.
+pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
+    if config.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    let api = Api::new(&config.target, config.admin_token.clone())?;
+    let target = resolve_target(&config.target).await?;
+    let known = api.variants().await?;
+    let variants: Vec<&VariantInfo> = if config.variants.iter().any(|v| v == "all") {
+        known.iter().collect()
+    } else {
+        config
+            .variants
+            .iter()
+            .map(|name| {
+                known.iter().find(|v| &v.name == name).with_context(|| {
+                    let names: Vec<&str> = known.iter().map(|v| v.name.as_str()).collect();
+                    format!("no variant {name:?}; valid: {}, or all", names.join(", "))
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    if variants.len() > 1 && config.sku.is_some() && config.stock.is_none() {
+        eprintln!(
+            "note: every variant runs on the same SKU without a reset in between (--stock resets it)"
+        );
+    }
+
+    let mut reports = Vec::new();
+    for info in variants {
+        let report = run_variant(&api, &target, &config, info).await?;
+        reports.push(report);
+    }
+    print_table(&reports);
+    if let Some(path) = &config.json {
+        let report = LoadReport {
+            runs: reports.clone(),
+        };
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    let mut ok = true;
+    for report in &reports {
+        if let Some(why) = &report.disagreement {
+            eprintln!("DISAGREEMENT {}: {why}", report.variant);
+        }
+        if let Some(why) = &report.contradiction {
+            eprintln!("CONTRADICTION {}: {why}", report.variant);
+            ok = false;
+        }
+    }
+    Ok(!config.check || ok)
+}
+
+/// The query string of the deduct requests.
+fn deduct_path(variant: &str, sku: &str, config: &LoadConfig) -> String {
+    let mut path = format!("/deductStock/{variant}?sku={sku}");
+    for (name, value) in [
+        ("work_ms", config.work_ms),
+        ("lease_ms", config.lease_ms),
+        ("wait_ms", config.wait_ms),
+    ] {
+        if let Some(value) = value {
+            path.push_str(&format!("&{name}={value}"));
+        }
+    }
+    path
+}
+
+async fn run_variant(
+    api: &Api,
+    target: &Target,
+    config: &LoadConfig,
+    info: &VariantInfo,
+) -> anyhow::Result<RunReport> {
+    let sku = config.sku.clone().unwrap_or_else(|| info.name.clone());
+    if let Some(stock) = config.stock {
+        api.reset(&sku, stock).await?;
+    }
+    let before = api.state(&sku).await?;
+    let plan = Plan {
+        method: Method::GET,
+        path: deduct_path(&info.name, &sku, config),
+        concurrency: config.concurrency,
+        requests: config.requests.or(if config.duration.is_some() {
+            None
+        } else {
+            Some(400)
+        }),
+        duration: config.duration,
+        rate: config.rate,
+        timeout: config.timeout,
+    };
+    let progress = Progress::default();
+    let tally = with_progress(
+        &info.name,
+        &plan,
+        &progress,
+        engine::run(target, &plan, &progress),
+    )
+    .await;
+    let after = api.state(&sku).await?;
+
+    let sold_in_run = after.sold - before.sold;
+    let per_instance: BTreeMap<String, i64> = after
+        .per_instance
+        .iter()
+        .map(|(name, n)| {
+            (
+                name.clone(),
+                n - before.per_instance.get(name).copied().unwrap_or(0),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let verdict = judge(&after, &tally, sold_in_run);
+    let disagreement = (sold_in_run != tally.sold as i64).then(|| {
+        format!(
+            "the client received {} 200s, the ledger counted {sold_in_run} sales",
+            tally.sold
+        )
+    });
+    let designed_to_race =
+        config.concurrency > 1 && config.work_ms.unwrap_or(0) > 0 && per_instance.len() >= 2;
+    let expected = config
+        .expect
+        .clone()
+        .unwrap_or_else(|| info.expected.two_instances.clone());
+    Ok(RunReport {
+        variant: info.name.clone(),
+        sku,
+        requests: tally.requests,
+        sold: tally.sold,
+        sold_out: tally.sold_out,
+        busy: tally.busy,
+        errors: tally.errors,
+        rps: tally.rps(),
+        latency_ms: LatencyMs {
+            p50: tally.latency_ms(0.5),
+            p90: tally.latency_ms(0.9),
+            p99: tally.latency_ms(0.99),
+            max: tally.max_latency_ms(),
+        },
+        initial: after.initial,
+        remaining: after.remaining,
+        oversold: after.oversold,
+        duplicates: after.duplicates,
+        per_instance,
+        contradiction: contradiction(&expected, &verdict, designed_to_race),
+        verdict: verdict.to_string(),
+        expected,
+        disagreement,
+        elapsed_s: tally.elapsed.as_secs_f64(),
+    })
+}
+
+/// Runs `work` while showing `progress` on stderr: a bar on a terminal, a
+/// line a second otherwise (logs and CI).
+async fn with_progress(
+    name: &str,
+    plan: &Plan,
+    progress: &Progress,
+    work: impl Future<Output = Tally>,
+) -> Tally {
+    let tty = std::io::stderr().is_terminal();
+    let bar = tty.then(|| {
+        let bar = match plan.requests {
+            Some(n) => ProgressBar::new(n),
+            None => ProgressBar::new_spinner(),
+        };
+        let style =
+            ProgressStyle::with_template("{prefix:>12} {bar:40} {pos}/{len} requests {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_prefix(name.to_owned());
+        bar
+    });
+    let mut tick = tokio::time::interval(if tty {
+        Duration::from_millis(100)
+    } else {
+        Duration::from_secs(1)
+    });
+    tick.tick().await;
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            tally = &mut work => {
+                if let Some(bar) = bar {
+                    bar.finish_and_clear();
+                }
+                return tally;
+            }
+            _ = tick.tick() => {
+                let done = progress.done();
+                match &bar {
+                    Some(bar) => bar.set_position(done),
+                    None => eprintln!(
+                        "{name}: {done}{} requests",
+                        plan.requests.map(|n| format!("/{n}")).unwrap_or_default()
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// The comparison table, one row per variant.
+pub fn print_table(reports: &[RunReport]) {
+    println!(
+        "{:<12} {:>8} {:>6} {:>8} {:>6} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>5}  {:<16} {:<14} expected",
+        "variant",
+        "requests",
+        "sold",
+        "sold_out",
+        "busy",
+        "errors",
+        "req/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "remaining",
+        "oversold",
+        "dups",
+        "per instance",
+        "verdict"
+    );
+    for r in reports {
+        let share: Vec<String> = r
+            .per_instance
+            .iter()
+            .map(|(name, n)| format!("{name}:{n}"))
+            .collect();
+        println!(
+            "{:<12} {:>8} {:>6} {:>8} {:>6} {:>6} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9} {:>8} {:>5}  {:<16} {:<14} {}",
+            r.variant,
+            r.requests,
+            r.sold,
+            r.sold_out,
+            r.busy,
+            r.errors.total(),
+            r.rps,
+            r.latency_ms.p50,
+            r.latency_ms.p90,
+            r.latency_ms.p99,
+            r.latency_ms.max,
+            r.remaining,
+            r.oversold,
+            r.duplicates,
+            share.join(" "),
+            r.verdict,
+            r.expected
+        );
+    }
+    let errors: Vec<String> = reports
+        .iter()
+        .filter(|r| r.errors.total() > 0)
+        .map(|r| {
+            let e = r.errors;
+            format!(
+                "{}: connect {} timeout {} 5xx {} other {}",
+                r.variant, e.connect, e.timeout, e.server, e.other
+            )
+        })
+        .collect();
+    if !errors.is_empty() {
+        println!("errors by kind: {}", errors.join("; "));
+    }
+}
