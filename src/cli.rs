@@ -105,6 +105,10 @@ pub struct LoadArgs {
     /// Per-request timeout.
     #[arg(long, default_value = "150s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Load any path instead (e.g. /healthz, for a baseline): no reset, no
+    /// ledger, no verdict; prints throughput, latency and statuses.
+    #[arg(long, conflicts_with_all = ["sku", "stock", "json", "check"])]
+    pub path: Option<String>,
     /// Write every run as JSON to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
@@ -240,6 +244,20 @@ pub fn main() -> ExitCode {
 async fn run(command: Command) -> anyhow::Result<bool> {
     match command {
         Command::Serve(args) => serve(args).await.map(|()| true),
+        Command::Load(args) if args.path.is_some() => {
+            telemetry::init("warn");
+            crate::load::run_path(
+                &args.target,
+                args.path.as_deref().unwrap_or("/"),
+                args.requests,
+                args.duration,
+                args.concurrency,
+                args.rate,
+                args.timeout,
+            )
+            .await
+            .map(|()| true)
+        }
         Command::Load(args) => {
             telemetry::init("warn");
             crate::load::run(LoadConfig {

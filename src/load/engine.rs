@@ -8,6 +8,7 @@
 //! histogram until the end.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Empty};
-use hyper::client::conn::http1::SendRequest;
+use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper::{Method, Request, StatusCode, header};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -172,8 +173,16 @@ impl Tickets {
 }
 
 /// Runs the plan and returns the merged tally.
+///
+/// Workers are spread over one single-threaded runtime per core: no work
+/// stealing and no cross-thread wake-ups on the hot path, which on a small
+/// machine leaves more CPU to the servers being measured.
 pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
     let concurrency = plan.concurrency.max(1);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(concurrency);
     let barrier = Arc::new(Barrier::new(concurrency + 1));
     let tickets = Arc::new(Tickets {
         next: AtomicU64::new(0),
@@ -190,8 +199,9 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
             .body(Empty::<Bytes>::new())
             .expect("a valid request"),
     );
-    let mut workers = Vec::with_capacity(concurrency);
-    for _ in 0..concurrency {
+    let mut results = Vec::with_capacity(threads);
+    for thread in 0..threads {
+        let workers = concurrency / threads + usize::from(thread < concurrency % threads);
         let worker = Worker {
             target: target.clone(),
             request: request.clone(),
@@ -200,10 +210,37 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
             done: progress.0.clone(),
         };
         let (barrier, tickets) = (barrier.clone(), tickets.clone());
-        workers.push(tokio::spawn(async move {
-            barrier.wait().await;
-            worker.run(&tickets).await
-        }));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("load-{thread}"))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the load workers");
+                let tally = runtime.block_on(async move {
+                    let worker = Arc::new(worker);
+                    let mut tasks = Vec::with_capacity(workers);
+                    for _ in 0..workers {
+                        let (worker, barrier, tickets) =
+                            (worker.clone(), barrier.clone(), tickets.clone());
+                        tasks.push(tokio::spawn(async move {
+                            barrier.wait().await;
+                            worker.run(&tickets).await
+                        }));
+                    }
+                    let mut tally = Tally::new();
+                    for task in tasks {
+                        if let Ok(part) = task.await {
+                            tally.merge(&part);
+                        }
+                    }
+                    tally
+                });
+                let _ = tx.send(tally);
+            })
+            .expect("a thread for the load workers");
+        results.push(rx);
     }
 
     // The flash-sale instant: every worker starts at once, like a JMeter
@@ -213,9 +250,9 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
     barrier.wait().await;
 
     let mut total = Tally::new();
-    for worker in workers {
-        if let Ok(tally) = worker.await {
-            total.merge(&tally);
+    for result in results {
+        if let Ok(part) = result.await {
+            total.merge(&part);
         }
     }
     total.elapsed = begin.elapsed();
@@ -231,11 +268,24 @@ struct Worker {
     done: Arc<AtomicU64>,
 }
 
+/// A keep-alive connection, driven by the worker's own task (no separate
+/// connection task to wake).
+struct Conn {
+    sender: SendRequest<Empty<Bytes>>,
+    driver: Pin<Box<Connection<TokioIo<TcpStream>, Empty<Bytes>>>>,
+}
+
 impl Worker {
     async fn run(&self, tickets: &Tickets) -> Tally {
         let start = tickets.start();
         let mut tally = Tally::new();
-        let mut conn: Option<SendRequest<Empty<Bytes>>> = None;
+        let mut conn: Option<Conn> = None;
+        // Progress is shared across threads: publish it in batches.
+        let mut unreported = 0;
+        // One timer for the worker's whole life, moved only when it fires:
+        // arming a fresh one per request costs more than the request.
+        let timer = tokio::time::sleep(self.timeout);
+        tokio::pin!(timer);
         while let Some(n) = tickets.take() {
             // Open loop: the request is due at its slot, and its latency
             // counts from then, so a slow server cannot hide its queueing
@@ -248,7 +298,24 @@ impl Worker {
                 }
                 None => Instant::now(),
             };
-            let outcome = tokio::time::timeout(self.timeout, self.send(&mut conn)).await;
+            let outcome = {
+                let deadline = Instant::now() + self.timeout;
+                let exchange = self.send(&mut conn);
+                tokio::pin!(exchange);
+                loop {
+                    tokio::select! {
+                        biased;
+                        answer = &mut exchange => break Ok(answer),
+                        _ = &mut timer => {
+                            if Instant::now() >= deadline {
+                                break Err(());
+                            }
+                            // It was armed for an earlier request.
+                            timer.as_mut().reset(deadline);
+                        }
+                    }
+                }
+            };
             tally.requests += 1;
             match outcome {
                 Ok(Ok(status)) => {
@@ -269,37 +336,47 @@ impl Worker {
                     conn = None;
                 }
             }
-            self.done.fetch_add(1, Ordering::Relaxed);
+            unreported += 1;
+            if unreported == 16 {
+                self.done.fetch_add(unreported, Ordering::Relaxed);
+                unreported = 0;
+            }
         }
+        self.done.fetch_add(unreported, Ordering::Relaxed);
         tally
     }
 
     /// Sends one request on the worker's connection, opening one if needed,
     /// and drains the answer. Never retried: a sale may not be sent twice.
-    async fn send(
-        &self,
-        conn: &mut Option<SendRequest<Empty<Bytes>>>,
-    ) -> Result<StatusCode, SendError> {
-        if conn.as_ref().is_none_or(|c| c.is_closed()) {
+    async fn send(&self, conn: &mut Option<Conn>) -> Result<StatusCode, SendError> {
+        if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
             *conn = Some(
                 connect(self.target.addr)
                     .await
                     .map_err(|_| SendError::Connect)?,
             );
         }
-        let sender = conn.as_mut().expect("connected above");
-        sender.ready().await.map_err(|_| SendError::Broken)?;
-        let response = sender
-            .send_request(clone_request(&self.request))
-            .await
-            .map_err(|_| SendError::Broken)?;
-        let status = response.status();
-        response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|_| SendError::Broken)?;
-        Ok(status)
+        let Conn { sender, driver } = conn.as_mut().expect("connected above");
+        let exchange = async {
+            sender.ready().await.map_err(|_| SendError::Broken)?;
+            let response = sender
+                .send_request(clone_request(&self.request))
+                .await
+                .map_err(|_| SendError::Broken)?;
+            let status = response.status();
+            // Drain without gathering: the verdict comes from the ledger.
+            let mut body = response.into_body();
+            while let Some(frame) = body.frame().await {
+                frame.map_err(|_| SendError::Broken)?;
+            }
+            Ok(status)
+        };
+        tokio::select! {
+            biased;
+            answer = exchange => answer,
+            // The connection ended (closed by the server, or broken).
+            _ = driver.as_mut() => Err(SendError::Broken),
+        }
     }
 }
 
@@ -316,14 +393,14 @@ fn clone_request(template: &Request<Empty<Bytes>>) -> Request<Empty<Bytes>> {
     request
 }
 
-async fn connect(addr: SocketAddr) -> std::io::Result<SendRequest<Empty<Bytes>>> {
+async fn connect(addr: SocketAddr) -> std::io::Result<Conn> {
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(std::io::Error::other)?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(sender)
+    Ok(Conn {
+        sender,
+        driver: Box::pin(driver),
+    })
 }

@@ -265,6 +265,66 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
     Ok(!config.check || ok)
 }
 
+/// Loads one path with no verdict: a baseline (`--path /healthz`).
+pub async fn run_path(
+    target_url: &str,
+    path: &str,
+    requests: Option<u64>,
+    duration: Option<Duration>,
+    concurrency: usize,
+    rate: Option<f64>,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    if !path.starts_with('/') {
+        bail!("--path must start with '/', got {path:?}");
+    }
+    if concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    let target = resolve_target(target_url).await?;
+    let plan = Plan {
+        method: Method::GET,
+        path: path.to_owned(),
+        concurrency,
+        requests: requests.or(if duration.is_some() { None } else { Some(400) }),
+        duration,
+        rate,
+        timeout,
+    };
+    let progress = Progress::default();
+    let tally = with_progress(
+        path,
+        &plan,
+        &progress,
+        engine::run(&target, &plan, &progress),
+    )
+    .await;
+    let e = tally.errors;
+    println!(
+        "GET {path}: {} requests in {:.2} s, {:.0} req/s | p50 {:.2} ms p90 {:.2} ms p99 {:.2} ms max {:.2} ms | \
+         200 {} 409 {} 429 {} other 2xx {} | errors: connect {} timeout {} 5xx {} other {}",
+        tally.requests,
+        tally.elapsed.as_secs_f64(),
+        tally.rps(),
+        tally.latency_ms(0.5),
+        tally.latency_ms(0.9),
+        tally.latency_ms(0.99),
+        tally.max_latency_ms(),
+        tally.sold,
+        tally.sold_out,
+        tally.busy,
+        tally.ok_other,
+        e.connect,
+        e.timeout,
+        e.server,
+        e.other
+    );
+    if tally.requests > 0 && e.connect == tally.requests {
+        bail!("{target_url}: cannot connect (is the stack up? ./scripts/up.sh)");
+    }
+    Ok(())
+}
+
 /// The query string of the deduct requests.
 fn deduct_path(variant: &str, sku: &str, config: &LoadConfig) -> String {
     let mut path = format!("/deductStock/{variant}?sku={sku}");

@@ -297,3 +297,39 @@ fn k6_script_parses_and_targets_existing_endpoints() {
 fn which(program: &str) -> Option<std::path::PathBuf> {
     stocklock::up::process::find_program(program)
 }
+
+/// A target that accepts connections but never answers (a frozen process):
+/// every request times out, counted as such, and the run still ends.
+#[tokio::test]
+async fn a_silent_target_times_out_per_request() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = format!("http://{}", listener.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket); // keep it open, say nothing
+        }
+    });
+    let started = std::time::Instant::now();
+    let output = load(
+        &target,
+        "t",
+        &[
+            "--path",
+            "/healthz",
+            "--requests",
+            "4",
+            "-c",
+            "2",
+            "--timeout",
+            "300ms",
+        ],
+    )
+    .await;
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("4 requests"), "{stdout}");
+    assert!(stdout.contains("timeout 4 "), "{stdout}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    held.abort();
+}
