@@ -1,29 +1,43 @@
 #!/usr/bin/env bash
-# Installs, with apt, whatever of redis-server, nginx (and the extras named
-# as arguments) this machine lacks. Used by up.sh, test.sh and CI.
+# Installs with apt what this machine lacks: redis-server and nginx always;
+# the packages named as arguments too, but as extras: if one cannot be
+# installed (Ubuntu ships Chromium only as a snap, say), it says so and the
+# tests that need it skip, visibly. Used by up.sh, test.sh and CI.
 set -euo pipefail
 
+has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+
 need=()
-command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
-command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-for extra in "$@"; do
-  case "$extra" in
-    docker-compose) command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose) ;;
-    *) dpkg -s "$extra" >/dev/null 2>&1 || need+=("$extra") ;;
+has redis-server || need+=(redis-server)
+has redis-cli || need+=(redis-tools)
+has nginx || need+=(nginx-light)
+extra=()
+for package in "$@"; do
+  case "$package" in
+    docker-compose) has docker-compose || extra+=(docker-compose) ;;
+    chromium) has chromium || extra+=(chromium) ;;
+    chromium-driver) has chromedriver || extra+=(chromium-driver) ;;
+    *) dpkg -s "$package" >/dev/null 2>&1 || extra+=("$package") ;;
   esac
 done
-[ ${#need[@]} -eq 0 ] && exit 0
+[ ${#need[@]} -eq 0 ] && [ ${#extra[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "missing: ${need[*]}; install them with your package manager and run this again" >&2
-  exit 1
+  echo "missing: ${need[*]} ${extra[*]}; install them with your package manager and run this again" >&2
+  [ ${#need[@]} -eq 0 ] && exit 0 || exit 1
 fi
-echo "installing: ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}" >&2
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if [ ${#extra[@]} -gt 0 ]; then
+  echo "installing: ${extra[*]}" >&2
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null ||
+    echo "warning: could not install ${extra[*]}; the tests that need them will say SKIPPED" >&2
+fi
 # Debian starts the packaged services; the lab runs its own on other ports.
 for service in nginx redis-server; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then

@@ -169,6 +169,10 @@ pub struct ServeArgs {
     /// start-up when they have none (what `up --stock` does; for containers).
     #[arg(long, env = "STOCKLOCK_SEED_STOCK")]
     pub seed_stock: Option<i64>,
+    /// The stack's URL (nginx): where runs started from the dashboard send
+    /// their load. Default: this instance's own address.
+    #[arg(long, env = "STOCKLOCK_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Stop when standard input closes (how `up` makes sure no instance
     /// outlives it).
     #[arg(long, hide = true)]
@@ -344,6 +348,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         instance: instance.clone(),
         admin_token,
         default_variant: args.default_variant,
+        public_url: args.public_url,
     })
     .await?;
     // `up` and the tests wait for this line.

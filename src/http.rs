@@ -6,6 +6,7 @@
 //! errors but outcomes, with their own status codes.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -13,9 +14,12 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use metrics_exporter_prometheus::PrometheusHandle;
 use subtle::ConstantTimeEq;
 use tower_http::trace::TraceLayer;
+use tracing::Instrument;
 
+use crate::dashboard::{self, BoardFeed};
 use crate::knobs::{DeductRequest, InputError, Sku, parse_stock};
 use crate::ledger;
 use crate::lock::Wakeups;
@@ -32,46 +36,119 @@ pub struct AppState(Arc<Shared>);
 
 struct Shared {
     store: Store,
-    /// This instance's name, reported in every answer.
-    instance: String,
-    /// Bearer token of `/api/admin/*`.
-    admin_token: String,
-    /// The variant of `GET /deductStock`.
-    default_variant: Variant,
+    config: InstanceConfig,
     protections: Protections,
     wakeups: Wakeups,
+    /// `/deductStock` requests answered, for the heartbeat.
+    requests: Arc<AtomicU64>,
+    board: BoardFeed,
+    metrics: &'static PrometheusHandle,
+}
+
+/// Who this instance is and how it is reached.
+#[derive(Clone, Debug)]
+pub struct InstanceConfig {
+    /// The name reported in every answer (`a`, `b`, ... under `up`).
+    pub instance: String,
+    /// Bearer token of `/api/admin/*`.
+    pub admin_token: String,
+    /// The variant of `GET /deductStock`.
+    pub default_variant: Variant,
+    /// The stack's URL (nginx), where runs started from the page send their load.
+    pub public_url: String,
 }
 
 impl AppState {
     /// The state of one instance. `wakeups` must be fed by a listener
     /// ([`Wakeups::listen`]) for waiters to be woken by releases; without one
-    /// they still re-check when the holder's lease runs out.
-    pub fn new(
-        store: Store,
-        instance: String,
-        admin_token: String,
-        default_variant: Variant,
-        wakeups: Wakeups,
-    ) -> Self {
+    /// they still re-check when the holder's lease runs out. The board feed
+    /// and the heartbeat are started by [`AppState::start_background`].
+    pub fn new(store: Store, config: InstanceConfig, wakeups: Wakeups) -> Self {
+        let metrics = crate::metrics::install(&config.instance);
         Self(Arc::new(Shared {
             store,
-            instance,
-            admin_token,
-            default_variant,
+            config,
             protections: Protections::new(),
             wakeups,
+            requests: Arc::default(),
+            board: BoardFeed::default(),
+            metrics,
         }))
+    }
+
+    /// Starts the tasks that keep the dashboard live: the heartbeat and the
+    /// board reader. They stop when the returned handles are aborted.
+    pub fn start_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        vec![
+            dashboard::heartbeat(
+                self.0.store.clone(),
+                self.0.config.instance.clone(),
+                self.0.requests.clone(),
+            ),
+            self.0.board.run(self.0.store.clone()),
+        ]
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.0.store
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.0.config.instance
+    }
+
+    pub fn admin_token(&self) -> &str {
+        &self.0.config.admin_token
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.0.config.public_url
+    }
+
+    pub fn wakeups(&self) -> &Wakeups {
+        &self.0.wakeups
+    }
+
+    pub fn board_feed(&self) -> &BoardFeed {
+        &self.0.board
+    }
+
+    pub fn metrics(&self) -> &PrometheusHandle {
+        self.0.metrics
+    }
+
+    /// Accepts `Authorization: Bearer <token>` when it equals the admin token,
+    /// comparing in constant time so the token cannot be guessed byte by byte.
+    pub fn authorize(&self, headers: &HeaderMap) -> Result<(), AppError> {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        let expected = self.0.config.admin_token.as_bytes();
+        if !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected)) {
+            Ok(())
+        } else {
+            Err(AppError::Unauthorized)
+        }
     }
 }
 
 /// The whole router of one instance.
 pub fn app(state: AppState) -> Router {
     Router::new()
+        .route("/", get(dashboard::index))
+        .route("/static/app.js", get(dashboard::app_js))
+        .route("/static/style.css", get(dashboard::style_css))
         .route("/deductStock", get(deduct_default).post(deduct_default))
         .route("/deductStock/{variant}", get(deduct).post(deduct))
         .route("/api/state", get(state_of))
+        .route("/api/board", get(dashboard::board))
+        .route("/api/events", get(dashboard::events))
         .route("/api/variants", get(variants))
         .route("/api/admin/reset", post(reset))
+        .route("/api/admin/run", post(dashboard::runs::start))
+        .route("/metrics", get(dashboard::metrics))
         .route("/healthz", get(healthz))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -94,6 +171,8 @@ pub enum AppError {
     MethodNotAllowed,
     /// 401: missing or wrong admin token.
     Unauthorized,
+    /// 409: the action conflicts with one under way.
+    Conflict(String),
     /// 503: Redis is away; the request decided nothing.
     Unavailable(StoreError),
     /// 500: a bug of ours (a panicked task). Never caused by input.
@@ -172,6 +251,7 @@ impl IntoResponse for AppError {
                     .to_owned(),
                 None,
             ),
+            AppError::Conflict(detail) => (StatusCode::CONFLICT, "conflict", detail, None),
             AppError::Unavailable(err) => {
                 tracing::warn!(%err, "store unavailable");
                 (
@@ -211,7 +291,7 @@ async fn deduct_default(
     State(state): State<AppState>,
     query: Result<Query<Pairs>, QueryRejection>,
 ) -> Result<Response, AppError> {
-    let variant = state.0.default_variant;
+    let variant = state.0.config.default_variant;
     run_deduct(state, variant, query?.0).await
 }
 
@@ -221,24 +301,44 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
     // The sale runs in its own task: a client that hangs up must not cancel a
     // section halfway, between its write and the ledger, or while it holds a lock.
     let shared = state.0.clone();
-    let task = tokio::spawn(async move {
-        let keys = Keys::new(&request.sku);
-        let mut ctx = Ctx {
-            conn,
-            keys: &keys,
-            knobs: &request.knobs,
-            instance: &shared.instance,
-            wakeups: &shared.wakeups,
-        };
-        let outcome = shared.protections.deduct(variant, &mut ctx).await?;
-        if !variant.records_itself() {
-            ledger::record(&mut ctx.conn, &keys, &shared.instance, &outcome).await?;
+    let span = tracing::debug_span!("deduct", instance = %shared.config.instance, variant = variant.name());
+    shared.requests.fetch_add(1, Ordering::Relaxed);
+    let task = tokio::spawn(
+        async move {
+            let keys = Keys::new(&request.sku);
+            let mut ctx = Ctx {
+                conn,
+                keys: &keys,
+                knobs: &request.knobs,
+                instance: &shared.config.instance,
+                wakeups: &shared.wakeups,
+            };
+            let outcome = shared.protections.deduct(variant, &mut ctx).await?;
+            if !variant.records_itself() {
+                ledger::record(&mut ctx.conn, &keys, &shared.config.instance, &outcome).await?;
+            }
+            Ok::<_, StoreError>((request.sku, outcome))
         }
-        Ok::<_, StoreError>((request.sku, outcome))
-    });
-    let (sku, outcome) = task
+        .instrument(span),
+    );
+    let answered = task
         .await
-        .map_err(|err| AppError::Internal(format!("the sale task failed: {err}")))??;
+        .map_err(|err| AppError::Internal(format!("the sale task failed: {err}")))?;
+    let (sku, outcome) = match answered {
+        Ok(answered) => answered,
+        Err(err) => {
+            crate::metrics::answered(variant.name(), "unavailable");
+            return Err(err.into());
+        }
+    };
+    match outcome {
+        Outcome::Sold { .. } => crate::metrics::answered(variant.name(), "sold"),
+        Outcome::SoldOut { .. } => crate::metrics::answered(variant.name(), "sold_out"),
+        Outcome::Busy(reason) => {
+            crate::metrics::answered(variant.name(), "busy");
+            crate::metrics::busy(variant.name(), reason.as_str());
+        }
+    }
 
     let (status, kind, unit, remaining, reason) = match outcome {
         Outcome::Sold { unit, remaining } => (
@@ -269,7 +369,7 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
         sku: sku.to_string(),
         unit,
         remaining,
-        instance: state.0.instance.clone(),
+        instance: state.0.config.instance.clone(),
         reason,
     };
     Ok((status, Json(body)).into_response())
@@ -307,28 +407,12 @@ async fn variants() -> Json<Vec<VariantInfo>> {
     Json(Variant::ALL.iter().map(|v| v.info()).collect())
 }
 
-/// Accepts `Authorization: Bearer <token>` when it equals the admin token,
-/// comparing in constant time so the token cannot be guessed byte by byte.
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), AppError> {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    let expected = state.0.admin_token.as_bytes();
-    if !expected.is_empty() && bool::from(given.as_bytes().ct_eq(expected)) {
-        Ok(())
-    } else {
-        Err(AppError::Unauthorized)
-    }
-}
-
 async fn reset(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Json<ResetRequest>, JsonRejection>,
 ) -> Result<Json<StateSnapshot>, AppError> {
-    authorize(&state, &headers)?;
+    state.authorize(&headers)?;
     let Json(request) = body?;
     let sku = Sku::parse(&request.sku)?;
     let stock = parse_stock(request.stock)?;
@@ -344,7 +428,7 @@ async fn reset(
 async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok".to_owned(),
-        instance: state.0.instance.clone(),
+        instance: state.0.config.instance.clone(),
         pid: std::process::id(),
     })
 }

@@ -67,6 +67,21 @@ pub async fn record_lost_lock<C: ConnectionLike>(
     Ok(())
 }
 
+/// Adds the renewals a watchdog made while its owner held the lock.
+pub async fn record_renewals<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    renewals: u64,
+) -> Result<(), StoreError> {
+    let _: i64 = redis::cmd("HINCRBY")
+        .arg(&keys.ledger)
+        .arg("renewals")
+        .arg(renewals)
+        .query_async(conn)
+        .await?;
+    Ok(())
+}
+
 /// Sets the stock to `stock` and clears the ledger and the lock, atomically.
 /// With `only_if_absent` it leaves a SKU that already has stock alone and
 /// returns `false`.
@@ -97,6 +112,7 @@ type RawState = (
     i64,
     i64,
     i64,
+    i64,
     String,
     Option<String>,
     Vec<String>,
@@ -108,7 +124,19 @@ pub async fn snapshot<C: ConnectionLike>(
     keys: &Keys,
     sku: &str,
 ) -> Result<StateSnapshot, StoreError> {
-    let (remaining, initial, sold, duplicates, busy, lost_locks, pttl, kind, holder, served): RawState = STATE
+    let (
+        remaining,
+        initial,
+        sold,
+        duplicates,
+        busy,
+        lost_locks,
+        renewals,
+        pttl,
+        kind,
+        holder,
+        served,
+    ): RawState = STATE
         .key(&keys.stock)
         .key(&keys.ledger)
         .key(&keys.units)
@@ -130,6 +158,7 @@ pub async fn snapshot<C: ConnectionLike>(
         duplicates,
         busy,
         lost_locks,
+        renewals,
         per_instance,
         lock: LockState {
             held,

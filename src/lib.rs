@@ -14,6 +14,8 @@
 //! - [`sale`]: the critical section every variant protects, written once.
 //! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups).
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
+//! - [`metrics`]: Prometheus metrics of an instance.
+//! - [`dashboard`]: the live page, its board (read from Redis), server-sent events, runs from the page.
 //! - [`http`]: the axum router; thin handlers that parse, call the domain and map outcomes.
 //! - [`server`]: `stocklock serve`: building and running one instance.
 //! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
@@ -22,11 +24,13 @@
 //! - [`telemetry`]: tracing set-up.
 
 pub mod cli;
+pub mod dashboard;
 pub mod http;
 pub mod knobs;
 pub mod ledger;
 pub mod load;
 pub mod lock;
+pub mod metrics;
 pub mod sale;
 pub mod server;
 pub mod store;

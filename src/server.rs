@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::http::{AppState, app};
+use crate::http::{AppState, InstanceConfig, app};
 use crate::lock::Wakeups;
 use crate::store::Store;
 use crate::variants::Variant;
@@ -23,13 +23,16 @@ pub struct ServeConfig {
     pub instance: String,
     pub admin_token: String,
     pub default_variant: Variant,
+    /// The stack's URL (nginx) for runs started from the page; `None`: this instance itself.
+    pub public_url: Option<String>,
 }
 
 /// A bound, not yet serving, instance.
 pub struct Application {
     listener: TcpListener,
     state: AppState,
-    listener_task: tokio::task::JoinHandle<()>,
+    /// Release listener, heartbeat, board reader: stopped with the server.
+    background: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Application {
@@ -43,17 +46,25 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let local = listener.local_addr()?;
         let state = AppState::new(
             store,
-            config.instance,
-            config.admin_token,
-            config.default_variant,
+            InstanceConfig {
+                instance: config.instance,
+                admin_token: config.admin_token,
+                default_variant: config.default_variant,
+                public_url: config
+                    .public_url
+                    .unwrap_or_else(|| format!("http://{local}")),
+            },
             wakeups,
         );
+        let mut background = state.start_background();
+        background.push(listener_task);
         Ok(Self {
             listener,
             state,
-            listener_task,
+            background,
         })
     }
 
@@ -75,7 +86,9 @@ impl Application {
         let served = axum::serve(self.listener, app(self.state))
             .with_graceful_shutdown(stop)
             .await;
-        self.listener_task.abort();
+        for task in &self.background {
+            task.abort();
+        }
         served
     }
 }

@@ -82,6 +82,8 @@ pub struct StateSnapshot {
     pub busy: i64,
     /// Leases the watchdog failed to keep (the holder learned it before writing).
     pub lost_locks: i64,
+    /// Lease renewals the watchdog made (counted when each holder releases).
+    pub renewals: i64,
     /// Requests answered, by instance.
     pub per_instance: BTreeMap<String, i64>,
     pub lock: LockState,
@@ -114,6 +116,9 @@ pub struct VariantInfo {
     pub protection: String,
     /// One paragraph: what it does, what breaks it, which scenario shows it.
     pub explanation: String,
+    /// The same two, in Chinese (the articles' language).
+    pub protection_zh: String,
+    pub explanation_zh: String,
     /// The few lines of code that matter.
     pub code: String,
     /// Defaults applied when the request does not say.
@@ -198,4 +203,63 @@ pub struct RunReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoadReport {
     pub runs: Vec<RunReport>,
+}
+
+/// One instance as the dashboard shows it, from its heartbeat in Redis.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceStatus {
+    pub name: String,
+    pub pid: u32,
+    /// `/deductStock` requests this instance has answered since it started.
+    pub requests: u64,
+    /// Milliseconds since its last heartbeat.
+    pub age_ms: u64,
+    /// Heartbeat seen within the last three seconds.
+    pub healthy: bool,
+}
+
+/// A run started from the dashboard, as every instance sees it (kept in Redis).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunStatus {
+    pub id: String,
+    /// `running`, `done` or `failed`.
+    pub state: String,
+    pub variants: Vec<String>,
+    /// Requests sent so far, over all variants of the run.
+    pub done: u64,
+    pub total: u64,
+    /// One report per variant once the run is done.
+    #[serde(default)]
+    pub reports: Vec<RunReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Everything the dashboard draws, sent on `/api/events` and `/api/board`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Board {
+    /// Each variant's own SKU (the SKU is the variant's name).
+    pub variants: Vec<StateSnapshot>,
+    pub instances: Vec<InstanceStatus>,
+    pub run: Option<RunStatus>,
+}
+
+/// `POST /api/admin/run`: a load on some variants, run by the instance that
+/// takes it, through the stack's public URL.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// Variant names; empty means all of them ("race all").
+    #[serde(default)]
+    pub variants: Vec<String>,
+    /// Stock each variant's SKU is reset to first.
+    pub stock: i64,
+    pub requests: u64,
+    pub concurrency: usize,
+    #[serde(default)]
+    pub work_ms: Option<u64>,
+    #[serde(default)]
+    pub lease_ms: Option<u64>,
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
 }

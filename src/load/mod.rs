@@ -240,7 +240,9 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
 
     let mut reports = Vec::new();
     for info in variants {
-        let report = run_variant(&api, &target, &config, info).await?;
+        let progress = Progress::default();
+        let work = run_variant(&api, &target, &config, info, &progress);
+        let report = with_progress(&info.name, planned_requests(&config), &progress, work).await?;
         reports.push(report);
     }
     print_table(&reports);
@@ -294,7 +296,7 @@ pub async fn run_path(
     let progress = Progress::default();
     let tally = with_progress(
         path,
-        &plan,
+        plan.requests,
         &progress,
         engine::run(&target, &plan, &progress),
     )
@@ -340,11 +342,23 @@ fn deduct_path(variant: &str, sku: &str, config: &LoadConfig) -> String {
     path
 }
 
-async fn run_variant(
+/// Requests per variant: `--requests`, or 400 unless a duration is given.
+pub fn planned_requests(config: &LoadConfig) -> Option<u64> {
+    config.requests.or(if config.duration.is_some() {
+        None
+    } else {
+        Some(400)
+    })
+}
+
+/// One variant's run: reset, ledger before, load, ledger after, verdict.
+/// `progress` counts the requests done, for whoever shows it.
+pub async fn run_variant(
     api: &Api,
     target: &Target,
     config: &LoadConfig,
     info: &VariantInfo,
+    progress: &Progress,
 ) -> anyhow::Result<RunReport> {
     let sku = config.sku.clone().unwrap_or_else(|| info.name.clone());
     if let Some(stock) = config.stock {
@@ -355,23 +369,12 @@ async fn run_variant(
         method: Method::GET,
         path: deduct_path(&info.name, &sku, config),
         concurrency: config.concurrency,
-        requests: config.requests.or(if config.duration.is_some() {
-            None
-        } else {
-            Some(400)
-        }),
+        requests: planned_requests(config),
         duration: config.duration,
         rate: config.rate,
         timeout: config.timeout,
     };
-    let progress = Progress::default();
-    let tally = with_progress(
-        &info.name,
-        &plan,
-        &progress,
-        engine::run(target, &plan, &progress),
-    )
-    .await;
+    let tally = engine::run(target, &plan, progress).await;
     let after = api.state(&sku).await?;
 
     let sold_in_run = after.sold - before.sold;
@@ -429,15 +432,15 @@ async fn run_variant(
 
 /// Runs `work` while showing `progress` on stderr: a bar on a terminal, a
 /// line a second otherwise (logs and CI).
-async fn with_progress(
+async fn with_progress<T>(
     name: &str,
-    plan: &Plan,
+    requests: Option<u64>,
     progress: &Progress,
-    work: impl Future<Output = Tally>,
-) -> Tally {
+    work: impl Future<Output = T>,
+) -> T {
     let tty = std::io::stderr().is_terminal();
     let bar = tty.then(|| {
-        let bar = match plan.requests {
+        let bar = match requests {
             Some(n) => ProgressBar::new(n),
             None => ProgressBar::new_spinner(),
         };
@@ -457,11 +460,11 @@ async fn with_progress(
     tokio::pin!(work);
     loop {
         tokio::select! {
-            tally = &mut work => {
+            result = &mut work => {
                 if let Some(bar) = bar {
                     bar.finish_and_clear();
                 }
-                return tally;
+                return result;
             }
             _ = tick.tick() => {
                 let done = progress.done();
@@ -469,7 +472,7 @@ async fn with_progress(
                     Some(bar) => bar.set_position(done),
                     None => eprintln!(
                         "{name}: {done}{} requests",
-                        plan.requests.map(|n| format!("/{n}")).unwrap_or_default()
+                        requests.map(|n| format!("/{n}")).unwrap_or_default()
                     ),
                 }
             }

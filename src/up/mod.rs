@@ -13,6 +13,7 @@
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
+//! dashboard: http://127.0.0.1:8080/#token=TOKEN
 //! admin token: TOKEN
 //! ```
 
@@ -71,6 +72,12 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         .parse()
         .with_context(|| format!("--host {:?} is not an IP address", config.host))?;
     let listen = SocketAddr::new(host, config.port);
+    let shown_host = if host.is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        host.to_string()
+    };
+    let public_url = format!("http://{shown_host}:{}", config.port);
 
     let run_dir = tempfile::Builder::new().prefix("stocklock-up-").tempdir()?;
     // nginx's workers run as another user when started by root; let them in.
@@ -103,6 +110,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             redis_url: redis_url.clone(),
             admin_token: config.admin_token.clone(),
             default_variant: config.default_variant,
+            public_url: public_url.clone(),
             binary: std::env::current_exe().context("cannot find this program's own path")?,
         };
         upstreams.push(spec.addr);
@@ -115,12 +123,8 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
 
     let mut nginx = Nginx::start(run_dir.path(), listen, &upstreams).await?;
     println!("nginx: pid {} http://{listen}", nginx.pid().unwrap_or(0));
-    let shown_host = if host.is_unspecified() {
-        "127.0.0.1".to_owned()
-    } else {
-        host.to_string()
-    };
-    println!("stocklock is up: http://{shown_host}:{}/", config.port);
+    println!("stocklock is up: {public_url}/");
+    println!("dashboard: {public_url}/#token={}", config.admin_token);
     println!("admin token: {}", config.admin_token);
     println!(
         "try: curl -s 'http://{shown_host}:{}/deductStock/lua?sku=lua'   (Ctrl-C stops everything)",
@@ -174,6 +178,7 @@ struct InstanceSpec {
     redis_url: String,
     admin_token: String,
     default_variant: Variant,
+    public_url: String,
     binary: PathBuf,
 }
 
@@ -190,6 +195,8 @@ impl InstanceSpec {
             .arg("--default-variant")
             .arg(self.default_variant.name())
             .arg("--exit-with-stdin")
+            .arg("--public-url")
+            .arg(&self.public_url)
             .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)
             // We keep the write end; if we die, the instance sees EOF and stops.
             .stdin(Stdio::piped())

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::{About, Ctx, Protection, not_acquired};
+use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
 use crate::sale::{Outcome, PlainStock, always_held, critical_section};
 use crate::store::StoreError;
 
@@ -19,6 +19,8 @@ pub(super) const ABOUT: About = About {
         On one instance that is enough: requests take turns and nothing oversells. Behind nginx there are two processes, \
         each with its own mutex, so two requests (one per instance) run the section at the same time and sell the same unit. \
         The race scenario with two instances shows it; run it with --instances 1 and the oversell disappears.",
+    protection_zh: "每个进程内按 SKU 的 tokio 互斥锁(相当于 Java 的 synchronized)",
+    explanation_zh: "每个实例在自己的内存里为每个 SKU 保存一把互斥锁,请求在整个临界区内持有它。单实例时这已足够:请求排队执行,不会超卖。但 nginx 后面有两个进程,各有各的锁,两个实例上的请求会同时进入临界区,卖出同一件商品。两实例的 race 场景可以复现;用 --instances 1 运行,超卖就消失了。",
     code: r#"
 let mutex = self.by_sku[sku]            // one per process!
 let _held = mutex.lock().await;         // synchronized (this) { ... }
@@ -45,15 +47,20 @@ impl Protection for LocalMutex {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
         let wait = ctx.wait(&ABOUT);
         let mutex = self.for_stock_key(&ctx.keys.stock);
-        let Ok(_held) = tokio::time::timeout(wait, mutex.lock()).await else {
+        let mut timer = LockTimer::start(Variant::LocalMutex);
+        let held = tokio::time::timeout(wait, mutex.lock()).await;
+        timer.waited(held.is_ok());
+        let Ok(_held) = held else {
             return Ok(not_acquired(wait));
         };
-        critical_section(
+        let outcome = critical_section(
             &mut ctx.conn,
             &PlainStock(&ctx.keys.stock),
             ctx.knobs.work,
             always_held,
         )
-        .await
+        .await;
+        timer.released();
+        outcome
     }
 }

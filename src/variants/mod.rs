@@ -15,7 +15,7 @@ mod watchdog;
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 
@@ -95,6 +95,8 @@ impl Variant {
             name: self.name().to_owned(),
             protection: about.protection.to_owned(),
             explanation: about.explanation.to_owned(),
+            protection_zh: about.protection_zh.to_owned(),
+            explanation_zh: about.explanation_zh.to_owned(),
             code: about.code.trim().to_owned(),
             default_lease_ms: about.default_lease.map(|d| d.as_millis() as u64),
             default_wait_ms: about.default_wait.map(|d| d.as_millis() as u64),
@@ -137,6 +139,9 @@ pub struct About {
     pub protection: &'static str,
     /// What it does, what breaks it, which scenario shows it.
     pub explanation: &'static str,
+    /// The same two in Chinese, for the dashboard's 中文 view.
+    pub protection_zh: &'static str,
+    pub explanation_zh: &'static str,
     /// The lines of code that matter.
     pub code: &'static str,
     pub default_lease: Option<Duration>,
@@ -181,6 +186,39 @@ fn not_acquired(wait: Duration) -> Outcome {
     } else {
         BusyReason::WaitTimedOut
     })
+}
+
+/// Measures, for the metrics, how long a request waited for its lock and
+/// how long it held it.
+struct LockTimer {
+    variant: &'static str,
+    started: Instant,
+    acquired: Option<Instant>,
+}
+
+impl LockTimer {
+    fn start(variant: Variant) -> Self {
+        Self {
+            variant: variant.name(),
+            started: Instant::now(),
+            acquired: None,
+        }
+    }
+
+    /// The wait is over, with or without the lock.
+    fn waited(&mut self, got_it: bool) {
+        let now = Instant::now();
+        crate::metrics::lock_wait(self.variant, now - self.started);
+        if got_it {
+            self.acquired = Some(now);
+        }
+    }
+
+    fn released(&self) {
+        if let Some(acquired) = self.acquired {
+            crate::metrics::lock_hold(self.variant, acquired.elapsed());
+        }
+    }
 }
 
 /// Lease of every lock variant unless the request says otherwise: Redisson's 30 s.

@@ -16,6 +16,8 @@ pub(super) const ABOUT: About = About {
         Two requests that read the same value both sell and both write the same remainder, so one unit pays for two sales. \
         Nothing protects it, on one instance or many: any concurrency oversells, and a longer work_ms only widens the gap. \
         This is the baseline the other variants are measured against; the race scenario shows it.",
+    protection_zh: "无任何保护",
+    explanation_zh: "最原始的临界区:读库存、执行业务、把读到的值减一写回。两个请求若读到同一个值,就会都卖出、都写回同一个余量,一件库存被卖了两次。无论单实例还是多实例,只要有并发就会超卖,work_ms 越长,窗口越大。它是衡量其他方案的基线,race 场景即可复现。",
     code: r#"
 let stock = GET stock:{sku}
 if stock > 0 {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use redis::AsyncCommands;
 use tokio::time::Instant;
 
-use super::{About, Ctx, Protection, not_acquired};
+use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
 use crate::lock::wakeups::release_channel;
 use crate::sale::{Outcome, PlainStock, always_held, critical_section};
 use crate::store::StoreError;
@@ -25,6 +25,8 @@ pub(super) const ABOUT: About = About {
         between them leaves a lock with no TTL that nobody will ever delete, and the SKU is stuck for good (crash-after-setnx). \
         And DEL does not check whose lock it deletes: when work_ms outlives the lease, the lock expires, another request takes it, \
         and the first request's DEL frees the second one's lock for a third (slow-business oversells).",
+    protection_zh: "先 SETNX lock 1,再单独 EXPIRE;释放时直接 DEL",
+    explanation_zh: "用 SETNX 加锁,再用第二条命令 EXPIRE 设置过期时间,释放时 DEL。一切正常时它能跨实例互斥。但 SETNX 和 EXPIRE 是两步:两者之间进程崩溃,就会留下一把没有过期时间、永远没人删除的锁,这个 SKU 从此卖不出去(crash-after-setnx)。而且 DEL 不检查锁是谁的:当 work_ms 超过租期,锁已过期并被别的请求拿到,第一个请求的 DEL 会把别人的锁删掉,让第三个请求进来(slow-business 超卖)。",
     code: r#"
 if SETNX lock:{sku} 1 == 0 { return busy }
                               // a crash here: lock without TTL, forever
@@ -53,12 +55,15 @@ impl Protection for SetnxLock {
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let deadline = Instant::now() + wait;
+        let mut timer = LockTimer::start(Variant::Setnx);
         loop {
             let acquired: bool = ctx.conn.set_nx(&ctx.keys.lock, 1).await?;
             if acquired {
+                timer.waited(true);
                 break;
             }
             if Instant::now() + RETRY_EVERY > deadline {
+                timer.waited(false);
                 return Ok(not_acquired(wait));
             }
             tokio::time::sleep(RETRY_EVERY).await;
@@ -76,6 +81,7 @@ impl Protection for SetnxLock {
 
         // The wrong release: no owner check.
         let _: i64 = ctx.conn.del(&ctx.keys.lock).await?;
+        timer.released();
         // Tell lock waiters of other variants on this SKU; harmless otherwise.
         let _: i64 = ctx
             .conn

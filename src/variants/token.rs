@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use super::{About, Ctx, Protection, not_acquired};
+use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
 use crate::lock::{LeaseLock, OwnerId};
 use crate::sale::{Outcome, PlainStock, always_held, critical_section};
 use crate::store::StoreError;
@@ -21,6 +21,8 @@ pub(super) const ABOUT: About = About {
         and nobody can free someone else's lock. It fails fast by default (wait_ms=0), as in the articles, and waits for a \
         release (woken by pub/sub) when wait_ms is given. What breaks it is time: when work_ms outlives lease_ms, the lease \
         runs out in the middle of the business, a second request takes the lock, and both write (slow-business oversells).",
+    protection_zh: "SET lock <token> NX PX 租期;用 Lua 比较并删除来释放",
+    explanation_zh: "用一条 SET NX PX 同时加锁并设置租期,值是随机 token;释放时用 Lua 脚本,只有 token 仍是自己的才删除。任何崩溃都不会留下没有过期时间的锁,也没人能删掉别人的锁。默认快速失败(wait_ms=0),与文章一致;给出 wait_ms 时会等待释放(由 pub/sub 唤醒)。破坏它的是时间:work_ms 超过 lease_ms 时,业务还没做完租期就到了,第二个请求拿到锁,两者都写入(slow-business 超卖)。",
     code: r#"
 let token = uuid()
 if SET lock:{sku} token NX PX lease == nil { return busy }
@@ -39,7 +41,10 @@ impl Protection for TokenLock {
         let wait = ctx.wait(&ABOUT);
         let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
         let owner = OwnerId::new(ctx.instance);
-        if !lock.lock(&owner, lease, wait).await? {
+        let mut timer = LockTimer::start(Variant::Token);
+        let acquired = lock.lock(&owner, lease, wait).await?;
+        timer.waited(acquired);
+        if !acquired {
             return Ok(not_acquired(wait));
         }
         let outcome = critical_section(
@@ -49,7 +54,9 @@ impl Protection for TokenLock {
             always_held,
         )
         .await;
-        if !lock.unlock(&owner).await? {
+        let released = lock.unlock(&owner).await?;
+        timer.released();
+        if !released {
             tracing::warn!(%owner, "token: the lease ran out before the release; another holder may have overlapped");
         }
         outcome

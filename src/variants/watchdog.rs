@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use super::{About, Ctx, Protection, not_acquired};
+use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
 use crate::ledger;
 use crate::lock::{OwnerId, ReentrantLock, Unlocked, Watchdog};
 use crate::sale::{Outcome, PlainStock, critical_section};
@@ -25,6 +25,8 @@ pub(super) const ABOUT: About = About {
         owner, and a dead owner's lock frees itself after one lease. If a renewal is refused, the owner learns it before \
         writing and backs off (busy, lock_lost). What breaks it is a stop-the-world pause longer than the lease: the \
         watchdog freezes with its process, another owner takes the lock, and the paused one wakes and writes (pause-holder).",
+    protection_zh: "可重入的持有者锁(hash),看门狗每 lease/3 续期,等待者由 pub/sub 唤醒",
+    explanation_zh: "Redisson 的锁。锁是一个 hash:持有者 → 重入次数,同一持有者可以再次加锁;看门狗任务在持有期间每 lease/3 续期一次;释放时发布消息,唤醒一个等待者,而不是所有人轮询。业务再慢也安全:活着的持有者的租期不会到期,而死掉的持有者的锁在一个租期后自动释放。若续期被拒绝,持有者在写入前就会知道并退出(busy, lock_lost)。破坏它的是比租期更长的全进程停顿:看门狗随进程一起冻结,别人拿到锁,停顿结束的持有者醒来后照样写入(pause-holder)。",
     code: r#"
 lock.lock(owner, lease = 30s, wait = 10s).await   // HINCRBY lock:{sku} owner 1
 let dog = Watchdog::start(lock, owner, lease)    // PEXPIRE every lease/3
@@ -49,7 +51,10 @@ impl Protection for WatchdogLock {
         let wait = ctx.wait(&ABOUT);
         let lock = ReentrantLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
         let owner = OwnerId::new(ctx.instance);
-        if lock.lock(&owner, lease, wait).await?.is_none() {
+        let mut timer = LockTimer::start(Variant::Watchdog);
+        let acquired = lock.lock(&owner, lease, wait).await?.is_some();
+        timer.waited(acquired);
+        if !acquired {
             return Ok(not_acquired(wait));
         }
         let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
@@ -63,7 +68,14 @@ impl Protection for WatchdogLock {
         .await;
         dog.stop();
         let unlocked = lock.unlock(&owner, lease).await?;
+        timer.released();
+        let renewals = tenure.renewals();
+        if renewals > 0 {
+            crate::metrics::renewals(Variant::Watchdog.name(), renewals);
+            ledger::record_renewals(&mut ctx.conn, ctx.keys, renewals).await?;
+        }
         if tenure.is_lost() || unlocked == Unlocked::NotOwner {
+            crate::metrics::lost(Variant::Watchdog.name());
             ledger::record_lost_lock(&mut ctx.conn, ctx.keys).await?;
         }
         outcome

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use stocklock::http::{AppState, app};
+use stocklock::http::{AppState, InstanceConfig, app};
 use stocklock::lock::Wakeups;
 use stocklock::store::Store;
 use stocklock::up::redis::RedisServer;
@@ -23,9 +23,12 @@ fn router(redis_url: &str) -> Router {
     let store = Store::open(redis_url).unwrap();
     app(AppState::new(
         store,
-        "t".into(),
-        TOKEN.into(),
-        Variant::Lua,
+        InstanceConfig {
+            instance: "t".into(),
+            admin_token: TOKEN.into(),
+            default_variant: Variant::Lua,
+            public_url: "http://127.0.0.1:9".into(),
+        },
         Wakeups::new(),
     ))
 }

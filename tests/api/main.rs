@@ -1,6 +1,8 @@
 //! Integration tests: one binary, real redis-server and nginx started on
 //! free loopback ports by the tests themselves, stopped by pid.
 
+mod browser;
+mod dashboard;
 mod docker;
 mod helpers;
 mod input;

@@ -1,0 +1,294 @@
+// stocklock dashboard. No framework, no build step: it listens to the board
+// on /api/events (server-sent events; the browser reconnects by itself) and
+// redraws the cards; admin actions send the token kept for this tab.
+'use strict';
+
+const I18N = {
+  en: {
+    subtitle: 'flash-sale stock protection lab',
+    connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…',
+    controls: 'Controls', stock: 'stock', requests: 'requests', concurrency: 'concurrency',
+    default: 'default', race_all: 'Race all', reset_all: 'Reset all', instances: 'Instances',
+    remaining: 'remaining', sold: 'sold', oversold: 'oversold', duplicates: 'duplicates', busy: 'busy',
+    per_second: 'req/s', run: 'Run', reset: 'Reset', how: 'How it works, what breaks it',
+    expected: 'Expected (teaching matrix)', m_two: '2 instances', m_work: 'work > lease',
+    m_crash: 'crash after acquire', m_pause: 'pause > lease', m_minority: 'Redis minority down',
+    served_by: 'page served by instance', lock_free: 'lock: free', lock_held: 'lock: held by {holder}, TTL {ttl}',
+    lock_orphan: 'lock: HELD WITH NO TTL by {holder}: nobody will ever release it',
+    renewals: 'renewals {n}', lost: 'lost leases {n}',
+    ask_token: 'Admin token (printed by stocklock up):', need_token: 'This needs the admin token.',
+    bad_token: 'The admin token was refused; it will be asked again.',
+    run_running: 'running {done}/{total} requests on {variants}',
+    run_done: 'done: {variants}', run_failed: 'run failed: {error}', requests_short: 'requests',
+    reset_done: 'reset {n} SKU(s) to {stock}',
+  },
+  zh: {
+    subtitle: '秒杀库存保护实验室',
+    connecting: '连接中…', live: '实时', reconnecting: '重新连接中…',
+    controls: '控制', stock: '库存', requests: '请求数', concurrency: '并发',
+    default: '默认', race_all: '全部同时压测', reset_all: '全部重置', instances: '实例',
+    remaining: '剩余', sold: '已售', oversold: '超卖', duplicates: '重复', busy: '忙',
+    per_second: '请求/秒', run: '压测', reset: '重置', how: '原理与破绽',
+    expected: '预期结论(教学矩阵)', m_two: '两个实例', m_work: '业务时间 > 租期',
+    m_crash: '加锁后崩溃', m_pause: '停顿 > 租期', m_minority: 'Redis 少数节点宕机',
+    served_by: '本页面由实例提供:', lock_free: '锁:空闲', lock_held: '锁:{holder} 持有,剩余 {ttl}',
+    lock_orphan: '锁:{holder} 持有且没有过期时间!永远不会被释放',
+    renewals: '续期 {n} 次', lost: '丢锁 {n} 次',
+    ask_token: '管理令牌(stocklock up 启动时打印):', need_token: '此操作需要管理令牌。',
+    bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
+    run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
+    run_done: '完成:{variants}', run_failed: '压测失败:{error}', requests_short: '请求',
+    reset_done: '已将 {n} 个 SKU 重置为 {stock}',
+  },
+};
+
+let lang = localStorage.getItem('stocklock.lang') === 'zh' ? 'zh' : 'en';
+let lastBoard = null;
+
+function t(key, vars) {
+  let text = (I18N[lang] && I18N[lang][key]) || I18N.en[key] || key;
+  for (const [name, value] of Object.entries(vars || {})) text = text.replace(`{${name}}`, value);
+  return text;
+}
+
+function applyLang() {
+  document.documentElement.lang = lang;
+  for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+  for (const el of document.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
+  document.getElementById('lang').textContent = lang === 'en' ? '中文' : 'English';
+  if (lastBoard) render(lastBoard);
+}
+
+// ---- the admin token: from the URL fragment (#token=...), kept for this tab.
+(function takeTokenFromFragment() {
+  const match = location.hash.match(/token=([^&]+)/);
+  if (match) {
+    sessionStorage.setItem('stocklock.token', decodeURIComponent(match[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+})();
+
+function adminToken() {
+  let token = sessionStorage.getItem('stocklock.token');
+  if (!token) {
+    token = window.prompt(t('ask_token')) || '';
+    if (token) sessionStorage.setItem('stocklock.token', token.trim());
+  }
+  return token;
+}
+
+function say(text) {
+  document.getElementById('message').textContent = text || '';
+}
+
+async function admin(path, body) {
+  const token = adminToken();
+  if (!token) {
+    say(t('need_token'));
+    return null;
+  }
+  const response = await fetch(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (response.status === 401) {
+    sessionStorage.removeItem('stocklock.token');
+    say(t('bad_token'));
+    return null;
+  }
+  if (!response.ok) {
+    say(answer.detail || `${response.status}`);
+    return null;
+  }
+  say('');
+  return answer;
+}
+
+// ---- controls
+function loadParams() {
+  const form = document.getElementById('load-form');
+  const number = (name) => (form.elements[name].value === '' ? null : Number(form.elements[name].value));
+  return {
+    stock: number('stock'),
+    requests: number('requests'),
+    concurrency: number('concurrency'),
+    work_ms: number('work_ms'),
+    lease_ms: number('lease_ms'),
+    wait_ms: number('wait_ms'),
+  };
+}
+
+async function startRun(variants) {
+  const run = await admin('/api/admin/run', { variants, ...loadParams() });
+  if (run) showRun(run);
+}
+
+async function reset(variants) {
+  const stock = loadParams().stock;
+  let done = 0;
+  for (const sku of variants) {
+    if (await admin('/api/admin/reset', { sku, stock })) done += 1;
+    else return;
+  }
+  say(t('reset_done', { n: done, stock }));
+}
+
+function allVariants() {
+  return [...document.querySelectorAll('.card')].map((card) => card.dataset.variant);
+}
+
+document.getElementById('load-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  startRun([]);
+});
+document.getElementById('reset-all').addEventListener('click', () => reset(allVariants()));
+document.getElementById('lang').addEventListener('click', () => {
+  lang = lang === 'en' ? 'zh' : 'en';
+  localStorage.setItem('stocklock.lang', lang);
+  applyLang();
+});
+for (const card of document.querySelectorAll('.card')) {
+  const variant = card.dataset.variant;
+  card.querySelector('[data-action="run"]').addEventListener('click', () => startRun([variant]));
+  card.querySelector('[data-action="reset"]').addEventListener('click', () => reset([variant]));
+}
+
+// ---- drawing
+const served = {}; // variant -> answered requests, from the ledger
+const samples = {}; // variant -> recent req/s, for the sparkline
+const SAMPLES = 60;
+
+function field(card, name) {
+  return card.querySelector(`[data-field="${name}"]`);
+}
+
+function setNumber(card, name, value, bad) {
+  const el = field(card, name);
+  el.textContent = String(value);
+  if (bad !== undefined) el.classList.toggle('bad', bad);
+}
+
+function formatTtl(ms) {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`;
+}
+
+function renderCard(state) {
+  const card = document.querySelector(`.card[data-variant="${CSS.escape(state.sku)}"]`);
+  if (!card) return;
+  setNumber(card, 'remaining', state.remaining, state.remaining < 0);
+  setNumber(card, 'initial', state.initial);
+  setNumber(card, 'sold', state.sold);
+  setNumber(card, 'oversold', state.oversold, state.oversold > 0);
+  setNumber(card, 'duplicates', state.duplicates, state.duplicates > 0);
+  setNumber(card, 'busy', state.busy);
+  card.dataset.oversold = String(state.oversold > 0 || state.duplicates > 0);
+
+  const share = state.initial > 0 ? Math.max(0, Math.min(1, state.remaining / state.initial)) : 0;
+  card.querySelector('.stockbar .fill').setAttribute('width', (share * 100).toFixed(1));
+
+  const perInstance = Object.entries(state.per_instance);
+  const total = perInstance.reduce((sum, [, n]) => sum + n, 0);
+  served[state.sku] = total;
+  field(card, 'share').textContent = perInstance
+    .map(([name, n]) => `${name} ${total ? Math.round((100 * n) / total) : 0}%`)
+    .join(' · ');
+
+  const lock = field(card, 'lock');
+  const holder = state.lock.holder ? state.lock.holder.split(':')[0] : '?';
+  let text = t('lock_free');
+  if (state.lock.no_ttl) text = t('lock_orphan', { holder });
+  else if (state.lock.held) text = t('lock_held', { holder, ttl: formatTtl(state.lock.ttl_ms || 0) });
+  const extras = [];
+  if (state.renewals > 0) extras.push(t('renewals', { n: state.renewals }));
+  if (state.lost_locks > 0) extras.push(t('lost', { n: state.lost_locks }));
+  lock.textContent = extras.length ? `${text} · ${extras.join(' · ')}` : text;
+  lock.classList.toggle('held', state.lock.held && !state.lock.no_ttl);
+  lock.classList.toggle('orphan', state.lock.no_ttl);
+}
+
+function renderInstances(instances) {
+  const list = document.getElementById('instance-list');
+  list.replaceChildren(
+    ...instances.map((instance) => {
+      const item = document.createElement('li');
+      item.dataset.instance = instance.name;
+      item.dataset.healthy = String(instance.healthy);
+      const name = document.createElement('b');
+      name.textContent = instance.name;
+      item.append(name, ` pid ${instance.pid} · ${instance.requests} ${t('requests_short')}`);
+      return item;
+    }),
+  );
+}
+
+function showRun(run) {
+  const box = document.getElementById('run');
+  box.dataset.runState = run.state;
+  box.dataset.runId = run.id;
+  const progress = document.getElementById('run-progress');
+  progress.max = Math.max(1, run.total);
+  progress.value = run.state === 'done' ? run.total : run.done;
+  const variants = run.variants.join(', ');
+  const text =
+    run.state === 'running'
+      ? t('run_running', { done: run.done, total: run.total, variants })
+      : run.state === 'done'
+        ? t('run_done', { variants })
+        : t('run_failed', { error: run.error || '?' });
+  document.getElementById('run-text').textContent = text;
+  for (const card of document.querySelectorAll('.card')) {
+    const report = run.state === 'done' ? run.reports.find((r) => r.variant === card.dataset.variant) : null;
+    const verdict = field(card, 'verdict');
+    verdict.textContent = report ? report.verdict : '';
+    verdict.className = `verdict ${report ? (report.verdict === 'SAFE' ? 'safe' : 'bad') : ''}`;
+  }
+}
+
+function render(board) {
+  lastBoard = board;
+  for (const state of board.variants) renderCard(state);
+  renderInstances(board.instances);
+  if (board.run) showRun(board.run);
+}
+
+// The sparkline: answered requests per second, sampled twice a second.
+let lastServed = null;
+setInterval(() => {
+  const now = { ...served };
+  if (lastServed) {
+    for (const card of document.querySelectorAll('.card')) {
+      const variant = card.dataset.variant;
+      const rate = Math.max(0, ((now[variant] || 0) - (lastServed[variant] || 0)) * 2);
+      const series = (samples[variant] = samples[variant] || []);
+      series.push(rate);
+      if (series.length > SAMPLES) series.shift();
+      field(card, 'rate').textContent = String(Math.round(rate));
+      const peak = Math.max(1, ...series);
+      const points = series.map((v, i) => `${(i * 120) / (SAMPLES - 1)},${(24 - (v / peak) * 22).toFixed(1)}`);
+      card.querySelector('.spark polyline').setAttribute('points', points.join(' '));
+    }
+  }
+  lastServed = now;
+}, 500);
+
+// ---- live board
+function connect() {
+  const live = document.getElementById('live');
+  const events = new EventSource('/api/events');
+  events.addEventListener('open', () => {
+    live.dataset.live = 'true';
+    live.dataset.i18n = 'live';
+    live.textContent = t('live');
+  });
+  events.addEventListener('error', () => {
+    live.dataset.live = 'false';
+    live.dataset.i18n = 'reconnecting';
+    live.textContent = t('reconnecting');
+  });
+  events.addEventListener('board', (event) => render(JSON.parse(event.data)));
+}
+
+applyLang();
+connect();

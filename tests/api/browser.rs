@@ -1,0 +1,306 @@
+//! The dashboard in a real browser: headless Chromium driven over WebDriver
+//! (Debian's chromium and chromium-driver), through nginx, on a real stack.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use stocklock::up::process::{find_program, free_port, wait_ready, watch_output};
+use tokio::process::{Child, Command};
+
+use crate::helpers::Stack;
+
+/// A chromedriver child and one browser session.
+struct Browser {
+    driver: Child,
+    http: reqwest::Client,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// `None` (and a visible note) when Chromium or its driver is missing.
+    async fn start() -> Option<Browser> {
+        let (Some(chromium), Some(chromedriver)) =
+            (find_program("chromium"), find_program("chromedriver"))
+        else {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED browser test: chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
+            );
+            return None;
+        };
+        let port = free_port().unwrap();
+        let mut driver = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run chromedriver");
+        let stdout = driver.stdout.take().unwrap();
+        let (output, ready) = watch_output(stdout, Some("started successfully"), None);
+        wait_ready(
+            &mut driver,
+            ready,
+            &output,
+            "chromedriver",
+            Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+
+        let profile = tempfile::tempdir().unwrap();
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--disable-quic", "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--window-size=1600,1250",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ]
+            }
+        }}});
+        let answer: Value = http
+            .post(format!("{base}/session"))
+            .json(&capabilities)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = answer["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {answer}"))
+            .to_owned();
+        let browser = Browser {
+            driver,
+            http,
+            session: format!("{base}/session/{session}"),
+            _profile: profile,
+        };
+        browser
+            .call("POST", "/timeouts", json!({"script": 120_000}))
+            .await;
+        Some(browser)
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}{path}", self.session);
+        let request = match method {
+            "GET" => self.http.get(&url),
+            "DELETE" => self.http.delete(&url),
+            _ => self.http.post(&url).json(&body),
+        };
+        let answer: Value = request.send().await.unwrap().json().await.unwrap();
+        if answer["value"]["error"].is_string() {
+            panic!("WebDriver {method} {path}: {}", answer["value"]);
+        }
+        answer["value"].clone()
+    }
+
+    async fn goto(&self, url: &str) {
+        self.call("POST", "/url", json!({ "url": url })).await;
+    }
+
+    async fn click(&self, css: &str) {
+        let element = self
+            .call(
+                "POST",
+                "/element",
+                json!({"using": "css selector", "value": css}),
+            )
+            .await;
+        let id = element
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.call("POST", &format!("/element/{id}/click"), json!({}))
+            .await;
+    }
+
+    async fn run(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            json!({"script": script, "args": []}),
+        )
+        .await
+    }
+
+    /// Runs `condition` (a JS expression) whenever the page's DOM changes,
+    /// until it is true: an event, not a poll.
+    async fn wait_until(&self, condition: &str) {
+        let script = format!(
+            "const done = arguments[arguments.length - 1];
+             const check = () => {{ try {{ return {condition}; }} catch (e) {{ return false; }} }};
+             if (check()) return done(true);
+             const observer = new MutationObserver(() => {{ if (check()) {{ observer.disconnect(); done(true); }} }});
+             observer.observe(document.body, {{subtree: true, childList: true, attributes: true, characterData: true}});"
+        );
+        let answer = self
+            .call(
+                "POST",
+                "/execute/async",
+                json!({"script": script, "args": []}),
+            )
+            .await;
+        assert_eq!(answer, json!(true), "{condition}");
+    }
+
+    async fn screenshot(&self, name: &str) -> PathBuf {
+        use base64_decode::decode;
+        let png = self.call("GET", "/screenshot", Value::Null).await;
+        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        std::fs::write(&path, decode(png.as_str().unwrap())).unwrap();
+        eprintln!("screenshot: {}", path.display());
+        path
+    }
+
+    async fn quit(mut self) {
+        let _ = self.http.delete(&self.session).send().await;
+        let _ = self.driver.kill().await;
+    }
+}
+
+/// Base64 without a crate: WebDriver screenshots are standard base64.
+mod base64_decode {
+    pub(super) fn decode(text: &str) -> Vec<u8> {
+        let value = |c: u8| match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        };
+        let bytes: Vec<u8> = text
+            .bytes()
+            .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+            .collect();
+        let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+        for chunk in bytes.chunks(4) {
+            let v: Vec<u32> = chunk.iter().map(|c| u32::from(value(*c))).collect();
+            let n = v
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, x)| n | (x << (18 - 6 * i)));
+            out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
+        }
+        out
+    }
+}
+
+#[tokio::test]
+async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let stack = Stack::start(2, None).await;
+
+    browser
+        .goto(&format!("{}/#token={}", stack.url, stack.token))
+        .await;
+    // Live: the event stream is open and the board has been drawn.
+    browser
+        .wait_until("document.querySelector('#live').dataset.live === 'true' && document.querySelector('[data-variant=lua] [data-field=initial]').textContent === '50'")
+        .await;
+    // The token moved from the URL into the tab's session storage.
+    assert_eq!(browser.run("return location.hash").await, json!(""));
+
+    browser.click("#race-all").await;
+    browser
+        .wait_until("document.querySelector('#run').dataset.runState === 'done' && document.querySelector('[data-variant=lua] [data-field=verdict]').textContent === 'SAFE'")
+        .await;
+
+    let cards = browser
+        .run(
+            "const out = {};
+             for (const card of document.querySelectorAll('.card')) {
+               const f = (name) => card.querySelector(`[data-field=${name}]`).textContent;
+               out[card.dataset.variant] = {remaining: f('remaining'), sold: f('sold'), oversold: f('oversold'),
+                 duplicates: f('duplicates'), busy: f('busy'), verdict: f('verdict'),
+                 red: card.querySelector('[data-field=oversold]').classList.contains('bad')};
+             }
+             return out;",
+        )
+        .await;
+    for variant in ["none", "local-mutex", "setnx", "token", "watchdog", "lua"] {
+        let state = stack.state(variant).await;
+        let card = &cards[variant];
+        for (field, value) in [
+            ("remaining", state.remaining),
+            ("sold", state.sold),
+            ("oversold", state.oversold),
+            ("duplicates", state.duplicates),
+            ("busy", state.busy),
+        ] {
+            assert_eq!(
+                card[field],
+                json!(value.to_string()),
+                "{variant}.{field}: {card}"
+            );
+        }
+        assert_eq!(card["red"], json!(state.oversold > 0), "{variant}");
+        assert_eq!(
+            state.initial, 50,
+            "race all resets every SKU to the form's stock"
+        );
+    }
+    assert!(
+        stack.state("local-mutex").await.oversold > 0,
+        "{}",
+        cards["local-mutex"]
+    );
+    assert!(
+        cards["local-mutex"]["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("OVERSOLD")
+    );
+    assert_eq!(cards["lua"]["oversold"], json!("0"));
+    assert_eq!(cards["lua"]["verdict"], json!("SAFE"));
+
+    // The instances panel shows both instances, healthy, with their requests.
+    let instances = browser
+        .run("return [...document.querySelectorAll('#instance-list li')].map(li => [li.dataset.instance, li.dataset.healthy])")
+        .await;
+    assert_eq!(instances, json!([["a", "true"], ["b", "true"]]));
+    browser.screenshot("dashboard.png").await;
+
+    // 中文
+    browser.click("#lang").await;
+    assert_eq!(
+        browser.run("return document.documentElement.lang").await,
+        json!("zh")
+    );
+    assert_eq!(
+        browser
+            .run("return document.querySelector('#race-all').textContent")
+            .await,
+        json!("全部同时压测")
+    );
+    assert_eq!(
+        browser
+            .run("return getComputedStyle(document.querySelector('[data-variant=lua] .protection [lang=zh]')).display")
+            .await,
+        json!("inline")
+    );
+    browser.screenshot("dashboard-zh.png").await;
+
+    browser.quit().await;
+    stack.stop().await;
+}

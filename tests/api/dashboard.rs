@@ -1,0 +1,283 @@
+//! The dashboard's server side: the page (in-process), the live event
+//! stream and the metrics (through nginx, on a real stack).
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use futures_util::StreamExt;
+use http_body_util::BodyExt;
+use stocklock::http::{AppState, InstanceConfig, app};
+use stocklock::lock::Wakeups;
+use stocklock::store::Store;
+use stocklock::variants::Variant;
+use tower::ServiceExt;
+
+use crate::helpers::{self, Stack, burst};
+
+async fn page(router: &axum::Router, uri: &str) -> (u16, String, String) {
+    let response = router
+        .clone()
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        content_type,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_page_renders_every_variant_escaped_with_its_assets() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let router = app(AppState::new(
+        store,
+        InstanceConfig {
+            instance: "t<&>".into(),
+            admin_token: "x".into(),
+            default_variant: Variant::Lua,
+            public_url: "http://127.0.0.1:9".into(),
+        },
+        Wakeups::new(),
+    ));
+    let (status, content_type, html) = page(&router, "/").await;
+    assert_eq!(status, 200);
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    for variant in Variant::ALL {
+        assert!(
+            html.contains(&format!("data-variant=\"{}\"", variant.name())),
+            "no card for {variant}"
+        );
+        let info = variant.info();
+        assert!(
+            html.contains(&info.explanation_zh),
+            "{variant}: no Chinese explanation"
+        );
+    }
+    assert_eq!(html.matches("class=\"card\"").count(), Variant::ALL.len());
+    for field in ["remaining", "sold", "oversold", "duplicates", "busy"] {
+        assert_eq!(
+            html.matches(&format!("data-field=\"{field}\"")).count(),
+            Variant::ALL.len(),
+            "{field}"
+        );
+    }
+    // Text from the variants and the instance name is escaped, not markup.
+    assert!(
+        html.contains("SET lock &#60;token&#62; NX PX lease")
+            || html.contains("SET lock &lt;token&gt; NX PX lease")
+    );
+    assert!(!html.contains("<token>"));
+    assert!(!html.contains("t<&>"));
+    assert!(html.contains("/static/app.js") && html.contains("/static/style.css"));
+
+    let (status, content_type, js) = page(&router, "/static/app.js").await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/javascript; charset=utf-8")
+    );
+    assert!(js.contains("EventSource('/api/events')"));
+    let (status, content_type, _) = page(&router, "/static/style.css").await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/css; charset=utf-8")
+    );
+}
+
+#[test]
+fn the_page_script_parses() {
+    let Some(node) = stocklock::up::process::find_program("node") else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED node --check of static/app.js: node is not installed"
+        );
+        return;
+    };
+    let out = std::process::Command::new(node)
+        .arg("--check")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/static/app.js"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Parses the Prometheus text format strictly enough to catch a broken
+/// page: `# HELP`/`# TYPE` comments, and `name{labels} value` samples.
+/// Returns the samples as (name with labels, value).
+fn parse_prometheus(text: &str) -> Vec<(String, f64)> {
+    let mut samples = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(comment) = line.strip_prefix("# ") {
+            let mut words = comment.split(' ');
+            let kind = words.next().unwrap();
+            assert!(kind == "HELP" || kind == "TYPE", "bad comment: {line}");
+            if kind == "TYPE" {
+                let _name = words.next().expect("TYPE names a metric");
+                let family = words.next().expect("TYPE gives a type");
+                assert!(
+                    ["counter", "gauge", "histogram", "summary", "untyped"].contains(&family),
+                    "{line}"
+                );
+            }
+            continue;
+        }
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value: {line}"));
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        assert!(
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "bad metric name in {line}"
+        );
+        if name_end < series.len() {
+            assert!(series.ends_with('}'), "unclosed labels: {line}");
+            for pair in series[name_end + 1..series.len() - 1].split(',') {
+                let (label, quoted) = pair
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("bad label in {line}"));
+                assert!(
+                    label.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                    "{line}"
+                );
+                assert!(quoted.starts_with('"') && quoted.ends_with('"'), "{line}");
+            }
+        }
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value: {line}"));
+        samples.push((series.to_owned(), value));
+    }
+    samples
+}
+
+/// The sum of one metric's samples whose labels contain every `needle`.
+fn total(samples: &[(String, f64)], name: &str, needles: &[&str]) -> f64 {
+    samples
+        .iter()
+        .filter(|(series, _)| {
+            series.starts_with(&format!("{name}{{")) && needles.iter().all(|n| series.contains(n))
+        })
+        .map(|(_, v)| v)
+        .sum()
+}
+
+#[tokio::test]
+async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
+    let stack = Stack::start(2, None).await;
+    stack.reset("lua", 30).await;
+    stack.reset("watchdog", 30).await;
+
+    // Through nginx the stream is not buffered: the first board arrives.
+    let response = stack
+        .http
+        .get(format!("{}/api/events", stack.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(chunk) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            if seen.contains("event: board")
+                && seen.contains("\"sku\":\"lua\"")
+                && seen.ends_with("\n\n")
+            {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("no board event within 10 s");
+    assert!(seen.contains("\"remaining\":30"), "{seen}");
+    drop(stream);
+
+    // Metrics are per instance: sum what both say, before and after a run.
+    let scrape = || async {
+        let mut all = Vec::new();
+        for (_, _, url) in &stack.instances {
+            let text = stack
+                .http
+                .get(format!("{url}/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            all.extend(parse_prometheus(&text));
+        }
+        all
+    };
+    let before = scrape().await;
+    let lua_url = format!("{}/deductStock/lua?sku=lua", stack.url);
+    let tally = burst(&stack.http, &lua_url, 40, 8).await;
+    let watchdog_url = format!("{}/deductStock/watchdog?sku=watchdog&work_ms=1", stack.url);
+    burst(&stack.http, &watchdog_url, 20, 4).await;
+    let after = scrape().await;
+
+    let sold = r#"outcome="sold""#;
+    let moved =
+        |name: &str, needles: &[&str]| total(&after, name, needles) - total(&before, name, needles);
+    assert_eq!(
+        moved("stocklock_requests_total", &[r#"variant="lua""#, sold]),
+        tally.count(200) as f64
+    );
+    assert_eq!(
+        moved(
+            "stocklock_requests_total",
+            &[r#"variant="lua""#, r#"outcome="sold_out""#]
+        ),
+        10.0
+    );
+    assert_eq!(
+        moved("stocklock_requests_total", &[r#"variant="watchdog""#]),
+        20.0
+    );
+    // Every watchdog request waited for and held the lock once.
+    assert_eq!(
+        moved(
+            "stocklock_lock_wait_seconds_count",
+            &[r#"variant="watchdog""#]
+        ),
+        20.0
+    );
+    assert_eq!(
+        moved(
+            "stocklock_lock_hold_seconds_count",
+            &[r#"variant="watchdog""#]
+        ),
+        20.0
+    );
+    // Each instance labels its own series.
+    for (name, _, _) in &stack.instances {
+        assert!(
+            total(
+                &after,
+                "stocklock_requests_total",
+                &[&format!(r#"instance="{name}""#)]
+            ) > 0.0,
+            "instance {name} has no requests in /metrics"
+        );
+    }
+    stack.stop().await;
+}
