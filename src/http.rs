@@ -301,7 +301,8 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
     // The sale runs in its own task: a client that hangs up must not cancel a
     // section halfway, between its write and the ledger, or while it holds a lock.
     let shared = state.0.clone();
-    let span = tracing::debug_span!("deduct", instance = %shared.config.instance, variant = variant.name());
+    let span =
+        tracing::info_span!("deduct", instance = %shared.config.instance, variant = variant.name());
     shared.requests.fetch_add(1, Ordering::Relaxed);
     let task = tokio::spawn(
         async move {

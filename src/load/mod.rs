@@ -66,25 +66,33 @@ impl Api {
         })
     }
 
-    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
-        let url = format!("{}{path}", self.base);
-        let response = self
-            .http
-            .get(&url)
+    /// Sends `request` to `url` and reads a JSON answer; a refusal says
+    /// what was refused and why.
+    async fn exchange<T: serde::de::DeserializeOwned>(
+        url: &str,
+        what: &str,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<T> {
+        let response = request
             .send()
             .await
-            .map_err(|err| unreachable_target(&url, err))?;
+            .map_err(|err| unreachable_target(url, err))?;
         let status = response.status();
         if !status.is_success() {
             bail!(
-                "GET {url}: {status}: {}",
+                "{what}: {status}: {}",
                 response.text().await.unwrap_or_default()
             );
         }
         response
             .json()
             .await
-            .with_context(|| format!("GET {url}: unexpected answer"))
+            .with_context(|| format!("{what}: unexpected answer"))
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let url = format!("{}{path}", self.base);
+        Self::exchange(&url, &format!("GET {url}"), self.http.get(&url)).await
     }
 
     pub async fn variants(&self) -> anyhow::Result<Vec<VariantInfo>> {
@@ -102,22 +110,12 @@ impl Api {
             );
         };
         let url = format!("{}/api/admin/reset", self.base);
-        let response = self
+        let request = self
             .http
             .post(&url)
             .bearer_auth(token)
-            .json(&serde_json::json!({ "sku": sku, "stock": stock }))
-            .send()
-            .await
-            .map_err(|err| unreachable_target(&url, err))?;
-        let status = response.status();
-        if !status.is_success() {
-            bail!(
-                "reset of {sku} refused: {status}: {}",
-                response.text().await.unwrap_or_default()
-            );
-        }
-        Ok(response.json().await?)
+            .json(&serde_json::json!({ "sku": sku, "stock": stock }));
+        Self::exchange(&url, &format!("reset of {sku} refused"), request).await
     }
 }
 

@@ -94,23 +94,9 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
 
 #[test]
 fn the_page_script_parses() {
-    let Some(node) = stocklock::up::process::find_program("node") else {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED node --check of static/app.js: node is not installed"
-        );
-        return;
-    };
-    let out = std::process::Command::new(node)
-        .arg("--check")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/static/app.js"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    helpers::node_check(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/static/app.js")),
+        false,
     );
 }
 
@@ -279,5 +265,62 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
             "instance {name} has no requests in /metrics"
         );
     }
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn runs_need_the_token_valid_input_and_take_turns() {
+    let stack = Stack::start(2, None).await;
+    let url = format!("{}/api/admin/run", stack.url);
+    let run = serde_json::json!({"variants": ["lua"], "stock": 100000, "requests": 100000, "concurrency": 2});
+    let post = |body: serde_json::Value, token: Option<&str>| {
+        let mut request = stack.http.post(&url).json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let before = stack.state("lua").await;
+    assert_eq!(post(run.clone(), None).await.unwrap().status(), 401);
+    assert_eq!(
+        post(run.clone(), Some("wrong")).await.unwrap().status(),
+        401
+    );
+    for (field, bad) in [
+        ("requests", 0),
+        ("concurrency", 0),
+        ("concurrency", 100000),
+        ("stock", -1),
+    ] {
+        let mut body = run.clone();
+        body[field] = serde_json::json!(bad);
+        let response = post(body, Some(&stack.token)).await.unwrap();
+        assert_eq!(response.status(), 400, "{field}={bad}");
+        let answer: serde_json::Value = response.json().await.unwrap();
+        assert!(
+            answer["detail"].as_str().unwrap().contains(field),
+            "{answer}"
+        );
+    }
+    let mut unknown = run.clone();
+    unknown["variants"] = serde_json::json!(["nope"]);
+    assert_eq!(
+        post(unknown, Some(&stack.token)).await.unwrap().status(),
+        400
+    );
+    assert_eq!(
+        stack.state("lua").await,
+        before,
+        "refused runs changed nothing"
+    );
+
+    // One run at a time, stack-wide: the second is refused while the first runs.
+    let first = post(run.clone(), Some(&stack.token)).await.unwrap();
+    assert_eq!(first.status(), 202);
+    let first: serde_json::Value = first.json().await.unwrap();
+    assert_eq!(first["state"], "running");
+    assert_eq!(first["total"], 100000);
+    let second = post(run.clone(), Some(&stack.token)).await.unwrap();
+    assert_eq!(second.status(), 409);
     stack.stop().await;
 }

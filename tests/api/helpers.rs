@@ -262,3 +262,38 @@ pub(crate) async fn burst(
     }
     total
 }
+
+/// `node --check FILE` (as an ES module when `module`): `false`, with a
+/// visible note, when node is not installed.
+pub(crate) fn node_check(file: &std::path::Path, module: bool) -> bool {
+    let Some(node) = stocklock::up::process::find_program("node") else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED node --check {}: node is not installed",
+            file.display()
+        );
+        return false;
+    };
+    // node checks ES modules as such only by their .mjs name.
+    let dir = tempfile::tempdir().unwrap();
+    let checked = if module {
+        let copy = dir.path().join("checked.mjs");
+        std::fs::copy(file, &copy).unwrap();
+        copy
+    } else {
+        file.to_owned()
+    };
+    let out = std::process::Command::new(node)
+        .arg("--check")
+        .arg(&checked)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}

@@ -267,35 +267,8 @@ fn k6_script_parses_and_targets_existing_endpoints() {
     paths.dedup();
     assert_eq!(paths, ["/api/admin/reset", "/api/state", "/deductStock/"]);
 
-    match which("node") {
-        None => {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED node --check of the k6 script: node is not installed"
-            );
-        }
-        Some(node) => {
-            // k6 scripts are ES modules; node checks them as such with .mjs.
-            let dir = tempfile::tempdir().unwrap();
-            let copy = dir.path().join("flash-sale.mjs");
-            std::fs::write(&copy, &script).unwrap();
-            let out = std::process::Command::new(node)
-                .arg("--check")
-                .arg(&copy)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-}
-
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    stocklock::up::process::find_program(program)
+    // k6 scripts are ES modules.
+    crate::helpers::node_check(std::path::Path::new(script_path), true);
 }
 
 /// A target that accepts connections but never answers (a frozen process):
