@@ -37,6 +37,15 @@ pub enum Command {
     /// Measure costs side by side on a running stack: our generator vs oha,
     /// lua vs /healthz, watchdog vs the lock hand-off ceiling, memory.
     Bench(BenchArgs),
+    /// (internal) Wake a frozen process: SIGCONT to PID after a delay. Chaos
+    /// mode's pause starts it before freezing itself.
+    #[command(hide = true)]
+    Resume {
+        #[arg(long)]
+        pid: u32,
+        #[arg(long)]
+        after_ms: u64,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -173,6 +182,19 @@ pub struct ServeArgs {
     /// their load. Default: this instance's own address.
     #[arg(long, env = "STOCKLOCK_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Chaos mode: accept the fault actions of /api/admin/chaos and record
+    /// every critical section (the lab's overlap witness). Off by default.
+    #[arg(long)]
+    pub chaos: bool,
+    /// Chaos mode: run this instance's clock this many milliseconds ahead
+    /// (negative: behind), as `setnx-expiry` reads it.
+    #[arg(
+        long,
+        default_value_t = 0,
+        requires = "chaos",
+        allow_hyphen_values = true
+    )]
+    pub clock_skew_ms: i64,
     /// Stop when standard input closes (how `up` makes sure no instance
     /// outlives it).
     #[arg(long, hide = true)]
@@ -248,6 +270,10 @@ pub fn main() -> ExitCode {
 async fn run(command: Command) -> anyhow::Result<bool> {
     match command {
         Command::Serve(args) => serve(args).await.map(|()| true),
+        Command::Resume { pid, after_ms } => {
+            crate::chaos::resume(pid, std::time::Duration::from_millis(after_ms));
+            Ok(true)
+        }
         Command::Load(args) if args.path.is_some() => {
             telemetry::init("warn");
             crate::load::run_path(
@@ -349,6 +375,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         admin_token,
         default_variant: args.default_variant,
         public_url: args.public_url,
+        chaos: if args.chaos {
+            crate::chaos::Chaos::on(args.clock_skew_ms)
+        } else {
+            crate::chaos::Chaos::off()
+        },
     })
     .await?;
     // `up` and the tests wait for this line.

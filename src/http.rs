@@ -19,6 +19,7 @@ use subtle::ConstantTimeEq;
 use tower_http::trace::TraceLayer;
 use tracing::Instrument;
 
+use crate::chaos::{self, Chaos};
 use crate::dashboard::{self, BoardFeed};
 use crate::knobs::{DeductRequest, InputError, Sku, parse_stock};
 use crate::ledger;
@@ -27,7 +28,8 @@ use crate::sale::Outcome;
 use crate::store::{Keys, Store, StoreError};
 use crate::variants::{Ctx, Protections, Variant};
 use crate::wire::{
-    DeductResponse, ErrorBody, Health, OutcomeKind, ResetRequest, StateSnapshot, VariantInfo,
+    ChaosAction, DeductResponse, ErrorBody, Health, OutcomeKind, ResetRequest, StateSnapshot,
+    VariantInfo,
 };
 
 /// What every handler shares. Cheap to clone.
@@ -56,6 +58,8 @@ pub struct InstanceConfig {
     pub default_variant: Variant,
     /// The stack's URL (nginx), where runs started from the page send their load.
     pub public_url: String,
+    /// Chaos mode (off unless `serve --chaos`).
+    pub chaos: Chaos,
 }
 
 impl AppState {
@@ -148,6 +152,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/variants", get(variants))
         .route("/api/admin/reset", post(reset))
         .route("/api/admin/run", post(dashboard::runs::start))
+        .route("/api/admin/chaos", post(chaos_action))
         .route("/metrics", get(dashboard::metrics))
         .route("/healthz", get(healthz))
         .fallback(not_found)
@@ -173,6 +178,8 @@ pub enum AppError {
     Unauthorized,
     /// 409: the action conflicts with one under way.
     Conflict(String),
+    /// 403: not allowed on this instance (chaos without chaos mode).
+    Forbidden(String),
     /// 503: Redis is away; the request decided nothing.
     Unavailable(StoreError),
     /// 500: a bug of ours (a panicked task). Never caused by input.
@@ -252,6 +259,7 @@ impl IntoResponse for AppError {
                 None,
             ),
             AppError::Conflict(detail) => (StatusCode::CONFLICT, "conflict", detail, None),
+            AppError::Forbidden(detail) => (StatusCode::FORBIDDEN, "forbidden", detail, None),
             AppError::Unavailable(err) => {
                 tracing::warn!(%err, "store unavailable");
                 (
@@ -313,19 +321,31 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
                 knobs: &request.knobs,
                 instance: &shared.config.instance,
                 wakeups: &shared.wakeups,
+                request_id: request.request_id.as_deref(),
+                chaos: &shared.config.chaos,
+                holder: None,
+                replayed: false,
             };
             let outcome = shared.protections.deduct(variant, &mut ctx).await?;
             if !variant.records_itself() {
-                ledger::record(&mut ctx.conn, &keys, &shared.config.instance, &outcome).await?;
+                ledger::record(
+                    &mut ctx.conn,
+                    &keys,
+                    &shared.config.instance,
+                    &outcome,
+                    ctx.replayed,
+                )
+                .await?;
             }
-            Ok::<_, StoreError>((request.sku, outcome))
+            let replayed = ctx.replayed;
+            Ok::<_, StoreError>((request.sku, outcome, replayed))
         }
         .instrument(span),
     );
     let answered = task
         .await
         .map_err(|err| AppError::Internal(format!("the sale task failed: {err}")))?;
-    let (sku, outcome) = match answered {
+    let (sku, outcome, replayed) = match answered {
         Ok(answered) => answered,
         Err(err) => {
             crate::metrics::answered(variant.name(), "unavailable");
@@ -372,6 +392,7 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
         remaining,
         instance: state.0.config.instance.clone(),
         reason,
+        replayed,
     };
     Ok((status, Json(body)).into_response())
 }
@@ -424,6 +445,51 @@ async fn reset(
     Ok(Json(
         ledger::snapshot(&mut conn, &keys, sku.as_str()).await?,
     ))
+}
+
+/// `POST /api/admin/chaos`: needs the token, and an instance in chaos mode.
+async fn chaos_action(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<ChaosAction>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, AppError> {
+    state.authorize(&headers)?;
+    if !state.0.config.chaos.enabled() {
+        return Err(AppError::Forbidden(
+            "chaos actions need an instance started with --chaos (stocklock up --chaos)".to_owned(),
+        ));
+    }
+    let Json(action) = body?;
+    let mut conn = state.0.store.conn().await?;
+    let done = match &action {
+        ChaosAction::CrashAfterSetnx => {
+            chaos::arm_crash_after_setnx(&mut conn).await?;
+            serde_json::json!({"armed": "crash_after_setnx"})
+        }
+        ChaosAction::PauseHolder { ms } => {
+            let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;
+            chaos::arm_pause_holder(&mut conn, ms).await?;
+            serde_json::json!({"armed": "pause_holder", "ms": ms})
+        }
+        ChaosAction::LockVanishes { sku } => {
+            let sku = Sku::parse(sku)?;
+            let deleted: i64 = redis::AsyncCommands::del(&mut conn, &Keys::new(&sku).lock)
+                .await
+                .map_err(StoreError::from)?;
+            serde_json::json!({"deleted": deleted == 1, "sku": sku.as_str()})
+        }
+        ChaosAction::Crash => {
+            tokio::spawn(async {
+                // Long enough for this answer to leave.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                eprintln!("chaos: crashing, as asked");
+                std::process::abort();
+            });
+            serde_json::json!({"crashing": state.0.config.instance})
+        }
+    };
+    tracing::warn!(?action, "chaos");
+    Ok(Json(done))
 }
 
 async fn healthz(State(state): State<AppState>) -> Json<Health> {

@@ -141,11 +141,32 @@ pub struct Knobs {
     pub wait: Option<Duration>,
 }
 
+/// An idempotency key: `[A-Za-z0-9_-]{1,128}`. A retry with the same key
+/// gets the first attempt's answer and never sells twice.
+pub fn parse_request_id(raw: &str) -> Result<String, InputError> {
+    let ok = (1..=128).contains(&raw.len())
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(raw.to_owned())
+    } else {
+        Err(InputError::new(
+            "request_id",
+            format!(
+                "must be 1 to 128 characters of A-Z, a-z, 0-9, '_' or '-', got {}",
+                quoted(raw)
+            ),
+        ))
+    }
+}
+
 /// A whole `/deductStock` request after parsing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeductRequest {
     pub sku: Sku,
     pub knobs: Knobs,
+    pub request_id: Option<String>,
 }
 
 impl DeductRequest {
@@ -183,16 +204,11 @@ impl DeductRequest {
                         MAX_WAIT_MS,
                     )?))
                 }
-                "request_id" => {
-                    return Err(InputError::new(
-                        name,
-                        "idempotent retries are not available in this build yet",
-                    ));
-                }
+                "request_id" => request.request_id = Some(parse_request_id(value)?),
                 other => {
                     return Err(InputError::new(
                         quoted(other),
-                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms",
+                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms, request_id",
                     ));
                 }
             }

@@ -29,14 +29,17 @@ static RESET: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scri
 static STATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/state.lua")));
 
 /// Records one answer: the request counts for its instance; a sale counts
-/// its unit; a busy answer counts as busy.
+/// its unit; a busy answer counts as busy; a replayed retry (`replayed`)
+/// counts as a replay and sells nothing.
 pub async fn record<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     instance: &str,
     outcome: &Outcome,
+    replayed: bool,
 ) -> Result<(), StoreError> {
     let (kind, unit) = match outcome {
+        _ if replayed => ("replay", String::new()),
         Outcome::Sold { unit, .. } => ("sold", unit.to_string()),
         Outcome::SoldOut { .. } => ("sold_out", String::new()),
         Outcome::Busy(_) => ("busy", String::new()),
@@ -97,6 +100,8 @@ pub async fn reset<C: ConnectionLike>(
         .key(&keys.units)
         .key(&keys.served)
         .key(&keys.lock)
+        .key(&keys.requests)
+        .key(&keys.sections)
         .arg(stock)
         .arg(if only_if_absent { "1" } else { "0" })
         .invoke_async(conn)
@@ -104,14 +109,10 @@ pub async fn reset<C: ConnectionLike>(
     Ok(done == 1)
 }
 
+/// (stock, initial, sold, duplicates, busy, lost_locks, renewals,
+/// fenced_rejections, replays), pttl, type of the lock, holder, served.
 type RawState = (
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
+    (i64, i64, i64, i64, i64, i64, i64, i64, i64),
     i64,
     String,
     Option<String>,
@@ -125,13 +126,17 @@ pub async fn snapshot<C: ConnectionLike>(
     sku: &str,
 ) -> Result<StateSnapshot, StoreError> {
     let (
-        remaining,
-        initial,
-        sold,
-        duplicates,
-        busy,
-        lost_locks,
-        renewals,
+        (
+            remaining,
+            initial,
+            sold,
+            duplicates,
+            busy,
+            lost_locks,
+            renewals,
+            fenced_rejections,
+            replays,
+        ),
         pttl,
         kind,
         holder,
@@ -158,6 +163,8 @@ pub async fn snapshot<C: ConnectionLike>(
         duplicates,
         busy,
         lost_locks,
+        fenced_rejections,
+        replays,
         renewals,
         per_instance,
         lock: LockState {

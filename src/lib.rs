@@ -20,9 +20,11 @@
 //! - [`server`]: `stocklock serve`: building and running one instance.
 //! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
 //! - [`up`]: `stocklock up`: redis-server, N instances and nginx as supervised children.
+//! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, the overlap witness.
 //! - [`cli`]: the command line.
 //! - [`telemetry`]: tracing set-up.
 
+pub mod chaos;
 pub mod cli;
 pub mod dashboard;
 pub mod http;

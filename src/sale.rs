@@ -16,12 +16,12 @@
 //! does that afterwards, independently of the variant.
 
 use std::future::Future;
-use std::time::Duration;
 
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 
 use crate::store::StoreError;
+use crate::variants::Ctx;
 
 /// What one attempt to buy ended as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +34,32 @@ pub enum Outcome {
     Busy(BusyReason),
 }
 
+impl Outcome {
+    /// How an outcome is kept for idempotent retries: `sold:UNIT:REMAINING`,
+    /// `sold_out:REMAINING`.
+    pub fn encode(&self) -> Option<String> {
+        match self {
+            Outcome::Sold { unit, remaining } => Some(format!("sold:{unit}:{remaining}")),
+            Outcome::SoldOut { remaining } => Some(format!("sold_out:{remaining}")),
+            Outcome::Busy(_) => None, // nothing happened: a retry may try again
+        }
+    }
+
+    pub fn decode(text: &str) -> Option<Outcome> {
+        let mut parts = text.split(':');
+        match (parts.next()?, parts.next(), parts.next()) {
+            ("sold", Some(unit), Some(remaining)) => Some(Outcome::Sold {
+                unit: unit.parse().ok()?,
+                remaining: remaining.parse().ok()?,
+            }),
+            ("sold_out", Some(remaining), None) => Some(Outcome::SoldOut {
+                remaining: remaining.parse().ok()?,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Why a request came back busy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BusyReason {
@@ -43,6 +69,9 @@ pub enum BusyReason {
     WaitTimedOut,
     /// The holder learned that its lease was lost before it wrote, and backed off.
     LockLost,
+    /// The store refused the holder's fencing token: a newer holder has been
+    /// seen, so this one's lock is gone whatever it believes.
+    StaleToken,
 }
 
 impl BusyReason {
@@ -51,60 +80,105 @@ impl BusyReason {
             BusyReason::LockHeld => "lock_held",
             BusyReason::WaitTimedOut => "wait_timed_out",
             BusyReason::LockLost => "lock_lost",
+            BusyReason::StaleToken => "stale_token",
         }
     }
 }
 
 /// How the section reads and writes the stock. Plain `GET`/`SET` for every
 /// variant but one: a fenced lock routes both through scripts that refuse a
-/// stale fencing token.
+/// stale fencing token (`None` / `false`: refused).
 pub trait StockAccess {
     fn read(
         &self,
         conn: &mut ConnectionManager,
-    ) -> impl Future<Output = Result<i64, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
     fn write(
         &self,
         conn: &mut ConnectionManager,
         value: i64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 /// `GET` and `SET` on the stock key, nothing else.
 pub struct PlainStock<'a>(pub &'a str);
 
 impl StockAccess for PlainStock<'_> {
-    async fn read(&self, conn: &mut ConnectionManager) -> Result<i64, StoreError> {
+    async fn read(&self, conn: &mut ConnectionManager) -> Result<Option<i64>, StoreError> {
         let stock: Option<i64> = conn.get(self.0).await?;
-        Ok(stock.unwrap_or(0))
+        Ok(Some(stock.unwrap_or(0)))
     }
 
-    async fn write(&self, conn: &mut ConnectionManager, value: i64) -> Result<(), StoreError> {
+    async fn write(&self, conn: &mut ConnectionManager, value: i64) -> Result<bool, StoreError> {
         let _: () = conn.set(self.0, value).await?;
-        Ok(())
+        Ok(true)
     }
 }
 
-/// Runs the sale once. `still_held` is asked right before the write: a lock
-/// that knows it lost its lease (the watchdog's failed renewal) backs off
-/// instead of writing; locks that cannot know always answer `true`.
+/// Runs the sale once, inside whatever the variant put around it.
+///
+/// - A retried `request_id` gets the outcome it had the first time and
+///   sells nothing (the check and the record happen here, under the
+///   variant's protection).
+/// - In chaos mode a pause armed by the lab freezes the whole process right
+///   after the read, the worst moment.
+/// - `still_held` is asked right before the write: a lock that knows it lost
+///   its lease (the watchdog's failed renewal) backs off instead of writing;
+///   locks that cannot know always answer `true`.
 pub async fn critical_section(
-    conn: &mut ConnectionManager,
+    ctx: &mut Ctx<'_>,
     stock: &impl StockAccess,
-    work: Duration,
     still_held: impl Fn() -> bool,
 ) -> Result<Outcome, StoreError> {
-    let current = stock.read(conn).await?;
+    let keys = ctx.keys;
+    if let Some(id) = ctx.request_id {
+        let earlier: Option<String> = ctx.conn.hget(&keys.requests, id).await?;
+        if let Some(outcome) = earlier.as_deref().and_then(Outcome::decode) {
+            ctx.replayed = true;
+            return Ok(outcome);
+        }
+    }
+    let enter = ctx.chaos.witness_clock();
+    let outcome = section(ctx, stock, still_held).await?;
+    if let Some(enter) = enter {
+        ctx.chaos
+            .witness(
+                &mut ctx.conn,
+                keys,
+                ctx.instance,
+                ctx.holder.as_deref(),
+                enter,
+                &outcome,
+            )
+            .await?;
+    }
+    if let (Some(id), Some(encoded)) = (ctx.request_id, outcome.encode()) {
+        let _: i64 = ctx.conn.hset(&keys.requests, id, encoded).await?;
+    }
+    Ok(outcome)
+}
+
+async fn section(
+    ctx: &mut Ctx<'_>,
+    stock: &impl StockAccess,
+    still_held: impl Fn() -> bool,
+) -> Result<Outcome, StoreError> {
+    let Some(current) = stock.read(&mut ctx.conn).await? else {
+        return Ok(Outcome::Busy(BusyReason::StaleToken));
+    };
     if current <= 0 {
         return Ok(Outcome::SoldOut { remaining: current });
     }
-    if !work.is_zero() {
-        tokio::time::sleep(work).await;
+    ctx.chaos.maybe_freeze(&mut ctx.conn).await?;
+    if !ctx.knobs.work.is_zero() {
+        tokio::time::sleep(ctx.knobs.work).await;
     }
     if !still_held() {
         return Ok(Outcome::Busy(BusyReason::LockLost));
     }
-    stock.write(conn, current - 1).await?;
+    if !stock.write(&mut ctx.conn, current - 1).await? {
+        return Ok(Outcome::Busy(BusyReason::StaleToken));
+    }
     Ok(Outcome::Sold {
         unit: current,
         remaining: current - 1,

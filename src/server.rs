@@ -25,6 +25,7 @@ pub struct ServeConfig {
     pub default_variant: Variant,
     /// The stack's URL (nginx) for runs started from the page; `None`: this instance itself.
     pub public_url: Option<String>,
+    pub chaos: crate::chaos::Chaos,
 }
 
 /// A bound, not yet serving, instance.
@@ -56,6 +57,7 @@ impl Application {
                 public_url: config
                     .public_url
                     .unwrap_or_else(|| format!("http://{local}")),
+                chaos: config.chaos,
             },
             wakeups,
         );

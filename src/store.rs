@@ -31,6 +31,12 @@ pub struct Keys {
     pub served: String,
     /// `lock:{sku}`: the lock every lock variant takes.
     pub lock: String,
+    /// `requests:{sku}`: hash of request_id → outcome, for idempotent retries.
+    pub requests: String,
+    /// `fence:{sku}`: the fencing token counter (INCR at every acquisition; never reset).
+    pub fence: String,
+    /// `sections:{sku}`: the overlap witness's list of critical sections (chaos mode).
+    pub sections: String,
 }
 
 impl Keys {
@@ -42,6 +48,9 @@ impl Keys {
             units: format!("units:{tag}"),
             served: format!("served:{tag}"),
             lock: format!("lock:{tag}"),
+            requests: format!("requests:{tag}"),
+            fence: format!("fence:{tag}"),
+            sections: format!("sections:{tag}"),
         }
     }
 }
@@ -120,6 +129,9 @@ mod tests {
             &keys.units,
             &keys.served,
             &keys.lock,
+            &keys.requests,
+            &keys.fence,
+            &keys.sections,
         ] {
             assert!(key.ends_with(":{A-1}"), "{key}");
         }

@@ -33,9 +33,13 @@ pub struct DeductResponse {
     pub remaining: Option<i64>,
     /// Which instance answered (`up` names them a, b, c, ...).
     pub instance: String,
-    /// Why a request was busy (`lock_held`, `wait_timed_out`, `lock_lost`).
+    /// Why a request was busy (`lock_held`, `wait_timed_out`, `lock_lost`, `stale_token`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// True when this was a retry of a `request_id` already answered: the
+    /// first answer, repeated, and nothing sold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 /// Every error answer: a stable machine-readable `error` code and a sentence
@@ -82,6 +86,10 @@ pub struct StateSnapshot {
     pub busy: i64,
     /// Leases the watchdog failed to keep (the holder learned it before writing).
     pub lost_locks: i64,
+    /// Reads and writes the store refused for a stale fencing token.
+    pub fenced_rejections: i64,
+    /// Retries answered from the record (`request_id`), selling nothing.
+    pub replays: i64,
     /// Lease renewals the watchdog made (counted when each holder releases).
     pub renewals: i64,
     /// Requests answered, by instance.
@@ -262,4 +270,20 @@ pub struct RunRequest {
     pub lease_ms: Option<u64>,
     #[serde(default)]
     pub wait_ms: Option<u64>,
+}
+
+/// `POST /api/admin/chaos` (chaos mode only): one fault, armed or done.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ChaosAction {
+    /// The next `setnx` request that acquires the lock crashes its process
+    /// between SETNX and EXPIRE.
+    CrashAfterSetnx,
+    /// The next request to enter a critical section freezes its whole
+    /// process for `ms` right after reading the stock.
+    PauseHolder { ms: u64 },
+    /// Delete the SKU's lock key now, whoever holds it.
+    LockVanishes { sku: String },
+    /// The instance that takes this request aborts right after answering.
+    Crash,
 }

@@ -1,6 +1,7 @@
 -- The ledger: the truth every measurement is read from. Written by an atomic
 -- script so no variant's lock (or lack of one) can bend the counts.
---   ledger: hash initial, sold, duplicates, busy, lost_locks
+--   ledger: hash initial, sold, duplicates, busy, replays, lost_locks,
+--           renewals, fence_seen, fenced_rejections
 --   units:  hash unit number -> times sold
 --   served: hash instance -> requests answered
 local function record(ledger, units, served, instance, outcome, unit)
@@ -13,5 +14,7 @@ local function record(ledger, units, served, instance, outcome, unit)
     end
   elseif outcome == 'busy' then
     redis.call('HINCRBY', ledger, 'busy', 1)
+  elseif outcome == 'replay' then
+    redis.call('HINCRBY', ledger, 'replays', 1)
   end
 end

@@ -45,6 +45,7 @@ impl LocalMutex {
 
 impl Protection for LocalMutex {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let keys = ctx.keys;
         let wait = ctx.wait(&ABOUT);
         let mutex = self.for_stock_key(&ctx.keys.stock);
         let mut timer = LockTimer::start(Variant::LocalMutex);
@@ -53,13 +54,7 @@ impl Protection for LocalMutex {
         let Ok(_held) = held else {
             return Ok(not_acquired(wait));
         };
-        let outcome = critical_section(
-            &mut ctx.conn,
-            &PlainStock(&ctx.keys.stock),
-            ctx.knobs.work,
-            always_held,
-        )
-        .await;
+        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
         timer.released();
         outcome
     }

@@ -44,15 +44,19 @@ pub(super) struct LuaScript;
 
 impl Protection for LuaScript {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
-        let (sold, unit, remaining): (i64, i64, i64) = DEDUCT
+        let (kind, unit, remaining): (i64, i64, i64) = DEDUCT
             .key(&ctx.keys.stock)
             .key(&ctx.keys.ledger)
             .key(&ctx.keys.units)
             .key(&ctx.keys.served)
+            .key(&ctx.keys.requests)
             .arg(ctx.instance)
+            .arg(ctx.request_id.unwrap_or(""))
             .invoke_async(&mut ctx.conn)
             .await?;
-        Ok(if sold == 1 {
+        // 2 and 3 repeat an earlier answer to the same request_id.
+        ctx.replayed = kind >= 2;
+        Ok(if kind == 1 || kind == 2 {
             Outcome::Sold { unit, remaining }
         } else {
             Outcome::SoldOut { remaining }

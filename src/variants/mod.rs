@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 
+use crate::chaos::Chaos;
 use crate::knobs::Knobs;
 use crate::lock::Wakeups;
 use crate::sale::{BusyReason, Outcome};
@@ -159,6 +160,13 @@ pub struct Ctx<'a> {
     /// This instance's name, for owner tokens and the ledger.
     pub instance: &'a str,
     pub wakeups: &'a Wakeups,
+    /// The request's idempotency key, if it has one.
+    pub request_id: Option<&'a str>,
+    pub chaos: &'a Chaos,
+    /// Who holds the lock (owner, fencing token), for the overlap witness.
+    pub holder: Option<String>,
+    /// Set when the request was a retry, answered from the record.
+    pub replayed: bool,
 }
 
 impl Ctx<'_> {

@@ -33,12 +33,7 @@ pub(super) struct NoLock;
 
 impl Protection for NoLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
-        critical_section(
-            &mut ctx.conn,
-            &PlainStock(&ctx.keys.stock),
-            ctx.knobs.work,
-            always_held,
-        )
-        .await
+        let keys = ctx.keys;
+        critical_section(ctx, &PlainStock(&keys.stock), always_held).await
     }
 }

@@ -52,6 +52,7 @@ pub(super) struct SetnxLock;
 
 impl Protection for SetnxLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let keys = ctx.keys;
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let deadline = Instant::now() + wait;
@@ -68,16 +69,15 @@ impl Protection for SetnxLock {
             }
             tokio::time::sleep(RETRY_EVERY).await;
         }
+        // The gap the articles warn about: a crash here leaves a lock no one expires.
+        if ctx.chaos.take_crash_after_setnx(&mut ctx.conn).await? {
+            eprintln!("chaos: crashing between SETNX and EXPIRE, as armed");
+            std::process::abort();
+        }
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let _: bool = ctx.conn.pexpire(&ctx.keys.lock, lease_ms).await?;
 
-        let outcome = critical_section(
-            &mut ctx.conn,
-            &PlainStock(&ctx.keys.stock),
-            ctx.knobs.work,
-            always_held,
-        )
-        .await;
+        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
 
         // The wrong release: no owner check.
         let _: i64 = ctx.conn.del(&ctx.keys.lock).await?;

@@ -37,6 +37,7 @@ pub(super) struct TokenLock;
 
 impl Protection for TokenLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let keys = ctx.keys;
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
@@ -47,13 +48,8 @@ impl Protection for TokenLock {
         if !acquired {
             return Ok(not_acquired(wait));
         }
-        let outcome = critical_section(
-            &mut ctx.conn,
-            &PlainStock(&ctx.keys.stock),
-            ctx.knobs.work,
-            always_held,
-        )
-        .await;
+        ctx.holder = Some(owner.to_string());
+        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
         let released = lock.unlock(&owner).await?;
         timer.released();
         if !released {

@@ -47,6 +47,7 @@ pub(super) struct WatchdogLock;
 
 impl Protection for WatchdogLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let keys = ctx.keys;
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let lock = ReentrantLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
@@ -57,15 +58,10 @@ impl Protection for WatchdogLock {
         if !acquired {
             return Ok(not_acquired(wait));
         }
+        ctx.holder = Some(owner.to_string());
         let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
         let tenure = dog.tenure().clone();
-        let outcome = critical_section(
-            &mut ctx.conn,
-            &PlainStock(&ctx.keys.stock),
-            ctx.knobs.work,
-            || !tenure.is_lost(),
-        )
-        .await;
+        let outcome = critical_section(ctx, &PlainStock(&keys.stock), || !tenure.is_lost()).await;
         dog.stop();
         let unlocked = lock.unlock(&owner, lease).await?;
         timer.released();

@@ -28,6 +28,7 @@ fn router(redis_url: &str) -> Router {
             admin_token: TOKEN.into(),
             default_variant: Variant::Lua,
             public_url: "http://127.0.0.1:9".into(),
+            chaos: stocklock::chaos::Chaos::off(),
         },
         Wakeups::new(),
     ))
@@ -153,7 +154,12 @@ async fn bad_input_is_a_4xx_json_error_and_changes_nothing() {
             "unknown parameter",
         ),
         (
-            "/deductStock/lua?sku=s1&request_id=r1".into(),
+            "/deductStock/lua?sku=s1&request_id=a%20b".into(),
+            400,
+            "request_id",
+        ),
+        (
+            format!("/deductStock/lua?sku=s1&request_id={}", "r".repeat(129)),
             400,
             "request_id",
         ),

@@ -1,0 +1,222 @@
+//! Chaos mode: the failure modes of the articles, on demand.
+//!
+//! Off unless an instance runs with `serve --chaos` (`up --chaos`, the lab).
+//! Faults are armed in Redis by `POST /api/admin/chaos`, so whichever
+//! instance takes the next matching request is the one that fails:
+//!
+//! - `crash_after_setnx`: the next `setnx` request that acquires the lock
+//!   aborts its process between `SETNX` and `EXPIRE`, a real crash that
+//!   leaves a lock with no TTL;
+//! - `pause_holder` (`ms`): the next request to enter a critical section
+//!   freezes its whole process (SIGSTOP: the watchdog too) for `ms`, right
+//!   after reading the stock; a helper process sends SIGCONT;
+//! - `lock_vanishes` (`sku`): the lock key is deleted, whoever holds it (the
+//!   stand-in for a failover or a clock jump);
+//! - `crash`: the instance that takes this request aborts right after answering.
+//!
+//! Chaos mode also lets an instance run with a skewed clock
+//! (`--clock-skew-ms`, for `setnx-expiry`) and records every critical
+//! section on the host's monotonic clock (the overlap witness).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use redis::aio::ConnectionManager;
+use serde::{Deserialize, Serialize};
+
+use crate::sale::Outcome;
+use crate::store::{Keys, StoreError};
+
+const CRASH_AFTER_SETNX: &str = "stocklock:chaos:crash_after_setnx";
+const PAUSE_HOLDER: &str = "stocklock:chaos:pause_holder";
+/// How many sections the witness keeps per SKU.
+const WITNESS_KEEP: isize = 10_000;
+
+/// One critical section as the witness saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Section {
+    pub instance: String,
+    /// The lock owner (and fencing token) when the variant has one.
+    pub holder: Option<String>,
+    /// CLOCK_MONOTONIC nanoseconds: one clock for every process of the host.
+    pub enter_ns: u64,
+    pub exit_ns: u64,
+    pub outcome: String,
+}
+
+/// This process's chaos settings.
+#[derive(Clone, Debug, Default)]
+pub struct Chaos {
+    enabled: bool,
+    clock_skew_ms: i64,
+    /// This program, to start the SIGCONT helper.
+    binary: Option<PathBuf>,
+}
+
+impl Chaos {
+    /// No chaos at all: every hook is a no-op.
+    pub fn off() -> Self {
+        Self::default()
+    }
+
+    pub fn on(clock_skew_ms: i64) -> Self {
+        Self {
+            enabled: true,
+            clock_skew_ms,
+            binary: std::env::current_exe().ok(),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Wall-clock milliseconds as this instance believes them (skewed in chaos mode).
+    pub fn now_ms(&self) -> i64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        now + if self.enabled { self.clock_skew_ms } else { 0 }
+    }
+
+    /// Whether this `setnx` acquisition is the one armed to crash.
+    pub async fn take_crash_after_setnx(
+        &self,
+        conn: &mut ConnectionManager,
+    ) -> Result<bool, StoreError> {
+        if !self.enabled {
+            return Ok(false);
+        }
+        let armed: Option<String> = conn.get_del(CRASH_AFTER_SETNX).await?;
+        Ok(armed.is_some())
+    }
+
+    /// Freezes the whole process if a pause is armed, and returns once a
+    /// helper has woken it up again.
+    pub async fn maybe_freeze(&self, conn: &mut ConnectionManager) -> Result<(), StoreError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let armed: Option<u64> = conn.get_del(PAUSE_HOLDER).await?;
+        if let (Some(ms), Some(binary)) = (armed, &self.binary) {
+            freeze(binary, Duration::from_millis(ms));
+        }
+        Ok(())
+    }
+
+    /// The monotonic clock, when the witness records (chaos mode).
+    pub fn witness_clock(&self) -> Option<u64> {
+        self.enabled.then(monotonic_ns)
+    }
+
+    /// Records one critical section for the lab's overlap check.
+    pub async fn witness(
+        &self,
+        conn: &mut ConnectionManager,
+        keys: &Keys,
+        instance: &str,
+        holder: Option<&str>,
+        enter_ns: u64,
+        outcome: &Outcome,
+    ) -> Result<(), StoreError> {
+        let section = Section {
+            instance: instance.to_owned(),
+            holder: holder.map(str::to_owned),
+            enter_ns,
+            exit_ns: monotonic_ns(),
+            outcome: outcome.encode().unwrap_or_else(|| "busy".to_owned()),
+        };
+        let json = serde_json::to_string(&section).unwrap_or_default();
+        let _: () = redis::pipe()
+            .rpush(&keys.sections, json)
+            .ignore()
+            .ltrim(&keys.sections, -WITNESS_KEEP, -1)
+            .ignore()
+            .query_async(conn)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Arms the next `setnx` acquisition to crash.
+pub async fn arm_crash_after_setnx(conn: &mut ConnectionManager) -> Result<(), StoreError> {
+    let _: () = conn.set(CRASH_AFTER_SETNX, 1).await?;
+    Ok(())
+}
+
+/// Arms the next critical section to freeze its process for `ms`.
+pub async fn arm_pause_holder(conn: &mut ConnectionManager, ms: u64) -> Result<(), StoreError> {
+    let _: () = conn.set(PAUSE_HOLDER, ms).await?;
+    Ok(())
+}
+
+/// The sections the witness recorded for a SKU, oldest first.
+pub async fn sections(
+    conn: &mut ConnectionManager,
+    keys: &Keys,
+) -> Result<Vec<Section>, StoreError> {
+    let raw: Vec<String> = conn.lrange(&keys.sections, 0, -1).await?;
+    Ok(raw
+        .iter()
+        .filter_map(|s| serde_json::from_str(s).ok())
+        .collect())
+}
+
+/// Pairs of sections that overlapped in time: two holders at once.
+pub fn overlaps(sections: &[Section]) -> Vec<(Section, Section)> {
+    let mut sorted: Vec<&Section> = sections.iter().collect();
+    sorted.sort_by_key(|s| s.enter_ns);
+    let mut pairs = Vec::new();
+    for (i, a) in sorted.iter().enumerate() {
+        for b in &sorted[i + 1..] {
+            if b.enter_ns >= a.exit_ns {
+                break;
+            }
+            pairs.push(((*a).clone(), (*b).clone()));
+        }
+    }
+    pairs
+}
+
+fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+/// Stops this whole process (every thread, the watchdog's included) with
+/// SIGSTOP, after starting a helper that sends SIGCONT `pause` later. A
+/// process cannot wake itself: it is frozen.
+fn freeze(binary: &std::path::Path, pause: Duration) {
+    let pid = std::process::id();
+    let helper = std::process::Command::new(binary)
+        .args([
+            "resume",
+            "--pid",
+            &pid.to_string(),
+            "--after-ms",
+            &pause.as_millis().to_string(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    match helper {
+        Ok(mut helper) => {
+            tracing::warn!(pid, ?pause, "chaos: freezing the whole process");
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+            // Reap the helper once it is done, off the async threads.
+            std::thread::spawn(move || {
+                let _ = helper.wait();
+            });
+        }
+        Err(err) => tracing::error!(%err, "chaos: cannot start the SIGCONT helper; not freezing"),
+    }
+}
+
+/// `stocklock resume`: the helper that wakes a frozen process.
+pub fn resume(pid: u32, after: Duration) {
+    std::thread::sleep(after);
+    crate::up::process::signal(pid, nix::sys::signal::Signal::SIGCONT);
+}
