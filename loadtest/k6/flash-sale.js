@@ -18,7 +18,7 @@ const STOCK = parseInt(__ENV.STOCK || '50', 10);
 const VUS = parseInt(__ENV.VUS || '64', 10);
 const ITERATIONS = parseInt(__ENV.ITERATIONS || '400', 10);
 const WORK_MS = parseInt(__ENV.WORK_MS || '2', 10);
-const VARIANTS = (__ENV.VARIANTS || 'none,local-mutex,setnx,token,watchdog,lua').split(',');
+const VARIANTS = (__ENV.VARIANTS || 'none,local-mutex,setnx,setnx-expiry,token,watchdog,fenced,lua').split(',');
 // Each burst gets this long before the next one starts.
 const SLOT_S = parseInt(__ENV.SLOT_S || '15', 10);
 

@@ -6,10 +6,12 @@
 //! Adding one is a new file, an enum arm in [`Variant`], and an arm in
 //! [`Protections::deduct`].
 
+mod fenced;
 mod local_mutex;
 mod lua;
 mod none;
 mod setnx;
+mod setnx_expiry;
 mod token;
 mod watchdog;
 
@@ -32,19 +34,23 @@ pub enum Variant {
     None,
     LocalMutex,
     Setnx,
+    SetnxExpiry,
     Token,
     Watchdog,
+    Fenced,
     Lua,
 }
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 6] = [
+    pub const ALL: [Variant; 8] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
+        Variant::SetnxExpiry,
         Variant::Token,
         Variant::Watchdog,
+        Variant::Fenced,
         Variant::Lua,
     ];
 
@@ -54,8 +60,10 @@ impl Variant {
             Variant::None => "none",
             Variant::LocalMutex => "local-mutex",
             Variant::Setnx => "setnx",
+            Variant::SetnxExpiry => "setnx-expiry",
             Variant::Token => "token",
             Variant::Watchdog => "watchdog",
+            Variant::Fenced => "fenced",
             Variant::Lua => "lua",
         }
     }
@@ -66,8 +74,10 @@ impl Variant {
             Variant::None => &none::ABOUT,
             Variant::LocalMutex => &local_mutex::ABOUT,
             Variant::Setnx => &setnx::ABOUT,
+            Variant::SetnxExpiry => &setnx_expiry::ABOUT,
             Variant::Token => &token::ABOUT,
             Variant::Watchdog => &watchdog::ABOUT,
+            Variant::Fenced => &fenced::ABOUT,
             Variant::Lua => &lua::ABOUT,
         }
     }
@@ -254,8 +264,10 @@ impl Protections {
             Variant::None => none::NoLock.deduct(ctx).await,
             Variant::LocalMutex => self.local_mutex.deduct(ctx).await,
             Variant::Setnx => setnx::SetnxLock.deduct(ctx).await,
+            Variant::SetnxExpiry => setnx_expiry::SetnxExpiryLock.deduct(ctx).await,
             Variant::Token => token::TokenLock.deduct(ctx).await,
             Variant::Watchdog => watchdog::WatchdogLock.deduct(ctx).await,
+            Variant::Fenced => fenced::FencedLock.deduct(ctx).await,
             Variant::Lua => lua::LuaScript.deduct(ctx).await,
         }
     }

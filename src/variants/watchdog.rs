@@ -11,6 +11,9 @@
 
 use std::time::Duration;
 
+use redis::AsyncCommands;
+
+use super::fenced::FencedStock;
 use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
 use crate::ledger;
 use crate::lock::{OwnerId, ReentrantLock, Unlocked, Watchdog};
@@ -47,33 +50,57 @@ pub(super) struct WatchdogLock;
 
 impl Protection for WatchdogLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
-        let keys = ctx.keys;
-        let lease = ctx.lease(&ABOUT);
-        let wait = ctx.wait(&ABOUT);
-        let lock = ReentrantLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
-        let owner = OwnerId::new(ctx.instance);
-        let mut timer = LockTimer::start(Variant::Watchdog);
-        let acquired = lock.lock(&owner, lease, wait).await?.is_some();
-        timer.waited(acquired);
-        if !acquired {
-            return Ok(not_acquired(wait));
-        }
-        ctx.holder = Some(owner.to_string());
-        let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
-        let tenure = dog.tenure().clone();
-        let outcome = critical_section(ctx, &PlainStock(&keys.stock), || !tenure.is_lost()).await;
-        dog.stop();
-        let unlocked = lock.unlock(&owner, lease).await?;
-        timer.released();
-        let renewals = tenure.renewals();
-        if renewals > 0 {
-            crate::metrics::renewals(Variant::Watchdog.name(), renewals);
-            ledger::record_renewals(&mut ctx.conn, ctx.keys, renewals).await?;
-        }
-        if tenure.is_lost() || unlocked == Unlocked::NotOwner {
-            crate::metrics::lost(Variant::Watchdog.name());
-            ledger::record_lost_lock(&mut ctx.conn, ctx.keys).await?;
-        }
-        outcome
+        renewed_lock(ctx, Variant::Watchdog, &ABOUT, false).await
     }
+}
+
+/// The watchdog lock around the critical section; with `fenced`, a fencing
+/// token from `INCR fence:{sku}` at each acquisition, and the stock read and
+/// written through [`FencedStock`] (the `fenced` variant).
+pub(super) async fn renewed_lock(
+    ctx: &mut Ctx<'_>,
+    variant: Variant,
+    about: &About,
+    fenced: bool,
+) -> Result<Outcome, StoreError> {
+    let keys = ctx.keys;
+    let lease = ctx.lease(about);
+    let wait = ctx.wait(about);
+    let lock = ReentrantLock::new(ctx.conn.clone(), keys.lock.clone(), ctx.wakeups.clone());
+    let owner = OwnerId::new(ctx.instance);
+    let mut timer = LockTimer::start(variant);
+    let acquired = lock.lock(&owner, lease, wait).await?.is_some();
+    timer.waited(acquired);
+    if !acquired {
+        return Ok(not_acquired(wait));
+    }
+    let token: Option<i64> = if fenced {
+        Some(ctx.conn.incr(&keys.fence, 1).await?)
+    } else {
+        None
+    };
+    ctx.holder = Some(match token {
+        Some(token) => format!("{owner}#{token}"),
+        None => owner.to_string(),
+    });
+    let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
+    let tenure = dog.tenure().clone();
+    let still_held = || !tenure.is_lost();
+    let outcome = match token {
+        Some(token) => critical_section(ctx, &FencedStock { keys, token }, still_held).await,
+        None => critical_section(ctx, &PlainStock(&keys.stock), still_held).await,
+    };
+    dog.stop();
+    let unlocked = lock.unlock(&owner, lease).await?;
+    timer.released();
+    let renewals = tenure.renewals();
+    if renewals > 0 {
+        crate::metrics::renewals(variant.name(), renewals);
+        ledger::record_renewals(&mut ctx.conn, keys, renewals).await?;
+    }
+    if tenure.is_lost() || unlocked == Unlocked::NotOwner {
+        crate::metrics::lost(variant.name());
+        ledger::record_lost_lock(&mut ctx.conn, keys).await?;
+    }
+    outcome
 }

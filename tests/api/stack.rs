@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use stocklock::variants::Variant;
+
 use crate::helpers::{Stack, Tally, alive, burst};
 
 const STOCK: i64 = 50;
@@ -63,7 +65,14 @@ async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
             "{variant} should oversell with 2 instances: {state:?}"
         );
     }
-    for variant in ["setnx", "token", "watchdog", "lua"] {
+    for variant in [
+        "setnx",
+        "setnx-expiry",
+        "token",
+        "watchdog",
+        "fenced",
+        "lua",
+    ] {
         let (tally, state) = flash_sale(&stack, variant).await;
         assert_eq!(state.oversold, 0, "{variant} oversold: {state:?}");
         assert_eq!(
@@ -86,7 +95,7 @@ async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
         );
     }
     // Waiting variants sell everything; a waiter gives up only after 10 s.
-    for variant in ["watchdog", "lua"] {
+    for variant in ["watchdog", "fenced", "lua"] {
         assert_eq!(
             stack.state(&format!("sale-{variant}")).await.remaining,
             0,
@@ -94,7 +103,7 @@ async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
         );
     }
     // The round robin reached both instances for every variant.
-    for variant in ["none", "local-mutex", "setnx", "token", "watchdog", "lua"] {
+    for variant in Variant::names() {
         let state = stack.state(&format!("sale-{variant}")).await;
         assert_eq!(
             state.per_instance.len(),

@@ -1,0 +1,89 @@
+//! `fenced`: the watchdog lock plus a fencing token (Kleppmann).
+//!
+//! Every acquisition takes a number from `INCR fence:{sku}`, always larger
+//! than the last. The stock is read and written only through scripts that
+//! refuse a token older than the newest one they have seen. A holder that
+//! froze past its lease (a GC pause, SIGSTOP) and woke up after a newer
+//! holder came is refused by the store itself: its belief that it holds the
+//! lock no longer matters. `pause-holder` shows it: the same pause that makes
+//! `watchdog` oversell leaves `fenced` at zero, with the refusals counted.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::Script;
+use redis::aio::ConnectionManager;
+
+use super::watchdog::renewed_lock;
+use super::{About, Ctx, Protection, Variant};
+use crate::sale::{Outcome, StockAccess};
+use crate::store::{Keys, StoreError};
+
+pub(super) const ABOUT: About = About {
+    protection: "watchdog lock + fencing token (INCR at acquire); stock read and written by scripts that refuse stale tokens",
+    explanation: "The watchdog lock, plus a fencing token: every acquisition takes a number from INCR fence:{sku}, always larger \
+        than the last, and the stock is read and written only through Lua scripts that refuse a token older than the newest \
+        one they have seen. Both the read and the write are fenced: fencing only the write would still let two holders read \
+        the same stock. A holder that froze longer than its lease (a GC pause, a SIGSTOP) and woke after a newer holder came \
+        is refused by the store itself, whatever it believes (busy, stale_token; counted as fenced_rejections). The \
+        pause-holder scenario shows it: the pause that makes watchdog oversell leaves fenced at zero.",
+    protection_zh: "看门狗锁 + fencing token(加锁时 INCR);库存的读和写都由拒绝过期 token 的脚本完成",
+    explanation_zh: "在看门狗锁之上加 fencing token:每次加锁都从 INCR fence:{sku} 取一个比上次更大的号码,库存的读和写都只能通过 Lua 脚本进行,脚本拒绝比已见过的最新号码更旧的 token。读和写都要校验:只校验写,两个持有者仍可能读到同一个库存。一个停顿超过租期(GC 停顿、SIGSTOP)、醒来时已有更新持有者的旧持有者,会被存储本身拒绝,不管它自己怎么认为(busy, stale_token;计入 fenced_rejections)。pause-holder 场景可以看到:同样的停顿让 watchdog 超卖,而 fenced 仍为零。",
+    code: r#"
+lock.lock(owner, lease, wait).await; let dog = Watchdog::start(..)
+let token = INCR fence:{sku}                    // 41, 42, 43, ...
+EVAL "if token < seen then return nil end       -- stale: refused
+      seen = token; return GET stock" ...
+sleep(work_ms)                                   // a pause here is harmless now
+EVAL "if token < seen then return nil end; SET stock v" ..."#,
+    default_lease: None,
+    default_wait: Some(Duration::from_secs(10)),
+    expected: [
+        "safe",
+        "safe",
+        "frees after lease",
+        "safe (stale token refused)",
+        "-",
+    ],
+};
+
+static READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fenced_read.lua")));
+static WRITE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fenced_write.lua")));
+
+/// The stock, read and written with a fencing token.
+pub(super) struct FencedStock<'a> {
+    pub(super) keys: &'a Keys,
+    pub(super) token: i64,
+}
+
+impl StockAccess for FencedStock<'_> {
+    async fn read(&self, conn: &mut ConnectionManager) -> Result<Option<i64>, StoreError> {
+        Ok(READ
+            .key(&self.keys.stock)
+            .key(&self.keys.ledger)
+            .arg(self.token)
+            .invoke_async(conn)
+            .await?)
+    }
+
+    async fn write(&self, conn: &mut ConnectionManager, value: i64) -> Result<bool, StoreError> {
+        let written: Option<i64> = WRITE
+            .key(&self.keys.stock)
+            .key(&self.keys.ledger)
+            .arg(self.token)
+            .arg(value)
+            .invoke_async(conn)
+            .await?;
+        Ok(written.is_some())
+    }
+}
+
+pub(super) struct FencedLock;
+
+impl Protection for FencedLock {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        renewed_lock(ctx, Variant::Fenced, &ABOUT, true).await
+    }
+}

@@ -1,0 +1,103 @@
+//! `setnx-expiry`: `SETNX lock <expiry time>`, `GETSET` to take over an
+//! expired lock, no owner (article 002's second wrong example).
+//!
+//! The lock's value is the wall-clock time it expires; the key itself has
+//! no TTL. A request that finds the lock takes it over when that time has
+//! passed, by its own clock, with GETSET (and keeps it only if the old value
+//! it swapped out is the one it read). A crash no longer leaves the SKU
+//! stuck: the lock counts as free once its time passes. But it trusts every
+//! instance's clock: an instance whose clock runs ahead sees a live lock as
+//! expired and steals it (`clock-skew`); the losing GETSET still overwrites
+//! the expiry time; and the release deletes whatever lock is there. Work
+//! longer than the lease oversells as it does for `setnx`.
+
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use tokio::time::Instant;
+
+use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
+use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "SETNX lock <expiry time>; GETSET to take over an expired lock; no owner, no TTL",
+    explanation: "The lock's value is the wall-clock time at which it expires, and the key has no TTL. A request that finds the \
+        lock reads that time; if it has passed, by the request's own clock, it takes the lock over with GETSET, and keeps it \
+        only if the value it swapped out is the one it read. A crash no longer leaves the SKU stuck: the lock counts as free \
+        once its time passes. But every instance's clock must agree: an instance whose clock runs ahead sees a live lock as \
+        expired and steals it (clock-skew); a losing GETSET still overwrites the expiry; there is no owner, so the release \
+        deletes whatever lock is there; and work longer than the lease oversells as with setnx.",
+    protection_zh: "SETNX lock <过期时间>;用 GETSET 接管已过期的锁;没有持有者,也没有 TTL",
+    explanation_zh: "锁的值是它过期的墙上时间,键本身没有 TTL。请求发现锁存在时读取这个时间;如果按照自己的时钟已经过期,就用 GETSET 接管,并且只有换出来的旧值等于刚才读到的值时才算拿到锁。崩溃不再让 SKU 永远卡住:时间一过锁就算空闲。但它要求所有实例的时钟一致:时钟偏快的实例会把仍然有效的锁当成过期并抢走(clock-skew);失败的 GETSET 仍会改写过期时间;没有持有者,释放时删掉的是当时存在的任何锁;业务时间超过租期时与 setnx 一样会超卖。",
+    code: r#"
+let expires = now() + lease
+if SETNX lock:{sku} expires == 1 { acquired }
+else if GET lock:{sku} < now() {                 // by MY clock
+    if GETSET lock:{sku} expires == what_I_read { acquired }
+}
+critical_section().await
+DEL lock:{sku}                                    // whoever's lock it is"#,
+    default_lease: None,
+    default_wait: Some(Duration::ZERO),
+    expected: [
+        "safe",
+        "oversells",
+        "frees after expiry",
+        "oversells",
+        "- (clock skew: steals a live lock)",
+    ],
+};
+
+/// How often a waiting request tries again (naive code spins like this).
+const RETRY_EVERY: Duration = Duration::from_millis(10);
+
+pub(super) struct SetnxExpiryLock;
+
+impl SetnxExpiryLock {
+    /// One try, by this instance's clock: `true` when the lock is ours now.
+    async fn try_once(ctx: &mut Ctx<'_>, lease_ms: i64) -> Result<bool, StoreError> {
+        let lock = &ctx.keys.lock;
+        let now = ctx.chaos.now_ms();
+        let expires = now + lease_ms;
+        if ctx.conn.set_nx(lock, expires).await? {
+            return Ok(true);
+        }
+        let current: Option<i64> = ctx.conn.get(lock).await?;
+        match current {
+            // Released between our SETNX and GET: try again next round.
+            None => Ok(false),
+            Some(current) if current < now => {
+                let swapped: Option<i64> = ctx.conn.getset(lock, expires).await?;
+                Ok(swapped == Some(current))
+            }
+            Some(_) => Ok(false),
+        }
+    }
+}
+
+impl Protection for SetnxExpiryLock {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+        let keys = ctx.keys;
+        let lease_ms = i64::try_from(ctx.lease(&ABOUT).as_millis()).unwrap_or(i64::MAX / 2);
+        let wait = ctx.wait(&ABOUT);
+        let deadline = Instant::now() + wait;
+        let mut timer = LockTimer::start(Variant::SetnxExpiry);
+        loop {
+            if Self::try_once(ctx, lease_ms).await? {
+                timer.waited(true);
+                break;
+            }
+            if Instant::now() + RETRY_EVERY > deadline {
+                timer.waited(false);
+                return Ok(not_acquired(wait));
+            }
+            tokio::time::sleep(RETRY_EVERY).await;
+        }
+        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
+        // No owner: this deletes whatever lock is there by now.
+        let _: i64 = ctx.conn.del(&keys.lock).await?;
+        timer.released();
+        outcome
+    }
+}
