@@ -229,6 +229,20 @@ pub struct UpArgs {
     /// The variant served at /deductStock with no name.
     #[arg(long, default_value = "lua", value_parser = parse_variant)]
     pub default_variant: Variant,
+    /// Chaos mode for every instance: the fault actions of /api/admin/chaos
+    /// (crash after SETNX, freeze a holder, delete a lock, crash an
+    /// instance) and the overlap witness. For workshops and the lab only.
+    #[arg(long)]
+    pub chaos: bool,
+    /// With --chaos: each instance's clock offset in ms, in order (a,b,...),
+    /// e.g. `0,5000` runs b five seconds ahead (the clock-skew scenario).
+    #[arg(
+        long,
+        requires = "chaos",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub clock_skew_ms: Vec<i64>,
 }
 
 fn parse_variant(name: &str) -> Result<Variant, String> {
@@ -334,6 +348,8 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 stock: crate::knobs::parse_stock(args.stock)?,
                 admin_token: args.admin_token.unwrap_or_else(generate_token),
                 default_variant: args.default_variant,
+                chaos: args.chaos,
+                clock_skew_ms: args.clock_skew_ms,
             })
             .await
             .map(|()| true)

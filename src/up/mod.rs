@@ -50,6 +50,10 @@ pub struct UpConfig {
     pub stock: i64,
     pub admin_token: String,
     pub default_variant: Variant,
+    /// Run the instances in chaos mode.
+    pub chaos: bool,
+    /// Clock offsets of the instances, in order (chaos mode).
+    pub clock_skew_ms: Vec<i64>,
 }
 
 /// How long an instance may take to print its listening line.
@@ -111,6 +115,12 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             admin_token: config.admin_token.clone(),
             default_variant: config.default_variant,
             public_url: public_url.clone(),
+            chaos: config.chaos,
+            clock_skew_ms: config
+                .clock_skew_ms
+                .get(usize::from(index))
+                .copied()
+                .unwrap_or(0),
             binary: std::env::current_exe().context("cannot find this program's own path")?,
         };
         upstreams.push(spec.addr);
@@ -124,6 +134,9 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     let mut nginx = Nginx::start(run_dir.path(), listen, &upstreams).await?;
     println!("nginx: pid {} http://{listen}", nginx.pid().unwrap_or(0));
     println!("stocklock is up: {public_url}/");
+    if config.chaos {
+        println!("chaos mode is ON: /api/admin/chaos can crash, freeze and break the instances");
+    }
     println!("dashboard: {public_url}/#token={}", config.admin_token);
     println!("admin token: {}", config.admin_token);
     println!(
@@ -179,12 +192,15 @@ struct InstanceSpec {
     admin_token: String,
     default_variant: Variant,
     public_url: String,
+    chaos: bool,
+    clock_skew_ms: i64,
     binary: PathBuf,
 }
 
 impl InstanceSpec {
     fn spawn(&self) -> std::io::Result<Child> {
-        Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        command
             .arg("serve")
             .arg("--listen")
             .arg(self.addr.to_string())
@@ -196,7 +212,13 @@ impl InstanceSpec {
             .arg(self.default_variant.name())
             .arg("--exit-with-stdin")
             .arg("--public-url")
-            .arg(&self.public_url)
+            .arg(&self.public_url);
+        if self.chaos {
+            command
+                .arg("--chaos")
+                .arg(format!("--clock-skew-ms={}", self.clock_skew_ms));
+        }
+        command
             .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)
             // We keep the write end; if we die, the instance sees EOF and stops.
             .stdin(Stdio::piped())

@@ -37,6 +37,8 @@ pub(crate) struct Stack {
     /// (instance name, pid, url) as `up` printed them, in order.
     pub(crate) instances: Vec<(String, u32, String)>,
     pub(crate) redis_pid: Option<u32>,
+    /// The Redis `up` started (`None` with --redis-url).
+    pub(crate) redis_url: Option<String>,
     pub(crate) nginx_pid: u32,
     lines: mpsc::UnboundedReceiver<String>,
     pub(crate) http: reqwest::Client,
@@ -45,6 +47,15 @@ pub(crate) struct Stack {
 impl Stack {
     /// `stocklock up` with `instances` instances, its own Redis unless `redis_url` is given.
     pub(crate) async fn start(instances: u16, redis_url: Option<&str>) -> Stack {
+        Self::start_with(instances, redis_url, &[]).await
+    }
+
+    /// `stocklock up` with extra arguments (e.g. `--chaos`).
+    pub(crate) async fn start_with(
+        instances: u16,
+        redis_url: Option<&str>,
+        extra: &[&str],
+    ) -> Stack {
         let port = free_port().expect("free port");
         let mut command = Command::new(env!("CARGO_BIN_EXE_stocklock"));
         command
@@ -63,6 +74,7 @@ impl Stack {
         if let Some(url) = redis_url {
             command.args(["--redis-url", url]);
         }
+        command.args(extra);
         let mut child = command.spawn().expect("run stocklock up");
         let stdout = child.stdout.take().unwrap();
         let (tx, mut lines) = mpsc::unbounded_channel();
@@ -82,6 +94,7 @@ impl Stack {
             token: String::new(),
             instances: Vec::new(),
             redis_pid: None,
+            redis_url: None,
             nginx_pid: 0,
             lines: mpsc::unbounded_channel().1,
             http: reqwest::Client::builder()
@@ -94,6 +107,7 @@ impl Stack {
             while let Some(line) = lines.recv().await {
                 if let Some(rest) = line.strip_prefix("redis: pid ") {
                     stack.redis_pid = rest.split(' ').next().and_then(|p| p.parse().ok());
+                    stack.redis_url = rest.split(' ').nth(1).map(str::to_owned);
                 } else if let Some(instance) = parse_instance_line(&line) {
                     stack.instances.push(instance);
                 } else if let Some(rest) = line.strip_prefix("nginx: pid ") {

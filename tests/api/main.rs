@@ -2,6 +2,7 @@
 //! free loopback ports by the tests themselves, stopped by pid.
 
 mod browser;
+mod chaos;
 mod dashboard;
 mod docker;
 mod helpers;

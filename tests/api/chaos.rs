@@ -1,0 +1,354 @@
+//! The failure modes of the articles, made deterministic by the fault
+//! knobs: a lease shorter than the work, a crash between SETNX and EXPIRE, a
+//! stop-the-world pause longer than the lease, a retried request.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use futures_util::StreamExt;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use stocklock::chaos::{self, Chaos};
+use stocklock::http::{AppState, InstanceConfig, app};
+use stocklock::knobs::Sku;
+use stocklock::lock::Wakeups;
+use stocklock::store::{Keys, Store};
+use stocklock::variants::Variant;
+use stocklock::wire::StateSnapshot;
+use tower::ServiceExt;
+
+use crate::helpers::{self, Stack};
+
+const TOKEN: &str = "chaos-token";
+
+fn router(store: &Store) -> axum::Router {
+    app(AppState::new(
+        store.clone(),
+        InstanceConfig {
+            instance: "t".into(),
+            admin_token: TOKEN.into(),
+            default_variant: Variant::Lua,
+            public_url: "http://127.0.0.1:9".into(),
+            chaos: Chaos::on(0),
+        },
+        Wakeups::new(),
+    ))
+}
+
+async fn call(router: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = Request::builder().method(method).uri(uri);
+    if body.is_some() {
+        request = request
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {TOKEN}"));
+    }
+    let body = body
+        .map(|b| Body::from(b.to_string()))
+        .unwrap_or_else(Body::empty);
+    let response = router
+        .clone()
+        .oneshot(request.body(body).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+async fn state(router: &axum::Router, sku: &str) -> StateSnapshot {
+    let (status, body) = call(router, "GET", &format!("/api/state?sku={sku}"), None).await;
+    assert_eq!(status, 200);
+    serde_json::from_value(body).unwrap()
+}
+
+/// Work (600 ms) longer than the lease (200 ms), three buyers waiting for
+/// the lock: a lease-only lock hands the lock to the next buyer while the
+/// first still works, and both write. A renewed lock does not.
+#[tokio::test]
+async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let router = router(&store);
+    let mut conn = store.conn().await.unwrap();
+    let cases = [
+        ("token", true),
+        ("setnx", true),
+        ("setnx-expiry", true),
+        ("watchdog", false),
+        ("fenced", false),
+        ("lua", false),
+    ];
+    for (variant, oversells) in cases {
+        let (status, _) = call(
+            &router,
+            "POST",
+            "/api/admin/reset",
+            Some(serde_json::json!({"sku": variant, "stock": 5})),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let uri =
+            format!("/deductStock/{variant}?sku={variant}&lease_ms=200&work_ms=600&wait_ms=5000");
+        let buyers: Vec<_> = (0..3)
+            .map(|_| {
+                let (router, uri) = (router.clone(), uri.clone());
+                tokio::spawn(async move { call(&router, "GET", &uri, None).await })
+            })
+            .collect();
+        for buyer in buyers {
+            let (status, body) = buyer.await.unwrap();
+            assert_eq!(status, 200, "{variant}: {body}");
+        }
+        let state = state(&router, variant).await;
+        let sections = chaos::sections(&mut conn, &Keys::new(&Sku::parse(variant).unwrap()))
+            .await
+            .unwrap();
+        let overlaps = chaos::overlaps(&sections);
+        eprintln!(
+            "{variant:>12}: oversold {} duplicates {} overlapping sections {}",
+            state.oversold,
+            state.duplicates,
+            overlaps.len()
+        );
+        if oversells {
+            assert!(state.oversold > 0, "{variant} should oversell: {state:?}");
+            assert!(
+                !overlaps.is_empty(),
+                "{variant}: the witness saw no two holders at once"
+            );
+        } else {
+            assert_eq!(
+                (state.oversold, state.duplicates),
+                (0, 0),
+                "{variant}: {state:?}"
+            );
+            assert!(
+                overlaps.is_empty(),
+                "{variant}: two holders at once: {overlaps:?}"
+            );
+            assert_eq!(state.remaining, 2);
+        }
+        if variant == "watchdog" || variant == "fenced" {
+            assert!(
+                state.renewals > 0,
+                "{variant}: the watchdog never renewed: {state:?}"
+            );
+        }
+    }
+}
+
+/// A retried request with the same id gets its first answer again and
+/// never sells twice, in every variant.
+#[tokio::test]
+async fn a_retried_request_id_never_sells_twice() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let router = router(&store);
+    for variant in Variant::ALL {
+        let sku = variant.name();
+        let (status, _) = call(
+            &router,
+            "POST",
+            "/api/admin/reset",
+            Some(serde_json::json!({"sku": sku, "stock": 3})),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let uri = format!("/deductStock/{sku}?sku={sku}&request_id=order-1");
+        let (status, first) = call(&router, "GET", &uri, None).await;
+        assert_eq!(status, 200, "{variant}: {first}");
+        for _ in 0..5 {
+            let (status, again) = call(&router, "GET", &uri, None).await;
+            assert_eq!(status, 200, "{variant}: {again}");
+            assert_eq!(again["unit"], first["unit"], "{variant}");
+            assert_eq!(again["remaining"], first["remaining"], "{variant}");
+            assert_eq!(again["replayed"], true, "{variant}");
+        }
+        let (status, other) = call(
+            &router,
+            "GET",
+            &format!("/deductStock/{sku}?sku={sku}&request_id=order-2"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{variant}: {other}");
+        assert_ne!(other["unit"], first["unit"]);
+        let state = state(&router, sku).await;
+        assert_eq!(
+            (state.sold, state.remaining, state.replays),
+            (2, 1, 5),
+            "{variant}: {state:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn chaos_is_refused_without_chaos_mode_and_without_the_token() {
+    let stack = Stack::start(1, None).await;
+    let url = format!("{}/api/admin/chaos", stack.url);
+    let arm = serde_json::json!({"action": "crash_after_setnx"});
+    let without = stack.http.post(&url).json(&arm).send().await.unwrap();
+    assert_eq!(without.status(), 401);
+    let refused = stack
+        .http
+        .post(&url)
+        .bearer_auth(&stack.token)
+        .json(&arm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "forbidden");
+    stack.stop().await;
+}
+
+/// Arms a chaos action through nginx.
+async fn chaos(stack: &Stack, action: Value) {
+    let response = stack
+        .http
+        .post(format!("{}/api/admin/chaos", stack.url))
+        .bearer_auth(&stack.token)
+        .json(&action)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{action}");
+}
+
+async fn get(stack: &Stack, url: &str) -> (u16, Value) {
+    let response = stack.http.get(url).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// A real crash between SETNX and EXPIRE: the lock stays forever, the SKU
+/// is stuck (even after `up` restarts the instance) until an admin clears it.
+#[tokio::test]
+async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
+    let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
+    stack.reset("setnx", 10).await;
+    chaos(&stack, serde_json::json!({"action": "crash_after_setnx"})).await;
+    let url = format!("{}/deductStock/setnx?sku=setnx", stack.url);
+    let (status, body) = get(&stack, &url).await;
+    assert_eq!(status, 502, "the instance died mid-request: {body}");
+    let (restarted, _, _) = stack
+        .next_instance_line(Duration::from_secs(10))
+        .await
+        .expect("up restarts the crashed instance");
+    eprintln!("instance {restarted} crashed and was restarted");
+
+    let state = stack.state("setnx").await;
+    assert!(
+        state.lock.held && state.lock.no_ttl,
+        "an orphaned lock: {:?}",
+        state.lock
+    );
+    for _ in 0..6 {
+        let (status, body) = get(&stack, &url).await;
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(body["reason"], "lock_held");
+    }
+    let state = stack.state("setnx").await;
+    assert_eq!((state.sold, state.remaining), (0, 10), "stuck: {state:?}");
+
+    // An admin clears the lock: selling resumes.
+    chaos(
+        &stack,
+        serde_json::json!({"action": "lock_vanishes", "sku": "setnx"}),
+    )
+    .await;
+    let (status, body) = get(&stack, &url).await;
+    assert_eq!(status, 200, "{body}");
+    stack.stop().await;
+}
+
+/// Waits until the keyspace event `event` happens on `key`.
+async fn subscribe(
+    redis_url: &str,
+    key: &str,
+) -> impl futures_util::Stream<Item = redis::Msg> + use<> {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("Kh")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut events = client.get_async_pubsub().await.unwrap();
+    events
+        .subscribe(format!("__keyspace@0__:{key}"))
+        .await
+        .unwrap();
+    events.into_on_message()
+}
+
+/// A stop-the-world pause (SIGSTOP of the whole process, watchdog
+/// included) longer than the lease, right after the holder read the stock.
+/// Another instance takes the lock meanwhile and sells. The paused holder
+/// wakes up and writes: `watchdog` oversells; `fenced` refuses the stale
+/// token at the store.
+#[tokio::test]
+async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
+    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    let (a, b) = (stack.instances[0].2.clone(), stack.instances[1].2.clone());
+    for (variant, oversells) in [("watchdog", true), ("fenced", false)] {
+        stack.reset(variant, 5).await;
+        let mut events = subscribe(&redis_url, &format!("lock:{{{variant}}}")).await;
+        chaos(
+            &stack,
+            serde_json::json!({"action": "pause_holder", "ms": 1500}),
+        )
+        .await;
+
+        let knobs = "lease_ms=300&work_ms=0&wait_ms=5000";
+        let holder = {
+            let (http, url) = (
+                stack.http.clone(),
+                format!("{a}/deductStock/{variant}?sku={variant}&{knobs}"),
+            );
+            tokio::spawn(async move {
+                let response = http.get(url).send().await.unwrap();
+                (
+                    response.status().as_u16(),
+                    response.json::<Value>().await.unwrap(),
+                )
+            })
+        };
+        // The holder's HINCRBY: instance a holds the lock (and then freezes).
+        let first = tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(first.get_payload::<String>().unwrap(), "hincrby");
+
+        // Instance b waits, takes the lock when the frozen holder's lease runs out, and sells.
+        let (status, second) = get(
+            &stack,
+            &format!("{b}/deductStock/{variant}?sku={variant}&{knobs}"),
+        )
+        .await;
+        assert_eq!(status, 200, "{variant}: {second}");
+        let (status, paused) = holder.await.unwrap();
+        let state = stack.state(variant).await;
+        eprintln!("{variant}: paused holder answered {status} {paused}; state {state:?}");
+        if oversells {
+            assert_eq!(status, 200, "{paused}");
+            assert_eq!(paused["unit"], second["unit"], "both sold the same unit");
+            assert_eq!((state.oversold, state.duplicates), (1, 1), "{state:?}");
+        } else {
+            assert_eq!(status, 429, "{paused}");
+            assert_eq!(paused["reason"], "stale_token");
+            assert_eq!((state.oversold, state.duplicates), (0, 0), "{state:?}");
+            assert!(state.fenced_rejections > 0, "{state:?}");
+        }
+    }
+    stack.stop().await;
+}
