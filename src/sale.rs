@@ -72,6 +72,8 @@ pub enum BusyReason {
     /// The store refused the holder's fencing token: a newer holder has been
     /// seen, so this one's lock is gone whatever it believes.
     StaleToken,
+    /// A request with the same `request_id` is being answered right now.
+    InProgress,
 }
 
 impl BusyReason {
@@ -81,6 +83,7 @@ impl BusyReason {
             BusyReason::WaitTimedOut => "wait_timed_out",
             BusyReason::LockLost => "lock_lost",
             BusyReason::StaleToken => "stale_token",
+            BusyReason::InProgress => "in_progress",
         }
     }
 }
@@ -132,14 +135,35 @@ pub async fn critical_section(
 ) -> Result<Outcome, StoreError> {
     let keys = ctx.keys;
     if let Some(id) = ctx.request_id {
-        let earlier: Option<String> = ctx.conn.hget(&keys.requests, id).await?;
-        if let Some(outcome) = earlier.as_deref().and_then(Outcome::decode) {
-            ctx.replayed = true;
-            return Ok(outcome);
+        // Claim the id atomically (HSETNX), whatever protects the section:
+        // of a storm of retries only one gets past this line.
+        let claimed: bool = ctx.conn.hset_nx(&keys.requests, id, PENDING).await?;
+        if !claimed {
+            let earlier: Option<String> = ctx.conn.hget(&keys.requests, id).await?;
+            return Ok(match earlier.as_deref().and_then(Outcome::decode) {
+                Some(outcome) => {
+                    ctx.replayed = true;
+                    outcome
+                }
+                // The first attempt is still running (or died mid-way).
+                None => Outcome::Busy(BusyReason::InProgress),
+            });
         }
     }
     let enter = ctx.chaos.witness_clock();
-    let outcome = section(ctx, stock, still_held).await?;
+    let outcome = section(ctx, stock, still_held).await;
+    if let (Some(id), Ok(outcome)) = (ctx.request_id, &outcome) {
+        match outcome.encode() {
+            Some(encoded) => {
+                let _: i64 = ctx.conn.hset(&keys.requests, id, encoded).await?;
+            }
+            // Nothing happened: let a retry try again.
+            None => {
+                let _: i64 = ctx.conn.hdel(&keys.requests, id).await?;
+            }
+        }
+    }
+    let outcome = outcome?;
     if let Some(enter) = enter {
         ctx.chaos
             .witness(
@@ -152,11 +176,11 @@ pub async fn critical_section(
             )
             .await?;
     }
-    if let (Some(id), Some(encoded)) = (ctx.request_id, outcome.encode()) {
-        let _: i64 = ctx.conn.hset(&keys.requests, id, encoded).await?;
-    }
     Ok(outcome)
 }
+
+/// What a claimed request_id holds until its first attempt has an outcome.
+const PENDING: &str = "pending";
 
 async fn section(
     ctx: &mut Ctx<'_>,

@@ -22,7 +22,13 @@ use crate::helpers::{self, Stack};
 
 const TOKEN: &str = "chaos-token";
 
-fn router(store: &Store) -> axum::Router {
+/// The router of one chaos-mode instance, with its release listener
+/// subscribed (waiters are woken by releases, as in a real instance).
+async fn router(store: &Store) -> axum::Router {
+    let wakeups = Wakeups::new();
+    // Lives as long as the test's runtime.
+    let _listener = wakeups.listen(store.client().clone());
+    wakeups.subscribed().await;
     app(AppState::new(
         store.clone(),
         InstanceConfig {
@@ -32,7 +38,7 @@ fn router(store: &Store) -> axum::Router {
             public_url: "http://127.0.0.1:9".into(),
             chaos: Chaos::on(0),
         },
-        Wakeups::new(),
+        wakeups,
     ))
 }
 
@@ -72,7 +78,7 @@ async fn state(router: &axum::Router, sku: &str) -> StateSnapshot {
 async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store);
+    let router = router(&store).await;
     let mut conn = store.conn().await.unwrap();
     let cases = [
         ("token", true),
@@ -147,7 +153,7 @@ async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal(
 async fn a_retried_request_id_never_sells_twice() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store);
+    let router = router(&store).await;
     for variant in Variant::ALL {
         let sku = variant.name();
         let (status, _) = call(
@@ -351,4 +357,48 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
         }
     }
     stack.stop().await;
+}
+
+/// A storm of concurrent retries of one request: exactly one sale, in every
+/// variant, even `none` (the id is claimed atomically before the section).
+#[tokio::test]
+async fn a_retry_storm_sells_once_in_every_variant() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let router = router(&store).await;
+    for variant in Variant::ALL {
+        let sku = variant.name();
+        let (status, _) = call(
+            &router,
+            "POST",
+            "/api/admin/reset",
+            Some(serde_json::json!({"sku": sku, "stock": 3})),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let uri = format!("/deductStock/{sku}?sku={sku}&request_id=storm&work_ms=20&wait_ms=5000");
+        let storm: Vec<_> = (0..16)
+            .map(|_| {
+                let (router, uri) = (router.clone(), uri.clone());
+                tokio::spawn(async move { call(&router, "GET", &uri, None).await })
+            })
+            .collect();
+        let mut first_sales = 0;
+        for retry in storm {
+            let (status, body) = retry.await.unwrap();
+            match status {
+                200 if body["replayed"] != true => first_sales += 1,
+                200 => assert_eq!(body["unit"], 3, "{variant}: a replay repeats the one sale"),
+                429 => assert_eq!(body["reason"], "in_progress", "{variant}: {body}"),
+                _ => panic!("{variant}: {status} {body}"),
+            }
+        }
+        let state = state(&router, sku).await;
+        assert_eq!(first_sales, 1, "{variant}");
+        assert_eq!(
+            (state.sold, state.remaining, state.oversold),
+            (1, 2, 0),
+            "{variant}: {state:?}"
+        );
+    }
 }
