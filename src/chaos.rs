@@ -106,6 +106,19 @@ impl Chaos {
         Ok(())
     }
 
+    /// Announces (chaos mode) that a section has read the stock: the event the
+    /// lab waits for before it strikes, so that its faults land inside the gap.
+    pub async fn entered(
+        &self,
+        conn: &mut ConnectionManager,
+        keys: &Keys,
+    ) -> Result<(), StoreError> {
+        if self.enabled {
+            let _: i64 = conn.publish(section_channel(keys), "entered").await?;
+        }
+        Ok(())
+    }
+
     /// The monotonic clock, when the witness records (chaos mode).
     pub fn witness_clock(&self) -> Option<u64> {
         self.enabled.then(monotonic_ns)
@@ -138,6 +151,11 @@ impl Chaos {
             .await?;
         Ok(())
     }
+}
+
+/// The channel a section's entry is announced on (chaos mode).
+pub fn section_channel(keys: &Keys) -> String {
+    format!("stocklock:section:{}", keys.stock)
 }
 
 /// Arms the next `setnx` acquisition to crash.

@@ -37,6 +37,9 @@ pub enum Command {
     /// Measure costs side by side on a running stack: our generator vs oha,
     /// lua vs /healthz, watchdog vs the lock hand-off ceiling, memory.
     Bench(BenchArgs),
+    /// Run the failure scenarios end to end on a stack of its own and print
+    /// the teaching matrix: expected vs observed, with the evidence.
+    Lab(LabArgs),
     /// (internal) Wake a frozen process: SIGCONT to PID after a delay. Chaos
     /// mode's pause starts it before freezing itself.
     #[command(hide = true)]
@@ -46,6 +49,21 @@ pub enum Command {
         #[arg(long)]
         after_ms: u64,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    /// Scenarios to run (default: all): race, slow-business,
+    /// crash-after-setnx, pause-holder, kill-instance, lock-vanishes,
+    /// retry-storm, clock-skew, redis-restart.
+    #[arg(value_name = "SCENARIO")]
+    pub scenarios: Vec<String>,
+    /// Only these variants (repeat or comma-separate; default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub variant: Vec<String>,
+    /// Write every cell as JSON: {"cells":[{scenario, variant, expected, observed, pass, evidence}]}.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -284,6 +302,15 @@ pub fn main() -> ExitCode {
 async fn run(command: Command) -> anyhow::Result<bool> {
     match command {
         Command::Serve(args) => serve(args).await.map(|()| true),
+        Command::Lab(args) => {
+            telemetry::init("error");
+            crate::lab::run(crate::lab::LabConfig {
+                scenarios: args.scenarios,
+                variants: args.variant,
+                json: args.json,
+            })
+            .await
+        }
         Command::Resume { pid, after_ms } => {
             crate::chaos::resume(pid, std::time::Duration::from_millis(after_ms));
             Ok(true)

@@ -19,6 +19,7 @@
 //! - [`http`]: the axum router; thin handlers that parse, call the domain and map outcomes.
 //! - [`server`]: `stocklock serve`: building and running one instance.
 //! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
+//! - [`lab`]: `stocklock lab`: every failure scenario against every variant, and the matrix.
 //! - [`up`]: `stocklock up`: redis-server, N instances and nginx as supervised children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, the overlap witness.
 //! - [`cli`]: the command line.
@@ -29,6 +30,7 @@ pub mod cli;
 pub mod dashboard;
 pub mod http;
 pub mod knobs;
+pub mod lab;
 pub mod ledger;
 pub mod load;
 pub mod lock;

@@ -7,6 +7,7 @@ mod dashboard;
 mod docker;
 mod helpers;
 mod input;
+mod lab;
 mod load;
 mod lock;
 mod stack;

@@ -1,0 +1,660 @@
+//! `stocklock lab`: every failure mode of the articles, run end to end, and
+//! the teaching matrix it proves.
+//!
+//! The lab starts its own Redis and its own stack (`up --chaos`, two
+//! instances, instance b's clock five seconds ahead), runs each scenario
+//! against each variant it applies to, and judges every cell from the
+//! ledger and the overlap witness, never from what a variant believes. A
+//! cell passes when the observed behaviour is the one DESIGN.md's matrix
+//! expects (oversells, safe, deadlock, frees after the lease, recovers).
+
+pub mod stack;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use self::stack::Stack;
+use crate::chaos;
+use crate::knobs::Sku;
+use crate::load::engine::Progress;
+use crate::load::{self, Api, LoadConfig};
+use crate::store::{Keys, Store};
+use crate::up::process::signal;
+use crate::up::redis::RedisServer;
+use crate::variants::Variant;
+use crate::wire::{StateSnapshot, VariantInfo};
+
+/// Every scenario, in the order the lab runs them.
+pub const SCENARIOS: [&str; 9] = [
+    "race",
+    "slow-business",
+    "crash-after-setnx",
+    "pause-holder",
+    "kill-instance",
+    "lock-vanishes",
+    "retry-storm",
+    "clock-skew",
+    "redis-restart",
+];
+
+/// How far ahead instance b's clock runs (for `clock-skew`).
+const SKEW_MS: i64 = 5_000;
+/// Each cell must finish within this.
+const CELL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What `stocklock lab` was asked for.
+#[derive(Clone, Debug)]
+pub struct LabConfig {
+    /// Scenario names; empty: all.
+    pub scenarios: Vec<String>,
+    /// Variant names; empty: all.
+    pub variants: Vec<String>,
+    pub json: Option<PathBuf>,
+}
+
+/// One cell of the matrix.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    pub scenario: String,
+    pub variant: String,
+    pub expected: String,
+    pub observed: String,
+    pub pass: bool,
+    pub evidence: String,
+}
+
+/// `stocklock lab --json FILE`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabReport {
+    pub cells: Vec<Cell>,
+}
+
+/// What the matrix expects of `variant` in `scenario`, or `None` where the
+/// scenario does not apply.
+pub fn expected(scenario: &str, info: &VariantInfo) -> Option<String> {
+    let v = info.name.as_str();
+    let matrix = |cell: &str| (cell != "-").then(|| cell.to_owned());
+    match scenario {
+        "race" => matrix(&info.expected.two_instances),
+        "slow-business" => matrix(&info.expected.work_exceeds_lease),
+        "crash-after-setnx" => (v == "setnx").then(|| info.expected.crash_after_acquire.clone()),
+        "kill-instance" => matches!(v, "setnx-expiry" | "token" | "watchdog" | "fenced")
+            .then(|| info.expected.crash_after_acquire.clone()),
+        "pause-holder" => matrix(&info.expected.pause_exceeds_lease),
+        // A lock deleted under its holder (a failover, a clock jump).
+        "lock-vanishes" => match v {
+            "setnx" | "setnx-expiry" | "token" => Some("oversells".to_owned()),
+            "watchdog" => Some("safe (the renewal notices; the holder backs off)".to_owned()),
+            "fenced" => Some("safe (stale token refused)".to_owned()),
+            _ => None,
+        },
+        "retry-storm" => Some("safe (one sale per request_id)".to_owned()),
+        "clock-skew" => match v {
+            "setnx-expiry" => Some("oversells (steals a live lock)".to_owned()),
+            "token" | "watchdog" => Some("safe (Redis keeps the time)".to_owned()),
+            _ => None,
+        },
+        "redis-restart" => matches!(v, "token" | "watchdog" | "lua").then(|| "recovers".to_owned()),
+        _ => None,
+    }
+}
+
+/// The kind of behaviour a matrix cell names: its first word.
+fn category(text: &str) -> &str {
+    text.split([' ', ',', '(']).next().unwrap_or(text)
+}
+
+/// Everything a scenario works with.
+struct Lab {
+    stack: Stack,
+    redis: RedisServer,
+    store: Store,
+}
+
+impl Lab {
+    fn instance(&self, index: usize) -> &str {
+        &self.stack.instances[index].url
+    }
+
+    async fn state(&self, sku: &str) -> anyhow::Result<StateSnapshot> {
+        self.stack.state(sku).await
+    }
+
+    /// Overlapping critical sections the witness recorded for `sku`.
+    async fn overlaps(&self, sku: &str) -> anyhow::Result<usize> {
+        let mut conn = self.store.conn().await?;
+        let sections = chaos::sections(&mut conn, &Keys::new(&Sku::parse(sku)?)).await?;
+        Ok(chaos::overlaps(&sections).len())
+    }
+
+    /// Resolves when a holder of `sku`'s lock has read the stock: inside the
+    /// gap between its read and its write (announced in chaos mode).
+    async fn section_entered(
+        &self,
+        sku: &str,
+    ) -> anyhow::Result<impl std::future::Future<Output = ()> + use<>> {
+        let client = redis::Client::open(self.redis.url())?;
+        let mut events = client.get_async_pubsub().await?;
+        events
+            .subscribe(chaos::section_channel(&Keys::new(&Sku::parse(sku)?)))
+            .await?;
+        Ok(async move {
+            let mut stream = events.into_on_message();
+            let _ = tokio::time::timeout(Duration::from_secs(10), stream.next()).await;
+        })
+    }
+
+    /// A GET to `base` (an instance or nginx), in the background.
+    fn send(&self, base: &str, query: String) -> tokio::task::JoinHandle<(u16, Value)> {
+        let (http, url) = (self.stack.http.clone(), format!("{base}{query}"));
+        tokio::spawn(async move {
+            match http.get(url).send().await {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    (status, response.json().await.unwrap_or(Value::Null))
+                }
+                Err(_) => (0, Value::Null),
+            }
+        })
+    }
+
+    fn judged_by_ledger(state: &StateSnapshot, overlaps: usize) -> (&'static str, String) {
+        let observed = if state.oversold > 0 || state.duplicates > 0 {
+            "oversells"
+        } else {
+            "safe"
+        };
+        let evidence = format!(
+            "oversold {} duplicates {} overlapping sections {} sold {} of {} busy {} lost leases {} stale tokens refused {}",
+            state.oversold,
+            state.duplicates,
+            overlaps,
+            state.sold,
+            state.initial,
+            state.busy,
+            state.lost_locks,
+            state.fenced_rejections
+        );
+        (observed, evidence)
+    }
+}
+
+/// Runs the lab and prints the matrix; `Ok(false)` if any cell failed.
+pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
+    let scenarios: Vec<&str> = if config.scenarios.is_empty() {
+        SCENARIOS.to_vec()
+    } else {
+        config
+            .scenarios
+            .iter()
+            .map(|name| {
+                SCENARIOS
+                    .iter()
+                    .copied()
+                    .find(|s| s == name)
+                    .with_context(|| {
+                        format!("no scenario {name:?}; valid: {}", SCENARIOS.join(", "))
+                    })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    let variants: Vec<VariantInfo> = if config.variants.is_empty() {
+        Variant::ALL.iter().map(|v| v.info()).collect()
+    } else {
+        config
+            .variants
+            .iter()
+            .map(|name| {
+                name.parse::<Variant>().map(Variant::info).map_err(|_| {
+                    anyhow::anyhow!(
+                        "no variant {name:?}; valid: {}",
+                        Variant::names().join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+
+    eprintln!(
+        "lab: starting redis-server and a chaos-mode stack (2 instances, b's clock {SKEW_MS} ms ahead)"
+    );
+    let redis = RedisServer::start(None).await?;
+    let args: Vec<String> = [
+        "--chaos",
+        "--instances",
+        "2",
+        "--clock-skew-ms",
+        &format!("0,{SKEW_MS}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let stack = Stack::start(&redis.url(), &args).await?;
+    let store = Store::open(&redis.url())?;
+    let mut lab = Lab {
+        stack,
+        redis,
+        store,
+    };
+
+    let started = Instant::now();
+    let mut cells = Vec::new();
+    for scenario in &scenarios {
+        for info in &variants {
+            let Some(expected) = expected(scenario, info) else {
+                continue;
+            };
+            let cell_started = Instant::now();
+            let outcome =
+                tokio::time::timeout(CELL_TIMEOUT, run_cell(&mut lab, scenario, info)).await;
+            let (observed, evidence) = match outcome {
+                Ok(Ok(result)) => result,
+                Ok(Err(err)) => ("error".to_owned(), format!("{err:#}")),
+                Err(_) => (
+                    "timeout".to_owned(),
+                    format!("did not finish within {CELL_TIMEOUT:?}"),
+                ),
+            };
+            let pass = category(&observed) == category(&expected);
+            eprintln!(
+                "{} {scenario:<17} {:<12} expected {expected:<40} observed {observed:<20} ({:.1} s) {evidence}",
+                if pass { "PASS" } else { "FAIL" },
+                info.name,
+                cell_started.elapsed().as_secs_f64()
+            );
+            cells.push(Cell {
+                scenario: scenario.to_string(),
+                variant: info.name.clone(),
+                expected,
+                observed,
+                pass,
+                evidence,
+            });
+            disarm(&lab).await;
+        }
+    }
+    lab.stack.stop().await;
+    lab.redis.stop().await;
+
+    print_matrix(&scenarios, &variants, &cells);
+    println!(
+        "{} cells in {:.0} s",
+        cells.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(path) = &config.json {
+        std::fs::write(
+            path,
+            serde_json::to_string_pretty(&LabReport {
+                cells: cells.clone(),
+            })?,
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let failed: Vec<&Cell> = cells.iter().filter(|c| !c.pass).collect();
+    for cell in &failed {
+        eprintln!(
+            "CONTRADICTION {} / {}: expected {}, observed {}: {}",
+            cell.scenario, cell.variant, cell.expected, cell.observed, cell.evidence
+        );
+    }
+    Ok(failed.is_empty())
+}
+
+/// Clears any fault a cell armed but did not trigger.
+async fn disarm(lab: &Lab) {
+    if let Ok(mut conn) = lab.store.conn().await {
+        let _: Result<i64, _> = redis::cmd("DEL")
+            .arg("stocklock:chaos:crash_after_setnx")
+            .arg("stocklock:chaos:pause_holder")
+            .query_async(&mut conn)
+            .await;
+    }
+}
+
+fn print_matrix(scenarios: &[&str], variants: &[VariantInfo], cells: &[Cell]) {
+    print!("{:<13}", "");
+    for scenario in scenarios {
+        print!(" {scenario:<18}");
+    }
+    println!();
+    for info in variants {
+        print!("{:<13}", info.name);
+        for scenario in scenarios {
+            let shown = match cells
+                .iter()
+                .find(|c| c.variant == info.name && &c.scenario == scenario)
+            {
+                Some(cell) => format!(
+                    "{} {}",
+                    if cell.pass { "ok" } else { "XX" },
+                    category(&cell.observed)
+                ),
+                None => "-".to_owned(),
+            };
+            print!(" {shown:<18}");
+        }
+        println!();
+    }
+}
+
+async fn run_cell(
+    lab: &mut Lab,
+    scenario: &str,
+    info: &VariantInfo,
+) -> anyhow::Result<(String, String)> {
+    let v = info.name.as_str();
+    let (observed, evidence) = match scenario {
+        "race" => race(lab, info).await?,
+        "slow-business" => slow_business(lab, v).await?,
+        "crash-after-setnx" => crash_after_setnx(lab, v).await?,
+        "pause-holder" => pause_holder(lab, v).await?,
+        "kill-instance" => kill_instance(lab, v).await?,
+        "lock-vanishes" => lock_vanishes(lab, v).await?,
+        "retry-storm" => retry_storm(lab, v).await?,
+        "clock-skew" => clock_skew(lab, v).await?,
+        "redis-restart" => redis_restart(lab, v).await?,
+        other => bail!("no scenario {other}"),
+    };
+    Ok((observed.to_owned(), evidence))
+}
+
+/// Two instances, 400 buyers, 64 at once, `work_ms=2`, stock 50.
+async fn race(lab: &Lab, info: &VariantInfo) -> anyhow::Result<(&'static str, String)> {
+    let config = LoadConfig {
+        target: lab.stack.url.clone(),
+        variants: vec![info.name.clone()],
+        sku: None,
+        stock: Some(50),
+        admin_token: Some(lab.stack.token.clone()),
+        requests: Some(400),
+        duration: None,
+        concurrency: 64,
+        rate: None,
+        work_ms: Some(2),
+        lease_ms: None,
+        wait_ms: None,
+        timeout: Duration::from_secs(60),
+        json: None,
+        check: false,
+        expect: None,
+    };
+    let api = Api::new(&config.target, config.admin_token.clone())?;
+    let target = load::resolve_target(&config.target).await?;
+    load::run_variant(&api, &target, &config, info, &Progress::default()).await?;
+    let state = lab.state(&info.name).await?;
+    Ok(Lab::judged_by_ledger(
+        &state,
+        lab.overlaps(&info.name).await?,
+    ))
+}
+
+/// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s.
+async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    let query = format!("/deductStock/{v}?sku={v}&lease_ms=200&work_ms=600&wait_ms=5000");
+    let buyers: Vec<_> = (0..3)
+        .map(|_| lab.send(&lab.stack.url, query.clone()))
+        .collect();
+    for buyer in buyers {
+        buyer.await?;
+    }
+    let state = lab.state(v).await?;
+    Ok(Lab::judged_by_ledger(&state, lab.overlaps(v).await?))
+}
+
+/// A real crash between SETNX and EXPIRE; is a sale possible again?
+async fn crash_after_setnx(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 10).await?;
+    lab.stack
+        .chaos(json!({"action": "crash_after_setnx"}))
+        .await?;
+    // The lease asked for is 1 s, but the crash comes before EXPIRE.
+    let (status, _) = lab
+        .stack
+        .get(&format!(
+            "{}/deductStock/{v}?sku={v}&lease_ms=1000",
+            lab.stack.url
+        ))
+        .await;
+    let restarted = lab.stack.next_instance(Duration::from_secs(10)).await;
+    // Lease + 1 s: any lock with that lease would be free by now.
+    let window = Duration::from_millis(2_000);
+    let deadline = Instant::now() + window;
+    let mut sold = false;
+    while Instant::now() < deadline && !sold {
+        let (status, _) = lab
+            .stack
+            .get(&format!("{}/deductStock/{v}?sku={v}", lab.stack.url))
+            .await;
+        sold = status == 200;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let state = lab.state(v).await?;
+    let observed = if !sold && state.lock.no_ttl {
+        "deadlock"
+    } else {
+        "frees"
+    };
+    let evidence = format!(
+        "crashing request answered {status}; instance {} restarted; lock held with no TTL: {}; sold in the {:.0} s after: {}; stuck stock {}",
+        restarted.map(|i| i.name).unwrap_or_else(|| "?".into()),
+        state.lock.no_ttl,
+        window.as_secs_f64(),
+        sold,
+        state.remaining
+    );
+    lab.stack
+        .chaos(json!({"action": "lock_vanishes", "sku": v}))
+        .await?;
+    Ok((observed, evidence))
+}
+
+/// The holder on instance a freezes (SIGSTOP) for 1.5 s right after reading
+/// the stock, with a 300 ms lease; a buyer on instance b waits for the lock.
+async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    lab.stack
+        .chaos(json!({"action": "pause_holder", "ms": 1500}))
+        .await?;
+    let query = format!("/deductStock/{v}?sku={v}&lease_ms=300&work_ms=0&wait_ms=5000");
+    if v == "lua" {
+        // No lock and no section in Rust: nothing to freeze in the gap.
+        let buyers: Vec<_> = (0..10)
+            .map(|_| lab.send(&lab.stack.url, query.clone()))
+            .collect();
+        for buyer in buyers {
+            buyer.await?;
+        }
+        let state = lab.state(v).await?;
+        let (observed, evidence) = Lab::judged_by_ledger(&state, 0);
+        return Ok((
+            observed,
+            format!("{evidence}; one script, no gap to pause in"),
+        ));
+    }
+    let taken = lab.section_entered(v).await?;
+    let holder = lab.send(lab.instance(0), query.clone());
+    taken.await;
+    let (second, _) = lab.send(lab.instance(1), query).await?;
+    let (first, answer) = holder.await?;
+    let state = lab.state(v).await?;
+    let (observed, evidence) = Lab::judged_by_ledger(&state, lab.overlaps(v).await?);
+    Ok((
+        observed,
+        format!(
+            "{evidence}; paused holder answered {first} {}, the other {second}",
+            answer["reason"].as_str().unwrap_or("")
+        ),
+    ))
+}
+
+/// The holder's instance is killed (SIGKILL) mid-work: how long until the
+/// lock frees itself? Lease 1 s; a sale within lease + 1 s passes.
+async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    let taken = lab.section_entered(v).await?;
+    let _holder = lab.send(
+        lab.instance(0),
+        format!("/deductStock/{v}?sku={v}&lease_ms=1000&work_ms=20000&wait_ms=0"),
+    );
+    taken.await;
+    let victim = lab.stack.instances[0].clone();
+    signal(victim.pid, nix::sys::signal::Signal::SIGKILL);
+    let killed_at = Instant::now();
+    let (status, body) = lab
+        .send(
+            lab.instance(1),
+            format!("/deductStock/{v}?sku={v}&lease_ms=1000&wait_ms=5000"),
+        )
+        .await?;
+    let freed_after = killed_at.elapsed();
+    let restarted = lab.stack.next_instance(Duration::from_secs(10)).await;
+    let observed = if status == 200 && freed_after <= Duration::from_millis(2_000) {
+        "frees"
+    } else {
+        "stuck"
+    };
+    Ok((
+        observed,
+        format!(
+            "killed instance {} (pid {}); next sale {} after {:.2} s ({}); restarted: {}",
+            victim.name,
+            victim.pid,
+            status,
+            freed_after.as_secs_f64(),
+            body["reason"].as_str().unwrap_or("sold"),
+            restarted.is_some()
+        ),
+    ))
+}
+
+/// The lock key is deleted while its holder works (1 s of work, 2 s lease);
+/// a buyer on the other instance comes right after.
+async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    let taken = lab.section_entered(v).await?;
+    let holder = lab.send(
+        lab.instance(0),
+        format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=1000&wait_ms=0"),
+    );
+    taken.await;
+    lab.stack
+        .chaos(json!({"action": "lock_vanishes", "sku": v}))
+        .await?;
+    let (second, _) = lab
+        .send(
+            lab.instance(1),
+            format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=0&wait_ms=0"),
+        )
+        .await?;
+    let (first, answer) = holder.await?;
+    let state = lab.state(v).await?;
+    let (observed, evidence) = Lab::judged_by_ledger(&state, lab.overlaps(v).await?);
+    Ok((
+        observed,
+        format!(
+            "{evidence}; holder answered {first} {}, the newcomer {second}",
+            answer["reason"].as_str().unwrap_or("")
+        ),
+    ))
+}
+
+/// Sixteen concurrent retries of one request_id through nginx.
+async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    let query = format!("/deductStock/{v}?sku={v}&request_id=storm-1&work_ms=20&wait_ms=5000");
+    let retries: Vec<_> = (0..16)
+        .map(|_| lab.send(&lab.stack.url, query.clone()))
+        .collect();
+    let mut answers = std::collections::BTreeMap::<u16, usize>::new();
+    for retry in retries {
+        *answers.entry(retry.await?.0).or_default() += 1;
+    }
+    let state = lab.state(v).await?;
+    let observed = if state.sold == 1 && state.oversold == 0 {
+        "safe"
+    } else {
+        "oversells"
+    };
+    Ok((
+        observed,
+        format!(
+            "sold {} (must be 1), replays {}, answers {answers:?}",
+            state.sold, state.replays
+        ),
+    ))
+}
+
+/// A holder on instance a (true clock); a buyer on instance b, whose clock
+/// runs 5 s ahead, while the lock still has 2 s to live.
+async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    let taken = lab.section_entered(v).await?;
+    let holder = lab.send(
+        lab.instance(0),
+        format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=500&wait_ms=0"),
+    );
+    taken.await;
+    let (second, answer) = lab
+        .send(
+            lab.instance(1),
+            format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=0&wait_ms=0"),
+        )
+        .await?;
+    holder.await?;
+    let state = lab.state(v).await?;
+    let (observed, evidence) = Lab::judged_by_ledger(&state, lab.overlaps(v).await?);
+    Ok((
+        observed,
+        format!(
+            "{evidence}; the skewed instance answered {second} {}",
+            answer["reason"].as_str().unwrap_or("")
+        ),
+    ))
+}
+
+/// Redis stops (503s meanwhile) and comes back empty on the same port: how
+/// long until a sale works again?
+async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    let port = lab.redis.port();
+    lab.redis.stop().await;
+    let (down, _) = lab
+        .stack
+        .get(&format!("{}/deductStock/{v}?sku={v}", lab.stack.url))
+        .await;
+    lab.redis = RedisServer::start(Some(port)).await?;
+    let back = Instant::now();
+    let mut sold = false;
+    while back.elapsed() < Duration::from_secs(5) && !sold {
+        if lab.stack.reset(v, 5).await.is_ok() {
+            sold = lab
+                .stack
+                .get(&format!("{}/deductStock/{v}?sku={v}", lab.stack.url))
+                .await
+                .0
+                == 200;
+        }
+        if !sold {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let observed = if down == 503 && sold {
+        "recovers"
+    } else {
+        "stuck"
+    };
+    Ok((
+        observed,
+        format!(
+            "while down: {down}; selling again {:.2} s after Redis came back: {sold}",
+            back.elapsed().as_secs_f64()
+        ),
+    ))
+}

@@ -1,0 +1,61 @@
+//! `stocklock lab`, the whole matrix, as a user runs it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use stocklock::lab::{SCENARIOS, expected};
+use stocklock::variants::Variant;
+
+#[tokio::test]
+async fn the_lab_proves_the_whole_teaching_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("lab.json");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args(["lab", "--json", json.to_str().unwrap()])
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .expect("the lab took more than 10 minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    assert!(output.status.success(), "a cell contradicts the matrix");
+
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let cells = report["cells"].as_array().unwrap();
+    // One cell for every (scenario, variant) the matrix has an expectation for.
+    let mut wanted = 0;
+    for scenario in SCENARIOS {
+        for variant in Variant::ALL {
+            if let Some(expected) = expected(scenario, &variant.info()) {
+                wanted += 1;
+                let cell = cells
+                    .iter()
+                    .find(|c| c["scenario"] == scenario && c["variant"] == variant.name())
+                    .unwrap_or_else(|| panic!("no cell {scenario} / {variant}"));
+                assert_eq!(cell["expected"], expected.as_str());
+                assert_eq!(cell["pass"], true, "{cell}");
+                assert!(!cell["evidence"].as_str().unwrap().is_empty());
+            }
+        }
+    }
+    assert_eq!(cells.len(), wanted);
+    // The cells the articles are about, by name.
+    let observed = |scenario: &str, variant: &str| {
+        cells
+            .iter()
+            .find(|c| c["scenario"] == scenario && c["variant"] == variant)
+            .map(|c| c["observed"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(observed("race", "local-mutex"), "oversells");
+    assert_eq!(observed("slow-business", "token"), "oversells");
+    assert_eq!(observed("slow-business", "watchdog"), "safe");
+    assert_eq!(observed("crash-after-setnx", "setnx"), "deadlock");
+    assert_eq!(observed("pause-holder", "watchdog"), "oversells");
+    assert_eq!(observed("pause-holder", "fenced"), "safe");
+    assert_eq!(observed("clock-skew", "setnx-expiry"), "oversells");
+    assert!(stdout.contains("cells in"), "{stdout}");
+}
