@@ -230,3 +230,43 @@ async fn up_restarts_a_killed_instance() {
     stack.instances[0].1 = new_pid;
     stack.stop().await;
 }
+
+/// nginx lets `/api/admin/` through only from 127.0.0.1 and ::1. A client
+/// from another address (here 127.0.0.2, still this machine) is refused
+/// with a JSON 403, token or not, and a forged X-Forwarded-For does not help.
+#[tokio::test]
+async fn admin_is_refused_to_other_clients_even_with_a_forged_forwarded_for() {
+    let stack = Stack::start_with(1, None, &["--host", "0.0.0.0"]).await;
+    let port = stack.url.rsplit(':').next().unwrap().to_owned();
+    let outsider = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let before = stack.state("lua").await;
+    for forged in [None, Some("127.0.0.1"), Some("127.0.0.1, 127.0.0.1")] {
+        let mut request = outsider
+            .post(format!("http://127.0.0.1:{port}/api/admin/reset"))
+            .bearer_auth(&stack.token)
+            .json(&serde_json::json!({"sku": "lua", "stock": 1}));
+        if let Some(forged) = forged {
+            request = request
+                .header("x-forwarded-for", forged)
+                .header("x-real-ip", forged);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 403, "{forged:?}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "forbidden");
+    }
+    // The rest of the API is open to it.
+    let response = outsider
+        .get(format!("http://127.0.0.1:{port}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(stack.state("lua").await, before, "nothing changed");
+    // From loopback, with the token, it works.
+    assert_eq!(stack.reset("lua", 1).await.remaining, 1);
+    stack.stop().await;
+}
