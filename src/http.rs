@@ -153,6 +153,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/admin/reset", post(reset))
         .route("/api/admin/run", post(dashboard::runs::start))
         .route("/api/admin/chaos", post(chaos_action))
+        .route("/api/admin/lab", post(dashboard::labs::start))
         .route("/metrics", get(dashboard::metrics))
         .route("/healthz", get(healthz))
         .fallback(not_found)

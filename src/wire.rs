@@ -250,6 +250,9 @@ pub struct Board {
     pub variants: Vec<StateSnapshot>,
     pub instances: Vec<InstanceStatus>,
     pub run: Option<RunStatus>,
+    /// Each variant's last "scenarios" run from its card: `{variant: {state, cells, error}}`.
+    #[serde(default)]
+    pub labs: serde_json::Value,
 }
 
 /// `POST /api/admin/run`: a load on some variants, run by the instance that

@@ -21,6 +21,8 @@ const I18N = {
     run_running: 'running {done}/{total} requests on {variants}',
     run_done: 'done: {variants}', run_failed: 'run failed: {error}', requests_short: 'requests',
     reset_done: 'reset {n} SKU(s) to {stock}',
+    scenarios: 'Scenarios', lab_running: 'running the failure scenarios on a stack of their own…',
+    lab_failed: 'the scenarios could not run: {error}', expected_short: 'expected',
   },
   zh: {
     subtitle: '秒杀库存保护实验室',
@@ -39,6 +41,8 @@ const I18N = {
     run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
     run_done: '完成:{variants}', run_failed: '压测失败:{error}', requests_short: '请求',
     reset_done: '已将 {n} 个 SKU 重置为 {stock}',
+    scenarios: '故障场景', lab_running: '正在独立的环境中运行故障场景…',
+    lab_failed: '场景无法运行:{error}', expected_short: '预期',
   },
 };
 
@@ -153,6 +157,10 @@ for (const card of document.querySelectorAll('.card')) {
   const variant = card.dataset.variant;
   card.querySelector('[data-action="run"]').addEventListener('click', () => startRun([variant]));
   card.querySelector('[data-action="reset"]').addEventListener('click', () => reset([variant]));
+  card.querySelector('[data-action="scenarios"]').addEventListener('click', async () => {
+    const started = await admin('/api/admin/lab', { variant });
+    if (started) renderLab(card, started);
+  });
 }
 
 // ---- drawing
@@ -246,8 +254,40 @@ function showRun(run) {
   }
 }
 
+// A card's failure scenarios: one line per cell, verdict and evidence.
+function renderLab(card, lab) {
+  const box = field(card, 'scenarios');
+  box.dataset.state = lab.state;
+  if (lab.state === 'running') {
+    box.textContent = t('lab_running');
+    return;
+  }
+  if (lab.state === 'failed') {
+    box.textContent = t('lab_failed', { error: lab.error || '?' });
+    return;
+  }
+  box.replaceChildren(
+    ...lab.cells.map((cell) => {
+      const line = document.createElement('p');
+      line.className = cell.pass ? 'cell pass' : 'cell fail';
+      line.dataset.scenario = cell.scenario;
+      line.dataset.observed = cell.observed;
+      const head = document.createElement('b');
+      head.textContent = `${cell.pass ? '✓' : '✗'} ${cell.scenario}: ${cell.observed}`;
+      const rest = document.createElement('small');
+      rest.textContent = ` (${t('expected_short')} ${cell.expected}) ${cell.evidence}`;
+      line.append(head, rest);
+      return line;
+    }),
+  );
+}
+
 function render(board) {
   lastBoard = board;
+  for (const [variant, lab] of Object.entries(board.labs || {})) {
+    const card = document.querySelector(`.card[data-variant="${CSS.escape(variant)}"]`);
+    if (card) renderLab(card, lab);
+  }
   for (const state of board.variants) renderCard(state);
   renderInstances(board.instances);
   if (board.run) showRun(board.run);

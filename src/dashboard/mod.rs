@@ -5,6 +5,7 @@
 //! nginx draws the same board: each variant's SKU (the SKU is the variant's
 //! name), each instance's heartbeat, and the run in progress.
 
+pub mod labs;
 pub mod runs;
 
 use std::sync::Arc;
@@ -103,10 +104,12 @@ pub async fn read_board(store: &Store) -> Result<Board, StoreError> {
         // An instance gone for a minute is dropped from the panel.
         .filter(|i| i.age_ms < 60_000)
         .collect();
+    let labs = labs::read(store).await?;
     Ok(Board {
         variants,
         instances,
         run,
+        labs: serde_json::to_value(labs).unwrap_or_default(),
     })
 }
 

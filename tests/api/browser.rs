@@ -281,6 +281,30 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
     assert_eq!(instances, json!([["a", "true"], ["b", "true"]]));
     browser.screenshot("dashboard.png").await;
 
+    // A card's "Scenarios" button runs that variant's failure scenarios (on
+    // a stack of the lab's own) and shows each verdict with its evidence.
+    browser
+        .click("[data-variant=lua] [data-action=scenarios]")
+        .await;
+    browser
+        .wait_until("document.querySelector('[data-variant=lua] [data-field=scenarios]').dataset.state === 'done'")
+        .await;
+    let lab = browser
+        .run("return [...document.querySelectorAll('[data-variant=lua] .scenarios .cell')].map(c => [c.dataset.scenario, c.dataset.observed, c.classList.contains('pass')])")
+        .await;
+    let info = stocklock::variants::Variant::Lua.info();
+    let wanted: Vec<&str> = stocklock::lab::SCENARIOS
+        .iter()
+        .copied()
+        .filter(|s| stocklock::lab::expected(s, &info).is_some())
+        .collect();
+    let cells = lab.as_array().unwrap();
+    assert_eq!(cells.len(), wanted.len(), "{lab}");
+    for cell in cells {
+        assert_eq!(cell[2], json!(true), "{cell}");
+        assert!(wanted.contains(&cell[0].as_str().unwrap()), "{cell}");
+    }
+
     // 中文
     browser.click("#lang").await;
     assert_eq!(
