@@ -21,6 +21,9 @@ const I18N = {
     run_running: 'running {done}/{total} requests on {variants}',
     run_done: 'done: {variants}', run_failed: 'run failed: {error}', requests_short: 'requests',
     reset_done: 'reset {n} SKU(s) to {stock}',
+    chaos: 'Chaos (needs up --chaos)', chaos_crash_setnx: 'Crash the next SETNX holder before EXPIRE',
+    pause_ms: 'pause ms', chaos_pause: 'Freeze the next holder', chaos_crash: 'Crash an instance',
+    clear_lock: 'Delete lock', chaos_done: 'chaos: {what}',
     scenarios: 'Scenarios', lab_running: 'running the failure scenarios on a stack of their own…',
     lab_failed: 'the scenarios could not run: {error}', expected_short: 'expected',
   },
@@ -41,6 +44,9 @@ const I18N = {
     run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
     run_done: '完成:{variants}', run_failed: '压测失败:{error}', requests_short: '请求',
     reset_done: '已将 {n} 个 SKU 重置为 {stock}',
+    chaos: '混沌(需 up --chaos)', chaos_crash_setnx: '让下一个 SETNX 持有者在 EXPIRE 前崩溃',
+    pause_ms: '停顿毫秒', chaos_pause: '冻结下一个持有者', chaos_crash: '让一个实例崩溃',
+    clear_lock: '删除锁', chaos_done: '混沌:{what}',
     scenarios: '故障场景', lab_running: '正在独立的环境中运行故障场景…',
     lab_failed: '场景无法运行:{error}', expected_short: '预期',
   },
@@ -153,8 +159,21 @@ document.getElementById('lang').addEventListener('click', () => {
   localStorage.setItem('stocklock.lang', lang);
   applyLang();
 });
+async function chaos(action) {
+  const done = await admin('/api/admin/chaos', action);
+  if (done) say(t('chaos_done', { what: JSON.stringify(done) }));
+}
+document.getElementById('chaos-crash-after-setnx').addEventListener('click', () => chaos({ action: 'crash_after_setnx' }));
+document.getElementById('chaos-pause').addEventListener('click', () =>
+  chaos({ action: 'pause_holder', ms: Number(document.getElementById('chaos-pause-ms').value) }),
+);
+document.getElementById('chaos-crash').addEventListener('click', () => chaos({ action: 'crash' }));
+
 for (const card of document.querySelectorAll('.card')) {
   const variant = card.dataset.variant;
+  card.querySelector('[data-action="clear-lock"]').addEventListener('click', () =>
+    chaos({ action: 'lock_vanishes', sku: variant }),
+  );
   card.querySelector('[data-action="run"]').addEventListener('click', () => startRun([variant]));
   card.querySelector('[data-action="reset"]').addEventListener('click', () => reset([variant]));
   card.querySelector('[data-action="scenarios"]').addEventListener('click', async () => {

@@ -79,6 +79,24 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
     assert!(!html.contains("<token>"));
     assert!(!html.contains("t<&>"));
     assert!(html.contains("/static/app.js") && html.contains("/static/style.css"));
+    // Controls: race all, reset all, chaos; per card run, reset, scenarios, delete lock.
+    for id in [
+        "race-all",
+        "reset-all",
+        "chaos-crash-after-setnx",
+        "chaos-pause",
+        "chaos-crash",
+        "lang",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no #{id}");
+    }
+    for action in ["run", "reset", "scenarios", "clear-lock"] {
+        assert_eq!(
+            html.matches(&format!("data-action=\"{action}\"")).count(),
+            Variant::ALL.len(),
+            "{action}"
+        );
+    }
 
     let (status, content_type, js) = page(&router, "/static/app.js").await;
     assert_eq!(
