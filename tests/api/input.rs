@@ -421,3 +421,121 @@ async fn a_watchdog_holder_that_lost_its_lock_does_not_write() {
         "{state:?}"
     );
 }
+
+mod properties {
+    //! The bad-input corpus, generated: any value of any knob is either
+    //! accepted (and then within its bounds) or refused with a 4xx JSON
+    //! error that names the field, and a refused request changes nothing.
+
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    use stocklock::knobs::{DeductRequest, MAX_LEASE_MS, MAX_WAIT_MS, MAX_WORK_MS};
+
+    use super::*;
+
+    /// Values that stress a parser: digits, signs, huge numbers, unicode,
+    /// control characters, long strings.
+    fn nasty() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "-?[0-9]{1,25}",
+            "[+ ]?[0-9]{0,6}[.eE][0-9]{0,3}",
+            "\\PC{0,12}",
+            "[\\u{0}-\\u{1f}]{1,4}",
+            "[a-zA-Z0-9_-]{60,200}",
+            Just(String::new()),
+        ]
+    }
+
+    fn field() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("sku"),
+            Just("work_ms"),
+            Just("lease_ms"),
+            Just("wait_ms"),
+            Just("request_id")
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn any_value_is_parsed_within_bounds_or_refused_by_name(name in field(), value in nasty()) {
+            match DeductRequest::parse([(name, value.as_str())]) {
+                Ok(request) => {
+                    let knobs = &request.knobs;
+                    prop_assert!(knobs.work.as_millis() <= u128::from(MAX_WORK_MS));
+                    prop_assert!(knobs.lease.is_none_or(|l| (1..=u128::from(MAX_LEASE_MS)).contains(&l.as_millis())));
+                    prop_assert!(knobs.wait.is_none_or(|w| w.as_millis() <= u128::from(MAX_WAIT_MS)));
+                }
+                Err(err) => {
+                    prop_assert_eq!(err.field, name);
+                    prop_assert!(err.reason.len() < 300);
+                }
+            }
+        }
+    }
+
+    /// Through the whole router, against a real Redis: every generated
+    /// request the parser refuses is a 4xx JSON error that leaves the SKU's
+    /// state exactly as it was, in every variant.
+    #[tokio::test]
+    async fn any_refused_request_changes_nothing() {
+        let redis = helpers::redis().await;
+        let router = router(&redis.url());
+        reset(&router, "p1", 5).await;
+        let before = state(&router, "p1").await;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let generated = proptest::collection::vec((field(), nasty()), 150)
+            .new_tree(&mut runner)
+            .unwrap()
+            .current();
+        let mut refused = 0;
+        for (name, value) in &generated {
+            let pairs = [("sku", "p1"), (*name, value.as_str())];
+            let pairs = if *name == "sku" {
+                &pairs[1..]
+            } else {
+                &pairs[..]
+            };
+            if DeductRequest::parse(pairs.iter().copied()).is_ok() {
+                continue; // a valid value: not this test's business
+            }
+            refused += 1;
+            let query: Vec<String> = pairs
+                .iter()
+                .map(|(k, v)| format!("{k}={}", url_encode(v)))
+                .collect();
+            for variant in Variant::ALL {
+                let uri = format!("/deductStock/{variant}?{}", query.join("&"));
+                let (status, body) = call(&router, get(&uri)).await;
+                assert_eq!(status, 400, "{uri}: {body}");
+                assert!(
+                    body["detail"].as_str().unwrap().contains(name),
+                    "{uri}: {body}"
+                );
+            }
+        }
+        assert!(
+            refused > 50,
+            "the generator produced too few bad values ({refused})"
+        );
+        assert_eq!(
+            state(&router, "p1").await,
+            before,
+            "a refused request changed the state"
+        );
+    }
+
+    fn url_encode(value: &str) -> String {
+        value
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    }
+}
