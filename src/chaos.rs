@@ -50,6 +50,8 @@ pub struct Section {
 pub struct Chaos {
     enabled: bool,
     clock_skew_ms: i64,
+    /// Whether the Redis may be paused and restarted (`up` owns it).
+    redis_control: bool,
     /// This program, to start the SIGCONT helper.
     binary: Option<PathBuf>,
 }
@@ -64,8 +66,19 @@ impl Chaos {
         Self {
             enabled: true,
             clock_skew_ms,
+            redis_control: false,
             binary: std::env::current_exe().ok(),
         }
+    }
+
+    /// Allows pausing and restarting the Redis (when `up` owns and restarts it).
+    pub fn with_redis_control(mut self, allowed: bool) -> Self {
+        self.redis_control = allowed;
+        self
+    }
+
+    pub fn redis_control(&self) -> bool {
+        self.enabled && self.redis_control
     }
 
     pub fn enabled(&self) -> bool {

@@ -213,6 +213,10 @@ pub struct ServeArgs {
         allow_hyphen_values = true
     )]
     pub clock_skew_ms: i64,
+    /// Chaos mode may pause (DEBUG SLEEP) and restart (SHUTDOWN NOSAVE) the
+    /// Redis: set by `up` when it owns the Redis and restarts it.
+    #[arg(long, requires = "chaos", hide = true)]
+    pub chaos_redis: bool,
     /// Stop when standard input closes (how `up` makes sure no instance
     /// outlives it).
     #[arg(long, hide = true)]
@@ -419,7 +423,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         default_variant: args.default_variant,
         public_url: args.public_url,
         chaos: if args.chaos {
-            crate::chaos::Chaos::on(args.clock_skew_ms)
+            crate::chaos::Chaos::on(args.clock_skew_ms).with_redis_control(args.chaos_redis)
         } else {
             crate::chaos::Chaos::off()
         },

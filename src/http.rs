@@ -479,6 +479,43 @@ async fn chaos_action(
                 .map_err(StoreError::from)?;
             serde_json::json!({"deleted": deleted == 1, "sku": sku.as_str()})
         }
+        ChaosAction::PauseRedis { .. } | ChaosAction::RestartRedis
+            if !state.0.config.chaos.redis_control() =>
+        {
+            return Err(AppError::Forbidden(
+                "pausing or restarting Redis needs the Redis that stocklock up started (not --redis-url)".to_owned(),
+            ));
+        }
+        ChaosAction::PauseRedis { ms } => {
+            let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;
+            // On a connection of its own: the pause blocks whoever asks.
+            let client = state.0.store.client().clone();
+            tokio::spawn(async move {
+                if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
+                    let _: Result<String, _> = redis::cmd("DEBUG")
+                        .arg("SLEEP")
+                        .arg(ms as f64 / 1000.0)
+                        .query_async(&mut conn)
+                        .await;
+                }
+            });
+            serde_json::json!({"pausing_redis_ms": ms})
+        }
+        ChaosAction::RestartRedis => {
+            let mut own = state
+                .0
+                .store
+                .client()
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(StoreError::from)?;
+            // The answer never comes: the server goes away.
+            let _: Result<(), _> = redis::cmd("SHUTDOWN")
+                .arg("NOSAVE")
+                .query_async(&mut own)
+                .await;
+            serde_json::json!({"restarting_redis": true})
+        }
         ChaosAction::Crash => {
             tokio::spawn(async {
                 // Long enough for this answer to leave.

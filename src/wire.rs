@@ -289,4 +289,9 @@ pub enum ChaosAction {
     LockVanishes { sku: String },
     /// The instance that takes this request aborts right after answering.
     Crash,
+    /// Redis stops answering for `ms` (DEBUG SLEEP). Only when `up` owns the Redis.
+    PauseRedis { ms: u64 },
+    /// Redis shuts down without saving; `up` starts it again, empty. Only
+    /// when `up` owns the Redis.
+    RestartRedis,
 }

@@ -24,6 +24,7 @@ const I18N = {
     chaos: 'Chaos (needs up --chaos)', chaos_crash_setnx: 'Crash the next SETNX holder before EXPIRE',
     pause_ms: 'pause ms', chaos_pause: 'Freeze the next holder', chaos_crash: 'Crash an instance',
     clear_lock: 'Delete lock', chaos_done: 'chaos: {what}',
+    chaos_pause_redis: 'Pause Redis', chaos_restart_redis: 'Restart Redis',
     scenarios: 'Scenarios', lab_running: 'running the failure scenarios on a stack of their own…',
     lab_failed: 'the scenarios could not run: {error}', expected_short: 'expected',
   },
@@ -47,6 +48,7 @@ const I18N = {
     chaos: '混沌(需 up --chaos)', chaos_crash_setnx: '让下一个 SETNX 持有者在 EXPIRE 前崩溃',
     pause_ms: '停顿毫秒', chaos_pause: '冻结下一个持有者', chaos_crash: '让一个实例崩溃',
     clear_lock: '删除锁', chaos_done: '混沌:{what}',
+    chaos_pause_redis: '暂停 Redis', chaos_restart_redis: '重启 Redis',
     scenarios: '故障场景', lab_running: '正在独立的环境中运行故障场景…',
     lab_failed: '场景无法运行:{error}', expected_short: '预期',
   },
@@ -168,6 +170,10 @@ document.getElementById('chaos-pause').addEventListener('click', () =>
   chaos({ action: 'pause_holder', ms: Number(document.getElementById('chaos-pause-ms').value) }),
 );
 document.getElementById('chaos-crash').addEventListener('click', () => chaos({ action: 'crash' }));
+document.getElementById('chaos-pause-redis').addEventListener('click', () =>
+  chaos({ action: 'pause_redis', ms: Number(document.getElementById('chaos-pause-ms').value) }),
+);
+document.getElementById('chaos-restart-redis').addEventListener('click', () => chaos({ action: 'restart_redis' }));
 
 for (const card of document.querySelectorAll('.card')) {
   const variant = card.dataset.variant;

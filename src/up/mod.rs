@@ -116,6 +116,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             default_variant: config.default_variant,
             public_url: public_url.clone(),
             chaos: config.chaos,
+            owns_redis: config.redis_url.is_none(),
             clock_skew_ms: config
                 .clock_skew_ms
                 .get(usize::from(index))
@@ -144,16 +145,28 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         config.port
     );
 
-    // Run until asked to stop, or until nginx or our Redis dies under us.
-    let ended_by = tokio::select! {
-        _ = shutdown_signal() => "a stop signal".to_owned(),
-        status = nginx.child.wait() => format!("nginx exiting ({status:?}):\n{}", nginx.log()),
-        status = async {
-            match redis.as_mut() {
-                Some(server) => server.exited().await,
-                None => std::future::pending().await,
+    // Run until asked to stop or nginx dies. Our Redis is restarted on its
+    // port when it exits (empty: persistence is off), as a managed Redis
+    // would be; chaos mode's "restart Redis" relies on it.
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let ended_by = loop {
+        tokio::select! {
+            _ = &mut shutdown => break "a stop signal".to_owned(),
+            status = nginx.child.wait() => break format!("nginx exiting ({status:?}):\n{}", nginx.log()),
+            status = async {
+                match redis.as_mut() {
+                    Some(server) => server.exited().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let Some(old) = redis.take() else { continue };
+                tracing::warn!(?status, "redis-server exited; restarting it on port {}", old.port());
+                let server = RedisServer::start(Some(old.port())).await?;
+                println!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
+                redis = Some(server);
             }
-        } => format!("redis-server exiting ({status:?})"),
+        }
     };
     tracing::info!("stopping after {ended_by}");
 
@@ -193,6 +206,8 @@ struct InstanceSpec {
     default_variant: Variant,
     public_url: String,
     chaos: bool,
+    /// `up` started (and restarts) the Redis: chaos may pause and restart it.
+    owns_redis: bool,
     clock_skew_ms: i64,
     binary: PathBuf,
 }
@@ -217,6 +232,9 @@ impl InstanceSpec {
             command
                 .arg("--chaos")
                 .arg(format!("--clock-skew-ms={}", self.clock_skew_ms));
+            if self.owns_redis {
+                command.arg("--chaos-redis");
+            }
         }
         command
             .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)

@@ -55,6 +55,8 @@ impl RedisServer {
             .args(["--appendonly", "no"])
             .args(["--daemonize", "no"])
             .args(["--logfile", ""])
+            // DEBUG SLEEP is chaos mode's "pause Redis" (loopback only).
+            .args(["--enable-debug-command", "local"])
             .arg("--dir")
             .arg(dir.path())
             .stdin(Stdio::null())

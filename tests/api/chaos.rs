@@ -402,3 +402,55 @@ async fn a_retry_storm_sells_once_in_every_variant() {
         );
     }
 }
+
+/// Chaos on the Redis that `up` owns: a pause turns sales into 503s for its
+/// length, a restart brings Redis back empty on its port (up restarts it).
+#[tokio::test]
+async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
+    let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
+    stack.reset("lua", 1000).await;
+    let url = format!("{}/deductStock/lua?sku=lua", stack.url);
+
+    chaos(
+        &stack,
+        serde_json::json!({"action": "pause_redis", "ms": 2000}),
+    )
+    .await;
+    let paused_at = std::time::Instant::now();
+    let mut saw_503 = false;
+    while paused_at.elapsed() < Duration::from_millis(1500) && !saw_503 {
+        saw_503 = get(&stack, &url).await.0 == 503;
+    }
+    assert!(saw_503, "no 503 while Redis slept");
+    let mut back = false;
+    while paused_at.elapsed() < Duration::from_secs(6) && !back {
+        back = get(&stack, &url).await.0 == 200;
+    }
+    assert!(back, "sales did not resume after the pause");
+
+    let old = stack.redis_pid.unwrap();
+    chaos(&stack, serde_json::json!({"action": "restart_redis"})).await;
+    let line = stack
+        .next_line("redis: pid ", Duration::from_secs(10))
+        .await
+        .expect("up restarts its Redis");
+    let new: u32 = line.split(' ').nth(2).unwrap().parse().unwrap();
+    assert_ne!(new, old);
+    stack.redis_pid = Some(new);
+    // Empty now (persistence is off): reset, then it sells.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut sold = false;
+    while std::time::Instant::now() < deadline && !sold {
+        let reset = stack
+            .http
+            .post(format!("{}/api/admin/reset", stack.url))
+            .bearer_auth(&stack.token)
+            .json(&serde_json::json!({"sku": "lua", "stock": 3}))
+            .send()
+            .await
+            .unwrap();
+        sold = reset.status() == 200 && get(&stack, &url).await.0 == 200;
+    }
+    assert!(sold, "no sale after the restart");
+    stack.stop().await;
+}

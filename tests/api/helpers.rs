@@ -150,6 +150,21 @@ impl Stack {
         .flatten()
     }
 
+    /// Waits for the next line of `up` that starts with `prefix`.
+    pub(crate) async fn next_line(&mut self, prefix: &str, within: Duration) -> Option<String> {
+        tokio::time::timeout(within, async {
+            while let Some(line) = self.lines.recv().await {
+                if line.starts_with(prefix) {
+                    return Some(line);
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
     /// `POST /api/admin/reset` through nginx.
     pub(crate) async fn reset(&self, sku: &str, stock: i64) -> StateSnapshot {
         let response = self
