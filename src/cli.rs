@@ -64,6 +64,17 @@ pub struct LabArgs {
     /// Write every cell as JSON: {"cells":[{scenario, variant, expected, observed, pass, evidence}]}.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Use this running stack (nginx URL) instead of starting one. It must
+    /// run `stocklock up --chaos` with two instances (`--clock-skew-ms
+    /// 0,5000` for clock-skew); needs --admin-token and --redis-url;
+    /// redis-restart is skipped.
+    #[arg(long, requires_all = ["admin_token", "redis_url"])]
+    pub target: Option<String>,
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// The target stack's Redis (stocklock up prints it).
+    #[arg(long)]
+    pub redis_url: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -312,6 +323,14 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 scenarios: args.scenarios,
                 variants: args.variant,
                 json: args.json,
+                target: match (args.target, args.admin_token, args.redis_url) {
+                    (Some(url), Some(admin_token), Some(redis_url)) => Some(crate::lab::Target {
+                        url,
+                        admin_token,
+                        redis_url,
+                    }),
+                    _ => None,
+                },
             })
             .await
         }

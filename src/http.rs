@@ -60,6 +60,8 @@ pub struct InstanceConfig {
     pub public_url: String,
     /// Chaos mode (off unless `serve --chaos`).
     pub chaos: Chaos,
+    /// This instance's own address, announced in its heartbeat.
+    pub own_url: String,
 }
 
 impl AppState {
@@ -87,6 +89,7 @@ impl AppState {
             dashboard::heartbeat(
                 self.0.store.clone(),
                 self.0.config.instance.clone(),
+                self.0.config.own_url.clone(),
                 self.0.requests.clone(),
             ),
             self.0.board.run(self.0.store.clone()),

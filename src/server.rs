@@ -58,6 +58,7 @@ impl Application {
                     .public_url
                     .unwrap_or_else(|| format!("http://{local}")),
                 chaos: config.chaos,
+                own_url: format!("http://{local}"),
             },
             wakeups,
         );

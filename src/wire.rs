@@ -220,6 +220,9 @@ pub struct InstanceStatus {
     pub pid: u32,
     /// `/deductStock` requests this instance has answered since it started.
     pub requests: u64,
+    /// Where the instance listens, to reach it without nginx.
+    #[serde(default)]
+    pub url: String,
     /// Milliseconds since its last heartbeat.
     pub age_ms: u64,
     /// Heartbeat seen within the last three seconds.

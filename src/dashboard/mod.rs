@@ -48,12 +48,16 @@ struct Heartbeat {
     pid: u32,
     requests: u64,
     at_ms: u64,
+    /// Where this instance listens (to reach it without nginx).
+    #[serde(default)]
+    url: String,
 }
 
 /// Writes this instance's heartbeat every second, for as long as the task runs.
 pub fn heartbeat(
     store: Store,
     instance: String,
+    url: String,
     requests: Arc<std::sync::atomic::AtomicU64>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -64,6 +68,7 @@ pub fn heartbeat(
                 pid: std::process::id(),
                 requests: requests.load(std::sync::atomic::Ordering::Relaxed),
                 at_ms: now_ms(),
+                url: url.clone(),
             };
             let Ok(json) = serde_json::to_string(&beat) else {
                 continue;
@@ -97,6 +102,7 @@ pub async fn read_board(store: &Store) -> Result<Board, StoreError> {
                 name,
                 pid: beat.pid,
                 requests: beat.requests,
+                url: beat.url,
                 age_ms,
                 healthy: age_ms < HEALTHY_WITHIN_MS,
             })

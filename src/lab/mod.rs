@@ -55,6 +55,18 @@ pub struct LabConfig {
     /// Variant names; empty: all.
     pub variants: Vec<String>,
     pub json: Option<PathBuf>,
+    /// A running stack to use instead of starting one: its URL (nginx),
+    /// which must run `up --chaos` with two instances (b's clock 5 s ahead
+    /// for `clock-skew`), its admin token and its Redis.
+    pub target: Option<Target>,
+}
+
+/// `--target`: a running chaos-mode stack.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub url: String,
+    pub admin_token: String,
+    pub redis_url: String,
 }
 
 /// One cell of the matrix.
@@ -112,7 +124,10 @@ fn category(text: &str) -> &str {
 /// Everything a scenario works with.
 struct Lab {
     stack: Stack,
-    redis: RedisServer,
+    /// The Redis the lab started (`None` with `--target`: then the
+    /// `redis-restart` scenario is skipped).
+    redis: Option<RedisServer>,
+    redis_url: String,
     store: Store,
 }
 
@@ -138,7 +153,7 @@ impl Lab {
         &self,
         sku: &str,
     ) -> anyhow::Result<impl std::future::Future<Output = ()> + use<>> {
-        let client = redis::Client::open(self.redis.url())?;
+        let client = redis::Client::open(self.redis_url.as_str())?;
         let mut events = client.get_async_pubsub().await?;
         events
             .subscribe(chaos::section_channel(&Keys::new(&Sku::parse(sku)?)))
@@ -220,25 +235,40 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             .collect::<anyhow::Result<_>>()?
     };
 
-    eprintln!(
-        "lab: starting redis-server and a chaos-mode stack (2 instances, b's clock {SKEW_MS} ms ahead)"
-    );
-    let redis = RedisServer::start(None).await?;
-    let args: Vec<String> = [
-        "--chaos",
-        "--instances",
-        "2",
-        "--clock-skew-ms",
-        &format!("0,{SKEW_MS}"),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let stack = Stack::start(&redis.url(), &args).await?;
-    let store = Store::open(&redis.url())?;
+    let (stack, redis, redis_url) = match &config.target {
+        Some(target) => {
+            eprintln!(
+                "lab: using the stack at {} (it must run up --chaos; redis-restart is skipped)",
+                target.url
+            );
+            let stack = Stack::attach(&target.url, &target.admin_token).await?;
+            (stack, None, target.redis_url.clone())
+        }
+        None => {
+            eprintln!(
+                "lab: starting redis-server and a chaos-mode stack (2 instances, b's clock {SKEW_MS} ms ahead)"
+            );
+            let redis = RedisServer::start(None).await?;
+            let args: Vec<String> = [
+                "--chaos",
+                "--instances",
+                "2",
+                "--clock-skew-ms",
+                &format!("0,{SKEW_MS}"),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let stack = Stack::start(&redis.url(), &args).await?;
+            let url = redis.url();
+            (stack, Some(redis), url)
+        }
+    };
+    let store = Store::open(&redis_url)?;
     let mut lab = Lab {
         stack,
         redis,
+        redis_url,
         store,
     };
 
@@ -249,6 +279,9 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             let Some(expected) = expected(scenario, info) else {
                 continue;
             };
+            if *scenario == "redis-restart" && lab.redis.is_none() {
+                continue; // the lab cannot restart a Redis it did not start
+            }
             let cell_started = Instant::now();
             let outcome =
                 tokio::time::timeout(CELL_TIMEOUT, run_cell(&mut lab, scenario, info)).await;
@@ -279,7 +312,9 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
         }
     }
     lab.stack.stop().await;
-    lab.redis.stop().await;
+    if let Some(mut redis) = lab.redis.take() {
+        redis.stop().await;
+    }
 
     print_matrix(&scenarios, &variants, &cells);
     println!(
@@ -623,13 +658,16 @@ async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)
 /// long until a sale works again?
 async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
     lab.stack.reset(v, 5).await?;
-    let port = lab.redis.port();
-    lab.redis.stop().await;
+    let Some(redis) = lab.redis.as_mut() else {
+        bail!("the lab can only restart a Redis it started");
+    };
+    let port = redis.port();
+    redis.stop().await;
     let (down, _) = lab
         .stack
         .get(&format!("{}/deductStock/{v}?sku={v}", lab.stack.url))
         .await;
-    lab.redis = RedisServer::start(Some(port)).await?;
+    lab.redis = Some(RedisServer::start(Some(port)).await?);
     let back = Instant::now();
     let mut sold = false;
     while back.elapsed() < Duration::from_secs(5) && !sold {

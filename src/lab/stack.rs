@@ -22,10 +22,12 @@ pub struct Instance {
     pub url: String,
 }
 
-/// A running `stocklock up`.
+/// A running stack: one the lab started (`stocklock up` as a child), or
+/// one it was pointed at (`--target`).
 pub struct Stack {
-    child: Child,
-    lines: mpsc::UnboundedReceiver<String>,
+    /// `None` for a stack the lab did not start.
+    child: Option<Child>,
+    lines: Option<mpsc::UnboundedReceiver<String>>,
     /// nginx: `http://127.0.0.1:PORT`
     pub url: String,
     pub token: String,
@@ -96,8 +98,8 @@ impl Stack {
             bail!("stocklock up did not come up");
         };
         Ok(Stack {
-            child,
-            lines,
+            child: Some(child),
+            lines: Some(lines),
             url,
             token,
             instances,
@@ -109,23 +111,70 @@ impl Stack {
         })
     }
 
-    /// Waits for `up` to announce an instance (re)started.
+    /// Attaches to a running stack in chaos mode: its instances (at least
+    /// two, healthy) come from the board.
+    pub async fn attach(url: &str, token: &str) -> anyhow::Result<Stack> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(64)
+            .build()?;
+        let url = url.trim_end_matches('/').to_owned();
+        let instances = board_instances(&http, &url).await?;
+        if instances.len() < 2 {
+            bail!(
+                "{url} shows {} healthy instance(s) on its board; the lab needs two",
+                instances.len()
+            );
+        }
+        Ok(Stack {
+            child: None,
+            lines: None,
+            url,
+            token: token.to_owned(),
+            instances,
+            nginx_pid: 0,
+            http,
+        })
+    }
+
+    /// Waits until an instance has (re)started: announced by `up` for a
+    /// stack the lab started; seen on the board with a new pid otherwise.
     pub async fn next_instance(&mut self, within: Duration) -> Option<Instance> {
-        tokio::time::timeout(within, async {
-            while let Some(line) = self.lines.recv().await {
-                if let Some(instance) = parse_instance(&line) {
+        let deadline = tokio::time::Instant::now() + within;
+        if let Some(lines) = self.lines.as_mut() {
+            let found = tokio::time::timeout_at(deadline, async {
+                while let Some(line) = lines.recv().await {
+                    if let Some(instance) = parse_instance(&line) {
+                        return Some(instance);
+                    }
+                }
+                None
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some(instance) = &found
+                && let Some(known) = self.instances.iter_mut().find(|i| i.name == instance.name)
+            {
+                *known = instance.clone();
+            }
+            return found;
+        }
+        // Attached: the board is the only witness (heartbeats every second).
+        while tokio::time::Instant::now() < deadline {
+            if let Ok(seen) = board_instances(&self.http, &self.url).await {
+                for instance in seen {
                     if let Some(known) = self.instances.iter_mut().find(|i| i.name == instance.name)
+                        && known.pid != instance.pid
                     {
                         *known = instance.clone();
+                        return Some(instance);
                     }
-                    return Some(instance);
                 }
             }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        None
     }
 
     /// An admin POST through nginx.
@@ -181,23 +230,51 @@ impl Stack {
     }
 
     /// Asks `up` to stop (SIGTERM) and waits for it; it stops its children.
+    /// An attached stack is left running.
     pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        if let Some(pid) = child.id() {
             signal(pid, nix::sys::signal::Signal::SIGTERM);
         }
-        if tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+        if tokio::time::timeout(Duration::from_secs(20), child.wait())
             .await
             .is_err()
         {
-            let _ = self.child.kill().await;
+            let _ = child.kill().await;
         }
     }
 }
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
+        if let Some(pid) = self.child.as_ref().and_then(Child::id) {
             signal(pid, nix::sys::signal::Signal::SIGTERM);
         }
     }
+}
+
+/// The healthy instances on a stack's board, by name.
+async fn board_instances(http: &reqwest::Client, url: &str) -> anyhow::Result<Vec<Instance>> {
+    let board: crate::wire::Board = http
+        .get(format!("{url}/api/board"))
+        .send()
+        .await
+        .with_context(|| format!("cannot reach {url}"))?
+        .error_for_status()?
+        .json()
+        .await?;
+    let mut instances: Vec<Instance> = board
+        .instances
+        .into_iter()
+        .filter(|i| i.healthy && !i.url.is_empty())
+        .map(|i| Instance {
+            name: i.name,
+            pid: i.pid,
+            url: i.url,
+        })
+        .collect();
+    instances.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(instances)
 }

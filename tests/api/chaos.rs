@@ -36,6 +36,7 @@ async fn router(store: &Store) -> axum::Router {
             admin_token: TOKEN.into(),
             default_variant: Variant::Lua,
             public_url: "http://127.0.0.1:9".into(),
+            own_url: "http://127.0.0.1:9".into(),
             chaos: Chaos::on(0),
         },
         wakeups,

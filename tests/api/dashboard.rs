@@ -45,6 +45,7 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
             admin_token: "x".into(),
             default_variant: Variant::Lua,
             public_url: "http://127.0.0.1:9".into(),
+            own_url: "http://127.0.0.1:9".into(),
             chaos: stocklock::chaos::Chaos::off(),
         },
         Wakeups::new(),

@@ -28,6 +28,7 @@ fn router(redis_url: &str) -> Router {
             admin_token: TOKEN.into(),
             default_variant: Variant::Lua,
             public_url: "http://127.0.0.1:9".into(),
+            own_url: "http://127.0.0.1:9".into(),
             chaos: stocklock::chaos::Chaos::off(),
         },
         Wakeups::new(),

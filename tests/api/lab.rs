@@ -59,3 +59,74 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
     assert_eq!(observed("clock-skew", "setnx-expiry"), "oversells");
     assert!(stdout.contains("cells in"), "{stdout}");
 }
+
+/// `--target`: the lab runs its scenarios on a stack it did not start.
+#[tokio::test]
+async fn the_lab_runs_against_a_running_chaos_stack() {
+    let redis = crate::helpers::redis().await;
+    let stack = crate::helpers::Stack::start_with(
+        2,
+        Some(&redis.url()),
+        &["--chaos", "--clock-skew-ms", "0,5000"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("lab.json");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args([
+            "lab",
+            "pause-holder",
+            "clock-skew",
+            "kill-instance",
+            "redis-restart",
+        ])
+        .args(["--variant", "token,fenced,setnx-expiry"])
+        .args([
+            "--target",
+            &stack.url,
+            "--admin-token",
+            &stack.token,
+            "--redis-url",
+            &redis.url(),
+        ])
+        .args(["--json", json.to_str().unwrap()])
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .unwrap()
+        .unwrap();
+    eprintln!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success());
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let cells: Vec<(String, String)> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["scenario"].as_str().unwrap().to_owned(),
+                c["variant"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // redis-restart is skipped: the lab did not start this Redis.
+    assert_eq!(cells.len(), 8, "{cells:?}");
+    assert!(
+        cells
+            .iter()
+            .all(|(scenario, _)| scenario != "redis-restart")
+    );
+    assert!(
+        report["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["pass"] == true)
+    );
+    stack.stop().await;
+}
