@@ -262,16 +262,20 @@ pub struct UpArgs {
     /// The variant served at /deductStock with no name.
     #[arg(long, default_value = "lua", value_parser = parse_variant)]
     pub default_variant: Variant,
-    /// Chaos mode for every instance: the fault actions of /api/admin/chaos
-    /// (crash after SETNX, freeze a holder, delete a lock, crash an
-    /// instance) and the overlap witness. For workshops and the lab only.
+    /// Chaos mode is on by default under `up` (this is a lab): the fault
+    /// actions of /api/admin/chaos (crash after SETNX, freeze a holder,
+    /// delete a lock, crash an instance, pause or restart Redis; admin token
+    /// and loopback only) and the overlap witness. This turns it off.
     #[arg(long)]
+    pub no_chaos: bool,
+    /// Accepted for clarity; chaos mode is already the default.
+    #[arg(long, conflicts_with = "no_chaos")]
     pub chaos: bool,
-    /// With --chaos: each instance's clock offset in ms, in order (a,b,...),
-    /// e.g. `0,5000` runs b five seconds ahead (the clock-skew scenario).
+    /// Each instance's clock offset in ms, in order (a,b,...), e.g. `0,5000`
+    /// runs b five seconds ahead (the clock-skew scenario; chaos mode).
     #[arg(
         long,
-        requires = "chaos",
+        conflicts_with = "no_chaos",
         value_delimiter = ',',
         allow_hyphen_values = true
     )]
@@ -398,7 +402,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 stock: crate::knobs::parse_stock(args.stock)?,
                 admin_token: args.admin_token.unwrap_or_else(generate_token),
                 default_variant: args.default_variant,
-                chaos: args.chaos,
+                chaos: !args.no_chaos,
                 clock_skew_ms: args.clock_skew_ms,
             })
             .await

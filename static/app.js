@@ -15,7 +15,7 @@ const I18N = {
     m_crash: 'crash after acquire', m_pause: 'pause > lease', m_minority: 'Redis minority down',
     served_by: 'page served by instance', lock_free: 'lock: free', lock_held: 'lock: held by {holder}, TTL {ttl}',
     lock_orphan: 'lock: HELD WITH NO TTL by {holder}: nobody will ever release it',
-    renewals: 'renewals {n}', lost: 'lost leases {n}',
+    renewals: 'renewals {n}', lost: 'lost leases {n}', fenced: 'stale tokens refused {n}',
     ask_token: 'Admin token (printed by stocklock up):', need_token: 'This needs the admin token.',
     bad_token: 'The admin token was refused; it will be asked again.',
     run_running: 'running {done}/{total} requests on {variants}',
@@ -39,7 +39,7 @@ const I18N = {
     m_crash: '加锁后崩溃', m_pause: '停顿 > 租期', m_minority: 'Redis 少数节点宕机',
     served_by: '本页面由实例提供:', lock_free: '锁:空闲', lock_held: '锁:{holder} 持有,剩余 {ttl}',
     lock_orphan: '锁:{holder} 持有且没有过期时间!永远不会被释放',
-    renewals: '续期 {n} 次', lost: '丢锁 {n} 次',
+    renewals: '续期 {n} 次', lost: '丢锁 {n} 次', fenced: '拒绝过期 token {n} 次',
     ask_token: '管理令牌(stocklock up 启动时打印):', need_token: '此操作需要管理令牌。',
     bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
     run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
@@ -236,6 +236,7 @@ function renderCard(state) {
   const extras = [];
   if (state.renewals > 0) extras.push(t('renewals', { n: state.renewals }));
   if (state.lost_locks > 0) extras.push(t('lost', { n: state.lost_locks }));
+  if (state.fenced_rejections > 0) extras.push(t('fenced', { n: state.fenced_rejections }));
   lock.textContent = extras.length ? `${text} · ${extras.join(' · ')}` : text;
   lock.classList.toggle('held', state.lock.held && !state.lock.no_ttl);
   lock.classList.toggle('orphan', state.lock.no_ttl);

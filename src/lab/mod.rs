@@ -121,6 +121,13 @@ fn category(text: &str) -> &str {
     text.split([' ', ',', '(']).next().unwrap_or(text)
 }
 
+/// What the witness saw: pairs of sections that overlapped in time.
+#[derive(Default)]
+struct Overlaps {
+    count: usize,
+    example: Option<String>,
+}
+
 /// Everything a scenario works with.
 struct Lab {
     stack: Stack,
@@ -140,11 +147,23 @@ impl Lab {
         self.stack.state(sku).await
     }
 
-    /// Overlapping critical sections the witness recorded for `sku`.
-    async fn overlaps(&self, sku: &str) -> anyhow::Result<usize> {
+    /// Overlapping critical sections the witness recorded for `sku`: how
+    /// many pairs, and the first pair's holders (owner#fencing token).
+    async fn overlaps(&self, sku: &str) -> anyhow::Result<Overlaps> {
         let mut conn = self.store.conn().await?;
         let sections = chaos::sections(&mut conn, &Keys::new(&Sku::parse(sku)?)).await?;
-        Ok(chaos::overlaps(&sections).len())
+        let pairs = chaos::overlaps(&sections);
+        let holder = |s: &chaos::Section| {
+            s.holder
+                .clone()
+                .unwrap_or_else(|| format!("{} (no owner)", s.instance))
+        };
+        Ok(Overlaps {
+            count: pairs.len(),
+            example: pairs
+                .first()
+                .map(|(a, b)| format!("{} with {}", holder(a), holder(b))),
+        })
     }
 
     /// Resolves when a holder of `sku`'s lock has read the stock: inside the
@@ -178,17 +197,21 @@ impl Lab {
         })
     }
 
-    fn judged_by_ledger(state: &StateSnapshot, overlaps: usize) -> (&'static str, String) {
+    fn judged_by_ledger(state: &StateSnapshot, overlaps: Overlaps) -> (&'static str, String) {
         let observed = if state.oversold > 0 || state.duplicates > 0 {
             "oversells"
         } else {
             "safe"
         };
         let evidence = format!(
-            "oversold {} duplicates {} overlapping sections {} sold {} of {} busy {} lost leases {} stale tokens refused {}",
+            "oversold {} duplicates {} overlapping sections {}{} sold {} of {} busy {} lost leases {} stale tokens refused {}",
             state.oversold,
             state.duplicates,
-            overlaps,
+            overlaps.count,
+            overlaps
+                .example
+                .map(|e| format!(" (e.g. {e})"))
+                .unwrap_or_default(),
             state.sold,
             state.initial,
             state.busy,
@@ -507,7 +530,7 @@ async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, Strin
             buyer.await?;
         }
         let state = lab.state(v).await?;
-        let (observed, evidence) = Lab::judged_by_ledger(&state, 0);
+        let (observed, evidence) = Lab::judged_by_ledger(&state, Overlaps::default());
         return Ok((
             observed,
             format!("{evidence}; one script, no gap to pause in"),

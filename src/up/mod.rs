@@ -136,7 +136,11 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     println!("nginx: pid {} http://{listen}", nginx.pid().unwrap_or(0));
     println!("stocklock is up: {public_url}/");
     if config.chaos {
-        println!("chaos mode is ON: /api/admin/chaos can crash, freeze and break the instances");
+        println!(
+            "chaos mode is ON (--no-chaos turns it off): /api/admin/chaos can crash, freeze and break the instances and Redis"
+        );
+    } else {
+        println!("chaos mode is off");
     }
     println!("dashboard: {public_url}/#token={}", config.admin_token);
     println!("admin token: {}", config.admin_token);

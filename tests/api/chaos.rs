@@ -195,7 +195,7 @@ async fn a_retried_request_id_never_sells_twice() {
 
 #[tokio::test]
 async fn chaos_is_refused_without_chaos_mode_and_without_the_token() {
-    let stack = Stack::start(1, None).await;
+    let stack = Stack::start_with(1, None, &["--no-chaos"]).await;
     let url = format!("{}/api/admin/chaos", stack.url);
     let arm = serde_json::json!({"action": "crash_after_setnx"});
     let without = stack.http.post(&url).json(&arm).send().await.unwrap();
