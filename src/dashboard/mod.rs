@@ -109,7 +109,9 @@ pub async fn read_board(store: &Store) -> Result<Board, StoreError> {
         })
         // An instance gone for a minute is dropped from the panel.
         .filter(|i| i.age_ms < 60_000)
-        .collect();
+        .collect::<Vec<_>>();
+    let mut instances = instances;
+    instances.sort_by(|a, b| a.name.cmp(&b.name));
     let labs = labs::read(store).await?;
     Ok(Board {
         variants,

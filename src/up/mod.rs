@@ -17,6 +17,15 @@
 //! admin token: TOKEN
 //! ```
 
+/// Prints a line on stdout for the user and for programs that read it;
+/// a reader that went away is not a reason to crash the supervisor.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod nginx;
 pub mod process;
 pub mod redis;
@@ -97,7 +106,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     let redis_url = match (&config.redis_url, &redis) {
         (Some(url), _) => url.clone(),
         (None, Some(server)) => {
-            println!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
+            say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
             server.url()
         }
         (None, None) => unreachable!("a Redis is started when no URL is given"),
@@ -133,18 +142,18 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     }
 
     let mut nginx = Nginx::start(run_dir.path(), listen, &upstreams).await?;
-    println!("nginx: pid {} http://{listen}", nginx.pid().unwrap_or(0));
-    println!("stocklock is up: {public_url}/");
+    say!("nginx: pid {} http://{listen}", nginx.pid().unwrap_or(0));
+    say!("stocklock is up: {public_url}/");
     if config.chaos {
-        println!(
+        say!(
             "chaos mode is ON (--no-chaos turns it off): /api/admin/chaos can crash, freeze and break the instances and Redis"
         );
     } else {
-        println!("chaos mode is off");
+        say!("chaos mode is off");
     }
-    println!("dashboard: {public_url}/#token={}", config.admin_token);
-    println!("admin token: {}", config.admin_token);
-    println!(
+    say!("dashboard: {public_url}/#token={}", config.admin_token);
+    say!("admin token: {}", config.admin_token);
+    say!(
         "try: curl -s 'http://{shown_host}:{}/deductStock/lua?sku=lua'   (Ctrl-C stops everything)",
         config.port
     );
@@ -167,7 +176,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
                 let Some(old) = redis.take() else { continue };
                 tracing::warn!(?status, "redis-server exited; restarting it on port {}", old.port());
                 let server = RedisServer::start(Some(old.port())).await?;
-                println!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
+                say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
                 redis = Some(server);
             }
         }
@@ -181,7 +190,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         server.stop().await;
     }
     drop(run_dir);
-    println!("stocklock stopped");
+    say!("stocklock stopped");
     Ok(())
 }
 
@@ -319,7 +328,7 @@ async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<(Child, ChildStdi
     let (output, ready) = process::watch_output(stdout, Some("listening on"), None);
     let what = format!("instance {}", spec.name);
     process::wait_ready(&mut child, ready, &output, &what, INSTANCE_READY).await?;
-    println!(
+    say!(
         "instance {}: pid {} http://{}",
         spec.name,
         child.id().unwrap_or(0),

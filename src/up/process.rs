@@ -87,7 +87,7 @@ where
         let mut lines = BufReader::new(output).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             if let Some(prefix) = &echo {
-                println!("{prefix}{line}");
+                say!("{prefix}{line}");
             }
             if let Some(needle) = ready
                 && line.contains(needle)
