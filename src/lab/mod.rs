@@ -128,6 +128,15 @@ struct Overlaps {
     example: Option<String>,
 }
 
+/// Two buyers on two instances, the first inside its section when the
+/// second comes.
+struct Duel {
+    holder: String,
+    newcomer: String,
+    observed: &'static str,
+    evidence: String,
+}
+
 /// Everything a scenario works with.
 struct Lab {
     stack: Stack,
@@ -194,6 +203,37 @@ impl Lab {
                 }
                 Err(_) => (0, Value::Null),
             }
+        })
+    }
+
+    /// A holder on instance a; once it is inside its section (and after
+    /// `strike`, a chaos action, if any), a newcomer on instance b. Both
+    /// answers, and the verdict from the ledger and the witness.
+    async fn duel(
+        &self,
+        v: &str,
+        holder: &str,
+        newcomer: &str,
+        strike: Option<Value>,
+    ) -> anyhow::Result<Duel> {
+        let entered = self.section_entered(v).await?;
+        let first = self.send(self.instance(0), holder.to_owned());
+        entered.await;
+        if let Some(action) = strike {
+            self.stack.chaos(action).await?;
+        }
+        let second = self.send(self.instance(1), newcomer.to_owned()).await?;
+        let first = first.await?;
+        let state = self.state(v).await?;
+        let (observed, evidence) = Lab::judged_by_ledger(&state, self.overlaps(v).await?);
+        let answer = |(status, body): (u16, Value)| {
+            format!("{status} {}", body["reason"].as_str().unwrap_or(""))
+        };
+        Ok(Duel {
+            holder: answer(first),
+            newcomer: answer(second),
+            observed,
+            evidence,
         })
     }
 
@@ -536,18 +576,12 @@ async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, Strin
             format!("{evidence}; one script, no gap to pause in"),
         ));
     }
-    let taken = lab.section_entered(v).await?;
-    let holder = lab.send(lab.instance(0), query.clone());
-    taken.await;
-    let (second, _) = lab.send(lab.instance(1), query).await?;
-    let (first, answer) = holder.await?;
-    let state = lab.state(v).await?;
-    let (observed, evidence) = Lab::judged_by_ledger(&state, lab.overlaps(v).await?);
+    let duel = lab.duel(v, &query, &query, None).await?;
     Ok((
-        observed,
+        duel.observed,
         format!(
-            "{evidence}; paused holder answered {first} {}, the other {second}",
-            answer["reason"].as_str().unwrap_or("")
+            "{}; paused holder answered {}, the other {}",
+            duel.evidence, duel.holder, duel.newcomer
         ),
     ))
 }
@@ -596,29 +630,19 @@ async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static str, 
 /// a buyer on the other instance comes right after.
 async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
     lab.stack.reset(v, 5).await?;
-    let taken = lab.section_entered(v).await?;
-    let holder = lab.send(
-        lab.instance(0),
-        format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=1000&wait_ms=0"),
-    );
-    taken.await;
-    lab.stack
-        .chaos(json!({"action": "lock_vanishes", "sku": v}))
-        .await?;
-    let (second, _) = lab
-        .send(
-            lab.instance(1),
-            format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=0&wait_ms=0"),
+    let duel = lab
+        .duel(
+            v,
+            &format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=1000&wait_ms=0"),
+            &format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=0&wait_ms=0"),
+            Some(json!({"action": "lock_vanishes", "sku": v})),
         )
         .await?;
-    let (first, answer) = holder.await?;
-    let state = lab.state(v).await?;
-    let (observed, evidence) = Lab::judged_by_ledger(&state, lab.overlaps(v).await?);
     Ok((
-        observed,
+        duel.observed,
         format!(
-            "{evidence}; holder answered {first} {}, the newcomer {second}",
-            answer["reason"].as_str().unwrap_or("")
+            "{}; holder answered {}, the newcomer {}",
+            duel.evidence, duel.holder, duel.newcomer
         ),
     ))
 }
@@ -653,26 +677,19 @@ async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String
 /// runs 5 s ahead, while the lock still has 2 s to live.
 async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
     lab.stack.reset(v, 5).await?;
-    let taken = lab.section_entered(v).await?;
-    let holder = lab.send(
-        lab.instance(0),
-        format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=500&wait_ms=0"),
-    );
-    taken.await;
-    let (second, answer) = lab
-        .send(
-            lab.instance(1),
-            format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=0&wait_ms=0"),
+    let duel = lab
+        .duel(
+            v,
+            &format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=500&wait_ms=0"),
+            &format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=0&wait_ms=0"),
+            None,
         )
         .await?;
-    holder.await?;
-    let state = lab.state(v).await?;
-    let (observed, evidence) = Lab::judged_by_ledger(&state, lab.overlaps(v).await?);
     Ok((
-        observed,
+        duel.observed,
         format!(
-            "{evidence}; the skewed instance answered {second} {}",
-            answer["reason"].as_str().unwrap_or("")
+            "{}; the skewed instance answered {}",
+            duel.evidence, duel.newcomer
         ),
     ))
 }

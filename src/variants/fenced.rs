@@ -47,10 +47,20 @@ EVAL "if token < seen then return nil end; SET stock v" ..."#,
     ],
 };
 
-static READ: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/fenced_read.lua")));
-static WRITE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/fenced_write.lua")));
+/// The shared `admit(ledger, token)` function; both scripts start with it.
+const FENCE_LUA: &str = include_str!("scripts/fence.lua");
+static READ: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{FENCE_LUA}\n{}",
+        include_str!("scripts/fenced_read.lua")
+    ))
+});
+static WRITE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{FENCE_LUA}\n{}",
+        include_str!("scripts/fenced_write.lua")
+    ))
+});
 
 /// The stock, read and written with a fencing token.
 pub(super) struct FencedStock<'a> {
