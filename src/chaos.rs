@@ -106,28 +106,25 @@ impl Chaos {
         Ok(armed.is_some())
     }
 
-    /// Freezes the whole process if a pause is armed, and returns once a
-    /// helper has woken it up again.
-    pub async fn maybe_freeze(&self, conn: &mut ConnectionManager) -> Result<(), StoreError> {
-        if !self.enabled {
-            return Ok(());
-        }
-        let armed: Option<u64> = conn.get_del(PAUSE_HOLDER).await?;
-        if let (Some(ms), Some(binary)) = (armed, &self.binary) {
-            freeze(binary, Duration::from_millis(ms));
-        }
-        Ok(())
-    }
-
-    /// Announces (chaos mode) that a section has read the stock: the event the
-    /// lab waits for before it strikes, so that its faults land inside the gap.
-    pub async fn entered(
+    /// Called (chaos mode) when a section has read the stock, the worst
+    /// moment: announces it (the event the lab waits for before it strikes,
+    /// so that its faults land inside the gap) and, if a pause is armed,
+    /// freezes the whole process until a helper wakes it. One round trip.
+    pub async fn in_the_gap(
         &self,
         conn: &mut ConnectionManager,
         keys: &Keys,
     ) -> Result<(), StoreError> {
-        if self.enabled {
-            let _: i64 = conn.publish(section_channel(keys), "entered").await?;
+        if !self.enabled {
+            return Ok(());
+        }
+        let (_, armed): (i64, Option<u64>) = redis::pipe()
+            .publish(section_channel(keys), "entered")
+            .get_del(PAUSE_HOLDER)
+            .query_async(conn)
+            .await?;
+        if let (Some(ms), Some(binary)) = (armed, &self.binary) {
+            freeze(binary, Duration::from_millis(ms));
         }
         Ok(())
     }

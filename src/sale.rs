@@ -193,8 +193,7 @@ async fn section(
     if current <= 0 {
         return Ok(Outcome::SoldOut { remaining: current });
     }
-    ctx.chaos.entered(&mut ctx.conn, ctx.keys).await?;
-    ctx.chaos.maybe_freeze(&mut ctx.conn).await?;
+    ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
     if !ctx.knobs.work.is_zero() {
         tokio::time::sleep(ctx.knobs.work).await;
     }
