@@ -49,8 +49,20 @@ fn parse_instance(line: &str) -> Option<Instance> {
 
 impl Stack {
     /// Starts `stocklock up --port <free> --redis-url REDIS ARGS...` and
-    /// waits for its "admin token" line.
+    /// waits for its "admin token" line. A free port can be taken by another
+    /// process before nginx binds it: nginx then fails, and another is tried.
     pub async fn start(redis_url: &str, args: &[String]) -> anyhow::Result<Stack> {
+        let mut last = None;
+        for _ in 0..3 {
+            match Self::try_start(redis_url, args).await {
+                Ok(stack) => return Ok(stack),
+                Err(err) => last = Some(err),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("stocklock up did not come up")))
+    }
+
+    async fn try_start(redis_url: &str, args: &[String]) -> anyhow::Result<Stack> {
         let port = free_port()?;
         let mut child = Command::new(std::env::current_exe()?)
             .arg("up")

@@ -56,6 +56,18 @@ impl Stack {
         redis_url: Option<&str>,
         extra: &[&str],
     ) -> Stack {
+        // A free port can be taken by another process before nginx binds it;
+        // nginx then fails loudly, and a new port is tried.
+        for _ in 0..3 {
+            if let Some(stack) = Self::try_start(instances, redis_url, extra).await {
+                return stack;
+            }
+            eprintln!("stocklock up did not come up; trying another port");
+        }
+        panic!("stocklock up did not come up three times (see its output above)");
+    }
+
+    async fn try_start(instances: u16, redis_url: Option<&str>, extra: &[&str]) -> Option<Stack> {
         let port = free_port().expect("free port");
         let mut command = Command::new(env!("CARGO_BIN_EXE_stocklock"));
         command
@@ -122,14 +134,13 @@ impl Stack {
             false
         })
         .await;
-        assert_eq!(
-            ready,
-            Ok(true),
-            "stocklock up did not come up (see its output above)"
-        );
+        if ready != Ok(true) {
+            let _ = stack.child.kill().await;
+            return None;
+        }
         assert_eq!(stack.instances.len(), instances as usize);
         stack.lines = lines;
-        stack
+        Some(stack)
     }
 
     /// Waits for the next `instance NAME: pid N URL` line (a restart).
