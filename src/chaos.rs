@@ -45,6 +45,24 @@ pub struct Section {
     pub outcome: String,
 }
 
+impl Section {
+    /// A section that entered at `enter_ns` and exits now.
+    pub fn timed(
+        instance: &str,
+        holder: Option<&str>,
+        enter_ns: u64,
+        outcome: &Outcome,
+    ) -> Section {
+        Section {
+            instance: instance.to_owned(),
+            holder: holder.map(str::to_owned),
+            enter_ns,
+            exit_ns: monotonic_ns(),
+            outcome: outcome.encode().unwrap_or_else(|| "busy".to_owned()),
+        }
+    }
+}
+
 /// This process's chaos settings.
 #[derive(Clone, Debug, Default)]
 pub struct Chaos {
@@ -139,19 +157,9 @@ impl Chaos {
         &self,
         conn: &mut ConnectionManager,
         keys: &Keys,
-        instance: &str,
-        holder: Option<&str>,
-        enter_ns: u64,
-        outcome: &Outcome,
+        section: &Section,
     ) -> Result<(), StoreError> {
-        let section = Section {
-            instance: instance.to_owned(),
-            holder: holder.map(str::to_owned),
-            enter_ns,
-            exit_ns: monotonic_ns(),
-            outcome: outcome.encode().unwrap_or_else(|| "busy".to_owned()),
-        };
-        let json = serde_json::to_string(&section).unwrap_or_default();
+        let json = serde_json::to_string(section).unwrap_or_default();
         let _: () = redis::pipe()
             .rpush(&keys.sections, json)
             .ignore()

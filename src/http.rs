@@ -329,8 +329,16 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
                 chaos: &shared.config.chaos,
                 holder: None,
                 replayed: false,
+                witnessed: None,
             };
             let outcome = shared.protections.deduct(variant, &mut ctx).await?;
+            if let Some(section) = ctx.witnessed.take() {
+                shared
+                    .config
+                    .chaos
+                    .witness(&mut ctx.conn, &keys, &section)
+                    .await?;
+            }
             if !variant.records_itself() {
                 ledger::record(
                     &mut ctx.conn,

@@ -20,6 +20,7 @@ use std::future::Future;
 use redis::AsyncCommands;
 use redis::aio::ConnectionManager;
 
+use crate::chaos;
 use crate::store::StoreError;
 use crate::variants::Ctx;
 
@@ -164,18 +165,9 @@ pub async fn critical_section(
         }
     }
     let outcome = outcome?;
-    if let Some(enter) = enter {
-        ctx.chaos
-            .witness(
-                &mut ctx.conn,
-                keys,
-                ctx.instance,
-                ctx.holder.as_deref(),
-                enter,
-                &outcome,
-            )
-            .await?;
-    }
+    // Timed now, written after the lock is released (off the critical path).
+    ctx.witnessed = enter
+        .map(|enter| chaos::Section::timed(ctx.instance, ctx.holder.as_deref(), enter, &outcome));
     Ok(outcome)
 }
 

@@ -177,6 +177,9 @@ pub struct Ctx<'a> {
     pub holder: Option<String>,
     /// Set when the request was a retry, answered from the record.
     pub replayed: bool,
+    /// The critical section as the witness timed it (chaos mode), written
+    /// once the variant has released its lock.
+    pub witnessed: Option<crate::chaos::Section>,
 }
 
 impl Ctx<'_> {
