@@ -16,7 +16,8 @@ use crate::variants::Variant;
     name = "stocklock",
     version,
     about = "A flash-sale stock protection lab: the same sale behind no lock, a process mutex, \
-             SETNX, a token lock, a watchdog lock, or one Lua script, on real Redis behind real nginx.",
+             SETNX, SETNX with an expiry, a token lock, a watchdog lock, a fenced lock, or one Lua \
+             script, on real Redis behind real nginx.",
     long_about = None
 )]
 pub struct Cli {
