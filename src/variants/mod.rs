@@ -242,6 +242,41 @@ impl LockTimer {
     }
 }
 
+/// How naive locks wait: try, sleep 10 ms, try again, until `wait` is over
+/// (the better locks are woken by pub/sub instead).
+struct Spin {
+    deadline: tokio::time::Instant,
+    timer: LockTimer,
+}
+
+impl Spin {
+    const EVERY: Duration = Duration::from_millis(10);
+
+    fn start(variant: Variant, wait: Duration) -> Self {
+        Self {
+            deadline: tokio::time::Instant::now() + wait,
+            timer: LockTimer::start(variant),
+        }
+    }
+
+    /// After a failed try: sleeps and returns `true` to try again, or
+    /// `false` when the wait is over.
+    async fn again(&mut self) -> bool {
+        if tokio::time::Instant::now() + Self::EVERY > self.deadline {
+            self.timer.waited(false);
+            return false;
+        }
+        tokio::time::sleep(Self::EVERY).await;
+        true
+    }
+
+    /// The try succeeded: the lock is held from now.
+    fn acquired(mut self) -> LockTimer {
+        self.timer.waited(true);
+        self.timer
+    }
+}
+
 /// Lease of every lock variant unless the request says otherwise: Redisson's 30 s.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 

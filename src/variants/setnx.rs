@@ -11,9 +11,8 @@
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use tokio::time::Instant;
 
-use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
+use super::{About, Ctx, Protection, Spin, Variant, not_acquired};
 use crate::lock::wakeups::release_channel;
 use crate::sale::{Outcome, PlainStock, always_held, critical_section};
 use crate::store::StoreError;
@@ -44,10 +43,6 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
     ],
 };
 
-/// How often a waiting request tries SETNX again. Naive code spins like
-/// this; the better locks are woken by pub/sub instead.
-const RETRY_EVERY: Duration = Duration::from_millis(10);
-
 pub(super) struct SetnxLock;
 
 impl Protection for SetnxLock {
@@ -55,20 +50,13 @@ impl Protection for SetnxLock {
         let keys = ctx.keys;
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
-        let deadline = Instant::now() + wait;
-        let mut timer = LockTimer::start(Variant::Setnx);
-        loop {
-            let acquired: bool = ctx.conn.set_nx(&ctx.keys.lock, 1).await?;
-            if acquired {
-                timer.waited(true);
-                break;
-            }
-            if Instant::now() + RETRY_EVERY > deadline {
-                timer.waited(false);
+        let mut spin = Spin::start(Variant::Setnx, wait);
+        while !ctx.conn.set_nx::<_, _, bool>(&keys.lock, 1).await? {
+            if !spin.again().await {
                 return Ok(not_acquired(wait));
             }
-            tokio::time::sleep(RETRY_EVERY).await;
         }
+        let timer = spin.acquired();
         // The gap the articles warn about: a crash here leaves a lock no one expires.
         if ctx.chaos.take_crash_after_setnx(&mut ctx.conn).await? {
             eprintln!("chaos: crashing between SETNX and EXPIRE, as armed");

@@ -14,9 +14,8 @@
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use tokio::time::Instant;
 
-use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
+use super::{About, Ctx, Protection, Spin, Variant, not_acquired};
 use crate::sale::{Outcome, PlainStock, always_held, critical_section};
 use crate::store::StoreError;
 
@@ -49,9 +48,6 @@ DEL lock:{sku}                                    // whoever's lock it is"#,
     ],
 };
 
-/// How often a waiting request tries again (naive code spins like this).
-const RETRY_EVERY: Duration = Duration::from_millis(10);
-
 pub(super) struct SetnxExpiryLock;
 
 impl SetnxExpiryLock {
@@ -81,19 +77,13 @@ impl Protection for SetnxExpiryLock {
         let keys = ctx.keys;
         let lease_ms = i64::try_from(ctx.lease(&ABOUT).as_millis()).unwrap_or(i64::MAX / 2);
         let wait = ctx.wait(&ABOUT);
-        let deadline = Instant::now() + wait;
-        let mut timer = LockTimer::start(Variant::SetnxExpiry);
-        loop {
-            if Self::try_once(ctx, lease_ms).await? {
-                timer.waited(true);
-                break;
-            }
-            if Instant::now() + RETRY_EVERY > deadline {
-                timer.waited(false);
+        let mut spin = Spin::start(Variant::SetnxExpiry, wait);
+        while !Self::try_once(ctx, lease_ms).await? {
+            if !spin.again().await {
                 return Ok(not_acquired(wait));
             }
-            tokio::time::sleep(RETRY_EVERY).await;
         }
+        let timer = spin.acquired();
         let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
         // No owner: this deletes whatever lock is there by now.
         let _: i64 = ctx.conn.del(&keys.lock).await?;
