@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use self::stack::Stack;
+use self::stack::{Stack, UpOptions};
 use crate::chaos;
 use crate::knobs::Sku;
 use crate::load::engine::Progress;
@@ -322,7 +322,12 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             .iter()
             .map(|s| s.to_string())
             .collect();
-            let stack = Stack::start(&redis.url(), &args).await?;
+            let stack = Stack::start(&UpOptions {
+                redis_url: Some(redis.url()),
+                args,
+                ..UpOptions::default()
+            })
+            .await?;
             let url = redis.url();
             (stack, Some(redis), url)
         }

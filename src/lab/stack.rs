@@ -22,10 +22,10 @@ pub struct Instance {
     pub url: String,
 }
 
-/// A running stack: one the lab started (`stocklock up` as a child), or
-/// one it was pointed at (`--target`).
+/// A running stack: one started here (`stocklock up` as a child), or one
+/// pointed at (`--target`). Shared by the lab and the test suite.
 pub struct Stack {
-    /// `None` for a stack the lab did not start.
+    /// `None` for a stack this process did not start.
     child: Option<Child>,
     lines: Option<mpsc::UnboundedReceiver<String>>,
     /// nginx: `http://127.0.0.1:PORT`
@@ -33,6 +33,9 @@ pub struct Stack {
     pub token: String,
     pub instances: Vec<Instance>,
     pub nginx_pid: u32,
+    /// The Redis `up` started and its URL (`None` with `--redis-url`).
+    pub redis_pid: Option<u32>,
+    pub redis_url: Option<String>,
     pub http: reqwest::Client,
 }
 
@@ -47,14 +50,27 @@ fn parse_instance(line: &str) -> Option<Instance> {
     })
 }
 
+/// How to start a stack.
+#[derive(Clone, Debug, Default)]
+pub struct UpOptions {
+    /// `--redis-url`; `None`: `up` starts its own Redis.
+    pub redis_url: Option<String>,
+    /// Further arguments of `stocklock up`.
+    pub args: Vec<String>,
+    /// The `stocklock` binary (default: this program).
+    pub binary: Option<std::path::PathBuf>,
+    /// Show up's output (its lines with an `[up]` prefix, and its logs).
+    pub echo: bool,
+}
+
 impl Stack {
-    /// Starts `stocklock up --port <free> --redis-url REDIS ARGS...` and
-    /// waits for its "admin token" line. A free port can be taken by another
-    /// process before nginx binds it: nginx then fails, and another is tried.
-    pub async fn start(redis_url: &str, args: &[String]) -> anyhow::Result<Stack> {
+    /// Starts `stocklock up --port <free> ...` and waits for its "admin
+    /// token" line. A free port can be taken by another process before
+    /// nginx binds it: nginx then fails, and another is tried.
+    pub async fn start(options: &UpOptions) -> anyhow::Result<Stack> {
         let mut last = None;
         for _ in 0..3 {
-            match Self::try_start(redis_url, args).await {
+            match Self::try_start(options).await {
                 Ok(stack) => return Ok(stack),
                 Err(err) => last = Some(err),
             }
@@ -62,65 +78,110 @@ impl Stack {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("stocklock up did not come up")))
     }
 
-    async fn try_start(redis_url: &str, args: &[String]) -> anyhow::Result<Stack> {
+    async fn try_start(options: &UpOptions) -> anyhow::Result<Stack> {
         let port = free_port()?;
-        let mut child = Command::new(std::env::current_exe()?)
+        let binary = match &options.binary {
+            Some(binary) => binary.clone(),
+            None => std::env::current_exe()?,
+        };
+        let mut command = Command::new(binary);
+        command
             .arg("up")
-            .args(["--port", &port.to_string(), "--redis-url", redis_url])
-            .args(args)
+            .args(["--port", &port.to_string()])
+            .args(&options.args)
             .env_remove("STOCKLOCK_ADMIN_TOKEN")
-            .env("RUST_LOG", "error")
+            .env_remove("STOCKLOCK_REDIS_URL")
+            .env("RUST_LOG", if options.echo { "warn" } else { "error" })
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot run stocklock up")?;
+            .stderr(if options.echo {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            });
+        if let Some(url) = &options.redis_url {
+            command.args(["--redis-url", url]);
+        }
+        let mut child = command.spawn().context("cannot run stocklock up")?;
         let stdout = child.stdout.take().context("up's stdout")?;
-        let (tx, mut lines) = mpsc::unbounded_channel();
+        let (tx, lines) = mpsc::unbounded_channel();
+        let echo = options.echo;
         tokio::spawn(async move {
             let mut reader = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = reader.next_line().await {
+                if echo {
+                    eprintln!("[up] {line}");
+                }
                 if tx.send(line).is_err() {
                     break;
                 }
             }
         });
-        let (mut url, mut instances, mut nginx_pid) = (String::new(), Vec::new(), 0);
-        let token = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut stack = Stack {
+            child: Some(child),
+            lines: Some(lines),
+            url: String::new(),
+            token: String::new(),
+            instances: Vec::new(),
+            nginx_pid: 0,
+            redis_pid: None,
+            redis_url: None,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .pool_max_idle_per_host(256)
+                .build()?,
+        };
+        if stack
+            .next_line("admin token: ", Duration::from_secs(60))
+            .await
+            .is_none()
+        {
+            if let Some(child) = stack.child.as_mut() {
+                let _ = child.kill().await;
+            }
+            bail!("stocklock up did not come up");
+        }
+        Ok(stack)
+    }
+
+    /// Takes in what a line of `up` says about the stack.
+    fn observe(&mut self, line: &str) {
+        let pid_of = |rest: &str| rest.split(' ').next().and_then(|p| p.parse().ok());
+        if let Some(instance) = parse_instance(line) {
+            match self.instances.iter_mut().find(|i| i.name == instance.name) {
+                Some(known) => *known = instance,
+                None => self.instances.push(instance),
+            }
+        } else if let Some(rest) = line.strip_prefix("redis: pid ") {
+            self.redis_pid = pid_of(rest);
+            self.redis_url = rest.split(' ').nth(1).map(str::to_owned);
+        } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
+            self.nginx_pid = pid_of(rest).unwrap_or(0);
+        } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
+            self.url = rest.trim_end_matches('/').to_owned();
+        } else if let Some(token) = line.strip_prefix("admin token: ") {
+            self.token = token.to_owned();
+        }
+    }
+
+    /// Waits for the next line of `up` that starts with `prefix` (taking in
+    /// every line on the way). `None` for an attached stack.
+    pub async fn next_line(&mut self, prefix: &str, within: Duration) -> Option<String> {
+        let mut lines = self.lines.take()?;
+        let found = tokio::time::timeout(within, async {
             while let Some(line) = lines.recv().await {
-                if let Some(instance) = parse_instance(&line) {
-                    instances.push(instance);
-                } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
-                    nginx_pid = rest
-                        .split(' ')
-                        .next()
-                        .and_then(|p| p.parse().ok())
-                        .unwrap_or(0);
-                } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
-                    url = rest.trim_end_matches('/').to_owned();
-                } else if let Some(token) = line.strip_prefix("admin token: ") {
-                    return Some(token.to_owned());
+                self.observe(&line);
+                if line.starts_with(prefix) {
+                    return Some(line);
                 }
             }
             None
         })
-        .await;
-        let Ok(Some(token)) = token else {
-            let _ = child.kill().await;
-            bail!("stocklock up did not come up");
-        };
-        Ok(Stack {
-            child: Some(child),
-            lines: Some(lines),
-            url,
-            token,
-            instances,
-            nginx_pid,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(60))
-                .pool_max_idle_per_host(64)
-                .build()?,
-        })
+        .await
+        .ok()
+        .flatten();
+        self.lines = Some(lines);
+        found
     }
 
     /// Attaches to a running stack in chaos mode: its instances (at least
@@ -145,6 +206,8 @@ impl Stack {
             token: token.to_owned(),
             instances,
             nginx_pid: 0,
+            redis_pid: None,
+            redis_url: None,
             http,
         })
     }
@@ -153,24 +216,9 @@ impl Stack {
     /// stack the lab started; seen on the board with a new pid otherwise.
     pub async fn next_instance(&mut self, within: Duration) -> Option<Instance> {
         let deadline = tokio::time::Instant::now() + within;
-        if let Some(lines) = self.lines.as_mut() {
-            let found = tokio::time::timeout_at(deadline, async {
-                while let Some(line) = lines.recv().await {
-                    if let Some(instance) = parse_instance(&line) {
-                        return Some(instance);
-                    }
-                }
-                None
-            })
-            .await
-            .ok()
-            .flatten();
-            if let Some(instance) = &found
-                && let Some(known) = self.instances.iter_mut().find(|i| i.name == instance.name)
-            {
-                *known = instance.clone();
-            }
-            return found;
+        if self.lines.is_some() {
+            let line = self.next_line("instance ", within).await?;
+            return parse_instance(&line);
         }
         // Attached: the board is the only witness (heartbeats every second).
         while tokio::time::Instant::now() < deadline {
@@ -242,19 +290,19 @@ impl Stack {
     }
 
     /// Asks `up` to stop (SIGTERM) and waits for it; it stops its children.
-    /// An attached stack is left running.
-    pub async fn stop(mut self) {
-        let Some(child) = self.child.as_mut() else {
-            return;
-        };
+    /// Returns how it exited (`None`: attached, left running; or killed
+    /// after 20 s).
+    pub async fn stop(mut self) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
         if let Some(pid) = child.id() {
             signal(pid, nix::sys::signal::Signal::SIGTERM);
         }
-        if tokio::time::timeout(Duration::from_secs(20), child.wait())
-            .await
-            .is_err()
-        {
-            let _ = child.kill().await;
+        match tokio::time::timeout(Duration::from_secs(20), child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                let _ = child.kill().await;
+                None
+            }
         }
     }
 }

@@ -220,7 +220,8 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
     // Metrics are per instance: sum what both say, before and after a run.
     let scrape = || async {
         let mut all = Vec::new();
-        for (_, _, url) in &stack.instances {
+        for instance in &stack.instances {
+            let url = &instance.url;
             let text = stack
                 .http
                 .get(format!("{url}/metrics"))
@@ -275,7 +276,8 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
         20.0
     );
     // Each instance labels its own series.
-    for (name, _, _) in &stack.instances {
+    for instance in &stack.instances {
+        let name = &instance.name;
         assert!(
             total(
                 &after,

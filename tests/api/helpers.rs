@@ -3,20 +3,16 @@
 //! when its fixture is dropped.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::Value;
-use stocklock::up::process::free_port;
+use stocklock::lab::stack::UpOptions;
 use stocklock::up::redis::RedisServer;
 use stocklock::wire::StateSnapshot;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-use tokio::sync::{Barrier, mpsc};
+use tokio::sync::Barrier;
 
 /// Starts a redis-server on a free port.
 pub(crate) async fn redis() -> RedisServer {
@@ -28,20 +24,22 @@ pub(crate) fn alive(pid: u32) -> bool {
     kill(Pid::from_raw(pid as i32), None).is_ok()
 }
 
-/// A `stocklock up` stack run as a child process, the way a user runs it.
-pub(crate) struct Stack {
-    child: Child,
-    /// `http://127.0.0.1:PORT` of nginx.
-    pub(crate) url: String,
-    pub(crate) token: String,
-    /// (instance name, pid, url) as `up` printed them, in order.
-    pub(crate) instances: Vec<(String, u32, String)>,
-    pub(crate) redis_pid: Option<u32>,
-    /// The Redis `up` started (`None` with --redis-url).
-    pub(crate) redis_url: Option<String>,
-    pub(crate) nginx_pid: u32,
-    lines: mpsc::UnboundedReceiver<String>,
-    pub(crate) http: reqwest::Client,
+/// A `stocklock up` stack run as a child process, the way a user runs it:
+/// the lab's own harness ([`stocklock::lab::stack::Stack`], reached through
+/// `Deref`), with answers unwrapped and a stop that checks nothing is left.
+pub(crate) struct Stack(stocklock::lab::stack::Stack);
+
+impl std::ops::Deref for Stack {
+    type Target = stocklock::lab::stack::Stack;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Stack {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
 }
 
 impl Stack {
@@ -56,183 +54,43 @@ impl Stack {
         redis_url: Option<&str>,
         extra: &[&str],
     ) -> Stack {
-        // A free port can be taken by another process before nginx binds it;
-        // nginx then fails loudly, and a new port is tried.
-        for _ in 0..3 {
-            if let Some(stack) = Self::try_start(instances, redis_url, extra).await {
-                return stack;
-            }
-            eprintln!("stocklock up did not come up; trying another port");
-        }
-        panic!("stocklock up did not come up three times (see its output above)");
-    }
-
-    async fn try_start(instances: u16, redis_url: Option<&str>, extra: &[&str]) -> Option<Stack> {
-        let port = free_port().expect("free port");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_stocklock"));
-        command
-            .arg("up")
-            .args(["--port", &port.to_string()])
-            .args(["--instances", &instances.to_string()])
-            .env_remove("STOCKLOCK_ADMIN_TOKEN")
-            .env_remove("STOCKLOCK_REDIS_URL")
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            // Dropped on a failed test: `Drop` asks it to stop (SIGTERM) so it
-            // can stop its own children; SIGKILL would orphan them.
-            .kill_on_drop(false);
-        if let Some(url) = redis_url {
-            command.args(["--redis-url", url]);
-        }
-        command.args(extra);
-        let mut child = command.spawn().expect("run stocklock up");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, mut lines) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                eprintln!("[up] {line}");
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-
-        let mut stack = Stack {
-            child,
-            url: String::new(),
-            token: String::new(),
-            instances: Vec::new(),
-            redis_pid: None,
-            redis_url: None,
-            nginx_pid: 0,
-            lines: mpsc::unbounded_channel().1,
-            http: reqwest::Client::builder()
-                .pool_max_idle_per_host(256)
-                .timeout(Duration::from_secs(30))
-                .build()
-                .unwrap(),
+        let mut args = vec!["--instances".to_owned(), instances.to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let options = UpOptions {
+            redis_url: redis_url.map(str::to_owned),
+            args,
+            binary: Some(env!("CARGO_BIN_EXE_stocklock").into()),
+            echo: true,
         };
-        let ready = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.recv().await {
-                if let Some(rest) = line.strip_prefix("redis: pid ") {
-                    stack.redis_pid = rest.split(' ').next().and_then(|p| p.parse().ok());
-                    stack.redis_url = rest.split(' ').nth(1).map(str::to_owned);
-                } else if let Some(instance) = parse_instance_line(&line) {
-                    stack.instances.push(instance);
-                } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
-                    stack.nginx_pid = rest.split(' ').next().unwrap().parse().unwrap();
-                } else if let Some(url) = line.strip_prefix("stocklock is up: ") {
-                    stack.url = url.trim_end_matches('/').to_owned();
-                } else if let Some(token) = line.strip_prefix("admin token: ") {
-                    stack.token = token.to_owned();
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        if ready != Ok(true) {
-            let _ = stack.child.kill().await;
-            return None;
-        }
-        assert_eq!(stack.instances.len(), instances as usize);
-        stack.lines = lines;
-        Some(stack)
-    }
-
-    /// Waits for the next `instance NAME: pid N URL` line (a restart).
-    pub(crate) async fn next_instance_line(
-        &mut self,
-        within: Duration,
-    ) -> Option<(String, u32, String)> {
-        tokio::time::timeout(within, async {
-            while let Some(line) = self.lines.recv().await {
-                if let Some(instance) = parse_instance_line(&line) {
-                    return Some(instance);
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-    }
-
-    /// Waits for the next line of `up` that starts with `prefix`.
-    pub(crate) async fn next_line(&mut self, prefix: &str, within: Duration) -> Option<String> {
-        tokio::time::timeout(within, async {
-            while let Some(line) = self.lines.recv().await {
-                if line.starts_with(prefix) {
-                    return Some(line);
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten()
-    }
-
-    /// `POST /api/admin/reset` through nginx.
-    pub(crate) async fn reset(&self, sku: &str, stock: i64) -> StateSnapshot {
-        let response = self
-            .http
-            .post(format!("{}/api/admin/reset", self.url))
-            .bearer_auth(&self.token)
-            .json(&serde_json::json!({ "sku": sku, "stock": stock }))
-            .send()
+        let stack = stocklock::lab::stack::Stack::start(&options)
             .await
-            .expect("reset");
-        assert_eq!(response.status(), 200, "reset failed");
-        response.json().await.unwrap()
+            .expect("stocklock up did not come up (see its output above)");
+        assert_eq!(stack.instances.len(), instances as usize);
+        Stack(stack)
+    }
+
+    /// `POST /api/admin/reset` through nginx; the state after it.
+    pub(crate) async fn reset(&self, sku: &str, stock: i64) -> StateSnapshot {
+        self.0.reset(sku, stock).await.expect("reset");
+        self.state(sku).await
     }
 
     pub(crate) async fn state(&self, sku: &str) -> StateSnapshot {
-        let response = self
-            .http
-            .get(format!("{}/api/state?sku={sku}", self.url))
-            .send()
-            .await
-            .expect("state");
-        assert_eq!(response.status(), 200);
-        response.json().await.unwrap()
+        self.0.state(sku).await.expect("state")
     }
 
     /// Sends SIGTERM to `up` and asserts it exits cleanly, leaving none of
     /// its children behind.
-    pub(crate) async fn stop(mut self) {
-        let pid = self.child.id().expect("up still running");
-        kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
-        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait())
-            .await
-            .expect("up did not stop within 20 s")
-            .unwrap();
-        assert!(status.success(), "up exited with {status}");
-        let mut children: Vec<u32> = self.instances.iter().map(|(_, pid, _)| *pid).collect();
+    pub(crate) async fn stop(self) {
+        let mut children: Vec<u32> = self.instances.iter().map(|i| i.pid).collect();
         children.push(self.nginx_pid);
         children.extend(self.redis_pid);
+        let status = self.0.stop().await.expect("up did not stop within 20 s");
+        assert!(status.success(), "up exited with {status}");
         for child in children {
             assert!(!alive(child), "up left pid {child} running");
         }
     }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
-        }
-    }
-}
-
-fn parse_instance_line(line: &str) -> Option<(String, u32, String)> {
-    let rest = line.strip_prefix("instance ")?;
-    let (name, rest) = rest.split_once(": pid ")?;
-    let (pid, url) = rest.split_once(' ')?;
-    Some((name.to_owned(), pid.parse().ok()?, url.to_owned()))
 }
 
 /// What a burst of requests came back with, counted by the client.

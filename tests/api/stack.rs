@@ -146,10 +146,7 @@ async fn nginx_names_the_upstream_and_keeps_admin_to_loopback_with_the_token() {
         .unwrap()
         .to_owned();
     assert!(
-        stack
-            .instances
-            .iter()
-            .any(|(_, _, url)| url.ends_with(&upstream)),
+        stack.instances.iter().any(|i| i.url.ends_with(&upstream)),
         "{upstream} is not one of {:?}",
         stack.instances
     );
@@ -189,18 +186,19 @@ async fn nginx_names_the_upstream_and_keeps_admin_to_loopback_with_the_token() {
 #[tokio::test]
 async fn up_restarts_a_killed_instance() {
     let mut stack = Stack::start(2, None).await;
-    let (name, pid, _) = stack.instances[0].clone();
+    let (name, pid) = (stack.instances[0].name.clone(), stack.instances[0].pid);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
 
-    let (restarted, new_pid, url) = stack
-        .next_instance_line(Duration::from_secs(5))
+    let restarted = stack
+        .next_instance(Duration::from_secs(5))
         .await
         .expect("the killed instance was not restarted within 5 s");
-    assert_eq!(restarted, name);
+    let (new_pid, url) = (restarted.pid, restarted.url);
+    assert_eq!(restarted.name, name);
     assert_ne!(new_pid, pid);
     assert!(!alive(pid));
     let health: serde_json::Value = stack
@@ -227,7 +225,6 @@ async fn up_restarts_a_killed_instance() {
     assert_eq!(tally.count(200), 40, "{:?}", tally.by_status);
     assert_eq!(tally.by_instance.len(), 2, "{:?}", tally.by_instance);
 
-    stack.instances[0].1 = new_pid;
     stack.stop().await;
 }
 
