@@ -10,9 +10,7 @@ use futures_util::StreamExt;
 use http_body_util::BodyExt;
 use serde_json::Value;
 use stocklock::chaos::{self, Chaos};
-use stocklock::http::{AppState, InstanceConfig, app};
 use stocklock::knobs::Sku;
-use stocklock::lock::Wakeups;
 use stocklock::store::{Keys, Store};
 use stocklock::variants::Variant;
 use stocklock::wire::StateSnapshot;
@@ -20,27 +18,11 @@ use tower::ServiceExt;
 
 use crate::helpers::{self, Stack};
 
-const TOKEN: &str = "chaos-token";
+const TOKEN: &str = helpers::ADMIN_TOKEN;
 
-/// The router of one chaos-mode instance, with its release listener
-/// subscribed (waiters are woken by releases, as in a real instance).
+/// The router of one chaos-mode instance.
 async fn router(store: &Store) -> axum::Router {
-    let wakeups = Wakeups::new();
-    // Lives as long as the test's runtime.
-    let _listener = wakeups.listen(store.client().clone());
-    wakeups.subscribed().await;
-    app(AppState::new(
-        store.clone(),
-        InstanceConfig {
-            instance: "t".into(),
-            admin_token: TOKEN.into(),
-            default_variant: Variant::Lua,
-            public_url: "http://127.0.0.1:9".into(),
-            own_url: "http://127.0.0.1:9".into(),
-            chaos: Chaos::on(0),
-        },
-        wakeups,
-    ))
+    helpers::instance_router(store, "t", Chaos::on(0)).await
 }
 
 async fn call(router: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
@@ -274,28 +256,6 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
     stack.stop().await;
 }
 
-/// Waits until the keyspace event `event` happens on `key`.
-async fn subscribe(
-    redis_url: &str,
-    key: &str,
-) -> impl futures_util::Stream<Item = redis::Msg> + use<> {
-    let client = redis::Client::open(redis_url).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("Kh")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let mut events = client.get_async_pubsub().await.unwrap();
-    events
-        .subscribe(format!("__keyspace@0__:{key}"))
-        .await
-        .unwrap();
-    events.into_on_message()
-}
-
 /// A stop-the-world pause (SIGSTOP of the whole process, watchdog
 /// included) longer than the lease, right after the holder read the stock.
 /// Another instance takes the lock meanwhile and sells. The paused holder
@@ -311,7 +271,7 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
     );
     for (variant, oversells) in [("watchdog", true), ("fenced", false)] {
         stack.reset(variant, 5).await;
-        let mut events = subscribe(&redis_url, &format!("lock:{{{variant}}}")).await;
+        let mut events = helpers::keyspace_events(&redis_url, &format!("lock:{{{variant}}}")).await;
         chaos(
             &stack,
             serde_json::json!({"action": "pause_holder", "ms": 1500}),

@@ -7,8 +7,6 @@ use axum::body::Body;
 use axum::http::Request;
 use futures_util::StreamExt;
 use http_body_util::BodyExt;
-use stocklock::http::{AppState, InstanceConfig, app};
-use stocklock::lock::Wakeups;
 use stocklock::store::Store;
 use stocklock::variants::Variant;
 use tower::ServiceExt;
@@ -38,18 +36,7 @@ async fn page(router: &axum::Router, uri: &str) -> (u16, String, String) {
 async fn the_page_renders_every_variant_escaped_with_its_assets() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = app(AppState::new(
-        store,
-        InstanceConfig {
-            instance: "t<&>".into(),
-            admin_token: "x".into(),
-            default_variant: Variant::Lua,
-            public_url: "http://127.0.0.1:9".into(),
-            own_url: "http://127.0.0.1:9".into(),
-            chaos: stocklock::chaos::Chaos::off(),
-        },
-        Wakeups::new(),
-    ));
+    let router = helpers::instance_router(&store, "t<&>", stocklock::chaos::Chaos::off()).await;
     let (status, content_type, html) = page(&router, "/").await;
     assert_eq!(status, 200);
     assert!(content_type.starts_with("text/html"), "{content_type}");

@@ -9,8 +9,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::Value;
+use stocklock::chaos::Chaos;
+use stocklock::http::{AppState, InstanceConfig, app};
 use stocklock::lab::stack::UpOptions;
+use stocklock::lock::Wakeups;
+use stocklock::store::Store;
 use stocklock::up::redis::RedisServer;
+use stocklock::variants::Variant;
 use stocklock::wire::StateSnapshot;
 use tokio::sync::Barrier;
 
@@ -194,4 +199,51 @@ pub(crate) fn node_check(file: &std::path::Path, module: bool) -> bool {
         String::from_utf8_lossy(&out.stderr)
     );
     true
+}
+
+/// The admin token of the in-process routers.
+pub(crate) const ADMIN_TOKEN: &str = "test-token";
+
+/// One instance's router, driven in-process with `oneshot` (no socket), on
+/// a real Redis, with its release listener subscribed as in a real instance.
+pub(crate) async fn instance_router(store: &Store, instance: &str, chaos: Chaos) -> axum::Router {
+    let wakeups = Wakeups::new();
+    // Lives as long as the test's runtime.
+    let _listener = wakeups.listen(store.client().clone());
+    wakeups.subscribed().await;
+    app(AppState::new(
+        store.clone(),
+        InstanceConfig {
+            instance: instance.to_owned(),
+            admin_token: ADMIN_TOKEN.to_owned(),
+            default_variant: Variant::Lua,
+            public_url: "http://127.0.0.1:9".to_owned(),
+            own_url: "http://127.0.0.1:9".to_owned(),
+            chaos,
+        },
+        wakeups,
+    ))
+}
+
+/// Keyspace events on `key` (hash commands: HINCRBY, ...), as a stream:
+/// how a test learns, without polling, that a lock was just taken.
+pub(crate) async fn keyspace_events(
+    redis_url: &str,
+    key: &str,
+) -> impl futures_util::Stream<Item = redis::Msg> + use<> {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("Kh")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut events = client.get_async_pubsub().await.unwrap();
+    events
+        .subscribe(format!("__keyspace@0__:{key}"))
+        .await
+        .unwrap();
+    events.into_on_message()
 }

@@ -7,8 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use stocklock::http::{AppState, InstanceConfig, app};
-use stocklock::lock::Wakeups;
+use stocklock::chaos::Chaos;
 use stocklock::store::Store;
 use stocklock::up::redis::RedisServer;
 use stocklock::variants::Variant;
@@ -17,22 +16,10 @@ use tower::ServiceExt;
 
 use crate::helpers;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = helpers::ADMIN_TOKEN;
 
-fn router(redis_url: &str) -> Router {
-    let store = Store::open(redis_url).unwrap();
-    app(AppState::new(
-        store,
-        InstanceConfig {
-            instance: "t".into(),
-            admin_token: TOKEN.into(),
-            default_variant: Variant::Lua,
-            public_url: "http://127.0.0.1:9".into(),
-            own_url: "http://127.0.0.1:9".into(),
-            chaos: stocklock::chaos::Chaos::off(),
-        },
-        Wakeups::new(),
-    ))
+async fn router(redis_url: &str) -> Router {
+    helpers::instance_router(&Store::open(redis_url).unwrap(), "t", Chaos::off()).await
 }
 
 async fn call(router: &Router, request: Request<Body>) -> (StatusCode, Value) {
@@ -75,7 +62,7 @@ async fn reset(router: &Router, sku: &str, stock: i64) {
 #[tokio::test]
 async fn bad_input_is_a_4xx_json_error_and_changes_nothing() {
     let redis = helpers::redis().await;
-    let router = router(&redis.url());
+    let router = router(&redis.url()).await;
     reset(&router, "00001", 5).await;
     reset(&router, "s1", 5).await;
     let before = (state(&router, "00001").await, state(&router, "s1").await);
@@ -248,7 +235,7 @@ async fn bad_input_is_a_4xx_json_error_and_changes_nothing() {
 #[tokio::test]
 async fn every_variant_sells_one_unit_in_process() {
     let redis = helpers::redis().await;
-    let router = router(&redis.url());
+    let router = router(&redis.url()).await;
     for variant in Variant::ALL {
         let sku = format!("one-{}", variant.name());
         reset(&router, &sku, 1).await;
@@ -290,7 +277,7 @@ async fn every_variant_sells_one_unit_in_process() {
 #[tokio::test]
 async fn a_held_lock_answers_busy_and_a_lock_without_ttl_shows_in_the_state() {
     let redis = helpers::redis().await;
-    let router = router(&redis.url());
+    let router = router(&redis.url()).await;
     reset(&router, "b1", 5).await;
     // Someone else holds the lock, with no expiry at all (SETNX's orphan).
     let store = Store::open(&redis.url()).unwrap();
@@ -321,7 +308,7 @@ async fn a_held_lock_answers_busy_and_a_lock_without_ttl_shows_in_the_state() {
 async fn a_dead_redis_is_a_503_and_service_resumes_when_it_is_back() {
     let mut redis = helpers::redis().await;
     let port = redis.port();
-    let router = router(&redis.url());
+    let router = router(&redis.url()).await;
     reset(&router, "r1", 100).await;
     let (status, _) = call(&router, get("/deductStock/watchdog?sku=r1")).await;
     assert_eq!(status, 200);
@@ -370,24 +357,11 @@ async fn a_watchdog_holder_that_lost_its_lock_does_not_write() {
     use futures_util::StreamExt;
 
     let redis = helpers::redis().await;
-    let router = router(&redis.url());
+    let router = router(&redis.url()).await;
     reset(&router, "w1", 5).await;
     let store = Store::open(&redis.url()).unwrap();
     let mut conn = store.conn().await.unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("Kh")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let mut events = redis::Client::open(redis.url())
-        .unwrap()
-        .get_async_pubsub()
-        .await
-        .unwrap();
-    events.subscribe("__keyspace@0__:lock:{w1}").await.unwrap();
-    let mut events = events.into_on_message();
+    let mut events = helpers::keyspace_events(&redis.url(), "lock:{w1}").await;
 
     let request = {
         let router = router.clone();
@@ -483,7 +457,7 @@ mod properties {
     #[tokio::test]
     async fn any_refused_request_changes_nothing() {
         let redis = helpers::redis().await;
-        let router = router(&redis.url());
+        let router = router(&redis.url()).await;
         reset(&router, "p1", 5).await;
         let before = state(&router, "p1").await;
         let mut runner = proptest::test_runner::TestRunner::deterministic();
