@@ -9,10 +9,11 @@ URL=${URL:-http://127.0.0.1:8080}
 : "${TOKEN:?set TOKEN to the admin token stocklock up printed}"
 command -v oha >/dev/null || { echo "oha is not installed: cargo install oha" >&2; exit 1; }
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(none local-mutex setnx setnx-expiry token watchdog fenced lua)
+[ ${#variants[@]} -gt 0 ] || variants=(none local-mutex setnx setnx-expiry token watchdog fenced redlock lua lua-sharded)
 for v in "${variants[@]}"; do
+  buckets=0; [ "$v" = lua-sharded ] && buckets=8
   curl -sf -X POST "$URL/api/admin/reset" -H "Authorization: Bearer $TOKEN" \
-       -H 'content-type: application/json' -d "{\"sku\":\"$v\",\"stock\":50}" >/dev/null
+       -H 'content-type: application/json' -d "{\"sku\":\"$v\",\"stock\":50,\"buckets\":$buckets}" >/dev/null
   oha --no-tui -n 400 -c 64 "$URL/deductStock/$v?sku=$v&work_ms=2" | grep -E 'Requests/sec|\[[0-9]{3}\]'
   echo "$v: $(curl -s "$URL/api/state?sku=$v")"
 done

@@ -21,8 +21,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::store::Conn;
 use redis::AsyncCommands;
-use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 
 use crate::sale::Outcome;
@@ -113,10 +113,7 @@ impl Chaos {
     }
 
     /// Whether this `setnx` acquisition is the one armed to crash.
-    pub async fn take_crash_after_setnx(
-        &self,
-        conn: &mut ConnectionManager,
-    ) -> Result<bool, StoreError> {
+    pub async fn take_crash_after_setnx(&self, conn: &mut Conn) -> Result<bool, StoreError> {
         if !self.enabled {
             return Ok(false);
         }
@@ -128,19 +125,20 @@ impl Chaos {
     /// moment: announces it (the event the lab waits for before it strikes,
     /// so that its faults land inside the gap) and, if a pause is armed,
     /// freezes the whole process until a helper wakes it. One round trip.
-    pub async fn in_the_gap(
-        &self,
-        conn: &mut ConnectionManager,
-        keys: &Keys,
-    ) -> Result<(), StoreError> {
+    pub async fn in_the_gap(&self, conn: &mut Conn, keys: &Keys) -> Result<(), StoreError> {
         if !self.enabled {
             return Ok(());
         }
-        let (_, armed): (i64, Option<u64>) = redis::pipe()
-            .publish(section_channel(keys), "entered")
-            .get_del(PAUSE_HOLDER)
-            .query_async(conn)
-            .await?;
+        // Two commands sent together, not one pipeline: on a cluster they
+        // go to different nodes.
+        let mut other = conn.clone();
+        let channel = section_channel(keys);
+        let (published, armed) = tokio::join!(
+            other.publish::<_, _, i64>(&channel, "entered"),
+            conn.get_del::<_, Option<u64>>(PAUSE_HOLDER)
+        );
+        published?;
+        let armed = armed?;
         if let (Some(ms), Some(binary)) = (armed, &self.binary) {
             freeze(binary, Duration::from_millis(ms));
         }
@@ -155,7 +153,7 @@ impl Chaos {
     /// Records one critical section for the lab's overlap check.
     pub async fn witness(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Conn,
         keys: &Keys,
         section: &Section,
     ) -> Result<(), StoreError> {
@@ -177,22 +175,19 @@ pub fn section_channel(keys: &Keys) -> String {
 }
 
 /// Arms the next `setnx` acquisition to crash.
-pub async fn arm_crash_after_setnx(conn: &mut ConnectionManager) -> Result<(), StoreError> {
+pub async fn arm_crash_after_setnx(conn: &mut Conn) -> Result<(), StoreError> {
     let _: () = conn.set(CRASH_AFTER_SETNX, 1).await?;
     Ok(())
 }
 
 /// Arms the next critical section to freeze its process for `ms`.
-pub async fn arm_pause_holder(conn: &mut ConnectionManager, ms: u64) -> Result<(), StoreError> {
+pub async fn arm_pause_holder(conn: &mut Conn, ms: u64) -> Result<(), StoreError> {
     let _: () = conn.set(PAUSE_HOLDER, ms).await?;
     Ok(())
 }
 
 /// The sections the witness recorded for a SKU, oldest first.
-pub async fn sections(
-    conn: &mut ConnectionManager,
-    keys: &Keys,
-) -> Result<Vec<Section>, StoreError> {
+pub async fn sections(conn: &mut Conn, keys: &Keys) -> Result<Vec<Section>, StoreError> {
     let raw: Vec<String> = conn.lrange(&keys.sections, 0, -1).await?;
     Ok(raw
         .iter()

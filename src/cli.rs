@@ -158,6 +158,16 @@ pub struct LoadArgs {
     /// /api/variants: `safe` or `oversells`.
     #[arg(long, value_parser = ["safe", "oversells"])]
     pub expect: Option<String>,
+    /// Spread each run over this many SKUs (SKU-0 ... SKU-n-1, each reset to
+    /// --stock), one request in turn to each; on a Redis Cluster they spread
+    /// over every master. The table shows the totals, and a line per
+    /// variant says in how many SKUs it oversold.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub skus: u64,
+    /// Split each SKU's stock over this many buckets at reset (0-64; default:
+    /// 8 for lua-sharded, one key for the rest).
+    #[arg(long)]
+    pub buckets: Option<u32>,
 }
 
 /// Parses `500ms`, `10s`, `2m`, or a bare number of seconds.
@@ -194,6 +204,16 @@ pub struct ServeArgs {
         env = "STOCKLOCK_REDIS_URL"
     )]
     pub redis_url: String,
+    /// Use a Redis Cluster instead of --redis-url: one or more of its nodes,
+    /// comma-separated (the others are discovered). Every SKU's keys share a
+    /// hash tag, so each SKU lives in one slot and every script works.
+    #[arg(long, value_delimiter = ',', env = "STOCKLOCK_REDIS_CLUSTER")]
+    pub redis_cluster: Vec<String>,
+    /// The independent Redis servers of the `redlock` variant,
+    /// comma-separated (five is the usual number; the stock stays on the
+    /// main Redis). Without them `redlock` answers 503.
+    #[arg(long, value_delimiter = ',', env = "STOCKLOCK_REDLOCK_NODES")]
+    pub redlock_nodes: Vec<String>,
     /// This instance's name, reported in every answer.
     #[arg(long, env = "STOCKLOCK_INSTANCE")]
     pub instance: Option<String>,
@@ -281,6 +301,15 @@ pub struct UpArgs {
         allow_hyphen_values = true
     )]
     pub clock_skew_ms: Vec<i64>,
+    /// Start this many independent redis-servers for the `redlock` variant
+    /// (0: none, and `redlock` answers 503). The stock stays on the main Redis.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
+    pub redlock: u16,
+    /// Start a local 3-master Redis Cluster (redis-server in cluster mode and
+    /// `redis-cli --cluster create`) and run the instances on it, instead of
+    /// one redis-server. Chaos mode then cannot pause or restart Redis.
+    #[arg(long, conflicts_with_all = ["redis_url", "redis_port"])]
+    pub cluster: bool,
 }
 
 fn parse_variant(name: &str) -> Result<Variant, String> {
@@ -376,6 +405,8 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 json: args.json,
                 check: args.check,
                 expect: args.expect,
+                skus: args.skus as usize,
+                buckets: args.buckets.map(crate::knobs::parse_buckets).transpose()?,
             })
             .await
         }
@@ -405,6 +436,8 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 default_variant: args.default_variant,
                 chaos: !args.no_chaos,
                 clock_skew_ms: args.clock_skew_ms,
+                redlock: args.redlock,
+                cluster: args.cluster,
             })
             .await
             .map(|()| true)
@@ -427,11 +460,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     if let Some(stock) = args.seed_stock {
         let stock = crate::knobs::parse_stock(stock)?;
-        let url = args.redis_url.clone();
+        let store = crate::store::Store::open_either(&args.redis_url, &args.redis_cluster)?;
         // Redis may not answer yet; keep trying in the background.
         tokio::spawn(async move {
             loop {
-                match up::seed_stock(&url, stock).await {
+                match up::seed_stock(&store, stock).await {
                     Ok(()) => break,
                     Err(err) => tracing::warn!("seeding stock: {err:#}; retrying"),
                 }
@@ -451,6 +484,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         } else {
             crate::chaos::Chaos::off()
         },
+        redis_cluster: args.redis_cluster,
+        redlock_nodes: args.redlock_nodes,
     })
     .await?;
     // `up` and the tests wait for this line.

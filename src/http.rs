@@ -41,6 +41,7 @@ struct Shared {
     config: InstanceConfig,
     protections: Protections,
     wakeups: Wakeups,
+    redlock: Option<crate::lock::RedlockNodes>,
     /// `/deductStock` requests answered, for the heartbeat.
     requests: Arc<AtomicU64>,
     board: BoardFeed,
@@ -62,6 +63,9 @@ pub struct InstanceConfig {
     pub chaos: Chaos,
     /// This instance's own address, announced in its heartbeat.
     pub own_url: String,
+    /// The independent Redis servers of the `redlock` variant (none: it
+    /// answers 503 and says how to get some).
+    pub redlock_nodes: Vec<String>,
 }
 
 impl AppState {
@@ -71,11 +75,16 @@ impl AppState {
     /// and the heartbeat are started by [`AppState::start_background`].
     pub fn new(store: Store, config: InstanceConfig, wakeups: Wakeups) -> Self {
         let metrics = crate::metrics::install(&config.instance);
+        // The URLs were checked at start-up (`serve`); a bad one here means none.
+        let redlock = crate::lock::RedlockNodes::open(&config.redlock_nodes)
+            .ok()
+            .filter(|nodes| !nodes.is_empty());
         Self(Arc::new(Shared {
             store,
             config,
             protections: Protections::new(),
             wakeups,
+            redlock,
             requests: Arc::default(),
             board: BoardFeed::default(),
             metrics,
@@ -325,6 +334,7 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
                 knobs: &request.knobs,
                 instance: &shared.config.instance,
                 wakeups: &shared.wakeups,
+                redlock: shared.redlock.as_ref(),
                 request_id: request.request_id.as_deref(),
                 chaos: &shared.config.chaos,
                 holder: None,
@@ -450,10 +460,11 @@ async fn reset(
     let Json(request) = body?;
     let sku = Sku::parse(&request.sku)?;
     let stock = parse_stock(request.stock)?;
+    let buckets = crate::knobs::parse_buckets(request.buckets)?;
     let keys = Keys::new(&sku);
     let mut conn = state.0.store.conn().await?;
-    ledger::reset(&mut conn, &keys, stock, false).await?;
-    tracing::info!(%sku, stock, "reset");
+    ledger::reset_sku(&mut conn, &keys, stock, buckets, false).await?;
+    tracing::info!(%sku, stock, buckets, "reset");
     Ok(Json(
         ledger::snapshot(&mut conn, &keys, sku.as_str()).await?,
     ))

@@ -129,6 +129,19 @@ pub fn parse_stock(value: i64) -> Result<i64, InputError> {
     }
 }
 
+/// Parses a reset's bucket count: 0 (one key) to [`crate::ledger::MAX_BUCKETS`].
+pub fn parse_buckets(value: u32) -> Result<u32, InputError> {
+    let max = crate::ledger::MAX_BUCKETS;
+    if value <= max {
+        Ok(value)
+    } else {
+        Err(InputError::new(
+            "buckets",
+            format!("must be from 0 to {max}, got {value}"),
+        ))
+    }
+}
+
 /// The fault knobs of one request, as the user gave them. Variants fill in
 /// their own defaults for what is `None`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -109,18 +109,104 @@ pub async fn reset<C: ConnectionLike>(
     Ok(done == 1)
 }
 
+/// How many buckets `lua-sharded`'s stock is split into unless asked otherwise.
+pub const DEFAULT_BUCKETS: u32 = 8;
+
+/// The most buckets one SKU's stock may be split into (`lua-sharded`).
+pub const MAX_BUCKETS: u32 = 64;
+
+/// How `stock` is split over `buckets`: bucket `b` gets this much (the
+/// first `stock % buckets` buckets one more).
+pub fn bucket_share(stock: i64, buckets: u32, b: u32) -> i64 {
+    let k = i64::from(buckets.max(1));
+    stock / k + i64::from(i64::from(b) < stock % k)
+}
+
+/// Resets a SKU with its stock in one key (`buckets` 0) or split over
+/// `buckets` buckets of their own slots (`lua-sharded`); the SKU's own key
+/// then holds none and its ledger records the split. Buckets of an earlier
+/// split are emptied. Not atomic across buckets (they live in other slots):
+/// an admin action, not a sale.
+pub async fn reset_sku<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    stock: i64,
+    buckets: u32,
+    only_if_absent: bool,
+) -> Result<bool, StoreError> {
+    let before: Option<u32> = redis::cmd("HGET")
+        .arg(&keys.ledger)
+        .arg("buckets")
+        .query_async(conn)
+        .await?;
+    let own = if buckets > 0 { 0 } else { stock };
+    if !reset(conn, keys, own, only_if_absent).await? {
+        return Ok(false);
+    }
+    for b in 0..buckets.max(before.unwrap_or(0)) {
+        let share = if b < buckets {
+            bucket_share(stock, buckets, b)
+        } else {
+            0
+        };
+        let bucket = keys.bucket(b);
+        reset(conn, &bucket, share, false).await?;
+        // Every bucket, used or emptied, carries the count: a sale that
+        // walks with another one is told so before it touches anything.
+        let _: i64 = redis::cmd("HSET")
+            .arg(&bucket.ledger)
+            .arg("buckets")
+            .arg(buckets)
+            .query_async(conn)
+            .await?;
+    }
+    if buckets > 0 {
+        let _: i64 = redis::cmd("HSET")
+            .arg(&keys.ledger)
+            .arg("buckets")
+            .arg(buckets)
+            .query_async(conn)
+            .await?;
+    }
+    Ok(true)
+}
+
 /// (stock, initial, sold, duplicates, busy, lost_locks, renewals,
-/// fenced_rejections, replays), pttl, type of the lock, holder, served.
+/// fenced_rejections, replays, buckets), pttl, type of the lock, holder, served.
 type RawState = (
-    (i64, i64, i64, i64, i64, i64, i64, i64, i64),
+    (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64),
     i64,
     String,
     Option<String>,
     Vec<String>,
 );
 
-/// One consistent snapshot of a SKU, read by a single script.
+/// A snapshot of a SKU: one script; for a SKU split into buckets, the sum
+/// of its buckets (each read by one script: consistent per bucket, not
+/// across them).
 pub async fn snapshot<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    sku: &str,
+) -> Result<StateSnapshot, StoreError> {
+    let mut total = snapshot_one(conn, keys, sku).await?;
+    for b in 0..total.buckets {
+        let part = snapshot_one(conn, &keys.bucket(b), sku).await?;
+        total.initial += part.initial;
+        total.remaining += part.remaining;
+        total.sold += part.sold;
+        total.duplicates += part.duplicates;
+        total.busy += part.busy;
+        total.replays += part.replays;
+        for (instance, served) in part.per_instance {
+            *total.per_instance.entry(instance).or_default() += served;
+        }
+    }
+    total.oversold = total.sold - (total.initial - total.remaining);
+    Ok(total)
+}
+
+async fn snapshot_one<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     sku: &str,
@@ -136,6 +222,7 @@ pub async fn snapshot<C: ConnectionLike>(
             renewals,
             fenced_rejections,
             replays,
+            buckets,
         ),
         pttl,
         kind,
@@ -166,6 +253,7 @@ pub async fn snapshot<C: ConnectionLike>(
         fenced_rejections,
         replays,
         renewals,
+        buckets: u32::try_from(buckets).unwrap_or(0).min(MAX_BUCKETS),
         per_instance,
         lock: LockState {
             held,
@@ -174,4 +262,23 @@ pub async fn snapshot<C: ConnectionLike>(
             no_ttl: held && pttl == -1,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_share_the_stock_exactly() {
+        for stock in [0, 1, 7, 50, 1000, 1001] {
+            for buckets in [1, 2, 3, 8, 64] {
+                let shares: Vec<i64> = (0..buckets)
+                    .map(|b| bucket_share(stock, buckets, b))
+                    .collect();
+                assert_eq!(shares.iter().sum::<i64>(), stock, "{stock} over {buckets}");
+                let (min, max) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
+                assert!(max - min <= 1, "{shares:?}");
+            }
+        }
+    }
 }

@@ -9,10 +9,10 @@
 //!
 //! - [`wire`]: the JSON shapes on the wire, shared by server, dashboard and load generator.
 //! - [`knobs`]: parsing of user input (SKU, `work_ms`, `lease_ms`, `wait_ms`) into domain types.
-//! - [`store`]: the Redis handle and the key layout of one SKU (all keys share a hash tag).
+//! - [`store`]: the Redis handle (one server or a Redis Cluster) and the key layout of one SKU (all keys share a hash tag).
 //! - [`ledger`]: the truth. Sales are recorded atomically, outside every variant's lock.
 //! - [`sale`]: the critical section every variant protects, written once.
-//! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups).
+//! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock).
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
 //! - [`metrics`]: Prometheus metrics of an instance.
 //! - [`dashboard`]: the live page, its board (read from Redis), server-sent events, runs from the page.
@@ -20,7 +20,7 @@
 //! - [`server`]: `stocklock serve`: building and running one instance.
 //! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
 //! - [`lab`]: `stocklock lab`: every failure scenario against every variant, and the matrix.
-//! - [`up`]: `stocklock up`: redis-server, N instances and nginx as supervised children.
+//! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, N instances and nginx as children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, the overlap witness.
 //! - [`cli`]: the command line.
 //! - [`telemetry`]: tracing set-up.

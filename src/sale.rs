@@ -17,8 +17,8 @@
 
 use std::future::Future;
 
+use crate::store::Conn;
 use redis::AsyncCommands;
-use redis::aio::ConnectionManager;
 
 use crate::chaos;
 use crate::store::StoreError;
@@ -75,6 +75,9 @@ pub enum BusyReason {
     StaleToken,
     /// A request with the same `request_id` is being answered right now.
     InProgress,
+    /// Fewer than a majority of the Redlock nodes answered: nobody can take
+    /// the lock until they come back.
+    NoQuorum,
 }
 
 impl BusyReason {
@@ -85,6 +88,7 @@ impl BusyReason {
             BusyReason::LockLost => "lock_lost",
             BusyReason::StaleToken => "stale_token",
             BusyReason::InProgress => "in_progress",
+            BusyReason::NoQuorum => "no_quorum",
         }
     }
 }
@@ -93,13 +97,11 @@ impl BusyReason {
 /// variant but one: a fenced lock routes both through scripts that refuse a
 /// stale fencing token (`None` / `false`: refused).
 pub trait StockAccess {
-    fn read(
-        &self,
-        conn: &mut ConnectionManager,
-    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+    fn read(&self, conn: &mut Conn)
+    -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
     fn write(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Conn,
         value: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
@@ -108,12 +110,12 @@ pub trait StockAccess {
 pub struct PlainStock<'a>(pub &'a str);
 
 impl StockAccess for PlainStock<'_> {
-    async fn read(&self, conn: &mut ConnectionManager) -> Result<Option<i64>, StoreError> {
+    async fn read(&self, conn: &mut Conn) -> Result<Option<i64>, StoreError> {
         let stock: Option<i64> = conn.get(self.0).await?;
         Ok(Some(stock.unwrap_or(0)))
     }
 
-    async fn write(&self, conn: &mut ConnectionManager, value: i64) -> Result<bool, StoreError> {
+    async fn write(&self, conn: &mut Conn, value: i64) -> Result<bool, StoreError> {
         let _: () = conn.set(self.0, value).await?;
         Ok(true)
     }

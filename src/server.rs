@@ -26,6 +26,10 @@ pub struct ServeConfig {
     /// The stack's URL (nginx) for runs started from the page; `None`: this instance itself.
     pub public_url: Option<String>,
     pub chaos: crate::chaos::Chaos,
+    /// A Redis Cluster to use instead of `redis_url` (any of its nodes).
+    pub redis_cluster: Vec<String>,
+    /// The `redlock` variant's independent Redis servers.
+    pub redlock_nodes: Vec<String>,
 }
 
 /// A bound, not yet serving, instance.
@@ -40,8 +44,15 @@ impl Application {
     /// Binds the listener and starts the release listener. Redis need not be
     /// up yet: requests answer 503 until it is.
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
-        let store = Store::open(&config.redis_url)
-            .with_context(|| format!("bad Redis URL {:?}", config.redis_url))?;
+        let store =
+            Store::open_either(&config.redis_url, &config.redis_cluster).with_context(|| {
+                format!(
+                    "bad Redis URL {:?} or cluster {:?}",
+                    config.redis_url, config.redis_cluster
+                )
+            })?;
+        crate::lock::RedlockNodes::open(&config.redlock_nodes)
+            .with_context(|| format!("bad --redlock-nodes {:?}", config.redlock_nodes))?;
         let wakeups = Wakeups::new();
         let listener_task = wakeups.listen(store.client().clone());
         let listener = TcpListener::bind(config.listen)
@@ -59,6 +70,7 @@ impl Application {
                     .unwrap_or_else(|| format!("http://{local}")),
                 chaos: config.chaos,
                 own_url: format!("http://{local}"),
+                redlock_nodes: config.redlock_nodes,
             },
             wakeups,
         );

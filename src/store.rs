@@ -6,8 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, IntoConnectionInfo, ProtocolVersion};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisFuture};
 use tokio::sync::OnceCell;
 
 use crate::knobs::Sku;
@@ -37,11 +41,24 @@ pub struct Keys {
     pub fence: String,
     /// `sections:{sku}`: the overlap witness's list of critical sections (chaos mode).
     pub sections: String,
+    /// The hash tag's content: the SKU, or `SKU#b` for bucket b of a sharded SKU.
+    pub tag: String,
 }
 
 impl Keys {
     pub fn new(sku: &Sku) -> Self {
-        let tag = format!("{{{sku}}}");
+        Self::tagged(sku.as_str())
+    }
+
+    /// The keys of bucket `b` of this SKU's stock (`lua-sharded`): a tag of
+    /// its own, so the buckets spread over the slots (and a cluster's
+    /// masters). `#` cannot occur in a SKU, so no SKU's keys collide with them.
+    pub fn bucket(&self, b: u32) -> Self {
+        Self::tagged(&format!("{}#{b}", self.tag))
+    }
+
+    fn tagged(name: &str) -> Self {
+        let tag = format!("{{{name}}}");
         Self {
             stock: format!("stock:{tag}"),
             ledger: format!("ledger:{tag}"),
@@ -51,20 +68,77 @@ impl Keys {
             requests: format!("requests:{tag}"),
             fence: format!("fence:{tag}"),
             sections: format!("sections:{tag}"),
+            tag: name.to_owned(),
         }
     }
 }
 
-/// A cheap-to-clone handle on one Redis server.
+/// One connection to the store, whichever kind it is: a single Redis (a
+/// reconnecting [`ConnectionManager`]) or a Redis Cluster (redis-rs routes
+/// each command by its key's slot). Cheap to clone; every clone pipelines
+/// over the same sockets. Scripts work on both because all keys of one SKU
+/// share a hash tag.
+#[derive(Clone)]
+pub enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+    /// A plain multiplexed connection that does not reconnect by itself
+    /// (Redlock's nodes: a dead node must fail at once, not after retries).
+    Plain(MultiplexedConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::Single(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+            Conn::Plain(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Plain(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(conn) => conn.get_db(),
+            Conn::Cluster(conn) => conn.get_db(),
+            Conn::Plain(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// What a [`Store`] talks to.
+#[derive(Clone)]
+enum Backend {
+    Single,
+    Cluster(Box<ClusterClient>),
+}
+
+/// A cheap-to-clone handle on the store: one Redis server, or a Redis Cluster.
 ///
 /// The connection is made on first use, not at start-up, so an instance
 /// started before its Redis answers 503 until Redis is there instead of
-/// refusing to start. Once made, the [`ConnectionManager`] reconnects by
-/// itself; a request during an outage fails fast rather than queueing.
+/// refusing to start. Once made, it reconnects by itself; a request during
+/// an outage fails fast rather than queueing.
 #[derive(Clone)]
 pub struct Store {
+    /// The single server, or the cluster's first node: pub/sub and the
+    /// chaos actions use it (a PUBLISH anywhere in a cluster reaches the
+    /// subscribers of every node).
     client: Client,
-    conn: Arc<OnceCell<ConnectionManager>>,
+    backend: Backend,
+    conn: Arc<OnceCell<Conn>>,
 }
 
 impl Store {
@@ -73,22 +147,68 @@ impl Store {
     pub fn open(url: &str) -> Result<Self, StoreError> {
         Ok(Self {
             client: resp3_client(url)?,
+            backend: Backend::Single,
             conn: Arc::new(OnceCell::new()),
         })
     }
 
-    /// The client, for connections of another kind (the pub/sub listener).
+    /// Opens a handle on a Redis Cluster, given one or more of its nodes
+    /// (the rest are discovered). Nothing is connected yet.
+    pub fn open_cluster(urls: &[String]) -> Result<Self, StoreError> {
+        let first = urls.first().ok_or_else(|| {
+            StoreError(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "a cluster needs at least one node URL",
+            )))
+        })?;
+        let cluster = ClusterClient::builder(urls.iter().map(String::as_str))
+            .connection_timeout(Duration::from_millis(500))
+            .response_timeout(Duration::from_secs(1))
+            .retries(2)
+            .build()?;
+        Ok(Self {
+            client: resp3_client(first)?,
+            backend: Backend::Cluster(Box::new(cluster)),
+            conn: Arc::new(OnceCell::new()),
+        })
+    }
+
+    /// The cluster when `cluster` names any node, else the Redis at `url`
+    /// (how `serve --redis-url / --redis-cluster` reads).
+    pub fn open_either(url: &str, cluster: &[String]) -> Result<Self, StoreError> {
+        if cluster.is_empty() {
+            Self::open(url)
+        } else {
+            Self::open_cluster(cluster)
+        }
+    }
+
+    /// Whether this store is a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.backend, Backend::Cluster(_))
+    }
+
+    /// The client of the single server (of the first node on a cluster),
+    /// for connections of another kind (the pub/sub listener).
     pub fn client(&self) -> &Client {
         &self.client
     }
 
     /// A multiplexed connection: cloning it is cheap and all clones pipeline
-    /// their commands over one socket.
-    pub async fn conn(&self) -> Result<ConnectionManager, StoreError> {
+    /// their commands over the same sockets.
+    pub async fn conn(&self) -> Result<Conn, StoreError> {
         let conn = self
             .conn
-            .get_or_try_init(|| {
-                ConnectionManager::new_with_config(self.client.clone(), manager_config())
+            .get_or_try_init(|| async {
+                Ok::<_, StoreError>(match &self.backend {
+                    Backend::Single => Conn::Single(
+                        ConnectionManager::new_with_config(self.client.clone(), manager_config())
+                            .await?,
+                    ),
+                    Backend::Cluster(cluster) => {
+                        Conn::Cluster(cluster.get_async_connection().await?)
+                    }
+                })
             })
             .await?;
         Ok(conn.clone())
@@ -135,5 +255,11 @@ mod tests {
         ] {
             assert!(key.ends_with(":{A-1}"), "{key}");
         }
+        let bucket = keys.bucket(3);
+        assert_eq!(bucket.stock, "stock:{A-1#3}");
+        assert_eq!(bucket.ledger, "ledger:{A-1#3}");
+        let slot = redis::cluster_routing::Slot::for_key;
+        assert_eq!(slot(&bucket.stock), slot(&bucket.requests));
+        assert_ne!(slot(&bucket.stock), slot(&keys.stock));
     }
 }

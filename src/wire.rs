@@ -54,7 +54,7 @@ pub struct ErrorBody {
 }
 
 /// The lock key of one SKU as Redis holds it right now.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockState {
     /// Whether the lock key exists.
     pub held: bool,
@@ -69,7 +69,7 @@ pub struct LockState {
 }
 
 /// A consistent snapshot of one SKU, read by one atomic script.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateSnapshot {
     pub sku: String,
     /// Stock set by the last reset.
@@ -92,6 +92,10 @@ pub struct StateSnapshot {
     pub replays: i64,
     /// Lease renewals the watchdog made (counted when each holder releases).
     pub renewals: i64,
+    /// How many buckets the stock is split into (`lua-sharded`; 0: one key).
+    /// The other numbers are then the sums over the buckets.
+    #[serde(default)]
+    pub buckets: u32,
     /// Requests answered, by instance.
     pub per_instance: BTreeMap<String, i64>,
     pub lock: LockState,
@@ -103,6 +107,9 @@ pub struct StateSnapshot {
 pub struct ResetRequest {
     pub sku: String,
     pub stock: i64,
+    /// Split the stock over this many buckets (`lua-sharded`; 0 or absent: one key).
+    #[serde(default)]
+    pub buckets: u32,
 }
 
 /// What the teaching matrix expects of a variant, one field per column of
@@ -205,6 +212,34 @@ pub struct RunReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contradiction: Option<String>,
     pub elapsed_s: f64,
+    /// Each SKU's numbers after the run, when it was spread over several
+    /// (`--skus`); the totals above are their sums.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_sku: Vec<SkuResult>,
+}
+
+/// One SKU's ledger after a run over many SKUs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkuResult {
+    pub sku: String,
+    pub initial: i64,
+    pub remaining: i64,
+    pub sold: i64,
+    pub oversold: i64,
+    pub duplicates: i64,
+}
+
+impl From<&StateSnapshot> for SkuResult {
+    fn from(state: &StateSnapshot) -> Self {
+        Self {
+            sku: state.sku.clone(),
+            initial: state.initial,
+            remaining: state.remaining,
+            sold: state.sold,
+            oversold: state.oversold,
+            duplicates: state.duplicates,
+        }
+    }
 }
 
 /// `stocklock load --json FILE`.

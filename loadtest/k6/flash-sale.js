@@ -18,7 +18,7 @@ const STOCK = parseInt(__ENV.STOCK || '50', 10);
 const VUS = parseInt(__ENV.VUS || '64', 10);
 const ITERATIONS = parseInt(__ENV.ITERATIONS || '400', 10);
 const WORK_MS = parseInt(__ENV.WORK_MS || '2', 10);
-const VARIANTS = (__ENV.VARIANTS || 'none,local-mutex,setnx,setnx-expiry,token,watchdog,fenced,lua').split(',');
+const VARIANTS = (__ENV.VARIANTS || 'none,local-mutex,setnx,setnx-expiry,token,watchdog,fenced,redlock,lua,lua-sharded').split(',');
 // Each burst gets this long before the next one starts.
 const SLOT_S = parseInt(__ENV.SLOT_S || '15', 10);
 
@@ -55,7 +55,7 @@ export function setup() {
     return;
   }
   for (const variant of VARIANTS) {
-    const res = http.post(`${BASE}/api/admin/reset`, JSON.stringify({ sku: variant, stock: STOCK }), {
+    const res = http.post(`${BASE}/api/admin/reset`, JSON.stringify({ sku: variant, stock: STOCK, buckets: variant === 'lua-sharded' ? 8 : 0 }), {
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
     });
     check(res, { 'reset accepted': (r) => r.status === 200 });

@@ -144,6 +144,8 @@ pub async fn start(
         json: None,
         check: false,
         expect: None,
+        skus: 1,
+        buckets: None,
     };
     let answer = status.clone();
     tokio::spawn(async move {

@@ -30,7 +30,7 @@ use crate::variants::Variant;
 use crate::wire::{StateSnapshot, VariantInfo};
 
 /// Every scenario, in the order the lab runs them.
-pub const SCENARIOS: [&str; 9] = [
+pub const SCENARIOS: [&str; 12] = [
     "race",
     "slow-business",
     "crash-after-setnx",
@@ -40,6 +40,9 @@ pub const SCENARIOS: [&str; 9] = [
     "retry-storm",
     "clock-skew",
     "redis-restart",
+    "redlock-minority-down",
+    "redlock-majority-down",
+    "redlock-restart-without-persistence",
 ];
 
 /// How far ahead instance b's clock runs (for `clock-skew`).
@@ -95,8 +98,11 @@ pub fn expected(scenario: &str, info: &VariantInfo) -> Option<String> {
         "race" => matrix(&info.expected.two_instances),
         "slow-business" => matrix(&info.expected.work_exceeds_lease),
         "crash-after-setnx" => (v == "setnx").then(|| info.expected.crash_after_acquire.clone()),
-        "kill-instance" => matches!(v, "setnx-expiry" | "token" | "watchdog" | "fenced")
-            .then(|| info.expected.crash_after_acquire.clone()),
+        "kill-instance" => matches!(
+            v,
+            "setnx-expiry" | "token" | "watchdog" | "fenced" | "redlock"
+        )
+        .then(|| info.expected.crash_after_acquire.clone()),
         "pause-holder" => matrix(&info.expected.pause_exceeds_lease),
         // A lock deleted under its holder (a failover, a clock jump).
         "lock-vanishes" => match v {
@@ -112,6 +118,20 @@ pub fn expected(scenario: &str, info: &VariantInfo) -> Option<String> {
             _ => None,
         },
         "redis-restart" => matches!(v, "token" | "watchdog" | "lua").then(|| "recovers".to_owned()),
+        // Two of Redlock's five nodes killed.
+        "redlock-minority-down" => {
+            (v == "redlock").then(|| info.expected.redis_minority_down.clone())
+        }
+        "redlock-majority-down" => {
+            (v == "redlock").then(|| "busy (no quorum), recovers when the nodes return".to_owned())
+        }
+        // A node that granted the lock restarts empty while the holder is
+        // frozen; for `fenced`, its one Redis forgets the lock the same way.
+        "redlock-restart-without-persistence" => match v {
+            "redlock" => Some("oversells (a second owner finds a majority)".to_owned()),
+            "fenced" => Some("safe (stale token refused)".to_owned()),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -145,6 +165,8 @@ struct Lab {
     redis: Option<RedisServer>,
     redis_url: String,
     store: Store,
+    /// Redlock nodes the lab restarted itself (they replace `up`'s).
+    restarted_nodes: Vec<RedisServer>,
 }
 
 impl Lab {
@@ -338,6 +360,7 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
         redis,
         redis_url,
         store,
+        restarted_nodes: Vec::new(),
     };
 
     let started = Instant::now();
@@ -349,6 +372,14 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             };
             if *scenario == "redis-restart" && lab.redis.is_none() {
                 continue; // the lab cannot restart a Redis it did not start
+            }
+            if scenario.starts_with("redlock-") && lab.stack.redlock_nodes.len() != 5 {
+                // It kills and restarts the nodes of a stack it started.
+                eprintln!(
+                    "lab: skipping {scenario} / {}: needs the five Redlock nodes of a stack the lab started",
+                    info.name
+                );
+                continue;
             }
             let cell_started = Instant::now();
             let outcome =
@@ -382,6 +413,9 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
     lab.stack.stop().await;
     if let Some(mut redis) = lab.redis.take() {
         redis.stop().await;
+    }
+    for node in lab.restarted_nodes.iter_mut() {
+        node.stop().await;
     }
 
     print_matrix(&scenarios, &variants, &cells);
@@ -462,6 +496,9 @@ async fn run_cell(
         "retry-storm" => retry_storm(lab, v).await?,
         "clock-skew" => clock_skew(lab, v).await?,
         "redis-restart" => redis_restart(lab, v).await?,
+        "redlock-minority-down" => redlock_minority_down(lab, info).await?,
+        "redlock-majority-down" => redlock_majority_down(lab, v).await?,
+        "redlock-restart-without-persistence" => restart_without_persistence(lab, v).await?,
         other => bail!("no scenario {other}"),
     };
     Ok((observed.to_owned(), evidence))
@@ -469,6 +506,15 @@ async fn run_cell(
 
 /// Two instances, 400 buyers, 64 at once, `work_ms=2`, stock 50.
 async fn race(lab: &Lab, info: &VariantInfo) -> anyhow::Result<(&'static str, String)> {
+    let state = race_load(lab, info).await?;
+    Ok(Lab::judged_by_ledger(
+        &state,
+        lab.overlaps(&info.name).await?,
+    ))
+}
+
+/// The race's load; the SKU's state after it.
+async fn race_load(lab: &Lab, info: &VariantInfo) -> anyhow::Result<StateSnapshot> {
     let config = LoadConfig {
         target: lab.stack.url.clone(),
         variants: vec![info.name.clone()],
@@ -486,15 +532,13 @@ async fn race(lab: &Lab, info: &VariantInfo) -> anyhow::Result<(&'static str, St
         json: None,
         check: false,
         expect: None,
+        skus: 1,
+        buckets: None,
     };
     let api = Api::new(&config.target, config.admin_token.clone())?;
     let target = load::resolve_target(&config.target).await?;
     load::run_variant(&api, &target, &config, info, &Progress::default()).await?;
-    let state = lab.state(&info.name).await?;
-    Ok(Lab::judged_by_ledger(
-        &state,
-        lab.overlaps(&info.name).await?,
-    ))
+    lab.state(&info.name).await
 }
 
 /// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s.
@@ -738,6 +782,176 @@ async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static str, 
         format!(
             "while down: {down}; selling again {:.2} s after Redis came back: {sold}",
             back.elapsed().as_secs_f64()
+        ),
+    ))
+}
+
+impl Lab {
+    /// Kills Redlock nodes (SIGKILL, by index from 0) and waits until their
+    /// ports refuse connections.
+    async fn kill_nodes(&self, which: &[usize]) -> anyhow::Result<()> {
+        for &i in which {
+            let node = self
+                .stack
+                .redlock_nodes
+                .get(i)
+                .context("no such Redlock node")?;
+            signal(node.pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        for &i in which {
+            let port = self.stack.redlock_nodes[i]
+                .port()
+                .context("a node's port")?;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            // A dead process has no event to wait on but its closed port.
+            while tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                if Instant::now() > deadline {
+                    bail!("Redlock node {} still answers after SIGKILL", i + 1);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts empty redis-servers on the ports of Redlock nodes (a restart
+    /// without persistence); the lab owns and stops them.
+    async fn restart_nodes(&mut self, which: &[usize]) -> anyhow::Result<()> {
+        for &i in which {
+            let port = self.stack.redlock_nodes[i]
+                .port()
+                .context("a node's port")?;
+            let server = RedisServer::start(Some(port)).await?;
+            self.stack.redlock_nodes[i].pid = server.pid().unwrap_or(0);
+            self.restarted_nodes.push(server);
+        }
+        Ok(())
+    }
+}
+
+/// Two of the five Redlock nodes are killed; the race runs on the three left.
+async fn redlock_minority_down(
+    lab: &mut Lab,
+    info: &VariantInfo,
+) -> anyhow::Result<(&'static str, String)> {
+    lab.kill_nodes(&[3, 4]).await?;
+    let state = race_load(lab, info).await;
+    lab.restart_nodes(&[3, 4]).await?;
+    let state = state?;
+    let observed = if state.oversold > 0 || state.duplicates > 0 {
+        "oversells"
+    } else if state.remaining == 0 && state.sold == state.initial {
+        "keeps selling"
+    } else {
+        "stuck"
+    };
+    Ok((
+        observed,
+        format!(
+            "nodes 4 and 5 of 5 killed, a majority is 3: sold {} of {}, oversold {}, duplicates {}, busy {}",
+            state.sold, state.initial, state.oversold, state.duplicates, state.busy
+        ),
+    ))
+}
+
+/// Three of the five Redlock nodes are killed: busy with a reason; after
+/// they come back (empty), how long until a sale works again?
+async fn redlock_majority_down(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    lab.kill_nodes(&[2, 3, 4]).await?;
+    let base = lab.stack.url.clone();
+    let url = |wait: u64| format!("{base}/deductStock/{v}?sku={v}&wait_ms={wait}");
+    let answer =
+        |(status, body): (u16, Value)| (status, body["reason"].as_str().unwrap_or("").to_owned());
+    let fast = answer(lab.stack.get(&url(0)).await);
+    let waited = answer(lab.stack.get(&url(500)).await);
+    lab.restart_nodes(&[2, 3, 4]).await?;
+    let back = Instant::now();
+    let mut sold = false;
+    while back.elapsed() < Duration::from_secs(5) && !sold {
+        sold = lab.stack.get(&url(1000)).await.0 == 200;
+    }
+    let recovered_after = back.elapsed();
+    let state = lab.state(v).await?;
+    let no_quorum = |(status, reason): &(u16, String)| *status == 429 && reason == "no_quorum";
+    let observed = if state.oversold > 0 {
+        "oversells"
+    } else if no_quorum(&fast) && no_quorum(&waited) && sold {
+        "busy"
+    } else {
+        "stuck"
+    };
+    Ok((
+        observed,
+        format!(
+            "nodes 3, 4 and 5 of 5 killed: answered {} {} (wait_ms=0) and {} {} (wait_ms=500); nodes back empty, selling again after {:.2} s: {sold}; oversold {}",
+            fast.0,
+            fast.1,
+            waited.0,
+            waited.1,
+            recovered_after.as_secs_f64(),
+            state.oversold
+        ),
+    ))
+}
+
+/// Redlock: nodes 4 and 5 are down when the holder (instance a, 30 s lease)
+/// takes the lock on nodes 1-3 and freezes in its section; node 3 restarts
+/// empty and 4 and 5 come back, so instance b finds a majority (3, 4, 5)
+/// while the holder still has most of its lease. `fenced`: its one Redis
+/// forgets the lock the same way (the key is deleted) under a frozen holder.
+async fn restart_without_persistence(
+    lab: &mut Lab,
+    v: &str,
+) -> anyhow::Result<(&'static str, String)> {
+    lab.stack.reset(v, 5).await?;
+    const FROZEN_MS: u64 = 4_000;
+    lab.stack
+        .chaos(json!({"action": "pause_holder", "ms": FROZEN_MS}))
+        .await?;
+    let holder = format!("/deductStock/{v}?sku={v}&work_ms=0&wait_ms=0");
+    let newcomer = format!("/deductStock/{v}?sku={v}&work_ms=0&wait_ms=2500");
+    if v == "fenced" {
+        let duel = lab
+            .duel(
+                v,
+                &holder,
+                &newcomer,
+                Some(json!({"action": "lock_vanishes", "sku": v})),
+            )
+            .await?;
+        return Ok((
+            duel.observed,
+            format!(
+                "the lock was forgotten (deleted, as a restart without persistence does) under a frozen holder: {}; holder answered {}, the newcomer {}",
+                duel.evidence, duel.holder, duel.newcomer
+            ),
+        ));
+    }
+    lab.kill_nodes(&[3, 4]).await?;
+    let entered = lab.section_entered(v).await?;
+    let first = lab.send(lab.instance(0), holder);
+    entered.await;
+    // The holder has nodes 1-3 and is frozen. Node 3 restarts empty; 4 and 5 return.
+    lab.kill_nodes(&[2]).await?;
+    lab.restart_nodes(&[2, 3, 4]).await?;
+    let second = lab.send(lab.instance(1), newcomer).await?;
+    let first = first.await?;
+    let state = lab.state(v).await?;
+    let (observed, evidence) = Lab::judged_by_ledger(&state, lab.overlaps(v).await?);
+    let answer = |(status, body): &(u16, Value)| {
+        format!("{status} {}", body["reason"].as_str().unwrap_or(""))
+    };
+    Ok((
+        observed,
+        format!(
+            "holder on a took nodes 1-3 (4 and 5 down), froze {} s with a 30 s lease; node 3 restarted empty, 4 and 5 came back; b answered {}, the holder {}; {evidence}",
+            FROZEN_MS / 1000,
+            answer(&second),
+            answer(&first)
         ),
     ))
 }

@@ -36,7 +36,25 @@ pub struct Stack {
     /// The Redis `up` started and its URL (`None` with `--redis-url`).
     pub redis_pid: Option<u32>,
     pub redis_url: Option<String>,
+    /// `up --cluster`: the cluster's nodes.
+    pub cluster: Vec<Node>,
+    /// `up --redlock N`: the Redlock nodes, in order.
+    pub redlock_nodes: Vec<Node>,
     pub http: reqwest::Client,
+}
+
+/// A redis-server `up` started (a cluster node or a Redlock node).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub pid: u32,
+    pub url: String,
+}
+
+impl Node {
+    /// The port of its `redis://127.0.0.1:PORT` URL.
+    pub fn port(&self) -> Option<u16> {
+        self.url.rsplit(':').next()?.parse().ok()
+    }
 }
 
 fn parse_instance(line: &str) -> Option<Instance> {
@@ -126,6 +144,8 @@ impl Stack {
             nginx_pid: 0,
             redis_pid: None,
             redis_url: None,
+            cluster: Vec::new(),
+            redlock_nodes: Vec::new(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(60))
                 .pool_max_idle_per_host(256)
@@ -155,6 +175,41 @@ impl Stack {
         } else if let Some(rest) = line.strip_prefix("redis: pid ") {
             self.redis_pid = pid_of(rest);
             self.redis_url = rest.split(' ').nth(1).map(str::to_owned);
+        } else if let Some(rest) = line.strip_prefix("redis cluster: pids ") {
+            if let Some((pids, urls)) = rest.split_once(' ') {
+                self.cluster = pids
+                    .split(',')
+                    .zip(urls.split(','))
+                    .map(|(pid, url)| Node {
+                        pid: pid.parse().unwrap_or(0),
+                        url: url.to_owned(),
+                    })
+                    .collect();
+            }
+        } else if let Some(rest) = line.strip_prefix("redlock node ") {
+            // `redlock node 3: pid 123 redis://...`
+            let node = rest.split_once(": pid ").and_then(|(index, rest)| {
+                let (pid, url) = rest.split_once(' ')?;
+                Some((
+                    index.parse::<usize>().ok()?,
+                    Node {
+                        pid: pid.parse().ok()?,
+                        url: url.to_owned(),
+                    },
+                ))
+            });
+            if let Some((index, node)) = node {
+                if self.redlock_nodes.len() < index {
+                    self.redlock_nodes.resize(
+                        index,
+                        Node {
+                            pid: 0,
+                            url: String::new(),
+                        },
+                    );
+                }
+                self.redlock_nodes[index - 1] = node;
+            }
         } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
             self.nginx_pid = pid_of(rest).unwrap_or(0);
         } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
@@ -208,6 +263,8 @@ impl Stack {
             nginx_pid: 0,
             redis_pid: None,
             redis_url: None,
+            cluster: Vec::new(),
+            redlock_nodes: Vec::new(),
             http,
         })
     }

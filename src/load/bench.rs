@@ -54,7 +54,7 @@ fn fmt_runs(values: &[f64]) -> String {
 async fn ours(target: &Target, path: &str, config: &BenchConfig) -> anyhow::Result<f64> {
     let plan = Plan {
         method: Method::GET,
-        path: path.to_owned(),
+        paths: vec![path.to_owned()],
         concurrency: config.concurrency,
         requests: None,
         duration: Some(config.duration),
@@ -166,7 +166,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
 
     // The variants need stock that a whole run cannot exhaust.
     for sku in ["bench-lua", "bench-watchdog"] {
-        api.reset(sku, 1_000_000_000).await?;
+        api.reset(sku, 1_000_000_000, 0).await?;
     }
 
     // 2. lua vs /healthz through the same nginx.

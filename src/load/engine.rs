@@ -35,8 +35,9 @@ pub struct Target {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub method: Method,
-    /// Path and query, e.g. `/deductStock/lua?sku=lua`.
-    pub path: String,
+    /// Paths and queries, e.g. `/deductStock/lua?sku=lua`: request n of the
+    /// run goes to path n mod their number (many SKUs: one path each).
+    pub paths: Vec<String>,
     pub concurrency: usize,
     /// Stop after this many requests ...
     pub requests: Option<u64>,
@@ -190,21 +191,25 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
         duration: plan.duration,
         start: std::sync::OnceLock::new(),
     });
-    let request = Arc::new(
-        Request::builder()
-            .method(plan.method.clone())
-            .uri(&plan.path)
-            .header(header::HOST, &target.authority)
-            .header(header::USER_AGENT, "stocklock-load")
-            .body(Empty::<Bytes>::new())
-            .expect("a valid request"),
-    );
+    let requests: Arc<[Request<Empty<Bytes>>]> = plan
+        .paths
+        .iter()
+        .map(|path| {
+            Request::builder()
+                .method(plan.method.clone())
+                .uri(path)
+                .header(header::HOST, &target.authority)
+                .header(header::USER_AGENT, "stocklock-load")
+                .body(Empty::<Bytes>::new())
+                .expect("a valid request")
+        })
+        .collect();
     let mut results = Vec::with_capacity(threads);
     for thread in 0..threads {
         let workers = concurrency / threads + usize::from(thread < concurrency % threads);
         let worker = Worker {
             target: target.clone(),
-            request: request.clone(),
+            requests: requests.clone(),
             timeout: plan.timeout,
             rate: plan.rate,
             done: progress.0.clone(),
@@ -262,7 +267,8 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
 /// One worker: one connection at a time, one request at a time.
 struct Worker {
     target: Target,
-    request: Arc<Request<Empty<Bytes>>>,
+    /// What to send; ticket n sends request n mod their number.
+    requests: Arc<[Request<Empty<Bytes>>]>,
     timeout: Duration,
     rate: Option<f64>,
     done: Arc<AtomicU64>,
@@ -300,7 +306,8 @@ impl Worker {
             };
             let outcome = {
                 let deadline = Instant::now() + self.timeout;
-                let exchange = self.send(&mut conn);
+                let request = &self.requests[(n % self.requests.len() as u64) as usize];
+                let exchange = self.send(&mut conn, request);
                 tokio::pin!(exchange);
                 loop {
                     tokio::select! {
@@ -348,7 +355,11 @@ impl Worker {
 
     /// Sends one request on the worker's connection, opening one if needed,
     /// and drains the answer. Never retried: a sale may not be sent twice.
-    async fn send(&self, conn: &mut Option<Conn>) -> Result<StatusCode, SendError> {
+    async fn send(
+        &self,
+        conn: &mut Option<Conn>,
+        request: &Request<Empty<Bytes>>,
+    ) -> Result<StatusCode, SendError> {
         if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
             *conn = Some(
                 connect(self.target.addr)
@@ -360,7 +371,7 @@ impl Worker {
         let exchange = async {
             sender.ready().await.map_err(|_| SendError::Broken)?;
             let response = sender
-                .send_request(clone_request(&self.request))
+                .send_request(clone_request(request))
                 .await
                 .map_err(|_| SendError::Broken)?;
             let status = response.status();

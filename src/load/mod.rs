@@ -20,7 +20,7 @@ use hyper::Method;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use self::engine::{Plan, Progress, Tally, Target};
-use crate::wire::{LatencyMs, LoadReport, RunReport, StateSnapshot, VariantInfo};
+use crate::wire::{LatencyMs, LoadReport, RunReport, SkuResult, StateSnapshot, VariantInfo};
 
 /// What `stocklock load` was asked for.
 #[derive(Clone, Debug)]
@@ -46,6 +46,11 @@ pub struct LoadConfig {
     pub check: bool,
     /// Overrides every variant's expected verdict (`safe` or `oversells`).
     pub expect: Option<String>,
+    /// Spread each run over this many SKUs (`SKU-0` ... `SKU-n-1`), one
+    /// request in turn to each: on a cluster, over every master.
+    pub skus: usize,
+    /// Buckets per SKU at reset (default: the variant's, 8 for `lua-sharded`).
+    pub buckets: Option<u32>,
 }
 
 /// A control-plane client for the stack's API (state, variants, reset).
@@ -103,7 +108,27 @@ impl Api {
         self.get(&format!("/api/state?sku={sku}")).await
     }
 
-    pub async fn reset(&self, sku: &str, stock: i64) -> anyhow::Result<StateSnapshot> {
+    /// The states of `skus`, 16 requests at a time.
+    pub async fn states(&self, skus: &[String]) -> anyhow::Result<Vec<StateSnapshot>> {
+        let mut states = Vec::with_capacity(skus.len());
+        for chunk in skus.chunks(16) {
+            let mut asks = Vec::with_capacity(chunk.len());
+            for sku in chunk {
+                asks.push(self.state(sku));
+            }
+            for state in futures_util::future::join_all(asks).await {
+                states.push(state?);
+            }
+        }
+        Ok(states)
+    }
+
+    pub async fn reset(
+        &self,
+        sku: &str,
+        stock: i64,
+        buckets: u32,
+    ) -> anyhow::Result<StateSnapshot> {
         let Some(token) = &self.token else {
             bail!(
                 "--stock resets the SKU through the admin API: give --admin-token or set STOCKLOCK_ADMIN_TOKEN (stocklock up prints it)"
@@ -114,7 +139,7 @@ impl Api {
             .http
             .post(&url)
             .bearer_auth(token)
-            .json(&serde_json::json!({ "sku": sku, "stock": stock }));
+            .json(&serde_json::json!({ "sku": sku, "stock": stock, "buckets": buckets }));
         Self::exchange(&url, &format!("reset of {sku} refused"), request).await
     }
 }
@@ -284,7 +309,7 @@ pub async fn run_path(
     let target = resolve_target(target_url).await?;
     let plan = Plan {
         method: Method::GET,
-        path: path.to_owned(),
+        paths: vec![path.to_owned()],
         concurrency,
         requests: requests.or(if duration.is_some() { None } else { Some(400) }),
         duration,
@@ -358,14 +383,30 @@ pub async fn run_variant(
     info: &VariantInfo,
     progress: &Progress,
 ) -> anyhow::Result<RunReport> {
-    let sku = config.sku.clone().unwrap_or_else(|| info.name.clone());
+    let base = config.sku.clone().unwrap_or_else(|| info.name.clone());
+    let skus: Vec<String> = if config.skus > 1 {
+        (0..config.skus).map(|i| format!("{base}-{i}")).collect()
+    } else {
+        vec![base.clone()]
+    };
     if let Some(stock) = config.stock {
-        api.reset(&sku, stock).await?;
+        let buckets = config.buckets.unwrap_or_else(|| {
+            info.name
+                .parse::<crate::variants::Variant>()
+                .map(|v| v.buckets())
+                .unwrap_or(0)
+        });
+        for sku in &skus {
+            api.reset(sku, stock, buckets).await?;
+        }
     }
-    let before = api.state(&sku).await?;
+    let before = api.states(&skus).await?;
     let plan = Plan {
         method: Method::GET,
-        path: deduct_path(&info.name, &sku, config),
+        paths: skus
+            .iter()
+            .map(|sku| deduct_path(&info.name, sku, config))
+            .collect(),
         concurrency: config.concurrency,
         requests: planned_requests(config),
         duration: config.duration,
@@ -373,7 +414,18 @@ pub async fn run_variant(
         timeout: config.timeout,
     };
     let tally = engine::run(target, &plan, progress).await;
-    let after = api.state(&sku).await?;
+    let after_each = api.states(&skus).await?;
+    let per_sku: Vec<SkuResult> = if skus.len() > 1 {
+        after_each.iter().map(SkuResult::from).collect()
+    } else {
+        Vec::new()
+    };
+    let (before, after) = (combined(&before), combined(&after_each));
+    let sku = if skus.len() > 1 {
+        format!("{base}-0..{}", skus.len() - 1)
+    } else {
+        base
+    };
 
     let sold_in_run = after.sold - before.sold;
     let per_instance: BTreeMap<String, i64> = after
@@ -425,7 +477,34 @@ pub async fn run_variant(
         expected,
         disagreement,
         elapsed_s: tally.elapsed.as_secs_f64(),
+        per_sku,
     })
+}
+
+/// Several SKUs' states as one: the sums, with `oversold` and `duplicates`
+/// summed per SKU (an oversell in one SKU is not cancelled by stock left
+/// in another).
+pub fn combined(states: &[StateSnapshot]) -> StateSnapshot {
+    let mut total = states.first().cloned().unwrap_or_default();
+    for state in states.iter().skip(1) {
+        total.initial += state.initial;
+        total.remaining += state.remaining;
+        total.sold += state.sold;
+        total.oversold += state.oversold;
+        total.duplicates += state.duplicates;
+        total.busy += state.busy;
+        total.replays += state.replays;
+        total.lost_locks += state.lost_locks;
+        total.renewals += state.renewals;
+        total.fenced_rejections += state.fenced_rejections;
+        for (instance, n) in &state.per_instance {
+            *total.per_instance.entry(instance.clone()).or_default() += n;
+        }
+    }
+    if states.len() > 1 {
+        total.oversold = states.iter().map(|s| s.oversold.max(0)).sum();
+    }
+    total
 }
 
 /// Runs `work` while showing `progress` on stderr: a bar on a terminal, a
@@ -539,5 +618,22 @@ pub fn print_table(reports: &[RunReport]) {
         .collect();
     if !errors.is_empty() {
         println!("errors by kind: {}", errors.join("; "));
+    }
+    for r in reports.iter().filter(|r| !r.per_sku.is_empty()) {
+        let oversold: Vec<String> = r
+            .per_sku
+            .iter()
+            .filter(|s| s.oversold > 0 || s.duplicates > 0)
+            .map(|s| format!("{} +{}", s.sku, s.oversold.max(s.duplicates)))
+            .collect();
+        let worst = r.per_sku.iter().map(|s| s.oversold).max().unwrap_or(0);
+        println!(
+            "{}: {} SKUs, oversold in {} of them (worst {worst}){}{}",
+            r.variant,
+            r.per_sku.len(),
+            oversold.len(),
+            if oversold.is_empty() { "" } else { ": " },
+            oversold.join(", ")
+        );
     }
 }

@@ -13,7 +13,7 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use crate::store::Conn;
 use redis::{AsyncCommands, Script, SetExpiry, SetOptions};
 
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
@@ -28,13 +28,13 @@ static RENEW: LazyLock<Script> =
 /// A lease lock on one key. Cheap to clone.
 #[derive(Clone)]
 pub struct LeaseLock {
-    conn: ConnectionManager,
+    conn: Conn,
     key: String,
     wakeups: Wakeups,
 }
 
 impl LeaseLock {
-    pub fn new(conn: ConnectionManager, key: impl Into<String>, wakeups: Wakeups) -> Self {
+    pub fn new(conn: Conn, key: impl Into<String>, wakeups: Wakeups) -> Self {
         Self {
             conn,
             key: key.into(),

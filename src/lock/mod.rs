@@ -10,11 +10,13 @@
 //! | reentrant lock with a hold count  | [`ReentrantLock`] |
 //! | renewal                           | [`Lease::renew`], and [`Watchdog`] to do it while held |
 //! | waiting without polling           | [`Wakeups`]: releases are published, waiters woken |
+//! | a lock on a majority of N Redis   | [`Redlock`] on [`RedlockNodes`] (renewable by [`Watchdog`]) |
 //!
 //! Every script is built once and called by EVALSHA (redis-rs reloads it by
 //! itself after a `NOSCRIPT`).
 
 mod lease;
+pub mod redlock;
 mod reentrant;
 pub mod wakeups;
 mod watchdog;
@@ -24,6 +26,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use lease::LeaseLock;
+pub use redlock::{Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
 pub use wakeups::Wakeups;
 pub use watchdog::{Tenure, Watchdog};

@@ -12,9 +12,9 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use crate::store::Conn;
 use redis::AsyncCommands;
 use redis::Script;
-use redis::aio::ConnectionManager;
 
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
 use super::{Lease, OwnerId, millis, ttl_from_pttl};
@@ -41,13 +41,13 @@ pub enum Unlocked {
 /// A reentrant lock on one key. Cheap to clone.
 #[derive(Clone)]
 pub struct ReentrantLock {
-    conn: ConnectionManager,
+    conn: Conn,
     key: String,
     wakeups: Wakeups,
 }
 
 impl ReentrantLock {
-    pub fn new(conn: ConnectionManager, key: impl Into<String>, wakeups: Wakeups) -> Self {
+    pub fn new(conn: Conn, key: impl Into<String>, wakeups: Wakeups) -> Self {
         Self {
             conn,
             key: key.into(),

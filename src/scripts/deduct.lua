@@ -1,8 +1,18 @@
 -- The `lua` variant: the whole critical section as one script. Redis runs a
 -- script to the end before it serves anything else, so no lock is needed.
--- KEYS: stock, ledger, units, served, requests   ARGV: instance, request_id ('' for none)
--- Returns {kind, unit, remaining}: kind 1 sold, 0 sold out, and 2 / 3 for a
--- retry of an earlier sale / sold-out, repeated and not sold again.
+-- KEYS: stock, ledger, units, served, requests
+-- ARGV: instance, request_id ('' for none), final ('1'; '0' when a sold-out
+-- answer here is not final: lua-sharded tries the next bucket, and only the
+-- last one tried records the request), buckets (lua-sharded: the bucket
+-- count the caller believes the SKU has; '' for no check)
+-- Returns {kind, unit, remaining}: kind 1 sold, 0 sold out, 2 / 3 for a
+-- retry of an earlier sale / sold-out, repeated and not sold again, and 4
+-- when the caller's bucket count is out of date (unit = the right one;
+-- nothing was read or recorded).
+if ARGV[4] ~= '' then
+  local buckets = redis.call('HGET', KEYS[2], 'buckets') or '0'
+  if buckets ~= ARGV[4] then return {4, tonumber(buckets), 0} end
+end
 if ARGV[2] ~= '' then
   local earlier = redis.call('HGET', KEYS[5], ARGV[2])
   if earlier then
@@ -16,6 +26,7 @@ if ARGV[2] ~= '' then
 end
 local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
 if stock <= 0 then
+  if ARGV[3] == '0' then return {0, 0, stock} end
   record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold_out', '')
   if ARGV[2] ~= '' then redis.call('HSET', KEYS[5], ARGV[2], 'sold_out:' .. stock) end
   return {0, 0, stock}

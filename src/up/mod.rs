@@ -9,7 +9,9 @@
 //! Lines on stdout other programs can rely on (the tests do):
 //!
 //! ```text
-//! redis: pid 123 redis://127.0.0.1:PORT
+//! redis: pid 123 redis://127.0.0.1:PORT          (again after every restart)
+//! redis cluster: pids 1,2,3 redis://127.0.0.1:P1,redis://127.0.0.1:P2,...  (--cluster)
+//! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
@@ -63,7 +65,14 @@ pub struct UpConfig {
     pub chaos: bool,
     /// Clock offsets of the instances, in order (chaos mode).
     pub clock_skew_ms: Vec<i64>,
+    /// How many independent redis-servers to start for `redlock` (0: none).
+    pub redlock: u16,
+    /// Start a 3-master Redis Cluster instead of one redis-server.
+    pub cluster: bool,
 }
+
+/// Masters of the cluster `up --cluster` starts.
+pub const CLUSTER_MASTERS: usize = 3;
 
 /// How long an instance may take to print its listening line.
 const INSTANCE_READY: Duration = Duration::from_secs(15);
@@ -99,8 +108,29 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o755))?;
     }
 
+    // A cluster, or one Redis (ours, supervised, or the user's).
+    let mut cluster_nodes = Vec::new();
+    if config.cluster {
+        for _ in 0..CLUSTER_MASTERS {
+            cluster_nodes.push(RedisServer::start_cluster_node().await?);
+        }
+        self::redis::create_cluster(&cluster_nodes).await?;
+    }
+    let cluster_urls: Vec<String> = cluster_nodes.iter().map(RedisServer::url).collect();
+    if config.cluster {
+        let pids: Vec<String> = cluster_nodes
+            .iter()
+            .map(|n| n.pid().unwrap_or(0).to_string())
+            .collect();
+        say!(
+            "redis cluster: pids {} {}",
+            pids.join(","),
+            cluster_urls.join(",")
+        );
+    }
     let mut redis = match &config.redis_url {
         Some(_) => None,
+        None if config.cluster => None,
         None => Some(RedisServer::start(config.redis_port).await?),
     };
     let redis_url = match (&config.redis_url, &redis) {
@@ -109,9 +139,27 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
             server.url()
         }
-        (None, None) => unreachable!("a Redis is started when no URL is given"),
+        (None, None) => cluster_urls.first().cloned().unwrap_or_default(),
     };
-    seed_stock(&redis_url, config.stock).await?;
+    // Redlock's nodes: independent, unsupervised (a node that dies stays
+    // down, which is what the lab's Redlock scenarios are about).
+    let mut redlock_nodes = Vec::new();
+    for index in 0..config.redlock {
+        let node = RedisServer::start(None).await?;
+        say!(
+            "redlock node {}: pid {} {}",
+            index + 1,
+            node.pid().unwrap_or(0),
+            node.url()
+        );
+        redlock_nodes.push(node);
+    }
+    let redlock_urls: Vec<String> = redlock_nodes.iter().map(RedisServer::url).collect();
+    seed_stock(
+        &Store::open_either(&redis_url, &cluster_urls)?,
+        config.stock,
+    )
+    .await?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut supervisors = JoinSet::new();
@@ -121,11 +169,13 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             name: instance_name(index),
             addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), process::free_port()?),
             redis_url: redis_url.clone(),
+            redis_cluster: cluster_urls.clone(),
+            redlock_nodes: redlock_urls.clone(),
             admin_token: config.admin_token.clone(),
             default_variant: config.default_variant,
             public_url: public_url.clone(),
             chaos: config.chaos,
-            owns_redis: config.redis_url.is_none(),
+            owns_redis: config.redis_url.is_none() && !config.cluster,
             clock_skew_ms: config
                 .clock_skew_ms
                 .get(usize::from(index))
@@ -189,23 +239,30 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     if let Some(server) = redis.as_mut() {
         server.stop().await;
     }
+    for node in cluster_nodes.iter_mut().chain(redlock_nodes.iter_mut()) {
+        node.stop().await;
+    }
     drop(run_dir);
     say!("stocklock stopped");
     Ok(())
 }
 
 /// Gives the SKUs the lab uses (`00001` and one per variant) their stock,
-/// leaving any that already have some alone (an existing Redis keeps its state).
-pub async fn seed_stock(redis_url: &str, stock: i64) -> anyhow::Result<()> {
-    let store = Store::open(redis_url)?;
-    let mut conn = store
-        .conn()
-        .await
-        .with_context(|| format!("cannot reach Redis at {redis_url}"))?;
-    let skus = std::iter::once(DEFAULT_SKU).chain(Variant::ALL.iter().map(|v| v.name()));
-    for name in skus {
-        let sku = Sku::parse(name)?;
-        ledger::reset(&mut conn, &Keys::new(&sku), stock, true).await?;
+/// leaving any that already have some alone (an existing Redis keeps its
+/// state). `lua-sharded`'s SKU is split into [`ledger::DEFAULT_BUCKETS`].
+pub async fn seed_stock(store: &Store, stock: i64) -> anyhow::Result<()> {
+    let mut conn = store.conn().await.context("cannot reach Redis")?;
+    ledger::reset_sku(
+        &mut conn,
+        &Keys::new(&Sku::parse(DEFAULT_SKU)?),
+        stock,
+        0,
+        true,
+    )
+    .await?;
+    for variant in Variant::ALL {
+        let sku = Sku::parse(variant.name())?;
+        ledger::reset_sku(&mut conn, &Keys::new(&sku), stock, variant.buckets(), true).await?;
     }
     Ok(())
 }
@@ -215,6 +272,8 @@ struct InstanceSpec {
     name: String,
     addr: SocketAddr,
     redis_url: String,
+    redis_cluster: Vec<String>,
+    redlock_nodes: Vec<String>,
     admin_token: String,
     default_variant: Variant,
     public_url: String,
@@ -241,6 +300,12 @@ impl InstanceSpec {
             .arg("--exit-with-stdin")
             .arg("--public-url")
             .arg(&self.public_url);
+        if !self.redis_cluster.is_empty() {
+            command.arg(format!("--redis-cluster={}", self.redis_cluster.join(",")));
+        }
+        if !self.redlock_nodes.is_empty() {
+            command.arg(format!("--redlock-nodes={}", self.redlock_nodes.join(",")));
+        }
         if self.chaos {
             command
                 .arg("--chaos")

@@ -28,6 +28,27 @@ impl RedisServer {
     /// Starts redis-server on `port`, or on a free port when `None` (trying
     /// again with another if the one picked was taken meanwhile).
     pub async fn start(port: Option<u16>) -> anyhow::Result<Self> {
+        Self::start_with(port, &[]).await
+    }
+
+    /// Starts a redis-server in cluster mode (its `nodes.conf` in its own
+    /// directory), not yet part of any cluster: see [`create_cluster`].
+    pub async fn start_cluster_node() -> anyhow::Result<Self> {
+        Self::start_with(
+            None,
+            &[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "5000",
+            ],
+        )
+        .await
+    }
+
+    async fn start_with(port: Option<u16>, extra: &[&str]) -> anyhow::Result<Self> {
         let binary = process::require_program("redis-server", "redis-server")?;
         let attempts = if port.is_some() { 1 } else { 3 };
         let mut last_error = None;
@@ -36,7 +57,7 @@ impl RedisServer {
                 Some(port) => port,
                 None => process::free_port()?,
             };
-            match Self::start_on(&binary, port).await {
+            match Self::start_on(&binary, port, extra).await {
                 Ok(server) => return Ok(server),
                 Err(err) => last_error = Some(err),
             }
@@ -44,7 +65,7 @@ impl RedisServer {
         Err(last_error.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
     }
 
-    async fn start_on(binary: &std::path::Path, port: u16) -> anyhow::Result<Self> {
+    async fn start_on(binary: &std::path::Path, port: u16, extra: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("stocklock-redis-")
             .tempdir()?;
@@ -57,6 +78,7 @@ impl RedisServer {
             .args(["--logfile", ""])
             // DEBUG SLEEP is chaos mode's "pause Redis" (loopback only).
             .args(["--enable-debug-command", "local"])
+            .args(extra)
             .arg("--dir")
             .arg(dir.path())
             .stdin(Stdio::null())
@@ -105,4 +127,55 @@ impl RedisServer {
     pub async fn exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
         self.child.wait().await
     }
+}
+
+/// Makes one cluster of `nodes` (started by [`RedisServer::start_cluster_node`]),
+/// all masters, with `redis-cli --cluster create`, and waits until every
+/// node reports `cluster_state:ok`.
+pub async fn create_cluster(nodes: &[RedisServer]) -> anyhow::Result<()> {
+    let cli = process::require_program("redis-cli", "redis-tools")?;
+    let addresses: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port()))
+        .collect();
+    let output = Command::new(&cli)
+        .arg("--cluster")
+        .arg("create")
+        .args(&addresses)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .with_context(|| format!("cannot run {}", cli.display()))?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    // The slots are assigned; the nodes agree on it through their gossip,
+    // which has no event to wait for but CLUSTER INFO.
+    let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+    for node in nodes {
+        let client = redis::Client::open(node.url())?;
+        loop {
+            let info: String = match client.get_multiplexed_async_connection().await {
+                Ok(mut conn) => redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if info.contains("cluster_state:ok") {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                anyhow::bail!("the cluster did not reach cluster_state:ok: {info}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
 }

@@ -11,8 +11,8 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use crate::store::Conn;
 use redis::Script;
-use redis::aio::ConnectionManager;
 
 use super::watchdog::renewed_lock;
 use super::{About, Ctx, Protection, Variant};
@@ -69,7 +69,7 @@ pub(super) struct FencedStock<'a> {
 }
 
 impl StockAccess for FencedStock<'_> {
-    async fn read(&self, conn: &mut ConnectionManager) -> Result<Option<i64>, StoreError> {
+    async fn read(&self, conn: &mut Conn) -> Result<Option<i64>, StoreError> {
         Ok(READ
             .key(&self.keys.stock)
             .key(&self.keys.ledger)
@@ -78,7 +78,7 @@ impl StockAccess for FencedStock<'_> {
             .await?)
     }
 
-    async fn write(&self, conn: &mut ConnectionManager, value: i64) -> Result<bool, StoreError> {
+    async fn write(&self, conn: &mut Conn, value: i64) -> Result<bool, StoreError> {
         let written: Option<i64> = WRITE
             .key(&self.keys.stock)
             .key(&self.keys.ledger)

@@ -52,6 +52,8 @@ impl Protection for LuaScript {
             .key(&ctx.keys.requests)
             .arg(ctx.instance)
             .arg(ctx.request_id.unwrap_or(""))
+            .arg("1")
+            .arg("")
             .invoke_async(&mut ctx.conn)
             .await?;
         // 2 and 3 repeat an earlier answer to the same request_id.

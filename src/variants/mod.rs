@@ -9,7 +9,9 @@
 mod fenced;
 mod local_mutex;
 mod lua;
+mod lua_sharded;
 mod none;
+mod redlock;
 mod setnx;
 mod setnx_expiry;
 mod token;
@@ -19,7 +21,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
+use crate::store::Conn;
 
 use crate::chaos::Chaos;
 use crate::knobs::Knobs;
@@ -38,12 +40,14 @@ pub enum Variant {
     Token,
     Watchdog,
     Fenced,
+    Redlock,
     Lua,
+    LuaSharded,
 }
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 10] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
@@ -51,7 +55,9 @@ impl Variant {
         Variant::Token,
         Variant::Watchdog,
         Variant::Fenced,
+        Variant::Redlock,
         Variant::Lua,
+        Variant::LuaSharded,
     ];
 
     /// The name in URLs, JSON and on the dashboard.
@@ -64,7 +70,9 @@ impl Variant {
             Variant::Token => "token",
             Variant::Watchdog => "watchdog",
             Variant::Fenced => "fenced",
+            Variant::Redlock => "redlock",
             Variant::Lua => "lua",
+            Variant::LuaSharded => "lua-sharded",
         }
     }
 
@@ -78,7 +86,9 @@ impl Variant {
             Variant::Token => &token::ABOUT,
             Variant::Watchdog => &watchdog::ABOUT,
             Variant::Fenced => &fenced::ABOUT,
+            Variant::Redlock => &redlock::ABOUT,
             Variant::Lua => &lua::ABOUT,
+            Variant::LuaSharded => &lua_sharded::ABOUT,
         }
     }
 
@@ -90,7 +100,16 @@ impl Variant {
     /// Whether the variant records its answer in the ledger itself (inside
     /// its own atomic script) rather than leaving it to the caller.
     pub fn records_itself(self) -> bool {
-        matches!(self, Variant::Lua)
+        matches!(self, Variant::Lua | Variant::LuaSharded)
+    }
+
+    /// How many buckets a reset for this variant splits the stock into:
+    /// [`crate::ledger::DEFAULT_BUCKETS`] for `lua-sharded`, 0 (one key) for the rest.
+    pub fn buckets(self) -> u32 {
+        match self {
+            Variant::LuaSharded => crate::ledger::DEFAULT_BUCKETS,
+            _ => 0,
+        }
     }
 
     pub fn info(self) -> VariantInfo {
@@ -164,12 +183,14 @@ pub struct About {
 
 /// What a variant needs to run one request.
 pub struct Ctx<'a> {
-    pub conn: ConnectionManager,
+    pub conn: Conn,
     pub keys: &'a Keys,
     pub knobs: &'a Knobs,
     /// This instance's name, for owner tokens and the ledger.
     pub instance: &'a str,
     pub wakeups: &'a Wakeups,
+    /// The Redlock nodes (`--redlock-nodes`), if this instance has any.
+    pub redlock: Option<&'a crate::lock::RedlockNodes>,
     /// The request's idempotency key, if it has one.
     pub request_id: Option<&'a str>,
     pub chaos: &'a Chaos,
@@ -289,6 +310,7 @@ trait Protection {
 #[derive(Default)]
 pub struct Protections {
     local_mutex: local_mutex::LocalMutex,
+    sharded: lua_sharded::ShardedScript,
 }
 
 impl Protections {
@@ -306,7 +328,9 @@ impl Protections {
             Variant::Token => token::TokenLock.deduct(ctx).await,
             Variant::Watchdog => watchdog::WatchdogLock.deduct(ctx).await,
             Variant::Fenced => fenced::FencedLock.deduct(ctx).await,
+            Variant::Redlock => redlock::RedlockLock.deduct(ctx).await,
             Variant::Lua => lua::LuaScript.deduct(ctx).await,
+            Variant::LuaSharded => self.sharded.deduct(ctx).await,
         }
     }
 }

@@ -416,3 +416,75 @@ async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
     assert!(sold, "no sale after the restart");
     stack.stop().await;
 }
+
+/// A reset on one instance changes a SKU's bucket count under another
+/// instance that still believes the old one: its scripts are told so before
+/// they read or record anything, so a retry is still answered once, every
+/// unit is sold once, and the SKU sells exactly its stock.
+#[tokio::test]
+async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let a = helpers::instance_router(&store, "a", Chaos::off()).await;
+    let b = helpers::instance_router(&store, "b", Chaos::off()).await;
+    let reset = |router: axum::Router, buckets: u32| async move {
+        let body = serde_json::json!({"sku": "hot", "stock": 12, "buckets": buckets});
+        let (status, body) = call(&router, "POST", "/api/admin/reset", Some(body)).await;
+        assert_eq!(status, 200, "{body}");
+    };
+    let buy = |router: axum::Router, id: String| async move {
+        call(
+            &router,
+            "GET",
+            &format!("/deductStock/lua-sharded?sku=hot&request_id={id}"),
+            None,
+        )
+        .await
+    };
+
+    // a learns "not split"; b splits the SKU into 4 buckets behind its back.
+    reset(a.clone(), 0).await;
+    assert_eq!(buy(a.clone(), "r0".into()).await.0, 200);
+    reset(b.clone(), 4).await;
+    let (status, first) = buy(a.clone(), "r1".into()).await;
+    assert_eq!(
+        status, 200,
+        "a must find the buckets, not the emptied key: {first}"
+    );
+    let (status, again) = buy(b.clone(), "r1".into()).await;
+    assert_eq!(
+        (status, &again["replayed"]),
+        (200, &Value::Bool(true)),
+        "{again}"
+    );
+    assert_eq!(again["unit"], first["unit"]);
+
+    // a now believes 4; b re-splits into 3. a must not sell from the old layout.
+    reset(b.clone(), 3).await;
+    let mut units = std::collections::BTreeSet::new();
+    for i in 0..20 {
+        let router = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let (status, body) = buy(router, format!("s{i}")).await;
+        if status == 200 {
+            assert!(
+                units.insert(body["unit"].as_i64().unwrap()),
+                "unit sold twice: {body}"
+            );
+        } else {
+            assert_eq!(status, 409, "{body}");
+        }
+    }
+    assert_eq!(units.len(), 12, "exactly the stock: {units:?}");
+    let state = state(&a, "hot").await;
+    assert_eq!(state.buckets, 3);
+    assert_eq!(
+        (
+            state.sold,
+            state.remaining,
+            state.oversold,
+            state.duplicates
+        ),
+        (12, 0, 0, 0),
+        "{state:?}"
+    );
+}

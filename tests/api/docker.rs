@@ -155,11 +155,33 @@ fn compose_file_is_valid() {
         String::from_utf8_lossy(&full.stderr)
     );
     let config = String::from_utf8_lossy(&full.stdout);
-    for service in ["redis", "app-a", "app-b", "nginx"] {
+    for service in [
+        "redis",
+        "app-a",
+        "app-b",
+        "nginx",
+        "redlock-1",
+        "redlock-2",
+        "redlock-3",
+        "redlock-4",
+        "redlock-5",
+    ] {
         assert!(
             service_block(&config, service).is_some(),
             "no service {service:?} in the resolved compose file:\n{config}"
         );
+    }
+    // Both instances know the five Redlock nodes by their service names.
+    for app in ["app-a", "app-b"] {
+        let block = service_block(&config, app).unwrap();
+        let nodes = environment_value(&block, "STOCKLOCK_REDLOCK_NODES")
+            .unwrap_or_else(|| panic!("{app} has no STOCKLOCK_REDLOCK_NODES:\n{block}"));
+        for i in 1..=5 {
+            assert!(
+                nodes.contains(&format!("redis://redlock-{i}:6379")),
+                "{nodes}"
+            );
+        }
     }
     let nginx = service_block(&config, "nginx").unwrap();
     assert!(

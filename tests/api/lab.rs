@@ -57,6 +57,22 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
     assert_eq!(observed("pause-holder", "watchdog"), "oversells");
     assert_eq!(observed("pause-holder", "fenced"), "safe");
     assert_eq!(observed("clock-skew", "setnx-expiry"), "oversells");
+    // Redlock's rows: five real redis-servers, killed and restarted by pid.
+    assert_eq!(
+        observed("redlock-minority-down", "redlock"),
+        "keeps selling"
+    );
+    assert_eq!(observed("redlock-majority-down", "redlock"), "busy");
+    assert_eq!(observed("pause-holder", "redlock"), "oversells");
+    assert_eq!(
+        observed("redlock-restart-without-persistence", "redlock"),
+        "oversells"
+    );
+    assert_eq!(
+        observed("redlock-restart-without-persistence", "fenced"),
+        "safe"
+    );
+    assert_eq!(observed("race", "lua-sharded"), "safe");
     assert!(stdout.contains("cells in"), "{stdout}");
 }
 

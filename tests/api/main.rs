@@ -3,6 +3,7 @@
 
 mod browser;
 mod chaos;
+mod cluster;
 mod dashboard;
 mod docker;
 mod helpers;
@@ -10,4 +11,5 @@ mod input;
 mod lab;
 mod load;
 mod lock;
+mod redlock;
 mod stack;

@@ -71,7 +71,9 @@ async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
         "token",
         "watchdog",
         "fenced",
+        "redlock",
         "lua",
+        "lua-sharded",
     ] {
         let (tally, state) = flash_sale(&stack, variant).await;
         assert_eq!(state.oversold, 0, "{variant} oversold: {state:?}");
@@ -95,7 +97,7 @@ async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
         );
     }
     // Waiting variants sell everything; a waiter gives up only after 10 s.
-    for variant in ["watchdog", "fenced", "lua"] {
+    for variant in ["watchdog", "fenced", "redlock", "lua", "lua-sharded"] {
         assert_eq!(
             stack.state(&format!("sale-{variant}")).await.remaining,
             0,
