@@ -8,8 +8,10 @@
 //!   aborts its process between `SETNX` and `EXPIRE`, a real crash that
 //!   leaves a lock with no TTL;
 //! - `pause_holder` (`ms`): the next request to enter a critical section
-//!   freezes its whole process (SIGSTOP: the watchdog too) for `ms`, right
-//!   after reading the stock; a helper process sends SIGCONT;
+//!   freezes its whole process (SIGSTOP: the watchdog too) for `ms`, after
+//!   its last check that it still holds the lock and right before its
+//!   write (Kleppmann's pause: nothing a lock can check comes after it); a
+//!   helper process sends SIGCONT;
 //! - `lock_vanishes` (`sku`): the lock key is deleted, whoever holds it (the
 //!   stand-in for a failover or a clock jump);
 //! - `crash`: the instance that takes this request aborts right after answering.
@@ -121,13 +123,17 @@ impl Chaos {
         Ok(armed.is_some())
     }
 
-    /// Called (chaos mode) when a section has read the stock, the worst
-    /// moment: announces it (the event the lab waits for before it strikes,
-    /// so that its faults land inside the gap) and, if a pause is armed,
-    /// freezes the whole process until a helper wakes it. One round trip.
-    pub async fn in_the_gap(&self, conn: &mut Conn, keys: &Keys) -> Result<(), StoreError> {
+    /// Called (chaos mode) when a section has read the stock: announces it
+    /// (the event the lab waits for before it strikes, so that its faults
+    /// land inside the gap) and takes the pause armed for this section, if
+    /// any, for [`Chaos::stop_the_world`]. One round trip.
+    pub async fn in_the_gap(
+        &self,
+        conn: &mut Conn,
+        keys: &Keys,
+    ) -> Result<Option<Duration>, StoreError> {
         if !self.enabled {
-            return Ok(());
+            return Ok(None);
         }
         // Two commands sent together, not one pipeline: on a cluster they
         // go to different nodes.
@@ -138,11 +144,15 @@ impl Chaos {
             conn.get_del::<_, Option<u64>>(PAUSE_HOLDER)
         );
         published?;
-        let armed = armed?;
-        if let (Some(ms), Some(binary)) = (armed, &self.binary) {
-            freeze(binary, Duration::from_millis(ms));
+        Ok(armed?.map(Duration::from_millis))
+    }
+
+    /// Freezes the whole process (every thread, the watchdog's included)
+    /// for `pause`, until a helper process wakes it.
+    pub fn stop_the_world(&self, pause: Duration) {
+        if let Some(binary) = &self.binary {
+            freeze(binary, pause);
         }
-        Ok(())
     }
 
     /// The monotonic clock, when the witness records (chaos mode).

@@ -302,7 +302,7 @@ pub struct UpArgs {
     )]
     pub clock_skew_ms: Vec<i64>,
     /// Start this many independent redis-servers for the `redlock` variant
-    /// (0: none, and `redlock` answers 503). The stock stays on the main Redis.
+    /// (0: none, and `redlock` answers 503 not_configured). The stock stays on the main Redis.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
     pub redlock: u16,
     /// Start a local 3-master Redis Cluster (redis-server in cluster mode and

@@ -195,6 +195,8 @@ pub enum AppError {
     Forbidden(String),
     /// 503: Redis is away; the request decided nothing.
     Unavailable(StoreError),
+    /// 503: this instance was not given what the request needs (Redlock's nodes).
+    NotConfigured(String),
     /// 500: a bug of ours (a panicked task). Never caused by input.
     Internal(String),
 }
@@ -273,6 +275,12 @@ impl IntoResponse for AppError {
             ),
             AppError::Conflict(detail) => (StatusCode::CONFLICT, "conflict", detail, None),
             AppError::Forbidden(detail) => (StatusCode::FORBIDDEN, "forbidden", detail, None),
+            AppError::NotConfigured(detail) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_configured",
+                detail,
+                None,
+            ),
             AppError::Unavailable(err) => {
                 tracing::warn!(%err, "store unavailable");
                 (
@@ -318,6 +326,11 @@ async fn deduct_default(
 
 async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<Response, AppError> {
     let request = DeductRequest::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    if variant == Variant::Redlock && state.0.redlock.is_none() {
+        return Err(AppError::NotConfigured(
+            "redlock needs independent Redis servers: this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)".to_owned(),
+        ));
+    }
     let conn = state.0.store.conn().await?;
     // The sale runs in its own task: a client that hangs up must not cancel a
     // section halfway, between its write and the ledger, or while it holds a lock.

@@ -126,8 +126,8 @@ impl StockAccess for PlainStock<'_> {
 /// - A retried `request_id` gets the outcome it had the first time and
 ///   sells nothing (the check and the record happen here, under the
 ///   variant's protection).
-/// - In chaos mode a pause armed by the lab freezes the whole process right
-///   after the read, the worst moment.
+/// - In chaos mode a pause armed by the lab freezes the whole process after
+///   the last check of the lock, right before the write: the worst moment.
 /// - `still_held` is asked right before the write: a lock that knows it lost
 ///   its lease (the watchdog's failed renewal) backs off instead of writing;
 ///   locks that cannot know always answer `true`.
@@ -187,12 +187,17 @@ async fn section(
     if current <= 0 {
         return Ok(Outcome::SoldOut { remaining: current });
     }
-    ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
+    let pause = ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
     if !ctx.knobs.work.is_zero() {
         tokio::time::sleep(ctx.knobs.work).await;
     }
     if !still_held() {
         return Ok(Outcome::Busy(BusyReason::LockLost));
+    }
+    if let Some(pause) = pause {
+        // After the last check, before the write: whatever the lock learns
+        // while the process is frozen comes too late.
+        ctx.chaos.stop_the_world(pause);
     }
     if !stock.write(&mut ctx.conn, current - 1).await? {
         return Ok(Outcome::Busy(BusyReason::StaleToken));

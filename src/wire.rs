@@ -321,7 +321,7 @@ pub enum ChaosAction {
     /// between SETNX and EXPIRE.
     CrashAfterSetnx,
     /// The next request to enter a critical section freezes its whole
-    /// process for `ms` right after reading the stock.
+    /// process for `ms` right before its write (after its last check of the lock).
     PauseHolder { ms: u64 },
     /// Delete the SKU's lock key now, whoever holds it.
     LockVanishes { sku: String },

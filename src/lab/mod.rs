@@ -602,8 +602,8 @@ async fn crash_after_setnx(lab: &mut Lab, v: &str) -> anyhow::Result<(&'static s
     Ok((observed, evidence))
 }
 
-/// The holder on instance a freezes (SIGSTOP) for 1.5 s right after reading
-/// the stock, with a 300 ms lease; a buyer on instance b waits for the lock.
+/// The holder on instance a freezes (SIGSTOP) for 1.5 s between its last
+/// check of the lock and its write, with a 300 ms lease; a buyer on instance b waits for the lock.
 async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<(&'static str, String)> {
     lab.stack.reset(v, 5).await?;
     lab.stack

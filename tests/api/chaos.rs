@@ -257,7 +257,8 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
 }
 
 /// A stop-the-world pause (SIGSTOP of the whole process, watchdog
-/// included) longer than the lease, right after the holder read the stock.
+/// included) longer than the lease, between the holder's last check of the
+/// lock and its write.
 /// Another instance takes the lock meanwhile and sells. The paused holder
 /// wakes up and writes: `watchdog` oversells; `fenced` refuses the stale
 /// token at the store.

@@ -514,3 +514,40 @@ mod properties {
             .collect()
     }
 }
+
+/// An instance started without `--redlock-nodes` says so for `redlock`
+/// (503, naming the flag) and changes nothing; the other variants still sell.
+#[tokio::test]
+async fn redlock_without_nodes_is_a_clear_503() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let router = stocklock::http::app(stocklock::http::AppState::new(
+        store,
+        stocklock::http::InstanceConfig {
+            instance: "t".to_owned(),
+            admin_token: TOKEN.to_owned(),
+            default_variant: Variant::Lua,
+            public_url: "http://127.0.0.1:9".to_owned(),
+            own_url: "http://127.0.0.1:9".to_owned(),
+            chaos: Chaos::off(),
+            redlock_nodes: Vec::new(),
+        },
+        stocklock::lock::Wakeups::new(),
+    ));
+    reset(&router, "r", 3).await;
+    let before = state(&router, "r").await;
+    let (status, body) = call(&router, get("/deductStock/redlock?sku=r")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"], "not_configured");
+    assert!(
+        body["detail"].as_str().unwrap().contains("--redlock-nodes"),
+        "{body}"
+    );
+    assert_eq!(
+        state(&router, "r").await,
+        before,
+        "a refused request changed the SKU"
+    );
+    let (status, body) = call(&router, get("/deductStock/token?sku=r")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
