@@ -101,12 +101,19 @@ impl AppState {
                 self.0.config.own_url.clone(),
                 self.0.requests.clone(),
             ),
-            self.0.board.run(self.0.store.clone()),
+            self.0
+                .board
+                .run(self.0.store.clone(), self.0.redlock.clone()),
         ]
     }
 
     pub fn store(&self) -> &Store {
         &self.0.store
+    }
+
+    /// The Redlock nodes, if this instance has any.
+    pub fn redlock(&self) -> Option<&crate::lock::RedlockNodes> {
+        self.0.redlock.as_ref()
     }
 
     pub fn instance(&self) -> &str {

@@ -81,7 +81,11 @@ pub fn heartbeat(
 }
 
 /// Reads the whole board: every variant's SKU, the instances, the run.
-pub async fn read_board(store: &Store) -> Result<Board, StoreError> {
+/// `redlock`'s lock lives on its nodes, so its card's lock is read there.
+pub async fn read_board(
+    store: &Store,
+    redlock: Option<&crate::lock::RedlockNodes>,
+) -> Result<Board, StoreError> {
     let mut conn = store.conn().await?;
     // The run first: when it says done, every variant read after it is final.
     let run: Option<String> = conn.get(runs::STATUS_KEY).await?;
@@ -89,7 +93,20 @@ pub async fn read_board(store: &Store) -> Result<Board, StoreError> {
     let mut variants = Vec::with_capacity(Variant::ALL.len());
     for variant in Variant::ALL {
         let sku = Sku::parse(variant.name()).expect("variant names are valid SKUs");
-        variants.push(ledger::snapshot(&mut conn, &Keys::new(&sku), sku.as_str()).await?);
+        let keys = Keys::new(&sku);
+        let mut state = ledger::snapshot(&mut conn, &keys, sku.as_str()).await?;
+        if let (Variant::Redlock, Some(nodes)) = (variant, redlock) {
+            let holding = nodes.lock(keys.lock.clone()).holding().await;
+            state.lock = crate::wire::LockState {
+                held: holding.owner.is_some(),
+                holder: holding
+                    .owner
+                    .map(|(owner, n)| format!("{owner} (on {n} of {} nodes)", nodes.len())),
+                ttl_ms: holding.ttl.map(|ttl| ttl.as_millis() as i64),
+                no_ttl: false,
+            };
+        }
+        variants.push(state);
     }
     let beats: Vec<(String, String)> = conn.hgetall(INSTANCES_KEY).await?;
     let now = now_ms();
@@ -135,7 +152,11 @@ impl Default for BoardFeed {
 impl BoardFeed {
     /// Reads the board every 250 ms while at least one page watches, and
     /// publishes it when it changed.
-    pub fn run(&self, store: Store) -> tokio::task::JoinHandle<()> {
+    pub fn run(
+        &self,
+        store: Store,
+        redlock: Option<crate::lock::RedlockNodes>,
+    ) -> tokio::task::JoinHandle<()> {
         let feed = self.0.clone();
         tokio::spawn(async move {
             let mut every = tokio::time::interval(BOARD_EVERY);
@@ -145,7 +166,7 @@ impl BoardFeed {
                 if feed.receiver_count() == 0 {
                     continue; // nobody watches: read nothing
                 }
-                let json = match read_board(&store).await {
+                let json = match read_board(&store, redlock.as_ref()).await {
                     Ok(board) => serde_json::to_string(&board).ok(),
                     Err(err) => {
                         tracing::debug!(%err, "board unavailable");
@@ -188,7 +209,9 @@ pub async fn events(
 
 /// `GET /api/board`: the same board, for polling.
 pub async fn board(State(state): State<AppState>) -> Result<axum::Json<Board>, AppError> {
-    Ok(axum::Json(read_board(state.store()).await?))
+    Ok(axum::Json(
+        read_board(state.store(), state.redlock()).await?,
+    ))
 }
 
 /// The page. The cards are rendered here, so the page reads well before its

@@ -26,7 +26,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use lease::LeaseLock;
-pub use redlock::{Redlock, RedlockNodes, Refused, Round};
+pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
 pub use wakeups::Wakeups;
 pub use watchdog::{Tenure, Watchdog};

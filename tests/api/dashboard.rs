@@ -333,3 +333,45 @@ async fn runs_need_the_token_valid_input_and_take_turns() {
     assert_eq!(second.status(), 409);
     stack.stop().await;
 }
+
+/// `redlock`'s lock lives on its nodes, not on the main Redis: its card
+/// reads it there, naming the holder and on how many nodes it holds.
+#[tokio::test]
+async fn the_redlock_card_shows_the_lock_as_its_nodes_hold_it() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let router = helpers::instance_router(&store, "t", stocklock::chaos::Chaos::off()).await;
+    let board = |router: axum::Router| async move {
+        let (status, _, body) = page(&router, "/api/board").await;
+        assert_eq!(status, 200);
+        let board: stocklock::wire::Board = serde_json::from_str(&body).unwrap();
+        board
+            .variants
+            .into_iter()
+            .find(|v| v.sku == "redlock")
+            .unwrap()
+            .lock
+    };
+    assert!(!board(router.clone()).await.held);
+
+    // The same five "nodes" the router uses (databases 1-5 of this Redis).
+    let urls: Vec<String> = (1..=5).map(|db| format!("{}/{db}", redis.url())).collect();
+    let lock = stocklock::lock::RedlockNodes::open(&urls)
+        .unwrap()
+        .lock("lock:{redlock}");
+    let owner = stocklock::lock::OwnerId::new("x");
+    lock.lock(&owner, Duration::from_secs(30), Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("a free lock");
+    let shown = board(router.clone()).await;
+    assert!(shown.held, "{shown:?}");
+    assert_eq!(
+        shown.holder.as_deref(),
+        Some(format!("{owner} (on 5 of 5 nodes)").as_str())
+    );
+    let ttl = shown.ttl_ms.unwrap();
+    assert!(ttl > 25_000 && ttl <= 30_000, "{ttl}");
+    assert_eq!(lock.unlock(&owner).await, 5);
+    assert!(!board(router).await.held);
+}
