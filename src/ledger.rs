@@ -85,13 +85,14 @@ pub async fn record_renewals<C: ConnectionLike>(
     Ok(())
 }
 
-/// Sets the stock to `stock` and clears the ledger and the lock, atomically.
-/// With `only_if_absent` it leaves a SKU that already has stock alone and
-/// returns `false`.
-pub async fn reset<C: ConnectionLike>(
+/// Sets the stock to `stock`, records the SKU's bucket count, and clears
+/// the ledger and the lock, atomically. With `only_if_absent` it leaves a
+/// SKU that already has stock alone and returns `false`.
+async fn reset<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     stock: i64,
+    buckets: u32,
     only_if_absent: bool,
 ) -> Result<bool, StoreError> {
     let done: i64 = RESET
@@ -104,6 +105,7 @@ pub async fn reset<C: ConnectionLike>(
         .key(&keys.sections)
         .arg(stock)
         .arg(if only_if_absent { "1" } else { "0" })
+        .arg(buckets)
         .invoke_async(conn)
         .await?;
     Ok(done == 1)
@@ -140,33 +142,18 @@ pub async fn reset_sku<C: ConnectionLike>(
         .query_async(conn)
         .await?;
     let own = if buckets > 0 { 0 } else { stock };
-    if !reset(conn, keys, own, only_if_absent).await? {
+    if !reset(conn, keys, own, buckets, only_if_absent).await? {
         return Ok(false);
     }
+    // Every bucket, used or emptied, carries the count: a sale that walks
+    // with another one is told so before it touches anything.
     for b in 0..buckets.max(before.unwrap_or(0)) {
         let share = if b < buckets {
             bucket_share(stock, buckets, b)
         } else {
             0
         };
-        let bucket = keys.bucket(b);
-        reset(conn, &bucket, share, false).await?;
-        // Every bucket, used or emptied, carries the count: a sale that
-        // walks with another one is told so before it touches anything.
-        let _: i64 = redis::cmd("HSET")
-            .arg(&bucket.ledger)
-            .arg("buckets")
-            .arg(buckets)
-            .query_async(conn)
-            .await?;
-    }
-    if buckets > 0 {
-        let _: i64 = redis::cmd("HSET")
-            .arg(&keys.ledger)
-            .arg("buckets")
-            .arg(buckets)
-            .query_async(conn)
-            .await?;
+        reset(conn, &keys.bucket(b), share, buckets, false).await?;
     }
     Ok(true)
 }
@@ -191,17 +178,9 @@ pub async fn snapshot<C: ConnectionLike>(
 ) -> Result<StateSnapshot, StoreError> {
     let mut total = snapshot_one(conn, keys, sku).await?;
     for b in 0..total.buckets {
-        let part = snapshot_one(conn, &keys.bucket(b), sku).await?;
-        total.initial += part.initial;
-        total.remaining += part.remaining;
-        total.sold += part.sold;
-        total.duplicates += part.duplicates;
-        total.busy += part.busy;
-        total.replays += part.replays;
-        for (instance, served) in part.per_instance {
-            *total.per_instance.entry(instance).or_default() += served;
-        }
+        total.absorb(&snapshot_one(conn, &keys.bucket(b), sku).await?);
     }
+    // One SKU: its oversell is derived from the sums, not summed.
     total.oversold = total.sold - (total.initial - total.remaining);
     Ok(total)
 }

@@ -218,6 +218,27 @@ pub struct RunReport {
     pub per_sku: Vec<SkuResult>,
 }
 
+impl StateSnapshot {
+    /// Adds `other`'s counters and requests per instance to these (for the
+    /// sum over a SKU's buckets, or over the SKUs of a run). `oversold` is
+    /// added as it is; callers that sum parts of one SKU derive it again.
+    pub fn absorb(&mut self, other: &StateSnapshot) {
+        self.initial += other.initial;
+        self.remaining += other.remaining;
+        self.sold += other.sold;
+        self.oversold += other.oversold;
+        self.duplicates += other.duplicates;
+        self.busy += other.busy;
+        self.lost_locks += other.lost_locks;
+        self.fenced_rejections += other.fenced_rejections;
+        self.replays += other.replays;
+        self.renewals += other.renewals;
+        for (instance, n) in &other.per_instance {
+            *self.per_instance.entry(instance.clone()).or_default() += n;
+        }
+    }
+}
+
 /// One SKU's ledger after a run over many SKUs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkuResult {

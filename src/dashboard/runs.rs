@@ -128,24 +128,14 @@ pub async fn start(
     write_status(&store, &status).await;
 
     let config = LoadConfig {
-        target: state.public_url().to_owned(),
         variants: status.variants.clone(),
-        sku: None,
         stock: Some(request.stock),
-        admin_token: Some(state.admin_token().to_owned()),
         requests: Some(request.requests),
-        duration: None,
         concurrency: request.concurrency,
-        rate: None,
         work_ms: request.work_ms,
         lease_ms: request.lease_ms,
         wait_ms: request.wait_ms,
-        timeout: Duration::from_secs(150),
-        json: None,
-        check: false,
-        expect: None,
-        skus: 1,
-        buckets: None,
+        ..LoadConfig::new(state.public_url(), Some(state.admin_token().to_owned()))
     };
     let answer = status.clone();
     tokio::spawn(async move {

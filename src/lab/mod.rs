@@ -516,24 +516,12 @@ async fn race(lab: &Lab, info: &VariantInfo) -> anyhow::Result<(&'static str, St
 /// The race's load; the SKU's state after it.
 async fn race_load(lab: &Lab, info: &VariantInfo) -> anyhow::Result<StateSnapshot> {
     let config = LoadConfig {
-        target: lab.stack.url.clone(),
         variants: vec![info.name.clone()],
-        sku: None,
         stock: Some(50),
-        admin_token: Some(lab.stack.token.clone()),
         requests: Some(400),
-        duration: None,
-        concurrency: 64,
-        rate: None,
         work_ms: Some(2),
-        lease_ms: None,
-        wait_ms: None,
         timeout: Duration::from_secs(60),
-        json: None,
-        check: false,
-        expect: None,
-        skus: 1,
-        buckets: None,
+        ..LoadConfig::new(&lab.stack.url, Some(lab.stack.token.clone()))
     };
     let api = Api::new(&config.target, config.admin_token.clone())?;
     let target = load::resolve_target(&config.target).await?;

@@ -53,6 +53,34 @@ pub struct LoadConfig {
     pub buckets: Option<u32>,
 }
 
+impl LoadConfig {
+    /// A run on `target` with `stocklock load`'s defaults: every variant,
+    /// 400 requests, 64 at a time, no knobs, no reset, one SKU per variant.
+    /// Callers change what they need with `..LoadConfig::new(..)`.
+    pub fn new(target: &str, admin_token: Option<String>) -> Self {
+        Self {
+            target: target.to_owned(),
+            variants: vec!["all".to_owned()],
+            sku: None,
+            stock: None,
+            admin_token,
+            requests: None,
+            duration: None,
+            concurrency: 64,
+            rate: None,
+            work_ms: None,
+            lease_ms: None,
+            wait_ms: None,
+            timeout: Duration::from_secs(150),
+            json: None,
+            check: false,
+            expect: None,
+            skus: 1,
+            buckets: None,
+        }
+    }
+}
+
 /// A control-plane client for the stack's API (state, variants, reset).
 pub struct Api {
     http: reqwest::Client,
@@ -487,19 +515,7 @@ pub async fn run_variant(
 pub fn combined(states: &[StateSnapshot]) -> StateSnapshot {
     let mut total = states.first().cloned().unwrap_or_default();
     for state in states.iter().skip(1) {
-        total.initial += state.initial;
-        total.remaining += state.remaining;
-        total.sold += state.sold;
-        total.oversold += state.oversold;
-        total.duplicates += state.duplicates;
-        total.busy += state.busy;
-        total.replays += state.replays;
-        total.lost_locks += state.lost_locks;
-        total.renewals += state.renewals;
-        total.fenced_rejections += state.fenced_rejections;
-        for (instance, n) in &state.per_instance {
-            *total.per_instance.entry(instance.clone()).or_default() += n;
-        }
+        total.absorb(state);
     }
     if states.len() > 1 {
         total.oversold = states.iter().map(|s| s.oversold.max(0)).sum();

@@ -198,32 +198,50 @@ impl Redlock {
         self
     }
 
-    /// Runs `op` on every node at once, each bounded by the node timeout.
-    async fn on_every_node<F, Fut>(&self, op: F) -> Vec<Vote>
+    /// Runs `op` on every node at once, each bounded by the node timeout:
+    /// its answer, or `None` for a node that failed or did not answer in
+    /// time (its connection is dropped; the next command reconnects).
+    async fn ask_every_node<T, F, Fut>(&self, op: F) -> Vec<Option<T>>
     where
-        F: Fn(LeaseLock) -> Fut,
-        Fut: std::future::Future<Output = Result<bool, StoreError>>,
+        F: Fn(Conn) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
         let timeout = self.nodes.node_timeout;
         join_all(self.nodes.nodes.iter().map(|node| {
             let op = &op;
             async move {
-                let vote = async {
-                    let conn = node.conn(timeout).await?;
-                    // Node locks are never waited on: no wakeups needed.
-                    op(LeaseLock::new(conn, self.key.clone(), Wakeups::new())).await
-                };
-                match tokio::time::timeout(timeout, vote).await {
-                    Ok(Ok(true)) => Vote::Yes,
-                    Ok(Ok(false)) => Vote::No,
+                let ask = async { op(node.conn(timeout).await?).await };
+                match tokio::time::timeout(timeout, ask).await {
+                    Ok(Ok(answer)) => Some(answer),
                     Ok(Err(_)) | Err(_) => {
                         node.broken();
-                        Vote::Down
+                        None
                     }
                 }
             }
         }))
         .await
+    }
+
+    /// [`Redlock::ask_every_node`] with the node's lease lock on this key:
+    /// a yes, a no, or no answer from each node.
+    async fn on_every_node<F, Fut>(&self, op: F) -> Vec<Vote>
+    where
+        F: Fn(LeaseLock) -> Fut,
+        Fut: std::future::Future<Output = Result<bool, StoreError>>,
+    {
+        self.ask_every_node(|conn| {
+            // Node locks are never waited on: no wakeups needed.
+            op(LeaseLock::new(conn, self.key.clone(), Wakeups::new()))
+        })
+        .await
+        .into_iter()
+        .map(|answer| match answer {
+            Some(true) => Vote::Yes,
+            Some(false) => Vote::No,
+            None => Vote::Down,
+        })
+        .collect()
     }
 
     /// One attempt: `SET NX PX` on every node at once. Does not undo a
@@ -339,26 +357,16 @@ pub struct Holding {
 impl Redlock {
     /// Asks every node who holds the lock (GET and PTTL, node timeout each).
     pub async fn holding(&self) -> Holding {
-        let timeout = self.nodes.node_timeout;
-        let answers = join_all(self.nodes.nodes.iter().map(|node| async move {
-            let ask = async {
-                let mut conn = node.conn(timeout).await?;
+        let answers = self
+            .ask_every_node(|mut conn| async move {
                 let (owner, pttl): (Option<String>, i64) = redis::pipe()
                     .get(&self.key)
                     .pttl(&self.key)
                     .query_async(&mut conn)
                     .await?;
-                Ok::<_, StoreError>((owner, pttl))
-            };
-            match tokio::time::timeout(timeout, ask).await {
-                Ok(Ok(answer)) => Some(answer),
-                _ => {
-                    node.broken();
-                    None
-                }
-            }
-        }))
-        .await;
+                Ok((owner, pttl))
+            })
+            .await;
         let answered = answers.iter().flatten().count();
         let mut counts: std::collections::BTreeMap<String, (usize, i64)> = Default::default();
         for (owner, pttl) in answers.into_iter().flatten() {

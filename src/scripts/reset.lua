@@ -1,5 +1,6 @@
 -- KEYS: stock, ledger, units, served, lock, requests, sections
--- ARGV: stock, only_if_absent (1|0)
+-- ARGV: stock, only_if_absent (1|0), buckets (how many buckets the SKU's
+-- stock is split into, recorded on every ledger of it: lua-sharded's check)
 -- Resets one SKU: stock, ledger, lock, remembered requests and witness,
 -- atomically. The fencing counter is kept: tokens must only ever grow.
 if ARGV[2] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
@@ -7,5 +8,5 @@ if ARGV[2] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[2], 'initial', ARGV[1])
+redis.call('HSET', KEYS[2], 'initial', ARGV[1], 'buckets', ARGV[3])
 return 1

@@ -111,9 +111,10 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     // A cluster, or one Redis (ours, supervised, or the user's).
     let mut cluster_nodes = Vec::new();
     if config.cluster {
-        for _ in 0..CLUSTER_MASTERS {
-            cluster_nodes.push(RedisServer::start_cluster_node().await?);
-        }
+        cluster_nodes = futures_util::future::try_join_all(
+            (0..CLUSTER_MASTERS).map(|_| RedisServer::start_cluster_node()),
+        )
+        .await?;
         self::redis::create_cluster(&cluster_nodes).await?;
     }
     let cluster_urls: Vec<String> = cluster_nodes.iter().map(RedisServer::url).collect();
@@ -143,16 +144,16 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     };
     // Redlock's nodes: independent, unsupervised (a node that dies stays
     // down, which is what the lab's Redlock scenarios are about).
-    let mut redlock_nodes = Vec::new();
-    for index in 0..config.redlock {
-        let node = RedisServer::start(None).await?;
+    let mut redlock_nodes =
+        futures_util::future::try_join_all((0..config.redlock).map(|_| RedisServer::start(None)))
+            .await?;
+    for (index, node) in redlock_nodes.iter().enumerate() {
         say!(
             "redlock node {}: pid {} {}",
             index + 1,
             node.pid().unwrap_or(0),
             node.url()
         );
-        redlock_nodes.push(node);
     }
     let redlock_urls: Vec<String> = redlock_nodes.iter().map(RedisServer::url).collect();
     seed_stock(

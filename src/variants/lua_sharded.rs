@@ -117,7 +117,7 @@ impl Protection for ShardedScript {
         // A reset may change the count at any time; two corrections are
         // plenty (a third means resets are racing this very request).
         for _ in 0..3 {
-            match self.walk(ctx, k).await? {
+            match walk(ctx, k).await? {
                 Walk::Done(outcome) => return Ok(outcome),
                 Walk::Stale(actual) => {
                     self.learn(&tag, actual);
@@ -136,40 +136,35 @@ enum Walk {
     Stale(u32),
 }
 
-impl ShardedScript {
-    /// Tries the buckets of a SKU believed to have `k` (0: not split, the
-    /// SKU's own key), from the request's first bucket on.
-    async fn walk(&self, ctx: &mut Ctx<'_>, k: u32) -> Result<Walk, StoreError> {
-        let first = first_bucket(ctx.request_id, k);
-        for step in 0..k.max(1) {
-            let b = (first + step) % k.max(1);
-            let keys = if k == 0 {
-                ctx.keys.clone()
-            } else {
-                ctx.keys.bucket(b)
-            };
-            let (kind, unit, remaining) = deduct_on(ctx, &keys, step + 1 >= k, k).await?;
-            if kind == STALE_BUCKETS {
-                return Ok(Walk::Stale(
-                    u32::try_from(unit).unwrap_or(0).min(ledger::MAX_BUCKETS),
-                ));
-            }
-            ctx.replayed = kind >= 2;
-            if kind == 1 || kind == 2 {
-                let unit = if k == 0 {
-                    unit
-                } else {
-                    // Bucket-local unit u of bucket b is unit (u-1)*k + b + 1 of the SKU.
-                    (unit - 1) * i64::from(k) + i64::from(b) + 1
-                };
-                return Ok(Walk::Done(Outcome::Sold { unit, remaining }));
-            }
-            if step + 1 >= k {
-                return Ok(Walk::Done(Outcome::SoldOut { remaining }));
-            }
+/// Tries the buckets of a SKU believed to have `k` (0: not split, the
+/// SKU's own key, walked as one bucket), from the request's first
+/// bucket on; only the last one tried records a sold-out answer.
+async fn walk(ctx: &mut Ctx<'_>, k: u32) -> Result<Walk, StoreError> {
+    let n = k.max(1);
+    let first = first_bucket(ctx.request_id, n);
+    let mut left = 0;
+    for step in 0..n {
+        let b = (first + step) % n;
+        let keys = if k == 0 {
+            ctx.keys.clone()
+        } else {
+            ctx.keys.bucket(b)
+        };
+        let (kind, unit, remaining) = deduct_on(ctx, &keys, step + 1 == n, k).await?;
+        if kind == STALE_BUCKETS {
+            let actual = u32::try_from(unit).unwrap_or(0).min(ledger::MAX_BUCKETS);
+            return Ok(Walk::Stale(actual));
         }
-        Ok(Walk::Done(Outcome::SoldOut { remaining: 0 }))
+        ctx.replayed = kind >= 2;
+        if kind == 1 || kind == 2 {
+            // Unit u of bucket b is unit (u-1)*n + b + 1 of the SKU (u itself unsplit).
+            let unit = (unit - 1) * i64::from(n) + i64::from(b) + 1;
+            return Ok(Walk::Done(Outcome::Sold { unit, remaining }));
+        }
+        left = remaining;
     }
+    // Every bucket was empty; "remaining" is the last one's.
+    Ok(Walk::Done(Outcome::SoldOut { remaining: left }))
 }
 
 #[cfg(test)]

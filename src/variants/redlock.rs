@@ -14,8 +14,8 @@
 
 use std::time::Duration;
 
+use super::watchdog::record_tenure;
 use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
-use crate::ledger;
 use crate::lock::{OwnerId, Refused, Watchdog};
 use crate::sale::{BusyReason, Outcome, PlainStock, critical_section};
 use crate::store::StoreError;
@@ -88,15 +88,7 @@ impl Protection for RedlockLock {
         dog.stop();
         let released = lock.unlock(&owner).await;
         timer.released();
-        let renewals = tenure.renewals();
-        if renewals > 0 {
-            crate::metrics::renewals(Variant::Redlock.name(), renewals);
-            ledger::record_renewals(&mut ctx.conn, keys, renewals).await?;
-        }
-        if tenure.is_lost() || released < lock.quorum() {
-            crate::metrics::lost(Variant::Redlock.name());
-            ledger::record_lost_lock(&mut ctx.conn, keys).await?;
-        }
+        record_tenure(ctx, Variant::Redlock, &tenure, released >= lock.quorum()).await?;
         outcome
     }
 }

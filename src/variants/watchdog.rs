@@ -16,7 +16,7 @@ use redis::AsyncCommands;
 use super::fenced::FencedStock;
 use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
 use crate::ledger;
-use crate::lock::{OwnerId, ReentrantLock, Unlocked, Watchdog};
+use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
 use crate::sale::{Outcome, PlainStock, critical_section};
 use crate::store::StoreError;
 
@@ -93,14 +93,27 @@ pub(super) async fn renewed_lock(
     dog.stop();
     let unlocked = lock.unlock(&owner, lease).await?;
     timer.released();
+    record_tenure(ctx, variant, &tenure, unlocked != Unlocked::NotOwner).await?;
+    outcome
+}
+
+/// After a renewed lock was released: counts the watchdog's renewals and,
+/// when the lease was lost while held or the release found the lock no
+/// longer ours (`released_as_owner` false), a lost lock.
+pub(super) async fn record_tenure(
+    ctx: &mut Ctx<'_>,
+    variant: Variant,
+    tenure: &Tenure,
+    released_as_owner: bool,
+) -> Result<(), StoreError> {
     let renewals = tenure.renewals();
     if renewals > 0 {
         crate::metrics::renewals(variant.name(), renewals);
-        ledger::record_renewals(&mut ctx.conn, keys, renewals).await?;
+        ledger::record_renewals(&mut ctx.conn, ctx.keys, renewals).await?;
     }
-    if tenure.is_lost() || unlocked == Unlocked::NotOwner {
+    if tenure.is_lost() || !released_as_owner {
         crate::metrics::lost(variant.name());
-        ledger::record_lost_lock(&mut ctx.conn, keys).await?;
+        ledger::record_lost_lock(&mut ctx.conn, ctx.keys).await?;
     }
-    outcome
+    Ok(())
 }
