@@ -54,6 +54,12 @@ async fn state(router: &axum::Router, sku: &str) -> StateSnapshot {
     serde_json::from_value(body).unwrap()
 }
 
+/// `POST /api/admin/reset` with `body` (sku, stock, buckets), which must succeed.
+async fn reset(router: &axum::Router, body: Value) {
+    let (status, answer) = call(router, "POST", "/api/admin/reset", Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+}
+
 /// Work (600 ms) longer than the lease (200 ms), three buyers waiting for
 /// the lock: a lease-only lock hands the lock to the next buyer while the
 /// first still works, and both write. A renewed lock does not.
@@ -72,14 +78,7 @@ async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal(
         ("lua", false),
     ];
     for (variant, oversells) in cases {
-        let (status, _) = call(
-            &router,
-            "POST",
-            "/api/admin/reset",
-            Some(serde_json::json!({"sku": variant, "stock": 5})),
-        )
-        .await;
-        assert_eq!(status, 200);
+        reset(&router, serde_json::json!({"sku": variant, "stock": 5})).await;
         let uri =
             format!("/deductStock/{variant}?sku={variant}&lease_ms=200&work_ms=600&wait_ms=5000");
         let buyers: Vec<_> = (0..3)
@@ -139,14 +138,7 @@ async fn a_retried_request_id_never_sells_twice() {
     let router = router(&store).await;
     for variant in Variant::ALL {
         let sku = variant.name();
-        let (status, _) = call(
-            &router,
-            "POST",
-            "/api/admin/reset",
-            Some(serde_json::json!({"sku": sku, "stock": 3})),
-        )
-        .await;
-        assert_eq!(status, 200);
+        reset(&router, serde_json::json!({"sku": sku, "stock": 3})).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=order-1");
         let (status, first) = call(&router, "GET", &uri, None).await;
         assert_eq!(status, 200, "{variant}: {first}");
@@ -333,14 +325,7 @@ async fn a_retry_storm_sells_once_in_every_variant() {
     let router = router(&store).await;
     for variant in Variant::ALL {
         let sku = variant.name();
-        let (status, _) = call(
-            &router,
-            "POST",
-            "/api/admin/reset",
-            Some(serde_json::json!({"sku": sku, "stock": 3})),
-        )
-        .await;
-        assert_eq!(status, 200);
+        reset(&router, serde_json::json!({"sku": sku, "stock": 3})).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=storm&work_ms=20&wait_ms=5000");
         let storm: Vec<_> = (0..16)
             .map(|_| {
@@ -428,11 +413,7 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
     let store = Store::open(&redis.url()).unwrap();
     let a = helpers::instance_router(&store, "a", Chaos::off()).await;
     let b = helpers::instance_router(&store, "b", Chaos::off()).await;
-    let reset = |router: axum::Router, buckets: u32| async move {
-        let body = serde_json::json!({"sku": "hot", "stock": 12, "buckets": buckets});
-        let (status, body) = call(&router, "POST", "/api/admin/reset", Some(body)).await;
-        assert_eq!(status, 200, "{body}");
-    };
+    let split = |buckets: u32| serde_json::json!({"sku": "hot", "stock": 12, "buckets": buckets});
     let buy = |router: axum::Router, id: String| async move {
         call(
             &router,
@@ -444,9 +425,9 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
     };
 
     // a learns "not split"; b splits the SKU into 4 buckets behind its back.
-    reset(a.clone(), 0).await;
+    reset(&a, split(0)).await;
     assert_eq!(buy(a.clone(), "r0".into()).await.0, 200);
-    reset(b.clone(), 4).await;
+    reset(&b, split(4)).await;
     let (status, first) = buy(a.clone(), "r1".into()).await;
     assert_eq!(
         status, 200,
@@ -461,7 +442,7 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
     assert_eq!(again["unit"], first["unit"]);
 
     // a now believes 4; b re-splits into 3. a must not sell from the old layout.
-    reset(b.clone(), 3).await;
+    reset(&b, split(3)).await;
     let mut units = std::collections::BTreeSet::new();
     for i in 0..20 {
         let router = if i % 2 == 0 { a.clone() } else { b.clone() };

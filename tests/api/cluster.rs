@@ -154,24 +154,11 @@ impl Masters {
 /// A run like the lab's `race`, on `skus` SKUs (or on `sku` alone).
 fn load_config(stack: &Stack, info: &VariantInfo, sku: Option<&str>, skus: usize) -> LoadConfig {
     LoadConfig {
-        target: stack.url.clone(),
         variants: vec![info.name.clone()],
         sku: sku.map(str::to_owned),
-        stock: None,
-        admin_token: Some(stack.token.clone()),
-        requests: None,
-        duration: None,
-        concurrency: 64,
-        rate: None,
-        work_ms: None,
-        lease_ms: None,
-        wait_ms: None,
         timeout: Duration::from_secs(60),
-        json: None,
-        check: false,
-        expect: None,
         skus,
-        buckets: None,
+        ..LoadConfig::new(&stack.url, Some(stack.token.clone()))
     }
 }
 

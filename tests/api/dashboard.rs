@@ -354,9 +354,8 @@ async fn the_redlock_card_shows_the_lock_as_its_nodes_hold_it() {
     };
     assert!(!board(router.clone()).await.held);
 
-    // The same five "nodes" the router uses (databases 1-5 of this Redis).
-    let urls: Vec<String> = (1..=5).map(|db| format!("{}/{db}", redis.url())).collect();
-    let lock = stocklock::lock::RedlockNodes::open(&urls)
+    // The same five "nodes" the router uses.
+    let lock = stocklock::lock::RedlockNodes::open(&helpers::redlock_on(&store))
         .unwrap()
         .lock("lock:{redlock}");
     let owner = stocklock::lock::OwnerId::new("x");

@@ -229,7 +229,7 @@ pub(crate) async fn instance_router(store: &Store, instance: &str, chaos: Chaos)
 /// Five Redlock "nodes" for in-process routers: five databases of the one
 /// test Redis, independent key spaces. Enough to run `redlock` like every
 /// other variant; the tests of Redlock itself use five real servers.
-fn redlock_on(store: &Store) -> Vec<String> {
+pub(crate) fn redlock_on(store: &Store) -> Vec<String> {
     let addr = store.client().get_connection_info().addr().to_string();
     (1..=5).map(|db| format!("redis://{addr}/{db}")).collect()
 }
