@@ -4,9 +4,12 @@
 //! Faults are armed in Redis by `POST /api/admin/chaos`, so whichever
 //! instance takes the next matching request is the one that fails:
 //!
-//! - `crash_after_setnx`: the next `setnx` request that acquires the lock
-//!   aborts its process between `SETNX` and `EXPIRE`, a real crash that
-//!   leaves a lock with no TTL;
+//! - `crash_after_acquire`: the next request that acquires a lock aborts
+//!   its process right after: `setnx` between `SETNX` and `EXPIRE` (a lock
+//!   with no TTL), the other locks holding the lock with nothing written;
+//! - `crash_after_write`: the next section to write aborts its process
+//!   right after the write, before it answers (the sale is in the ledger,
+//!   the buyer never hears of it: a retry must replay it);
 //! - `pause_holder` (`ms`): the next request to enter a critical section
 //!   freezes its whole process (SIGSTOP: the watchdog too) for `ms`, after
 //!   its last check that it still holds the lock and right before its
@@ -17,21 +20,28 @@
 //! - `crash`: the instance that takes this request aborts right after answering.
 //!
 //! Chaos mode also lets an instance run with a skewed clock
-//! (`--clock-skew-ms`, for `setnx-expiry`) and records every critical
-//! section on the host's monotonic clock (the overlap witness).
+//! (`--clock-skew-ms`, or the `clock_skew` action sent to the instance
+//! itself; read by `setnx-expiry`) and records every critical section on
+//! the host's monotonic clock (the overlap witness).
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use crate::store::Conn;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-use crate::sale::Outcome;
 use crate::store::{Keys, StoreError};
 
-const CRASH_AFTER_SETNX: &str = "stocklock:chaos:crash_after_setnx";
-const PAUSE_HOLDER: &str = "stocklock:chaos:pause_holder";
+// One hash tag for every armed fault: one slot on a cluster, so they can
+// be cleared by one command.
+const CRASH_AFTER_ACQUIRE: &str = "{stocklock:chaos}:crash_after_acquire";
+const CRASH_AFTER_WRITE: &str = "{stocklock:chaos}:crash_after_write";
+const PAUSE_HOLDER: &str = "{stocklock:chaos}:pause_holder";
+/// Every armed fault's key, for clearing them all.
+pub const ARMED_KEYS: [&str; 3] = [CRASH_AFTER_ACQUIRE, CRASH_AFTER_WRITE, PAUSE_HOLDER];
 /// How many sections the witness keeps per SKU.
 const WITNESS_KEEP: isize = 10_000;
 
@@ -49,27 +59,32 @@ pub struct Section {
 
 impl Section {
     /// A section that entered at `enter_ns` and exits now.
-    pub fn timed(
-        instance: &str,
-        holder: Option<&str>,
-        enter_ns: u64,
-        outcome: &Outcome,
-    ) -> Section {
+    pub fn timed(instance: &str, holder: Option<&str>, enter_ns: u64, outcome: &str) -> Section {
         Section {
             instance: instance.to_owned(),
             holder: holder.map(str::to_owned),
             enter_ns,
             exit_ns: monotonic_ns(),
-            outcome: outcome.encode().unwrap_or_else(|| "busy".to_owned()),
+            outcome: outcome.to_owned(),
         }
     }
+}
+
+/// The faults armed for the section that just entered its gap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Freeze the whole process this long right before the write.
+    pub pause: Option<Duration>,
+    /// Abort the process right after the write, before answering.
+    pub crash_after_write: bool,
 }
 
 /// This process's chaos settings.
 #[derive(Clone, Debug, Default)]
 pub struct Chaos {
     enabled: bool,
-    clock_skew_ms: i64,
+    /// Shared by every clone: the `clock_skew` action changes it at run time.
+    clock_skew_ms: Arc<AtomicI64>,
     /// Whether the Redis may be paused and restarted (`up` owns it).
     redis_control: bool,
     /// This program, to start the SIGCONT helper.
@@ -85,7 +100,7 @@ impl Chaos {
     pub fn on(clock_skew_ms: i64) -> Self {
         Self {
             enabled: true,
-            clock_skew_ms,
+            clock_skew_ms: Arc::new(AtomicI64::new(clock_skew_ms)),
             redis_control: false,
             binary: std::env::current_exe().ok(),
         }
@@ -111,40 +126,64 @@ impl Chaos {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
-        now + if self.enabled { self.clock_skew_ms } else { 0 }
+        now + if self.enabled {
+            self.clock_skew_ms.load(Ordering::Relaxed)
+        } else {
+            0
+        }
     }
 
-    /// Whether this `setnx` acquisition is the one armed to crash.
-    pub async fn take_crash_after_setnx(&self, conn: &mut Conn) -> Result<bool, StoreError> {
+    /// Runs this instance's clock `ms` ahead from now on (chaos mode).
+    pub fn set_clock_skew(&self, ms: i64) {
+        self.clock_skew_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// The clock offset this instance runs with.
+    pub fn clock_skew_ms(&self) -> i64 {
+        self.clock_skew_ms.load(Ordering::Relaxed)
+    }
+
+    /// Crashes the process if this acquisition is the one armed to: how
+    /// `setnx` asks between its SETNX and its EXPIRE. Locks that do not ask
+    /// crash in the gap instead ([`Chaos::in_the_gap`]), holding the lock
+    /// with nothing written.
+    pub async fn crash_if_armed_after_acquire(&self, conn: &mut Conn) -> Result<(), StoreError> {
         if !self.enabled {
-            return Ok(false);
+            return Ok(());
         }
-        let armed: Option<String> = conn.get_del(CRASH_AFTER_SETNX).await?;
-        Ok(armed.is_some())
+        let armed: Option<String> = conn.get_del(CRASH_AFTER_ACQUIRE).await?;
+        if armed.is_some() {
+            crash("between SETNX and EXPIRE, as armed");
+        }
+        Ok(())
     }
 
     /// Called (chaos mode) when a section has read the stock: announces it
     /// (the event the lab waits for before it strikes, so that its faults
-    /// land inside the gap) and takes the pause armed for this section, if
-    /// any, for [`Chaos::stop_the_world`]. One round trip.
-    pub async fn in_the_gap(
-        &self,
-        conn: &mut Conn,
-        keys: &Keys,
-    ) -> Result<Option<Duration>, StoreError> {
+    /// land inside the gap), crashes if a crash after acquire is armed, and
+    /// takes the faults armed for this section. One round trip.
+    pub async fn in_the_gap(&self, conn: &mut Conn, keys: &Keys) -> Result<Faults, StoreError> {
         if !self.enabled {
-            return Ok(None);
+            return Ok(Faults::default());
         }
-        // Two commands sent together, not one pipeline: on a cluster they
-        // go to different nodes.
-        let mut other = conn.clone();
+        // Commands sent together, not one pipeline: on a cluster they go to
+        // different nodes.
+        let (mut a, mut b, mut c) = (conn.clone(), conn.clone(), conn.clone());
         let channel = section_channel(keys);
-        let (published, armed) = tokio::join!(
-            other.publish::<_, _, i64>(&channel, "entered"),
-            conn.get_del::<_, Option<u64>>(PAUSE_HOLDER)
+        let (published, pause, crash_now, crash_later) = tokio::join!(
+            a.publish::<_, _, i64>(&channel, "entered"),
+            b.get_del::<_, Option<u64>>(PAUSE_HOLDER),
+            c.get_del::<_, Option<String>>(CRASH_AFTER_ACQUIRE),
+            conn.get_del::<_, Option<String>>(CRASH_AFTER_WRITE),
         );
         published?;
-        Ok(armed?.map(Duration::from_millis))
+        if crash_now?.is_some() {
+            crash("holding the lock, before the write, as armed");
+        }
+        Ok(Faults {
+            pause: pause?.map(Duration::from_millis),
+            crash_after_write: crash_later?.is_some(),
+        })
     }
 
     /// Freezes the whole process (every thread, the watchdog's included)
@@ -184,10 +223,28 @@ pub fn section_channel(keys: &Keys) -> String {
     format!("stocklock:section:{}", keys.stock)
 }
 
-/// Arms the next `setnx` acquisition to crash.
-pub async fn arm_crash_after_setnx(conn: &mut Conn) -> Result<(), StoreError> {
-    let _: () = conn.set(CRASH_AFTER_SETNX, 1).await?;
+/// Arms the next lock acquisition to crash right after it (`setnx`: before EXPIRE).
+pub async fn arm_crash_after_acquire(conn: &mut Conn) -> Result<(), StoreError> {
+    let _: () = conn.set(CRASH_AFTER_ACQUIRE, 1).await?;
     Ok(())
+}
+
+/// Arms the next section that writes to crash right after its write.
+pub async fn arm_crash_after_write(conn: &mut Conn) -> Result<(), StoreError> {
+    let _: () = conn.set(CRASH_AFTER_WRITE, 1).await?;
+    Ok(())
+}
+
+/// Clears every armed fault (one that was armed and never triggered).
+pub async fn disarm(conn: &mut Conn) -> Result<(), StoreError> {
+    let _: i64 = conn.del(&ARMED_KEYS[..]).await?;
+    Ok(())
+}
+
+/// Aborts the process now: a real crash, as chaos mode armed it.
+pub fn crash(when: &str) -> ! {
+    eprintln!("chaos: crashing {when}");
+    std::process::abort();
 }
 
 /// Arms the next critical section to freeze its process for `ms`.

@@ -6,7 +6,6 @@
 //! errors but outcomes, with their own status codes.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -17,16 +16,16 @@ use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use subtle::ConstantTimeEq;
 use tower_http::trace::TraceLayer;
-use tracing::Instrument;
 
 use crate::chaos::{self, Chaos};
 use crate::dashboard::{self, BoardFeed};
 use crate::knobs::{DeductRequest, InputError, Sku, parse_stock};
 use crate::ledger;
 use crate::lock::Wakeups;
-use crate::sale::Outcome;
+use crate::sale::{Sale, SaleError, Seller};
+use crate::section::Outcome;
 use crate::store::{Keys, Store, StoreError};
-use crate::variants::{Ctx, Protections, Variant};
+use crate::variants::Variant;
 use crate::wire::{
     ChaosAction, DeductResponse, ErrorBody, Health, OutcomeKind, ResetRequest, StateSnapshot,
     VariantInfo,
@@ -39,11 +38,8 @@ pub struct AppState(Arc<Shared>);
 struct Shared {
     store: Store,
     config: InstanceConfig,
-    protections: Protections,
-    wakeups: Wakeups,
-    redlock: Option<crate::lock::RedlockNodes>,
-    /// `/deductStock` requests answered, for the heartbeat.
-    requests: Arc<AtomicU64>,
+    /// The domain: every sale goes through it.
+    seller: Arc<Seller>,
     board: BoardFeed,
     metrics: &'static PrometheusHandle,
 }
@@ -79,31 +75,37 @@ impl AppState {
         let redlock = crate::lock::RedlockNodes::open(&config.redlock_nodes)
             .ok()
             .filter(|nodes| !nodes.is_empty());
+        let seller = Seller::new(
+            store.clone(),
+            config.instance.clone(),
+            config.chaos.clone(),
+            wakeups,
+            redlock,
+        );
         Self(Arc::new(Shared {
             store,
             config,
-            protections: Protections::new(),
-            wakeups,
-            redlock,
-            requests: Arc::default(),
+            seller: Arc::new(seller),
             board: BoardFeed::default(),
             metrics,
         }))
     }
 
-    /// Starts the tasks that keep the dashboard live: the heartbeat and the
-    /// board reader. They stop when the returned handles are aborted.
+    /// Starts the tasks that keep the dashboard live (the heartbeat and the
+    /// board reader) and the ledger's count of unknown answers. They stop
+    /// when the returned handles are aborted.
     pub fn start_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
             dashboard::heartbeat(
                 self.0.store.clone(),
                 self.0.config.instance.clone(),
                 self.0.config.own_url.clone(),
-                self.0.requests.clone(),
+                self.0.seller.requests(),
             ),
             self.0
                 .board
-                .run(self.0.store.clone(), self.0.redlock.clone()),
+                .run(self.0.store.clone(), self.0.seller.redlock().cloned()),
+            self.0.seller.keep_counting_unknown(),
         ]
     }
 
@@ -113,7 +115,7 @@ impl AppState {
 
     /// The Redlock nodes, if this instance has any.
     pub fn redlock(&self) -> Option<&crate::lock::RedlockNodes> {
-        self.0.redlock.as_ref()
+        self.0.seller.redlock()
     }
 
     pub fn instance(&self) -> &str {
@@ -129,7 +131,11 @@ impl AppState {
     }
 
     pub fn wakeups(&self) -> &Wakeups {
-        &self.0.wakeups
+        self.0.seller.wakeups()
+    }
+
+    pub fn seller(&self) -> &Arc<Seller> {
+        &self.0.seller
     }
 
     pub fn board_feed(&self) -> &BoardFeed {
@@ -190,6 +196,8 @@ pub enum AppError {
     Malformed(String),
     /// 404: no such variant.
     UnknownVariant(String),
+    /// 404: the SKU was never stocked.
+    UnknownSku(Sku),
     /// 404: no such route.
     NotFound(String),
     /// 405
@@ -211,6 +219,16 @@ pub enum AppError {
 impl From<InputError> for AppError {
     fn from(err: InputError) -> Self {
         AppError::Invalid(err)
+    }
+}
+
+impl From<SaleError> for AppError {
+    fn from(err: SaleError) -> Self {
+        match err {
+            SaleError::NotConfigured(detail) => AppError::NotConfigured(detail.to_owned()),
+            SaleError::Unavailable(err) => AppError::Unavailable(err),
+            SaleError::Panicked(detail) => AppError::Internal(detail),
+        }
     }
 }
 
@@ -258,6 +276,14 @@ impl IntoResponse for AppError {
                 ),
                 Some(Variant::names()),
             ),
+            AppError::UnknownSku(sku) => (
+                StatusCode::NOT_FOUND,
+                "unknown_sku",
+                format!(
+                    "SKU {sku:?} was never stocked (or its Redis lost it): POST /api/admin/reset gives it stock"
+                ),
+                None,
+            ),
             AppError::NotFound(path) => (
                 StatusCode::NOT_FOUND,
                 "not_found",
@@ -293,7 +319,7 @@ impl IntoResponse for AppError {
                 (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "store_unavailable",
-                    format!("Redis is unavailable, nothing was changed: {err}"),
+                    format!("Redis is unavailable; nothing was sold: {err}"),
                     None,
                 )
             }
@@ -333,77 +359,13 @@ async fn deduct_default(
 
 async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<Response, AppError> {
     let request = DeductRequest::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    if variant == Variant::Redlock && state.0.redlock.is_none() {
-        return Err(AppError::NotConfigured(
-            "redlock needs independent Redis servers: this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)".to_owned(),
-        ));
-    }
-    let conn = state.0.store.conn().await?;
-    // The sale runs in its own task: a client that hangs up must not cancel a
-    // section halfway, between its write and the ledger, or while it holds a lock.
-    let shared = state.0.clone();
-    let span =
-        tracing::info_span!("deduct", instance = %shared.config.instance, variant = variant.name());
-    shared.requests.fetch_add(1, Ordering::Relaxed);
-    let task = tokio::spawn(
-        async move {
-            let keys = Keys::new(&request.sku);
-            let mut ctx = Ctx {
-                conn,
-                keys: &keys,
-                knobs: &request.knobs,
-                instance: &shared.config.instance,
-                wakeups: &shared.wakeups,
-                redlock: shared.redlock.as_ref(),
-                request_id: request.request_id.as_deref(),
-                chaos: &shared.config.chaos,
-                holder: None,
-                replayed: false,
-                witnessed: None,
-            };
-            let outcome = shared.protections.deduct(variant, &mut ctx).await?;
-            if let Some(section) = ctx.witnessed.take() {
-                shared
-                    .config
-                    .chaos
-                    .witness(&mut ctx.conn, &keys, &section)
-                    .await?;
-            }
-            if !variant.records_itself() {
-                ledger::record(
-                    &mut ctx.conn,
-                    &keys,
-                    &shared.config.instance,
-                    &outcome,
-                    ctx.replayed,
-                )
-                .await?;
-            }
-            let replayed = ctx.replayed;
-            Ok::<_, StoreError>((request.sku, outcome, replayed))
-        }
-        .instrument(span),
-    );
-    let answered = task
-        .await
-        .map_err(|err| AppError::Internal(format!("the sale task failed: {err}")))?;
-    let (sku, outcome, replayed) = match answered {
-        Ok(answered) => answered,
-        Err(err) => {
-            crate::metrics::answered(variant.name(), "unavailable");
-            return Err(err.into());
-        }
-    };
-    match outcome {
-        Outcome::Sold { .. } => crate::metrics::answered(variant.name(), "sold"),
-        Outcome::SoldOut { .. } => crate::metrics::answered(variant.name(), "sold_out"),
-        Outcome::Busy(reason) => {
-            crate::metrics::answered(variant.name(), "busy");
-            crate::metrics::busy(variant.name(), reason.as_str());
-        }
-    }
+    let sale = state.0.seller.sell(variant, request).await?;
+    Ok(sale_response(sale, &state.0.config.instance))
+}
 
-    let (status, kind, unit, remaining, reason) = match outcome {
+/// The status and body of a sale's answer.
+fn sale_response(sale: Sale, instance: &str) -> Response {
+    let (status, kind, unit, remaining, reason) = match sale.outcome {
         Outcome::Sold { unit, remaining } => (
             StatusCode::OK,
             OutcomeKind::Sold,
@@ -425,18 +387,34 @@ async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<R
             None,
             Some(reason.as_str().to_owned()),
         ),
+        Outcome::Unknown => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            OutcomeKind::Unknown,
+            None,
+            None,
+            None,
+        ),
+        Outcome::NotStocked => return AppError::UnknownSku(sale.sku).into_response(),
     };
+    let detail = (kind == OutcomeKind::Unknown).then(|| {
+        match &sale.request_id {
+            Some(_) => "the write was sent and no answer came: it may or may not have happened; retry with the same request_id to learn which".to_owned(),
+            None => "the write was sent and no answer came: it may or may not have happened; only the ledger can tell (send a request_id to be able to ask)".to_owned(),
+        }
+    });
     let body = DeductResponse {
         outcome: kind,
-        variant: variant.name().to_owned(),
-        sku: sku.to_string(),
+        variant: sale.variant.name().to_owned(),
+        sku: sale.sku.to_string(),
         unit,
         remaining,
-        instance: state.0.config.instance.clone(),
+        instance: instance.to_owned(),
         reason,
-        replayed,
+        replayed: sale.replayed,
+        request_id: sale.request_id,
+        detail,
     };
-    Ok((status, Json(body)).into_response())
+    (status, Json(body)).into_response()
 }
 
 /// Reads `?sku=` (the only parameter) of the state endpoint.
@@ -505,9 +483,18 @@ async fn chaos_action(
     let Json(action) = body?;
     let mut conn = state.0.store.conn().await?;
     let done = match &action {
-        ChaosAction::CrashAfterSetnx => {
-            chaos::arm_crash_after_setnx(&mut conn).await?;
-            serde_json::json!({"armed": "crash_after_setnx"})
+        ChaosAction::CrashAfterAcquire => {
+            chaos::arm_crash_after_acquire(&mut conn).await?;
+            serde_json::json!({"armed": "crash_after_acquire"})
+        }
+        ChaosAction::CrashAfterWrite => {
+            chaos::arm_crash_after_write(&mut conn).await?;
+            serde_json::json!({"armed": "crash_after_write"})
+        }
+        ChaosAction::ClockSkew { ms } => {
+            let skew = crate::knobs::parse_clock_skew(*ms)?;
+            state.0.config.chaos.set_clock_skew(skew);
+            serde_json::json!({"clock_skew_ms": skew, "instance": state.0.config.instance})
         }
         ChaosAction::PauseHolder { ms } => {
             let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;

@@ -142,6 +142,23 @@ pub fn parse_buckets(value: u32) -> Result<u32, InputError> {
     }
 }
 
+/// The largest clock offset chaos mode accepts: one day either way.
+pub const MAX_CLOCK_SKEW_MS: i64 = 86_400_000;
+
+/// Parses a chaos clock offset: at most a day ahead or behind.
+pub fn parse_clock_skew(ms: i64) -> Result<i64, InputError> {
+    if (-MAX_CLOCK_SKEW_MS..=MAX_CLOCK_SKEW_MS).contains(&ms) {
+        Ok(ms)
+    } else {
+        Err(InputError::new(
+            "ms",
+            format!(
+                "a clock offset must be from -{MAX_CLOCK_SKEW_MS} to {MAX_CLOCK_SKEW_MS}, got {ms}"
+            ),
+        ))
+    }
+}
+
 /// The fault knobs of one request, as the user gave them. Variants fill in
 /// their own defaults for what is `None`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,10 +1,14 @@
 //! The ledger: the truth that every number of the lab is read from.
 //!
-//! Measurement must never depend on the variant being measured, so every
-//! answer is recorded here by one atomic script, outside every variant's
-//! lock: the sold counter, how often each unit was sold, busy answers, and
-//! requests per instance. `oversold` and `duplicates` are derived from these,
-//! never from what a variant believes it did.
+//! Measurement must never depend on the variant being measured. A sale is
+//! recorded by the same script that writes the stock (`sell.lua` for the
+//! lock variants, `deduct.lua` for the scripted ones), so a stock change
+//! without its record, or a record without its stock change, cannot happen
+//! in any variant. The ledger holds the sold counter, how often each unit
+//! was sold, the other answers (busy, replays), requests per instance, and
+//! each request id's outcome. `oversold` and `duplicates` are derived from
+//! these, never from what a variant believes it did; `oversold` can never be
+//! negative, and a negative figure means the ledger itself broke.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -12,46 +16,88 @@ use std::sync::LazyLock;
 use redis::Script;
 use redis::aio::ConnectionLike;
 
-use crate::sale::Outcome;
+use crate::section::{Claim, Outcome};
 use crate::store::{Keys, StoreError};
 use crate::wire::{LockState, StateSnapshot};
 
-/// The shared Lua function `record(...)`; scripts that record a sale start with it.
+/// The shared Lua functions of the ledger (`record(...)`) and of request
+/// ids (`now_ms()`, `claim_deadline(...)`, `owns(...)`); scripts that record
+/// start with them.
 pub const LEDGER_LUA: &str = include_str!("scripts/ledger.lua");
 
-/// Builds a script whose body may call the ledger's `record` function.
+/// The shared Lua function `admit(ledger, token)` of fencing tokens.
+pub const FENCE_LUA: &str = include_str!("scripts/fence.lua");
+
+/// Builds a script whose body may call the ledger's functions.
 pub fn with_ledger(body: &str) -> Script {
     Script::new(&format!("{LEDGER_LUA}\n{body}"))
 }
 
-static RECORD: LazyLock<Script> = LazyLock::new(|| with_ledger(include_str!("scripts/record.lua")));
+static ANSWERED: LazyLock<Script> =
+    LazyLock::new(|| with_ledger(include_str!("scripts/answered.lua")));
 static RESET: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/reset.lua")));
 static STATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/state.lua")));
 
-/// Records one answer: the request counts for its instance; a sale counts
-/// its unit; a busy answer counts as busy; a replayed retry (`replayed`)
-/// counts as a replay and sells nothing.
-pub async fn record<C: ConnectionLike>(
+/// An answer that sold nothing, as the ledger counts it. Sales are counted
+/// by the write that makes them ([`crate::section`]), never here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerKind {
+    SoldOut,
+    Busy,
+    /// A retry answered from its request id's record.
+    Replay,
+    /// Not counted (a SKU never stocked): only the claim is settled.
+    Uncounted,
+}
+
+impl AnswerKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            AnswerKind::SoldOut => "sold_out",
+            AnswerKind::Busy => "busy",
+            AnswerKind::Replay => "replay",
+            AnswerKind::Uncounted => "",
+        }
+    }
+}
+
+/// Counts one answer that sold nothing, and settles the request id's claim
+/// when `claim` is this attempt's: a final `outcome` (sold out) is kept for
+/// retries, anything else frees the id for a retry to try again.
+pub async fn record_answer<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     instance: &str,
+    kind: AnswerKind,
+    claim: Option<&Claim<'_>>,
     outcome: &Outcome,
-    replayed: bool,
 ) -> Result<(), StoreError> {
-    let (kind, unit) = match outcome {
-        _ if replayed => ("replay", String::new()),
-        Outcome::Sold { unit, .. } => ("sold", unit.to_string()),
-        Outcome::SoldOut { .. } => ("sold_out", String::new()),
-        Outcome::Busy(_) => ("busy", String::new()),
-    };
-    let _: i64 = RECORD
+    let _: i64 = ANSWERED
         .key(&keys.ledger)
-        .key(&keys.units)
         .key(&keys.served)
+        .key(&keys.requests)
         .arg(instance)
-        .arg(kind)
-        .arg(unit)
+        .arg(kind.as_str())
+        .arg(claim.map_or("", |c| c.id))
+        .arg(claim.map_or("", |c| c.token.as_str()))
+        .arg(outcome.encode().unwrap_or_default())
         .invoke_async(conn)
+        .await?;
+    Ok(())
+}
+
+/// Adds answers of `unknown` outcome an instance gave (counted after the
+/// fact: when it gave them, Redis was not answering).
+pub async fn record_unknown<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    n: u64,
+) -> Result<(), StoreError> {
+    let _: i64 = redis::cmd("HINCRBY")
+        .arg(&keys.ledger)
+        .arg("unknown")
+        .arg(n)
+        .query_async(conn)
         .await?;
     Ok(())
 }
@@ -159,9 +205,10 @@ pub async fn reset_sku<C: ConnectionLike>(
 }
 
 /// (stock, initial, sold, duplicates, busy, lost_locks, renewals,
-/// fenced_rejections, replays, buckets), pttl, type of the lock, holder, served.
+/// fenced_rejections, replays, buckets, unknown), pttl, type of the lock,
+/// holder, served.
 type RawState = (
-    (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64),
+    (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64),
     i64,
     String,
     Option<String>,
@@ -202,6 +249,7 @@ async fn snapshot_one<C: ConnectionLike>(
             fenced_rejections,
             replays,
             buckets,
+            unknown,
         ),
         pttl,
         kind,
@@ -232,6 +280,7 @@ async fn snapshot_one<C: ConnectionLike>(
         fenced_rejections,
         replays,
         renewals,
+        unknown,
         buckets: u32::try_from(buckets).unwrap_or(0).min(MAX_BUCKETS),
         per_instance,
         lock: LockState {

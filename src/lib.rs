@@ -10,8 +10,9 @@
 //! - [`wire`]: the JSON shapes on the wire, shared by server, dashboard and load generator.
 //! - [`knobs`]: parsing of user input (SKU, `work_ms`, `lease_ms`, `wait_ms`) into domain types.
 //! - [`store`]: the Redis handle (one server or a Redis Cluster) and the key layout of one SKU (all keys share a hash tag).
-//! - [`ledger`]: the truth. Sales are recorded atomically, outside every variant's lock.
-//! - [`sale`]: the critical section every variant protects, written once.
+//! - [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
+//! - [`section`]: the critical section every variant protects, written once, and its outcomes.
+//! - [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
 //! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock).
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
 //! - [`metrics`]: Prometheus metrics of an instance.
@@ -36,6 +37,7 @@ pub mod load;
 pub mod lock;
 pub mod metrics;
 pub mod sale;
+pub mod section;
 pub mod server;
 pub mod store;
 pub mod telemetry;

@@ -1,214 +1,239 @@
-//! The critical section every variant protects, written once.
+//! One sale, from a parsed request to its answer: the domain's way in.
 //!
-//! It is article 001's coupon sale, deliberately non-atomic:
+//! [`Seller::sell`] builds the request's context, runs the variant's
+//! protection in a task of its own (a client that hangs up must not cancel
+//! a section halfway, holding a lock), counts the answers no script
+//! counted, writes the overlap witness's record, and returns the [`Sale`].
+//! The HTTP layer only parses the request and maps the sale to a status.
 //!
-//! ```text
-//! stock = GET stock:{sku}
-//! if stock > 0:
-//!     (business work: sleep work_ms)
-//!     SET stock:{sku} stock-1      -> sold unit `stock`
-//! else
-//!     -> sold out
-//! ```
-//!
-//! Between the GET and the SET anything can happen; that gap is what every
-//! variant tries to close. Recording the sale is not part of it: the ledger
-//! does that afterwards, independently of the variant.
+//! Once a sale was written, nothing after it can take it back: a failed
+//! release, publish or witness write is logged (a lease runs out, a
+//! waiter re-checks), never turned into an error the buyer would read as
+//! "nothing happened".
 
-use std::future::Future;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use crate::store::Conn;
-use redis::AsyncCommands;
+use tracing::Instrument;
 
-use crate::chaos;
-use crate::store::StoreError;
-use crate::variants::Ctx;
+use crate::chaos::Chaos;
+use crate::knobs::{DeductRequest, Sku};
+use crate::ledger::{self, AnswerKind};
+use crate::lock::{RedlockNodes, Wakeups};
+use crate::section::{Ctx, Outcome};
+use crate::store::{Keys, Store, StoreError};
+use crate::variants::{Protections, Variant};
 
-/// What one attempt to buy ended as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Unit `unit` was sold; `remaining` is what the section wrote back.
-    Sold { unit: i64, remaining: i64 },
-    /// The stock read was `remaining` (zero, or below zero after an oversell).
-    SoldOut { remaining: i64 },
-    /// The section did not run, or stopped before its write.
-    Busy(BusyReason),
+/// Everything one instance sells with. Shared by every request.
+pub struct Seller {
+    store: Store,
+    /// This instance's name, in owner tokens, the ledger and every answer.
+    instance: String,
+    protections: Protections,
+    wakeups: Wakeups,
+    redlock: Option<RedlockNodes>,
+    chaos: Chaos,
+    /// `/deductStock` requests taken, for the heartbeat.
+    requests: Arc<AtomicU64>,
+    /// Answers of `unknown` outcome given while Redis was not answering, by
+    /// SKU, not yet added to their ledgers ([`Seller::count_unknown`]).
+    unknown: Mutex<HashMap<Sku, u64>>,
 }
 
-impl Outcome {
-    /// How an outcome is kept for idempotent retries: `sold:UNIT:REMAINING`,
-    /// `sold_out:REMAINING`.
-    pub fn encode(&self) -> Option<String> {
-        match self {
-            Outcome::Sold { unit, remaining } => Some(format!("sold:{unit}:{remaining}")),
-            Outcome::SoldOut { remaining } => Some(format!("sold_out:{remaining}")),
-            Outcome::Busy(_) => None, // nothing happened: a retry may try again
+/// What one request to `/deductStock` ended as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sale {
+    pub variant: Variant,
+    pub sku: Sku,
+    pub request_id: Option<String>,
+    pub outcome: Outcome,
+    /// A retry answered from its request id's record: nothing sold now.
+    pub replayed: bool,
+}
+
+/// Why a sale could not even be tried.
+#[derive(Debug, thiserror::Error)]
+pub enum SaleError {
+    /// This instance was not given what the variant needs.
+    #[error("{0}")]
+    NotConfigured(&'static str),
+    /// Redis failed before any write was sent: nothing was sold.
+    #[error(transparent)]
+    Unavailable(#[from] StoreError),
+    /// A bug of ours: the sale's task panicked.
+    #[error("the sale task failed: {0}")]
+    Panicked(String),
+}
+
+impl Seller {
+    pub fn new(
+        store: Store,
+        instance: String,
+        chaos: Chaos,
+        wakeups: Wakeups,
+        redlock: Option<RedlockNodes>,
+    ) -> Self {
+        Self {
+            store,
+            instance,
+            protections: Protections::new(),
+            wakeups,
+            redlock,
+            chaos,
+            requests: Arc::default(),
+            unknown: Mutex::default(),
         }
     }
 
-    pub fn decode(text: &str) -> Option<Outcome> {
-        let mut parts = text.split(':');
-        match (parts.next()?, parts.next(), parts.next()) {
-            ("sold", Some(unit), Some(remaining)) => Some(Outcome::Sold {
-                unit: unit.parse().ok()?,
-                remaining: remaining.parse().ok()?,
-            }),
-            ("sold_out", Some(remaining), None) => Some(Outcome::SoldOut {
-                remaining: remaining.parse().ok()?,
-            }),
-            _ => None,
+    /// The count of `/deductStock` requests taken, for the heartbeat.
+    pub fn requests(&self) -> Arc<AtomicU64> {
+        self.requests.clone()
+    }
+
+    pub fn chaos(&self) -> &Chaos {
+        &self.chaos
+    }
+
+    pub fn redlock(&self) -> Option<&RedlockNodes> {
+        self.redlock.as_ref()
+    }
+
+    pub fn wakeups(&self) -> &Wakeups {
+        &self.wakeups
+    }
+
+    /// Sells once through `variant`.
+    pub async fn sell(
+        self: &Arc<Self>,
+        variant: Variant,
+        request: DeductRequest,
+    ) -> Result<Sale, SaleError> {
+        if variant == Variant::Redlock && self.redlock.is_none() {
+            return Err(SaleError::NotConfigured(
+                "redlock needs independent Redis servers: this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)",
+            ));
         }
-    }
-}
-
-/// Why a request came back busy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BusyReason {
-    /// The lock was held and the request was told not to wait (`wait_ms=0`).
-    LockHeld,
-    /// The lock was held for longer than `wait_ms`.
-    WaitTimedOut,
-    /// The holder learned that its lease was lost before it wrote, and backed off.
-    LockLost,
-    /// The store refused the holder's fencing token: a newer holder has been
-    /// seen, so this one's lock is gone whatever it believes.
-    StaleToken,
-    /// A request with the same `request_id` is being answered right now.
-    InProgress,
-    /// Fewer than a majority of the Redlock nodes answered: nobody can take
-    /// the lock until they come back.
-    NoQuorum,
-}
-
-impl BusyReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BusyReason::LockHeld => "lock_held",
-            BusyReason::WaitTimedOut => "wait_timed_out",
-            BusyReason::LockLost => "lock_lost",
-            BusyReason::StaleToken => "stale_token",
-            BusyReason::InProgress => "in_progress",
-            BusyReason::NoQuorum => "no_quorum",
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let seller = self.clone();
+        let span =
+            tracing::info_span!("deduct", instance = %self.instance, variant = variant.name());
+        // Its own task: a client that hangs up must not cancel the section
+        // between its write and its answer, or while it holds a lock.
+        let sale = tokio::spawn(async move { seller.run(variant, request).await }.instrument(span))
+            .await
+            .map_err(|err| SaleError::Panicked(err.to_string()))?;
+        let kind = match &sale {
+            Ok(sale) => sale.outcome.kind(),
+            Err(_) => "unavailable",
+        };
+        crate::metrics::answered(variant.name(), kind);
+        if let Ok(Sale {
+            outcome: Outcome::Busy(reason),
+            ..
+        }) = &sale
+        {
+            crate::metrics::busy(variant.name(), reason.as_str());
         }
-    }
-}
-
-/// How the section reads and writes the stock. Plain `GET`/`SET` for every
-/// variant but one: a fenced lock routes both through scripts that refuse a
-/// stale fencing token (`None` / `false`: refused).
-pub trait StockAccess {
-    fn read(&self, conn: &mut Conn)
-    -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
-    fn write(
-        &self,
-        conn: &mut Conn,
-        value: i64,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-}
-
-/// `GET` and `SET` on the stock key, nothing else.
-pub struct PlainStock<'a>(pub &'a str);
-
-impl StockAccess for PlainStock<'_> {
-    async fn read(&self, conn: &mut Conn) -> Result<Option<i64>, StoreError> {
-        let stock: Option<i64> = conn.get(self.0).await?;
-        Ok(Some(stock.unwrap_or(0)))
+        sale
     }
 
-    async fn write(&self, conn: &mut Conn, value: i64) -> Result<bool, StoreError> {
-        let _: () = conn.set(self.0, value).await?;
-        Ok(true)
-    }
-}
-
-/// Runs the sale once, inside whatever the variant put around it.
-///
-/// - A retried `request_id` gets the outcome it had the first time and
-///   sells nothing (the check and the record happen here, under the
-///   variant's protection).
-/// - In chaos mode a pause armed by the lab freezes the whole process after
-///   the last check of the lock, right before the write: the worst moment.
-/// - `still_held` is asked right before the write: a lock that knows it lost
-///   its lease (the watchdog's failed renewal) backs off instead of writing;
-///   locks that cannot know always answer `true`.
-pub async fn critical_section(
-    ctx: &mut Ctx<'_>,
-    stock: &impl StockAccess,
-    still_held: impl Fn() -> bool,
-) -> Result<Outcome, StoreError> {
-    let keys = ctx.keys;
-    if let Some(id) = ctx.request_id {
-        // Claim the id atomically (HSETNX), whatever protects the section:
-        // of a storm of retries only one gets past this line.
-        let claimed: bool = ctx.conn.hset_nx(&keys.requests, id, PENDING).await?;
-        if !claimed {
-            let earlier: Option<String> = ctx.conn.hget(&keys.requests, id).await?;
-            return Ok(match earlier.as_deref().and_then(Outcome::decode) {
-                Some(outcome) => {
-                    ctx.replayed = true;
-                    outcome
-                }
-                // The first attempt is still running (or died mid-way).
-                None => Outcome::Busy(BusyReason::InProgress),
-            });
-        }
-    }
-    let enter = ctx.chaos.witness_clock();
-    let outcome = section(ctx, stock, still_held).await;
-    if let (Some(id), Ok(outcome)) = (ctx.request_id, &outcome) {
-        match outcome.encode() {
-            Some(encoded) => {
-                let _: i64 = ctx.conn.hset(&keys.requests, id, encoded).await?;
+    async fn run(&self, variant: Variant, request: DeductRequest) -> Result<Sale, SaleError> {
+        let keys = Keys::new(&request.sku);
+        let mut ctx = Ctx {
+            conn: self.store.conn().await?,
+            keys: &keys,
+            knobs: &request.knobs,
+            instance: &self.instance,
+            wakeups: &self.wakeups,
+            redlock: self.redlock.as_ref(),
+            request_id: request.request_id.as_deref(),
+            chaos: &self.chaos,
+        };
+        let answer = self.protections.deduct(variant, &mut ctx).await?;
+        if !answer.recorded {
+            // Decided outside any script: the lock was not had.
+            let kind = if answer.replayed {
+                AnswerKind::Replay
+            } else {
+                AnswerKind::Busy
+            };
+            if let Err(err) = ledger::record_answer(
+                &mut ctx.conn,
+                &keys,
+                &self.instance,
+                kind,
+                None,
+                &answer.outcome,
+            )
+            .await
+            {
+                tracing::warn!(%err, "a busy answer could not be counted");
             }
-            // Nothing happened: let a retry try again.
-            None => {
-                let _: i64 = ctx.conn.hdel(&keys.requests, id).await?;
+        }
+        if answer.outcome == Outcome::Unknown {
+            *self
+                .unknown
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(request.sku.clone())
+                .or_default() += 1;
+        }
+        if let Some(section) = &answer.witnessed
+            && let Err(err) = self.chaos.witness(&mut ctx.conn, &keys, section).await
+        {
+            tracing::warn!(%err, "the witness could not record a section");
+        }
+        Ok(Sale {
+            variant,
+            sku: request.sku,
+            request_id: request.request_id,
+            outcome: answer.outcome,
+            replayed: answer.replayed,
+        })
+    }
+
+    /// Adds the `unknown` answers given so far to their SKUs' ledgers, once
+    /// Redis answers again. Those left uncounted are tried again next time.
+    pub async fn count_unknown(&self) {
+        let pending: Vec<(Sku, u64)> = self
+            .unknown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        let mut left = Vec::new();
+        let conn = self.store.conn().await;
+        for (sku, n) in pending {
+            let counted = match &conn {
+                Ok(conn) => ledger::record_unknown(&mut conn.clone(), &Keys::new(&sku), n)
+                    .await
+                    .is_ok(),
+                Err(_) => false,
+            };
+            if !counted {
+                left.push((sku, n));
             }
         }
+        let mut unknown = self.unknown.lock().unwrap_or_else(PoisonError::into_inner);
+        for (sku, n) in left {
+            *unknown.entry(sku).or_default() += n;
+        }
     }
-    let outcome = outcome?;
-    // Timed now, written after the lock is released (off the critical path).
-    ctx.witnessed = enter
-        .map(|enter| chaos::Section::timed(ctx.instance, ctx.holder.as_deref(), enter, &outcome));
-    Ok(outcome)
-}
 
-/// What a claimed request_id holds until its first attempt has an outcome.
-const PENDING: &str = "pending";
-
-async fn section(
-    ctx: &mut Ctx<'_>,
-    stock: &impl StockAccess,
-    still_held: impl Fn() -> bool,
-) -> Result<Outcome, StoreError> {
-    let Some(current) = stock.read(&mut ctx.conn).await? else {
-        return Ok(Outcome::Busy(BusyReason::StaleToken));
-    };
-    if current <= 0 {
-        return Ok(Outcome::SoldOut { remaining: current });
+    /// Counts the `unknown` answers every second, for as long as the task runs.
+    pub fn keep_counting_unknown(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let seller = self.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                seller.count_unknown().await;
+            }
+        })
     }
-    let pause = ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
-    if !ctx.knobs.work.is_zero() {
-        tokio::time::sleep(ctx.knobs.work).await;
-    }
-    if !still_held() {
-        return Ok(Outcome::Busy(BusyReason::LockLost));
-    }
-    if let Some(pause) = pause {
-        // After the last check, before the write: whatever the lock learns
-        // while the process is frozen comes too late.
-        ctx.chaos.stop_the_world(pause);
-    }
-    if !stock.write(&mut ctx.conn, current - 1).await? {
-        return Ok(Outcome::Busy(BusyReason::StaleToken));
-    }
-    Ok(Outcome::Sold {
-        unit: current,
-        remaining: current - 1,
-    })
-}
-
-/// The section with nothing around it; `true` for locks that cannot know.
-pub fn always_held() -> bool {
-    true
 }

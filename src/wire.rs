@@ -16,8 +16,12 @@ pub enum OutcomeKind {
     Sold,
     /// 409: the stock read was zero or less.
     SoldOut,
-    /// 429: the lock could not be had in time (or was lost before the write).
+    /// 429: the lock could not be had in time (or was lost before the
+    /// write). Nothing was sold.
     Busy,
+    /// 503: the write was sent and no answer came: it may or may not have
+    /// happened. A retry with the same `request_id` learns which.
+    Unknown,
 }
 
 /// The body of every `/deductStock` answer that is not an error.
@@ -40,6 +44,13 @@ pub struct DeductResponse {
     /// first answer, repeated, and nothing sold.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// The request's idempotency key, echoed (with `unknown`, the key to
+    /// retry with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// A sentence for people, with `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// Every error answer: a stable machine-readable `error` code and a sentence
@@ -92,6 +103,11 @@ pub struct StateSnapshot {
     pub replays: i64,
     /// Lease renewals the watchdog made (counted when each holder releases).
     pub renewals: i64,
+    /// Answers of `unknown` outcome (503: the write was sent, no answer
+    /// came), counted once the instance reached Redis again. Their sales,
+    /// if any, are in `sold` like every other.
+    #[serde(default)]
+    pub unknown: i64,
     /// How many buckets the stock is split into (`lua-sharded`; 0: one key).
     /// The other numbers are then the sums over the buckets.
     #[serde(default)]
@@ -233,6 +249,7 @@ impl StateSnapshot {
         self.fenced_rejections += other.fenced_rejections;
         self.replays += other.replays;
         self.renewals += other.renewals;
+        self.unknown += other.unknown;
         for (instance, n) in &other.per_instance {
             *self.per_instance.entry(instance.clone()).or_default() += n;
         }
@@ -338,9 +355,16 @@ pub struct RunRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ChaosAction {
-    /// The next `setnx` request that acquires the lock crashes its process
-    /// between SETNX and EXPIRE.
-    CrashAfterSetnx,
+    /// The next request that acquires a lock crashes its process right
+    /// after (`setnx`: between SETNX and EXPIRE, leaving a lock with no TTL).
+    #[serde(alias = "crash_after_setnx")]
+    CrashAfterAcquire,
+    /// The next section that writes crashes its process right after the
+    /// write, before it answers: the sale is recorded, its buyer never hears.
+    CrashAfterWrite,
+    /// Run the clock of the instance that takes this request `ms` ahead
+    /// (negative: behind). Send it to the instance itself, not through nginx.
+    ClockSkew { ms: i64 },
     /// The next request to enter a critical section freezes its whole
     /// process for `ms` right before its write (after its last check of the lock).
     PauseHolder { ms: u64 },

@@ -446,11 +446,7 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
 /// Clears any fault a cell armed but did not trigger.
 async fn disarm(lab: &Lab) {
     if let Ok(mut conn) = lab.store.conn().await {
-        let _: Result<i64, _> = redis::cmd("DEL")
-            .arg("stocklock:chaos:crash_after_setnx")
-            .arg("stocklock:chaos:pause_holder")
-            .query_async(&mut conn)
-            .await;
+        let _ = chaos::disarm(&mut conn).await;
     }
 }
 

@@ -6,22 +6,32 @@
 -- last one tried records the request), buckets (lua-sharded: the bucket
 -- count the caller believes the SKU has; '' for no check)
 -- Returns {kind, unit, remaining}: kind 1 sold, 0 sold out, 2 / 3 for a
--- retry of an earlier sale / sold-out, repeated and not sold again, and 4
--- when the caller's bucket count is out of date (unit = the right one;
--- nothing was read or recorded).
+-- retry of an earlier sale / sold-out, repeated and not sold again, 4 when
+-- the caller's bucket count is out of date (unit = the right one; nothing
+-- was read or recorded), 5 when another attempt holds the request id's
+-- claim (busy), 6 when the SKU was never stocked (nothing recorded).
 if ARGV[4] ~= '' then
   local buckets = redis.call('HGET', KEYS[2], 'buckets') or '0'
   if buckets ~= ARGV[4] then return {4, tonumber(buckets), 0} end
 end
+if redis.call('HEXISTS', KEYS[2], 'epoch') == 0 then return {6, 0, 0} end
 if ARGV[2] ~= '' then
   local earlier = redis.call('HGET', KEYS[5], ARGV[2])
   if earlier then
-    record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'replay', '')
-    local kind, a, b = string.match(earlier, '^(%a[%a_]*):(-?%d+):?(-?%d*)$')
-    if kind == 'sold' then
-      return {2, tonumber(a), tonumber(b)}
+    local deadline = claim_deadline(earlier)
+    if deadline == nil then
+      record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'replay', '')
+      local kind, a, b = string.match(earlier, '^(%a[%a_]*):(-?%d+):?(-?%d*)$')
+      if kind == 'sold' then
+        return {2, tonumber(a), tonumber(b)}
+      end
+      return {3, 0, tonumber(a)}
     end
-    return {3, 0, tonumber(a)}
+    if deadline > now_ms() then
+      record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'busy', '')
+      return {5, 0, 0}
+    end
+    -- The claim of an attempt presumed dead: this one decides the id now.
   end
 end
 local stock = tonumber(redis.call('GET', KEYS[1]) or '0')

@@ -1,7 +1,8 @@
--- The ledger: the truth every measurement is read from. Written by an atomic
--- script so no variant's lock (or lack of one) can bend the counts.
---   ledger: hash initial, sold, duplicates, busy, replays, lost_locks,
---           renewals, fence_seen, fenced_rejections
+-- The ledger: the truth every measurement is read from. Only scripts write
+-- it, and a sale is recorded by the same script that writes the stock, so
+-- no variant's lock (or lack of one) can separate a sale from its record.
+--   ledger: hash initial, epoch, buckets, sold, duplicates, busy, replays,
+--           unknown, lost_locks, renewals, fence_seen, fenced_rejections
 --   units:  hash unit number -> times sold
 --   served: hash instance -> requests answered
 local function record(ledger, units, served, instance, outcome, unit)
@@ -17,4 +18,27 @@ local function record(ledger, units, served, instance, outcome, unit)
   elseif outcome == 'replay' then
     redis.call('HINCRBY', ledger, 'replays', 1)
   end
+end
+
+-- Request ids (requests: hash request_id -> record). A record is final
+-- ('sold:UNIT:REMAINING', 'sold_out:REMAINING') or a claim of the attempt
+-- under way: 'pending:TOKEN:DEADLINE_MS'. A claim past its deadline (Redis
+-- time) belongs to an attempt presumed dead: the next attempt takes it over,
+-- and the dead one's late write, if it ever comes, finds the claim no longer
+-- its own and is refused (the claim is a fence).
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The deadline of a claim, or nil for a final record.
+local function claim_deadline(entry)
+  local deadline = string.match(entry, '^pending:[%w]+:(%d+)$')
+  return deadline and tonumber(deadline)
+end
+
+-- Whether the record is the claim of the attempt with this token.
+local function owns(entry, token)
+  local prefix = 'pending:' .. token .. ':'
+  return entry and string.sub(entry, 1, #prefix) == prefix
 end

@@ -8,16 +8,12 @@
 //! lock no longer matters. `pause-holder` shows it: the same pause that makes
 //! `watchdog` oversell leaves `fenced` at zero, with the refusals counted.
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
-use crate::store::Conn;
-use redis::Script;
-
 use super::watchdog::renewed_lock;
-use super::{About, Ctx, Protection, Variant};
-use crate::sale::{Outcome, StockAccess};
-use crate::store::{Keys, StoreError};
+use super::{About, Protection, Variant};
+use crate::section::{Answer, Ctx};
+use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
     protection: "watchdog lock + fencing token (INCR at acquire); stock read and written by scripts that refuse stale tokens",
@@ -35,7 +31,7 @@ let token = INCR fence:{sku}                    // 41, 42, 43, ...
 EVAL "if token < seen then return nil end       -- stale: refused
       seen = token; return GET stock" ...
 sleep(work_ms)                                   // a pause here is harmless now
-EVAL "if token < seen then return nil end; SET stock v" ..."#,
+EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     expected: [
@@ -47,53 +43,10 @@ EVAL "if token < seen then return nil end; SET stock v" ..."#,
     ],
 };
 
-/// The shared `admit(ledger, token)` function; both scripts start with it.
-const FENCE_LUA: &str = include_str!("scripts/fence.lua");
-static READ: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&format!(
-        "{FENCE_LUA}\n{}",
-        include_str!("scripts/fenced_read.lua")
-    ))
-});
-static WRITE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&format!(
-        "{FENCE_LUA}\n{}",
-        include_str!("scripts/fenced_write.lua")
-    ))
-});
-
-/// The stock, read and written with a fencing token.
-pub(super) struct FencedStock<'a> {
-    pub(super) keys: &'a Keys,
-    pub(super) token: i64,
-}
-
-impl StockAccess for FencedStock<'_> {
-    async fn read(&self, conn: &mut Conn) -> Result<Option<i64>, StoreError> {
-        Ok(READ
-            .key(&self.keys.stock)
-            .key(&self.keys.ledger)
-            .arg(self.token)
-            .invoke_async(conn)
-            .await?)
-    }
-
-    async fn write(&self, conn: &mut Conn, value: i64) -> Result<bool, StoreError> {
-        let written: Option<i64> = WRITE
-            .key(&self.keys.stock)
-            .key(&self.keys.ledger)
-            .arg(self.token)
-            .arg(value)
-            .invoke_async(conn)
-            .await?;
-        Ok(written.is_some())
-    }
-}
-
 pub(super) struct FencedLock;
 
 impl Protection for FencedLock {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         renewed_lock(ctx, Variant::Fenced, &ABOUT, true).await
     }
 }

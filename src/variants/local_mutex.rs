@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
-use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use super::{About, LockTimer, Protection, Variant, not_acquired};
+use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -44,18 +44,17 @@ impl LocalMutex {
 }
 
 impl Protection for LocalMutex {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
-        let keys = ctx.keys;
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let wait = ctx.wait(&ABOUT);
         let mutex = self.for_stock_key(&ctx.keys.stock);
         let mut timer = LockTimer::start(Variant::LocalMutex);
         let held = tokio::time::timeout(wait, mutex.lock()).await;
         timer.waited(held.is_ok());
         let Ok(_held) = held else {
-            return Ok(not_acquired(wait));
+            return not_acquired(wait);
         };
-        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
+        let answer = critical_section(ctx, unguarded()).await;
         timer.released();
-        outcome
+        answer
     }
 }

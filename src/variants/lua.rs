@@ -12,9 +12,9 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{About, Ctx, Protection};
+use super::{About, Protection};
 use crate::ledger;
-use crate::sale::Outcome;
+use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -40,28 +40,73 @@ EVAL "local s = tonumber(redis.call('GET', KEYS[1]) or '0')
 static DEDUCT: LazyLock<Script> =
     LazyLock::new(|| ledger::with_ledger(include_str!("../scripts/deduct.lua")));
 
+/// What one run of the atomic script says.
+pub(super) enum Deducted {
+    /// Decided and counted by the script.
+    Answer(Answer),
+    /// The caller's bucket count is out of date; the SKU has this many.
+    /// Nothing was read or recorded.
+    StaleBuckets(u32),
+}
+
+/// Runs `deduct.lua` on `keys`: `final_try` false when a sold-out answer
+/// here is not the request's last word (lua-sharded tries the next bucket),
+/// `buckets` the count a sharded caller believes in.
+pub(super) async fn run_deduct(
+    ctx: &mut Ctx<'_>,
+    keys: &crate::store::Keys,
+    final_try: bool,
+    buckets: Option<u32>,
+) -> Result<Deducted, StoreError> {
+    let (kind, unit, remaining): (i64, i64, i64) = DEDUCT
+        .key(&keys.stock)
+        .key(&keys.ledger)
+        .key(&keys.units)
+        .key(&keys.served)
+        .key(&keys.requests)
+        .arg(ctx.instance)
+        .arg(ctx.request_id.unwrap_or(""))
+        .arg(if final_try { "1" } else { "0" })
+        .arg(buckets.map(|k| k.to_string()).unwrap_or_default())
+        .invoke_async(&mut ctx.conn)
+        .await?;
+    let answer = |outcome, replayed| Ok(Deducted::Answer(Answer::recorded(outcome, replayed)));
+    match kind {
+        1 => answer(Outcome::Sold { unit, remaining }, false),
+        2 => answer(Outcome::Sold { unit, remaining }, true),
+        0 => answer(Outcome::SoldOut { remaining }, false),
+        3 => answer(Outcome::SoldOut { remaining }, true),
+        4 => Ok(Deducted::StaleBuckets(
+            u32::try_from(unit).unwrap_or(0).min(ledger::MAX_BUCKETS),
+        )),
+        5 => answer(Outcome::Busy(BusyReason::InProgress), false),
+        _ => answer(Outcome::NotStocked, false),
+    }
+}
+
+/// A failed script: refused before it was sent (nothing happened: the
+/// caller answers 503 unavailable), or sent with no answer (unknown).
+pub(super) fn unsent_or_unknown(err: StoreError) -> Result<Answer, StoreError> {
+    if nothing_sent(&err) {
+        return Err(err);
+    }
+    tracing::warn!(%err, "the sale script was sent and no answer came: outcome unknown");
+    Ok(Answer::recorded(Outcome::Unknown, false))
+}
+
 pub(super) struct LuaScript;
 
 impl Protection for LuaScript {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
-        let (kind, unit, remaining): (i64, i64, i64) = DEDUCT
-            .key(&ctx.keys.stock)
-            .key(&ctx.keys.ledger)
-            .key(&ctx.keys.units)
-            .key(&ctx.keys.served)
-            .key(&ctx.keys.requests)
-            .arg(ctx.instance)
-            .arg(ctx.request_id.unwrap_or(""))
-            .arg("1")
-            .arg("")
-            .invoke_async(&mut ctx.conn)
-            .await?;
-        // 2 and 3 repeat an earlier answer to the same request_id.
-        ctx.replayed = kind >= 2;
-        Ok(if kind == 1 || kind == 2 {
-            Outcome::Sold { unit, remaining }
-        } else {
-            Outcome::SoldOut { remaining }
-        })
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
+        let keys = ctx.keys;
+        match run_deduct(ctx, keys, true, None).await {
+            Ok(Deducted::Answer(answer)) => Ok(answer),
+            // Only lua-sharded asks with a bucket count.
+            Ok(Deducted::StaleBuckets(_)) => Ok(Answer::recorded(
+                Outcome::Busy(BusyReason::InProgress),
+                false,
+            )),
+            Err(err) => unsent_or_unknown(err),
+        }
     }
 }

@@ -13,14 +13,12 @@
 //! are found by walking the buckets.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 
-use redis::Script;
-
-use super::{About, Ctx, Protection};
-use crate::ledger;
-use crate::sale::Outcome;
-use crate::store::{Keys, StoreError};
+use super::lua::{Deducted, run_deduct, unsent_or_unknown};
+use super::{About, Protection};
+use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
     protection: "the lua script on one of K buckets of the stock (each in its own slot), falling back to the others when empty",
@@ -48,9 +46,6 @@ sold_out"#,
     expected: ["safe", "-", "-", "-", "-"],
 };
 
-static DEDUCT: LazyLock<Script> =
-    LazyLock::new(|| ledger::with_ledger(include_str!("../scripts/deduct.lua")));
-
 /// The variant's process-wide state: each SKU's bucket count as last seen.
 /// Never trusted blindly: every script checks it against the count the SKU's
 /// keys carry, and answers "out of date" (having read and recorded nothing)
@@ -59,9 +54,6 @@ static DEDUCT: LazyLock<Script> =
 pub(super) struct ShardedScript {
     buckets: Mutex<HashMap<String, u32>>,
 }
-
-/// The script's answer that the caller's bucket count is out of date.
-const STALE_BUCKETS: i64 = 4;
 
 impl ShardedScript {
     fn known(&self, tag: &str) -> Option<u32> {
@@ -73,28 +65,6 @@ impl ShardedScript {
             cache.insert(tag.to_owned(), buckets);
         }
     }
-}
-
-/// Runs the `lua` script on `keys` for a SKU believed to have `buckets`;
-/// `final_try` makes a sold-out answer count.
-async fn deduct_on(
-    ctx: &mut Ctx<'_>,
-    keys: &Keys,
-    final_try: bool,
-    buckets: u32,
-) -> Result<(i64, i64, i64), StoreError> {
-    Ok(DEDUCT
-        .key(&keys.stock)
-        .key(&keys.ledger)
-        .key(&keys.units)
-        .key(&keys.served)
-        .key(&keys.requests)
-        .arg(ctx.instance)
-        .arg(ctx.request_id.unwrap_or(""))
-        .arg(if final_try { "1" } else { "0" })
-        .arg(buckets)
-        .invoke_async(&mut ctx.conn)
-        .await?)
 }
 
 /// The first bucket a request tries: fixed by its request_id, so a retry
@@ -111,27 +81,28 @@ fn first_bucket(request_id: Option<&str>, buckets: u32) -> u32 {
 }
 
 impl Protection for ShardedScript {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let tag = ctx.keys.tag.clone();
         let mut k = self.known(&tag).unwrap_or(0);
         // A reset may change the count at any time; two corrections are
         // plenty (a third means resets are racing this very request).
         for _ in 0..3 {
-            match walk(ctx, k).await? {
-                Walk::Done(outcome) => return Ok(outcome),
-                Walk::Stale(actual) => {
+            match walk(ctx, k).await {
+                Ok(Walk::Done(answer)) => return Ok(answer),
+                Ok(Walk::Stale(actual)) => {
                     self.learn(&tag, actual);
                     k = actual;
                 }
+                Err(err) => return unsent_or_unknown(err),
             }
         }
-        Ok(Outcome::Busy(crate::sale::BusyReason::InProgress))
+        Ok(Answer::unrecorded(Outcome::Busy(BusyReason::Reset)))
     }
 }
 
 /// How one walk over the buckets ended.
 enum Walk {
-    Done(Outcome),
+    Done(Answer),
     /// The SKU has this many buckets, not the number walked.
     Stale(u32),
 }
@@ -142,7 +113,6 @@ enum Walk {
 async fn walk(ctx: &mut Ctx<'_>, k: u32) -> Result<Walk, StoreError> {
     let n = k.max(1);
     let first = first_bucket(ctx.request_id, n);
-    let mut left = 0;
     for step in 0..n {
         let b = (first + step) % n;
         let keys = if k == 0 {
@@ -150,21 +120,28 @@ async fn walk(ctx: &mut Ctx<'_>, k: u32) -> Result<Walk, StoreError> {
         } else {
             ctx.keys.bucket(b)
         };
-        let (kind, unit, remaining) = deduct_on(ctx, &keys, step + 1 == n, k).await?;
-        if kind == STALE_BUCKETS {
-            let actual = u32::try_from(unit).unwrap_or(0).min(ledger::MAX_BUCKETS);
-            return Ok(Walk::Stale(actual));
+        let mut answer = match run_deduct(ctx, &keys, step + 1 == n, Some(k)).await? {
+            Deducted::StaleBuckets(actual) => return Ok(Walk::Stale(actual)),
+            Deducted::Answer(answer) => answer,
+        };
+        match answer.outcome {
+            Outcome::Sold { unit, remaining } => {
+                // Unit u of bucket b is unit (u-1)*n + b + 1 of the SKU (u itself unsplit).
+                let unit = (unit - 1) * i64::from(n) + i64::from(b) + 1;
+                answer.outcome = Outcome::Sold { unit, remaining };
+                return Ok(Walk::Done(answer));
+            }
+            // A sold-out bucket is the answer only when it was the last one
+            // tried, or a retry's recorded answer.
+            Outcome::SoldOut { .. } if step + 1 < n && !answer.replayed => {}
+            _ => return Ok(Walk::Done(answer)),
         }
-        ctx.replayed = kind >= 2;
-        if kind == 1 || kind == 2 {
-            // Unit u of bucket b is unit (u-1)*n + b + 1 of the SKU (u itself unsplit).
-            let unit = (unit - 1) * i64::from(n) + i64::from(b) + 1;
-            return Ok(Walk::Done(Outcome::Sold { unit, remaining }));
-        }
-        left = remaining;
     }
-    // Every bucket was empty; "remaining" is the last one's.
-    Ok(Walk::Done(Outcome::SoldOut { remaining: left }))
+    // Every bucket was empty (the last one answered and counted above).
+    Ok(Walk::Done(Answer::recorded(
+        Outcome::SoldOut { remaining: 0 },
+        false,
+    )))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The protection strategies, one file each, behind one small trait.
 //!
-//! Every variant runs the same [`crate::sale::critical_section`]; they differ
+//! Every variant runs the same [`crate::section::critical_section`]; they differ
 //! only in what surrounds it. [`Variant`] is the set of them: parsed from the
 //! URL, listed by the API, iterated by the dashboard and the load generator.
 //! Adding one is a new file, an enum arm in [`Variant`], and an arm in
@@ -21,13 +21,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use crate::store::Conn;
-
-use crate::chaos::Chaos;
-use crate::knobs::Knobs;
-use crate::lock::Wakeups;
-use crate::sale::{BusyReason, Outcome};
-use crate::store::{Keys, StoreError};
+use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::store::StoreError;
 use crate::wire::{VariantInfo, Verdicts};
 
 /// Every variant of the lab.
@@ -95,12 +90,6 @@ impl Variant {
     /// The names of all variants, for error messages.
     pub fn names() -> Vec<String> {
         Self::ALL.iter().map(|v| v.name().to_owned()).collect()
-    }
-
-    /// Whether the variant records its answer in the ledger itself (inside
-    /// its own atomic script) rather than leaving it to the caller.
-    pub fn records_itself(self) -> bool {
-        matches!(self, Variant::Lua | Variant::LuaSharded)
     }
 
     /// How many buckets a reset for this variant splits the stock into:
@@ -181,28 +170,6 @@ pub struct About {
     pub expected: [&'static str; 5],
 }
 
-/// What a variant needs to run one request.
-pub struct Ctx<'a> {
-    pub conn: Conn,
-    pub keys: &'a Keys,
-    pub knobs: &'a Knobs,
-    /// This instance's name, for owner tokens and the ledger.
-    pub instance: &'a str,
-    pub wakeups: &'a Wakeups,
-    /// The Redlock nodes (`--redlock-nodes`), if this instance has any.
-    pub redlock: Option<&'a crate::lock::RedlockNodes>,
-    /// The request's idempotency key, if it has one.
-    pub request_id: Option<&'a str>,
-    pub chaos: &'a Chaos,
-    /// Who holds the lock (owner, fencing token), for the overlap witness.
-    pub holder: Option<String>,
-    /// Set when the request was a retry, answered from the record.
-    pub replayed: bool,
-    /// The critical section as the witness timed it (chaos mode), written
-    /// once the variant has released its lock.
-    pub witnessed: Option<crate::chaos::Section>,
-}
-
 impl Ctx<'_> {
     /// The lease asked for, or the variant's default.
     fn lease(&self, about: &About) -> Duration {
@@ -221,13 +188,27 @@ impl Ctx<'_> {
     }
 }
 
-/// A busy answer that says whether the request waited at all.
-fn not_acquired(wait: Duration) -> Outcome {
-    Outcome::Busy(if wait.is_zero() {
+/// A busy answer (not counted yet) that says whether the request waited at all.
+fn not_acquired(wait: Duration) -> Result<Answer, StoreError> {
+    Ok(Answer::unrecorded(Outcome::Busy(if wait.is_zero() {
         BusyReason::LockHeld
     } else {
         BusyReason::WaitTimedOut
-    })
+    })))
+}
+
+/// The section's answer, whatever the clean-up after it (release, publish,
+/// counting renewals) met: once a sale is written, a failed release leaves
+/// a lease to run out, never an answer that hides the sale.
+fn after_release<T>(
+    answer: Result<Answer, StoreError>,
+    cleanup: Result<T, StoreError>,
+    what: &str,
+) -> Result<Answer, StoreError> {
+    if let Err(err) = cleanup {
+        tracing::warn!(%err, "{what} failed after the section; its answer stands");
+    }
+    answer
 }
 
 /// Measures, for the metrics, how long a request waited for its lock and
@@ -303,7 +284,7 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// One protection strategy around the critical section.
 trait Protection {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError>;
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError>;
 }
 
 /// The variants' process-wide state (only `local-mutex` has any).
@@ -319,7 +300,7 @@ impl Protections {
     }
 
     /// Runs one request through `variant`.
-    pub async fn deduct(&self, variant: Variant, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+    pub async fn deduct(&self, variant: Variant, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         match variant {
             Variant::None => none::NoLock.deduct(ctx).await,
             Variant::LocalMutex => self.local_mutex.deduct(ctx).await,

@@ -6,8 +6,8 @@
 //! other variant is measured against; the `race` scenario (any concurrency at
 //! all, `work_ms` > 0 to widen the gap) shows it oversell every time.
 
-use super::{About, Ctx, Protection};
-use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use super::{About, Protection};
+use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -22,7 +22,7 @@ pub(super) const ABOUT: About = About {
 let stock = GET stock:{sku}
 if stock > 0 {
     sleep(work_ms)            // the gap: others read the same stock here
-    SET stock:{sku} stock - 1
+    SET stock:{sku} stock - 1   // and record the sale, in one script
 }"#,
     default_lease: None,
     default_wait: None,
@@ -32,8 +32,7 @@ if stock > 0 {
 pub(super) struct NoLock;
 
 impl Protection for NoLock {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
-        let keys = ctx.keys;
-        critical_section(ctx, &PlainStock(&keys.stock), always_held).await
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
+        critical_section(ctx, unguarded()).await
     }
 }

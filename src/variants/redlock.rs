@@ -15,9 +15,9 @@
 use std::time::Duration;
 
 use super::watchdog::record_tenure;
-use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
+use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::{OwnerId, Refused, Watchdog};
-use crate::sale::{BusyReason, Outcome, PlainStock, critical_section};
+use crate::section::{Answer, BusyReason, Ctx, Guard, Outcome, critical_section};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -55,7 +55,7 @@ unlock_all()                                       // compare-and-delete on ever
 pub(super) struct RedlockLock;
 
 impl Protection for RedlockLock {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let Some(nodes) = ctx.redlock else {
             return Err(StoreError(redis::RedisError::from((
                 redis::ErrorKind::InvalidClientConfig,
@@ -63,11 +63,10 @@ impl Protection for RedlockLock {
                 "this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)".to_owned(),
             ))));
         };
-        let keys = ctx.keys;
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let lock = nodes
-            .lock(keys.lock.clone())
+            .lock(ctx.keys.lock.clone())
             .with_wakeups(ctx.conn.clone(), ctx.wakeups.clone());
         let owner = OwnerId::new(ctx.instance);
         let mut timer = LockTimer::start(Variant::Redlock);
@@ -75,20 +74,25 @@ impl Protection for RedlockLock {
         timer.waited(acquired.is_ok());
         match acquired {
             Ok(_validity) => {}
-            Err(Refused::Held) => return Ok(not_acquired(wait)),
+            Err(Refused::Held) => return not_acquired(wait),
             Err(Refused::NoQuorum { answered, quorum }) => {
                 tracing::warn!(answered, quorum, "redlock: too few nodes answered");
-                return Ok(Outcome::Busy(BusyReason::NoQuorum));
+                return Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NoQuorum)));
             }
         }
-        ctx.holder = Some(owner.to_string());
         let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
         let tenure = dog.tenure().clone();
-        let outcome = critical_section(ctx, &PlainStock(&keys.stock), || !tenure.is_lost()).await;
+        let guard = Guard {
+            holder: Some(owner.as_str()),
+            fence: None,
+            still_held: || !tenure.is_lost(),
+        };
+        let answer = critical_section(ctx, guard).await;
         dog.stop();
         let released = lock.unlock(&owner).await;
         timer.released();
-        record_tenure(ctx, Variant::Redlock, &tenure, released >= lock.quorum()).await?;
-        outcome
+        let counted =
+            record_tenure(ctx, Variant::Redlock, &tenure, released >= lock.quorum()).await;
+        after_release(answer, counted, "redlock: counting renewals")
     }
 }

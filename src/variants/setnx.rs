@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, Ctx, Protection, Spin, Variant, not_acquired};
+use super::{About, Protection, Spin, Variant, after_release, not_acquired};
 use crate::lock::wakeups::release_channel;
-use crate::sale::{Outcome, PlainStock, always_held, critical_section};
-use crate::store::StoreError;
+use crate::section::{Answer, Ctx, critical_section, unguarded};
+use crate::store::{Conn, Keys, StoreError};
 
 pub(super) const ABOUT: About = About {
     protection: "SETNX lock 1, then a separate EXPIRE; plain DEL on release",
@@ -46,35 +46,38 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
 pub(super) struct SetnxLock;
 
 impl Protection for SetnxLock {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let keys = ctx.keys;
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let mut spin = Spin::start(Variant::Setnx, wait);
         while !ctx.conn.set_nx::<_, _, bool>(&keys.lock, 1).await? {
             if !spin.again().await {
-                return Ok(not_acquired(wait));
+                return not_acquired(wait);
             }
         }
         let timer = spin.acquired();
         // The gap the articles warn about: a crash here leaves a lock no one expires.
-        if ctx.chaos.take_crash_after_setnx(&mut ctx.conn).await? {
-            eprintln!("chaos: crashing between SETNX and EXPIRE, as armed");
-            std::process::abort();
-        }
-        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-        let _: bool = ctx.conn.pexpire(&ctx.keys.lock, lease_ms).await?;
-
-        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
-
-        // The wrong release: no owner check.
-        let _: i64 = ctx.conn.del(&ctx.keys.lock).await?;
-        timer.released();
-        // Tell lock waiters of other variants on this SKU; harmless otherwise.
-        let _: i64 = ctx
-            .conn
-            .publish(release_channel(&ctx.keys.lock), &ctx.keys.lock)
+        ctx.chaos
+            .crash_if_armed_after_acquire(&mut ctx.conn)
             .await?;
-        outcome
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        let _: bool = ctx.conn.pexpire(&keys.lock, lease_ms).await?;
+
+        let answer = critical_section(ctx, unguarded()).await;
+
+        let released = release(&mut ctx.conn, keys).await;
+        timer.released();
+        after_release(answer, released, "setnx: DEL")
     }
+}
+
+/// The wrong release: no owner check. Then tell lock waiters of other
+/// variants on this SKU; harmless otherwise.
+async fn release(conn: &mut Conn, keys: &Keys) -> Result<(), StoreError> {
+    let _: i64 = conn.del(&keys.lock).await?;
+    let _: i64 = conn
+        .publish(release_channel(&keys.lock), &keys.lock)
+        .await?;
+    Ok(())
 }

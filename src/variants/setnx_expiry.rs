@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, Ctx, Protection, Spin, Variant, not_acquired};
-use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use super::{About, Protection, Spin, Variant, after_release, not_acquired};
+use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -73,21 +73,25 @@ impl SetnxExpiryLock {
 }
 
 impl Protection for SetnxExpiryLock {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let keys = ctx.keys;
         let lease_ms = i64::try_from(ctx.lease(&ABOUT).as_millis()).unwrap_or(i64::MAX / 2);
         let wait = ctx.wait(&ABOUT);
         let mut spin = Spin::start(Variant::SetnxExpiry, wait);
         while !Self::try_once(ctx, lease_ms).await? {
             if !spin.again().await {
-                return Ok(not_acquired(wait));
+                return not_acquired(wait);
             }
         }
         let timer = spin.acquired();
-        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
+        let answer = critical_section(ctx, unguarded()).await;
         // No owner: this deletes whatever lock is there by now.
-        let _: i64 = ctx.conn.del(&keys.lock).await?;
+        let released = ctx.conn.del::<_, i64>(&keys.lock).await;
         timer.released();
-        outcome
+        after_release(
+            answer,
+            released.map_err(StoreError::from),
+            "setnx-expiry: DEL",
+        )
     }
 }

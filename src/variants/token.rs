@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
-use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
+use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::{LeaseLock, OwnerId};
-use crate::sale::{Outcome, PlainStock, always_held, critical_section};
+use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -36,8 +36,7 @@ EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
 pub(super) struct TokenLock;
 
 impl Protection for TokenLock {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
-        let keys = ctx.keys;
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
@@ -46,15 +45,19 @@ impl Protection for TokenLock {
         let acquired = lock.lock(&owner, lease, wait).await?;
         timer.waited(acquired);
         if !acquired {
-            return Ok(not_acquired(wait));
+            return not_acquired(wait);
         }
-        ctx.holder = Some(owner.to_string());
-        let outcome = critical_section(ctx, &PlainStock(&keys.stock), always_held).await;
-        let released = lock.unlock(&owner).await?;
+        let guard = Guard {
+            holder: Some(owner.as_str()),
+            fence: None,
+            still_held: || true,
+        };
+        let answer = critical_section(ctx, guard).await;
+        let released = lock.unlock(&owner).await;
         timer.released();
-        if !released {
+        if let Ok(false) = released {
             tracing::warn!(%owner, "token: the lease ran out before the release; another holder may have overlapped");
         }
-        outcome
+        after_release(answer, released, "token: unlock")
     }
 }

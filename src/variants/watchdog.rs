@@ -13,11 +13,10 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::fenced::FencedStock;
-use super::{About, Ctx, LockTimer, Protection, Variant, not_acquired};
+use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::ledger;
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
-use crate::sale::{Outcome, PlainStock, critical_section};
+use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -49,20 +48,20 @@ dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
 pub(super) struct WatchdogLock;
 
 impl Protection for WatchdogLock {
-    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Outcome, StoreError> {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         renewed_lock(ctx, Variant::Watchdog, &ABOUT, false).await
     }
 }
 
 /// The watchdog lock around the critical section; with `fenced`, a fencing
-/// token from `INCR fence:{sku}` at each acquisition, and the stock read and
-/// written through [`FencedStock`] (the `fenced` variant).
+/// token from `INCR fence:{sku}` at each acquisition, which the store must
+/// admit for the stock's read and write (the `fenced` variant).
 pub(super) async fn renewed_lock(
     ctx: &mut Ctx<'_>,
     variant: Variant,
     about: &About,
     fenced: bool,
-) -> Result<Outcome, StoreError> {
+) -> Result<Answer, StoreError> {
     let keys = ctx.keys;
     let lease = ctx.lease(about);
     let wait = ctx.wait(about);
@@ -72,29 +71,32 @@ pub(super) async fn renewed_lock(
     let acquired = lock.lock(&owner, lease, wait).await?.is_some();
     timer.waited(acquired);
     if !acquired {
-        return Ok(not_acquired(wait));
+        return not_acquired(wait);
     }
     let token: Option<i64> = if fenced {
         Some(ctx.conn.incr(&keys.fence, 1).await?)
     } else {
         None
     };
-    ctx.holder = Some(match token {
+    let holder = match token {
         Some(token) => format!("{owner}#{token}"),
         None => owner.to_string(),
-    });
+    };
     let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
     let tenure = dog.tenure().clone();
-    let still_held = || !tenure.is_lost();
-    let outcome = match token {
-        Some(token) => critical_section(ctx, &FencedStock { keys, token }, still_held).await,
-        None => critical_section(ctx, &PlainStock(&keys.stock), still_held).await,
+    let guard = Guard {
+        holder: Some(&holder),
+        fence: token,
+        still_held: || !tenure.is_lost(),
     };
+    let answer = critical_section(ctx, guard).await;
     dog.stop();
-    let unlocked = lock.unlock(&owner, lease).await?;
+    let unlocked = lock.unlock(&owner, lease).await;
     timer.released();
-    record_tenure(ctx, variant, &tenure, unlocked != Unlocked::NotOwner).await?;
-    outcome
+    let released_as_owner = !matches!(unlocked, Ok(Unlocked::NotOwner));
+    let counted = record_tenure(ctx, variant, &tenure, released_as_owner).await;
+    let answer = after_release(answer, unlocked, "watchdog: unlock");
+    after_release(answer, counted, "watchdog: counting renewals")
 }
 
 /// After a renewed lock was released: counts the watchdog's renewals and,

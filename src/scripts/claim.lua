@@ -1,0 +1,23 @@
+-- Claim a request id for one attempt of a lock variant's section, or answer
+-- from its record. Counts the answers it gives itself.
+-- KEYS: requests, ledger, served
+-- ARGV: request_id, attempt token, hold ms (how long the claim stands), instance
+-- Returns {'claimed', ''}; {'done', record} (a retry: the first answer,
+-- counted as a replay); {'pending', ''} (another attempt holds the claim:
+-- counted busy).
+local entry = redis.call('HGET', KEYS[1], ARGV[1])
+local now = now_ms()
+if entry then
+  local deadline = claim_deadline(entry)
+  if deadline == nil then
+    record(KEYS[2], nil, KEYS[3], ARGV[4], 'replay', '')
+    return {'done', entry}
+  end
+  if deadline > now then
+    record(KEYS[2], nil, KEYS[3], ARGV[4], 'busy', '')
+    return {'pending', ''}
+  end
+  -- A dead attempt's claim: taken over.
+end
+redis.call('HSET', KEYS[1], ARGV[1], 'pending:' .. ARGV[2] .. ':' .. (now + tonumber(ARGV[3])))
+return {'claimed', ''}

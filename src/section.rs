@@ -1,0 +1,487 @@
+//! The critical section every variant protects, written once.
+//!
+//! It is article 001's coupon sale, deliberately non-atomic:
+//!
+//! ```text
+//! stock = GET stock:{sku}
+//! if stock > 0:
+//!     (business work: sleep work_ms)
+//!     WRITE: SET stock:{sku} stock-1 and record the sale of unit `stock`
+//! else
+//!     -> sold out
+//! ```
+//!
+//! Between the GET and the WRITE anything can happen; that gap is what
+//! every variant tries to close. The WRITE itself is one script
+//! (`sell.lua`) that sets the stock *and* records the sale in the ledger:
+//! they happen together or not at all, so every change of the stock is a
+//! recorded sale and `oversold = sold - (initial - remaining)` can never be
+//! negative, whatever a variant gets wrong.
+//!
+//! Answers say only what is known. An error before the WRITE was sent means
+//! nothing was sold (the caller answers 503 `store_unavailable`); an error
+//! after it was sent (a timeout, a dropped connection) means nobody here
+//! knows whether it happened: [`Outcome::Unknown`].
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::Script;
+
+use crate::chaos::{self, Chaos};
+use crate::knobs::Knobs;
+use crate::ledger::{self, AnswerKind};
+use crate::lock::{RedlockNodes, Wakeups};
+use crate::store::{Conn, Keys, StoreError};
+
+/// What one attempt to buy ended as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Unit `unit` was sold; `remaining` is what the section wrote back.
+    Sold { unit: i64, remaining: i64 },
+    /// The stock read was `remaining` (zero, or below zero after an oversell).
+    SoldOut { remaining: i64 },
+    /// The section did not run, or stopped before its write. Nothing was sold.
+    Busy(BusyReason),
+    /// The write was sent and no answer came (a timeout, a dropped
+    /// connection): it may or may not have happened. Only the ledger knows,
+    /// and a retry with the same `request_id` learns it.
+    Unknown,
+    /// The SKU was never stocked (no reset ever gave it stock, or Redis lost it).
+    NotStocked,
+}
+
+impl Outcome {
+    /// How a final outcome is kept for idempotent retries: `sold:UNIT:REMAINING`,
+    /// `sold_out:REMAINING`. Nothing else is final.
+    pub fn encode(&self) -> Option<String> {
+        match self {
+            Outcome::Sold { unit, remaining } => Some(format!("sold:{unit}:{remaining}")),
+            Outcome::SoldOut { remaining } => Some(format!("sold_out:{remaining}")),
+            Outcome::Busy(_) | Outcome::Unknown | Outcome::NotStocked => None,
+        }
+    }
+
+    pub fn decode(text: &str) -> Option<Outcome> {
+        let mut parts = text.split(':');
+        match (parts.next()?, parts.next(), parts.next()) {
+            ("sold", Some(unit), Some(remaining)) => Some(Outcome::Sold {
+                unit: unit.parse().ok()?,
+                remaining: remaining.parse().ok()?,
+            }),
+            ("sold_out", Some(remaining), None) => Some(Outcome::SoldOut {
+                remaining: remaining.parse().ok()?,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The short name used in metrics, the witness and the wire.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Sold { .. } => "sold",
+            Outcome::SoldOut { .. } => "sold_out",
+            Outcome::Busy(_) => "busy",
+            Outcome::Unknown => "unknown",
+            Outcome::NotStocked => "not_stocked",
+        }
+    }
+}
+
+/// Why a request came back busy. Busy always means nothing was sold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BusyReason {
+    /// The lock was held and the request was told not to wait (`wait_ms=0`).
+    LockHeld,
+    /// The lock was held for longer than `wait_ms`.
+    WaitTimedOut,
+    /// The holder learned that its lease was lost before it wrote, and backed off.
+    LockLost,
+    /// The store refused the holder's fencing token: a newer holder has been
+    /// seen, so this one's lock is gone whatever it believes.
+    StaleToken,
+    /// Another attempt with the same `request_id` holds its claim right now.
+    InProgress,
+    /// Fewer than a majority of the Redlock nodes answered: nobody can take
+    /// the lock until they come back.
+    NoQuorum,
+    /// The SKU was reset between this request's read and its write: the
+    /// write was refused, so no sale of the old stock lands in the new ledger.
+    Reset,
+}
+
+impl BusyReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BusyReason::LockHeld => "lock_held",
+            BusyReason::WaitTimedOut => "wait_timed_out",
+            BusyReason::LockLost => "lock_lost",
+            BusyReason::StaleToken => "stale_token",
+            BusyReason::InProgress => "in_progress",
+            BusyReason::NoQuorum => "no_quorum",
+            BusyReason::Reset => "reset",
+        }
+    }
+}
+
+/// What a variant needs to run one request.
+pub struct Ctx<'a> {
+    pub conn: Conn,
+    pub keys: &'a Keys,
+    pub knobs: &'a Knobs,
+    /// This instance's name, for owner tokens and the ledger.
+    pub instance: &'a str,
+    pub wakeups: &'a Wakeups,
+    /// The Redlock nodes (`--redlock-nodes`), if this instance has any.
+    pub redlock: Option<&'a RedlockNodes>,
+    /// The request's idempotency key, if it has one.
+    pub request_id: Option<&'a str>,
+    pub chaos: &'a Chaos,
+}
+
+/// One attempt's answer, as the variant hands it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub outcome: Outcome,
+    /// A retry answered from its request id's record: the first answer
+    /// repeated, nothing sold by this attempt.
+    pub replayed: bool,
+    /// The ledger has counted this answer already (inside the script that
+    /// decided it). Answers decided outside any script (the lock was not
+    /// had) are counted by the caller.
+    pub recorded: bool,
+    /// The critical section as the witness timed it (chaos mode), written
+    /// once the variant has released its lock.
+    pub witnessed: Option<chaos::Section>,
+}
+
+impl Answer {
+    /// An answer no script has counted yet.
+    pub fn unrecorded(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            replayed: false,
+            recorded: false,
+            witnessed: None,
+        }
+    }
+
+    /// An answer the script that decided it also counted.
+    pub fn recorded(outcome: Outcome, replayed: bool) -> Self {
+        Self {
+            outcome,
+            replayed,
+            recorded: true,
+            witnessed: None,
+        }
+    }
+}
+
+/// What the variant around the section knows about its lock.
+pub struct Guard<'a, F: Fn() -> bool> {
+    /// Who holds the lock (owner, and fencing token), for the witness;
+    /// `None` for variants without an owner.
+    pub holder: Option<&'a str>,
+    /// The fencing token the store must admit for the read and the write
+    /// (`fenced`); `None`: plain reads, unfenced writes.
+    pub fence: Option<i64>,
+    /// Asked right before the write: a lock that knows it lost its lease
+    /// (the watchdog's failed renewal) backs off instead of writing; locks
+    /// that cannot know always answer `true`.
+    pub still_held: F,
+}
+
+/// The section with no lock around it, or a lock that cannot know it was lost.
+pub fn unguarded() -> Guard<'static, fn() -> bool> {
+    Guard {
+        holder: None,
+        fence: None,
+        still_held: || true,
+    }
+}
+
+/// How long a claimed request id stands beyond its business time before a
+/// retry may take it over: a claim lives `work_ms` + this, measured on
+/// Redis's clock from the claim.
+pub const CLAIM_GRACE: Duration = Duration::from_secs(2);
+
+static CLAIM: LazyLock<Script> =
+    LazyLock::new(|| ledger::with_ledger(include_str!("scripts/claim.lua")));
+static SELL: LazyLock<Script> = LazyLock::new(|| {
+    ledger::with_ledger(&format!(
+        "{}\n{}",
+        ledger::FENCE_LUA,
+        include_str!("scripts/sell.lua")
+    ))
+});
+static FENCED_READ: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{}\n{}",
+        ledger::FENCE_LUA,
+        include_str!("variants/scripts/fenced_read.lua")
+    ))
+});
+
+/// The claim an attempt holds on its request id.
+#[derive(Clone, Debug)]
+pub struct Claim<'a> {
+    pub id: &'a str,
+    pub token: String,
+}
+
+/// Runs the sale once, inside whatever the variant put around it.
+///
+/// - A request id is claimed first (atomically, with a deadline): a retry
+///   gets the outcome it had the first time and sells nothing; a retry that
+///   comes while another attempt holds the claim is told `in_progress`.
+/// - In chaos mode a pause armed by the lab freezes the whole process after
+///   the last check of the lock, right before the write: the worst moment.
+/// - The answers the section decides are counted in the ledger before it
+///   returns (the sale by its own write, the rest right after), so a retry
+///   waiting for the same lock finds the record.
+pub async fn critical_section<F: Fn() -> bool>(
+    ctx: &mut Ctx<'_>,
+    guard: Guard<'_, F>,
+) -> Result<Answer, StoreError> {
+    let claim = match ctx.request_id {
+        Some(id) => match claim(ctx, id).await? {
+            Claimed::Yes(claim) => Some(claim),
+            Claimed::No(answer) => return Ok(answer),
+        },
+        None => None,
+    };
+    let enter = ctx.chaos.witness_clock();
+    let mut answer = section(ctx, &guard, claim.as_ref()).await?;
+    if !answer.recorded {
+        settle(ctx, &answer, claim.as_ref()).await;
+        answer.recorded = true;
+    }
+    // Timed now, written after the lock is released (off the critical path).
+    answer.witnessed = enter.map(|enter| {
+        chaos::Section::timed(ctx.instance, guard.holder, enter, answer.outcome.kind())
+    });
+    Ok(answer)
+}
+
+enum Claimed<'a> {
+    Yes(Claim<'a>),
+    /// Answered from the record (a replay), or busy: another attempt holds it.
+    No(Answer),
+}
+
+async fn claim<'a>(ctx: &mut Ctx<'_>, id: &'a str) -> Result<Claimed<'a>, StoreError> {
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let hold = ctx.knobs.work + CLAIM_GRACE;
+    let (kind, record): (String, String) = CLAIM
+        .key(&ctx.keys.requests)
+        .key(&ctx.keys.ledger)
+        .key(&ctx.keys.served)
+        .arg(id)
+        .arg(&token)
+        .arg(hold.as_millis() as u64)
+        .arg(ctx.instance)
+        .invoke_async(&mut ctx.conn)
+        .await?;
+    Ok(match kind.as_str() {
+        "claimed" => Claimed::Yes(Claim { id, token }),
+        "done" => Claimed::No(match Outcome::decode(&record) {
+            Some(outcome) => Answer::recorded(outcome, true),
+            None => Answer::recorded(Outcome::Busy(BusyReason::InProgress), false),
+        }),
+        _ => Claimed::No(Answer::recorded(
+            Outcome::Busy(BusyReason::InProgress),
+            false,
+        )),
+    })
+}
+
+/// Counts an answer the section decided without a script, and settles the
+/// claim: a sold-out answer is kept for retries, a busy one frees the id.
+/// A failure here changes no answer (nothing was sold either way): it is
+/// logged, and a claim left pending is taken over after its deadline.
+async fn settle(ctx: &mut Ctx<'_>, answer: &Answer, claim: Option<&Claim<'_>>) {
+    let kind = match answer.outcome {
+        _ if answer.replayed => AnswerKind::Replay,
+        Outcome::SoldOut { .. } => AnswerKind::SoldOut,
+        Outcome::Busy(_) => AnswerKind::Busy,
+        // Sold is recorded by its write; unknown and not stocked are not answers the ledger counts.
+        Outcome::Sold { .. } | Outcome::Unknown | Outcome::NotStocked => return,
+    };
+    // A replay answers from a claim that is not this attempt's: leave it be.
+    let claim = claim.filter(|_| !answer.replayed);
+    if let Err(err) = ledger::record_answer(
+        &mut ctx.conn,
+        ctx.keys,
+        ctx.instance,
+        kind,
+        claim,
+        &answer.outcome,
+    )
+    .await
+    {
+        tracing::warn!(%err, outcome = answer.outcome.kind(), "the answer could not be recorded");
+    }
+}
+
+/// What the read found.
+struct Read {
+    stock: i64,
+    /// The SKU's reset epoch; `None`: never stocked.
+    epoch: Option<String>,
+}
+
+async fn read(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, StoreError> {
+    let keys = ctx.keys;
+    let (stock, epoch): (Option<i64>, Option<String>) = match fence {
+        None => {
+            redis::pipe()
+                .get(&keys.stock)
+                .hget(&keys.ledger, "epoch")
+                .query_async(&mut ctx.conn)
+                .await?
+        }
+        Some(token) => {
+            let read: Option<(Option<i64>, Option<String>)> = FENCED_READ
+                .key(&keys.stock)
+                .key(&keys.ledger)
+                .arg(token)
+                .invoke_async(&mut ctx.conn)
+                .await?;
+            match read {
+                Some(read) => read,
+                None => return Ok(None),
+            }
+        }
+    };
+    Ok(Some(Read {
+        stock: stock.unwrap_or(0),
+        epoch,
+    }))
+}
+
+async fn section<F: Fn() -> bool>(
+    ctx: &mut Ctx<'_>,
+    guard: &Guard<'_, F>,
+    claim: Option<&Claim<'_>>,
+) -> Result<Answer, StoreError> {
+    let unrecorded = |outcome| Ok(Answer::unrecorded(outcome));
+    let Some(read) = read(ctx, guard.fence).await? else {
+        return unrecorded(Outcome::Busy(BusyReason::StaleToken));
+    };
+    let Some(epoch) = read.epoch else {
+        return unrecorded(Outcome::NotStocked);
+    };
+    let current = read.stock;
+    if current <= 0 {
+        return unrecorded(Outcome::SoldOut { remaining: current });
+    }
+    let faults = ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
+    if !ctx.knobs.work.is_zero() {
+        tokio::time::sleep(ctx.knobs.work).await;
+    }
+    if !(guard.still_held)() {
+        return unrecorded(Outcome::Busy(BusyReason::LockLost));
+    }
+    if let Some(pause) = faults.pause {
+        // After the last check, before the write: whatever the lock learns
+        // while the process is frozen comes too late.
+        ctx.chaos.stop_the_world(pause);
+    }
+    let sale = write(ctx, current, &epoch, claim, guard.fence).await;
+    let (kind, record) = match sale {
+        Ok(answer) => answer,
+        Err(err) if nothing_sent(&err) => return Err(err),
+        Err(err) => {
+            tracing::warn!(%err, "the write was sent and no answer came: outcome unknown");
+            return Ok(Answer::recorded(Outcome::Unknown, false));
+        }
+    };
+    match kind.as_str() {
+        "sold" => {
+            if faults.crash_after_write {
+                chaos::crash("right after the write, before the answer");
+            }
+            Ok(Answer::recorded(
+                Outcome::Sold {
+                    unit: current,
+                    remaining: current - 1,
+                },
+                false,
+            ))
+        }
+        "stale" => unrecorded(Outcome::Busy(BusyReason::StaleToken)),
+        "reset" => unrecorded(Outcome::Busy(BusyReason::Reset)),
+        // A retry took the id over after this attempt's deadline: answer as
+        // the id stands now, having sold nothing.
+        _ => Ok(match Outcome::decode(&record) {
+            Some(outcome) => Answer {
+                replayed: true,
+                ..Answer::unrecorded(outcome)
+            },
+            None => Answer::unrecorded(Outcome::Busy(BusyReason::InProgress)),
+        }),
+    }
+}
+
+/// The write: one script sets the stock to `unit - 1` and records the sale
+/// of `unit` (with the request id's outcome), if the SKU was not reset
+/// since the read, the claim is still this attempt's and the fence admits
+/// the token. Returns the script's verdict and, when the claim was lost,
+/// the id's record.
+async fn write(
+    ctx: &mut Ctx<'_>,
+    unit: i64,
+    epoch: &str,
+    claim: Option<&Claim<'_>>,
+    fence: Option<i64>,
+) -> Result<(String, String), StoreError> {
+    let keys = ctx.keys;
+    Ok(SELL
+        .key(&keys.stock)
+        .key(&keys.ledger)
+        .key(&keys.units)
+        .key(&keys.served)
+        .key(&keys.requests)
+        .arg(unit - 1)
+        .arg(unit)
+        .arg(ctx.instance)
+        .arg(epoch)
+        .arg(claim.map_or("", |c| c.id))
+        .arg(claim.map_or("", |c| c.token.as_str()))
+        .arg(fence.map(|t| t.to_string()).unwrap_or_default())
+        .invoke_async(&mut ctx.conn)
+        .await?)
+}
+
+/// Whether a failed command certainly never reached Redis: only a refused
+/// connection says so. A timeout or a dropped connection may come after
+/// Redis ran the command, so it proves nothing.
+pub fn nothing_sent(err: &StoreError) -> bool {
+    err.0.is_connection_refusal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_outcomes_round_trip_and_nothing_else_is_kept() {
+        for outcome in [
+            Outcome::Sold {
+                unit: 7,
+                remaining: 6,
+            },
+            Outcome::SoldOut { remaining: -2 },
+        ] {
+            assert_eq!(Outcome::decode(&outcome.encode().unwrap()), Some(outcome));
+        }
+        for outcome in [
+            Outcome::Busy(BusyReason::LockLost),
+            Outcome::Unknown,
+            Outcome::NotStocked,
+        ] {
+            assert_eq!(outcome.encode(), None);
+        }
+        assert_eq!(Outcome::decode("pending:abc:123"), None);
+    }
+}
