@@ -207,6 +207,10 @@ pub struct RunReport {
     pub sold: u64,
     pub sold_out: u64,
     pub busy: u64,
+    /// 503 answers of `unknown` outcome: the write was sent and no answer
+    /// came. Not errors: their sales, if any, are in the ledger.
+    #[serde(default)]
+    pub unknown: u64,
     pub errors: ErrorCounts,
     pub rps: f64,
     pub latency_ms: LatencyMs,
@@ -217,8 +221,13 @@ pub struct RunReport {
     pub duplicates: i64,
     /// Requests of this run answered by each instance (ledger, after minus before).
     pub per_instance: BTreeMap<String, i64>,
-    /// `SAFE`, `OVERSOLD n`, `DUPLICATES n` or `STUCK`.
+    /// `SAFE`, `OVERSOLD n`, `DUPLICATES n`, `STUCK` or `LEDGER_BROKEN n`,
+    /// followed by `, unsold n while m buyers were refused` when stock was
+    /// left on the shelf while buyers were turned away.
     pub verdict: String,
+    /// Under-selling: stock left while buyers were refused in this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsold: Option<Unsold>,
     /// The variant's expected verdict for a plain race (`/api/variants`).
     pub expected: String,
     /// Set when the client's count of 200s and the ledger's disagree.
@@ -253,6 +262,26 @@ impl StateSnapshot {
         for (instance, n) in &other.per_instance {
             *self.per_instance.entry(instance.clone()).or_default() += n;
         }
+    }
+}
+
+/// Stock left on the shelf while buyers were told `busy`: a flash sale
+/// that under-sold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unsold {
+    /// Units left (the ledger's `remaining`).
+    pub left: i64,
+    /// Buyers refused (`busy`) during the run.
+    pub refused: i64,
+}
+
+impl std::fmt::Display for Unsold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unsold {} while {} buyers were refused",
+            self.left, self.refused
+        )
     }
 }
 

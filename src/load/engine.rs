@@ -63,6 +63,8 @@ pub struct Tally {
     pub sold_out: u64,
     /// 429
     pub busy: u64,
+    /// 503 with `"outcome":"unknown"`: the write was sent, no answer came.
+    pub unknown: u64,
     /// 2xx other than 200 (e.g. /healthz counts here)
     pub ok_other: u64,
     pub errors: Errors,
@@ -78,6 +80,7 @@ impl Tally {
             sold: 0,
             sold_out: 0,
             busy: 0,
+            unknown: 0,
             ok_other: 0,
             errors: Errors::default(),
             elapsed: Duration::ZERO,
@@ -90,6 +93,7 @@ impl Tally {
         self.sold += other.sold;
         self.sold_out += other.sold_out;
         self.busy += other.busy;
+        self.unknown += other.unknown;
         self.ok_other += other.ok_other;
         let e = &other.errors;
         self.errors.connect += e.connect;
@@ -121,11 +125,12 @@ impl Tally {
         self.latency_us.max() as f64 / 1000.0
     }
 
-    fn count(&mut self, status: StatusCode) {
-        match status.as_u16() {
+    fn count(&mut self, answer: Answered) {
+        match answer.status.as_u16() {
             200 => self.sold += 1,
             409 => self.sold_out += 1,
             429 => self.busy += 1,
+            503 if answer.unknown => self.unknown += 1,
             201..=299 => self.ok_other += 1,
             500..=599 => self.errors.server += 1,
             _ => self.errors.other += 1,
@@ -325,8 +330,8 @@ impl Worker {
             };
             tally.requests += 1;
             match outcome {
-                Ok(Ok(status)) => {
-                    tally.count(status);
+                Ok(Ok(answer)) => {
+                    tally.count(answer);
                     let micros = due.elapsed().as_micros().clamp(1, 600_000_000) as u64;
                     let _ = tally.latency_us.record(micros);
                 }
@@ -359,7 +364,7 @@ impl Worker {
         &self,
         conn: &mut Option<Conn>,
         request: &Request<Empty<Bytes>>,
-    ) -> Result<StatusCode, SendError> {
+    ) -> Result<Answered, SendError> {
         if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
             *conn = Some(
                 connect(self.target.addr)
@@ -375,12 +380,21 @@ impl Worker {
                 .await
                 .map_err(|_| SendError::Broken)?;
             let status = response.status();
-            // Drain without gathering: the verdict comes from the ledger.
+            // Drain without gathering (the verdict comes from the ledger),
+            // but a 503 says whether the outcome is unknown or nothing was sold.
             let mut body = response.into_body();
+            let mut unknown = false;
             while let Some(frame) = body.frame().await {
-                frame.map_err(|_| SendError::Broken)?;
+                let frame = frame.map_err(|_| SendError::Broken)?;
+                if status == StatusCode::SERVICE_UNAVAILABLE
+                    && let Some(data) = frame.data_ref()
+                {
+                    unknown |= data
+                        .windows(UNKNOWN_OUTCOME.len())
+                        .any(|w| w == UNKNOWN_OUTCOME);
+                }
             }
-            Ok(status)
+            Ok(Answered { status, unknown })
         };
         tokio::select! {
             biased;
@@ -389,6 +403,16 @@ impl Worker {
             _ = driver.as_mut() => Err(SendError::Broken),
         }
     }
+}
+
+/// How a 503 answer of unknown outcome starts its body.
+const UNKNOWN_OUTCOME: &[u8] = br#""outcome":"unknown""#;
+
+/// One answer as the engine keeps it.
+struct Answered {
+    status: StatusCode,
+    /// A 503 whose body says `"outcome":"unknown"`.
+    unknown: bool,
 }
 
 enum SendError {

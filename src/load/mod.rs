@@ -20,7 +20,9 @@ use hyper::Method;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use self::engine::{Plan, Progress, Tally, Target};
-use crate::wire::{LatencyMs, LoadReport, RunReport, SkuResult, StateSnapshot, VariantInfo};
+use crate::wire::{
+    LatencyMs, LoadReport, RunReport, SkuResult, StateSnapshot, Unsold, VariantInfo,
+};
 
 /// What `stocklock load` was asked for.
 #[derive(Clone, Debug)]
@@ -214,6 +216,10 @@ pub enum Verdict {
     Duplicates(i64),
     /// Stock left, nothing sold, everyone told busy: a lock nobody releases.
     Stuck,
+    /// `oversold` below zero: stock left without a recorded sale. Every
+    /// sale is recorded with its write, so this is the ledger itself broken,
+    /// and it fails every check: it would hide as much real oversell.
+    LedgerBroken(i64),
 }
 
 impl std::fmt::Display for Verdict {
@@ -223,13 +229,41 @@ impl std::fmt::Display for Verdict {
             Verdict::Oversold(n) => write!(f, "OVERSOLD {n}"),
             Verdict::Duplicates(n) => write!(f, "DUPLICATES {n}"),
             Verdict::Stuck => f.write_str("STUCK"),
+            Verdict::LedgerBroken(n) => write!(f, "LEDGER_BROKEN {n}"),
         }
     }
 }
 
-/// Judges a run from the ledger after it and the client's counts.
-pub fn judge(after: &StateSnapshot, tally: &Tally, sold_in_run: i64) -> Verdict {
-    if after.oversold > 0 {
+/// A run's verdict, and whether it under-sold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub unsold: Option<Unsold>,
+}
+
+impl std::fmt::Display for Judgement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.verdict)?;
+        if let Some(unsold) = &self.unsold {
+            write!(f, ", {unsold}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Judges a run from the ledger after it (`refused`: the ledger's busy
+/// answers during the run) and the client's counts. `broken` is the
+/// negative oversell of any SKU of the run (0: none).
+pub fn judge(
+    after: &StateSnapshot,
+    tally: &Tally,
+    sold_in_run: i64,
+    refused: i64,
+    broken: i64,
+) -> Judgement {
+    let verdict = if broken < 0 {
+        Verdict::LedgerBroken(broken)
+    } else if after.oversold > 0 {
         Verdict::Oversold(after.oversold)
     } else if after.duplicates > 0 {
         Verdict::Duplicates(after.duplicates)
@@ -241,7 +275,12 @@ pub fn judge(after: &StateSnapshot, tally: &Tally, sold_in_run: i64) -> Verdict 
         Verdict::Stuck
     } else {
         Verdict::Safe
-    }
+    };
+    let unsold = (after.remaining > 0 && refused > 0).then_some(Unsold {
+        left: after.remaining,
+        refused,
+    });
+    Judgement { verdict, unsold }
 }
 
 /// Whether the verdict contradicts the variant's expectation. A variant
@@ -252,6 +291,9 @@ pub fn contradiction(expected: &str, verdict: &Verdict, designed_to_race: bool) 
     let expected_safe = expected == "safe";
     let expected_to_fail = expected.starts_with("oversells");
     match verdict {
+        Verdict::LedgerBroken(n) => Some(format!(
+            "the ledger broke (oversold {n} < 0: stock left without a recorded sale); no verdict can be trusted"
+        )),
         Verdict::Safe if expected_to_fail && designed_to_race => Some(format!(
             "expected '{expected}' under this load (2+ instances, concurrency > 1, work_ms > 0) but it stayed SAFE"
         )),
@@ -467,11 +509,20 @@ pub async fn run_variant(
         })
         .filter(|(_, n)| *n > 0)
         .collect();
-    let verdict = judge(&after, &tally, sold_in_run);
-    let disagreement = (sold_in_run != tally.sold as i64).then(|| {
+    let refused = after.busy - before.busy;
+    let broken = after_each
+        .iter()
+        .map(|s| s.oversold)
+        .min()
+        .unwrap_or(0)
+        .min(0);
+    let judgement = judge(&after, &tally, sold_in_run, refused, broken);
+    // Every 200 is a recorded sale; an unknown answer may be one too.
+    let (told_sold, maybe_sold) = (tally.sold as i64, (tally.sold + tally.unknown) as i64);
+    let disagreement = (!(told_sold..=maybe_sold).contains(&sold_in_run)).then(|| {
         format!(
-            "the client received {} 200s, the ledger counted {sold_in_run} sales",
-            tally.sold
+            "the client received {} 200s and {} answers of unknown outcome, the ledger counted {sold_in_run} sales",
+            tally.sold, tally.unknown
         )
     });
     let designed_to_race =
@@ -487,6 +538,7 @@ pub async fn run_variant(
         sold: tally.sold,
         sold_out: tally.sold_out,
         busy: tally.busy,
+        unknown: tally.unknown,
         errors: tally.errors,
         rps: tally.rps(),
         latency_ms: LatencyMs {
@@ -500,8 +552,9 @@ pub async fn run_variant(
         oversold: after.oversold,
         duplicates: after.duplicates,
         per_instance,
-        contradiction: contradiction(&expected, &verdict, designed_to_race),
-        verdict: verdict.to_string(),
+        contradiction: contradiction(&expected, &judgement.verdict, designed_to_race),
+        verdict: judgement.to_string(),
+        unsold: judgement.unsold,
         expected,
         disagreement,
         elapsed_s: tally.elapsed.as_secs_f64(),
@@ -576,12 +629,13 @@ async fn with_progress<T>(
 /// The comparison table, one row per variant.
 pub fn print_table(reports: &[RunReport]) {
     println!(
-        "{:<12} {:>8} {:>6} {:>8} {:>6} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>5}  {:<16} {:<14} expected",
+        "{:<12} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>5}  {:<16} {:<14} verdict",
         "variant",
         "requests",
         "sold",
         "sold_out",
         "busy",
+        "unknown",
         "errors",
         "req/s",
         "p50 ms",
@@ -592,7 +646,7 @@ pub fn print_table(reports: &[RunReport]) {
         "oversold",
         "dups",
         "per instance",
-        "verdict"
+        "expected"
     );
     for r in reports {
         let share: Vec<String> = r
@@ -601,12 +655,13 @@ pub fn print_table(reports: &[RunReport]) {
             .map(|(name, n)| format!("{name}:{n}"))
             .collect();
         println!(
-            "{:<12} {:>8} {:>6} {:>8} {:>6} {:>6} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9} {:>8} {:>5}  {:<16} {:<14} {}",
+            "{:<12} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9} {:>8} {:>5}  {:<16} {:<14} {}",
             r.variant,
             r.requests,
             r.sold,
             r.sold_out,
             r.busy,
+            r.unknown,
             r.errors.total(),
             r.rps,
             r.latency_ms.p50,
@@ -617,8 +672,8 @@ pub fn print_table(reports: &[RunReport]) {
             r.oversold,
             r.duplicates,
             share.join(" "),
-            r.verdict,
-            r.expected
+            r.expected,
+            r.verdict
         );
     }
     let errors: Vec<String> = reports

@@ -126,12 +126,31 @@ async fn all_variants_counts_agree_with_the_ledger_and_the_json_has_every_field(
             run["per_instance"]
         );
 
+        assert_eq!(run["unknown"], 0, "{variant}: nothing went unanswered");
         let verdict = run["verdict"].as_str().unwrap();
         match variant {
             "none" | "local-mutex" => {
                 assert!(verdict.starts_with("OVERSOLD "), "{variant}: {verdict}")
             }
-            _ => assert_eq!(verdict, "SAFE", "{variant}"),
+            // Fail-fast locks turn buyers away while stock is left: under-selling.
+            "setnx" | "setnx-expiry" | "token" => {
+                let refused = run["busy"].as_i64().unwrap();
+                assert!(state.remaining > 0 && refused > 0, "{variant}: {state:?}");
+                assert_eq!(
+                    verdict,
+                    format!(
+                        "SAFE, unsold {} while {refused} buyers were refused",
+                        state.remaining
+                    ),
+                    "{variant}"
+                );
+                assert_eq!(run["unsold"]["left"], state.remaining, "{variant}");
+                assert_eq!(run["unsold"]["refused"], refused, "{variant}");
+            }
+            _ => {
+                assert_eq!(verdict, "SAFE", "{variant}");
+                assert!(run.get("unsold").is_none(), "{variant}: {run}");
+            }
         }
         let expected = Variant::ALL
             .iter()
