@@ -310,6 +310,12 @@ pub struct UpArgs {
     /// one redis-server. Chaos mode then cannot pause or restart Redis.
     #[arg(long, conflicts_with_all = ["redis_url", "redis_port"])]
     pub cluster: bool,
+    /// Run the Redis `up` starts with an append-only file fsynced before
+    /// every reply (appendfsync always), kept across its restarts: a crash of
+    /// Redis (kill -9, chaos restart) loses no sale it acknowledged. Without
+    /// it Redis keeps nothing on disk and a restart comes back empty.
+    #[arg(long, conflicts_with_all = ["redis_url", "cluster"])]
+    pub persist: bool,
 }
 
 fn parse_variant(name: &str) -> Result<Variant, String> {
@@ -438,6 +444,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 clock_skew_ms: args.clock_skew_ms,
                 redlock: args.redlock,
                 cluster: args.cluster,
+                persist: args.persist,
             })
             .await
             .map(|()| true)

@@ -16,7 +16,9 @@ use std::sync::LazyLock;
 use redis::Script;
 use redis::aio::ConnectionLike;
 
-use crate::section::{Claim, Outcome};
+use std::time::Duration;
+
+use crate::section::{Answer, BusyReason, Outcome};
 use crate::store::{Keys, StoreError};
 use crate::wire::{LockState, StateSnapshot};
 
@@ -33,10 +35,68 @@ pub fn with_ledger(body: &str) -> Script {
     Script::new(&format!("{LEDGER_LUA}\n{body}"))
 }
 
+static CLAIM: LazyLock<Script> = LazyLock::new(|| with_ledger(include_str!("scripts/claim.lua")));
 static ANSWERED: LazyLock<Script> =
     LazyLock::new(|| with_ledger(include_str!("scripts/answered.lua")));
 static RESET: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/reset.lua")));
 static STATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/state.lua")));
+
+/// How long a claimed request id stands beyond the time its attempt may
+/// legitimately take (its wait for the lock and its business work) before a
+/// retry may take it over, measured on Redis's clock from the claim.
+pub const CLAIM_GRACE: Duration = Duration::from_secs(2);
+
+/// The claim an attempt holds on its request id: while it stands, other
+/// attempts with the id are told `in_progress`, and only this attempt's
+/// write may sell under the id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim<'a> {
+    pub id: &'a str,
+    /// Unique to the attempt; the write script checks the claim still carries it.
+    pub token: String,
+}
+
+/// What claiming a request id found.
+#[derive(Debug)]
+pub enum Claimed<'a> {
+    /// The id is this attempt's now (fresh, or taken over from an attempt
+    /// that outlived its deadline).
+    Yes(Claim<'a>),
+    /// Answered without selling, and counted: the id's first answer repeated
+    /// (a replay), or `in_progress` while another attempt holds it.
+    Decided(Answer),
+}
+
+/// Claims `id` for one attempt for `hold` (then a retry may take it over),
+/// or answers from its record. One script, counting the answers it gives.
+pub async fn claim<'a, C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    instance: &str,
+    id: &'a str,
+    hold: Duration,
+) -> Result<Claimed<'a>, StoreError> {
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let (kind, record): (String, String) = CLAIM
+        .key(&keys.requests)
+        .key(&keys.ledger)
+        .key(&keys.served)
+        .arg(id)
+        .arg(&token)
+        .arg(u64::try_from(hold.as_millis()).unwrap_or(u64::MAX))
+        .arg(instance)
+        .invoke_async(conn)
+        .await?;
+    let in_progress = || Answer::recorded(Outcome::Busy(BusyReason::InProgress), false);
+    Ok(match kind.as_str() {
+        "claimed" => Claimed::Yes(Claim { id, token }),
+        "done" => Claimed::Decided(match Outcome::decode(&record) {
+            Some(outcome) => Answer::recorded(outcome, true),
+            None => in_progress(),
+        }),
+        _ => Claimed::Decided(in_progress()),
+    })
+}
 
 /// An answer that sold nothing, as the ledger counts it. Sales are counted
 /// by the write that makes them ([`crate::section`]), never here.

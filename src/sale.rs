@@ -1,9 +1,12 @@
 //! One sale, from a parsed request to its answer: the domain's way in.
 //!
-//! [`Seller::sell`] builds the request's context, runs the variant's
-//! protection in a task of its own (a client that hangs up must not cancel
-//! a section halfway, holding a lock), counts the answers no script
-//! counted, writes the overlap witness's record, and returns the [`Sale`].
+//! [`Seller::sell`] claims the request id (before any lock: a retry is
+//! answered from its record whoever holds the lock, and told `in_progress`
+//! while another attempt holds the claim), builds the request's context,
+//! runs the variant's protection in a task of its own (a client that hangs
+//! up must not cancel a section halfway, holding a lock), counts the
+//! answers no script counted, writes the overlap witness's record, and
+//! returns the [`Sale`].
 //! The HTTP layer only parses the request and maps the sale to a status.
 //!
 //! Once a sale was written, nothing after it can take it back: a failed
@@ -20,9 +23,9 @@ use tracing::Instrument;
 
 use crate::chaos::Chaos;
 use crate::knobs::{DeductRequest, Sku};
-use crate::ledger::{self, AnswerKind};
+use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
 use crate::lock::{RedlockNodes, Wakeups};
-use crate::section::{Ctx, Outcome};
+use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Keys, Store, StoreError};
 use crate::variants::{Protections, Variant};
 
@@ -141,19 +144,61 @@ impl Seller {
 
     async fn run(&self, variant: Variant, request: DeductRequest) -> Result<Sale, SaleError> {
         let keys = Keys::new(&request.sku);
+        let mut conn = self.store.conn().await?;
+        let sale = |answer: Answer| Sale {
+            variant,
+            sku: request.sku.clone(),
+            request_id: request.request_id.clone(),
+            outcome: answer.outcome,
+            replayed: answer.replayed,
+        };
+        // The scripted variants check their request id inside their one script.
+        let claim = match request.request_id.as_deref() {
+            Some(id) if !variant.scripted() => {
+                // As long as the attempt may legitimately take: its wait
+                // for the lock, its work, and the grace.
+                let hold = variant.wait(&request.knobs) + request.knobs.work + CLAIM_GRACE;
+                match ledger::claim(&mut conn, &keys, &self.instance, id, hold).await? {
+                    Claimed::Yes(claim) => Some(claim),
+                    Claimed::Decided(answer) => return Ok(sale(answer)),
+                }
+            }
+            _ => None,
+        };
         let mut ctx = Ctx {
-            conn: self.store.conn().await?,
+            conn,
             keys: &keys,
             knobs: &request.knobs,
             instance: &self.instance,
             wakeups: &self.wakeups,
             redlock: self.redlock.as_ref(),
             request_id: request.request_id.as_deref(),
+            claim,
             chaos: &self.chaos,
         };
-        let answer = self.protections.deduct(variant, &mut ctx).await?;
+        let answer = match self.protections.deduct(variant, &mut ctx).await {
+            Ok(answer) => answer,
+            Err(err) => {
+                // Nothing was written: free the id for a retry at once
+                // rather than at its deadline (if Redis lets us).
+                if let Some(claim) = &ctx.claim {
+                    let freed = Outcome::Busy(crate::section::BusyReason::InProgress);
+                    let _ = ledger::record_answer(
+                        &mut ctx.conn,
+                        &keys,
+                        &self.instance,
+                        AnswerKind::Uncounted,
+                        Some(claim),
+                        &freed,
+                    )
+                    .await;
+                }
+                return Err(err.into());
+            }
+        };
         if !answer.recorded {
-            // Decided outside any script: the lock was not had.
+            // Decided outside any script (the lock was not had): count it,
+            // and free the id for a retry.
             let kind = if answer.replayed {
                 AnswerKind::Replay
             } else {
@@ -164,7 +209,7 @@ impl Seller {
                 &keys,
                 &self.instance,
                 kind,
-                None,
+                ctx.claim.as_ref(),
                 &answer.outcome,
             )
             .await
@@ -185,13 +230,7 @@ impl Seller {
         {
             tracing::warn!(%err, "the witness could not record a section");
         }
-        Ok(Sale {
-            variant,
-            sku: request.sku,
-            request_id: request.request_id,
-            outcome: answer.outcome,
-            replayed: answer.replayed,
-        })
+        Ok(sale(answer))
     }
 
     /// Adds the `unknown` answers given so far to their SKUs' ledgers, once

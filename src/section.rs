@@ -24,13 +24,12 @@
 //! knows whether it happened: [`Outcome::Unknown`].
 
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use redis::Script;
 
 use crate::chaos::{self, Chaos};
 use crate::knobs::Knobs;
-use crate::ledger::{self, AnswerKind};
+use crate::ledger::{self, AnswerKind, Claim};
 use crate::lock::{RedlockNodes, Wakeups};
 use crate::store::{Conn, Keys, StoreError};
 
@@ -134,8 +133,12 @@ pub struct Ctx<'a> {
     pub wakeups: &'a Wakeups,
     /// The Redlock nodes (`--redlock-nodes`), if this instance has any.
     pub redlock: Option<&'a RedlockNodes>,
-    /// The request's idempotency key, if it has one.
+    /// The request's idempotency key, if it has one (the scripted
+    /// variants check it inside their script).
     pub request_id: Option<&'a str>,
+    /// The claim this attempt holds on its request id (taken before any
+    /// lock): the section's write and answers settle it.
+    pub claim: Option<Claim<'a>>,
     pub chaos: &'a Chaos,
 }
 
@@ -200,13 +203,6 @@ pub fn unguarded() -> Guard<'static, fn() -> bool> {
     }
 }
 
-/// How long a claimed request id stands beyond its business time before a
-/// retry may take it over: a claim lives `work_ms` + this, measured on
-/// Redis's clock from the claim.
-pub const CLAIM_GRACE: Duration = Duration::from_secs(2);
-
-static CLAIM: LazyLock<Script> =
-    LazyLock::new(|| ledger::with_ledger(include_str!("scripts/claim.lua")));
 static SELL: LazyLock<Script> = LazyLock::new(|| {
     ledger::with_ledger(&format!(
         "{}\n{}",
@@ -222,18 +218,10 @@ static FENCED_READ: LazyLock<Script> = LazyLock::new(|| {
     ))
 });
 
-/// The claim an attempt holds on its request id.
-#[derive(Clone, Debug)]
-pub struct Claim<'a> {
-    pub id: &'a str,
-    pub token: String,
-}
-
 /// Runs the sale once, inside whatever the variant put around it.
 ///
-/// - A request id is claimed first (atomically, with a deadline): a retry
-///   gets the outcome it had the first time and sells nothing; a retry that
-///   comes while another attempt holds the claim is told `in_progress`.
+/// - The write fails for an attempt whose request id's claim was taken
+///   over (it outlived its deadline): it answers as the id stands.
 /// - In chaos mode a pause armed by the lab freezes the whole process after
 ///   the last check of the lock, right before the write: the worst moment.
 /// - The answers the section decides are counted in the ledger before it
@@ -243,17 +231,10 @@ pub async fn critical_section<F: Fn() -> bool>(
     ctx: &mut Ctx<'_>,
     guard: Guard<'_, F>,
 ) -> Result<Answer, StoreError> {
-    let claim = match ctx.request_id {
-        Some(id) => match claim(ctx, id).await? {
-            Claimed::Yes(claim) => Some(claim),
-            Claimed::No(answer) => return Ok(answer),
-        },
-        None => None,
-    };
     let enter = ctx.chaos.witness_clock();
-    let mut answer = section(ctx, &guard, claim.as_ref()).await?;
+    let mut answer = section(ctx, &guard).await?;
     if !answer.recorded {
-        settle(ctx, &answer, claim.as_ref()).await;
+        settle(ctx, &answer).await;
         answer.recorded = true;
     }
     // Timed now, written after the lock is released (off the critical path).
@@ -263,43 +244,11 @@ pub async fn critical_section<F: Fn() -> bool>(
     Ok(answer)
 }
 
-enum Claimed<'a> {
-    Yes(Claim<'a>),
-    /// Answered from the record (a replay), or busy: another attempt holds it.
-    No(Answer),
-}
-
-async fn claim<'a>(ctx: &mut Ctx<'_>, id: &'a str) -> Result<Claimed<'a>, StoreError> {
-    let token = uuid::Uuid::new_v4().simple().to_string();
-    let hold = ctx.knobs.work + CLAIM_GRACE;
-    let (kind, record): (String, String) = CLAIM
-        .key(&ctx.keys.requests)
-        .key(&ctx.keys.ledger)
-        .key(&ctx.keys.served)
-        .arg(id)
-        .arg(&token)
-        .arg(hold.as_millis() as u64)
-        .arg(ctx.instance)
-        .invoke_async(&mut ctx.conn)
-        .await?;
-    Ok(match kind.as_str() {
-        "claimed" => Claimed::Yes(Claim { id, token }),
-        "done" => Claimed::No(match Outcome::decode(&record) {
-            Some(outcome) => Answer::recorded(outcome, true),
-            None => Answer::recorded(Outcome::Busy(BusyReason::InProgress), false),
-        }),
-        _ => Claimed::No(Answer::recorded(
-            Outcome::Busy(BusyReason::InProgress),
-            false,
-        )),
-    })
-}
-
 /// Counts an answer the section decided without a script, and settles the
 /// claim: a sold-out answer is kept for retries, a busy one frees the id.
 /// A failure here changes no answer (nothing was sold either way): it is
 /// logged, and a claim left pending is taken over after its deadline.
-async fn settle(ctx: &mut Ctx<'_>, answer: &Answer, claim: Option<&Claim<'_>>) {
+async fn settle(ctx: &mut Ctx<'_>, answer: &Answer) {
     let kind = match answer.outcome {
         _ if answer.replayed => AnswerKind::Replay,
         Outcome::SoldOut { .. } => AnswerKind::SoldOut,
@@ -308,7 +257,7 @@ async fn settle(ctx: &mut Ctx<'_>, answer: &Answer, claim: Option<&Claim<'_>>) {
         Outcome::Sold { .. } | Outcome::Unknown | Outcome::NotStocked => return,
     };
     // A replay answers from a claim that is not this attempt's: leave it be.
-    let claim = claim.filter(|_| !answer.replayed);
+    let claim = ctx.claim.as_ref().filter(|_| !answer.replayed);
     if let Err(err) = ledger::record_answer(
         &mut ctx.conn,
         ctx.keys,
@@ -362,7 +311,6 @@ async fn read(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, Sto
 async fn section<F: Fn() -> bool>(
     ctx: &mut Ctx<'_>,
     guard: &Guard<'_, F>,
-    claim: Option<&Claim<'_>>,
 ) -> Result<Answer, StoreError> {
     let unrecorded = |outcome| Ok(Answer::unrecorded(outcome));
     let Some(read) = read(ctx, guard.fence).await? else {
@@ -387,7 +335,7 @@ async fn section<F: Fn() -> bool>(
         // while the process is frozen comes too late.
         ctx.chaos.stop_the_world(pause);
     }
-    let sale = write(ctx, current, &epoch, claim, guard.fence).await;
+    let sale = write(ctx, current, &epoch, guard.fence).await;
     let (kind, record) = match sale {
         Ok(answer) => answer,
         Err(err) if nothing_sent(&err) => return Err(err),
@@ -432,10 +380,10 @@ async fn write(
     ctx: &mut Ctx<'_>,
     unit: i64,
     epoch: &str,
-    claim: Option<&Claim<'_>>,
     fence: Option<i64>,
 ) -> Result<(String, String), StoreError> {
     let keys = ctx.keys;
+    let claim = ctx.claim.as_ref();
     Ok(SELL
         .key(&keys.stock)
         .key(&keys.ledger)

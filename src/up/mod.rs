@@ -69,6 +69,9 @@ pub struct UpConfig {
     pub redlock: u16,
     /// Start a 3-master Redis Cluster instead of one redis-server.
     pub cluster: bool,
+    /// Run our Redis with an append-only file fsynced before every reply,
+    /// kept across its restarts: no acknowledged sale is lost to a crash.
+    pub persist: bool,
 }
 
 /// Masters of the cluster `up --cluster` starts.
@@ -129,15 +132,26 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             cluster_urls.join(",")
         );
     }
+    // With --persist, its files live in our run directory, across restarts.
+    let redis_data = config.persist.then(|| run_dir.path().join("redis-data"));
+    let start_redis = |port: Option<u16>| {
+        let dir = redis_data.clone();
+        async move {
+            match dir {
+                Some(dir) => RedisServer::start_persistent(port, &dir).await,
+                None => RedisServer::start(port).await,
+            }
+        }
+    };
     let mut redis = match &config.redis_url {
         Some(_) => None,
         None if config.cluster => None,
-        None => Some(RedisServer::start(config.redis_port).await?),
+        None => Some(start_redis(config.redis_port).await?),
     };
     let redis_url = match (&config.redis_url, &redis) {
         (Some(url), _) => url.clone(),
         (None, Some(server)) => {
-            say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
+            announce_redis(server);
             server.url()
         }
         (None, None) => cluster_urls.first().cloned().unwrap_or_default(),
@@ -210,8 +224,9 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     );
 
     // Run until asked to stop or nginx dies. Our Redis is restarted on its
-    // port when it exits (empty: persistence is off), as a managed Redis
-    // would be; chaos mode's "restart Redis" relies on it.
+    // port when it exits, as a managed Redis would be: empty, or with every
+    // acknowledged write under --persist. Chaos mode's "restart Redis"
+    // relies on it.
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     let ended_by = loop {
@@ -226,8 +241,8 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             } => {
                 let Some(old) = redis.take() else { continue };
                 tracing::warn!(?status, "redis-server exited; restarting it on port {}", old.port());
-                let server = RedisServer::start(Some(old.port())).await?;
-                say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url());
+                let server = start_redis(Some(old.port())).await?;
+                announce_redis(&server);
                 redis = Some(server);
             }
         }
@@ -246,6 +261,19 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     drop(run_dir);
     say!("stocklock stopped");
     Ok(())
+}
+
+/// `redis: pid N URL`, and where it persists when it does.
+fn announce_redis(server: &RedisServer) {
+    match server.persistent_dir() {
+        Some(dir) => say!(
+            "redis: pid {} {} (persistent: append-only file, fsync always, in {})",
+            server.pid().unwrap_or(0),
+            server.url(),
+            dir.display()
+        ),
+        None => say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url()),
+    }
 }
 
 /// Gives the SKUs the lab uses (`00001` and one per variant) their stock,

@@ -1,6 +1,10 @@
 //! A redis-server child on loopback, in its own temporary directory, with
-//! persistence off. Used by `stocklock up` and by the test suite.
+//! persistence off; or, asked to persist, with an append-only file fsynced
+//! before every reply, in a directory that outlives the process (so a
+//! restart on the same directory keeps every acknowledged write). Used by
+//! `stocklock up` and by the test suite.
 
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -21,7 +25,23 @@ pub struct RedisServer {
     child: Child,
     port: u16,
     output: OutputTail,
-    _dir: TempDir,
+    /// Where it keeps its files: its own temporary directory (removed with
+    /// it), or the caller's directory of an append-only file.
+    dir: DataDir,
+}
+
+enum DataDir {
+    Temporary(TempDir),
+    Persistent(PathBuf),
+}
+
+impl DataDir {
+    fn path(&self) -> &Path {
+        match self {
+            DataDir::Temporary(dir) => dir.path(),
+            DataDir::Persistent(dir) => dir,
+        }
+    }
 }
 
 impl RedisServer {
@@ -29,6 +49,34 @@ impl RedisServer {
     /// again with another if the one picked was taken meanwhile).
     pub async fn start(port: Option<u16>) -> anyhow::Result<Self> {
         Self::start_with(port, &[]).await
+    }
+
+    /// Starts redis-server with an append-only file in `dir`, fsynced
+    /// before every reply (`appendfsync always`): a write Redis answered
+    /// survives a kill -9, and a server started again on the same `dir`
+    /// loads it. On `port`, or a free port when `None`.
+    pub async fn start_persistent(port: Option<u16>, dir: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let binary = process::require_program("redis-server", "redis-server")?;
+        let port = match port {
+            Some(port) => port,
+            None => process::free_port()?,
+        };
+        Self::start_on(
+            &binary,
+            port,
+            &["--appendonly", "yes", "--appendfsync", "always"],
+            DataDir::Persistent(dir.to_owned()),
+        )
+        .await
+    }
+
+    /// The directory of its append-only file, when it persists.
+    pub fn persistent_dir(&self) -> Option<&Path> {
+        match &self.dir {
+            DataDir::Persistent(dir) => Some(dir),
+            DataDir::Temporary(_) => None,
+        }
     }
 
     /// Starts a redis-server in cluster mode (its `nodes.conf` in its own
@@ -57,7 +105,10 @@ impl RedisServer {
                 Some(port) => port,
                 None => process::free_port()?,
             };
-            match Self::start_on(&binary, port, extra).await {
+            let dir = tempfile::Builder::new()
+                .prefix("stocklock-redis-")
+                .tempdir()?;
+            match Self::start_on(&binary, port, extra, DataDir::Temporary(dir)).await {
                 Ok(server) => return Ok(server),
                 Err(err) => last_error = Some(err),
             }
@@ -65,14 +116,17 @@ impl RedisServer {
         Err(last_error.unwrap_or_else(|| anyhow::anyhow!("redis-server did not start")))
     }
 
-    async fn start_on(binary: &std::path::Path, port: u16, extra: &[&str]) -> anyhow::Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("stocklock-redis-")
-            .tempdir()?;
+    async fn start_on(
+        binary: &Path,
+        port: u16,
+        extra: &[&str],
+        dir: DataDir,
+    ) -> anyhow::Result<Self> {
         let mut child = Command::new(binary)
             .args(["--port", &port.to_string()])
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
+            // Off unless `extra` turns it on (later arguments win).
             .args(["--appendonly", "no"])
             .args(["--daemonize", "no"])
             .args(["--logfile", ""])
@@ -95,7 +149,7 @@ impl RedisServer {
             child,
             port,
             output,
-            _dir: dir,
+            dir,
         })
     }
 

@@ -21,6 +21,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use crate::knobs::Knobs;
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
 use crate::wire::{VariantInfo, Verdicts};
@@ -90,6 +91,18 @@ impl Variant {
     /// The names of all variants, for error messages.
     pub fn names() -> Vec<String> {
         Self::ALL.iter().map(|v| v.name().to_owned()).collect()
+    }
+
+    /// Whether the whole sale is one script (`lua`, `lua-sharded`): it
+    /// checks and records its request id itself, with no claim before it.
+    pub fn scripted(self) -> bool {
+        matches!(self, Variant::Lua | Variant::LuaSharded)
+    }
+
+    /// How long a request waits for the lock: its `wait_ms`, or the
+    /// variant's default (none: fail fast).
+    pub fn wait(self, knobs: &Knobs) -> Duration {
+        patience(knobs, self.about())
     }
 
     /// How many buckets a reset for this variant splits the stock into:
@@ -181,11 +194,13 @@ impl Ctx<'_> {
 
     /// The wait asked for, or the variant's default.
     fn wait(&self, about: &About) -> Duration {
-        self.knobs
-            .wait
-            .or(about.default_wait)
-            .unwrap_or(Duration::ZERO)
+        patience(self.knobs, about)
     }
+}
+
+/// The wait asked for, or the variant's default; none: fail fast.
+fn patience(knobs: &Knobs, about: &About) -> Duration {
+    knobs.wait.or(about.default_wait).unwrap_or(Duration::ZERO)
 }
 
 /// A busy answer (not counted yet) that says whether the request waited at all.

@@ -16,7 +16,7 @@ use stocklock::variants::Variant;
 use stocklock::wire::StateSnapshot;
 use tower::ServiceExt;
 
-use crate::helpers::{self, Stack};
+use crate::helpers::{self, Stack, chaos, get};
 
 const TOKEN: &str = helpers::ADMIN_TOKEN;
 
@@ -188,25 +188,6 @@ async fn chaos_is_refused_without_chaos_mode_and_without_the_token() {
     stack.stop().await;
 }
 
-/// Arms a chaos action through nginx.
-async fn chaos(stack: &Stack, action: Value) {
-    let response = stack
-        .http
-        .post(format!("{}/api/admin/chaos", stack.url))
-        .bearer_auth(&stack.token)
-        .json(&action)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{action}");
-}
-
-async fn get(stack: &Stack, url: &str) -> (u16, Value) {
-    let response = stack.http.get(url).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 /// A real crash between SETNX and EXPIRE: the lock stays forever, the SKU
 /// is stuck (even after `up` restarts the instance) until an admin clears it.
 #[tokio::test]
@@ -215,7 +196,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
     stack.reset("setnx", 10).await;
     chaos(&stack, serde_json::json!({"action": "crash_after_setnx"})).await;
     let url = format!("{}/deductStock/setnx?sku=setnx", stack.url);
-    let (status, body) = get(&stack, &url).await;
+    let (status, body) = get(&stack.http, &url).await;
     assert_eq!(status, 502, "the instance died mid-request: {body}");
     let restarted = stack
         .next_instance(Duration::from_secs(10))
@@ -230,7 +211,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
         state.lock
     );
     for _ in 0..6 {
-        let (status, body) = get(&stack, &url).await;
+        let (status, body) = get(&stack.http, &url).await;
         assert_eq!(status, 429, "{body}");
         assert_eq!(body["reason"], "lock_held");
     }
@@ -243,7 +224,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
         serde_json::json!({"action": "lock_vanishes", "sku": "setnx"}),
     )
     .await;
-    let (status, body) = get(&stack, &url).await;
+    let (status, body) = get(&stack.http, &url).await;
     assert_eq!(status, 200, "{body}");
     stack.stop().await;
 }
@@ -294,7 +275,7 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
 
         // Instance b waits, takes the lock when the frozen holder's lease runs out, and sells.
         let (status, second) = get(
-            &stack,
+            &stack.http,
             &format!("{b}/deductStock/{variant}?sku={variant}&{knobs}"),
         )
         .await;
@@ -369,12 +350,12 @@ async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
     let paused_at = std::time::Instant::now();
     let mut saw_503 = false;
     while paused_at.elapsed() < Duration::from_millis(1500) && !saw_503 {
-        saw_503 = get(&stack, &url).await.0 == 503;
+        saw_503 = get(&stack.http, &url).await.0 == 503;
     }
     assert!(saw_503, "no 503 while Redis slept");
     let mut back = false;
     while paused_at.elapsed() < Duration::from_secs(6) && !back {
-        back = get(&stack, &url).await.0 == 200;
+        back = get(&stack.http, &url).await.0 == 200;
     }
     assert!(back, "sales did not resume after the pause");
 
@@ -397,7 +378,7 @@ async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
             .send()
             .await
             .unwrap();
-        sold = reset.status() == 200 && get(&stack, &url).await.0 == 200;
+        sold = reset.status() == 200 && get(&stack.http, &url).await.0 == 200;
     }
     assert!(sold, "no sale after the restart");
     stack.stop().await;

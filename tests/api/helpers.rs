@@ -256,3 +256,68 @@ pub(crate) async fn keyspace_events(
         .unwrap();
     events.into_on_message()
 }
+
+/// Announcements that a critical section of one of `skus` has read the
+/// stock (chaos mode: the section is in its gap), as a stream of SKU names:
+/// how a test strikes inside the gap without guessing a delay.
+pub(crate) async fn sections_entered(
+    redis_url: &str,
+    skus: &[&str],
+) -> impl futures_util::Stream<Item = String> + use<> {
+    use futures_util::StreamExt;
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut events = client.get_async_pubsub().await.unwrap();
+    for sku in skus {
+        let keys = stocklock::store::Keys::new(&stocklock::knobs::Sku::parse(sku).unwrap());
+        events
+            .subscribe(stocklock::chaos::section_channel(&keys))
+            .await
+            .unwrap();
+    }
+    events.into_on_message().map(|msg| {
+        // stocklock:section:stock:{SKU}
+        let channel = msg.get_channel_name().to_owned();
+        channel
+            .rsplit_once('{')
+            .map(|(_, rest)| rest.trim_end_matches('}').to_owned())
+            .unwrap_or(channel)
+    })
+}
+
+/// One GET; the status (0 when the connection failed) and the JSON body.
+pub(crate) async fn get(http: &reqwest::Client, url: &str) -> (u16, Value) {
+    match http.get(url).send().await {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            (status, response.json().await.unwrap_or(Value::Null))
+        }
+        Err(_) => (0, Value::Null),
+    }
+}
+
+/// Arms or performs a chaos action through the stack's nginx.
+pub(crate) async fn chaos(stack: &Stack, action: Value) -> Value {
+    let response = stack
+        .http
+        .post(format!("{}/api/admin/chaos", stack.url))
+        .bearer_auth(&stack.token)
+        .json(&action)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, 200, "{action}: {body}");
+    body
+}
+
+/// A SKU's request id records (`requests:{sku}`): id → record.
+pub(crate) async fn request_records(redis_url: &str, sku: &str) -> BTreeMap<String, String> {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("HGETALL")
+        .arg(format!("requests:{{{sku}}}"))
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}

@@ -9,6 +9,7 @@ mod docker;
 mod helpers;
 mod input;
 mod lab;
+mod ledger;
 mod load;
 mod lock;
 mod redlock;

@@ -1,0 +1,470 @@
+//! The exact ledger and honest answers, on real processes: a sale is never
+//! separated from its record, an answer never claims what is not known, and
+//! a request id always resolves, through Redis pauses, crashes and kills.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+use stocklock::ledger::CLAIM_GRACE;
+use stocklock::up::process::signal;
+use stocklock::variants::Variant;
+
+use crate::helpers::{Stack, chaos, get, request_records, sections_entered};
+
+/// Whether an answer settles its request id: sold, sold out, or busy for a
+/// reason of its own (nothing sold, the id free again). Unknown, unavailable,
+/// a dead connection and `in_progress` mean: ask again.
+fn determined(status: u16, body: &Value) -> bool {
+    match status {
+        200 | 409 => true,
+        429 => body["reason"] != "in_progress",
+        _ => false,
+    }
+}
+
+/// What asking about one request id until it was determined took.
+#[derive(Debug)]
+struct Resolution {
+    id: String,
+    /// Every answer, in order.
+    answers: Vec<(u16, Value)>,
+    took: Duration,
+    /// When the last `in_progress` answer came, from the start.
+    last_in_progress: Option<Duration>,
+}
+
+impl Resolution {
+    fn last(&self) -> &(u16, Value) {
+        self.answers.last().expect("at least one answer")
+    }
+
+    fn sold(&self) -> bool {
+        self.last().0 == 200
+    }
+}
+
+/// Sends `url` (which carries `request_id`) until the answer is determined,
+/// as a client that retries would; fails the test past `bound`. There is no
+/// event for "the claim's deadline passed": a client can only ask again.
+async fn resolve(http: reqwest::Client, id: String, url: String, bound: Duration) -> Resolution {
+    let started = Instant::now();
+    let mut answers = Vec::new();
+    let mut last_in_progress = None;
+    loop {
+        let (status, body) = get(&http, &url).await;
+        if body["reason"] == "in_progress" {
+            last_in_progress = Some(started.elapsed());
+        }
+        let done = determined(status, &body);
+        answers.push((status, body));
+        if done {
+            break;
+        }
+        assert!(
+            started.elapsed() < bound,
+            "{id} not determined within {bound:?}: {answers:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Resolution {
+        id,
+        answers,
+        took: started.elapsed(),
+        last_in_progress,
+    }
+}
+
+/// A plain connection to the stack's Redis, with no response timeout.
+async fn redis_conn(redis_url: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(redis_url).unwrap();
+    client.get_multiplexed_async_connection().await.unwrap()
+}
+
+/// Milliseconds on Redis's clock (claims' deadlines are on it).
+async fn redis_now_ms(redis_url: &str) -> i64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME")
+        .query_async(&mut redis_conn(redis_url).await)
+        .await
+        .unwrap();
+    secs * 1000 + micros / 1000
+}
+
+/// The reproduction, for every variant: 40 buyers with request ids
+/// and `work_ms=300`; when the first section has read the stock, Redis is
+/// paused for 1.5 s, so that section's write is sent into the pause and its
+/// answer cannot be known; then every id is asked again until determined.
+/// Whatever a variant gets wrong, the ledger stays exact: `oversold` never
+/// goes below zero, and the ids told "sold" are exactly the recorded sales.
+#[tokio::test]
+async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_resolves() {
+    const STOCK: i64 = 100;
+    const BUYERS: usize = 40;
+    let work = Duration::from_millis(300);
+    let wait = Duration::from_millis(3000);
+    let bound = Duration::from_secs(30);
+    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    for variant in Variant::ALL {
+        let v = variant.name();
+        stack.reset(v, STOCK).await;
+        // lua and lua-sharded have no section in Rust: nothing announces.
+        let has_section = !variant.scripted();
+        let mut entered = sections_entered(&redis_url, &[v]).await;
+        if !has_section {
+            // No section announces itself: pause first, then buy.
+            chaos(&stack, json!({"action": "pause_redis", "ms": 1500})).await;
+        }
+        let buyers: Vec<_> = (0..BUYERS)
+            .map(|i| {
+                let id = format!("{v}-{i}");
+                let url = format!(
+                    "{}/deductStock/{v}?sku={v}&request_id={id}&work_ms={}&lease_ms=2000&wait_ms={}",
+                    stack.url,
+                    work.as_millis(),
+                    wait.as_millis()
+                );
+                tokio::spawn(resolve(stack.http.clone(), id, url, bound))
+            })
+            .collect();
+        if has_section {
+            tokio::time::timeout(Duration::from_secs(10), entered.next())
+                .await
+                .unwrap_or_else(|_| panic!("{v}: no section entered"));
+            chaos(&stack, json!({"action": "pause_redis", "ms": 1500})).await;
+        }
+        let mut resolutions = Vec::new();
+        for buyer in buyers {
+            resolutions.push(buyer.await.unwrap());
+        }
+        // Answered once the pause is over (a PING waits for it).
+        let _: String = redis::cmd("PING")
+            .query_async(&mut redis_conn(&redis_url).await)
+            .await
+            .unwrap();
+
+        let state = stack.state(v).await;
+        let records = request_records(&redis_url, v).await;
+        let unknown: Vec<&Resolution> = resolutions
+            .iter()
+            .filter(|r| r.answers.iter().any(|(_, b)| b["outcome"] == "unknown"))
+            .collect();
+        eprintln!(
+            "{v:>12}: sold {} remaining {} oversold {} duplicates {} unknown answers {} (ids {}), longest resolution {:?}",
+            state.sold,
+            state.remaining,
+            state.oversold,
+            state.duplicates,
+            state.unknown,
+            unknown.len(),
+            resolutions.iter().map(|r| r.took).max().unwrap()
+        );
+        assert!(state.oversold >= 0, "{v}: the ledger broke: {state:?}");
+        // The ids told "sold" (at last) are exactly the recorded sales.
+        let told_sold: BTreeSet<&str> = resolutions
+            .iter()
+            .filter(|r| r.sold())
+            .map(|r| r.id.as_str())
+            .collect();
+        let recorded: BTreeSet<&str> = records
+            .iter()
+            .filter(|(_, record)| record.starts_with("sold:"))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        assert_eq!(told_sold, recorded, "{v}: told sold vs recorded");
+        assert_eq!(state.sold, recorded.len() as i64, "{v}: {state:?}");
+        // A retry that replays a sale names the unit that was recorded.
+        for r in resolutions.iter().filter(|r| r.sold()) {
+            let unit = r.last().1["unit"].as_i64().unwrap();
+            assert!(
+                records[&r.id].starts_with(&format!("sold:{unit}:")),
+                "{v}: {} answered unit {unit}, recorded {}",
+                r.id,
+                records[&r.id]
+            );
+        }
+        // A claim left pending runs out by itself: never an id pending for good.
+        let now = redis_now_ms(&redis_url).await;
+        let hold = (wait + work + CLAIM_GRACE).as_millis() as i64;
+        for (id, record) in &records {
+            if let Some(deadline) = record.strip_prefix("pending:") {
+                let deadline: i64 = deadline.rsplit(':').next().unwrap().parse().unwrap();
+                assert!(
+                    deadline - now <= hold,
+                    "{v}: {id} pending past the bound: {record}"
+                );
+            }
+        }
+        if has_section {
+            // The fault landed: a write went into the pause, and its
+            // outcome was unknown rather than "nothing was changed".
+            assert!(!unknown.is_empty(), "{v}: no write met the pause");
+        }
+        if !matches!(variant, Variant::None | Variant::LocalMutex) {
+            assert_eq!((state.oversold, state.duplicates), (0, 0), "{v}: {state:?}");
+            assert_eq!(state.sold, state.initial - state.remaining, "{v}");
+        }
+    }
+    stack.stop().await;
+}
+
+/// A process killed right after its write, before it could answer: the sale
+/// is in the ledger with its request id, and the retry (on the other
+/// instance) is told about that sale instead of buying again.
+#[tokio::test]
+async fn a_crash_between_the_write_and_the_answer_is_a_recorded_sale_the_retry_replays() {
+    let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
+    for v in ["none", "token", "watchdog", "fenced"] {
+        stack.reset(v, 5).await;
+        chaos(&stack, json!({"action": "crash_after_write"})).await;
+        let a = stack.instances[0].url.clone();
+        let b = stack.instances[1].url.clone();
+        let (status, body) = get(
+            &stack.http,
+            &format!("{a}/deductStock/{v}?sku={v}&request_id=w1"),
+        )
+        .await;
+        assert_eq!(status, 0, "{v}: instance a died before answering: {body}");
+        stack
+            .next_instance(Duration::from_secs(10))
+            .await
+            .expect("up restarts the crashed instance");
+        let state = stack.state(v).await;
+        assert_eq!((state.sold, state.remaining), (1, 4), "{v}: {state:?}");
+
+        let (status, retry) = get(
+            &stack.http,
+            &format!("{b}/deductStock/{v}?sku={v}&request_id=w1"),
+        )
+        .await;
+        assert_eq!(status, 200, "{v}: {retry}");
+        assert_eq!(retry["replayed"], true, "{v}: {retry}");
+        assert_eq!(retry["unit"], 5, "{v}: {retry}");
+        let state = stack.state(v).await;
+        assert_eq!(
+            (state.sold, state.remaining, state.replays, state.oversold),
+            (1, 4, 1, 0),
+            "{v}: {state:?}"
+        );
+    }
+    stack.stop().await;
+}
+
+/// The instance holding a request id's claim is killed (SIGKILL) in the
+/// middle of its section. A retry on the other instance is told
+/// `in_progress` only until the claim's deadline (`wait_ms` + `work_ms` +
+/// the grace), then takes the id over and ends with exactly one sale.
+#[tokio::test]
+async fn a_request_id_whose_attempt_was_killed_resolves_once_within_the_bound() {
+    let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    let work = Duration::from_millis(2000);
+    let wait = Duration::from_millis(2000);
+    for v in ["token", "watchdog"] {
+        stack.reset(v, 5).await;
+        let mut entered = sections_entered(&redis_url, &[v]).await;
+        let query = format!(
+            "/deductStock/{v}?sku={v}&request_id=k1&work_ms={}&lease_ms=1000&wait_ms={}",
+            work.as_millis(),
+            wait.as_millis()
+        );
+        let victim = stack.instances[0].clone();
+        let first = tokio::spawn({
+            let (http, url) = (stack.http.clone(), format!("{}{query}", victim.url));
+            async move { get(&http, &url).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), entered.next())
+            .await
+            .expect("the first attempt entered its section");
+        signal(victim.pid, Signal::SIGKILL);
+        let killed_at = Instant::now();
+        assert_eq!(first.await.unwrap().0, 0, "{v}: the victim never answered");
+
+        let retry = resolve(
+            stack.http.clone(),
+            "k1".into(),
+            format!("{}{query}", stack.instances[1].url),
+            Duration::from_secs(15),
+        )
+        .await;
+        let (status, body) = retry.last();
+        let in_progress = retry
+            .last_in_progress
+            .expect("the dead attempt's claim stood for a while");
+        eprintln!(
+            "{v}: resolved {:?} after the kill, in_progress until {in_progress:?}: {status} {body}",
+            killed_at.elapsed()
+        );
+        assert_eq!(*status, 200, "{v}: {body}");
+        assert_ne!(
+            body["replayed"], true,
+            "{v}: the killed attempt sold nothing"
+        );
+        // in_progress only while the dead attempt's claim stood (made
+        // right before the kill, for as long as an attempt may take).
+        assert!(
+            in_progress <= wait + work + CLAIM_GRACE + Duration::from_millis(500),
+            "{v}: in_progress for {in_progress:?}"
+        );
+        let state = stack.state(v).await;
+        assert_eq!(
+            (state.sold, state.remaining, state.oversold),
+            (1, 4, 0),
+            "{v}: {state:?}"
+        );
+        stack
+            .next_instance(Duration::from_secs(10))
+            .await
+            .expect("up restarts the killed instance");
+    }
+    stack.stop().await;
+}
+
+/// A frozen attempt (SIGSTOP right before its write) outlives its request
+/// id's claim; a retry on the other instance takes the id over and sells.
+/// When the frozen one wakes, its write finds the claim no longer its own
+/// and is refused: it answers with the id's one sale, and sold is 1.
+#[tokio::test]
+async fn a_late_write_of_an_attempt_whose_claim_was_taken_over_cannot_also_sell() {
+    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    // No lock at all: only the request id's claim stands between them.
+    let v = "none";
+    stack.reset(v, 5).await;
+    let frozen_for = CLAIM_GRACE + Duration::from_millis(1500);
+    chaos(
+        &stack,
+        json!({"action": "pause_holder", "ms": frozen_for.as_millis() as u64}),
+    )
+    .await;
+    let mut entered = sections_entered(&redis_url, &[v]).await;
+    let query = format!("/deductStock/{v}?sku={v}&request_id=late-1");
+    let frozen = tokio::spawn({
+        let (http, url) = (
+            stack.http.clone(),
+            format!("{}{query}", stack.instances[0].url),
+        );
+        async move { get(&http, &url).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), entered.next())
+        .await
+        .expect("the first attempt entered its section");
+    let retry = resolve(
+        stack.http.clone(),
+        "late-1".into(),
+        format!("{}{query}", stack.instances[1].url),
+        Duration::from_secs(10),
+    )
+    .await;
+    let (status, sold) = retry.last().clone();
+    assert_eq!(status, 200, "{sold}");
+    assert_ne!(sold["replayed"], true, "the retry made the sale: {sold}");
+    assert!(
+        retry
+            .answers
+            .iter()
+            .any(|(_, b)| b["reason"] == "in_progress"),
+        "the claim stood until its deadline: {:?}",
+        retry.answers
+    );
+    let (status, late) = frozen.await.unwrap();
+    assert_eq!(status, 200, "{late}");
+    assert_eq!(late["replayed"], true, "the late write was refused: {late}");
+    assert_eq!(late["unit"], sold["unit"]);
+    let state = stack.state(v).await;
+    assert_eq!(
+        (
+            state.sold,
+            state.remaining,
+            state.oversold,
+            state.duplicates
+        ),
+        (1, 4, 0, 0),
+        "{state:?}"
+    );
+    stack.stop().await;
+}
+
+/// `up --persist`: Redis is killed (SIGKILL) in the middle of a run and `up`
+/// restarts it on its append-only file. Every sale a buyer was told about is
+/// still in the ledger, and no unit was sold twice.
+#[tokio::test]
+async fn with_persist_a_redis_killed_mid_run_loses_no_acknowledged_sale() {
+    const WORKERS: usize = 16;
+    const IDS_EACH: usize = 100;
+    let mut stack = Stack::start_with(2, None, &["--persist"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    for v in ["lua", "watchdog"] {
+        stack.reset(v, 10_000).await;
+        // Counts ids determined, to strike in the middle of the run.
+        let determined = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                let (http, determined) = (stack.http.clone(), determined.clone());
+                let base = format!(
+                    "{}/deductStock/{v}?sku={v}&lease_ms=2000&wait_ms=10000",
+                    stack.url
+                );
+                tokio::spawn(async move {
+                    let mut resolutions = Vec::with_capacity(IDS_EACH);
+                    for i in 0..IDS_EACH {
+                        let id = format!("{v}-{w}-{i}");
+                        let url = format!("{base}&request_id={id}");
+                        resolutions
+                            .push(resolve(http.clone(), id, url, Duration::from_secs(60)).await);
+                        determined.add_permits(1);
+                    }
+                    resolutions
+                })
+            })
+            .collect();
+        // A quarter of the ids are settled: kill Redis mid-run.
+        let _quarter = determined
+            .acquire_many((WORKERS * IDS_EACH / 4) as u32)
+            .await
+            .unwrap();
+        let pid = stack.redis_pid.unwrap();
+        signal(pid, Signal::SIGKILL);
+        let line = stack
+            .next_line("redis: pid ", Duration::from_secs(10))
+            .await
+            .expect("up restarts its Redis");
+        assert!(line.contains("persistent"), "{line}");
+        assert_ne!(stack.redis_pid, Some(pid));
+
+        let mut resolutions = Vec::new();
+        for worker in workers {
+            resolutions.extend(worker.await.unwrap());
+        }
+        let state = stack.state(v).await;
+        let records: BTreeMap<String, String> = request_records(&redis_url, v).await;
+        let told_sold: Vec<&Resolution> = resolutions.iter().filter(|r| r.sold()).collect();
+        let interrupted = resolutions.iter().filter(|r| r.answers.len() > 1).count();
+        eprintln!(
+            "{v}: {} sold, {} ids asked more than once, unknown answers {}",
+            told_sold.len(),
+            interrupted,
+            state.unknown
+        );
+        assert!(interrupted > 0, "{v}: the kill interrupted nothing");
+        for r in &told_sold {
+            let unit = r.last().1["unit"].as_i64().unwrap();
+            assert_eq!(
+                records.get(&r.id).map(String::as_str),
+                Some(format!("sold:{unit}:{}", unit - 1).as_str()),
+                "{v}: {} was told it bought unit {unit}",
+                r.id
+            );
+        }
+        assert_eq!(state.sold, told_sold.len() as i64, "{v}: {state:?}");
+        assert_eq!((state.oversold, state.duplicates), (0, 0), "{v}: {state:?}");
+        let units: BTreeSet<i64> = told_sold
+            .iter()
+            .map(|r| r.last().1["unit"].as_i64().unwrap())
+            .collect();
+        assert_eq!(units.len(), told_sold.len(), "{v}: a unit sold twice");
+    }
+    stack.stop().await;
+}
