@@ -21,7 +21,10 @@ const I18N = {
     run_running: 'running {done}/{total} requests on {variants}',
     run_done: 'done: {variants}', run_failed: 'run failed: {error}', requests_short: 'requests',
     reset_done: 'reset {n} SKU(s) to {stock}',
-    chaos: 'Chaos (needs up --chaos)', chaos_crash_setnx: 'Crash the next SETNX holder before EXPIRE',
+    chaos: 'Chaos (needs up --chaos)', chaos_crash_acquire: 'Crash the next holder right after it acquires (SETNX: before EXPIRE)',
+    chaos_crash_write: 'Crash the next holder right after its write',
+    unsold: 'unsold {n} while {m} buyers were refused', unknown: '{n} answers of unknown outcome',
+    broken: 'LEDGER BROKEN: oversold {n} (stock left without a recorded sale)',
     pause_ms: 'pause ms', chaos_pause: 'Freeze the next holder', chaos_crash: 'Crash an instance',
     clear_lock: 'Delete lock', chaos_done: 'chaos: {what}',
     chaos_pause_redis: 'Pause Redis', chaos_restart_redis: 'Restart Redis',
@@ -45,7 +48,10 @@ const I18N = {
     run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
     run_done: '完成:{variants}', run_failed: '压测失败:{error}', requests_short: '请求',
     reset_done: '已将 {n} 个 SKU 重置为 {stock}',
-    chaos: '混沌(需 up --chaos)', chaos_crash_setnx: '让下一个 SETNX 持有者在 EXPIRE 前崩溃',
+    chaos: '混沌(需 up --chaos)', chaos_crash_acquire: '让下一个持有者加锁后立即崩溃(SETNX:在 EXPIRE 前)',
+    chaos_crash_write: '让下一个持有者写入后立即崩溃',
+    unsold: '仍有 {n} 件未售出,却拒绝了 {m} 个买家', unknown: '{n} 个结果未知的应答',
+    broken: '账本损坏:超卖 {n}(库存减少却没有售出记录)',
     pause_ms: '停顿毫秒', chaos_pause: '冻结下一个持有者', chaos_crash: '让一个实例崩溃',
     clear_lock: '删除锁', chaos_done: '混沌:{what}',
     chaos_pause_redis: '暂停 Redis', chaos_restart_redis: '重启 Redis',
@@ -165,7 +171,8 @@ async function chaos(action) {
   const done = await admin('/api/admin/chaos', action);
   if (done) say(t('chaos_done', { what: JSON.stringify(done) }));
 }
-document.getElementById('chaos-crash-after-setnx').addEventListener('click', () => chaos({ action: 'crash_after_setnx' }));
+document.getElementById('chaos-crash-after-acquire').addEventListener('click', () => chaos({ action: 'crash_after_acquire' }));
+document.getElementById('chaos-crash-after-write').addEventListener('click', () => chaos({ action: 'crash_after_write' }));
 document.getElementById('chaos-pause').addEventListener('click', () =>
   chaos({ action: 'pause_holder', ms: Number(document.getElementById('chaos-pause-ms').value) }),
 );
@@ -213,10 +220,17 @@ function renderCard(state) {
   setNumber(card, 'remaining', state.remaining, state.remaining < 0);
   setNumber(card, 'initial', state.initial);
   setNumber(card, 'sold', state.sold);
-  setNumber(card, 'oversold', state.oversold, state.oversold > 0);
+  setNumber(card, 'oversold', state.oversold, state.oversold !== 0);
   setNumber(card, 'duplicates', state.duplicates, state.duplicates > 0);
   setNumber(card, 'busy', state.busy);
   card.dataset.oversold = String(state.oversold > 0 || state.duplicates > 0);
+  // What the ledger says beyond the numbers: a broken ledger (oversold < 0
+  // can only mean stock left without a recorded sale), under-selling (stock
+  // left while buyers were refused), answers whose outcome was unknown.
+  field(card, 'broken').textContent = state.oversold < 0 ? t('broken', { n: state.oversold }) : '';
+  field(card, 'unsold').textContent =
+    state.remaining > 0 && state.busy > 0 ? t('unsold', { n: state.remaining, m: state.busy }) : '';
+  field(card, 'unknown').textContent = state.unknown > 0 ? t('unknown', { n: state.unknown }) : '';
 
   const share = state.initial > 0 ? Math.max(0, Math.min(1, state.remaining / state.initial)) : 0;
   card.querySelector('.stockbar .fill').setAttribute('width', (share * 100).toFixed(1));
@@ -276,7 +290,8 @@ function showRun(run) {
     const report = run.state === 'done' ? run.reports.find((r) => r.variant === card.dataset.variant) : null;
     const verdict = field(card, 'verdict');
     verdict.textContent = report ? report.verdict : '';
-    verdict.className = `verdict ${report ? (report.verdict === 'SAFE' ? 'safe' : 'bad') : ''}`;
+    const safe = report && report.verdict.startsWith('SAFE');
+    verdict.className = `verdict ${report ? (safe ? (report.unsold ? 'safe undersold' : 'safe') : 'bad') : ''}`;
   }
 }
 

@@ -232,7 +232,8 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
              for (const card of document.querySelectorAll('.card')) {
                const f = (name) => card.querySelector(`[data-field=${name}]`).textContent;
                out[card.dataset.variant] = {remaining: f('remaining'), sold: f('sold'), oversold: f('oversold'),
-                 duplicates: f('duplicates'), busy: f('busy'), verdict: f('verdict'),
+                 duplicates: f('duplicates'), busy: f('busy'), verdict: f('verdict'), unsold: f('unsold'),
+                 broken: f('broken'),
                  red: card.querySelector('[data-field=oversold]').classList.contains('bad')};
              }
              return out;",
@@ -255,6 +256,17 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
             );
         }
         assert_eq!(card["red"], json!(state.oversold > 0), "{variant}");
+        assert_eq!(card["broken"], json!(""), "{variant}: {card}");
+        // Under-selling shows where the ledger has stock left and buyers refused.
+        let unsold = if state.remaining > 0 && state.busy > 0 {
+            format!(
+                "unsold {} while {} buyers were refused",
+                state.remaining, state.busy
+            )
+        } else {
+            String::new()
+        };
+        assert_eq!(card["unsold"], json!(unsold), "{variant}");
         assert_eq!(
             state.initial, 50,
             "race all resets every SKU to the form's stock"
@@ -270,6 +282,15 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
             .as_str()
             .unwrap()
             .starts_with("OVERSOLD")
+    );
+    // setnx fails fast: it leaves stock on the shelf while turning buyers away.
+    assert!(
+        cards["setnx"]["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("SAFE, unsold "),
+        "{}",
+        cards["setnx"]
     );
     assert_eq!(cards["lua"]["oversold"], json!("0"));
     assert_eq!(cards["lua"]["verdict"], json!("SAFE"));

@@ -71,7 +71,8 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
     for id in [
         "race-all",
         "reset-all",
-        "chaos-crash-after-setnx",
+        "chaos-crash-after-acquire",
+        "chaos-crash-after-write",
         "chaos-pause",
         "chaos-crash",
         "lang",
