@@ -2,7 +2,7 @@
 //!
 //! | metric | labels | what |
 //! |---|---|---|
-//! | `stocklock_requests_total` | variant, outcome | `/deductStock` answers (sold, sold_out, busy, unavailable) |
+//! | `stocklock_requests_total` | variant, outcome | `/deductStock` answers (sold, sold_out, busy, unknown, not_stocked, unavailable) |
 //! | `stocklock_busy_total` | variant, reason | busy answers, by why |
 //! | `stocklock_lock_wait_seconds` | variant | time to acquire a lock (or give up) |
 //! | `stocklock_lock_hold_seconds` | variant | time from acquire to release |

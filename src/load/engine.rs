@@ -74,7 +74,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             requests: 0,
             sold: 0,

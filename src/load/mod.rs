@@ -708,3 +708,68 @@ pub fn print_table(reports: &[RunReport]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(initial: i64, remaining: i64, sold: i64) -> StateSnapshot {
+        StateSnapshot {
+            initial,
+            remaining,
+            sold,
+            oversold: sold - (initial - remaining),
+            ..StateSnapshot::default()
+        }
+    }
+
+    fn tally(requests: u64, busy: u64) -> Tally {
+        let mut tally = Tally::new();
+        tally.requests = requests;
+        tally.busy = busy;
+        tally
+    }
+
+    #[test]
+    fn a_negative_oversell_is_a_broken_ledger_that_fails_every_check() {
+        // Stock left without a recorded sale: it would cancel one real oversell.
+        let state = after(50, 40, 9);
+        let judged = judge(&state, &tally(10, 0), 9, 0, state.oversold);
+        assert_eq!(judged.verdict, Verdict::LedgerBroken(-1));
+        assert_eq!(judged.to_string(), "LEDGER_BROKEN -1");
+        for expected in ["safe", "oversells"] {
+            for raced in [true, false] {
+                assert!(contradiction(expected, &judged.verdict, raced).is_some());
+            }
+        }
+        // The same numbers with the sale recorded: safe.
+        let state = after(50, 40, 10);
+        assert_eq!(
+            judge(&state, &tally(10, 0), 10, 0, 0).verdict,
+            Verdict::Safe
+        );
+    }
+
+    #[test]
+    fn stock_left_while_buyers_were_refused_is_under_selling() {
+        let state = after(50, 45, 5);
+        let judged = judge(&state, &tally(400, 395), 5, 395, 0);
+        assert_eq!(judged.verdict, Verdict::Safe);
+        assert_eq!(
+            judged.to_string(),
+            "SAFE, unsold 45 while 395 buyers were refused"
+        );
+        // Sold out: nothing left on the shelf, whatever was refused.
+        let sold_out = after(50, 0, 50);
+        assert_eq!(judge(&sold_out, &tally(400, 3), 50, 3, 0).unsold, None);
+        // Stock left but nobody refused (a short run): not under-selling.
+        assert_eq!(judge(&state, &tally(5, 0), 5, 0, 0).unsold, None);
+        // Everyone refused and nothing sold: stuck, and under-selling too.
+        let stuck = after(50, 50, 0);
+        let judged = judge(&stuck, &tally(10, 10), 0, 10, 0);
+        assert_eq!(
+            judged.to_string(),
+            "STUCK, unsold 50 while 10 buyers were refused"
+        );
+    }
+}
