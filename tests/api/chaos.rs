@@ -51,7 +51,7 @@ async fn call(router: &axum::Router, method: &str, uri: &str, body: Option<Value
 async fn state(router: &axum::Router, sku: &str) -> StateSnapshot {
     let (status, body) = call(router, "GET", &format!("/api/state?sku={sku}"), None).await;
     assert_eq!(status, 200);
-    serde_json::from_value(body).unwrap()
+    helpers::intact(serde_json::from_value(body).unwrap())
 }
 
 /// `POST /api/admin/reset` with `body` (sku, stock, buckets), which must succeed.

@@ -81,7 +81,7 @@ impl Stack {
     }
 
     pub(crate) async fn state(&self, sku: &str) -> StateSnapshot {
-        self.0.state(sku).await.expect("state")
+        intact(self.0.state(sku).await.expect("state"))
     }
 
     /// Sends SIGTERM to `up` and asserts it exits cleanly, leaving none of
@@ -96,6 +96,18 @@ impl Stack {
             assert!(!alive(child), "up left pid {child} running");
         }
     }
+}
+
+/// Every state a test reads passes through here: a negative oversell is
+/// stock gone without a recorded sale, the ledger itself broken, and fails
+/// whatever test sees it (LEDGER_BROKEN).
+pub(crate) fn intact(state: StateSnapshot) -> StateSnapshot {
+    assert!(
+        state.oversold >= 0,
+        "LEDGER_BROKEN: oversold {} < 0: {state:?}",
+        state.oversold
+    );
+    state
 }
 
 /// What a burst of requests came back with, counted by the client.

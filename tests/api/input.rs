@@ -46,7 +46,7 @@ fn reset_request(body: &str, auth: Option<&str>) -> Request<Body> {
 async fn state(router: &Router, sku: &str) -> StateSnapshot {
     let (status, body) = call(router, get(&format!("/api/state?sku={sku}"))).await;
     assert_eq!(status, 200, "{body}");
-    serde_json::from_value(body).unwrap()
+    helpers::intact(serde_json::from_value(body).unwrap())
 }
 
 async fn reset(router: &Router, sku: &str, stock: i64) {
