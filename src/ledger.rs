@@ -132,6 +132,29 @@ pub async fn record_answer<C: ConnectionLike>(
     claim: Option<&Claim<'_>>,
     outcome: &Outcome,
 ) -> Result<(), StoreError> {
+    answered(conn, keys, instance, kind, claim, outcome.encode()).await
+}
+
+/// Frees a request id this attempt claimed and never got to use (nothing
+/// was written), so that a retry need not wait for the claim's deadline.
+pub async fn free_claim<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    claim: &Claim<'_>,
+) -> Result<(), StoreError> {
+    answered(conn, keys, "", AnswerKind::Uncounted, Some(claim), None).await
+}
+
+/// `answered.lua`: counts `kind` for `instance`, and settles `claim` by
+/// keeping `record` for the id (`None`: frees the id).
+async fn answered<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    instance: &str,
+    kind: AnswerKind,
+    claim: Option<&Claim<'_>>,
+    record: Option<String>,
+) -> Result<(), StoreError> {
     let _: i64 = ANSWERED
         .key(&keys.ledger)
         .key(&keys.served)
@@ -140,7 +163,7 @@ pub async fn record_answer<C: ConnectionLike>(
         .arg(kind.as_str())
         .arg(claim.map_or("", |c| c.id))
         .arg(claim.map_or("", |c| c.token.as_str()))
-        .arg(outcome.encode().unwrap_or_default())
+        .arg(record.unwrap_or_default())
         .invoke_async(conn)
         .await?;
     Ok(())

@@ -182,16 +182,7 @@ impl Seller {
                 // Nothing was written: free the id for a retry at once
                 // rather than at its deadline (if Redis lets us).
                 if let Some(claim) = &ctx.claim {
-                    let freed = Outcome::Busy(crate::section::BusyReason::InProgress);
-                    let _ = ledger::record_answer(
-                        &mut ctx.conn,
-                        &keys,
-                        &self.instance,
-                        AnswerKind::Uncounted,
-                        Some(claim),
-                        &freed,
-                    )
-                    .await;
+                    let _ = ledger::free_claim(&mut ctx.conn, &keys, claim).await;
                 }
                 return Err(err.into());
             }

@@ -101,11 +101,11 @@ impl Protection for LuaScript {
         let keys = ctx.keys;
         match run_deduct(ctx, keys, true, None).await {
             Ok(Deducted::Answer(answer)) => Ok(answer),
-            // Only lua-sharded asks with a bucket count.
-            Ok(Deducted::StaleBuckets(_)) => Ok(Answer::recorded(
-                Outcome::Busy(BusyReason::InProgress),
-                false,
-            )),
+            // Only lua-sharded asks with a bucket count; a SKU whose layout
+            // changed under the request is a reset it met.
+            Ok(Deducted::StaleBuckets(_)) => {
+                Ok(Answer::unrecorded(Outcome::Busy(BusyReason::Reset)))
+            }
             Err(err) => unsent_or_unknown(err),
         }
     }

@@ -137,7 +137,7 @@ async fn walk(ctx: &mut Ctx<'_>, k: u32) -> Result<Walk, StoreError> {
             _ => return Ok(Walk::Done(answer)),
         }
     }
-    // Every bucket was empty (the last one answered and counted above).
+    // Not reached: n >= 1, and the last bucket always answers above.
     Ok(Walk::Done(Answer::recorded(
         Outcome::SoldOut { remaining: 0 },
         false,
