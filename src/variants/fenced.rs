@@ -8,6 +8,7 @@
 //! lock no longer matters. `pause-holder` shows it: the same pause that makes
 //! `watchdog` oversell leaves `fenced` at zero, with the refusals counted.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::watchdog::renewed_lock;
@@ -43,10 +44,25 @@ EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
     ],
 };
 
+/// Test-only sabotage: with `STOCKLOCK_SABOTAGE=skip-fence` in its
+/// environment, an instance runs this variant with no fence at all (plain
+/// reads, unfenced writes: the watchdog lock alone), so that the test suite
+/// can break a safe variant on purpose and see `stocklock lab` flag it.
+/// Never set it otherwise; it is deliberately not a command-line option.
+static SKIP_FENCE: LazyLock<bool> = LazyLock::new(|| {
+    let sabotaged = std::env::var("STOCKLOCK_SABOTAGE").is_ok_and(|v| v == "skip-fence");
+    if sabotaged {
+        tracing::warn!(
+            "STOCKLOCK_SABOTAGE=skip-fence: the fenced variant runs WITHOUT its fence (a test's switch)"
+        );
+    }
+    sabotaged
+});
+
 pub(super) struct FencedLock;
 
 impl Protection for FencedLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
-        renewed_lock(ctx, Variant::Fenced, &ABOUT, true).await
+        renewed_lock(ctx, Variant::Fenced, &ABOUT, !*SKIP_FENCE).await
     }
 }
