@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::watchdog::renewed_lock;
-use super::{About, Protection, Variant};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
@@ -35,13 +35,21 @@ sleep(work_ms)                                   // a pause here is harmless now
 EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    expected: [
-        "safe",
-        "safe",
-        "frees after lease",
-        "safe (stale token refused)",
-        "-",
-    ],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::safe("renewed"),
+        crash_after_acquire: Claim::frees("after lease"),
+        pause_holder: Claim::safe("stale token refused"),
+        kill_instance: Claim::frees("after lease"),
+        lock_vanishes: Claim::safe("the renewal notices first; the holder backs off"),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::safe("stale token refused"),
+    },
+    undersells: None,
 };
 
 /// Test-only sabotage: with `STOCKLOCK_SABOTAGE=skip-fence` in its
