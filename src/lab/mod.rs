@@ -179,8 +179,10 @@ impl Lab {
         let entered = self.section_entered(sku).await?;
         let first = self.send(&self.instance(0).url, holder);
         let entered = entered.await;
+        // Struck on instance b: through nginx it could reach a frozen
+        // holder's instance and wait, unseen, until the holder is done.
         let struck = match strike {
-            Some(action) => self.stack.chaos(action).await?,
+            Some(action) => self.chaos_on(1, action).await?,
             None => Value::Null,
         };
         let newcomer = self.send(&self.instance(1).url, newcomer).await?;

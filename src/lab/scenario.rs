@@ -16,7 +16,8 @@ use futures_util::FutureExt;
 use serde_json::json;
 
 use super::Lab;
-use super::judge::{self, Duel, Judgement, MajorityDown, Recovery};
+use super::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
+use super::stack::Instance;
 use crate::load::engine::Progress;
 use crate::load::{self, Api, LoadConfig};
 use crate::up::process::signal;
@@ -273,6 +274,17 @@ async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     Ok(judge::slow_business(&lab.ledger(v).await?))
 }
 
+/// After a holder died: a buyer on `other`, waiting up to the recovery
+/// window for the lock.
+async fn next_buyer(lab: &Lab, v: &str, other: &Instance) -> anyhow::Result<Reply> {
+    let knobs = format!(
+        "lease_ms={}&wait_ms={}",
+        RECOVERY_LEASE.as_millis(),
+        RECOVERY_WINDOW.as_millis()
+    );
+    Ok(lab.send(&other.url, &query(v, &knobs)).await?)
+}
+
 /// The holder crashes right after taking its lock (lease 1 s): setnx
 /// between SETNX and EXPIRE, the others inside their section. Then a buyer
 /// on the other instance waits up to lease + 1 s.
@@ -291,18 +303,7 @@ async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement
         )
         .await?;
     // The window opens as the crash drops the crashing request's connection.
-    let next = lab
-        .send(
-            &other.url,
-            &query(
-                v,
-                &format!(
-                    "lease_ms={lease_ms}&wait_ms={}",
-                    RECOVERY_WINDOW.as_millis()
-                ),
-            ),
-        )
-        .await?;
+    let next = next_buyer(lab, v, &other).await?;
     // An announcement, if there was one, came before the crash: a whole
     // window ago.
     let announced = entered.now_or_never().unwrap_or(false);
@@ -349,18 +350,7 @@ async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
     );
     let held = entered.await;
     signal(victim.pid, nix::sys::signal::Signal::SIGKILL);
-    let next = lab
-        .send(
-            &other.url,
-            &query(
-                v,
-                &format!(
-                    "lease_ms={lease_ms}&wait_ms={}",
-                    RECOVERY_WINDOW.as_millis()
-                ),
-            ),
-        )
-        .await?;
+    let next = next_buyer(lab, v, &other).await?;
     let restarted = lab.restarted(&victim).await;
     let lock = lab.state(v).await?.lock;
     Ok(judge::recovery(&Recovery {
