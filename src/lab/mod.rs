@@ -278,20 +278,23 @@ impl Lab {
         Ok(())
     }
 
-    /// Why this stack cannot play `scenario`, if it cannot.
-    fn cannot_play(&self, scenario: Scenario) -> Option<&'static str> {
-        match scenario {
-            Scenario::RedisRestart if self.redis.is_none() => {
-                Some("the lab can only restart a Redis it started")
-            }
+    /// Why this stack cannot play `scenario` against `variant`, if it cannot.
+    fn cannot_play(&self, scenario: Scenario, variant: Variant) -> Option<&'static str> {
+        let redlock_scenario = matches!(
+            scenario,
             Scenario::RedlockMinorityDown
-            | Scenario::RedlockMajorityDown
-            | Scenario::RedlockRestartWithoutPersistence
-                if self.stack.redlock_nodes.len() != 5 =>
-            {
-                Some("it kills and restarts the five Redlock nodes of a stack the lab started")
-            }
-            _ => None,
+                | Scenario::RedlockMajorityDown
+                | Scenario::RedlockRestartWithoutPersistence
+        );
+        if scenario == Scenario::RedisRestart && self.redis.is_none() {
+            Some("the lab can only restart a Redis it started")
+        } else if redlock_scenario
+            && variant == Variant::Redlock
+            && self.stack.redlock_nodes.len() != 5
+        {
+            Some("it kills and restarts the five Redlock nodes of a stack the lab started")
+        } else {
+            None
         }
     }
 
@@ -346,7 +349,7 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             if !claim.applies() {
                 continue;
             }
-            if let Some(why) = lab.cannot_play(scenario) {
+            if let Some(why) = lab.cannot_play(scenario, variant) {
                 eprintln!("lab: skipping {scenario} / {variant}: {why}");
                 continue;
             }
