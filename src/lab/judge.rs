@@ -187,8 +187,10 @@ fn decide(landed: Check, ledger: &Ledger, earned: Check, evidence: String) -> Ju
 }
 
 /// `race`: a safe race needs both instances to have answered (a race on
-/// one instance tests nothing of a distributed lock).
-pub fn race(ledger: &Ledger) -> Judgement {
+/// one instance tests nothing of a distributed lock). Under-selling is
+/// shown beside the verdict, with the variant's reason for it if it
+/// claims one (`undersells`).
+pub fn race(ledger: &Ledger, undersells: Option<&str>) -> Judgement {
     let answering: Vec<&String> = ledger
         .state
         .per_instance
@@ -206,8 +208,10 @@ pub fn race(ledger: &Ledger) -> Judgement {
     let s = &ledger.state;
     let unsold = if s.remaining > 0 && s.busy > 0 {
         format!(
-            "; unsold {} while {} buyers were refused",
-            s.remaining, s.busy
+            "; unsold {} while {} buyers were refused: {}",
+            s.remaining,
+            s.busy,
+            undersells.unwrap_or("not expected of this variant")
         )
     } else {
         String::new()
@@ -555,21 +559,30 @@ mod tests {
     fn race_needs_both_instances() {
         let mut both = state(50, 0, 50);
         both.per_instance = [("a".into(), 200), ("b".into(), 200)].into();
-        assert_eq!(observed(race(&ledger(both.clone()))), Observed::Seen(Safe));
+        assert_eq!(
+            observed(race(&ledger(both.clone()), None)),
+            Observed::Seen(Safe)
+        );
 
         let mut oversold = state(50, 0, 53);
         oversold.per_instance = both.per_instance.clone();
-        assert_eq!(observed(race(&ledger(oversold))), Observed::Seen(Oversells));
+        assert_eq!(
+            observed(race(&ledger(oversold), None)),
+            Observed::Seen(Oversells)
+        );
 
         let mut alone = state(50, 0, 50);
         alone.per_instance = [("a".into(), 400), ("b".into(), 0)].into();
-        let judgement = race(&ledger(alone));
+        let judgement = race(&ledger(alone), None);
         assert_eq!(judgement.observed, Observed::Inconclusive);
         assert!(judgement.evidence.contains("no race between instances"));
 
         let mut broken = state(50, 10, 30);
         broken.per_instance = both.per_instance;
-        assert_eq!(observed(race(&ledger(broken))), Observed::LedgerBroken);
+        assert_eq!(
+            observed(race(&ledger(broken), None)),
+            Observed::LedgerBroken
+        );
     }
 
     #[test]
@@ -577,12 +590,18 @@ mod tests {
         let mut undersold = state(50, 45, 5);
         undersold.busy = 395;
         undersold.per_instance = [("a".into(), 200), ("b".into(), 200)].into();
-        let judgement = race(&ledger(undersold));
+        let judgement = race(&ledger(undersold.clone()), Some("fails fast"));
         assert_eq!(judgement.observed, Observed::Seen(Safe));
         assert!(
             judgement
                 .evidence
-                .contains("unsold 45 while 395 buyers were refused")
+                .contains("unsold 45 while 395 buyers were refused: fails fast")
+        );
+        let unexpected = race(&ledger(undersold), None);
+        assert!(
+            unexpected
+                .evidence
+                .contains("refused: not expected of this variant")
         );
     }
 

@@ -231,7 +231,10 @@ fn query(v: &str, knobs: &str) -> String {
 /// Two instances, 400 buyers, 64 at once, `work_ms=2`, stock 50.
 async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
     let state = race_load(lab, variant).await?;
-    Ok(judge::race(&lab.ledger_of(state).await?))
+    Ok(judge::race(
+        &lab.ledger_of(state).await?,
+        variant.about().undersells,
+    ))
 }
 
 /// The race's load; the SKU's state after it.
