@@ -54,11 +54,10 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
-    /// Scenarios to run (default: all): race, slow-business,
-    /// crash-after-setnx, pause-holder, kill-instance, lock-vanishes,
-    /// retry-storm, clock-skew, redis-restart.
-    #[arg(value_name = "SCENARIO")]
-    pub scenarios: Vec<String>,
+    /// Scenarios to run (default: all). Each runs against every variant
+    /// that claims something of it.
+    #[arg(value_name = "SCENARIO", value_enum)]
+    pub scenarios: Vec<crate::lab::Scenario>,
     /// Only these variants (repeat or comma-separate; default: all).
     #[arg(long, value_delimiter = ',')]
     pub variant: Vec<String>,
@@ -66,8 +65,8 @@ pub struct LabArgs {
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
     /// Use this running stack (nginx URL) instead of starting one. It must
-    /// run `stocklock up --chaos` with two instances (`--clock-skew-ms
-    /// 0,5000` for clock-skew); needs --admin-token and --redis-url;
+    /// run `stocklock up --chaos` with two instances (clock-skew sets
+    /// instance b's clock itself); needs --admin-token and --redis-url;
     /// redis-restart is skipped.
     #[arg(long, requires_all = ["admin_token", "redis_url"])]
     pub target: Option<String>,

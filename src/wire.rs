@@ -129,7 +129,9 @@ pub struct ResetRequest {
 }
 
 /// What the teaching matrix expects of a variant, one field per column of
-/// DESIGN.md's table. `"-"` marks a cell the scenario does not apply to.
+/// DESIGN.md's table, each the text of the variant's claim for one of the
+/// lab's scenarios (race, slow-business, crash-after-acquire, pause-holder,
+/// redlock-minority-down). `"-"` marks a cell the scenario does not apply to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdicts {
     pub two_instances: String,
@@ -156,6 +158,10 @@ pub struct VariantInfo {
     pub default_lease_ms: Option<u64>,
     pub default_wait_ms: Option<u64>,
     pub expected: Verdicts,
+    /// Why the variant is expected to under-sell a race (stock left on the
+    /// shelf while buyers were refused), if it is: the fail-fast locks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undersells: Option<String>,
 }
 
 /// `GET /healthz`. Deliberately touches nothing but the process, so it is

@@ -296,9 +296,15 @@ impl Stack {
 
     /// An admin POST through nginx.
     pub async fn admin(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.admin_at(&self.url, path, body).await
+    }
+
+    /// An admin POST to `base`: nginx, or one instance's own URL (for an
+    /// action that changes only the instance that takes it, as `clock_skew`).
+    pub async fn admin_at(&self, base: &str, path: &str, body: Value) -> anyhow::Result<Value> {
         let response = self
             .http
-            .post(format!("{}{path}", self.url))
+            .post(format!("{base}{path}"))
             .bearer_auth(&self.token)
             .json(&body)
             .send()

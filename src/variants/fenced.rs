@@ -8,10 +8,11 @@
 //! lock no longer matters. `pause-holder` shows it: the same pause that makes
 //! `watchdog` oversell leaves `fenced` at zero, with the refusals counted.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::watchdog::renewed_lock;
-use super::{About, Protection, Variant};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
@@ -34,19 +35,42 @@ sleep(work_ms)                                   // a pause here is harmless now
 EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    expected: [
-        "safe",
-        "safe",
-        "frees after lease",
-        "safe (stale token refused)",
-        "-",
-    ],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::safe("renewed"),
+        crash_after_acquire: Claim::frees("after lease"),
+        pause_holder: Claim::safe("stale token refused"),
+        kill_instance: Claim::frees("after lease"),
+        lock_vanishes: Claim::safe("the renewal notices first; the holder backs off"),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::safe("stale token refused"),
+    },
+    undersells: None,
 };
+
+/// Test-only sabotage: with `STOCKLOCK_SABOTAGE=skip-fence` in its
+/// environment, an instance runs this variant with no fence at all (plain
+/// reads, unfenced writes: the watchdog lock alone), so that the test suite
+/// can break a safe variant on purpose and see `stocklock lab` flag it.
+/// Never set it otherwise; it is deliberately not a command-line option.
+static SKIP_FENCE: LazyLock<bool> = LazyLock::new(|| {
+    let sabotaged = std::env::var("STOCKLOCK_SABOTAGE").is_ok_and(|v| v == "skip-fence");
+    if sabotaged {
+        tracing::warn!(
+            "STOCKLOCK_SABOTAGE=skip-fence: the fenced variant runs WITHOUT its fence (a test's switch)"
+        );
+    }
+    sabotaged
+});
 
 pub(super) struct FencedLock;
 
 impl Protection for FencedLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
-        renewed_lock(ctx, Variant::Fenced, &ABOUT, true).await
+        renewed_lock(ctx, Variant::Fenced, &ABOUT, !*SKIP_FENCE).await
     }
 }

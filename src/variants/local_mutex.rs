@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::{About, LockTimer, Protection, Variant, not_acquired};
+use super::{About, Claim, Claims, LockTimer, Protection, Variant, not_acquired};
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
@@ -27,7 +27,21 @@ let _held = mutex.lock().await;         // synchronized (this) { ... }
 critical_section().await"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    expected: ["oversells", "oversells", "-", "-", "-"],
+    claims: Claims {
+        race: Claim::oversells("one mutex per process"),
+        slow_business: Claim::oversells(""),
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::NOT_APPLICABLE,
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes: Claim::NOT_APPLICABLE,
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: None,
 };
 
 /// The mutexes of this process, one per SKU.

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{About, Protection};
+use super::{About, Claim, Claims, Protection};
 use crate::ledger;
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
 use crate::store::StoreError;
@@ -34,7 +34,21 @@ EVAL "local s = tonumber(redis.call('GET', KEYS[1]) or '0')
       return {1, s, s - 1}" stock:{sku} ..."#,
     default_lease: None,
     default_wait: None,
-    expected: ["safe", "-", "-", "safe", "-"],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::NOT_APPLICABLE,
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::not_applicable("no gap: one script"),
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes: Claim::NOT_APPLICABLE,
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::recovers(""),
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: None,
 };
 
 static DEDUCT: LazyLock<Script> =

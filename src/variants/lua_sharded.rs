@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::lua::{Deducted, run_deduct, unsent_or_unknown};
-use super::{About, Protection};
+use super::{About, Claim, Claims, Protection};
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
 
@@ -43,7 +43,21 @@ for b in (first..k).chain(0..first) {
 sold_out"#,
     default_lease: None,
     default_wait: None,
-    expected: ["safe", "-", "-", "-", "-"],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::NOT_APPLICABLE,
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::NOT_APPLICABLE,
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes: Claim::NOT_APPLICABLE,
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: None,
 };
 
 /// The variant's process-wide state: each SKU's bucket count as last seen.

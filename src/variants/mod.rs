@@ -6,6 +6,7 @@
 //! Adding one is a new file, an enum arm in [`Variant`], and an arm in
 //! [`Protections::deduct`].
 
+mod claims;
 mod fenced;
 mod local_mutex;
 mod lua;
@@ -21,6 +22,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+pub use self::claims::{Behaviour, Claim, Claims};
 use crate::knobs::Knobs;
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
@@ -116,13 +118,7 @@ impl Variant {
 
     pub fn info(self) -> VariantInfo {
         let about = self.about();
-        let [
-            two_instances,
-            work_exceeds_lease,
-            crash_after_acquire,
-            pause_exceeds_lease,
-            redis_minority_down,
-        ] = about.expected;
+        let claims = &about.claims;
         VariantInfo {
             name: self.name().to_owned(),
             protection: about.protection.to_owned(),
@@ -132,13 +128,15 @@ impl Variant {
             code: about.code.trim().to_owned(),
             default_lease_ms: about.default_lease.map(|d| d.as_millis() as u64),
             default_wait_ms: about.default_wait.map(|d| d.as_millis() as u64),
+            // DESIGN.md's five columns, read from the lab's scenarios.
             expected: Verdicts {
-                two_instances: two_instances.to_owned(),
-                work_exceeds_lease: work_exceeds_lease.to_owned(),
-                crash_after_acquire: crash_after_acquire.to_owned(),
-                pause_exceeds_lease: pause_exceeds_lease.to_owned(),
-                redis_minority_down: redis_minority_down.to_owned(),
+                two_instances: claims.race.text(),
+                work_exceeds_lease: claims.slow_business.text(),
+                crash_after_acquire: claims.crash_after_acquire.text(),
+                pause_exceeds_lease: claims.pause_holder.text(),
+                redis_minority_down: claims.redlock_minority_down.text(),
             },
+            undersells: about.undersells.map(str::to_owned),
         }
     }
 }
@@ -178,9 +176,12 @@ pub struct About {
     pub code: &'static str,
     pub default_lease: Option<Duration>,
     pub default_wait: Option<Duration>,
-    /// DESIGN.md's matrix row: 2 instances, work > lease, crash after
-    /// acquire, pause > lease, Redis minority down.
-    pub expected: [&'static str; 5],
+    /// What it does in each scenario of the lab: its row of the matrix.
+    /// A safe race claim has no note: `stocklock load` compares it with "safe".
+    pub claims: Claims,
+    /// Why it is expected to under-sell a race (turn buyers away while
+    /// stock is left), if it is.
+    pub undersells: Option<&'static str>,
 }
 
 impl Ctx<'_> {

@@ -6,7 +6,7 @@
 //! other variant is measured against; the `race` scenario (any concurrency at
 //! all, `work_ms` > 0 to widen the gap) shows it oversell every time.
 
-use super::{About, Protection};
+use super::{About, Claim, Claims, Protection};
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
@@ -26,7 +26,21 @@ if stock > 0 {
 }"#,
     default_lease: None,
     default_wait: None,
-    expected: ["oversells", "oversells", "-", "-", "-"],
+    claims: Claims {
+        race: Claim::oversells(""),
+        slow_business: Claim::oversells(""),
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::NOT_APPLICABLE,
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes: Claim::NOT_APPLICABLE,
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: None,
 };
 
 pub(super) struct NoLock;

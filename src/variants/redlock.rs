@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use super::watchdog::record_tenure;
-use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::{OwnerId, Refused, Watchdog};
 use crate::section::{Answer, BusyReason, Ctx, Guard, Outcome, critical_section};
 use crate::store::StoreError;
@@ -43,13 +43,21 @@ critical_section(still_held = !dog.is_lost()).await
 unlock_all()                                       // compare-and-delete on every node"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    expected: [
-        "safe",
-        "safe (renewed)",
-        "frees after lease",
-        "oversells",
-        "keeps selling",
-    ],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::safe("renewed"),
+        crash_after_acquire: Claim::frees("after lease"),
+        pause_holder: Claim::oversells(""),
+        kill_instance: Claim::frees("after lease"),
+        lock_vanishes: Claim::not_applicable("the lock lives on the Redlock nodes"),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::keeps_selling(""),
+        redlock_majority_down: Claim::busy("no quorum; sells again when the nodes return"),
+        redlock_restart_without_persistence: Claim::oversells("a second owner finds a majority"),
+    },
+    undersells: None,
 };
 
 pub(super) struct RedlockLock;

@@ -3,7 +3,7 @@
 //! The wrong example of articles 001 and 002, kept faithfully wrong. Mutual
 //! exclusion holds while nothing goes wrong. But the two commands are not
 //! atomic: a crash between them leaves a lock that never expires, and the SKU
-//! can never sell again (`crash-after-setnx`). And the release deletes
+//! can never sell again (`crash-after-acquire`). And the release deletes
 //! whatever lock is there: when the work outlives the lease, the lock has
 //! expired, a second request holds it, and the first one's `DEL` frees the
 //! second's lock for a third (`slow-business`).
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, Protection, Spin, Variant, after_release, not_acquired};
+use super::{About, Claim, Claims, Protection, Spin, Variant, after_release, not_acquired};
 use crate::lock::wakeups::release_channel;
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::{Conn, Keys, StoreError};
@@ -21,11 +21,11 @@ pub(super) const ABOUT: About = About {
     protection: "SETNX lock 1, then a separate EXPIRE; plain DEL on release",
     explanation: "Takes the lock with SETNX and gives it a lifetime with a second command, EXPIRE; releases with DEL. \
         While nothing goes wrong it excludes other holders, across instances. But SETNX and EXPIRE are two steps: a crash \
-        between them leaves a lock with no TTL that nobody will ever delete, and the SKU is stuck for good (crash-after-setnx). \
+        between them leaves a lock with no TTL that nobody will ever delete, and the SKU is stuck for good (crash-after-acquire). \
         And DEL does not check whose lock it deletes: when work_ms outlives the lease, the lock expires, another request takes it, \
         and the first request's DEL frees the second one's lock for a third (slow-business oversells).",
     protection_zh: "先 SETNX lock 1,再单独 EXPIRE;释放时直接 DEL",
-    explanation_zh: "用 SETNX 加锁,再用第二条命令 EXPIRE 设置过期时间,释放时 DEL。一切正常时它能跨实例互斥。但 SETNX 和 EXPIRE 是两步:两者之间进程崩溃,就会留下一把没有过期时间、永远没人删除的锁,这个 SKU 从此卖不出去(crash-after-setnx)。而且 DEL 不检查锁是谁的:当 work_ms 超过租期,锁已过期并被别的请求拿到,第一个请求的 DEL 会把别人的锁删掉,让第三个请求进来(slow-business 超卖)。",
+    explanation_zh: "用 SETNX 加锁,再用第二条命令 EXPIRE 设置过期时间,释放时 DEL。一切正常时它能跨实例互斥。但 SETNX 和 EXPIRE 是两步:两者之间进程崩溃,就会留下一把没有过期时间、永远没人删除的锁,这个 SKU 从此卖不出去(crash-after-acquire)。而且 DEL 不检查锁是谁的:当 work_ms 超过租期,锁已过期并被别的请求拿到,第一个请求的 DEL 会把别人的锁删掉,让第三个请求进来(slow-business 超卖)。",
     code: r#"
 if SETNX lock:{sku} 1 == 0 { return busy }
                               // a crash here: lock without TTL, forever
@@ -34,13 +34,23 @@ critical_section().await
 DEL lock:{sku}                // whoever's lock it is by now"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
-    expected: [
-        "safe",
-        "oversells, frees others' locks",
-        "deadlock (lock never expires)",
-        "oversells",
-        "-",
-    ],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::oversells("frees others' locks"),
+        crash_after_acquire: Claim::deadlock("lock never expires"),
+        pause_holder: Claim::oversells(""),
+        kill_instance: Claim::frees("after lease: the EXPIRE was set"),
+        lock_vanishes: Claim::oversells(""),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: Some(
+        "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",
+    ),
 };
 
 pub(super) struct SetnxLock;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, Protection, Spin, Variant, after_release, not_acquired};
+use super::{About, Claim, Claims, Protection, Spin, Variant, after_release, not_acquired};
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
@@ -39,13 +39,23 @@ critical_section().await
 DEL lock:{sku}                                    // whoever's lock it is"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
-    expected: [
-        "safe",
-        "oversells",
-        "frees after expiry",
-        "oversells",
-        "- (clock skew: steals a live lock)",
-    ],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::oversells(""),
+        crash_after_acquire: Claim::frees("after expiry"),
+        pause_holder: Claim::oversells(""),
+        kill_instance: Claim::frees("after expiry"),
+        lock_vanishes: Claim::oversells(""),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::oversells("steals a live lock"),
+        redis_restart: Claim::NOT_APPLICABLE,
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: Some(
+        "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",
+    ),
 };
 
 pub(super) struct SetnxExpiryLock;

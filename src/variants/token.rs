@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::{LeaseLock, OwnerId};
 use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
@@ -30,7 +30,23 @@ critical_section().await          // must finish within the lease!
 EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
-    expected: ["safe", "oversells", "frees after lease", "oversells", "-"],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::oversells(""),
+        crash_after_acquire: Claim::frees("after lease"),
+        pause_holder: Claim::oversells(""),
+        kill_instance: Claim::frees("after lease"),
+        lock_vanishes: Claim::oversells(""),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::safe("Redis keeps the time"),
+        redis_restart: Claim::recovers(""),
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: Some(
+        "fails fast (wait_ms=0 unless asked to wait): a buyer who finds the lock held is turned away while stock is left",
+    ),
 };
 
 pub(super) struct TokenLock;

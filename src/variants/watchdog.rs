@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::ledger;
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
 use crate::section::{Answer, Ctx, Guard, critical_section};
@@ -36,13 +36,21 @@ critical_section(still_held = !dog.is_lost()).await
 dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    expected: [
-        "safe",
-        "safe (renewed)",
-        "frees after lease",
-        "oversells",
-        "-",
-    ],
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::safe("renewed"),
+        crash_after_acquire: Claim::frees("after lease"),
+        pause_holder: Claim::oversells(""),
+        kill_instance: Claim::frees("after lease"),
+        lock_vanishes: Claim::safe("the renewal notices; the holder backs off"),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::safe("Redis keeps the time"),
+        redis_restart: Claim::recovers(""),
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+    },
+    undersells: None,
 };
 
 pub(super) struct WatchdogLock;

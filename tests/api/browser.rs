@@ -313,11 +313,10 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
     let lab = browser
         .run("return [...document.querySelectorAll('[data-variant=lua] .scenarios .cell')].map(c => [c.dataset.scenario, c.dataset.observed, c.classList.contains('pass')])")
         .await;
-    let info = stocklock::variants::Variant::Lua.info();
-    let wanted: Vec<&str> = stocklock::lab::SCENARIOS
+    let wanted: Vec<&str> = stocklock::lab::Scenario::ALL
         .iter()
-        .copied()
-        .filter(|s| stocklock::lab::expected(s, &info).is_some())
+        .filter(|s| s.claim(stocklock::variants::Variant::Lua).applies())
+        .map(|s| s.name())
         .collect();
     let cells = lab.as_array().unwrap();
     assert_eq!(cells.len(), wanted.len(), "{lab}");

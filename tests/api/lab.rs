@@ -1,148 +1,296 @@
-//! `stocklock lab`, the whole matrix, as a user runs it.
+//! `stocklock lab`, the whole matrix, as a user runs it; and the lab
+//! catching a variant broken on purpose.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::Value;
-use stocklock::lab::{SCENARIOS, expected};
+use stocklock::lab::Scenario;
 use stocklock::variants::Variant;
 
-#[tokio::test]
-async fn the_lab_proves_the_whole_teaching_matrix() {
+/// Runs `stocklock lab ARGS --json FILE` (with `env` added); its output,
+/// printed, and the report.
+async fn lab(
+    args: &[&str],
+    env: &[(&str, &str)],
+    within: Duration,
+) -> (std::process::Output, Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("lab.json");
     let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
-        .args(["lab", "--json", json.to_str().unwrap()])
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(600), run)
-        .await
-        .expect("the lab took more than 10 minutes")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    eprintln!("{stdout}\n{stderr}");
-    assert!(output.status.success(), "a cell contradicts the matrix");
-
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let cells = report["cells"].as_array().unwrap();
-    // One cell for every (scenario, variant) the matrix has an expectation for.
-    let mut wanted = 0;
-    for scenario in SCENARIOS {
-        for variant in Variant::ALL {
-            if let Some(expected) = expected(scenario, &variant.info()) {
-                wanted += 1;
-                let cell = cells
-                    .iter()
-                    .find(|c| c["scenario"] == scenario && c["variant"] == variant.name())
-                    .unwrap_or_else(|| panic!("no cell {scenario} / {variant}"));
-                assert_eq!(cell["expected"], expected.as_str());
-                assert_eq!(cell["pass"], true, "{cell}");
-                assert!(!cell["evidence"].as_str().unwrap().is_empty());
-            }
-        }
-    }
-    assert_eq!(cells.len(), wanted);
-    // The cells the articles are about, by name.
-    let observed = |scenario: &str, variant: &str| {
-        cells
-            .iter()
-            .find(|c| c["scenario"] == scenario && c["variant"] == variant)
-            .map(|c| c["observed"].as_str().unwrap().to_owned())
-            .unwrap()
-    };
-    assert_eq!(observed("race", "local-mutex"), "oversells");
-    assert_eq!(observed("slow-business", "token"), "oversells");
-    assert_eq!(observed("slow-business", "watchdog"), "safe");
-    assert_eq!(observed("crash-after-setnx", "setnx"), "deadlock");
-    assert_eq!(observed("pause-holder", "watchdog"), "oversells");
-    assert_eq!(observed("pause-holder", "fenced"), "safe");
-    assert_eq!(observed("clock-skew", "setnx-expiry"), "oversells");
-    // Redlock's rows: five real redis-servers, killed and restarted by pid.
-    assert_eq!(
-        observed("redlock-minority-down", "redlock"),
-        "keeps selling"
-    );
-    assert_eq!(observed("redlock-majority-down", "redlock"), "busy");
-    assert_eq!(observed("pause-holder", "redlock"), "oversells");
-    assert_eq!(
-        observed("redlock-restart-without-persistence", "redlock"),
-        "oversells"
-    );
-    assert_eq!(
-        observed("redlock-restart-without-persistence", "fenced"),
-        "safe"
-    );
-    assert_eq!(observed("race", "lua-sharded"), "safe");
-    assert!(stdout.contains("cells in"), "{stdout}");
-}
-
-/// `--target`: the lab runs its scenarios on a stack it did not start.
-#[tokio::test]
-async fn the_lab_runs_against_a_running_chaos_stack() {
-    let redis = crate::helpers::redis().await;
-    let stack = crate::helpers::Stack::start_with(
-        2,
-        Some(&redis.url()),
-        &["--chaos", "--clock-skew-ms", "0,5000"],
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("lab.json");
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
-        .args([
-            "lab",
-            "pause-holder",
-            "clock-skew",
-            "kill-instance",
-            "redis-restart",
-        ])
-        .args(["--variant", "token,fenced,setnx-expiry"])
-        .args([
-            "--target",
-            &stack.url,
-            "--admin-token",
-            &stack.token,
-            "--redis-url",
-            &redis.url(),
-        ])
+        .arg("lab")
+        .args(args)
         .args(["--json", json.to_str().unwrap()])
+        .envs(env.iter().copied())
         .kill_on_drop(true)
         .output();
-    let output = tokio::time::timeout(Duration::from_secs(300), run)
+    let output = tokio::time::timeout(within, run)
         .await
-        .unwrap()
+        .expect("the lab took too long")
         .unwrap();
     eprintln!(
         "{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+    let report = serde_json::from_slice(&std::fs::read(&json).expect("no report")).unwrap();
+    (output, report)
+}
+
+fn find(cells: &[Value], scenario: Scenario, variant: Variant) -> Option<&Value> {
+    cells
+        .iter()
+        .find(|c| c["scenario"] == scenario.name() && c["variant"] == variant.name())
+}
+
+#[tokio::test]
+async fn the_lab_proves_the_whole_teaching_matrix() {
+    let (output, report) = lab(&[], &[], Duration::from_secs(600)).await;
+    assert!(output.status.success(), "a cell failed");
+    let cells = report["cells"].as_array().unwrap();
+
+    // One cell for every claim that applies, observed as claimed, with its evidence.
+    let mut wanted = 0;
+    for scenario in Scenario::ALL {
+        for variant in Variant::ALL {
+            let claim = scenario.claim(variant);
+            let cell = find(cells, scenario, variant);
+            if !claim.applies() {
+                assert!(cell.is_none(), "{scenario} / {variant} tests nothing");
+                continue;
+            }
+            wanted += 1;
+            let cell = cell.unwrap_or_else(|| panic!("no cell {scenario} / {variant}"));
+            assert_eq!(cell["expected"], claim.text());
+            assert_eq!(cell["observed"], claim.behaviour.name(), "{cell}");
+            assert_eq!(cell["pass"], true, "{cell}");
+            assert!(!cell["evidence"].as_str().unwrap().is_empty());
+        }
+    }
+    assert_eq!(cells.len(), wanted);
+
+    // Discriminating power: wherever variants claim different behaviours
+    // in one scenario, this one run observed each of them, decided by the
+    // same judge.
+    let mut discriminating = Vec::new();
+    for scenario in Scenario::ALL {
+        let claimed: BTreeSet<&str> = Variant::ALL
+            .iter()
+            .map(|&v| scenario.claim(v))
+            .filter(|c| c.applies())
+            .map(|c| c.behaviour.name())
+            .collect();
+        let observed: BTreeSet<&str> = cells
+            .iter()
+            .filter(|c| c["scenario"] == scenario.name())
+            .map(|c| c["observed"].as_str().unwrap())
+            .collect();
+        assert_eq!(observed, claimed, "{scenario}");
+        if observed.len() > 1 {
+            discriminating.push(scenario);
+        }
+    }
+    assert_eq!(
+        discriminating,
+        [
+            Scenario::Race,
+            Scenario::SlowBusiness,
+            Scenario::CrashAfterAcquire,
+            Scenario::PauseHolder,
+            Scenario::LockVanishes,
+            Scenario::ClockSkew,
+            Scenario::RedlockRestartWithoutPersistence,
+        ]
+    );
+
+    // The pairs the articles are about, by name: one judge, both verdicts.
+    let observed = |scenario, variant| {
+        find(cells, scenario, variant).unwrap()["observed"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    for (scenario, fails, failure, holds, success) in [
+        (
+            Scenario::Race,
+            Variant::None,
+            "oversells",
+            Variant::Lua,
+            "safe",
+        ),
+        (
+            Scenario::SlowBusiness,
+            Variant::Token,
+            "oversells",
+            Variant::Watchdog,
+            "safe",
+        ),
+        (
+            Scenario::CrashAfterAcquire,
+            Variant::Setnx,
+            "deadlock",
+            Variant::Token,
+            "frees",
+        ),
+        (
+            Scenario::PauseHolder,
+            Variant::Watchdog,
+            "oversells",
+            Variant::Fenced,
+            "safe",
+        ),
+        (
+            Scenario::LockVanishes,
+            Variant::Token,
+            "oversells",
+            Variant::Watchdog,
+            "safe",
+        ),
+        (
+            Scenario::ClockSkew,
+            Variant::SetnxExpiry,
+            "oversells",
+            Variant::Token,
+            "safe",
+        ),
+        (
+            Scenario::RedlockRestartWithoutPersistence,
+            Variant::Redlock,
+            "oversells",
+            Variant::Fenced,
+            "safe",
+        ),
+    ] {
+        assert_eq!(observed(scenario, fails), failure, "{scenario} / {fails}");
+        assert_eq!(observed(scenario, holds), success, "{scenario} / {holds}");
+    }
+    assert_eq!(
+        observed(Scenario::RedlockMinorityDown, Variant::Redlock),
+        "keeps selling"
+    );
+    assert_eq!(
+        observed(Scenario::RedlockMajorityDown, Variant::Redlock),
+        "busy"
+    );
+    assert_eq!(observed(Scenario::Race, Variant::LuaSharded), "safe");
+
+    // Safe for the reason the claim gives, shown in the evidence.
+    let evidence = |scenario, variant| {
+        find(cells, scenario, variant).unwrap()["evidence"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    for (scenario, variant, cause) in [
+        (
+            Scenario::PauseHolder,
+            Variant::Fenced,
+            "holder answered 429 stale_token",
+        ),
+        (
+            Scenario::LockVanishes,
+            Variant::Watchdog,
+            "holder answered 429 lock_lost",
+        ),
+        (
+            Scenario::ClockSkew,
+            Variant::Token,
+            "the newcomer 429 lock_held",
+        ),
+        (
+            Scenario::CrashAfterAcquire,
+            Variant::Setnx,
+            "lock after: held with no TTL",
+        ),
+        (
+            Scenario::KillInstance,
+            Variant::Token,
+            "announced from inside its section",
+        ),
+        (Scenario::RedisRestart, Variant::Lua, "while down: 503"),
+    ] {
+        let text = evidence(scenario, variant);
+        assert!(text.contains(cause), "{scenario} / {variant}: {text}");
+    }
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("cells in"),
+        "no summary line"
+    );
+}
+
+/// A safe variant broken on purpose: `fenced` with its fence skipped (the
+/// test-only `STOCKLOCK_SABOTAGE` switch, inherited by `up` and its
+/// instances) must fail its pause-holder cell, and the run with it.
+#[tokio::test]
+async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
+    let (output, report) = lab(
+        &["pause-holder", "--variant", "fenced"],
+        &[("STOCKLOCK_SABOTAGE", "skip-fence")],
+        Duration::from_secs(120),
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0]["expected"], "safe (stale token refused)");
+    assert_eq!(cells[0]["observed"], "oversells", "{}", cells[0]);
+    assert_eq!(cells[0]["pass"], false);
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("CONTRADICTION pause-holder / fenced")
+    );
+}
+
+/// `--target`: the lab runs its scenarios on a stack it did not start,
+/// skewing instance b's clock itself for clock-skew.
+#[tokio::test]
+async fn the_lab_runs_against_a_running_chaos_stack() {
+    let redis = crate::helpers::redis().await;
+    let stack = crate::helpers::Stack::start_with(2, Some(&redis.url()), &["--chaos"]).await;
+    let (output, report) = lab(
+        &[
+            "pause-holder",
+            "clock-skew",
+            "kill-instance",
+            "redis-restart",
+            "--variant",
+            "token,fenced,setnx-expiry",
+            "--target",
+            &stack.url,
+            "--admin-token",
+            &stack.token,
+            "--redis-url",
+            &redis.url(),
+        ],
+        &[],
+        Duration::from_secs(300),
+    )
+    .await;
     assert!(output.status.success());
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let cells: Vec<(String, String)> = report["cells"]
-        .as_array()
-        .unwrap()
+    let cells = report["cells"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = cells
         .iter()
         .map(|c| {
             (
-                c["scenario"].as_str().unwrap().to_owned(),
-                c["variant"].as_str().unwrap().to_owned(),
+                c["scenario"].as_str().unwrap(),
+                c["variant"].as_str().unwrap(),
             )
         })
         .collect();
     // redis-restart is skipped: the lab did not start this Redis.
-    assert_eq!(cells.len(), 8, "{cells:?}");
+    assert_eq!(names.len(), 8, "{names:?}");
     assert!(
-        cells
+        names
             .iter()
-            .all(|(scenario, _)| scenario != "redis-restart")
+            .all(|(scenario, _)| *scenario != "redis-restart")
     );
+    assert!(cells.iter().all(|c| c["pass"] == true));
+    let skewed = find(cells, Scenario::ClockSkew, Variant::SetnxExpiry).unwrap();
+    assert_eq!(skewed["observed"], "oversells");
     assert!(
-        report["cells"]
-            .as_array()
+        skewed["evidence"]
+            .as_str()
             .unwrap()
-            .iter()
-            .all(|c| c["pass"] == true)
+            .contains("the newcomer's clock 5000 ms ahead")
     );
     stack.stop().await;
 }

@@ -1,0 +1,116 @@
+//! The lab's results: one [`Cell`] per scenario and variant, the matrix
+//! printed from them, and the JSON of `stocklock lab --json`.
+
+use serde::{Deserialize, Serialize};
+
+use super::judge::{Judgement, Observed};
+use super::scenario::Scenario;
+use crate::variants::{Claim, Variant};
+
+/// One cell of the matrix: what the variant claims, what the lab saw.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    pub scenario: String,
+    pub variant: String,
+    /// The claim's text: `safe (stale token refused)`.
+    pub expected: String,
+    /// What the lab saw: a behaviour (`safe`, `oversells`, `frees`, ...),
+    /// or `stuck`, `ledger broken`, `inconclusive` (the fault did not land,
+    /// or the outcome came without its cause), `error`.
+    pub observed: String,
+    /// The observed behaviour is the claimed one. Inconclusive never passes.
+    pub pass: bool,
+    pub evidence: String,
+}
+
+impl Cell {
+    pub fn new(scenario: Scenario, variant: Variant, claim: &Claim, judgement: Judgement) -> Cell {
+        Cell {
+            scenario: scenario.name().to_owned(),
+            variant: variant.name().to_owned(),
+            expected: claim.text(),
+            observed: judgement.observed.name().to_owned(),
+            pass: judgement.observed == Observed::Seen(claim.behaviour),
+            evidence: judgement.evidence,
+        }
+    }
+
+    fn inconclusive(&self) -> bool {
+        self.observed == Observed::Inconclusive.name()
+    }
+
+    /// What the matrix shows: `ok safe`, `XX oversells`, `?? inconclusive`.
+    fn mark(&self) -> String {
+        let mark = match (self.pass, self.inconclusive()) {
+            (true, _) => "ok",
+            (false, true) => "??",
+            (false, false) => "XX",
+        };
+        format!("{mark} {}", self.observed)
+    }
+
+    /// The line printed as the cell finishes.
+    pub fn line(&self, seconds: f64) -> String {
+        format!(
+            "{} {:<19} {:<12} expected {:<40} observed {:<13} ({seconds:.1} s) {}",
+            match (self.pass, self.inconclusive()) {
+                (true, _) => "PASS",
+                (false, true) => "INCONCLUSIVE",
+                (false, false) => "FAIL",
+            },
+            self.scenario,
+            self.variant,
+            self.expected,
+            self.observed,
+            self.evidence
+        )
+    }
+}
+
+/// `stocklock lab --json FILE`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabReport {
+    pub cells: Vec<Cell>,
+}
+
+/// The matrix: a row per variant, a column per scenario, `-` where the
+/// scenario does not apply (or was skipped).
+pub fn print_matrix(scenarios: &[Scenario], variants: &[Variant], cells: &[Cell]) {
+    let width = |s: Scenario| s.name().len().max(18);
+    print!("{:<13}", "");
+    for &scenario in scenarios {
+        print!(" {:<w$}", scenario.name(), w = width(scenario));
+    }
+    println!();
+    for variant in variants {
+        print!("{:<13}", variant.name());
+        for &scenario in scenarios {
+            let shown = cells
+                .iter()
+                .find(|c| c.variant == variant.name() && c.scenario == scenario.name())
+                .map_or_else(|| "-".to_owned(), Cell::mark);
+            print!(" {shown:<w$}", w = width(scenario));
+        }
+        println!();
+    }
+}
+
+/// One line per cell that failed: a contradiction of its claim, or a cell
+/// that proved nothing.
+pub fn print_failures(cells: &[Cell]) {
+    for cell in cells.iter().filter(|c| !c.pass) {
+        eprintln!(
+            "{} {} / {}: expected {}, observed {}: {}",
+            if cell.inconclusive() {
+                "INCONCLUSIVE"
+            } else {
+                "CONTRADICTION"
+            },
+            cell.scenario,
+            cell.variant,
+            cell.expected,
+            cell.observed,
+            cell.evidence
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! What a variant claims to do in each scenario of `stocklock lab`: its row
+//! of the teaching matrix, written in the variant's own file.
+//!
+//! [`Claims`] has one field per scenario and no `Default`: a new scenario
+//! does not compile until every variant has said what it does in it. The
+//! lab plays each scenario and compares the [`Behaviour`] it observed with
+//! the one claimed.
+
+/// A kind of behaviour a scenario can show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Behaviour {
+    /// The scenario does not apply: there is nothing for its fault to hit.
+    NotApplicable,
+    /// No sale that the stock does not back, no unit sold twice.
+    Safe,
+    /// Sales that no stock backs, or a unit sold twice.
+    Oversells,
+    /// The SKU never sells again: a lock nobody holds, with no TTL.
+    Deadlock,
+    /// A dead holder's lock frees itself: a sale within its lease + 1 s.
+    Frees,
+    /// Sells again soon after its Redis came back.
+    Recovers,
+    /// Sells its whole stock, safely, through the fault.
+    KeepsSelling,
+    /// Refuses every buyer, with a reason, while the fault lasts, and sells
+    /// again when it is over.
+    Busy,
+}
+
+impl Behaviour {
+    /// The word shown in the matrix and on the wire (`-`: not applicable).
+    pub fn name(self) -> &'static str {
+        match self {
+            Behaviour::NotApplicable => "-",
+            Behaviour::Safe => "safe",
+            Behaviour::Oversells => "oversells",
+            Behaviour::Deadlock => "deadlock",
+            Behaviour::Frees => "frees",
+            Behaviour::Recovers => "recovers",
+            Behaviour::KeepsSelling => "keeps selling",
+            Behaviour::Busy => "busy",
+        }
+    }
+}
+
+/// One cell of a variant's row: the behaviour, and a few words of why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub behaviour: Behaviour,
+    /// Shown beside the behaviour ("renewed", "stale token refused"); may be empty.
+    pub note: &'static str,
+}
+
+impl Claim {
+    pub const NOT_APPLICABLE: Claim = Claim::not_applicable("");
+
+    pub const fn not_applicable(note: &'static str) -> Claim {
+        Claim::new(Behaviour::NotApplicable, note)
+    }
+    pub const fn safe(note: &'static str) -> Claim {
+        Claim::new(Behaviour::Safe, note)
+    }
+    pub const fn oversells(note: &'static str) -> Claim {
+        Claim::new(Behaviour::Oversells, note)
+    }
+    pub const fn deadlock(note: &'static str) -> Claim {
+        Claim::new(Behaviour::Deadlock, note)
+    }
+    pub const fn frees(note: &'static str) -> Claim {
+        Claim::new(Behaviour::Frees, note)
+    }
+    pub const fn recovers(note: &'static str) -> Claim {
+        Claim::new(Behaviour::Recovers, note)
+    }
+    pub const fn keeps_selling(note: &'static str) -> Claim {
+        Claim::new(Behaviour::KeepsSelling, note)
+    }
+    pub const fn busy(note: &'static str) -> Claim {
+        Claim::new(Behaviour::Busy, note)
+    }
+
+    const fn new(behaviour: Behaviour, note: &'static str) -> Claim {
+        Claim { behaviour, note }
+    }
+
+    /// Whether the lab has a cell for it.
+    pub fn applies(&self) -> bool {
+        self.behaviour != Behaviour::NotApplicable
+    }
+
+    /// `safe`, `frees (after lease)`, `- (no gap: one script)`.
+    pub fn text(&self) -> String {
+        match self.note {
+            "" => self.behaviour.name().to_owned(),
+            note => format!("{} ({note})", self.behaviour.name()),
+        }
+    }
+}
+
+/// A variant's row of the matrix: one claim per scenario of the lab (the
+/// scenarios themselves are described in `crate::lab::scenario`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claims {
+    /// Two instances behind nginx, 400 buyers, 64 at once.
+    pub race: Claim,
+    /// The business work outlives the lease.
+    pub slow_business: Claim,
+    /// The holder's process crashes right after taking the lock.
+    pub crash_after_acquire: Claim,
+    /// The holder freezes (SIGSTOP) longer than its lease, right before its write.
+    pub pause_holder: Claim,
+    /// The holder's instance is killed (SIGKILL) in the middle of its work.
+    pub kill_instance: Claim,
+    /// The lock key is deleted under its holder (a failover, a clock jump).
+    pub lock_vanishes: Claim,
+    /// Sixteen concurrent retries of one `request_id`.
+    pub retry_storm: Claim,
+    /// The second instance's clock runs 5 s ahead.
+    pub clock_skew: Claim,
+    /// Redis stops, and comes back empty.
+    pub redis_restart: Claim,
+    /// Two of Redlock's five nodes are dead.
+    pub redlock_minority_down: Claim,
+    /// Three of Redlock's five nodes are dead.
+    pub redlock_majority_down: Claim,
+    /// A node that granted the lock restarts empty under a frozen holder.
+    pub redlock_restart_without_persistence: Claim,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_reads_as_its_behaviour_and_note() {
+        assert_eq!(Claim::safe("").text(), "safe");
+        assert_eq!(
+            Claim::safe("stale token refused").text(),
+            "safe (stale token refused)"
+        );
+        assert_eq!(Claim::NOT_APPLICABLE.text(), "-");
+        assert_eq!(
+            Claim::not_applicable("no gap: one script").text(),
+            "- (no gap: one script)"
+        );
+        assert!(!Claim::NOT_APPLICABLE.applies());
+        assert!(Claim::keeps_selling("").applies());
+    }
+}
