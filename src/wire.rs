@@ -162,6 +162,9 @@ pub struct VariantInfo {
     /// shelf while buyers were refused), if it is: the fail-fast locks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undersells: Option<String>,
+    /// The same, in Chinese.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undersells_zh: Option<String>,
 }
 
 /// `GET /healthz`. Deliberately touches nothing but the process, so it is

@@ -11,8 +11,7 @@ const I18N = {
     default: 'default', race_all: 'Race all', reset_all: 'Reset all', instances: 'Instances',
     remaining: 'remaining', sold: 'sold', oversold: 'oversold', duplicates: 'duplicates', busy: 'busy',
     per_second: 'req/s', run: 'Run', reset: 'Reset', how: 'How it works, what breaks it',
-    expected: 'Expected (teaching matrix)', m_two: '2 instances', m_work: 'work > lease',
-    m_crash: 'crash after acquire', m_pause: 'pause > lease', m_minority: 'Redis minority down',
+    expected: "Expected (teaching matrix): what the lab's scenarios must show", undersells: 'Under-sells',
     served_by: 'page served by instance', lock_free: 'lock: free', lock_held: 'lock: held by {holder}, TTL {ttl}',
     lock_orphan: 'lock: HELD WITH NO TTL by {holder}: nobody will ever release it',
     renewals: 'renewals {n}', lost: 'lost leases {n}', fenced: 'stale tokens refused {n}',
@@ -38,8 +37,7 @@ const I18N = {
     default: '默认', race_all: '全部同时压测', reset_all: '全部重置', instances: '实例',
     remaining: '剩余', sold: '已售', oversold: '超卖', duplicates: '重复', busy: '忙',
     per_second: '请求/秒', run: '压测', reset: '重置', how: '原理与破绽',
-    expected: '预期结论(教学矩阵)', m_two: '两个实例', m_work: '业务时间 > 租期',
-    m_crash: '加锁后崩溃', m_pause: '停顿 > 租期', m_minority: 'Redis 少数节点宕机',
+    expected: '预期结论(教学矩阵):故障场景必须呈现的结果', undersells: '会少卖',
     served_by: '本页面由实例提供:', lock_free: '锁:空闲', lock_held: '锁:{holder} 持有,剩余 {ttl}',
     lock_orphan: '锁:{holder} 持有且没有过期时间!永远不会被释放',
     renewals: '续期 {n} 次', lost: '丢锁 {n} 次', fenced: '拒绝过期 token {n} 次',
@@ -310,11 +308,14 @@ function renderLab(card, lab) {
   box.replaceChildren(
     ...lab.cells.map((cell) => {
       const line = document.createElement('p');
-      line.className = cell.pass ? 'cell pass' : 'cell fail';
+      // An inconclusive cell (the fault did not land) fails the run like a
+      // contradiction, but says something else: it proved nothing.
+      const inconclusive = cell.observed === 'inconclusive';
+      line.className = cell.pass ? 'cell pass' : inconclusive ? 'cell inconclusive' : 'cell fail';
       line.dataset.scenario = cell.scenario;
       line.dataset.observed = cell.observed;
       const head = document.createElement('b');
-      head.textContent = `${cell.pass ? '✓' : '✗'} ${cell.scenario}: ${cell.observed}`;
+      head.textContent = `${cell.pass ? '✓' : inconclusive ? '?' : '✗'} ${cell.scenario}: ${cell.observed}`;
       const rest = document.createElement('small');
       rest.textContent = ` (${t('expected_short')} ${cell.expected}) ${cell.evidence}`;
       line.append(head, rest);

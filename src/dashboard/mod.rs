@@ -22,6 +22,7 @@ use tokio::sync::watch;
 
 use crate::http::{AppError, AppState};
 use crate::knobs::Sku;
+use crate::lab::Scenario;
 use crate::ledger;
 use crate::store::{Keys, Store, StoreError};
 use crate::variants::Variant;
@@ -219,14 +220,38 @@ pub async fn board(State(state): State<AppState>) -> Result<axum::Json<Board>, A
 #[derive(Template)]
 #[template(path = "index.html")]
 struct IndexPage {
-    variants: Vec<VariantInfo>,
+    variants: Vec<Card>,
     instance: String,
+}
+
+/// One variant's card: what `/api/variants` says of it, and its claim in
+/// every scenario of the lab (its row of the teaching matrix).
+struct Card {
+    info: VariantInfo,
+    /// (scenario, claim) for every scenario, in the lab's order.
+    claims: Vec<(&'static str, String)>,
+}
+
+impl std::ops::Deref for Card {
+    type Target = VariantInfo;
+    fn deref(&self) -> &VariantInfo {
+        &self.info
+    }
 }
 
 /// `GET /`
 pub async fn index(State(state): State<AppState>) -> Result<Html<String>, AppError> {
     let page = IndexPage {
-        variants: Variant::ALL.iter().map(|v| v.info()).collect(),
+        variants: Variant::ALL
+            .iter()
+            .map(|&v| Card {
+                info: v.info(),
+                claims: Scenario::ALL
+                    .iter()
+                    .map(|s| (s.name(), s.claim(v).text()))
+                    .collect(),
+            })
+            .collect(),
         instance: state.instance().to_owned(),
     };
     page.render()

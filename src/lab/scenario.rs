@@ -233,7 +233,7 @@ async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
     let state = race_load(lab, variant).await?;
     Ok(judge::race(
         &lab.ledger_of(state).await?,
-        variant.about().undersells,
+        variant.about().undersells.as_ref().map(|r| r.en),
     ))
 }
 

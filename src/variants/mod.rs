@@ -136,7 +136,8 @@ impl Variant {
                 pause_exceeds_lease: claims.pause_holder.text(),
                 redis_minority_down: claims.redlock_minority_down.text(),
             },
-            undersells: about.undersells.map(str::to_owned),
+            undersells: about.undersells.as_ref().map(|r| r.en.to_owned()),
+            undersells_zh: about.undersells.as_ref().map(|r| r.zh.to_owned()),
         }
     }
 }
@@ -181,7 +182,13 @@ pub struct About {
     pub claims: Claims,
     /// Why it is expected to under-sell a race (turn buyers away while
     /// stock is left), if it is.
-    pub undersells: Option<&'static str>,
+    pub undersells: Option<Reason>,
+}
+
+/// A reason, in English and in Chinese (the dashboard's 中文 view).
+pub struct Reason {
+    pub en: &'static str,
+    pub zh: &'static str,
 }
 
 impl Ctx<'_> {

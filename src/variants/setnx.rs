@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, Claim, Claims, Protection, Spin, Variant, after_release, not_acquired};
+use super::{About, Claim, Claims, Protection, Reason, Spin, Variant, after_release, not_acquired};
 use crate::lock::wakeups::release_channel;
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::{Conn, Keys, StoreError};
@@ -48,9 +48,10 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
     },
-    undersells: Some(
-        "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",
-    ),
+    undersells: Some(Reason {
+        en: "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",
+        zh: "快速失败(wait_ms=0):买家发现锁被占用就被拒绝,而库存还有剩余",
+    }),
 };
 
 pub(super) struct SetnxLock;

@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
-use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{
+    About, Claim, Claims, LockTimer, Protection, Reason, Variant, after_release, not_acquired,
+};
 use crate::lock::{LeaseLock, OwnerId};
 use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
@@ -44,9 +46,10 @@ EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
     },
-    undersells: Some(
-        "fails fast (wait_ms=0 unless asked to wait): a buyer who finds the lock held is turned away while stock is left",
-    ),
+    undersells: Some(Reason {
+        en: "fails fast (wait_ms=0 unless asked to wait): a buyer who finds the lock held is turned away while stock is left",
+        zh: "快速失败(除非要求等待,wait_ms=0):买家发现锁被占用就被拒绝,而库存还有剩余",
+    }),
 };
 
 pub(super) struct TokenLock;

@@ -79,6 +79,23 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
     ] {
         assert!(html.contains(&format!("id=\"{id}\"")), "no #{id}");
     }
+    // Every card lists its claim in every scenario of the lab, and the
+    // fail-fast locks say why they under-sell, in both languages.
+    for scenario in stocklock::lab::Scenario::ALL {
+        assert_eq!(
+            html.matches(&format!("data-scenario=\"{}\"", scenario.name()))
+                .count(),
+            Variant::ALL.len(),
+            "{scenario}"
+        );
+    }
+    let undersells = Variant::ALL
+        .iter()
+        .filter(|v| v.info().undersells.is_some())
+        .count();
+    assert_eq!(undersells, 3, "setnx, setnx-expiry and token fail fast");
+    assert_eq!(html.matches("class=\"undersells\"").count(), undersells);
+    assert!(html.contains("快速失败"));
     for action in ["run", "reset", "scenarios", "clear-lock"] {
         assert_eq!(
             html.matches(&format!("data-action=\"{action}\"")).count(),
