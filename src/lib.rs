@@ -20,7 +20,7 @@
 //! - [`http`]: the axum router; thin handlers that parse, call the domain and map outcomes.
 //! - [`server`]: `stocklock serve`: building and running one instance.
 //! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
-//! - [`lab`]: `stocklock lab`: every failure scenario against every variant, and the matrix.
+//! - [`lab`]: `stocklock lab`: every failure scenario against every variant, judged from evidence, and the matrix.
 //! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, N instances and nginx as children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, the overlap witness.
 //! - [`cli`]: the command line.
