@@ -169,46 +169,39 @@ async fn answered<C: ConnectionLike>(
     Ok(())
 }
 
-/// Adds answers of `unknown` outcome an instance gave (counted after the
-/// fact: when it gave them, Redis was not answering).
-pub async fn record_unknown<C: ConnectionLike>(
+/// A counter of the ledger that is added to outside any sale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// Answers of `unknown` outcome an instance gave (counted after the
+    /// fact: when it gave them, Redis was not answering).
+    Unknown,
+    /// Leases a watchdog could not keep.
+    LostLocks,
+    /// Renewals a watchdog made while its owner held the lock.
+    Renewals,
+}
+
+impl Counter {
+    fn field(self) -> &'static str {
+        match self {
+            Counter::Unknown => "unknown",
+            Counter::LostLocks => "lost_locks",
+            Counter::Renewals => "renewals",
+        }
+    }
+}
+
+/// Adds `n` to one of a SKU's counters.
+pub async fn add<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
+    counter: Counter,
     n: u64,
 ) -> Result<(), StoreError> {
     let _: i64 = redis::cmd("HINCRBY")
         .arg(&keys.ledger)
-        .arg("unknown")
+        .arg(counter.field())
         .arg(n)
-        .query_async(conn)
-        .await?;
-    Ok(())
-}
-
-/// Counts a lease the watchdog could not keep.
-pub async fn record_lost_lock<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &Keys,
-) -> Result<(), StoreError> {
-    let _: i64 = redis::cmd("HINCRBY")
-        .arg(&keys.ledger)
-        .arg("lost_locks")
-        .arg(1)
-        .query_async(conn)
-        .await?;
-    Ok(())
-}
-
-/// Adds the renewals a watchdog made while its owner held the lock.
-pub async fn record_renewals<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &Keys,
-    renewals: u64,
-) -> Result<(), StoreError> {
-    let _: i64 = redis::cmd("HINCRBY")
-        .arg(&keys.ledger)
-        .arg("renewals")
-        .arg(renewals)
         .query_async(conn)
         .await?;
     Ok(())

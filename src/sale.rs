@@ -240,9 +240,14 @@ impl Seller {
         let conn = self.store.conn().await;
         for (sku, n) in pending {
             let counted = match &conn {
-                Ok(conn) => ledger::record_unknown(&mut conn.clone(), &Keys::new(&sku), n)
-                    .await
-                    .is_ok(),
+                Ok(conn) => ledger::add(
+                    &mut conn.clone(),
+                    &Keys::new(&sku),
+                    ledger::Counter::Unknown,
+                    n,
+                )
+                .await
+                .is_ok(),
                 Err(_) => false,
             };
             if !counted {

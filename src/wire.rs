@@ -253,6 +253,19 @@ pub struct RunReport {
 }
 
 impl StateSnapshot {
+    /// A SKU after `sold` sales left `remaining` of `initial`, with
+    /// `oversold` derived as the ledger does (for tests of the judges).
+    #[cfg(test)]
+    pub(crate) fn counted(initial: i64, remaining: i64, sold: i64) -> Self {
+        StateSnapshot {
+            initial,
+            remaining,
+            sold,
+            oversold: sold - (initial - remaining),
+            ..StateSnapshot::default()
+        }
+    }
+
     /// Adds `other`'s counters and requests per instance to these (for the
     /// sum over a SKU's buckets, or over the SKUs of a run). `oversold` is
     /// added as it is; callers that sum parts of one SKU derive it again.

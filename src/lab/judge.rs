@@ -526,13 +526,7 @@ mod tests {
     use Behaviour::*;
 
     fn state(initial: i64, remaining: i64, sold: i64) -> StateSnapshot {
-        StateSnapshot {
-            initial,
-            remaining,
-            sold,
-            oversold: sold - (initial - remaining),
-            ..StateSnapshot::default()
-        }
+        StateSnapshot::counted(initial, remaining, sold)
     }
 
     fn ledger(state: StateSnapshot) -> Ledger {

@@ -144,6 +144,16 @@ impl Lab {
     }
 
     /// A GET of `base` + `path` (an instance or nginx), in the background.
+    /// `n` buyers at once through nginx with the same `path`; their replies.
+    async fn crowd(&self, n: usize, path: &str) -> anyhow::Result<Vec<Reply>> {
+        let buyers: Vec<_> = (0..n).map(|_| self.send(&self.stack.url, path)).collect();
+        let mut replies = Vec::with_capacity(n);
+        for buyer in buyers {
+            replies.push(buyer.await?);
+        }
+        Ok(replies)
+    }
+
     fn send(&self, base: &str, path: &str) -> tokio::task::JoinHandle<Reply> {
         let (http, url) = (self.stack.http.clone(), format!("{base}{path}"));
         tokio::spawn(async move {

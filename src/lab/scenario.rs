@@ -263,17 +263,8 @@ async fn race_load(lab: &Lab, variant: Variant) -> anyhow::Result<StateSnapshot>
 /// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s.
 async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.stack.reset(v, 5).await?;
-    let buyers: Vec<_> = (0..3)
-        .map(|_| {
-            lab.send(
-                &lab.stack.url,
-                &query(v, "lease_ms=200&work_ms=600&wait_ms=5000"),
-            )
-        })
-        .collect();
-    for buyer in buyers {
-        buyer.await?;
-    }
+    lab.crowd(3, &query(v, "lease_ms=200&work_ms=600&wait_ms=5000"))
+        .await?;
     Ok(judge::slow_business(&lab.ledger(v).await?))
 }
 
@@ -400,17 +391,12 @@ async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 /// Sixteen concurrent retries of one request_id through nginx.
 async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.stack.reset(v, 5).await?;
-    let retries: Vec<_> = (0..16)
-        .map(|_| {
-            lab.send(
-                &lab.stack.url,
-                &query(v, "request_id=storm-1&work_ms=20&wait_ms=5000"),
-            )
-        })
-        .collect();
+    let retries = lab
+        .crowd(16, &query(v, "request_id=storm-1&work_ms=20&wait_ms=5000"))
+        .await?;
     let mut answers = BTreeMap::<String, usize>::new();
     for retry in retries {
-        *answers.entry(retry.await?.answer()).or_default() += 1;
+        *answers.entry(retry.answer()).or_default() += 1;
     }
     Ok(judge::retry_storm(&answers, &lab.ledger(v).await?))
 }

@@ -714,13 +714,7 @@ mod tests {
     use super::*;
 
     fn after(initial: i64, remaining: i64, sold: i64) -> StateSnapshot {
-        StateSnapshot {
-            initial,
-            remaining,
-            sold,
-            oversold: sold - (initial - remaining),
-            ..StateSnapshot::default()
-        }
+        StateSnapshot::counted(initial, remaining, sold)
     }
 
     fn tally(requests: u64, busy: u64) -> Tally {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use redis::AsyncCommands;
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
-use crate::ledger;
+use crate::ledger::{self, Counter};
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
 use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
@@ -119,11 +119,11 @@ pub(super) async fn record_tenure(
     let renewals = tenure.renewals();
     if renewals > 0 {
         crate::metrics::renewals(variant.name(), renewals);
-        ledger::record_renewals(&mut ctx.conn, ctx.keys, renewals).await?;
+        ledger::add(&mut ctx.conn, ctx.keys, Counter::Renewals, renewals).await?;
     }
     if tenure.is_lost() || !released_as_owner {
         crate::metrics::lost(variant.name());
-        ledger::record_lost_lock(&mut ctx.conn, ctx.keys).await?;
+        ledger::add(&mut ctx.conn, ctx.keys, Counter::LostLocks, 1).await?;
     }
     Ok(())
 }
