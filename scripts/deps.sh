@@ -2,7 +2,8 @@
 # Installs with apt what this machine lacks: redis-server and nginx always;
 # the packages named as arguments too, but as extras: if one cannot be
 # installed (Ubuntu ships Chromium only as a snap, say), it says so and the
-# tests that need it skip, visibly. Used by up.sh, test.sh and CI.
+# tests that need it skip, visibly (and fail under CI=true, as in .ci/run).
+# Used by up.sh, test.sh and CI.
 set -euo pipefail
 
 has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
@@ -36,7 +37,7 @@ fi
 if [ ${#extra[@]} -gt 0 ]; then
   echo "installing: ${extra[*]}" >&2
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null ||
-    echo "warning: could not install ${extra[*]}; the tests that need them will say SKIPPED" >&2
+    echo "warning: could not install ${extra[*]}; the tests that need them will say SKIPPED (and fail under CI=true)" >&2
 fi
 # Debian starts the packaged services; the lab runs its own on other ports.
 for service in nginx redis-server; do

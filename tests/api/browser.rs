@@ -20,15 +20,14 @@ struct Browser {
 }
 
 impl Browser {
-    /// `None` (and a visible note) when Chromium or its driver is missing.
+    /// `None` (and a visible note; a failure under `CI=true`) when
+    /// Chromium or its driver is missing.
     async fn start() -> Option<Browser> {
         let (Some(chromium), Some(chromedriver)) =
             (find_program("chromium"), find_program("chromedriver"))
         else {
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED browser test: chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
+            crate::helpers::missing_tool(
+                "browser test: chromium or chromedriver is not installed (apt-get install chromium chromium-driver)",
             );
             return None;
         };

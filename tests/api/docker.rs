@@ -1,9 +1,9 @@
 //! The Docker packaging, checked without a Docker engine: docker-compose.yml
 //! must be a valid compose file (`docker-compose config` works offline), and
 //! the nginx.conf its nginx service renders from nginx/nginx.conf must pass
-//! `nginx -t`. Each test says SKIPPED on stderr when its tool is missing.
+//! `nginx -t`. Each test says SKIPPED on stderr when its tool is missing
+//! (and fails when `CI=true`).
 
-use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -24,10 +24,9 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|err| panic!("read {}: {err}", path.display()))
 }
 
-/// Says a test did not run. Written to the stderr handle itself, not with
-/// `eprintln!`, which the test harness captures and shows only on failure.
+/// Says a test did not run (fails it under `CI=true`).
 fn skipped(why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED {why}");
+    crate::helpers::missing_tool(why);
 }
 
 /// Whether `program args` runs and succeeds (a probe: output discarded).
