@@ -280,7 +280,8 @@ impl IntoResponse for AppError {
                 StatusCode::NOT_FOUND,
                 "unknown_sku",
                 format!(
-                    "SKU {sku:?} was never stocked (or its Redis lost it): POST /api/admin/reset gives it stock"
+                    "SKU {:?} was never stocked (or its Redis lost it): POST /api/admin/reset gives it stock",
+                    sku.as_str()
                 ),
                 None,
             ),

@@ -568,3 +568,25 @@ async fn redlock_without_nodes_is_a_clear_503() {
     let (status, body) = call(&router, get("/deductStock/token?sku=r")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+/// A SKU no reset ever stocked is a 404 `unknown_sku` in every variant,
+/// naming the SKU as the user wrote it.
+#[tokio::test]
+async fn a_sku_never_stocked_is_a_clear_404_in_every_variant() {
+    let redis = helpers::redis().await;
+    let router = router(&redis.url()).await;
+    for variant in Variant::ALL {
+        let (status, body) = call(
+            &router,
+            get(&format!("/deductStock/{variant}?sku=never-stocked")),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{variant}: {body}");
+        assert_eq!(body["error"], "unknown_sku", "{variant}: {body}");
+        let detail = body["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("SKU \"never-stocked\" was never stocked"),
+            "{variant}: {detail}"
+        );
+    }
+}
