@@ -11,13 +11,13 @@
 //! token guards against the owner that froze.
 
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::store::Conn;
 use redis::{AsyncCommands, Script, SetExpiry, SetOptions};
 
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
-use super::{Lease, OwnerId, millis, ttl_from_pttl};
+use super::{Grant, Lease, OwnerId, millis, release_in_background, ttl_from_pttl};
 use crate::store::StoreError;
 
 static RELEASE: LazyLock<Script> =
@@ -60,21 +60,28 @@ impl LeaseLock {
     }
 
     /// Tries for up to `wait`, woken by releases; `wait` zero tries once.
+    /// `Some(grant)` when `owner` holds the lock: it may count on it until
+    /// [`Grant::deadline`].
     pub async fn lock(
         &self,
         owner: &OwnerId,
         lease: Duration,
         wait: Duration,
-    ) -> Result<bool, StoreError> {
-        let acquired = wait_for_lock(&self.wakeups, &self.key, wait, || async {
+    ) -> Result<Option<Grant>, StoreError> {
+        wait_for_lock(&self.wakeups, &self.key, wait, || async {
+            let sent = Instant::now();
             if self.try_lock(owner, lease).await? {
-                return Ok(Attempt::Acquired(()));
+                return Ok(Attempt::Acquired(Grant {
+                    sent,
+                    lease,
+                    holds: 1,
+                    token: None,
+                }));
             }
             let pttl: i64 = self.conn.clone().pttl(&self.key).await?;
             Ok(Attempt::HeldFor(ttl_from_pttl(pttl)))
         })
-        .await?;
-        Ok(acquired.is_some())
+        .await
     }
 
     /// Releases the lock if `owner` still holds it; `false` means it had
@@ -87,6 +94,22 @@ impl LeaseLock {
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(released == 1)
+    }
+
+    /// [`LeaseLock::unlock`], and if Redis does not answer, again in the
+    /// background until `until` (when the lease would have run out): an
+    /// owner that is done leaves nothing behind (a compare-and-delete is
+    /// safe to repeat).
+    pub async fn unlock_surely(&self, owner: &OwnerId, until: Instant) -> Result<bool, StoreError> {
+        let released = self.unlock(owner).await;
+        if released.is_err() {
+            let (lock, owner) = (self.clone(), owner.clone());
+            release_in_background(until, move || {
+                let (lock, owner) = (lock.clone(), owner.clone());
+                async move { lock.unlock(&owner).await.map(|_| ()) }
+            });
+        }
+        released
     }
 
     /// Whether anyone holds the lock.

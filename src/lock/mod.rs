@@ -23,7 +23,7 @@ mod watchdog;
 
 use std::fmt;
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use lease::LeaseLock;
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
@@ -53,6 +53,60 @@ impl fmt::Display for OwnerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The clock drift allowed between a lock's store and its owner over one
+/// lease: 1 % of it plus 2 ms (Redlock's suggestion, used by every lock here).
+pub fn drift(lease: Duration) -> Duration {
+    lease / 100 + Duration::from_millis(2)
+}
+
+/// A lock granted to its owner.
+///
+/// The owner may count on it only until [`Grant::deadline`]: the instant the
+/// request that won it was *sent*, plus the lease, less the drift. Counting
+/// from the send, not from the answer, is what makes the deadline safe: the
+/// store started the lease no earlier than the send, however late the
+/// answer came back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// When the winning request was sent.
+    pub sent: Instant,
+    pub lease: Duration,
+    /// How many times the owner holds it now (a reentrant lock; 1 otherwise).
+    pub holds: u32,
+    /// The fencing token issued with the grant, by the same atomic step
+    /// (a fenced lock; `None` otherwise).
+    pub token: Option<i64>,
+}
+
+impl Grant {
+    /// The last instant the owner may act as the holder, unless a renewal
+    /// confirmed later moves it.
+    pub fn deadline(&self) -> Instant {
+        self.sent + self.lease.saturating_sub(drift(self.lease))
+    }
+}
+
+/// Keeps trying, in the background, a release whose answer never came (a
+/// timeout while Redis was paused, a dropped connection): every 100 ms,
+/// until one is answered or `until` passes (the lease would have run out
+/// by then anyway). An owner that is done never leaves its lock held for a
+/// whole lease because one release was lost.
+pub fn release_in_background<F, Fut>(until: Instant, mut release: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), StoreError>> + Send,
+{
+    tokio::spawn(async move {
+        while Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            match release().await {
+                Ok(()) => return,
+                Err(err) => tracing::debug!(%err, "release still not answered; trying again"),
+            }
+        }
+    });
 }
 
 /// A lock whose lease its owner can extend.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 
 use super::wakeups::{Attempt, release_channel, wait_for_lock};
-use super::{Lease, LeaseLock, OwnerId, Wakeups};
+use super::{Grant, Lease, LeaseLock, OwnerId, Wakeups, drift};
 use redis::aio::MultiplexedConnection;
 
 use crate::store::{Conn, StoreError};
@@ -33,12 +33,6 @@ pub const NODE_TIMEOUT: Duration = Duration::from_millis(100);
 /// The random pause between two attempts: from `RETRY_MIN` to `RETRY_MAX`.
 const RETRY_MIN: Duration = Duration::from_millis(2);
 const RETRY_MAX: Duration = Duration::from_millis(20);
-
-/// The clock drift allowed between the nodes and us over one lease: 1 % of
-/// it plus 2 ms (the algorithm's suggestion).
-pub fn drift(lease: Duration) -> Duration {
-    lease / 100 + Duration::from_millis(2)
-}
 
 /// What is left of a lease after `elapsed` was spent acquiring it, less the
 /// drift; `None` when nothing is (the majority came too late to be used).
@@ -149,6 +143,8 @@ enum Vote {
 /// One round of `SET NX PX` on every node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Round {
+    /// When the round's requests were sent.
+    pub sent: Instant,
     /// Nodes that granted the lock.
     pub granted: usize,
     /// Nodes that answered at all (granted or refused).
@@ -255,6 +251,7 @@ impl Redlock {
         let granted = votes.iter().filter(|v| matches!(v, Vote::Yes)).count();
         let answered = votes.iter().filter(|v| !matches!(v, Vote::Down)).count();
         Round {
+            sent: started,
             granted,
             answered,
             elapsed,
@@ -265,14 +262,15 @@ impl Redlock {
     }
 
     /// Takes the lock for `owner`, trying for up to `wait` (zero: one
-    /// round). `Ok(Ok(validity))`: held, for that long at most unless
-    /// renewed.
+    /// round). `Ok(Ok(grant))`: held until [`Grant::deadline`] unless
+    /// renewed, which is the round's send + the lease − the drift: the
+    /// validity counted from the moment the round was sent.
     pub async fn lock(
         &self,
         owner: &OwnerId,
         lease: Duration,
         wait: Duration,
-    ) -> Result<Result<Duration, Refused>, StoreError> {
+    ) -> Result<Result<Grant, Refused>, StoreError> {
         let wakeups = match &self.announce {
             Some((_, wakeups)) => wakeups.clone(),
             None => Wakeups::new(),
@@ -283,8 +281,13 @@ impl Redlock {
             if let Ok(mut last) = last.lock() {
                 *last = Some(round);
             }
-            if let Some(validity) = round.validity {
-                return Ok(Attempt::Acquired(validity));
+            if round.validity.is_some() {
+                return Ok(Attempt::Acquired(Grant {
+                    sent: round.sent,
+                    lease,
+                    holds: 1,
+                    token: None,
+                }));
             }
             // Undo whatever this round got, on every node (a node that
             // timed out may still have set it).
@@ -301,10 +304,11 @@ impl Redlock {
             Ok(Attempt::HeldFor(Some(pause)))
         })
         .await?;
-        if let Some(validity) = acquired {
-            return Ok(Ok(validity));
+        if let Some(grant) = acquired {
+            return Ok(Ok(grant));
         }
         let round = last.lock().ok().and_then(|last| *last).unwrap_or(Round {
+            sent: Instant::now(),
             granted: 0,
             answered: 0,
             elapsed: Duration::ZERO,
@@ -325,9 +329,10 @@ impl Redlock {
     pub async fn unlock(&self, owner: &OwnerId) -> usize {
         let released = self.unlock_nodes(owner).await;
         if let Some((conn, _)) = &self.announce {
+            // The message is the lock's key: the listener wakes that lock's waiter.
             let _: Result<i64, _> = redis::cmd("PUBLISH")
                 .arg(release_channel(&self.key))
-                .arg("released")
+                .arg(&self.key)
                 .query_async(&mut conn.clone())
                 .await;
         }

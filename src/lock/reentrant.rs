@@ -10,14 +10,14 @@
 //! owner's death.
 
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::store::Conn;
 use redis::AsyncCommands;
 use redis::Script;
 
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
-use super::{Lease, OwnerId, millis, ttl_from_pttl};
+use super::{Grant, Lease, OwnerId, millis, release_in_background, ttl_from_pttl};
 use crate::store::StoreError;
 
 static ACQUIRE: LazyLock<Script> =
@@ -44,6 +44,8 @@ pub struct ReentrantLock {
     conn: Conn,
     key: String,
     wakeups: Wakeups,
+    /// The fencing token counter (`INCR`ed by every grant) of a fenced lock.
+    fence: Option<String>,
 }
 
 impl ReentrantLock {
@@ -52,22 +54,43 @@ impl ReentrantLock {
             conn,
             key: key.into(),
             wakeups,
+            fence: None,
         }
+    }
+
+    /// The same lock, fenced: every grant also takes a fencing token from
+    /// `INCR fence_key`, in the acquire script itself ([`Grant::token`]).
+    pub fn fenced(mut self, fence_key: impl Into<String>) -> Self {
+        self.fence = Some(fence_key.into());
+        self
     }
 
     pub fn key(&self) -> &str {
         &self.key
     }
 
-    async fn attempt(&self, owner: &OwnerId, lease: Duration) -> Result<Attempt<u32>, StoreError> {
-        let (acquired, value): (i64, i64) = ACQUIRE
+    async fn attempt(
+        &self,
+        owner: &OwnerId,
+        lease: Duration,
+    ) -> Result<Attempt<Grant>, StoreError> {
+        let sent = Instant::now();
+        let (acquired, value, token): (i64, i64, i64) = ACQUIRE
             .key(&self.key)
+            // Unfenced, the lock's own key stands in (never read).
+            .key(self.fence.as_deref().unwrap_or(&self.key))
             .arg(owner.as_str())
             .arg(millis(lease))
+            .arg(if self.fence.is_some() { "1" } else { "0" })
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(if acquired == 1 {
-            Attempt::Acquired(u32::try_from(value).unwrap_or(u32::MAX))
+            Attempt::Acquired(Grant {
+                sent,
+                lease,
+                holds: u32::try_from(value).unwrap_or(u32::MAX),
+                token: self.fence.is_some().then_some(token),
+            })
         } else {
             Attempt::HeldFor(ttl_from_pttl(value))
         })
@@ -81,18 +104,19 @@ impl ReentrantLock {
         lease: Duration,
     ) -> Result<Option<u32>, StoreError> {
         Ok(match self.attempt(owner, lease).await? {
-            Attempt::Acquired(holds) => Some(holds),
+            Attempt::Acquired(grant) => Some(grant.holds),
             Attempt::HeldFor(_) => None,
         })
     }
 
-    /// Tries for up to `wait`, woken by releases. `Some(holds)` on success.
+    /// Tries for up to `wait`, woken by releases. `Some(grant)` on success
+    /// (its `holds`, its deadline, and its token when fenced).
     pub async fn lock(
         &self,
         owner: &OwnerId,
         lease: Duration,
         wait: Duration,
-    ) -> Result<Option<u32>, StoreError> {
+    ) -> Result<Option<Grant>, StoreError> {
         wait_for_lock(&self.wakeups, &self.key, wait, || {
             self.attempt(owner, lease)
         })
@@ -101,11 +125,46 @@ impl ReentrantLock {
 
     /// Counts one hold down, and refreshes the lease of the holds left.
     pub async fn unlock(&self, owner: &OwnerId, lease: Duration) -> Result<Unlocked, StoreError> {
+        self.release(owner, lease, false).await
+    }
+
+    /// Releases every hold `owner` has: for an owner that is done, and
+    /// safe to repeat (a retry of a release whose answer was lost cannot
+    /// take a hold twice).
+    pub async fn unlock_all(&self, owner: &OwnerId) -> Result<Unlocked, StoreError> {
+        self.release(owner, Duration::ZERO, true).await
+    }
+
+    /// [`ReentrantLock::unlock_all`], and if Redis does not answer, again in
+    /// the background until `until` (when the lease would have run out).
+    pub async fn unlock_all_surely(
+        &self,
+        owner: &OwnerId,
+        until: Instant,
+    ) -> Result<Unlocked, StoreError> {
+        let unlocked = self.unlock_all(owner).await;
+        if unlocked.is_err() {
+            let (lock, owner) = (self.clone(), owner.clone());
+            release_in_background(until, move || {
+                let (lock, owner) = (lock.clone(), owner.clone());
+                async move { lock.unlock_all(&owner).await.map(|_| ()) }
+            });
+        }
+        unlocked
+    }
+
+    async fn release(
+        &self,
+        owner: &OwnerId,
+        lease: Duration,
+        all: bool,
+    ) -> Result<Unlocked, StoreError> {
         let left: i64 = RELEASE
             .key(&self.key)
             .arg(owner.as_str())
             .arg(millis(lease))
             .arg(release_channel(&self.key))
+            .arg(if all { "1" } else { "0" })
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(match left {

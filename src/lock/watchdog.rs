@@ -4,38 +4,72 @@
 //! It makes a lease long enough for any business without making it
 //! infinite: if the owner's process dies, so does its watchdog, and the lease
 //! runs out. What it cannot survive is the whole process freezing (a GC or a
-//! SIGSTOP): the watchdog freezes too, the lease runs out, and on waking the
-//! owner writes before it can learn the lock is gone.
+//! SIGSTOP) between the owner's last check and its write: the watchdog
+//! freezes too, the lease runs out, and on waking the owner writes before it
+//! can learn the lock is gone. Only a fencing token helps there.
 //!
-//! When a renewal is refused (the lock is not ours any more) or Redis cannot
-//! be reached for a whole lease, the loss is logged, counted and raised on a
-//! flag the owner checks before it writes.
+//! The owner counts on its lock only until a local deadline: the instant the
+//! acquire, or the last renewal the store confirmed, was *sent*, plus the
+//! lease, less the clock drift. Past it, [`Tenure::is_lost`] is true whether
+//! or not a renewal failed: a renewal stuck in a paused Redis, or a runtime
+//! too starved to renew, cannot let the owner write after its lease could
+//! have run out. A refused renewal (the lock is not ours any more) raises
+//! the loss at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
-use super::{Lease, OwnerId};
+use super::{Grant, Lease, OwnerId, drift};
 
 /// What a running watchdog shares with its owner.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Tenure {
+    /// The instant the deadline is counted from.
+    base: Instant,
+    /// The owner's deadline, in nanoseconds after `base`: it only moves
+    /// forward, with each renewal the store confirmed.
+    deadline_ns: AtomicU64,
     lost: AtomicBool,
     lost_signal: Notify,
     renewals: AtomicU64,
 }
 
 impl Tenure {
+    fn new(deadline: Instant) -> Self {
+        let base = Instant::now();
+        let tenure = Tenure {
+            base,
+            deadline_ns: AtomicU64::new(0),
+            lost: AtomicBool::new(false),
+            lost_signal: Notify::new(),
+            renewals: AtomicU64::new(0),
+        };
+        tenure.extend_to(deadline);
+        tenure
+    }
+
+    fn extend_to(&self, deadline: Instant) {
+        let ns = deadline.saturating_duration_since(self.base).as_nanos();
+        self.deadline_ns
+            .fetch_max(u64::try_from(ns).unwrap_or(u64::MAX), Ordering::AcqRel);
+    }
+
+    /// The last instant the owner may act as the holder.
+    pub fn deadline(&self) -> Instant {
+        self.base + Duration::from_nanos(self.deadline_ns.load(Ordering::Acquire))
+    }
+
     fn mark_lost(&self) {
         self.lost.store(true, Ordering::Release);
         self.lost_signal.notify_waiters();
     }
 
-    /// Resolves when the lease is known to be lost (at once if it is).
+    /// Resolves when the lease is known to be lost (at once if it is): a
+    /// renewal was refused, or the deadline passed.
     pub async fn lost(&self) {
         loop {
             let signal = self.lost_signal.notified();
@@ -44,13 +78,18 @@ impl Tenure {
             if self.is_lost() {
                 return;
             }
-            signal.await;
+            let deadline = tokio::time::Instant::from_std(self.deadline());
+            tokio::select! {
+                _ = signal => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
         }
     }
 
-    /// Whether the lease is known to be lost.
+    /// Whether the owner may no longer count on the lock: a renewal was
+    /// refused, or its deadline has passed (however the renewals fare).
     pub fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::Acquire)
+        self.lost.load(Ordering::Acquire) || Instant::now() >= self.deadline()
     }
 
     /// How many renewals succeeded.
@@ -66,20 +105,35 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts renewing `lock` for `owner` every `lease`/3.
+    /// Starts renewing `lock` for `owner` every `grant.lease`/3; the owner's
+    /// deadline starts at the grant's.
+    pub fn for_grant<L: Lease>(lock: L, owner: OwnerId, grant: &Grant) -> Self {
+        Self::spawn(lock, owner, grant.lease, grant.deadline())
+    }
+
+    /// Starts renewing `lock` for `owner`, granted for `lease` just now
+    /// (prefer [`Watchdog::for_grant`]: it counts from when the acquire
+    /// was sent).
     pub fn start<L: Lease>(lock: L, owner: OwnerId, lease: Duration) -> Self {
-        let tenure = Arc::new(Tenure::default());
+        let now = Instant::now();
+        Self::spawn(lock, owner, lease, now + lease.saturating_sub(drift(lease)))
+    }
+
+    fn spawn<L: Lease>(lock: L, owner: OwnerId, lease: Duration, deadline: Instant) -> Self {
+        let tenure = Arc::new(Tenure::new(deadline));
         let shared = tenure.clone();
         let every = (lease / 3).max(Duration::from_millis(1));
         let task = tokio::spawn(async move {
-            let mut last_renewed = Instant::now();
-            let mut ticks = tokio::time::interval_at(Instant::now() + every, every);
+            let start = tokio::time::Instant::now() + every;
+            let mut ticks = tokio::time::interval_at(start, every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
+                let sent = Instant::now();
                 match lock.renew(&owner, lease).await {
                     Ok(true) => {
-                        last_renewed = Instant::now();
+                        // The store extended the lease no earlier than the send.
+                        shared.extend_to(sent + lease.saturating_sub(drift(lease)));
                         shared.renewals.fetch_add(1, Ordering::Relaxed);
                     }
                     Ok(false) => {
@@ -90,8 +144,8 @@ impl Watchdog {
                         shared.mark_lost();
                         return;
                     }
-                    Err(err) if last_renewed.elapsed() >= lease => {
-                        tracing::warn!(owner = owner.as_str(), %err, "watchdog: lock lost, no renewal for a whole lease");
+                    Err(err) if shared.is_lost() => {
+                        tracing::warn!(owner = owner.as_str(), %err, "watchdog: lock lost, no renewal confirmed before the deadline");
                         shared.mark_lost();
                         return;
                     }
@@ -104,7 +158,7 @@ impl Watchdog {
         Self { tenure, task }
     }
 
-    /// The flag and counters shared with the owner.
+    /// The flag, deadline and counters shared with the owner.
     pub fn tenure(&self) -> &Arc<Tenure> {
         &self.tenure
     }
@@ -119,5 +173,60 @@ impl Watchdog {
 impl Drop for Watchdog {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreError;
+
+    /// A store whose renewals never come back (a paused Redis, a dead
+    /// network): only the local deadline can tell the owner.
+    struct Unanswered;
+
+    impl Lease for Unanswered {
+        async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, StoreError> {
+            std::future::pending().await
+        }
+    }
+
+    /// A store that confirms every renewal.
+    struct Confirming;
+
+    impl Lease for Confirming {
+        async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, StoreError> {
+            Ok(true)
+        }
+    }
+
+    #[tokio::test]
+    async fn an_owner_whose_renewals_never_come_back_is_lost_at_its_deadline() {
+        let lease = Duration::from_millis(150);
+        let grant = Grant {
+            sent: Instant::now(),
+            lease,
+            holds: 1,
+            token: None,
+        };
+        let dog = Watchdog::for_grant(Unanswered, OwnerId::new("t"), &grant);
+        assert!(!dog.tenure().is_lost());
+        tokio::time::timeout(lease * 2, dog.tenure().lost())
+            .await
+            .expect("the deadline passed without the owner learning it");
+        let late = Instant::now().duration_since(grant.deadline());
+        assert!(late < Duration::from_millis(50), "learned {late:?} late");
+        assert_eq!(dog.tenure().renewals(), 0);
+    }
+
+    #[tokio::test]
+    async fn confirmed_renewals_move_the_deadline_forward() {
+        let lease = Duration::from_millis(90);
+        let dog = Watchdog::start(Confirming, OwnerId::new("t"), lease);
+        let first = dog.tenure().deadline();
+        tokio::time::sleep(lease * 3).await;
+        assert!(!dog.tenure().is_lost(), "renewed, yet lost");
+        assert!(dog.tenure().deadline() > first + lease);
+        assert!(dog.tenure().renewals() >= 5, "{}", dog.tenure().renewals());
     }
 }

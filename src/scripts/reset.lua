@@ -2,15 +2,19 @@
 -- ARGV: stock, only_if_absent (1|0), buckets (how many buckets the SKU's
 -- stock is split into, recorded on every ledger of it: lua-sharded's check)
 -- Resets one SKU: stock, ledger, lock, remembered requests and witness,
--- atomically. The fencing counter is kept: tokens must only ever grow. The
--- epoch grows by one: a section that read the stock before the reset finds
--- its write refused, so no sale of the old stock lands in the new ledger.
+-- atomically. What fencing knows survives it: the token counter (tokens
+-- only ever grow) and the newest token the store has seen, so a holder
+-- frozen across a reset is still refused once a newer one came. The epoch
+-- grows by one: a section that read the stock before the reset finds its
+-- write refused, so no sale of the old stock lands in the new ledger.
 if ARGV[2] == '1' and redis.call('EXISTS', KEYS[1]) == 1
     and redis.call('HEXISTS', KEYS[2], 'epoch') == 1 then
   return 0
 end
-local epoch = tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0') + 1
+local kept = redis.call('HMGET', KEYS[2], 'epoch', 'fence_seen')
+local epoch = tonumber(kept[1] or '0') + 1
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[2], 'initial', ARGV[1], 'buckets', ARGV[3], 'epoch', epoch)
+if kept[2] then redis.call('HSET', KEYS[2], 'fence_seen', kept[2]) end
 return 1

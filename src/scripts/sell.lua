@@ -4,18 +4,20 @@
 -- KEYS: stock, ledger, units, served, requests
 -- ARGV: new stock, unit sold, instance, epoch the stock was read in,
 --       request_id ('' for none), claim token, fencing token ('' for none)
--- Returns {'sold', ''}; {'reset', ''} when the SKU was reset since the read;
--- {'claim_lost', record} when the request id is no longer this attempt's;
--- {'stale', ''} when the fencing token is older than the newest seen.
+-- Returns {'sold', ''}; {'stale', ''} when the fencing token is older than
+-- the newest seen; {'reset', ''} when the SKU was reset since the read;
+-- {'claim_lost', record} when the request id is no longer this attempt's.
+-- The fence comes first: a holder whose lock was taken over is told so,
+-- whatever else changed meanwhile.
+if ARGV[7] ~= '' and not admit(KEYS[2], ARGV[7]) then
+  return {'stale', ''}
+end
 if (redis.call('HGET', KEYS[2], 'epoch') or '') ~= ARGV[4] then
   return {'reset', ''}
 end
 if ARGV[5] ~= '' then
   local entry = redis.call('HGET', KEYS[5], ARGV[5])
   if not owns(entry, ARGV[6]) then return {'claim_lost', entry or ''} end
-end
-if ARGV[7] ~= '' and not admit(KEYS[2], ARGV[7]) then
-  return {'stale', ''}
 end
 redis.call('SET', KEYS[1], ARGV[1])
 record(KEYS[2], KEYS[3], KEYS[4], ARGV[3], 'sold', ARGV[2])

@@ -80,15 +80,16 @@ impl Protection for RedlockLock {
         let mut timer = LockTimer::start(Variant::Redlock);
         let acquired = lock.lock(&owner, lease, wait).await?;
         timer.waited(acquired.is_ok());
-        match acquired {
-            Ok(_validity) => {}
+        let grant = match acquired {
+            Ok(grant) => grant,
             Err(Refused::Held) => return not_acquired(wait),
             Err(Refused::NoQuorum { answered, quorum }) => {
                 tracing::warn!(answered, quorum, "redlock: too few nodes answered");
                 return Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NoQuorum)));
             }
-        }
-        let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
+        };
+        // Its validity is its deadline: counted from the round's send.
+        let dog = Watchdog::for_grant(lock.clone(), owner.clone(), &grant);
         let tenure = dog.tenure().clone();
         let guard = Guard {
             holder: Some(owner.as_str()),

@@ -7,7 +7,7 @@
 //! runs out while the business still works, a second request takes the lock,
 //! and both write (`slow-business` oversells). A long pause does the same.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{
     About, Claim, Claims, LockTimer, Protection, Reason, Variant, after_release, not_acquired,
@@ -61,18 +61,29 @@ impl Protection for TokenLock {
         let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
         let owner = OwnerId::new(ctx.instance);
         let mut timer = LockTimer::start(Variant::Token);
-        let acquired = lock.lock(&owner, lease, wait).await?;
-        timer.waited(acquired);
-        if !acquired {
+        let granted = match lock.lock(&owner, lease, wait).await {
+            Ok(granted) => granted,
+            Err(err) => {
+                // The acquire may have happened though its answer was lost:
+                // release by our token, now or as soon as Redis answers.
+                let _ = lock.unlock_surely(&owner, Instant::now() + lease).await;
+                return Err(err);
+            }
+        };
+        timer.waited(granted.is_some());
+        if granted.is_none() {
             return not_acquired(wait);
         }
+        // No local deadline on purpose: this is the articles' SET NX PX lock,
+        // and what the lab shows with it is the lease running out under slow
+        // business. `LeaseLock::lock` hands its users the deadline to check.
         let guard = Guard {
             holder: Some(owner.as_str()),
             fence: None,
             still_held: || true,
         };
         let answer = critical_section(ctx, guard).await;
-        let released = lock.unlock(&owner).await;
+        let released = lock.unlock_surely(&owner, Instant::now() + lease).await;
         timer.released();
         if let Ok(false) = released {
             tracing::warn!(%owner, "token: the lease ran out before the release; another holder may have overlapped");

@@ -9,9 +9,7 @@
 //! lease runs out, another owner takes the lock, and the paused one wakes up
 //! and writes before it can learn the lock is gone (`pause-holder`).
 
-use std::time::Duration;
-
-use redis::AsyncCommands;
+use std::time::{Duration, Instant};
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::ledger::{self, Counter};
@@ -61,9 +59,10 @@ impl Protection for WatchdogLock {
     }
 }
 
-/// The watchdog lock around the critical section; with `fenced`, a fencing
-/// token from `INCR fence:{sku}` at each acquisition, which the store must
-/// admit for the stock's read and write (the `fenced` variant).
+/// The watchdog lock around the critical section, counted on only until
+/// its local deadline; with `fenced`, a fencing token issued by the acquire
+/// script itself (`INCR fence:{sku}` in the same atomic step as the grant),
+/// which the store must admit for the stock's read and write.
 pub(super) async fn renewed_lock(
     ctx: &mut Ctx<'_>,
     variant: Variant,
@@ -73,24 +72,31 @@ pub(super) async fn renewed_lock(
     let keys = ctx.keys;
     let lease = ctx.lease(about);
     let wait = ctx.wait(about);
-    let lock = ReentrantLock::new(ctx.conn.clone(), keys.lock.clone(), ctx.wakeups.clone());
+    let mut lock = ReentrantLock::new(ctx.conn.clone(), keys.lock.clone(), ctx.wakeups.clone());
+    if fenced {
+        lock = lock.fenced(keys.fence.clone());
+    }
     let owner = OwnerId::new(ctx.instance);
     let mut timer = LockTimer::start(variant);
-    let acquired = lock.lock(&owner, lease, wait).await?.is_some();
-    timer.waited(acquired);
-    if !acquired {
-        return not_acquired(wait);
-    }
-    let token: Option<i64> = if fenced {
-        Some(ctx.conn.incr(&keys.fence, 1).await?)
-    } else {
-        None
+    let granted = match lock.lock(&owner, lease, wait).await {
+        Ok(granted) => granted,
+        Err(err) => {
+            // The acquire may have happened though its answer was lost:
+            // release as this owner, now or as soon as Redis answers.
+            let _ = lock.unlock_all_surely(&owner, Instant::now() + lease).await;
+            return Err(err);
+        }
     };
-    let holder = match token {
+    timer.waited(granted.is_some());
+    let Some(grant) = granted else {
+        return not_acquired(wait);
+    };
+    let token = grant.token;
+    let holder = match grant.token {
         Some(token) => format!("{owner}#{token}"),
         None => owner.to_string(),
     };
-    let dog = Watchdog::start(lock.clone(), owner.clone(), lease);
+    let dog = Watchdog::for_grant(lock.clone(), owner.clone(), &grant);
     let tenure = dog.tenure().clone();
     let guard = Guard {
         holder: Some(&holder),
@@ -99,7 +105,7 @@ pub(super) async fn renewed_lock(
     };
     let answer = critical_section(ctx, guard).await;
     dog.stop();
-    let unlocked = lock.unlock(&owner, lease).await;
+    let unlocked = lock.unlock_all_surely(&owner, Instant::now() + lease).await;
     timer.released();
     let released_as_owner = !matches!(unlocked, Ok(Unlocked::NotOwner));
     let counted = record_tenure(ctx, variant, &tenure, released_as_owner).await;

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use futures_util::future::join_all;
 use redis::aio::MultiplexedConnection;
-use stocklock::lock::redlock::{NODE_TIMEOUT, drift, validity};
+use stocklock::lock::drift;
+use stocklock::lock::redlock::{NODE_TIMEOUT, validity};
 use stocklock::lock::{Lease, OwnerId, Redlock, RedlockNodes, Refused, Watchdog};
 use stocklock::up::redis::RedisServer;
 
@@ -152,11 +153,13 @@ async fn redlock_excludes_a_second_owner_until_released() {
         let lock = nodes.lock("lock:{r1}");
         let (a, b) = (OwnerId::new("a"), OwnerId::new("b"));
 
-        let held = lock
+        let grant = lock
             .lock(&a, LONG, Duration::ZERO)
             .await
             .unwrap()
             .expect("a takes a free lock");
+        // What is left of it: the validity, counted from the round's send.
+        let held = grant.deadline().saturating_duration_since(Instant::now());
         assert!(
             held <= LONG - drift(LONG),
             "validity {held:?} of a {LONG:?} lease"
@@ -306,7 +309,9 @@ async fn redlock_serializes_concurrent_read_modify_writes() {
                                 .lock(&owner, LEASE, Duration::from_secs(10))
                                 .await
                                 .unwrap()
-                                .expect("a task waited 10 s in vain"),
+                                .expect("a task waited 10 s in vain")
+                                .deadline()
+                                .saturating_duration_since(acquired),
                             None => LEASE,
                         };
                         most.fetch_max(inside.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
@@ -389,7 +394,9 @@ async fn two_nodes_of_five_down_the_lock_still_works_and_still_excludes() {
             .lock(&a, LONG, Duration::ZERO)
             .await
             .unwrap()
-            .expect("three nodes of five are a majority");
+            .expect("three nodes of five are a majority")
+            .deadline()
+            .saturating_duration_since(Instant::now());
         assert!(held <= LONG - drift(LONG), "validity {held:?}");
         assert_eq!(holders(&servers[..3], lock.key()).await, held_by(&a, 3));
 
@@ -534,14 +541,17 @@ async fn validity_shrinks_by_the_time_slow_nodes_took() {
         assert!(fast - slowed >= Duration::from_millis(300));
         assert_eq!(lock.unlock(&a).await, 5);
 
-        // The same through lock(): it hands out the shrunk validity.
+        // The same through lock(): the deadline it hands out leaves only
+        // the shrunk validity once the round is over.
         let sent = pause(&mut slow).await;
         let before = Instant::now();
         let held = lock
             .lock(&a, lease, Duration::ZERO)
             .await
             .unwrap()
-            .expect("slow nodes still grant");
+            .expect("slow nodes still grant")
+            .deadline()
+            .saturating_duration_since(Instant::now());
         let late = before - sent;
         assert!(
             held + PAUSE <= lease - drift(lease) + late + CLOCKS,
