@@ -169,7 +169,7 @@ pub struct LoadArgs {
     pub buckets: Option<u32>,
 }
 
-/// Parses `500ms`, `10s`, `2m`, or a bare number of seconds.
+/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
         Some(at) => text.split_at(at),
@@ -177,12 +177,13 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     };
     let value: f64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 500ms, 10s or 2m"))?;
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 10s, 2m or 1h"))?;
     let seconds = match unit {
         "ms" => value / 1000.0,
         "s" => value,
         "m" => value * 60.0,
-        _ => return Err(format!("{text:?}: unit must be ms, s or m")),
+        "h" => value * 3600.0,
+        _ => return Err(format!("{text:?}: unit must be ms, s, m or h")),
     };
     if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
         return Err(format!("{text:?} must be more than 0 and at most a day"));
@@ -213,6 +214,11 @@ pub struct ServeArgs {
     /// main Redis). Without them `redlock` answers 503.
     #[arg(long, value_delimiter = ',', env = "STOCKLOCK_REDLOCK_NODES")]
     pub redlock_nodes: Vec<String>,
+    /// How long a request_id's outcome is remembered for retries (a retry
+    /// later than this is a new request). Old ids are forgotten a few at a
+    /// time as new ones come, so Redis holds about rate × this many.
+    #[arg(long, default_value = "1h", value_parser = parse_duration, env = "STOCKLOCK_REQUEST_TTL")]
+    pub request_ttl: std::time::Duration,
     /// This instance's name, reported in every answer.
     #[arg(long, env = "STOCKLOCK_INSTANCE")]
     pub instance: Option<String>,
@@ -315,6 +321,9 @@ pub struct UpArgs {
     /// it Redis keeps nothing on disk and a restart comes back empty.
     #[arg(long, conflicts_with_all = ["redis_url", "cluster"])]
     pub persist: bool,
+    /// How long the instances remember a request_id's outcome for retries.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub request_ttl: std::time::Duration,
 }
 
 fn parse_variant(name: &str) -> Result<Variant, String> {
@@ -444,6 +453,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 redlock: args.redlock,
                 cluster: args.cluster,
                 persist: args.persist,
+                request_ttl: args.request_ttl,
             })
             .await
             .map(|()| true)
@@ -492,13 +502,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
         redis_cluster: args.redis_cluster,
         redlock_nodes: args.redlock_nodes,
+        request_ttl: args.request_ttl,
     })
     .await?;
-    // `up` and the tests wait for this line.
+    // `up` and the tests wait for these lines.
     println!(
         "instance {instance} listening on http://{}",
         app.local_addr()?
     );
+    let ready = app.ready();
+    let name = instance.clone();
+    tokio::spawn(async move {
+        ready.await;
+        println!("instance {name} is ready (subscribed to lock releases)");
+    });
     if args.exit_with_stdin {
         app.run_until(async {
             tokio::select! {

@@ -62,6 +62,8 @@ pub struct InstanceConfig {
     /// The independent Redis servers of the `redlock` variant (none: it
     /// answers 503 and says how to get some).
     pub redlock_nodes: Vec<String>,
+    /// How long request ids are remembered for retries.
+    pub request_ttl: std::time::Duration,
 }
 
 impl AppState {
@@ -81,7 +83,8 @@ impl AppState {
             config.chaos.clone(),
             wakeups,
             redlock,
-        );
+        )
+        .with_request_ttl(config.request_ttl);
         Self(Arc::new(Shared {
             store,
             config,
@@ -560,12 +563,23 @@ async fn chaos_action(
     Ok(Json(done))
 }
 
-async fn healthz(State(state): State<AppState>) -> Json<Health> {
-    Json(Health {
-        status: "ok".to_owned(),
+/// `GET /healthz`: 200 `ok` once the instance is ready; 503 `starting`
+/// until its subscription to lock releases is live (a waiter before that
+/// would sleep out the holder's lease instead of being woken). `up` waits
+/// for it before putting the instance behind nginx.
+async fn healthz(State(state): State<AppState>) -> Response {
+    let ready = state.wakeups().is_subscribed();
+    let health = Health {
+        status: if ready { "ok" } else { "starting" }.to_owned(),
         instance: state.0.config.instance.clone(),
         pid: std::process::id(),
-    })
+    };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(health)).into_response()
 }
 
 async fn not_found(uri: axum::http::Uri) -> AppError {

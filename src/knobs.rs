@@ -14,6 +14,10 @@ pub const MAX_WORK_MS: u64 = 60_000;
 pub const MAX_WAIT_MS: u64 = 60_000;
 /// Upper bound of `lease_ms`: ten minutes.
 pub const MAX_LEASE_MS: u64 = 600_000;
+/// Lower bound of `lease_ms`: a watchdog renews every lease/3, so this keeps
+/// it to one renewal per 10 ms at most (`lease_ms=1` with `work_ms=60000`
+/// would otherwise make 60 000 renewals).
+pub const MIN_LEASE_MS: u64 = 30;
 /// Upper bound of a reset's stock: large enough for any workshop, small
 /// enough that `initial - remaining` cannot overflow.
 pub const MAX_STOCK: i64 = 1_000_000_000;
@@ -222,7 +226,7 @@ impl DeductRequest {
                     request.knobs.lease = Some(Duration::from_millis(parse_ms(
                         name,
                         value,
-                        1,
+                        MIN_LEASE_MS,
                         MAX_LEASE_MS,
                     )?))
                 }
@@ -284,6 +288,11 @@ mod tests {
             assert!(err.reason.contains("from 0 to 10"), "{}", err.reason);
         }
         assert!(parse_ms("lease_ms", "0", 1, 10).is_err());
+        // A lease below the floor would let a watchdog renew more than once per 10 ms.
+        for (raw, accepted) in [("29", false), ("30", true)] {
+            let parsed = DeductRequest::parse([("lease_ms", raw)]);
+            assert_eq!(parsed.is_ok(), accepted, "lease_ms={raw}");
+        }
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub struct Claim<'a> {
     pub token: String,
 }
 
+/// Milliseconds for a script.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// What claiming a request id found.
 #[derive(Debug)]
 pub enum Claimed<'a> {
@@ -67,24 +72,33 @@ pub enum Claimed<'a> {
     Decided(Answer),
 }
 
+/// How long a request id's record is kept (its outcome for retries) unless
+/// an instance is told otherwise (`--request-ttl`): a retry later than this
+/// is a new request.
+pub const DEFAULT_REQUEST_TTL: Duration = Duration::from_secs(3600);
+
 /// Claims `id` for one attempt for `hold` (then a retry may take it over),
-/// or answers from its record. One script, counting the answers it gives.
+/// or answers from its record. One script, counting the answers it gives;
+/// it also forgets a few ids older than `ttl`.
 pub async fn claim<'a, C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     instance: &str,
     id: &'a str,
     hold: Duration,
+    ttl: Duration,
 ) -> Result<Claimed<'a>, StoreError> {
     let token = uuid::Uuid::new_v4().simple().to_string();
     let (kind, record): (String, String) = CLAIM
         .key(&keys.requests)
         .key(&keys.ledger)
         .key(&keys.served)
+        .key(&keys.request_times)
         .arg(id)
         .arg(&token)
-        .arg(u64::try_from(hold.as_millis()).unwrap_or(u64::MAX))
+        .arg(millis(hold))
         .arg(instance)
+        .arg(millis(ttl))
         .invoke_async(conn)
         .await?;
     let in_progress = || Answer::recorded(Outcome::Busy(BusyReason::InProgress), false);
@@ -169,6 +183,16 @@ async fn answered<C: ConnectionLike>(
     Ok(())
 }
 
+/// Whether the SKU was ever stocked (reset, or seeded): only then does it
+/// have an epoch.
+pub async fn is_stocked<C: ConnectionLike>(conn: &mut C, keys: &Keys) -> Result<bool, StoreError> {
+    Ok(redis::cmd("HEXISTS")
+        .arg(&keys.ledger)
+        .arg("epoch")
+        .query_async(conn)
+        .await?)
+}
+
 /// A counter of the ledger that is added to outside any sale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counter {
@@ -225,6 +249,7 @@ async fn reset<C: ConnectionLike>(
         .key(&keys.lock)
         .key(&keys.requests)
         .key(&keys.sections)
+        .key(&keys.request_times)
         .arg(stock)
         .arg(if only_if_absent { "1" } else { "0" })
         .arg(buckets)

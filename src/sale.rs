@@ -14,7 +14,7 @@
 //! waiter re-checks), never turned into an error the buyer would read as
 //! "nothing happened".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -26,7 +26,7 @@ use crate::knobs::{DeductRequest, Sku};
 use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
 use crate::lock::{RedlockNodes, Wakeups};
 use crate::section::{Answer, Ctx, Outcome};
-use crate::store::{Keys, Store, StoreError};
+use crate::store::{Conn, Keys, Store, StoreError};
 use crate::variants::{Protections, Variant};
 
 /// Everything one instance sells with. Shared by every request.
@@ -43,7 +43,17 @@ pub struct Seller {
     /// Answers of `unknown` outcome given while Redis was not answering, by
     /// SKU, not yet added to their ledgers ([`Seller::count_unknown`]).
     unknown: Mutex<HashMap<Sku, u64>>,
+    /// How long request ids are remembered.
+    request_ttl: Duration,
+    /// SKUs seen stocked, so that Redis is asked once per SKU: a SKU nobody
+    /// stocked is refused before any lock, claim or counter is written, so
+    /// that no request for it leaves anything behind. Bounded: forgotten all
+    /// at once when full.
+    stocked: Mutex<HashSet<Sku>>,
 }
+
+/// How many stocked SKUs an instance remembers before it starts over.
+const STOCKED_REMEMBERED: usize = 10_000;
 
 /// What one request to `/deductStock` ended as.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +97,15 @@ impl Seller {
             chaos,
             requests: Arc::default(),
             unknown: Mutex::default(),
+            stocked: Mutex::default(),
+            request_ttl: ledger::DEFAULT_REQUEST_TTL,
         }
+    }
+
+    /// The same seller, remembering request ids for `ttl`.
+    pub fn with_request_ttl(mut self, ttl: Duration) -> Self {
+        self.request_ttl = ttl;
+        self
     }
 
     /// The count of `/deductStock` requests taken, for the heartbeat.
@@ -152,13 +170,18 @@ impl Seller {
             outcome: answer.outcome,
             replayed: answer.replayed,
         };
-        // The scripted variants check their request id inside their one script.
+        // The scripted variants check the SKU and the request id inside their
+        // one script, writing nothing for a SKU never stocked.
+        if !variant.scripted() && !self.stocked(&mut conn, &keys, &request.sku).await? {
+            return Ok(sale(Answer::recorded(Outcome::NotStocked, false)));
+        }
         let claim = match request.request_id.as_deref() {
             Some(id) if !variant.scripted() => {
                 // As long as the attempt may legitimately take: its wait
                 // for the lock, its work, and the grace.
                 let hold = variant.wait(&request.knobs) + request.knobs.work + CLAIM_GRACE;
-                match ledger::claim(&mut conn, &keys, &self.instance, id, hold).await? {
+                let ttl = self.request_ttl;
+                match ledger::claim(&mut conn, &keys, &self.instance, id, hold, ttl).await? {
                     Claimed::Yes(claim) => Some(claim),
                     Claimed::Decided(answer) => return Ok(sale(answer)),
                 }
@@ -173,6 +196,7 @@ impl Seller {
             wakeups: &self.wakeups,
             redlock: self.redlock.as_ref(),
             request_id: request.request_id.as_deref(),
+            request_ttl: self.request_ttl,
             claim,
             chaos: &self.chaos,
         };
@@ -222,6 +246,30 @@ impl Seller {
             tracing::warn!(%err, "the witness could not record a section");
         }
         Ok(sale(answer))
+    }
+
+    /// Whether `sku` was ever stocked: remembered once seen (a SKU stays
+    /// stocked unless its Redis loses it, which the section's read still
+    /// notices), asked of Redis otherwise.
+    async fn stocked(&self, conn: &mut Conn, keys: &Keys, sku: &Sku) -> Result<bool, StoreError> {
+        let remembered = |stocked: &Mutex<HashSet<Sku>>| {
+            stocked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(sku)
+        };
+        if remembered(&self.stocked) {
+            return Ok(true);
+        }
+        let stocked = ledger::is_stocked(conn, keys).await?;
+        if stocked {
+            let mut known = self.stocked.lock().unwrap_or_else(PoisonError::into_inner);
+            if known.len() >= STOCKED_REMEMBERED {
+                known.clear();
+            }
+            known.insert(sku.clone());
+        }
+        Ok(stocked)
     }
 
     /// Adds the `unknown` answers given so far to their SKUs' ledgers, once

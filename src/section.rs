@@ -24,6 +24,7 @@
 //! knows whether it happened: [`Outcome::Unknown`].
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::Script;
 
@@ -136,6 +137,8 @@ pub struct Ctx<'a> {
     /// The request's idempotency key, if it has one (the scripted
     /// variants check it inside their script).
     pub request_id: Option<&'a str>,
+    /// How long request ids are remembered.
+    pub request_ttl: Duration,
     /// The claim this attempt holds on its request id (taken before any
     /// lock): the section's write and answers settle it.
     pub claim: Option<Claim<'a>>,
@@ -237,7 +240,9 @@ pub async fn critical_section<F: Fn() -> bool>(
         settle(ctx, &answer).await;
         answer.recorded = true;
     }
-    // Timed now, written after the lock is released (off the critical path).
+    // Timed now, written after the lock is released (off the critical
+    // path); a SKU never stocked leaves nothing behind, not even this.
+    let enter = enter.filter(|_| answer.outcome != Outcome::NotStocked);
     answer.witnessed = enter.map(|enter| {
         chaos::Section::timed(ctx.instance, guard.holder, enter, answer.outcome.kind())
     });

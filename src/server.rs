@@ -30,6 +30,8 @@ pub struct ServeConfig {
     pub redis_cluster: Vec<String>,
     /// The `redlock` variant's independent Redis servers.
     pub redlock_nodes: Vec<String>,
+    /// How long request ids are remembered for retries.
+    pub request_ttl: std::time::Duration,
 }
 
 /// A bound, not yet serving, instance.
@@ -71,6 +73,7 @@ impl Application {
                 chaos: config.chaos,
                 own_url: format!("http://{local}"),
                 redlock_nodes: config.redlock_nodes,
+                request_ttl: config.request_ttl,
             },
             wakeups,
         );
@@ -86,6 +89,14 @@ impl Application {
     /// The address actually bound (useful with port 0).
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+
+    /// Resolves once the instance is ready: its subscription to lock
+    /// releases is live, so no waiter sleeps out a lease for want of a
+    /// wake-up. Until then `/healthz` answers 503 `starting`.
+    pub fn ready(&self) -> impl Future<Output = ()> + use<> {
+        let wakeups = self.state.wakeups().clone();
+        async move { wakeups.subscribed().await }
     }
 
     /// Serves until Ctrl-C or SIGTERM, then drains the requests in flight.

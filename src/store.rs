@@ -37,6 +37,9 @@ pub struct Keys {
     pub lock: String,
     /// `requests:{sku}`: hash of request_id → outcome, for idempotent retries.
     pub requests: String,
+    /// `request_times:{sku}`: sorted set of request_id by when it was first
+    /// seen, so that ids older than their time to live are forgotten.
+    pub request_times: String,
     /// `fence:{sku}`: the fencing token counter (INCR at every acquisition; never reset).
     pub fence: String,
     /// `sections:{sku}`: the overlap witness's list of critical sections (chaos mode).
@@ -66,6 +69,7 @@ impl Keys {
             served: format!("served:{tag}"),
             lock: format!("lock:{tag}"),
             requests: format!("requests:{tag}"),
+            request_times: format!("request_times:{tag}"),
             fence: format!("fence:{tag}"),
             sections: format!("sections:{tag}"),
             tag: name.to_owned(),
@@ -250,6 +254,7 @@ mod tests {
             &keys.served,
             &keys.lock,
             &keys.requests,
+            &keys.request_times,
             &keys.fence,
             &keys.sections,
         ] {

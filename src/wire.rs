@@ -169,6 +169,8 @@ pub struct VariantInfo {
 
 /// `GET /healthz`. Deliberately touches nothing but the process, so it is
 /// the baseline that the cost of every variant is measured against.
+/// `status` is `ok` (200), or `starting` (503) until the instance's
+/// subscription to lock releases is live.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     pub status: String,

@@ -53,17 +53,37 @@ impl Wakeups {
         Self::default()
     }
 
+    /// Whether [`listen`](Self::listen) has subscribed: until then a
+    /// waiter would not hear a release.
+    pub fn is_subscribed(&self) -> bool {
+        *self.subscribed.borrow()
+    }
+
     /// Resolves once [`listen`](Self::listen) has subscribed (at once if it has).
     pub async fn subscribed(&self) {
         let mut rx = self.subscribed.subscribe();
         let _ = rx.wait_for(|subscribed| *subscribed).await;
     }
 
-    /// The notifier of one lock. Entries live as long as the process: one per
-    /// lock key ever waited on, which is one per SKU here.
-    fn notifier(&self, lock_key: &str) -> Arc<Notify> {
+    /// The notifier of one lock, for one waiter: its entry lives as long as
+    /// someone waits on that lock (see [`Waiting`]), not for the process's
+    /// life, so waiting on ever new keys does not grow the map.
+    fn notifier<'a>(&'a self, lock_key: &'a str) -> Waiting<'a> {
         let mut map = self.by_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        map.entry(lock_key.to_owned()).or_default().clone()
+        let notify = map.entry(lock_key.to_owned()).or_default().clone();
+        Waiting {
+            wakeups: self,
+            lock_key,
+            notify,
+        }
+    }
+
+    /// How many locks have waiters right now (their notifiers).
+    pub fn waited_on(&self) -> usize {
+        self.by_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Called for every message: wake one waiter of that lock.
@@ -150,6 +170,29 @@ async fn subscribe(
     Ok(conn)
 }
 
+/// One waiter's hold on its lock's notifier; the last one to leave removes
+/// the entry.
+struct Waiting<'a> {
+    wakeups: &'a Wakeups,
+    lock_key: &'a str,
+    notify: Arc<Notify>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut map = self
+            .wakeups
+            .by_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // The map's and ours: nobody else waits (new waiters clone under
+        // this same lock, so none can appear meanwhile).
+        if Arc::strong_count(&self.notify) == 2 {
+            map.remove(self.lock_key);
+        }
+    }
+}
+
 /// One try at a lock: either it is ours now, or someone holds it and its
 /// lease has `Some(ttl)` left (`None`: no expiry at all).
 pub enum Attempt<T> {
@@ -171,7 +214,8 @@ where
     Fut: Future<Output = Result<Attempt<T>, StoreError>>,
 {
     let deadline = Instant::now() + wait;
-    let notify = wakeups.notifier(lock_key);
+    let waiting = wakeups.notifier(lock_key);
+    let notify = &waiting.notify;
     loop {
         // Register as a waiter before trying, so a release between the try
         // and the sleep is not missed.
@@ -196,5 +240,67 @@ where
             _ = &mut notified => {}
             _ = tokio::time::sleep_until(recheck) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_locks_notifier_goes_with_its_last_waiter() {
+        let wakeups = Wakeups::new();
+        for key in 0..1000 {
+            let got = wait_for_lock(
+                &wakeups,
+                &format!("lock:{{{key}}}"),
+                Duration::ZERO,
+                || async { Ok::<_, StoreError>(Attempt::Acquired(())) },
+            )
+            .await
+            .unwrap();
+            assert_eq!(got, Some(()));
+        }
+        assert_eq!(
+            wakeups.waited_on(),
+            0,
+            "ever new locks leave nothing behind"
+        );
+
+        // Two waiters of one lock: the entry stays until both are gone, and a
+        // release wakes the one still waiting.
+        let first = wakeups.notifier("lock:{x}");
+        let waiter = {
+            let wakeups = wakeups.clone();
+            tokio::spawn(async move {
+                let mut tries = 0;
+                wait_for_lock(&wakeups, "lock:{x}", Duration::from_secs(5), || {
+                    tries += 1;
+                    let acquired = tries > 1;
+                    async move {
+                        Ok::<_, StoreError>(if acquired {
+                            Attempt::Acquired(())
+                        } else {
+                            Attempt::HeldFor(Some(Duration::from_secs(5)))
+                        })
+                    }
+                })
+                .await
+            })
+        };
+        // The waiter holds the entry (with `first`) until woken.
+        while Arc::strong_count(&first.notify) < 3 {
+            tokio::task::yield_now().await;
+        }
+        drop(first);
+        assert_eq!(wakeups.waited_on(), 1);
+        wakeups.released("lock:{x}");
+        let woken = tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("the release woke the waiter")
+            .unwrap()
+            .unwrap();
+        assert_eq!(woken, Some(()));
+        assert_eq!(wakeups.waited_on(), 0);
     }
 }

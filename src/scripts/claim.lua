@@ -1,7 +1,8 @@
 -- Claim a request id for one attempt of a lock variant's section, or answer
 -- from its record. Counts the answers it gives itself.
--- KEYS: requests, ledger, served
--- ARGV: request_id, attempt token, hold ms (how long the claim stands), instance
+-- KEYS: requests, ledger, served, request_times
+-- ARGV: request_id, attempt token, hold ms (how long the claim stands),
+--       instance, how long ids are remembered (ms)
 -- Returns {'claimed', ''}; {'done', record} (a retry: the first answer,
 -- counted as a replay); {'pending', ''} (another attempt holds the claim:
 -- counted busy).
@@ -20,4 +21,5 @@ if entry then
   -- A dead attempt's claim: taken over.
 end
 redis.call('HSET', KEYS[1], ARGV[1], 'pending:' .. ARGV[2] .. ':' .. (now + tonumber(ARGV[3])))
+remember(KEYS[1], KEYS[4], ARGV[1], now, ARGV[5])
 return {'claimed', ''}

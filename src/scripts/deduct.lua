@@ -1,10 +1,11 @@
 -- The `lua` variant: the whole critical section as one script. Redis runs a
 -- script to the end before it serves anything else, so no lock is needed.
--- KEYS: stock, ledger, units, served, requests
+-- KEYS: stock, ledger, units, served, requests, request_times
 -- ARGV: instance, request_id ('' for none), final ('1'; '0' when a sold-out
 -- answer here is not final: lua-sharded tries the next bucket, and only the
 -- last one tried records the request), buckets (lua-sharded: the bucket
--- count the caller believes the SKU has; '' for no check)
+-- count the caller believes the SKU has; '' for no check), how long
+-- request ids are remembered (ms)
 -- Returns {kind, unit, remaining}: kind 1 sold, 0 sold out, 2 / 3 for a
 -- retry of an earlier sale / sold-out, repeated and not sold again, 4 when
 -- the caller's bucket count is out of date (unit = the right one; nothing
@@ -15,7 +16,9 @@ if ARGV[4] ~= '' then
   if buckets ~= ARGV[4] then return {4, tonumber(buckets), 0} end
 end
 if redis.call('HEXISTS', KEYS[2], 'epoch') == 0 then return {6, 0, 0} end
+local now = 0
 if ARGV[2] ~= '' then
+  now = now_ms()
   local earlier = redis.call('HGET', KEYS[5], ARGV[2])
   if earlier then
     local deadline = claim_deadline(earlier)
@@ -27,7 +30,7 @@ if ARGV[2] ~= '' then
       end
       return {3, 0, tonumber(a)}
     end
-    if deadline > now_ms() then
+    if deadline > now then
       record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'busy', '')
       return {5, 0, 0}
     end
@@ -38,10 +41,16 @@ local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
 if stock <= 0 then
   if ARGV[3] == '0' then return {0, 0, stock} end
   record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold_out', '')
-  if ARGV[2] ~= '' then redis.call('HSET', KEYS[5], ARGV[2], 'sold_out:' .. stock) end
+  if ARGV[2] ~= '' then
+    redis.call('HSET', KEYS[5], ARGV[2], 'sold_out:' .. stock)
+    remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
+  end
   return {0, 0, stock}
 end
 redis.call('SET', KEYS[1], stock - 1)
 record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold', tostring(stock))
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. stock .. ':' .. (stock - 1)) end
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. stock .. ':' .. (stock - 1))
+  remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
+end
 return {1, stock, stock - 1}

@@ -37,6 +37,25 @@ local function claim_deadline(entry)
   return deadline and tonumber(deadline)
 end
 
+-- Remembers when request id `id` was first seen (now), and forgets a few
+-- of the ids first seen more than `ttl` ms ago: the records of request ids
+-- live about that long, and each new id does a bounded share of the sweep.
+local function remember(requests, times, id, now, ttl)
+  redis.call('ZADD', times, 'NX', now, id)
+  local old = redis.call('ZRANGEBYSCORE', times, '-inf', now - tonumber(ttl), 'LIMIT', 0, 32)
+  for _, old_id in ipairs(old) do
+    local entry = redis.call('HGET', requests, old_id)
+    local deadline = entry and claim_deadline(entry)
+    if deadline and deadline > now then
+      -- A claim still standing (an attempt under way): look again later.
+      redis.call('ZADD', times, now, old_id)
+    else
+      redis.call('HDEL', requests, old_id)
+      redis.call('ZREM', times, old_id)
+    end
+  end
+end
+
 -- Whether the record is the claim of the attempt with this token.
 local function owns(entry, token)
   local prefix = 'pending:' .. token .. ':'

@@ -72,6 +72,8 @@ pub struct UpConfig {
     /// Run our Redis with an append-only file fsynced before every reply,
     /// kept across its restarts: no acknowledged sale is lost to a crash.
     pub persist: bool,
+    /// How long the instances remember request ids.
+    pub request_ttl: Duration,
 }
 
 /// Masters of the cluster `up --cluster` starts.
@@ -186,6 +188,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             redis_url: redis_url.clone(),
             redis_cluster: cluster_urls.clone(),
             redlock_nodes: redlock_urls.clone(),
+            request_ttl: config.request_ttl,
             admin_token: config.admin_token.clone(),
             default_variant: config.default_variant,
             public_url: public_url.clone(),
@@ -303,6 +306,7 @@ struct InstanceSpec {
     redis_url: String,
     redis_cluster: Vec<String>,
     redlock_nodes: Vec<String>,
+    request_ttl: Duration,
     admin_token: String,
     default_variant: Variant,
     public_url: String,
@@ -335,6 +339,7 @@ impl InstanceSpec {
         if !self.redlock_nodes.is_empty() {
             command.arg(format!("--redlock-nodes={}", self.redlock_nodes.join(",")));
         }
+        command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));
         if self.chaos {
             command
                 .arg("--chaos")
@@ -410,16 +415,17 @@ async fn supervise(
     }
 }
 
-/// Starts one instance and waits for its listening line. The instance stops
-/// when the returned stdin handle is dropped (`Child::wait` would drop it if
-/// it stayed inside the child).
+/// Starts one instance and waits until it says it is ready (listening, and
+/// subscribed to lock releases, so no early waiter misses a wake-up). The
+/// instance stops when the returned stdin handle is dropped (`Child::wait`
+/// would drop it if it stayed inside the child).
 async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<(Child, ChildStdin)> {
     let mut child = spec
         .spawn()
         .with_context(|| format!("cannot run {}", spec.binary.display()))?;
     let stdin = child.stdin.take().context("instance stdin")?;
     let stdout = child.stdout.take().context("instance stdout")?;
-    let (output, ready) = process::watch_output(stdout, Some("listening on"), None);
+    let (output, ready) = process::watch_output(stdout, Some("is ready"), None);
     let what = format!("instance {}", spec.name);
     process::wait_ready(&mut child, ready, &output, &what, INSTANCE_READY).await?;
     say!(

@@ -78,10 +78,12 @@ pub(super) async fn run_deduct(
         .key(&keys.units)
         .key(&keys.served)
         .key(&keys.requests)
+        .key(&keys.request_times)
         .arg(ctx.instance)
         .arg(ctx.request_id.unwrap_or(""))
         .arg(if final_try { "1" } else { "0" })
         .arg(buckets.map(|k| k.to_string()).unwrap_or_default())
+        .arg(ledger::millis(ctx.request_ttl))
         .invoke_async(&mut ctx.conn)
         .await?;
     let answer = |outcome, replayed| Ok(Deducted::Answer(Answer::recorded(outcome, replayed)));

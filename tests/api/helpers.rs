@@ -243,6 +243,7 @@ pub(crate) async fn instance_router(store: &Store, instance: &str, chaos: Chaos)
             own_url: "http://127.0.0.1:9".to_owned(),
             chaos,
             redlock_nodes: redlock_on(store),
+            request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
         },
         wakeups,
     ))

@@ -117,6 +117,11 @@ async fn bad_input_is_a_4xx_json_error_and_changes_nothing() {
             "lease_ms",
         ),
         (
+            "/deductStock/token?sku=s1&lease_ms=29".into(),
+            400,
+            "lease_ms",
+        ),
+        (
             "/deductStock/token?sku=s1&lease_ms=%EF%BC%91".into(),
             400,
             "lease_ms",
@@ -421,7 +426,7 @@ mod properties {
 
     use proptest::prelude::*;
     use proptest::strategy::ValueTree;
-    use stocklock::knobs::{DeductRequest, MAX_LEASE_MS, MAX_WAIT_MS, MAX_WORK_MS};
+    use stocklock::knobs::{DeductRequest, MAX_LEASE_MS, MAX_WAIT_MS, MAX_WORK_MS, MIN_LEASE_MS};
 
     use super::*;
 
@@ -457,7 +462,7 @@ mod properties {
                 Ok(request) => {
                     let knobs = &request.knobs;
                     prop_assert!(knobs.work.as_millis() <= u128::from(MAX_WORK_MS));
-                    prop_assert!(knobs.lease.is_none_or(|l| (1..=u128::from(MAX_LEASE_MS)).contains(&l.as_millis())));
+                    prop_assert!(knobs.lease.is_none_or(|l| (u128::from(MIN_LEASE_MS)..=u128::from(MAX_LEASE_MS)).contains(&l.as_millis())));
                     prop_assert!(knobs.wait.is_none_or(|w| w.as_millis() <= u128::from(MAX_WAIT_MS)));
                 }
                 Err(err) => {
@@ -548,6 +553,7 @@ async fn redlock_without_nodes_is_a_clear_503() {
             own_url: "http://127.0.0.1:9".to_owned(),
             chaos: Chaos::off(),
             redlock_nodes: Vec::new(),
+            request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
         },
         stocklock::lock::Wakeups::new(),
     ));
