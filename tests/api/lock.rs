@@ -258,3 +258,29 @@ async fn waiters_take_turns_through_lock_and_unlock() {
         started.elapsed()
     );
 }
+
+/// A fenced lock's token comes with the grant, from the acquire script
+/// itself: tokens grow with every grant, and a refused try takes none.
+#[tokio::test]
+async fn a_fenced_lock_issues_its_token_with_the_grant() {
+    let (_redis, store, wakeups) = setup().await;
+    let mut conn = store.conn().await.unwrap();
+    let lock = ReentrantLock::new(conn.clone(), "lock:{f1}", wakeups).fenced("fence:{f1}");
+    let (a, b) = (OwnerId::new("a"), OwnerId::new("b"));
+    let first = lock.lock(&a, LONG, Duration::ZERO).await.unwrap().unwrap();
+    assert_eq!(first.token, Some(1));
+    assert!(
+        lock.lock(&b, LONG, Duration::ZERO).await.unwrap().is_none(),
+        "b took a held lock"
+    );
+    let counter: i64 = redis::cmd("GET")
+        .arg("fence:{f1}")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(counter, 1, "a refused try took a token");
+    assert_eq!(lock.unlock(&a, LONG).await.unwrap(), Unlocked::Released);
+    let second = lock.lock(&b, LONG, Duration::ZERO).await.unwrap().unwrap();
+    assert_eq!(second.token, Some(2));
+    assert!(second.deadline() > first.deadline());
+}

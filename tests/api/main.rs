@@ -12,5 +12,6 @@ mod lab;
 mod ledger;
 mod load;
 mod lock;
+mod lock_safety;
 mod redlock;
 mod stack;

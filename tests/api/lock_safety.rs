@@ -1,0 +1,413 @@
+//! The correct locks, as a reviewer of distributed locks reads them: a
+//! holder knows when it may no longer count on its lock, no error path
+//! leaves a lock behind, a fencing token survives a reset, an instance is
+//! ready only once it can be woken, and no client can grow Redis or an
+//! instance without bound.
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::json;
+
+use crate::helpers::{Stack, chaos, get, sections_entered};
+
+/// A plain connection to the stack's Redis, with no response timeout.
+async fn redis_conn(redis_url: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(redis_url).unwrap();
+    client.get_multiplexed_async_connection().await.unwrap()
+}
+
+/// Resolves once Redis answers again (a PING waits out a pause).
+async fn redis_back(redis_url: &str) {
+    let _: String = redis::cmd("PING")
+        .query_async(&mut redis_conn(redis_url).await)
+        .await
+        .unwrap();
+}
+
+/// Pauses the stack's Redis for `ms` and returns once the pause is in
+/// effect: a PING on a connection made before it goes unanswered.
+async fn pause_redis(stack: &Stack, redis_url: &str, ms: u64) {
+    let mut probe = redis_conn(redis_url).await;
+    chaos(stack, json!({"action": "pause_redis", "ms": ms})).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ping = redis::cmd("PING");
+        let answer = ping.query_async::<String>(&mut probe);
+        if tokio::time::timeout(Duration::from_millis(50), answer)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "Redis never paused");
+    }
+}
+
+/// How long after `since` the SKU's lock key stays: polled every 20 ms (a
+/// key's disappearance has no event of its own on a plain connection),
+/// failing past `bound`.
+async fn lock_gone_within(redis_url: &str, sku: &str, since: Instant, bound: Duration) -> Duration {
+    let mut conn = redis_conn(redis_url).await;
+    loop {
+        let held: bool = redis::cmd("EXISTS")
+            .arg(format!("lock:{{{sku}}}"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if !held {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < bound,
+            "{sku}: the lock was still there {bound:?} after Redis came back"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A holder whose renewals are stuck in a paused Redis for longer than its
+/// lease must not write: its local deadline (the acquire's send + lease −
+/// drift) passes while the renewal is still unanswered, and it backs off
+/// (`lock_lost`) instead of writing after its lease could have run out.
+#[tokio::test]
+async fn a_holder_whose_renewals_are_stuck_past_its_lease_does_not_write() {
+    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    for v in ["watchdog", "fenced"] {
+        stack.reset(v, 5).await;
+        let mut entered = sections_entered(&redis_url, &[v]).await;
+        let holder = tokio::spawn({
+            let (http, url) = (
+                stack.http.clone(),
+                format!(
+                    "{}/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=2500",
+                    stack.url
+                ),
+            );
+            async move { get(&http, &url).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), entered.next())
+            .await
+            .expect("the holder entered its section");
+        // Renewals (every 667 ms) go into the pause: none is answered before
+        // the lease (2 s) is over, yet none fails before the holder's check
+        // at 2.5 s either (a renewal waits 1 s for its answer).
+        pause_redis(&stack, &redis_url, 3000).await;
+        let (status, body) = holder.await.unwrap();
+        redis_back(&redis_url).await;
+        let state = stack.state(v).await;
+        eprintln!("{v}: holder answered {status} {body}; {state:?}");
+        assert_eq!(status, 429, "{v}: {body}");
+        assert_eq!(body["reason"], "lock_lost", "{v}: {body}");
+        assert_eq!((state.sold, state.remaining), (0, 5), "{v}: {state:?}");
+    }
+    stack.stop().await;
+}
+
+/// Error paths of the correct locks leave no lock behind: an acquire whose
+/// answer was lost in a paused Redis (it may have taken the lock), and a
+/// release whose answer was lost, are both followed by a release by owner
+/// token that runs as soon as Redis answers, not by a 30 s lease.
+#[tokio::test]
+async fn no_error_path_leaves_a_correct_lock_behind() {
+    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    let bound = Duration::from_secs(2);
+    for v in ["token", "watchdog", "fenced"] {
+        // Both instances learn the SKU is stocked first (asked once per SKU),
+        // so that the acquire is the first command into the pause.
+        stack.reset(v, 5).await;
+        for _ in 0..2 {
+            let url = format!("{}/deductStock/{v}?sku={v}", stack.url);
+            assert_eq!(get(&stack.http, &url).await.0, 200, "{v}");
+        }
+        // The acquire is sent into the pause; its answer never comes.
+        pause_redis(&stack, &redis_url, 1500).await;
+        let (status, body) = get(
+            &stack.http,
+            &format!("{}/deductStock/{v}?sku={v}&wait_ms=0", stack.url),
+        )
+        .await;
+        assert_eq!(status, 503, "{v}: {body}");
+        redis_back(&redis_url).await;
+        let took = lock_gone_within(&redis_url, v, Instant::now(), bound).await;
+        eprintln!("{v}: acquire lost in the pause; lock gone {took:?} after Redis came back");
+
+        // The release is sent into the pause; its answer never comes.
+        stack.reset(v, 5).await;
+        let mut entered = sections_entered(&redis_url, &[v]).await;
+        let holder = tokio::spawn({
+            let (http, url) = (
+                stack.http.clone(),
+                format!("{}/deductStock/{v}?sku={v}&work_ms=300", stack.url),
+            );
+            async move { get(&http, &url).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), entered.next())
+            .await
+            .expect("the holder entered its section");
+        pause_redis(&stack, &redis_url, 2500).await;
+        let (status, body) = holder.await.unwrap();
+        redis_back(&redis_url).await;
+        let took = lock_gone_within(&redis_url, v, Instant::now(), bound).await;
+        eprintln!(
+            "{v}: holder answered {status} {}; release lost in the pause; lock gone {took:?} after",
+            body["outcome"]
+        );
+        let state = stack.state(v).await;
+        assert_eq!(state.oversold, 0, "{v}: {state:?}");
+    }
+    stack.stop().await;
+}
+
+/// A fenced holder frozen across a reset: a newer holder sells, the SKU is
+/// reset, and the frozen one wakes: its write is refused for its stale
+/// token, because the newest token seen survives the reset (the reset
+/// forgetting it would let the frozen holder through); tokens never go
+/// backwards across the reset either.
+#[tokio::test]
+async fn a_fenced_holder_frozen_across_a_reset_is_refused() {
+    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    let v = "fenced";
+    stack.reset(v, 5).await;
+    let fence = || async {
+        let token: Option<i64> = redis::cmd("GET")
+            .arg(format!("fence:{{{v}}}"))
+            .query_async(&mut redis_conn(&redis_url).await)
+            .await
+            .unwrap();
+        token.unwrap_or(0)
+    };
+    chaos(&stack, json!({"action": "pause_holder", "ms": 2500})).await;
+    let mut entered = sections_entered(&redis_url, &[v]).await;
+    let knobs = "lease_ms=300&wait_ms=5000";
+    let frozen = tokio::spawn({
+        let (http, url) = (
+            stack.http.clone(),
+            format!("{}/deductStock/{v}?sku={v}&{knobs}", stack.instances[0].url),
+        );
+        async move { get(&http, &url).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), entered.next())
+        .await
+        .expect("the holder entered its section");
+    // A newer holder on the other instance, once the frozen one's lease ran out.
+    let (status, newer) = get(
+        &stack.http,
+        &format!("{}/deductStock/{v}?sku={v}&{knobs}", stack.instances[1].url),
+    )
+    .await;
+    assert_eq!(status, 200, "{newer}");
+    let before_reset = fence().await;
+    stack.reset(v, 5).await;
+    assert!(
+        fence().await >= before_reset,
+        "a reset took the token counter back"
+    );
+    let (status, late) = frozen.await.unwrap();
+    assert_eq!(status, 429, "{late}");
+    assert_eq!(late["reason"], "stale_token", "{late}");
+    let state = stack.state(v).await;
+    assert_eq!(
+        (
+            state.sold,
+            state.remaining,
+            state.oversold,
+            state.fenced_rejections
+        ),
+        (0, 5, 0, 1),
+        "the new ledger sold nothing and counted the refusal: {state:?}"
+    );
+    stack.stop().await;
+}
+
+/// An instance is ready (`/healthz` 200, the `is ready` line) only once its
+/// subscription to lock releases is live: before that it answers 503
+/// `starting`, so `up` never puts behind nginx an instance whose early
+/// waiters would sleep out a lease for want of a wake-up.
+#[tokio::test]
+async fn an_instance_is_ready_only_once_it_can_be_woken() {
+    use tokio::io::AsyncBufReadExt;
+
+    let port = stocklock::up::process::free_port().unwrap();
+    let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--instance", "r"])
+        .args(["--redis-url", &format!("redis://127.0.0.1:{port}")])
+        .env("STOCKLOCK_ADMIN_TOKEN", "t")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+    let listening = lines.next_line().await.unwrap().unwrap();
+    let url = listening.rsplit(' ').next().unwrap().to_owned();
+    assert!(listening.contains("listening on"), "{listening}");
+
+    // No Redis yet: listening, not ready.
+    let http = reqwest::Client::new();
+    let (status, health) = get(&http, &format!("{url}/healthz")).await;
+    assert_eq!((status, health["status"].as_str()), (503, Some("starting")));
+
+    let _redis = stocklock::up::redis::RedisServer::start(Some(port))
+        .await
+        .unwrap();
+    let ready = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .expect("the instance became ready once Redis was there")
+        .unwrap()
+        .unwrap();
+    assert!(ready.contains("is ready"), "{ready}");
+    let (status, health) = get(&http, &format!("{url}/healthz")).await;
+    assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
+    let _ = serve.kill().await;
+}
+
+/// Resident memory of a process, from /proc (kB).
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Keys in the stack's Redis.
+async fn dbsize(redis_url: &str) -> i64 {
+    redis::cmd("DBSIZE")
+        .query_async(&mut redis_conn(redis_url).await)
+        .await
+        .unwrap()
+}
+
+/// 100 000 requests: 60 000 to distinct SKUs nobody stocked, over every
+/// kind of variant, leave Redis's key count as it was (a 404 each, nothing
+/// written); 40 000 with distinct request ids on one stocked SKU, at up to
+/// 5 000 a second with ids remembered for 1 s, leave about 1 s worth of ids,
+/// not 40 000, and keep the idempotency promise for that second; and the
+/// instances stay under 30 MB.
+#[tokio::test]
+async fn no_client_can_grow_redis_or_an_instance_without_bound() {
+    use stocklock::load::engine::{self, Plan, Progress};
+
+    let stack = Stack::start_with(2, None, &["--no-chaos", "--request-ttl", "1s"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    let target = stocklock::load::resolve_target(&stack.url).await.unwrap();
+    let plan = |paths: Vec<String>, rate: Option<f64>| Plan {
+        method: hyper::Method::GET,
+        requests: Some(paths.len() as u64),
+        paths,
+        concurrency: 64,
+        duration: None,
+        rate,
+        timeout: Duration::from_secs(30),
+    };
+
+    // Distinct SKUs nobody stocked.
+    let before = dbsize(&redis_url).await;
+    let variants = [
+        "token",
+        "watchdog",
+        "fenced",
+        "redlock",
+        "setnx",
+        "local-mutex",
+        "lua",
+    ];
+    let ghosts: Vec<String> = (0..60_000)
+        .map(|i| {
+            format!(
+                "/deductStock/{}?sku=ghost-{i}",
+                variants[i % variants.len()]
+            )
+        })
+        .collect();
+    let tally = engine::run(&target, &plan(ghosts, None), &Progress::default()).await;
+    eprintln!(
+        "60 000 unknown SKUs: {:.0} req/s, errors {:?}",
+        tally.rps(),
+        tally.errors
+    );
+    // Every answer a 404 (counted with the other non-business statuses).
+    assert_eq!(tally.errors.other, 60_000, "{:?}", tally.errors);
+    assert_eq!(
+        dbsize(&redis_url).await,
+        before,
+        "unknown SKUs left keys behind"
+    );
+
+    // Distinct request ids on one stocked SKU, remembered for 1 s.
+    stack.reset("ids", 1_000_000).await;
+    let ids: Vec<String> = (0..40_000)
+        .map(|i| {
+            let v = if i % 2 == 0 { "watchdog" } else { "lua" };
+            format!("/deductStock/{v}?sku=ids&request_id=id-{i}")
+        })
+        .collect();
+    let load = tokio::spawn({
+        let (target, plan) = (target.clone(), plan(ids, Some(5_000.0)));
+        async move { engine::run(&target, &plan, &Progress::default()).await }
+    });
+    let mut most = 0;
+    let mut sampler = redis_conn(&redis_url).await;
+    while !load.is_finished() {
+        let remembered: i64 = redis::cmd("HLEN")
+            .arg("requests:{ids}")
+            .query_async(&mut sampler)
+            .await
+            .unwrap();
+        most = most.max(remembered);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let tally = load.await.unwrap();
+    let state = stack.state("ids").await;
+    eprintln!(
+        "40 000 request ids at {:.0}/s: {} sold, at most {most} ids remembered at once",
+        tally.rps(),
+        state.sold
+    );
+    assert_eq!(tally.sold, 40_000, "{:?}", tally.errors);
+    assert_eq!(state.sold, 40_000);
+    // At most 1 s of ids at 5 000/s, with the sweep's lag: far below 40 000.
+    assert!(most < 12_000, "{most} ids remembered at once");
+
+    // The promise itself: a retry within the time to live is answered from
+    // the record; one after it is a new request.
+    let buy = |id: &str| {
+        let url = format!("{}/deductStock/lua?sku=ids&request_id={id}", stack.url);
+        let http = stack.http.clone();
+        async move { get(&http, &url).await.1 }
+    };
+    let first = buy("probe").await;
+    let again = buy("probe").await;
+    assert_eq!(
+        (&again["replayed"], &again["unit"]),
+        (&json!(true), &first["unit"])
+    );
+    // Time has to pass for a time to live to run out: no event says it did.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    // Each new id forgets up to 32 expired ones, oldest first: enough new
+    // ids to reach the probe, which came after every id of the run.
+    let remembered: usize = redis::cmd("HLEN")
+        .arg("requests:{ids}")
+        .query_async(&mut sampler)
+        .await
+        .unwrap();
+    for i in 0..remembered / 32 + 2 {
+        buy(&format!("sweeper-{i}")).await;
+    }
+    let later = buy("probe").await;
+    assert_ne!(later["replayed"], json!(true), "{later}");
+    assert_ne!(later["unit"], first["unit"], "a new sale: {later}");
+
+    for instance in &stack.instances {
+        let kb = rss_kb(instance.pid);
+        eprintln!("instance {}: {} kB resident", instance.name, kb);
+        assert!(kb < 30 * 1024, "instance {} uses {kb} kB", instance.name);
+    }
+    stack.stop().await;
+}
