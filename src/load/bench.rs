@@ -8,6 +8,9 @@
 //!    costs over a bare request);
 //! 3. the `watchdog` variant under many waiting clients vs the lock
 //!    hand-off ceiling 1 / (4 × Redis round trip) measured in the same run;
+//! 4. the `redlock` variant vs `watchdog`, both with many waiting clients
+//!    (what a lock on a majority of five servers costs over one Redis;
+//!    skipped when the stack has no Redlock nodes);
 //!
 //! and then the resident memory of each instance.
 
@@ -165,7 +168,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
 
     // The variants need stock that a whole run cannot exhaust.
-    for sku in ["bench-lua", "bench-watchdog"] {
+    for sku in ["bench-lua", "bench-watchdog", "bench-redlock"] {
         api.reset(sku, 1_000_000_000, 0).await?;
     }
 
@@ -209,7 +212,45 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         fmt_runs(&ceilings)
     );
 
-    // 4. Memory of each instance after all that.
+    // 4. redlock vs watchdog, many waiting clients each.
+    let probe = format!("{base}/deductStock/redlock?sku=bench-redlock");
+    let configured = reqwest::get(&probe)
+        .await
+        .map(|answer| answer.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE)
+        .unwrap_or(false);
+    if configured {
+        let (mut majority, mut one) = (Vec::new(), Vec::new());
+        for _ in 0..config.runs {
+            majority.push(
+                ours(
+                    &target,
+                    "/deductStock/redlock?sku=bench-redlock&wait_ms=60000",
+                    &config,
+                )
+                .await?,
+            );
+            one.push(
+                ours(
+                    &target,
+                    "/deductStock/watchdog?sku=bench-watchdog&wait_ms=60000",
+                    &config,
+                )
+                .await?,
+            );
+        }
+        println!(
+            "redlock vs watchdog:               redlock {:>8.0} req/s  watchdog {:>8.0} req/s  ratio {:.2}   (runs: {} | {})",
+            median(&mut majority.clone()),
+            median(&mut one.clone()),
+            median(&mut majority.clone()) / median(&mut one.clone()),
+            fmt_runs(&majority),
+            fmt_runs(&one)
+        );
+    } else {
+        println!("redlock vs watchdog: skipped, the stack has no Redlock nodes (up --redlock 5)");
+    }
+
+    // 5. Memory of each instance after all that.
     for (instance, (pid, rss)) in instance_memory(&api).await? {
         match rss {
             Some(kb) => println!(

@@ -4,13 +4,21 @@
 //!
 //! | capability                        | here |
 //! |-----------------------------------|------|
-//! | try-lock with a wait and a lease  | [`LeaseLock::lock`], [`ReentrantLock::lock`] |
+//! | try-lock with a wait and a lease  | [`LeaseLock::lock`], [`ReentrantLock::lock`], [`Redlock::lock`]: a [`Grant`] |
+//! | knowing when the lock may be lost | [`Grant::deadline`] (acquire *sent* + lease − drift), kept up by [`Watchdog`]'s confirmed renewals: [`Tenure::is_lost`] |
 //! | unlock by the owner only, atomic  | [`LeaseLock::unlock`], [`ReentrantLock::unlock`] (Lua compare-and-delete) |
+//! | nothing left behind on errors     | [`LeaseLock::unlock_surely`], [`ReentrantLock::unlock_all_surely`]: retried until answered or the lease is over |
 //! | is-locked                         | [`LeaseLock::is_locked`], [`ReentrantLock::is_locked`] |
 //! | reentrant lock with a hold count  | [`ReentrantLock`] |
+//! | fencing token with the grant      | [`ReentrantLock::fenced`]: `INCR` in the acquire script, [`Grant::token`] |
 //! | renewal                           | [`Lease::renew`], and [`Watchdog`] to do it while held |
-//! | waiting without polling           | [`Wakeups`]: releases are published, waiters woken |
-//! | a lock on a majority of N Redis   | [`Redlock`] on [`RedlockNodes`] (renewable by [`Watchdog`]) |
+//! | waiting without polling           | [`Wakeups`]: releases are published, waiters woken (Redlock's too) |
+//! | a lock on a majority of N Redis   | [`Redlock`] on [`RedlockNodes`] (renewable by [`Watchdog`]; its validity is its deadline) |
+//!
+//! What a local deadline cannot fix: a pause *between* the owner's last look
+//! at its deadline and its write (a GC, a SIGSTOP). Nothing the owner checks
+//! can come after that moment; only the store refusing a stale fencing
+//! token can ([`ReentrantLock::fenced`], and the `fenced` variant).
 //!
 //! Every script is built once and called by EVALSHA (redis-rs reloads it by
 //! itself after a `NOSCRIPT`).
