@@ -316,5 +316,5 @@ fn freeze(binary: &std::path::Path, pause: Duration) {
 /// `stocklock resume`: the helper that wakes a frozen process.
 pub fn resume(pid: u32, after: Duration) {
     std::thread::sleep(after);
-    crate::up::process::signal(pid, nix::sys::signal::Signal::SIGCONT);
+    crate::os::signal(pid, nix::sys::signal::Signal::SIGCONT);
 }

@@ -36,6 +36,7 @@ pub mod ledger;
 pub mod load;
 pub mod lock;
 pub mod metrics;
+pub mod os;
 pub mod sale;
 pub mod section;
 pub mod server;
