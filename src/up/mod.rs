@@ -281,7 +281,7 @@ fn announce_redis(server: &RedisServer) {
 
 /// Gives the SKUs the lab uses (`00001` and one per variant) their stock,
 /// leaving any that already have some alone (an existing Redis keeps its
-/// state). `lua-sharded`'s SKU is split into [`ledger::DEFAULT_BUCKETS`].
+/// state). `lua-sharded`'s SKU is split into [`crate::knobs::DEFAULT_BUCKETS`].
 pub async fn seed_stock(store: &Store, stock: i64) -> anyhow::Result<()> {
     let mut conn = store.conn().await.context("cannot reach Redis")?;
     ledger::reset_sku(
