@@ -19,7 +19,7 @@ use redis::aio::ConnectionLike;
 use std::time::Duration;
 
 use crate::knobs::MAX_BUCKETS;
-use crate::section::{Answer, BusyReason, Outcome};
+use crate::outcome::{Answer, BusyReason, Outcome};
 use crate::store::{Keys, StoreError};
 use crate::wire::{LockState, StateSnapshot};
 

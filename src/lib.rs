@@ -37,6 +37,7 @@ pub mod load;
 pub mod lock;
 pub mod metrics;
 pub mod os;
+pub mod outcome;
 pub mod sale;
 pub mod section;
 pub mod server;
