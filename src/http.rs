@@ -6,6 +6,7 @@
 //! errors but outcomes, with their own status codes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -507,10 +508,8 @@ async fn chaos_action(
         }
         ChaosAction::LockVanishes { sku } => {
             let sku = Sku::parse(sku)?;
-            let deleted: i64 = redis::AsyncCommands::del(&mut conn, &Keys::new(&sku).lock)
-                .await
-                .map_err(StoreError::from)?;
-            serde_json::json!({"deleted": deleted == 1, "sku": sku.as_str()})
+            let deleted = chaos::vanish_lock(&mut conn, &Keys::new(&sku)).await?;
+            serde_json::json!({"deleted": deleted, "sku": sku.as_str()})
         }
         ChaosAction::PauseRedis { .. } | ChaosAction::RestartRedis
             if !state.0.config.chaos.redis_control() =>
@@ -521,41 +520,15 @@ async fn chaos_action(
         }
         ChaosAction::PauseRedis { ms } => {
             let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;
-            // On a connection of its own: the pause blocks whoever asks.
-            let client = state.0.store.client().clone();
-            tokio::spawn(async move {
-                if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                    let _: Result<String, _> = redis::cmd("DEBUG")
-                        .arg("SLEEP")
-                        .arg(ms as f64 / 1000.0)
-                        .query_async(&mut conn)
-                        .await;
-                }
-            });
+            chaos::pause_redis(&state.0.store, Duration::from_millis(ms));
             serde_json::json!({"pausing_redis_ms": ms})
         }
         ChaosAction::RestartRedis => {
-            let mut own = state
-                .0
-                .store
-                .client()
-                .get_multiplexed_async_connection()
-                .await
-                .map_err(StoreError::from)?;
-            // The answer never comes: the server goes away.
-            let _: Result<(), _> = redis::cmd("SHUTDOWN")
-                .arg("NOSAVE")
-                .query_async(&mut own)
-                .await;
+            chaos::restart_redis(&state.0.store).await?;
             serde_json::json!({"restarting_redis": true})
         }
         ChaosAction::Crash => {
-            tokio::spawn(async {
-                // Long enough for this answer to leave.
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                eprintln!("chaos: crashing, as asked");
-                std::process::abort();
-            });
+            chaos::crash_soon();
             serde_json::json!({"crashing": state.0.config.instance})
         }
     };
