@@ -45,4 +45,5 @@ pub mod store;
 pub mod telemetry;
 pub mod up;
 pub mod variants;
+pub mod web;
 pub mod wire;
