@@ -17,7 +17,9 @@
 //!   helper process sends SIGCONT;
 //! - `lock_vanishes` (`sku`): the lock key is deleted, whoever holds it (the
 //!   stand-in for a failover or a clock jump);
-//! - `crash`: the instance that takes this request aborts right after answering.
+//! - `crash`: the instance that takes this request aborts right after answering;
+//! - `pause_redis` (`ms`) and `restart_redis`: the Redis that `up` owns
+//!   freezes (`DEBUG SLEEP`) or stops (`up` starts it again).
 //!
 //! Chaos mode also lets an instance run with a skewed clock
 //! (`--clock-skew-ms`, or the `clock_skew` action sent to the instance
@@ -29,11 +31,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use crate::store::Conn;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Keys, StoreError};
+use crate::store::{Conn, Keys, Store, StoreError};
 
 // One hash tag for every armed fault: one slot on a cluster, so they can
 // be cleared by one command.
@@ -253,6 +254,50 @@ pub async fn arm_pause_holder(conn: &mut Conn, ms: u64) -> Result<(), StoreError
     Ok(())
 }
 
+/// Deletes a SKU's lock key, whoever holds it (`lock_vanishes`: the
+/// stand-in for a failover or a clock jump). Whether there was one.
+pub async fn vanish_lock(conn: &mut Conn, keys: &Keys) -> Result<bool, StoreError> {
+    let deleted: i64 = conn.del(&keys.lock).await?;
+    Ok(deleted == 1)
+}
+
+/// Freezes the Redis for `pause` (`DEBUG SLEEP`) and returns at once. On a
+/// connection of its own: the pause blocks whoever asks.
+pub fn pause_redis(store: &Store, pause: Duration) {
+    let client = store.client().clone();
+    tokio::spawn(async move {
+        if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
+            let _: Result<String, _> = redis::cmd("DEBUG")
+                .arg("SLEEP")
+                .arg(pause.as_millis() as f64 / 1000.0)
+                .query_async(&mut conn)
+                .await;
+        }
+    });
+}
+
+/// Stops the Redis without saving (`SHUTDOWN NOSAVE`); `up`, which owns
+/// it, starts it again.
+pub async fn restart_redis(store: &Store) -> Result<(), StoreError> {
+    let mut own = store.client().get_multiplexed_async_connection().await?;
+    // The answer never comes: the server goes away.
+    let _: Result<(), _> = redis::cmd("SHUTDOWN")
+        .arg("NOSAVE")
+        .query_async(&mut own)
+        .await;
+    Ok(())
+}
+
+/// Aborts this process a moment from now (`crash`): long enough for the
+/// answer that says so to leave.
+pub fn crash_soon() {
+    tokio::spawn(async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        eprintln!("chaos: crashing, as asked");
+        std::process::abort();
+    });
+}
+
 /// The sections the witness recorded for a SKU, oldest first.
 pub async fn sections(conn: &mut Conn, keys: &Keys) -> Result<Vec<Section>, StoreError> {
     let raw: Vec<String> = conn.lrange(&keys.sections, 0, -1).await?;
@@ -316,5 +361,5 @@ fn freeze(binary: &std::path::Path, pause: Duration) {
 /// `stocklock resume`: the helper that wakes a frozen process.
 pub fn resume(pid: u32, after: Duration) {
     std::thread::sleep(after);
-    crate::up::process::signal(pid, nix::sys::signal::Signal::SIGCONT);
+    crate::os::signal(pid, nix::sys::signal::Signal::SIGCONT);
 }

@@ -519,7 +519,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.exit_with_stdin {
         app.run_until(async {
             tokio::select! {
-                _ = crate::server::shutdown_signal() => {}
+                _ = crate::os::shutdown_signal() => {}
                 _ = crate::server::stdin_closed() => {}
             }
         })

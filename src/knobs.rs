@@ -21,6 +21,10 @@ pub const MIN_LEASE_MS: u64 = 30;
 /// Upper bound of a reset's stock: large enough for any workshop, small
 /// enough that `initial - remaining` cannot overflow.
 pub const MAX_STOCK: i64 = 1_000_000_000;
+/// How many buckets `lua-sharded`'s stock is split into unless asked otherwise.
+pub const DEFAULT_BUCKETS: u32 = 8;
+/// The most buckets one SKU's stock may be split into (`lua-sharded`).
+pub const MAX_BUCKETS: u32 = 64;
 
 /// Why a piece of input was refused: which field, and a sentence.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,15 +137,14 @@ pub fn parse_stock(value: i64) -> Result<i64, InputError> {
     }
 }
 
-/// Parses a reset's bucket count: 0 (one key) to [`crate::ledger::MAX_BUCKETS`].
+/// Parses a reset's bucket count: 0 (one key) to [`MAX_BUCKETS`].
 pub fn parse_buckets(value: u32) -> Result<u32, InputError> {
-    let max = crate::ledger::MAX_BUCKETS;
-    if value <= max {
+    if value <= MAX_BUCKETS {
         Ok(value)
     } else {
         Err(InputError::new(
             "buckets",
-            format!("must be from 0 to {max}, got {value}"),
+            format!("must be from 0 to {MAX_BUCKETS}, got {value}"),
         ))
     }
 }

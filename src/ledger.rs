@@ -18,7 +18,8 @@ use redis::aio::ConnectionLike;
 
 use std::time::Duration;
 
-use crate::section::{Answer, BusyReason, Outcome};
+use crate::knobs::MAX_BUCKETS;
+use crate::outcome::{Answer, BusyReason, Outcome};
 use crate::store::{Keys, StoreError};
 use crate::wire::{LockState, StateSnapshot};
 
@@ -257,12 +258,6 @@ async fn reset<C: ConnectionLike>(
         .await?;
     Ok(done == 1)
 }
-
-/// How many buckets `lua-sharded`'s stock is split into unless asked otherwise.
-pub const DEFAULT_BUCKETS: u32 = 8;
-
-/// The most buckets one SKU's stock may be split into (`lua-sharded`).
-pub const MAX_BUCKETS: u32 = 64;
 
 /// How `stock` is split over `buckets`: bucket `b` gets this much (the
 /// first `stock % buckets` buckets one more).

@@ -8,23 +8,37 @@
 //! # Layout
 //!
 //! - [`wire`]: the JSON shapes on the wire, shared by server, dashboard and load generator.
-//! - [`knobs`]: parsing of user input (SKU, `work_ms`, `lease_ms`, `wait_ms`) into domain types.
+//! - [`knobs`]: parsing of user input (SKU, `work_ms`, `lease_ms`, `wait_ms`, a reset's stock and buckets) into domain types, beside the limits that bound it.
 //! - [`store`]: the Redis handle (one server or a Redis Cluster) and the key layout of one SKU (all keys share a hash tag).
+//! - [`outcome`]: what an attempt ends as (sold, sold out, busy and why, unknown), below both the section and the ledger.
 //! - [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
-//! - [`section`]: the critical section every variant protects, written once, and its outcomes.
+//! - [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
 //! - [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
-//! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock).
+//! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes).
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
 //! - [`metrics`]: Prometheus metrics of an instance.
-//! - [`dashboard`]: the live page, its board (read from Redis), server-sent events, runs from the page.
-//! - [`http`]: the axum router; thin handlers that parse, call the domain and map outcomes.
+//! - [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
+//! - [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
+//! - [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
 //! - [`server`]: `stocklock serve`: building and running one instance.
 //! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
 //! - [`lab`]: `stocklock lab`: every failure scenario against every variant, judged from evidence, and the matrix.
 //! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, N instances and nginx as children.
-//! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, the overlap witness.
+//! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness.
 //! - [`cli`]: the command line.
 //! - [`telemetry`]: tracing set-up.
+//! - [`os`]: process and signal helpers (signals, Ctrl-C/SIGTERM, finding programs, free ports), below everything.
+//!
+//! Dependencies point one way: in this order, each module imports only modules
+//! listed before it, so no two import each other.
+//!
+//! 1. [`os`] and [`telemetry`];
+//! 2. the domain: [`knobs`], [`wire`], [`metrics`], [`store`], [`chaos`], [`outcome`],
+//!    [`ledger`], [`lock`], [`section`], [`variants`], [`sale`]. It never imports
+//!    transport or tools;
+//! 3. the tools: [`load`], [`up`], [`lab`] (below the dashboard, which starts runs and scenarios);
+//! 4. HTTP: [`web`], [`dashboard`], [`http`], [`server`];
+//! 5. [`cli`].
 
 pub mod chaos;
 pub mod cli;
@@ -36,6 +50,8 @@ pub mod ledger;
 pub mod load;
 pub mod lock;
 pub mod metrics;
+pub mod os;
+pub mod outcome;
 pub mod sale;
 pub mod section;
 pub mod server;
@@ -43,4 +59,5 @@ pub mod store;
 pub mod telemetry;
 pub mod up;
 pub mod variants;
+pub mod web;
 pub mod wire;

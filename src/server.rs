@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 
 use crate::http::{AppState, InstanceConfig, app};
 use crate::lock::Wakeups;
+use crate::os::shutdown_signal;
 use crate::store::Store;
 use crate::variants::Variant;
 
@@ -127,23 +128,4 @@ pub async fn stdin_closed() {
     let mut stdin = tokio::io::stdin();
     let mut buf = [0u8; 64];
     while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
-    }
 }

@@ -12,11 +12,12 @@ use axum::http::{HeaderMap, StatusCode};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-use crate::http::{AppError, AppState};
+use super::Dashboard;
 use crate::knobs::InputError;
 use crate::lab::Cell;
 use crate::store::Store;
 use crate::variants::Variant;
+use crate::web::AppError;
 
 /// Hash of variant → [`LabStatus`] as JSON.
 pub const STATUS_KEY: &str = "stocklock:labs";
@@ -60,7 +61,7 @@ pub async fn read(store: &Store) -> Result<BTreeMap<String, LabStatus>, crate::s
 
 /// `POST /api/admin/lab` `{"variant": V}`: 202, then the cells on the board.
 pub async fn start(
-    State(state): State<AppState>,
+    State(state): State<Dashboard>,
     headers: HeaderMap,
     body: Result<Json<LabRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<LabStatus>), AppError> {

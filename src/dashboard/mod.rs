@@ -4,293 +4,132 @@
 //! Everything the page shows is read from Redis, so any instance behind
 //! nginx draws the same board: each variant's SKU (the SKU is the variant's
 //! name), each instance's heartbeat, and the run in progress.
+//!
+//! The dashboard owns its routes ([`router`]); the instance's router merges
+//! them. It is handed the parts of the instance it uses ([`Parts`]), so it
+//! never reaches into the API's state.
 
+mod board;
 pub mod labs;
+mod page;
 pub mod runs;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::AtomicU64;
 
-use askama::Template;
-use axum::extract::State;
-use axum::http::{HeaderValue, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{Html, IntoResponse, Response};
-use futures_util::Stream;
-use redis::AsyncCommands;
-use tokio::sync::watch;
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use metrics_exporter_prometheus::PrometheusHandle;
 
-use crate::http::{AppError, AppState};
-use crate::knobs::Sku;
-use crate::lab::Scenario;
-use crate::ledger;
-use crate::store::{Keys, Store, StoreError};
-use crate::variants::Variant;
-use crate::wire::{Board, InstanceStatus, RunStatus, VariantInfo};
+use self::board::BoardFeed;
+use crate::lock::{RedlockNodes, Wakeups};
+use crate::store::Store;
+use crate::web::{AdminToken, AppError};
 
-/// The hash of instance → heartbeat (`{"pid", "requests", "at_ms"}`).
-const INSTANCES_KEY: &str = "stocklock:instances";
-/// How often an instance says it is alive.
-const HEARTBEAT: Duration = Duration::from_secs(1);
-/// A heartbeat older than this is an instance that is gone.
-const HEALTHY_WITHIN_MS: u64 = 3_000;
-/// How often the board is read while someone watches.
-const BOARD_EVERY: Duration = Duration::from_millis(250);
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+/// The parts of one instance the dashboard reads and acts on, handed over
+/// by the instance's state.
+pub struct Parts {
+    pub store: Store,
+    /// The name the page shows, the heartbeat announces and runs are owned by.
+    pub instance: String,
+    /// This instance's own address, announced in its heartbeat.
+    pub own_url: String,
+    /// The stack's URL (nginx), where runs started from the page send their load.
+    pub public_url: String,
+    /// Lets in the page's admin actions (runs and scenarios).
+    pub admin: AdminToken,
+    /// The waiters of this process: the lock that keeps runs one at a time waits with them.
+    pub wakeups: Wakeups,
+    /// Redlock's nodes, if the instance has any: its card's lock is read there.
+    pub redlock: Option<RedlockNodes>,
+    /// Requests this instance answered, announced in its heartbeat.
+    pub requests: Arc<AtomicU64>,
+    pub metrics: &'static PrometheusHandle,
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Heartbeat {
-    pid: u32,
-    requests: u64,
-    at_ms: u64,
-    /// Where this instance listens (to reach it without nginx).
-    #[serde(default)]
-    url: String,
-}
-
-/// Writes this instance's heartbeat every second, for as long as the task runs.
-pub fn heartbeat(
-    store: Store,
-    instance: String,
-    url: String,
-    requests: Arc<std::sync::atomic::AtomicU64>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(HEARTBEAT);
-        loop {
-            every.tick().await;
-            let beat = Heartbeat {
-                pid: std::process::id(),
-                requests: requests.load(std::sync::atomic::Ordering::Relaxed),
-                at_ms: now_ms(),
-                url: url.clone(),
-            };
-            let Ok(json) = serde_json::to_string(&beat) else {
-                continue;
-            };
-            if let Ok(mut conn) = store.conn().await {
-                let _: Result<i64, _> = conn.hset(INSTANCES_KEY, &instance, json).await;
-            }
-        }
-    })
-}
-
-/// Reads the whole board: every variant's SKU, the instances, the run.
-/// `redlock`'s lock lives on its nodes, so its card's lock is read there.
-pub async fn read_board(
-    store: &Store,
-    redlock: Option<&crate::lock::RedlockNodes>,
-) -> Result<Board, StoreError> {
-    let mut conn = store.conn().await?;
-    // The run first: when it says done, every variant read after it is final.
-    let run: Option<String> = conn.get(runs::STATUS_KEY).await?;
-    let run: Option<RunStatus> = run.and_then(|json| serde_json::from_str(&json).ok());
-    let mut variants = Vec::with_capacity(Variant::ALL.len());
-    for variant in Variant::ALL {
-        let sku = Sku::parse(variant.name()).expect("variant names are valid SKUs");
-        let keys = Keys::new(&sku);
-        let mut state = ledger::snapshot(&mut conn, &keys, sku.as_str()).await?;
-        if let (Variant::Redlock, Some(nodes)) = (variant, redlock) {
-            let holding = nodes.lock(keys.lock.clone()).holding().await;
-            state.lock = crate::wire::LockState {
-                held: holding.owner.is_some(),
-                holder: holding
-                    .owner
-                    .map(|(owner, n)| format!("{owner} (on {n} of {} nodes)", nodes.len())),
-                ttl_ms: holding.ttl.map(|ttl| ttl.as_millis() as i64),
-                no_ttl: false,
-            };
-        }
-        variants.push(state);
-    }
-    let beats: Vec<(String, String)> = conn.hgetall(INSTANCES_KEY).await?;
-    let now = now_ms();
-    let instances = beats
-        .into_iter()
-        .filter_map(|(name, json)| {
-            let beat: Heartbeat = serde_json::from_str(&json).ok()?;
-            let age_ms = now.saturating_sub(beat.at_ms);
-            Some(InstanceStatus {
-                name,
-                pid: beat.pid,
-                requests: beat.requests,
-                url: beat.url,
-                age_ms,
-                healthy: age_ms < HEALTHY_WITHIN_MS,
-            })
-        })
-        // An instance gone for a minute is dropped from the panel.
-        .filter(|i| i.age_ms < 60_000)
-        .collect::<Vec<_>>();
-    let mut instances = instances;
-    instances.sort_by(|a, b| a.name.cmp(&b.name));
-    let labs = labs::read(store).await?;
-    Ok(Board {
-        variants,
-        instances,
-        run,
-        labs: serde_json::to_value(labs).unwrap_or_default(),
-    })
-}
-
-/// The board as this instance last read it, shared by every event stream
-/// of the instance: one reader however many pages watch.
+/// What the dashboard's handlers and tasks share. Cheap to clone.
 #[derive(Clone)]
-pub struct BoardFeed(watch::Sender<Option<Arc<String>>>);
+pub struct Dashboard(Arc<Shared>);
 
-impl Default for BoardFeed {
-    fn default() -> Self {
-        Self(watch::Sender::new(None))
+struct Shared {
+    parts: Parts,
+    /// The board as this instance last read it, for every page that watches.
+    board: BoardFeed,
+}
+
+impl Dashboard {
+    pub fn new(parts: Parts) -> Self {
+        Self(Arc::new(Shared {
+            parts,
+            board: BoardFeed::default(),
+        }))
+    }
+
+    /// Starts the tasks that keep the dashboard live: the heartbeat and the
+    /// board reader. They stop when the returned handles are aborted.
+    pub fn start_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        let parts = &self.0.parts;
+        vec![
+            board::heartbeat(
+                parts.store.clone(),
+                parts.instance.clone(),
+                parts.own_url.clone(),
+                parts.requests.clone(),
+            ),
+            self.0.board.run(parts.store.clone(), parts.redlock.clone()),
+        ]
+    }
+
+    fn store(&self) -> &Store {
+        &self.0.parts.store
+    }
+
+    fn instance(&self) -> &str {
+        &self.0.parts.instance
+    }
+
+    fn public_url(&self) -> &str {
+        &self.0.parts.public_url
+    }
+
+    fn admin_token(&self) -> &str {
+        self.0.parts.admin.as_str()
+    }
+
+    fn wakeups(&self) -> &Wakeups {
+        &self.0.parts.wakeups
+    }
+
+    fn redlock(&self) -> Option<&RedlockNodes> {
+        self.0.parts.redlock.as_ref()
+    }
+
+    fn metrics(&self) -> &PrometheusHandle {
+        self.0.parts.metrics
+    }
+
+    fn board_feed(&self) -> &BoardFeed {
+        &self.0.board
+    }
+
+    /// Lets an admin action in, or refuses it (401).
+    fn authorize(&self, headers: &HeaderMap) -> Result<(), AppError> {
+        self.0.parts.admin.authorize(headers)
     }
 }
 
-impl BoardFeed {
-    /// Reads the board every 250 ms while at least one page watches, and
-    /// publishes it when it changed.
-    pub fn run(
-        &self,
-        store: Store,
-        redlock: Option<crate::lock::RedlockNodes>,
-    ) -> tokio::task::JoinHandle<()> {
-        let feed = self.0.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(BOARD_EVERY);
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                every.tick().await;
-                if feed.receiver_count() == 0 {
-                    continue; // nobody watches: read nothing
-                }
-                let json = match read_board(&store, redlock.as_ref()).await {
-                    Ok(board) => serde_json::to_string(&board).ok(),
-                    Err(err) => {
-                        tracing::debug!(%err, "board unavailable");
-                        None
-                    }
-                };
-                if let Some(json) = json {
-                    feed.send_if_modified(|current| {
-                        if current.as_deref().map(String::as_str) == Some(json.as_str()) {
-                            false
-                        } else {
-                            *current = Some(Arc::new(json));
-                            true
-                        }
-                    });
-                }
-            }
-        })
-    }
-}
-
-/// `GET /api/events`: the board as server-sent events (`event: board`),
-/// sent whenever it changes, at most four times a second.
-pub async fn events(
-    State(state): State<AppState>,
-) -> Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>> {
-    let mut rx = state.board_feed().0.subscribe();
-    rx.mark_changed();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        loop {
-            rx.changed().await.ok()?;
-            let board = rx.borrow_and_update().clone();
-            if let Some(board) = board {
-                return Some((Ok(Event::default().event("board").data(board.as_str())), rx));
-            }
-        }
-    });
-    Sse::new(stream).keep_alive(KeepAlive::default())
-}
-
-/// `GET /api/board`: the same board, for polling.
-pub async fn board(State(state): State<AppState>) -> Result<axum::Json<Board>, AppError> {
-    Ok(axum::Json(
-        read_board(state.store(), state.redlock()).await?,
-    ))
-}
-
-/// The page. The cards are rendered here, so the page reads well before its
-/// script runs; the script then keeps the numbers live.
-#[derive(Template)]
-#[template(path = "index.html")]
-struct IndexPage {
-    variants: Vec<Card>,
-    instance: String,
-}
-
-/// One variant's card: what `/api/variants` says of it, and its claim in
-/// every scenario of the lab (its row of the teaching matrix).
-struct Card {
-    info: VariantInfo,
-    /// (scenario, claim) for every scenario, in the lab's order.
-    claims: Vec<(&'static str, String)>,
-}
-
-impl std::ops::Deref for Card {
-    type Target = VariantInfo;
-    fn deref(&self) -> &VariantInfo {
-        &self.info
-    }
-}
-
-/// `GET /`
-pub async fn index(State(state): State<AppState>) -> Result<Html<String>, AppError> {
-    let page = IndexPage {
-        variants: Variant::ALL
-            .iter()
-            .map(|&v| Card {
-                info: v.info(),
-                claims: Scenario::ALL
-                    .iter()
-                    .map(|s| (s.name(), s.claim(v).text()))
-                    .collect(),
-            })
-            .collect(),
-        instance: state.instance().to_owned(),
-    };
-    page.render()
-        .map(Html)
-        .map_err(|err| AppError::Internal(format!("template: {err}")))
-}
-
-/// The page's assets, compiled into the binary so an instance needs no
-/// files beside it (containers, `up` from any directory).
-const APP_JS: &str = include_str!("../../static/app.js");
-const STYLE_CSS: &str = include_str!("../../static/style.css");
-
-fn asset(body: &'static str, content_type: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        body,
-    )
-        .into_response()
-}
-
-pub async fn app_js() -> Response {
-    asset(APP_JS, "text/javascript; charset=utf-8")
-}
-
-pub async fn style_css() -> Response {
-    asset(STYLE_CSS, "text/css; charset=utf-8")
-}
-
-/// `GET /metrics`
-pub async fn metrics(State(state): State<AppState>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4"),
-        )],
-        state.metrics().render(),
-    )
-        .into_response()
+/// The dashboard's routes: the page and its assets, the board (polled and
+/// as events), the metrics, and the runs and scenarios started from the page.
+pub fn router(dashboard: Dashboard) -> Router {
+    Router::new()
+        .route("/", get(page::index))
+        .route("/static/app.js", get(page::app_js))
+        .route("/static/style.css", get(page::style_css))
+        .route("/api/board", get(board::board))
+        .route("/api/events", get(board::events))
+        .route("/api/admin/run", post(runs::start))
+        .route("/api/admin/lab", post(labs::start))
+        .route("/metrics", get(page::metrics))
+        .with_state(dashboard)
 }

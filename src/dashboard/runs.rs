@@ -16,13 +16,14 @@ use axum::http::{HeaderMap, StatusCode};
 use futures_util::future::join_all;
 use redis::AsyncCommands;
 
-use crate::http::{AppError, AppState};
+use super::Dashboard;
 use crate::knobs::{InputError, MAX_LEASE_MS, MAX_WAIT_MS, MAX_WORK_MS, parse_stock};
 use crate::load::engine::Progress;
 use crate::load::{self, Api, LoadConfig};
 use crate::lock::{LeaseLock, OwnerId, Watchdog};
 use crate::store::Store;
 use crate::variants::Variant;
+use crate::web::AppError;
 use crate::wire::{RunRequest, RunStatus, VariantInfo};
 
 /// The run's status as JSON.
@@ -98,7 +99,7 @@ async fn write_status(store: &Store, status: &RunStatus) {
 
 /// `POST /api/admin/run`: starts a run and answers 202 with its status.
 pub async fn start(
-    State(state): State<AppState>,
+    State(state): State<Dashboard>,
     headers: HeaderMap,
     body: Result<Json<RunRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<RunStatus>), AppError> {

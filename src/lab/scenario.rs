@@ -20,7 +20,7 @@ use super::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
 use super::stack::Instance;
 use crate::load::engine::Progress;
 use crate::load::{self, Api, LoadConfig};
-use crate::up::process::signal;
+use crate::os::signal;
 use crate::up::redis::RedisServer;
 use crate::variants::{Claim, Variant};
 use crate::wire::StateSnapshot;

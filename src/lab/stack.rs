@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use crate::up::process::{free_port, signal};
+use crate::os::{free_port, signal};
 use crate::wire::StateSnapshot;
 
 /// One instance as `up` announced it.

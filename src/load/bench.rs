@@ -23,8 +23,8 @@ use hyper::Method;
 
 use super::engine::{self, Plan, Progress, Target};
 use super::{Api, resolve_target};
+use crate::os::find_program;
 use crate::store::Store;
-use crate::up::process::find_program;
 use crate::wire::Health;
 
 /// What `stocklock bench` was asked for.

@@ -46,7 +46,7 @@ use self::nginx::Nginx;
 use self::redis::RedisServer;
 use crate::knobs::{DEFAULT_SKU, Sku};
 use crate::ledger;
-use crate::server::shutdown_signal;
+use crate::os::{free_port, shutdown_signal};
 use crate::store::{Keys, Store};
 use crate::variants::Variant;
 
@@ -184,7 +184,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     for index in 0..config.instances {
         let spec = InstanceSpec {
             name: instance_name(index),
-            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), process::free_port()?),
+            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), free_port()?),
             redis_url: redis_url.clone(),
             redis_cluster: cluster_urls.clone(),
             redlock_nodes: redlock_urls.clone(),
@@ -281,7 +281,7 @@ fn announce_redis(server: &RedisServer) {
 
 /// Gives the SKUs the lab uses (`00001` and one per variant) their stock,
 /// leaving any that already have some alone (an existing Redis keeps its
-/// state). `lua-sharded`'s SKU is split into [`ledger::DEFAULT_BUCKETS`].
+/// state). `lua-sharded`'s SKU is split into [`crate::knobs::DEFAULT_BUCKETS`].
 pub async fn seed_stock(store: &Store, stock: i64) -> anyhow::Result<()> {
     let mut conn = store.conn().await.context("cannot reach Redis")?;
     ledger::reset_sku(

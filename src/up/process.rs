@@ -1,47 +1,23 @@
-//! Child processes: finding programs, waiting for their "ready" line, and
-//! stopping them by pid.
+//! Child processes: requiring programs, waiting for their "ready" line, and
+//! stopping them. Finding programs, free ports and signals are [`crate::os`]'s.
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Child;
 use tokio::sync::oneshot;
 
-/// Finds `name` on `PATH`, then in the sbin directories that a non-root
-/// `PATH` often lacks (Debian installs nginx in /usr/sbin).
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
+use crate::os::{find_program, signal};
 
 /// Finds a required program or says how to install it.
 pub fn require_program(name: &str, package: &str) -> anyhow::Result<PathBuf> {
     find_program(name).with_context(|| {
         format!("{name} is not installed. Install it with:\n    sudo apt-get update && sudo apt-get install -y {package}")
     })
-}
-
-/// A free loopback port, as the kernel hands them out. Another process may
-/// take it before we use it; callers that can retry do.
-pub fn free_port() -> std::io::Result<u16> {
-    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// The last lines a child printed, kept for error messages.
@@ -125,13 +101,6 @@ pub async fn wait_ready(
         _ = tokio::time::sleep(timeout) => {
             bail!("{what} was not ready after {timeout:?}:\n{}", tail.text())
         }
-    }
-}
-
-/// Sends `signal` to `pid`; a process already gone is not an error.
-pub fn signal(pid: u32, signal: Signal) {
-    if let Ok(pid) = i32::try_from(pid) {
-        let _ = kill(Pid::from_raw(pid), signal);
     }
 }
 

@@ -13,6 +13,7 @@ use tempfile::TempDir;
 use tokio::process::{Child, Command};
 
 use super::process::{self, OutputTail};
+use crate::os::free_port;
 
 /// How long redis-server may take to say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,7 +61,7 @@ impl RedisServer {
         let binary = process::require_program("redis-server", "redis-server")?;
         let port = match port {
             Some(port) => port,
-            None => process::free_port()?,
+            None => free_port()?,
         };
         Self::start_on(
             &binary,
@@ -103,7 +104,7 @@ impl RedisServer {
         for _ in 0..attempts {
             let port = match port {
                 Some(port) => port,
-                None => process::free_port()?,
+                None => free_port()?,
             };
             let dir = tempfile::Builder::new()
                 .prefix("stocklock-redis-")

@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 use redis::Script;
 
 use super::{About, Claim, Claims, Protection};
+use crate::knobs::MAX_BUCKETS;
 use crate::ledger;
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
 use crate::store::StoreError;
@@ -93,7 +94,7 @@ pub(super) async fn run_deduct(
         0 => answer(Outcome::SoldOut { remaining }, false),
         3 => answer(Outcome::SoldOut { remaining }, true),
         4 => Ok(Deducted::StaleBuckets(
-            u32::try_from(unit).unwrap_or(0).min(ledger::MAX_BUCKETS),
+            u32::try_from(unit).unwrap_or(0).min(MAX_BUCKETS),
         )),
         5 => answer(Outcome::Busy(BusyReason::InProgress), false),
         _ => answer(Outcome::NotStocked, false),

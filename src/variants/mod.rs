@@ -108,10 +108,10 @@ impl Variant {
     }
 
     /// How many buckets a reset for this variant splits the stock into:
-    /// [`crate::ledger::DEFAULT_BUCKETS`] for `lua-sharded`, 0 (one key) for the rest.
+    /// [`crate::knobs::DEFAULT_BUCKETS`] for `lua-sharded`, 0 (one key) for the rest.
     pub fn buckets(self) -> u32 {
         match self {
-            Variant::LuaSharded => crate::ledger::DEFAULT_BUCKETS,
+            Variant::LuaSharded => crate::knobs::DEFAULT_BUCKETS,
             _ => 0,
         }
     }

@@ -6,7 +6,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use stocklock::up::process::{find_program, free_port, wait_ready, watch_output};
+use stocklock::os::{find_program, free_port};
+use stocklock::up::process::{wait_ready, watch_output};
 use tokio::process::{Child, Command};
 
 use crate::helpers::Stack;

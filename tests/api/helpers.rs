@@ -193,7 +193,7 @@ pub(crate) fn missing_tool(why: &str) {
 /// `node --check FILE` (as an ES module when `module`): `false`, with a
 /// visible note, when node is not installed (a failure under `CI=true`).
 pub(crate) fn node_check(file: &std::path::Path, module: bool) -> bool {
-    let Some(node) = stocklock::up::process::find_program("node") else {
+    let Some(node) = stocklock::os::find_program("node") else {
         missing_tool(&format!(
             "node --check {}: node is not installed",
             file.display()

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use stocklock::ledger::CLAIM_GRACE;
-use stocklock::up::process::signal;
+use stocklock::os::signal;
 use stocklock::variants::Variant;
 
 use crate::helpers::{Stack, chaos, get, request_records, sections_entered};

@@ -256,7 +256,7 @@ async fn check_fails_exactly_when_a_verdict_contradicts_its_expectation() {
 
 #[tokio::test]
 async fn a_stopped_target_is_a_clear_error_not_a_hang() {
-    let port = stocklock::up::process::free_port().unwrap();
+    let port = stocklock::os::free_port().unwrap();
     let target = format!("http://127.0.0.1:{port}");
     let started = std::time::Instant::now();
     let output = load(&target, "t", &["--variant", "lua", "--requests", "10"]).await;

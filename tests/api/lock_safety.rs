@@ -231,7 +231,7 @@ async fn a_fenced_holder_frozen_across_a_reset_is_refused() {
 async fn an_instance_is_ready_only_once_it_can_be_woken() {
     use tokio::io::AsyncBufReadExt;
 
-    let port = stocklock::up::process::free_port().unwrap();
+    let port = stocklock::os::free_port().unwrap();
     let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
         .args(["serve", "--listen", "127.0.0.1:0", "--instance", "r"])
         .args(["--redis-url", &format!("redis://127.0.0.1:{port}")])

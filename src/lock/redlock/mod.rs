@@ -15,20 +15,16 @@
 //! owner its majority. A fencing token (`fenced`) or no lock at all (`lua`)
 //! do not depend on timing; this lock does.
 
+mod holding;
+mod nodes;
+
 use std::time::{Duration, Instant};
 
-use futures_util::future::join_all;
-
+pub use self::holding::Holding;
+pub use self::nodes::{NODE_TIMEOUT, RedlockNodes};
 use super::wakeups::{Attempt, release_channel, wait_for_lock};
 use super::{Grant, Lease, LeaseLock, OwnerId, Wakeups, drift};
-use redis::aio::MultiplexedConnection;
-
 use crate::store::{Conn, StoreError};
-
-/// How long one node may take to answer one command before it counts as
-/// down: small against any lease, as the algorithm asks, so that a dead node
-/// costs the acquisition little.
-pub const NODE_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// The random pause between two attempts: from `RETRY_MIN` to `RETRY_MAX`.
 const RETRY_MIN: Duration = Duration::from_millis(2);
@@ -41,95 +37,6 @@ pub fn validity(lease: Duration, elapsed: Duration) -> Option<Duration> {
         .checked_sub(elapsed)
         .and_then(|left| left.checked_sub(drift(lease)))
         .filter(|left| !left.is_zero())
-}
-
-/// One Redlock node: a connection made on demand and dropped on the first
-/// error, so that a dead node costs one refused connect (immediate on
-/// loopback) rather than a reconnecting client's retries and back-off.
-struct Node {
-    client: redis::Client,
-    conn: std::sync::Mutex<Option<MultiplexedConnection>>,
-}
-
-impl Node {
-    async fn conn(&self, timeout: Duration) -> Result<Conn, StoreError> {
-        if let Some(conn) = self.conn.lock().ok().and_then(|c| c.clone()) {
-            return Ok(Conn::Plain(conn));
-        }
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout));
-        let conn = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        if let Ok(mut slot) = self.conn.lock() {
-            *slot = Some(conn.clone());
-        }
-        Ok(Conn::Plain(conn))
-    }
-
-    /// Forgets the connection after a failure: the next command reconnects.
-    fn broken(&self) {
-        if let Ok(mut slot) = self.conn.lock() {
-            *slot = None;
-        }
-    }
-}
-
-/// The independent Redis servers of one deployment (`--redlock-nodes`).
-/// Cheap to clone; connections are made on first use.
-#[derive(Clone)]
-pub struct RedlockNodes {
-    nodes: std::sync::Arc<[Node]>,
-    node_timeout: Duration,
-}
-
-impl RedlockNodes {
-    /// Handles on `urls`; nothing is connected yet.
-    pub fn open(urls: &[String]) -> Result<Self, StoreError> {
-        let nodes = urls
-            .iter()
-            .map(|url| {
-                Ok(Node {
-                    client: redis::Client::open(url.as_str())?,
-                    conn: std::sync::Mutex::new(None),
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Self {
-            nodes: nodes.into(),
-            node_timeout: NODE_TIMEOUT,
-        })
-    }
-
-    /// The same nodes with another per-node timeout.
-    pub fn with_node_timeout(mut self, timeout: Duration) -> Self {
-        self.node_timeout = timeout;
-        self
-    }
-
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
-    /// How many nodes make a majority.
-    pub fn quorum(&self) -> usize {
-        self.nodes.len() / 2 + 1
-    }
-
-    /// The lock on `key`, on every node.
-    pub fn lock(&self, key: impl Into<String>) -> Redlock {
-        Redlock {
-            nodes: self.clone(),
-            key: key.into(),
-            announce: None,
-        }
-    }
 }
 
 /// One node's answer to one command.
@@ -194,50 +101,26 @@ impl Redlock {
         self
     }
 
-    /// Runs `op` on every node at once, each bounded by the node timeout:
-    /// its answer, or `None` for a node that failed or did not answer in
-    /// time (its connection is dropped; the next command reconnects).
-    async fn ask_every_node<T, F, Fut>(&self, op: F) -> Vec<Option<T>>
-    where
-        F: Fn(Conn) -> Fut,
-        Fut: std::future::Future<Output = Result<T, StoreError>>,
-    {
-        let timeout = self.nodes.node_timeout;
-        join_all(self.nodes.nodes.iter().map(|node| {
-            let op = &op;
-            async move {
-                let ask = async { op(node.conn(timeout).await?).await };
-                match tokio::time::timeout(timeout, ask).await {
-                    Ok(Ok(answer)) => Some(answer),
-                    Ok(Err(_)) | Err(_) => {
-                        node.broken();
-                        None
-                    }
-                }
-            }
-        }))
-        .await
-    }
-
-    /// [`Redlock::ask_every_node`] with the node's lease lock on this key:
+    /// [`RedlockNodes::ask_every_node`] with the node's lease lock on this key:
     /// a yes, a no, or no answer from each node.
     async fn on_every_node<F, Fut>(&self, op: F) -> Vec<Vote>
     where
         F: Fn(LeaseLock) -> Fut,
         Fut: std::future::Future<Output = Result<bool, StoreError>>,
     {
-        self.ask_every_node(|conn| {
-            // Node locks are never waited on: no wakeups needed.
-            op(LeaseLock::new(conn, self.key.clone(), Wakeups::new()))
-        })
-        .await
-        .into_iter()
-        .map(|answer| match answer {
-            Some(true) => Vote::Yes,
-            Some(false) => Vote::No,
-            None => Vote::Down,
-        })
-        .collect()
+        self.nodes
+            .ask_every_node(|conn| {
+                // Node locks are never waited on: no wakeups needed.
+                op(LeaseLock::new(conn, self.key.clone(), Wakeups::new()))
+            })
+            .await
+            .into_iter()
+            .map(|answer| match answer {
+                Some(true) => Vote::Yes,
+                Some(false) => Vote::No,
+                None => Vote::Down,
+            })
+            .collect()
     }
 
     /// One attempt: `SET NX PX` on every node at once. Does not undo a
@@ -348,51 +231,6 @@ impl Redlock {
     }
 }
 
-/// Who holds a Redlock right now, as the nodes say (for the dashboard).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Holding {
-    /// The owner most nodes name, and on how many nodes.
-    pub owner: Option<(String, usize)>,
-    /// The shortest lease left among that owner's nodes.
-    pub ttl: Option<Duration>,
-    /// Nodes that answered.
-    pub answered: usize,
-}
-
-impl Redlock {
-    /// Asks every node who holds the lock (GET and PTTL, node timeout each).
-    pub async fn holding(&self) -> Holding {
-        let answers = self
-            .ask_every_node(|mut conn| async move {
-                let (owner, pttl): (Option<String>, i64) = redis::pipe()
-                    .get(&self.key)
-                    .pttl(&self.key)
-                    .query_async(&mut conn)
-                    .await?;
-                Ok((owner, pttl))
-            })
-            .await;
-        let answered = answers.iter().flatten().count();
-        let mut counts: std::collections::BTreeMap<String, (usize, i64)> = Default::default();
-        for (owner, pttl) in answers.into_iter().flatten() {
-            if let Some(owner) = owner {
-                let entry = counts.entry(owner).or_insert((0, i64::MAX));
-                entry.0 += 1;
-                entry.1 = entry.1.min(pttl);
-            }
-        }
-        let top = counts.into_iter().max_by_key(|(_, (n, _))| *n);
-        Holding {
-            ttl: top
-                .as_ref()
-                .and_then(|(_, (_, pttl))| u64::try_from(*pttl).ok())
-                .map(Duration::from_millis),
-            owner: top.map(|(owner, (n, _))| (owner, n)),
-            answered,
-        }
-    }
-}
-
 impl Lease for Redlock {
     /// Extends the lease on every node; kept when a majority extended it
     /// while some of the lease is left.
@@ -438,16 +276,5 @@ mod tests {
             let pause = jitter();
             assert!((RETRY_MIN..RETRY_MAX).contains(&pause), "{pause:?}");
         }
-    }
-
-    #[test]
-    fn a_majority_of_five_is_three() {
-        let urls: Vec<String> = (0..5)
-            .map(|i| format!("redis://127.0.0.1:{}", 1 + i))
-            .collect();
-        let nodes = RedlockNodes::open(&urls).unwrap();
-        assert_eq!(nodes.quorum(), 3);
-        let urls = &urls[..4];
-        assert_eq!(RedlockNodes::open(urls).unwrap().quorum(), 3);
     }
 }

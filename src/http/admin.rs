@@ -1,0 +1,101 @@
+//! The admin routes of the API: resetting a SKU and chaos actions. Both
+//! need the admin token; chaos needs an instance in chaos mode too, and
+//! leaves the faults themselves to [`crate::chaos`].
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::http::HeaderMap;
+
+use super::AppState;
+use crate::chaos;
+use crate::knobs::{Sku, parse_stock};
+use crate::ledger;
+use crate::store::Keys;
+use crate::web::AppError;
+use crate::wire::{ChaosAction, ResetRequest, StateSnapshot};
+
+/// `POST /api/admin/reset`: a SKU's stock, ledger and lock start over (needs the token).
+pub(super) async fn reset(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<ResetRequest>, JsonRejection>,
+) -> Result<Json<StateSnapshot>, AppError> {
+    state.authorize(&headers)?;
+    let Json(request) = body?;
+    let sku = Sku::parse(&request.sku)?;
+    let stock = parse_stock(request.stock)?;
+    let buckets = crate::knobs::parse_buckets(request.buckets)?;
+    let keys = Keys::new(&sku);
+    let mut conn = state.store().conn().await?;
+    ledger::reset_sku(&mut conn, &keys, stock, buckets, false).await?;
+    tracing::info!(%sku, stock, buckets, "reset");
+    Ok(Json(
+        ledger::snapshot(&mut conn, &keys, sku.as_str()).await?,
+    ))
+}
+
+/// `POST /api/admin/chaos`: needs the token, and an instance in chaos mode.
+pub(super) async fn chaos_action(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<ChaosAction>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, AppError> {
+    state.authorize(&headers)?;
+    if !state.chaos().enabled() {
+        return Err(AppError::Forbidden(
+            "chaos actions need an instance started with --chaos (stocklock up --chaos)".to_owned(),
+        ));
+    }
+    let Json(action) = body?;
+    let mut conn = state.store().conn().await?;
+    let done = match &action {
+        ChaosAction::CrashAfterAcquire => {
+            chaos::arm_crash_after_acquire(&mut conn).await?;
+            serde_json::json!({"armed": "crash_after_acquire"})
+        }
+        ChaosAction::CrashAfterWrite => {
+            chaos::arm_crash_after_write(&mut conn).await?;
+            serde_json::json!({"armed": "crash_after_write"})
+        }
+        ChaosAction::ClockSkew { ms } => {
+            let skew = crate::knobs::parse_clock_skew(*ms)?;
+            state.chaos().set_clock_skew(skew);
+            serde_json::json!({"clock_skew_ms": skew, "instance": state.instance()})
+        }
+        ChaosAction::PauseHolder { ms } => {
+            let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;
+            chaos::arm_pause_holder(&mut conn, ms).await?;
+            serde_json::json!({"armed": "pause_holder", "ms": ms})
+        }
+        ChaosAction::LockVanishes { sku } => {
+            let sku = Sku::parse(sku)?;
+            let deleted = chaos::vanish_lock(&mut conn, &Keys::new(&sku)).await?;
+            serde_json::json!({"deleted": deleted, "sku": sku.as_str()})
+        }
+        ChaosAction::PauseRedis { .. } | ChaosAction::RestartRedis
+            if !state.chaos().redis_control() =>
+        {
+            return Err(AppError::Forbidden(
+                "pausing or restarting Redis needs the Redis that stocklock up started (not --redis-url)".to_owned(),
+            ));
+        }
+        ChaosAction::PauseRedis { ms } => {
+            let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;
+            chaos::pause_redis(state.store(), Duration::from_millis(ms));
+            serde_json::json!({"pausing_redis_ms": ms})
+        }
+        ChaosAction::RestartRedis => {
+            chaos::restart_redis(state.store()).await?;
+            serde_json::json!({"restarting_redis": true})
+        }
+        ChaosAction::Crash => {
+            chaos::crash_soon();
+            serde_json::json!({"crashing": state.instance()})
+        }
+    };
+    tracing::warn!(?action, "chaos");
+    Ok(Json(done))
+}

@@ -1,0 +1,69 @@
+//! What an instance tells anyone who asks: a SKU's state, the variants,
+//! and whether it is ready.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::{AppState, Pairs};
+use crate::knobs::{InputError, Sku};
+use crate::ledger;
+use crate::store::Keys;
+use crate::variants::Variant;
+use crate::web::AppError;
+use crate::wire::{Health, StateSnapshot, VariantInfo};
+
+/// Reads `?sku=` (the only parameter) of the state endpoint.
+fn sku_only(pairs: &Pairs) -> Result<Sku, AppError> {
+    let mut sku = None;
+    for (name, value) in pairs {
+        match name.as_str() {
+            "sku" if sku.is_none() => sku = Some(Sku::parse(value)?),
+            "sku" => return Err(InputError::new("sku", "given more than once").into()),
+            other => {
+                return Err(
+                    InputError::new(format!("{other:?}"), "unknown parameter; known: sku").into(),
+                );
+            }
+        }
+    }
+    Ok(sku.unwrap_or_default())
+}
+
+/// `GET /api/state?sku=`: one SKU's ledger, lock and stock.
+pub(super) async fn state_of(
+    State(state): State<AppState>,
+    query: Result<Query<Pairs>, QueryRejection>,
+) -> Result<Json<StateSnapshot>, AppError> {
+    let sku = sku_only(&query?.0)?;
+    let mut conn = state.store().conn().await?;
+    Ok(Json(
+        ledger::snapshot(&mut conn, &Keys::new(&sku), sku.as_str()).await?,
+    ))
+}
+
+/// `GET /api/variants`
+pub(super) async fn variants() -> Json<Vec<VariantInfo>> {
+    Json(Variant::ALL.iter().map(|v| v.info()).collect())
+}
+
+/// `GET /healthz`: 200 `ok` once the instance is ready; 503 `starting`
+/// until its subscription to lock releases is live (a waiter before that
+/// would sleep out the holder's lease instead of being woken). `up` waits
+/// for it before putting the instance behind nginx.
+pub(super) async fn healthz(State(state): State<AppState>) -> Response {
+    let ready = state.wakeups().is_subscribed();
+    let health = Health {
+        status: if ready { "ok" } else { "starting" }.to_owned(),
+        instance: state.instance().to_owned(),
+        pid: std::process::id(),
+    };
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(health)).into_response()
+}

@@ -1,0 +1,186 @@
+//! The HTTP layer: extract and validate, call the domain, map the outcome.
+//!
+//! [`app`] builds the whole router from an [`AppState`], so tests can drive it
+//! with `tower::ServiceExt::oneshot` without a socket. One module per
+//! concern: `deduct` sells, `admin` resets and runs chaos actions,
+//! `info` answers state, variants and health; the dashboard's routes are
+//! its own ([`dashboard::router`]), merged here. Every error leaves as JSON
+//! `{error, detail}` through [`AppError`]; sold out and busy are not errors
+//! but outcomes, with their own status codes.
+
+mod admin;
+mod deduct;
+mod info;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use tower_http::trace::TraceLayer;
+
+use crate::chaos::Chaos;
+use crate::dashboard::{self, Dashboard};
+use crate::lock::Wakeups;
+use crate::sale::Seller;
+use crate::store::Store;
+use crate::variants::Variant;
+use crate::web::{AdminToken, AppError};
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Shared>);
+
+struct Shared {
+    store: Store,
+    config: InstanceConfig,
+    /// The domain: every sale goes through it.
+    seller: Arc<Seller>,
+    admin: AdminToken,
+    /// The page's state: handed what it shows, it reads nothing of ours.
+    dashboard: Dashboard,
+}
+
+/// Who this instance is and how it is reached.
+#[derive(Clone, Debug)]
+pub struct InstanceConfig {
+    /// The name reported in every answer (`a`, `b`, ... under `up`).
+    pub instance: String,
+    /// Bearer token of `/api/admin/*`.
+    pub admin_token: String,
+    /// The variant of `GET /deductStock`.
+    pub default_variant: Variant,
+    /// The stack's URL (nginx), where runs started from the page send their load.
+    pub public_url: String,
+    /// Chaos mode (off unless `serve --chaos`).
+    pub chaos: Chaos,
+    /// This instance's own address, announced in its heartbeat.
+    pub own_url: String,
+    /// The independent Redis servers of the `redlock` variant (none: it
+    /// answers 503 and says how to get some).
+    pub redlock_nodes: Vec<String>,
+    /// How long request ids are remembered for retries.
+    pub request_ttl: std::time::Duration,
+}
+
+impl AppState {
+    /// The state of one instance. `wakeups` must be fed by a listener
+    /// ([`Wakeups::listen`]) for waiters to be woken by releases; without one
+    /// they still re-check when the holder's lease runs out. The board feed
+    /// and the heartbeat are started by [`AppState::start_background`].
+    pub fn new(store: Store, config: InstanceConfig, wakeups: Wakeups) -> Self {
+        let metrics = crate::metrics::install(&config.instance);
+        // The URLs were checked at start-up (`serve`); a bad one here means none.
+        let redlock = crate::lock::RedlockNodes::open(&config.redlock_nodes)
+            .ok()
+            .filter(|nodes| !nodes.is_empty());
+        let seller = Seller::new(
+            store.clone(),
+            config.instance.clone(),
+            config.chaos.clone(),
+            wakeups,
+            redlock,
+        )
+        .with_request_ttl(config.request_ttl);
+        let admin = AdminToken::new(&config.admin_token);
+        let dashboard = Dashboard::new(dashboard::Parts {
+            store: store.clone(),
+            instance: config.instance.clone(),
+            own_url: config.own_url.clone(),
+            public_url: config.public_url.clone(),
+            admin: admin.clone(),
+            wakeups: seller.wakeups().clone(),
+            redlock: seller.redlock().cloned(),
+            requests: seller.requests(),
+            metrics,
+        });
+        Self(Arc::new(Shared {
+            store,
+            config,
+            seller: Arc::new(seller),
+            admin,
+            dashboard,
+        }))
+    }
+
+    /// Starts the tasks that keep the dashboard live (the heartbeat and the
+    /// board reader) and the ledger's count of unknown answers. They stop
+    /// when the returned handles are aborted.
+    pub fn start_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut tasks = self.0.dashboard.start_background();
+        tasks.push(self.0.seller.keep_counting_unknown());
+        tasks
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.0.store
+    }
+
+    pub fn seller(&self) -> &Arc<Seller> {
+        &self.0.seller
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.0.config.instance
+    }
+
+    /// The variant of `GET /deductStock`.
+    pub fn default_variant(&self) -> Variant {
+        self.0.config.default_variant
+    }
+
+    pub fn chaos(&self) -> &Chaos {
+        &self.0.config.chaos
+    }
+
+    pub fn wakeups(&self) -> &Wakeups {
+        self.0.seller.wakeups()
+    }
+
+    pub fn dashboard(&self) -> &Dashboard {
+        &self.0.dashboard
+    }
+
+    /// Lets an admin request in, or refuses it (401).
+    pub fn authorize(&self, headers: &HeaderMap) -> Result<(), AppError> {
+        self.0.admin.authorize(headers)
+    }
+}
+
+/// The whole router of one instance: the API's routes and the dashboard's.
+pub fn app(state: AppState) -> Router {
+    let dashboard = dashboard::router(state.dashboard().clone());
+    Router::new()
+        .route(
+            "/deductStock",
+            get(deduct::deduct_default).post(deduct::deduct_default),
+        )
+        .route(
+            "/deductStock/{variant}",
+            get(deduct::deduct).post(deduct::deduct),
+        )
+        .route("/api/state", get(info::state_of))
+        .route("/api/variants", get(info::variants))
+        .route("/api/admin/reset", post(admin::reset))
+        .route("/api/admin/chaos", post(admin::chaos_action))
+        .route("/healthz", get(info::healthz))
+        .with_state(state)
+        .merge(dashboard)
+        // After the merge: the method fallback and the layer apply to the
+        // routes registered so far, the dashboard's included.
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(TraceLayer::new_for_http())
+}
+
+/// A query string as name/value pairs, in order and with repeats, so that
+/// an unknown or repeated parameter can be refused by name.
+type Pairs = Vec<(String, String)>;
+
+async fn not_found(uri: axum::http::Uri) -> AppError {
+    AppError::NotFound(uri.path().to_owned())
+}
+
+async fn method_not_allowed() -> AppError {
+    AppError::MethodNotAllowed
+}

@@ -1,0 +1,145 @@
+//! Redlock's nodes: independent Redis servers, each asked on a connection
+//! of its own and given a short timeout, so that a dead node costs little.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use redis::aio::MultiplexedConnection;
+
+use super::Redlock;
+use crate::store::{Conn, StoreError};
+
+/// How long one node may take to answer one command before it counts as
+/// down: small against any lease, as the algorithm asks, so that a dead node
+/// costs the acquisition little.
+pub const NODE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// One Redlock node: a connection made on demand and dropped on the first
+/// error, so that a dead node costs one refused connect (immediate on
+/// loopback) rather than a reconnecting client's retries and back-off.
+struct Node {
+    client: redis::Client,
+    conn: std::sync::Mutex<Option<MultiplexedConnection>>,
+}
+
+impl Node {
+    async fn conn(&self, timeout: Duration) -> Result<Conn, StoreError> {
+        if let Some(conn) = self.conn.lock().ok().and_then(|c| c.clone()) {
+            return Ok(Conn::Plain(conn));
+        }
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout));
+        let conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        if let Ok(mut slot) = self.conn.lock() {
+            *slot = Some(conn.clone());
+        }
+        Ok(Conn::Plain(conn))
+    }
+
+    /// Forgets the connection after a failure: the next command reconnects.
+    fn broken(&self) {
+        if let Ok(mut slot) = self.conn.lock() {
+            *slot = None;
+        }
+    }
+}
+
+/// The independent Redis servers of one deployment (`--redlock-nodes`).
+/// Cheap to clone; connections are made on first use.
+#[derive(Clone)]
+pub struct RedlockNodes {
+    nodes: std::sync::Arc<[Node]>,
+    node_timeout: Duration,
+}
+
+impl RedlockNodes {
+    /// Handles on `urls`; nothing is connected yet.
+    pub fn open(urls: &[String]) -> Result<Self, StoreError> {
+        let nodes = urls
+            .iter()
+            .map(|url| {
+                Ok(Node {
+                    client: redis::Client::open(url.as_str())?,
+                    conn: std::sync::Mutex::new(None),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Self {
+            nodes: nodes.into(),
+            node_timeout: NODE_TIMEOUT,
+        })
+    }
+
+    /// The same nodes with another per-node timeout.
+    pub fn with_node_timeout(mut self, timeout: Duration) -> Self {
+        self.node_timeout = timeout;
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// How many nodes make a majority.
+    pub fn quorum(&self) -> usize {
+        self.nodes.len() / 2 + 1
+    }
+
+    /// Runs `op` on every node at once, each bounded by the node timeout:
+    /// its answer, or `None` for a node that failed or did not answer in
+    /// time (its connection is dropped; the next command reconnects).
+    pub(super) async fn ask_every_node<T, F, Fut>(&self, op: F) -> Vec<Option<T>>
+    where
+        F: Fn(Conn) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        let timeout = self.node_timeout;
+        join_all(self.nodes.iter().map(|node| {
+            let op = &op;
+            async move {
+                let ask = async { op(node.conn(timeout).await?).await };
+                match tokio::time::timeout(timeout, ask).await {
+                    Ok(Ok(answer)) => Some(answer),
+                    Ok(Err(_)) | Err(_) => {
+                        node.broken();
+                        None
+                    }
+                }
+            }
+        }))
+        .await
+    }
+
+    /// The lock on `key`, on every node.
+    pub fn lock(&self, key: impl Into<String>) -> Redlock {
+        Redlock {
+            nodes: self.clone(),
+            key: key.into(),
+            announce: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_majority_of_five_is_three() {
+        let urls: Vec<String> = (0..5)
+            .map(|i| format!("redis://127.0.0.1:{}", 1 + i))
+            .collect();
+        let nodes = RedlockNodes::open(&urls).unwrap();
+        assert_eq!(nodes.quorum(), 3);
+        let urls = &urls[..4];
+        assert_eq!(RedlockNodes::open(urls).unwrap().quorum(), 3);
+    }
+}

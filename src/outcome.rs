@@ -1,0 +1,162 @@
+//! What one attempt to buy ends as ([`Outcome`], with a [`BusyReason`] when
+//! busy) and the [`Answer`] a variant hands back.
+//!
+//! Below both the critical section ([`crate::section`], which decides them)
+//! and the ledger (which records them and replays them to retries), so that
+//! neither has to import the other's types.
+
+use crate::chaos;
+
+/// What one attempt to buy ended as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Unit `unit` was sold; `remaining` is what the section wrote back.
+    Sold { unit: i64, remaining: i64 },
+    /// The stock read was `remaining` (zero, or below zero after an oversell).
+    SoldOut { remaining: i64 },
+    /// The section did not run, or stopped before its write. Nothing was sold.
+    Busy(BusyReason),
+    /// The write was sent and no answer came (a timeout, a dropped
+    /// connection): it may or may not have happened. Only the ledger knows,
+    /// and a retry with the same `request_id` learns it.
+    Unknown,
+    /// The SKU was never stocked (no reset ever gave it stock, or Redis lost it).
+    NotStocked,
+}
+
+impl Outcome {
+    /// How a final outcome is kept for idempotent retries: `sold:UNIT:REMAINING`,
+    /// `sold_out:REMAINING`. Nothing else is final.
+    pub fn encode(&self) -> Option<String> {
+        match self {
+            Outcome::Sold { unit, remaining } => Some(format!("sold:{unit}:{remaining}")),
+            Outcome::SoldOut { remaining } => Some(format!("sold_out:{remaining}")),
+            Outcome::Busy(_) | Outcome::Unknown | Outcome::NotStocked => None,
+        }
+    }
+
+    pub fn decode(text: &str) -> Option<Outcome> {
+        let mut parts = text.split(':');
+        match (parts.next()?, parts.next(), parts.next()) {
+            ("sold", Some(unit), Some(remaining)) => Some(Outcome::Sold {
+                unit: unit.parse().ok()?,
+                remaining: remaining.parse().ok()?,
+            }),
+            ("sold_out", Some(remaining), None) => Some(Outcome::SoldOut {
+                remaining: remaining.parse().ok()?,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The short name used in metrics, the witness and the wire.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Sold { .. } => "sold",
+            Outcome::SoldOut { .. } => "sold_out",
+            Outcome::Busy(_) => "busy",
+            Outcome::Unknown => "unknown",
+            Outcome::NotStocked => "not_stocked",
+        }
+    }
+}
+
+/// Why a request came back busy. Busy always means nothing was sold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BusyReason {
+    /// The lock was held and the request was told not to wait (`wait_ms=0`).
+    LockHeld,
+    /// The lock was held for longer than `wait_ms`.
+    WaitTimedOut,
+    /// The holder learned that its lease was lost before it wrote, and backed off.
+    LockLost,
+    /// The store refused the holder's fencing token: a newer holder has been
+    /// seen, so this one's lock is gone whatever it believes.
+    StaleToken,
+    /// Another attempt with the same `request_id` holds its claim right now.
+    InProgress,
+    /// Fewer than a majority of the Redlock nodes answered: nobody can take
+    /// the lock until they come back.
+    NoQuorum,
+    /// The SKU was reset between this request's read and its write: the
+    /// write was refused, so no sale of the old stock lands in the new ledger.
+    Reset,
+}
+
+impl BusyReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BusyReason::LockHeld => "lock_held",
+            BusyReason::WaitTimedOut => "wait_timed_out",
+            BusyReason::LockLost => "lock_lost",
+            BusyReason::StaleToken => "stale_token",
+            BusyReason::InProgress => "in_progress",
+            BusyReason::NoQuorum => "no_quorum",
+            BusyReason::Reset => "reset",
+        }
+    }
+}
+
+/// One attempt's answer, as the variant hands it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub outcome: Outcome,
+    /// A retry answered from its request id's record: the first answer
+    /// repeated, nothing sold by this attempt.
+    pub replayed: bool,
+    /// The ledger has counted this answer already (inside the script that
+    /// decided it). Answers decided outside any script (the lock was not
+    /// had) are counted by the caller.
+    pub recorded: bool,
+    /// The critical section as the witness timed it (chaos mode), written
+    /// once the variant has released its lock.
+    pub witnessed: Option<chaos::Section>,
+}
+
+impl Answer {
+    /// An answer no script has counted yet.
+    pub fn unrecorded(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            replayed: false,
+            recorded: false,
+            witnessed: None,
+        }
+    }
+
+    /// An answer the script that decided it also counted.
+    pub fn recorded(outcome: Outcome, replayed: bool) -> Self {
+        Self {
+            outcome,
+            replayed,
+            recorded: true,
+            witnessed: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_outcomes_round_trip_and_nothing_else_is_kept() {
+        for outcome in [
+            Outcome::Sold {
+                unit: 7,
+                remaining: 6,
+            },
+            Outcome::SoldOut { remaining: -2 },
+        ] {
+            assert_eq!(Outcome::decode(&outcome.encode().unwrap()), Some(outcome));
+        }
+        for outcome in [
+            Outcome::Busy(BusyReason::LockLost),
+            Outcome::Unknown,
+            Outcome::NotStocked,
+        ] {
+            assert_eq!(outcome.encode(), None);
+        }
+        assert_eq!(Outcome::decode("pending:abc:123"), None);
+    }
+}
