@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::args::{generate_token, parse_duration, parse_variant};
 use crate::load::LoadConfig;
 use crate::server::{Application, ServeConfig};
 use crate::telemetry;
@@ -31,7 +32,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run the whole stack on this machine: redis-server, N instances and
     /// nginx in front, supervised until Ctrl-C.
-    Up(UpArgs),
+    Up(UpConfig),
     /// Hammer /deductStock/{variant} on a running stack and judge the result
     /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n or STUCK.
     Load(LoadArgs),
@@ -169,28 +170,6 @@ pub struct LoadArgs {
     pub buckets: Option<u32>,
 }
 
-/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 500ms, 10s, 2m or 1h"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("{text:?}: unit must be ms, s, m or h")),
-    };
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(format!("{text:?} must be more than 0 and at most a day"));
-    }
-    Ok(std::time::Duration::from_secs_f64(seconds))
-}
-
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one; the line
@@ -258,86 +237,6 @@ pub struct ServeArgs {
     /// outlives it).
     #[arg(long, hide = true)]
     pub exit_with_stdin: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct UpArgs {
-    /// Port nginx listens on: the one URL users and load generators hit.
-    #[arg(long, default_value_t = 8080)]
-    pub port: u16,
-    /// Address nginx binds (0.0.0.0 to let a workshop's other machines in;
-    /// /api/admin/ stays loopback-only either way).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// How many instances to run behind nginx.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=26))]
-    pub instances: u16,
-    /// Use this Redis instead of starting one.
-    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
-    pub redis_url: Option<String>,
-    /// Port for the redis-server `up` starts (default: a free one).
-    #[arg(long, conflicts_with = "redis_url")]
-    pub redis_port: Option<u16>,
-    /// Stock given to every SKU the lab uses (00001 and one per variant) when
-    /// it has none yet.
-    #[arg(long, default_value_t = 50)]
-    pub stock: i64,
-    /// Admin token; generated and printed when unset.
-    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// The variant served at /deductStock with no name.
-    #[arg(long, default_value = "lua", value_parser = parse_variant)]
-    pub default_variant: Variant,
-    /// Chaos mode is on by default under `up` (this is a lab): the fault
-    /// actions of /api/admin/chaos (crash after SETNX, freeze a holder,
-    /// delete a lock, crash an instance, pause or restart Redis; admin token
-    /// and loopback only) and the overlap witness. This turns it off.
-    #[arg(long)]
-    pub no_chaos: bool,
-    /// Accepted for clarity; chaos mode is already the default.
-    #[arg(long, conflicts_with = "no_chaos")]
-    pub chaos: bool,
-    /// Each instance's clock offset in ms, in order (a,b,...), e.g. `0,5000`
-    /// runs b five seconds ahead (the clock-skew scenario; chaos mode).
-    #[arg(
-        long,
-        conflicts_with = "no_chaos",
-        value_delimiter = ',',
-        allow_hyphen_values = true
-    )]
-    pub clock_skew_ms: Vec<i64>,
-    /// Start this many independent redis-servers for the `redlock` variant
-    /// (0: none, and `redlock` answers 503 not_configured). The stock stays on the main Redis.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
-    pub redlock: u16,
-    /// Start a local 3-master Redis Cluster (redis-server in cluster mode and
-    /// `redis-cli --cluster create`) and run the instances on it, instead of
-    /// one redis-server. Chaos mode then cannot pause or restart Redis.
-    #[arg(long, conflicts_with_all = ["redis_url", "redis_port"])]
-    pub cluster: bool,
-    /// Run the Redis `up` starts with an append-only file fsynced before
-    /// every reply (appendfsync always), kept across its restarts: a crash of
-    /// Redis (kill -9, chaos restart) loses no sale it acknowledged. Without
-    /// it Redis keeps nothing on disk and a restart comes back empty.
-    #[arg(long, conflicts_with_all = ["redis_url", "cluster"])]
-    pub persist: bool,
-    /// How long the instances remember a request_id's outcome for retries.
-    #[arg(long, default_value = "1h", value_parser = parse_duration)]
-    pub request_ttl: std::time::Duration,
-}
-
-fn parse_variant(name: &str) -> Result<Variant, String> {
-    name.parse().map_err(|_| {
-        format!(
-            "no variant {name:?}; valid: {}",
-            Variant::names().join(", ")
-        )
-    })
-}
-
-/// A random admin token: 128 bits, hex.
-pub fn generate_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// Parses the command line and runs it.
@@ -437,26 +336,9 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             .await
             .map(|()| true)
         }
-        Command::Up(args) => {
+        Command::Up(config) => {
             telemetry::init("info");
-            up::run(UpConfig {
-                port: args.port,
-                host: args.host,
-                instances: args.instances,
-                redis_url: args.redis_url,
-                redis_port: args.redis_port,
-                stock: crate::knobs::parse_stock(args.stock)?,
-                admin_token: args.admin_token.unwrap_or_else(generate_token),
-                default_variant: args.default_variant,
-                chaos: !args.no_chaos,
-                clock_skew_ms: args.clock_skew_ms,
-                redlock: args.redlock,
-                cluster: args.cluster,
-                persist: args.persist,
-                request_ttl: args.request_ttl,
-            })
-            .await
-            .map(|()| true)
+            up::run(config).await.map(|()| true)
         }
     }
 }

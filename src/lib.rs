@@ -26,6 +26,7 @@
 //! - [`cli`]: the command line.
 //! - [`telemetry`]: tracing set-up.
 
+pub mod args;
 pub mod chaos;
 pub mod cli;
 pub mod dashboard;
