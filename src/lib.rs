@@ -29,6 +29,7 @@
 pub mod args;
 pub mod chaos;
 pub mod cli;
+pub mod client;
 pub mod dashboard;
 pub mod http;
 pub mod knobs;

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use crate::client::Deduction;
 use crate::variants::Behaviour;
 use crate::wire::{LockState, StateSnapshot};
 
@@ -88,6 +89,17 @@ pub struct Reply {
     pub replayed: bool,
     /// From sending it to its answer.
     pub took: Duration,
+}
+
+impl From<Deduction> for Reply {
+    fn from(answer: Deduction) -> Self {
+        Reply {
+            status: answer.status,
+            reason: answer.reason().map(str::to_owned),
+            replayed: answer.replayed(),
+            took: answer.took,
+        }
+    }
 }
 
 impl Reply {

@@ -13,17 +13,16 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use serde_json::json;
 
 use super::Lab;
 use super::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
 use super::stack::Instance;
 use crate::load::engine::Progress;
-use crate::load::{self, Api, LoadConfig};
+use crate::load::{LoadConfig, Runner};
 use crate::up::process::signal;
 use crate::up::redis::RedisServer;
 use crate::variants::{Claim, Variant};
-use crate::wire::StateSnapshot;
+use crate::wire::{ChaosAction, StateSnapshot};
 
 /// Every failure scenario of the lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -228,6 +227,13 @@ fn query(v: &str, knobs: &str) -> String {
     format!("/deductStock/{v}?sku={v}&{knobs}")
 }
 
+/// The chaos action that deletes `sku`'s lock key now.
+fn vanish(sku: &str) -> ChaosAction {
+    ChaosAction::LockVanishes {
+        sku: sku.to_owned(),
+    }
+}
+
 /// Two instances, 400 buyers, 64 at once, `work_ms=2`, stock 50.
 async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
     let state = race_load(lab, variant).await?;
@@ -247,22 +253,16 @@ async fn race_load(lab: &Lab, variant: Variant) -> anyhow::Result<StateSnapshot>
         timeout: Duration::from_secs(60),
         ..LoadConfig::new(&lab.stack.url, Some(lab.stack.token.clone()))
     };
-    let api = Api::new(&config.target, config.admin_token.clone())?;
-    let target = load::resolve_target(&config.target).await?;
-    load::run_variant(
-        &api,
-        &target,
-        &config,
-        &variant.info(),
-        &Progress::default(),
-    )
-    .await?;
+    Runner::connect(config)
+        .await?
+        .run_variant(&variant.info(), &Progress::default())
+        .await?;
     lab.state(variant.name()).await
 }
 
 /// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s.
 async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     lab.crowd(3, &query(v, "lease_ms=200&work_ms=600&wait_ms=5000"))
         .await?;
     Ok(judge::slow_business(&lab.ledger(v).await?))
@@ -283,12 +283,10 @@ async fn next_buyer(lab: &Lab, v: &str, other: &Instance) -> anyhow::Result<Repl
 /// between SETNX and EXPIRE, the others inside their section. Then a buyer
 /// on the other instance waits up to lease + 1 s.
 async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     let (victim, other) = lab.next_victim();
     let entered = lab.section_entered(v).await?;
-    lab.stack
-        .chaos(json!({"action": "crash_after_acquire"}))
-        .await?;
+    lab.client().chaos(&ChaosAction::CrashAfterAcquire).await?;
     let lease_ms = RECOVERY_LEASE.as_millis();
     let crashing = lab
         .send(
@@ -312,9 +310,7 @@ async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement
     };
     if lock.no_ttl {
         // Nothing else will ever free it.
-        lab.stack
-            .chaos(json!({"action": "lock_vanishes", "sku": v}))
-            .await?;
+        lab.client().chaos(&vanish(v)).await?;
     }
     Ok(judge::recovery(&Recovery {
         death: format!(
@@ -334,7 +330,7 @@ async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement
 /// The holder's instance is killed (SIGKILL) mid-work (lease 1 s); a buyer
 /// on the other instance waits up to lease + 1 s.
 async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     let (victim, other) = lab.next_victim();
     let lease_ms = RECOVERY_LEASE.as_millis();
     let entered = lab.section_entered(v).await?;
@@ -364,9 +360,11 @@ async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
 /// its last check of the lock and right before its write; a buyer on
 /// instance b waits for the lock.
 async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
-    lab.stack
-        .chaos(json!({"action": "pause_holder", "ms": PAUSE.as_millis() as u64}))
+    lab.client().reset(v, 5, 0).await?;
+    lab.client()
+        .chaos(&ChaosAction::PauseHolder {
+            ms: PAUSE.as_millis() as u64,
+        })
         .await?;
     let buyer = query(v, "lease_ms=300&work_ms=0&wait_ms=5000");
     let (duel, _) = lab.duel(v, &buyer, &buyer, None).await?;
@@ -376,13 +374,13 @@ async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 /// The lock key is deleted while its holder works (1 s of work, 2 s
 /// lease); a buyer on the other instance comes right after.
 async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     let (duel, struck) = lab
         .duel(
             v,
             &query(v, "lease_ms=2000&work_ms=1000&wait_ms=0"),
             &query(v, "lease_ms=2000&work_ms=0&wait_ms=0"),
-            Some(json!({"action": "lock_vanishes", "sku": v})),
+            Some(vanish(v)),
         )
         .await?;
     Ok(judge::lock_vanishes(&duel, struck["deleted"] == true))
@@ -390,7 +388,7 @@ async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 
 /// Sixteen concurrent retries of one request_id through nginx.
 async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     let retries = lab
         .crowd(16, &query(v, "request_id=storm-1&work_ms=20&wait_ms=5000"))
         .await?;
@@ -405,9 +403,9 @@ async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 /// the lab sets 5 s ahead (the runner sets it back after the cell), while
 /// the lock still has 2 s to live.
 async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     let skewed = lab
-        .chaos_on(1, json!({"action": "clock_skew", "ms": SKEW_MS}))
+        .chaos_on(1, &ChaosAction::ClockSkew { ms: SKEW_MS })
         .await?;
     let (duel, _) = lab
         .duel(
@@ -426,7 +424,7 @@ async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 /// Redis stops (503s meanwhile) and comes back empty on the same port: how
 /// long until a sale works again?
 async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     let Some(redis) = lab.redis.as_mut() else {
         anyhow::bail!("the lab can only restart a Redis it started");
     };
@@ -438,7 +436,7 @@ async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
     let mut selling_again_after = None;
     // Redis came back empty: the SKU must be stocked again before it can sell.
     while back.elapsed() < Duration::from_secs(5) && selling_again_after.is_none() {
-        if lab.stack.reset(v, 5).await.is_ok()
+        if lab.client().reset(v, 5, 0).await.is_ok()
             && lab
                 .send(&lab.stack.url, &query(v, "wait_ms=0"))
                 .await?
@@ -463,7 +461,7 @@ async fn redlock_minority_down(lab: &mut Lab, variant: Variant) -> anyhow::Resul
 /// Three of the five Redlock nodes are killed: busy with a reason; after
 /// they come back (empty), how long until a sale works again?
 async fn redlock_majority_down(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.stack.reset(v, 5).await?;
+    lab.client().reset(v, 5, 0).await?;
     let killed = lab.kill_nodes(&[2, 3, 4]).await;
     let base = lab.stack.url.clone();
     let fast = lab.send(&base, &query(v, "wait_ms=0")).await?;
@@ -494,21 +492,16 @@ async fn redlock_majority_down(lab: &mut Lab, v: &str) -> anyhow::Result<Judgeme
 /// forgets the lock the same way (the key is deleted) under a frozen holder.
 async fn restart_without_persistence(lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
     let v = variant.name();
-    lab.stack.reset(v, 5).await?;
-    lab.stack
-        .chaos(json!({"action": "pause_holder", "ms": FROZEN.as_millis() as u64}))
+    lab.client().reset(v, 5, 0).await?;
+    lab.client()
+        .chaos(&ChaosAction::PauseHolder {
+            ms: FROZEN.as_millis() as u64,
+        })
         .await?;
     let holder = query(v, "work_ms=0&wait_ms=0");
     let newcomer = query(v, "work_ms=0&wait_ms=2500");
     if variant != Variant::Redlock {
-        let (duel, struck) = lab
-            .duel(
-                v,
-                &holder,
-                &newcomer,
-                Some(json!({"action": "lock_vanishes", "sku": v})),
-            )
-            .await?;
+        let (duel, struck) = lab.duel(v, &holder, &newcomer, Some(vanish(v))).await?;
         let forgotten = if struck["deleted"] == true {
             Ok(())
         } else {

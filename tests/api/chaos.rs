@@ -16,7 +16,7 @@ use stocklock::variants::Variant;
 use stocklock::wire::StateSnapshot;
 use tower::ServiceExt;
 
-use crate::helpers::{self, Stack, chaos, get};
+use crate::helpers::{self, Stack};
 
 const TOKEN: &str = helpers::ADMIN_TOKEN;
 
@@ -172,10 +172,10 @@ async fn chaos_is_refused_without_chaos_mode_and_without_the_token() {
     let stack = Stack::start_with(1, None, &["--no-chaos"]).await;
     let url = format!("{}/api/admin/chaos", stack.url);
     let arm = serde_json::json!({"action": "crash_after_setnx"});
-    let without = stack.http.post(&url).json(&arm).send().await.unwrap();
+    let without = stack.http().post(&url).json(&arm).send().await.unwrap();
     assert_eq!(without.status(), 401);
     let refused = stack
-        .http
+        .http()
         .post(&url)
         .bearer_auth(&stack.token)
         .json(&arm)
@@ -194,9 +194,11 @@ async fn chaos_is_refused_without_chaos_mode_and_without_the_token() {
 async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
     let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
     stack.reset("setnx", 10).await;
-    chaos(&stack, serde_json::json!({"action": "crash_after_setnx"})).await;
-    let url = format!("{}/deductStock/setnx?sku=setnx", stack.url);
-    let (status, body) = get(&stack.http, &url).await;
+    stack
+        .chaos(serde_json::json!({"action": "crash_after_setnx"}))
+        .await;
+    let url = "/deductStock/setnx?sku=setnx";
+    let (status, body) = stack.client.get(url).await;
     assert_eq!(status, 502, "the instance died mid-request: {body}");
     let restarted = stack
         .next_instance(Duration::from_secs(10))
@@ -211,7 +213,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
         state.lock
     );
     for _ in 0..6 {
-        let (status, body) = get(&stack.http, &url).await;
+        let (status, body) = stack.client.get(url).await;
         assert_eq!(status, 429, "{body}");
         assert_eq!(body["reason"], "lock_held");
     }
@@ -219,12 +221,10 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
     assert_eq!((state.sold, state.remaining), (0, 10), "stuck: {state:?}");
 
     // An admin clears the lock: selling resumes.
-    chaos(
-        &stack,
-        serde_json::json!({"action": "lock_vanishes", "sku": "setnx"}),
-    )
-    .await;
-    let (status, body) = get(&stack.http, &url).await;
+    stack
+        .chaos(serde_json::json!({"action": "lock_vanishes", "sku": "setnx"}))
+        .await;
+    let (status, body) = stack.client.get(url).await;
     assert_eq!(status, 200, "{body}");
     stack.stop().await;
 }
@@ -246,16 +246,14 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
     for (variant, oversells) in [("watchdog", true), ("fenced", false)] {
         stack.reset(variant, 5).await;
         let mut events = helpers::keyspace_events(&redis_url, &format!("lock:{{{variant}}}")).await;
-        chaos(
-            &stack,
-            serde_json::json!({"action": "pause_holder", "ms": 1500}),
-        )
-        .await;
+        stack
+            .chaos(serde_json::json!({"action": "pause_holder", "ms": 1500}))
+            .await;
 
         let knobs = "lease_ms=300&work_ms=0&wait_ms=5000";
         let holder = {
             let (http, url) = (
-                stack.http.clone(),
+                stack.http().clone(),
                 format!("{a}/deductStock/{variant}?sku={variant}&{knobs}"),
             );
             tokio::spawn(async move {
@@ -274,11 +272,11 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
         assert_eq!(first.get_payload::<String>().unwrap(), "hincrby");
 
         // Instance b waits, takes the lock when the frozen holder's lease runs out, and sells.
-        let (status, second) = get(
-            &stack.http,
-            &format!("{b}/deductStock/{variant}?sku={variant}&{knobs}"),
-        )
-        .await;
+        let (status, second) = stack
+            .client
+            .at(&b)
+            .get(&format!("/deductStock/{variant}?sku={variant}&{knobs}"))
+            .await;
         assert_eq!(status, 200, "{variant}: {second}");
         let (status, paused) = holder.await.unwrap();
         let state = stack.state(variant).await;
@@ -340,27 +338,27 @@ async fn a_retry_storm_sells_once_in_every_variant() {
 async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
     let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
     stack.reset("lua", 1000).await;
-    let url = format!("{}/deductStock/lua?sku=lua", stack.url);
+    let url = "/deductStock/lua?sku=lua";
 
-    chaos(
-        &stack,
-        serde_json::json!({"action": "pause_redis", "ms": 2000}),
-    )
-    .await;
+    stack
+        .chaos(serde_json::json!({"action": "pause_redis", "ms": 2000}))
+        .await;
     let paused_at = std::time::Instant::now();
     let mut saw_503 = false;
     while paused_at.elapsed() < Duration::from_millis(1500) && !saw_503 {
-        saw_503 = get(&stack.http, &url).await.0 == 503;
+        saw_503 = stack.client.get(url).await.0 == 503;
     }
     assert!(saw_503, "no 503 while Redis slept");
     let mut back = false;
     while paused_at.elapsed() < Duration::from_secs(6) && !back {
-        back = get(&stack.http, &url).await.0 == 200;
+        back = stack.client.get(url).await.0 == 200;
     }
     assert!(back, "sales did not resume after the pause");
 
     let old = stack.redis_pid.unwrap();
-    chaos(&stack, serde_json::json!({"action": "restart_redis"})).await;
+    stack
+        .chaos(serde_json::json!({"action": "restart_redis"}))
+        .await;
     stack
         .next_line("redis: pid ", Duration::from_secs(10))
         .await
@@ -370,15 +368,8 @@ async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let mut sold = false;
     while std::time::Instant::now() < deadline && !sold {
-        let reset = stack
-            .http
-            .post(format!("{}/api/admin/reset", stack.url))
-            .bearer_auth(&stack.token)
-            .json(&serde_json::json!({"sku": "lua", "stock": 3}))
-            .send()
-            .await
-            .unwrap();
-        sold = reset.status() == 200 && get(&stack.http, &url).await.0 == 200;
+        let reset = stack.client.reset("lua", 3, 0).await;
+        sold = reset.is_ok() && stack.client.get(url).await.0 == 200;
     }
     assert!(sold, "no sale after the restart");
     stack.stop().await;

@@ -16,7 +16,7 @@ use redis::aio::MultiplexedConnection;
 use redis::cluster_routing::Slot;
 use serde_json::Value;
 use stocklock::load::engine::Progress;
-use stocklock::load::{self, Api, LoadConfig};
+use stocklock::load::{LoadConfig, Runner};
 use stocklock::variants::Variant;
 use stocklock::wire::{RunReport, VariantInfo};
 use tokio::sync::Barrier;
@@ -162,10 +162,10 @@ fn load_config(stack: &Stack, info: &VariantInfo, sku: Option<&str>, skus: usize
     }
 }
 
-async fn run(stack: &Stack, config: &LoadConfig, info: &VariantInfo) -> RunReport {
-    let api = Api::new(&stack.url, Some(stack.token.clone())).unwrap();
-    let target = load::resolve_target(&stack.url).await.unwrap();
-    let report = load::run_variant(&api, &target, config, info, &Progress::default())
+async fn run(config: &LoadConfig, info: &VariantInfo) -> RunReport {
+    let runner = Runner::connect(config.clone()).await.unwrap();
+    let report = runner
+        .run_variant(info, &Progress::default())
         .await
         .unwrap();
     eprintln!(
@@ -230,7 +230,7 @@ async fn three_masters_keep_safe_variants_safe_over_100_skus() {
                 work_ms: Some(1),
                 ..load_config(&stack, &info, None, SKUS)
             };
-            let report = run(&stack, &config, &info).await;
+            let report = run(&config, &info).await;
             assert_eq!(report.requests, REQUESTS);
             assert_eq!(report.busy, 0, "{variant}: nobody should wait 10 s");
             assert_eq!(report.per_sku.len(), SKUS);
@@ -299,8 +299,7 @@ async fn lua_sharded_sells_exactly_a_hot_skus_stock_from_buckets_on_several_mast
     const REQUESTS: u64 = 1500;
     bounded(async {
         let stack = cluster_stack().await;
-        let api = Api::new(&stack.url, Some(stack.token.clone())).unwrap();
-        let reset = api.reset("hot", STOCK, BUCKETS).await.unwrap();
+        let reset = stack.client.reset("hot", STOCK, BUCKETS).await.unwrap();
         assert_eq!(
             (reset.buckets, reset.initial, reset.remaining, reset.sold),
             (BUCKETS, STOCK, STOCK, 0)
@@ -311,14 +310,14 @@ async fn lua_sharded_sells_exactly_a_hot_skus_stock_from_buckets_on_several_mast
             requests: Some(REQUESTS),
             ..load_config(&stack, &info, Some("hot"), 1)
         };
-        let report = run(&stack, &config, &info).await;
+        let report = run(&config, &info).await;
         assert_eq!(
             (report.sold, report.sold_out, report.busy),
             (STOCK as u64, REQUESTS - STOCK as u64, 0),
             "the client's 200s are the stock, no more, no less"
         );
 
-        let state = api.state("hot").await.unwrap();
+        let state = stack.client.state("hot").await.unwrap();
         assert_eq!(
             (state.buckets, state.initial, state.sold, state.remaining),
             (BUCKETS, STOCK, STOCK, 0),
@@ -373,14 +372,13 @@ async fn same_request(
     request_id: &str,
     copies: usize,
 ) -> Vec<(u16, Value)> {
-    let url = format!(
-        "{}/deductStock/lua-sharded?sku={sku}&request_id={request_id}",
-        stack.url
-    );
+    let url = stack.client.url(&format!(
+        "/deductStock/lua-sharded?sku={sku}&request_id={request_id}"
+    ));
     let barrier = Arc::new(Barrier::new(copies));
     let sends: Vec<_> = (0..copies)
         .map(|_| {
-            let (http, url, barrier) = (stack.http.clone(), url.clone(), barrier.clone());
+            let (http, url, barrier) = (stack.http().clone(), url.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
                 let response = http.get(&url).send().await.expect("request failed");
@@ -418,13 +416,12 @@ async fn lua_sharded_answers_a_request_id_once_even_when_it_must_walk_the_bucket
     const BUCKETS: u32 = 8;
     bounded(async {
         let stack = cluster_stack().await;
-        let api = Api::new(&stack.url, Some(stack.token.clone())).unwrap();
 
         // Stock in every bucket.
-        api.reset("hot2", 1000, BUCKETS).await.unwrap();
+        stack.client.reset("hot2", 1000, BUCKETS).await.unwrap();
         let answers = same_request(&stack, "hot2", "x", COPIES).await;
         assert!(one_answer_repeated(&answers, 200).is_some());
-        let state = api.state("hot2").await.unwrap();
+        let state = stack.client.state("hot2").await.unwrap();
         assert_eq!(
             (
                 state.sold,
@@ -439,7 +436,7 @@ async fn lua_sharded_answers_a_request_id_once_even_when_it_must_walk_the_bucket
 
         // 2 units over 8 buckets: buckets 0 and 1 hold one each, 2..7
         // none. Ids that start at an empty bucket walk up to six empty ones.
-        api.reset("hot3", 2, BUCKETS).await.unwrap();
+        stack.client.reset("hot3", 2, BUCKETS).await.unwrap();
         let ids: Vec<String> = (0..)
             .map(|n| format!("walk-{n}"))
             .filter(|id| first_bucket(id, BUCKETS) == 2)
@@ -450,7 +447,7 @@ async fn lua_sharded_answers_a_request_id_once_even_when_it_must_walk_the_bucket
             let answers = same_request(&stack, "hot3", id, COPIES).await;
             let unit = one_answer_repeated(&answers, 200).expect("a sale names its unit");
             units.push(unit);
-            let state = api.state("hot3").await.unwrap();
+            let state = stack.client.state("hot3").await.unwrap();
             let sold = i as i64 + 1;
             assert_eq!(
                 (
@@ -471,7 +468,7 @@ async fn lua_sharded_answers_a_request_id_once_even_when_it_must_walk_the_bucket
         // Sold out everywhere: the answer is a 409, given once and repeated.
         let answers = same_request(&stack, "hot3", &ids[2], COPIES).await;
         assert_eq!(one_answer_repeated(&answers, 409), None);
-        let state = api.state("hot3").await.unwrap();
+        let state = stack.client.state("hot3").await.unwrap();
         assert_eq!(
             (
                 state.sold,

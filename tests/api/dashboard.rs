@@ -197,7 +197,7 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
 
     // Through nginx the stream is not buffered: the first board arrives.
     let response = stack
-        .http
+        .http()
         .get(format!("{}/api/events", stack.url))
         .send()
         .await
@@ -228,7 +228,7 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
         for instance in &stack.instances {
             let url = &instance.url;
             let text = stack
-                .http
+                .http()
                 .get(format!("{url}/metrics"))
                 .send()
                 .await
@@ -242,9 +242,9 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
     };
     let before = scrape().await;
     let lua_url = format!("{}/deductStock/lua?sku=lua", stack.url);
-    let tally = burst(&stack.http, &lua_url, 40, 8).await;
+    let tally = burst(stack.http(), &lua_url, 40, 8).await;
     let watchdog_url = format!("{}/deductStock/watchdog?sku=watchdog&work_ms=1", stack.url);
-    burst(&stack.http, &watchdog_url, 20, 4).await;
+    burst(stack.http(), &watchdog_url, 20, 4).await;
     let after = scrape().await;
 
     let sold = r#"outcome="sold""#;
@@ -301,7 +301,7 @@ async fn runs_need_the_token_valid_input_and_take_turns() {
     let url = format!("{}/api/admin/run", stack.url);
     let run = serde_json::json!({"variants": ["lua"], "stock": 100000, "requests": 100000, "concurrency": 2});
     let post = |body: serde_json::Value, token: Option<&str>| {
-        let mut request = stack.http.post(&url).json(&body);
+        let mut request = stack.http().post(&url).json(&body);
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }

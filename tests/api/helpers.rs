@@ -76,12 +76,26 @@ impl Stack {
 
     /// `POST /api/admin/reset` through nginx; the state after it.
     pub(crate) async fn reset(&self, sku: &str, stock: i64) -> StateSnapshot {
-        self.0.reset(sku, stock).await.expect("reset");
+        self.client.reset(sku, stock, 0).await.expect("reset");
         self.state(sku).await
     }
 
     pub(crate) async fn state(&self, sku: &str) -> StateSnapshot {
-        intact(self.0.state(sku).await.expect("state"))
+        intact(self.client.state(sku).await.expect("state"))
+    }
+
+    /// Arms or performs a chaos action through nginx; its answer.
+    pub(crate) async fn chaos(&self, action: Value) -> Value {
+        self.client
+            .chaos(&action)
+            .await
+            .unwrap_or_else(|err| panic!("{action}: {err:#}"))
+    }
+
+    /// The stack's HTTP client, for requests the typed client does not
+    /// make (streams, metrics, requests without the token).
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        self.client.http()
     }
 
     /// Sends SIGTERM to `up` and asserts it exits cleanly, leaving none of
@@ -305,33 +319,6 @@ pub(crate) async fn sections_entered(
             .map(|(_, rest)| rest.trim_end_matches('}').to_owned())
             .unwrap_or(channel)
     })
-}
-
-/// One GET; the status (0 when the connection failed) and the JSON body.
-pub(crate) async fn get(http: &reqwest::Client, url: &str) -> (u16, Value) {
-    match http.get(url).send().await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            (status, response.json().await.unwrap_or(Value::Null))
-        }
-        Err(_) => (0, Value::Null),
-    }
-}
-
-/// Arms or performs a chaos action through the stack's nginx.
-pub(crate) async fn chaos(stack: &Stack, action: Value) -> Value {
-    let response = stack
-        .http
-        .post(format!("{}/api/admin/chaos", stack.url))
-        .bearer_auth(&stack.token)
-        .json(&action)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    assert_eq!(status, 200, "{action}: {body}");
-    body
 }
 
 /// A SKU's request id records (`requests:{sku}`): id → record.

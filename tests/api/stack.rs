@@ -17,7 +17,7 @@ async fn flash_sale(stack: &Stack, variant: &str) -> (Tally, stocklock::wire::St
     let sku = format!("sale-{variant}");
     stack.reset(&sku, STOCK).await;
     let url = format!("{}/deductStock/{variant}?sku={sku}&work_ms=2", stack.url);
-    let tally = burst(&stack.http, &url, REQUESTS, CONCURRENCY).await;
+    let tally = burst(stack.http(), &url, REQUESTS, CONCURRENCY).await;
     let state = stack.state(&sku).await;
     eprintln!(
         "{variant:>12}: sold {} sold_out {} busy {} | remaining {} oversold {} duplicates {} | per instance {:?}",
@@ -137,7 +137,7 @@ async fn one_instance_makes_the_local_mutex_enough() {
 async fn nginx_names_the_upstream_and_keeps_admin_to_loopback_with_the_token() {
     let stack = Stack::start(2, None).await;
     let response = stack
-        .http
+        .http()
         .get(format!("{}/healthz", stack.url))
         .send()
         .await
@@ -168,7 +168,7 @@ async fn nginx_names_the_upstream_and_keeps_admin_to_loopback_with_the_token() {
         Some(&*format!("Basic {}", stack.token)),
     ] {
         let mut request = stack
-            .http
+            .http()
             .post(format!("{}/api/admin/reset", stack.url))
             .json(&serde_json::json!({"sku": "lua", "stock": 7}));
         if let Some(auth) = auth {
@@ -204,7 +204,7 @@ async fn up_restarts_a_killed_instance() {
     assert_ne!(new_pid, pid);
     assert!(!alive(pid));
     let health: serde_json::Value = stack
-        .http
+        .http()
         .get(format!("{url}/healthz"))
         .send()
         .await
@@ -218,7 +218,7 @@ async fn up_restarts_a_killed_instance() {
     // And nginx sends it traffic again.
     stack.reset("lua", 1000).await;
     let tally = burst(
-        &stack.http,
+        stack.http(),
         &format!("{}/deductStock/lua?sku=lua", stack.url),
         40,
         4,
