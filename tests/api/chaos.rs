@@ -4,61 +4,14 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::Request;
 use futures_util::StreamExt;
-use http_body_util::BodyExt;
 use serde_json::Value;
 use stocklock::chaos::{self, Chaos};
 use stocklock::knobs::Sku;
 use stocklock::store::{Keys, Store};
 use stocklock::variants::Variant;
-use stocklock::wire::StateSnapshot;
-use tower::ServiceExt;
 
-use crate::helpers::{self, Stack};
-
-const TOKEN: &str = helpers::ADMIN_TOKEN;
-
-/// The router of one chaos-mode instance.
-async fn router(store: &Store) -> axum::Router {
-    helpers::instance_router(store, "t", Chaos::on(0)).await
-}
-
-async fn call(router: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
-    let mut request = Request::builder().method(method).uri(uri);
-    if body.is_some() {
-        request = request
-            .header("content-type", "application/json")
-            .header("authorization", format!("Bearer {TOKEN}"));
-    }
-    let body = body
-        .map(|b| Body::from(b.to_string()))
-        .unwrap_or_else(Body::empty);
-    let response = router
-        .clone()
-        .oneshot(request.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-async fn state(router: &axum::Router, sku: &str) -> StateSnapshot {
-    let (status, body) = call(router, "GET", &format!("/api/state?sku={sku}"), None).await;
-    assert_eq!(status, 200);
-    helpers::intact(serde_json::from_value(body).unwrap())
-}
-
-/// `POST /api/admin/reset` with `body` (sku, stock, buckets), which must succeed.
-async fn reset(router: &axum::Router, body: Value) {
-    let (status, answer) = call(router, "POST", "/api/admin/reset", Some(body)).await;
-    assert_eq!(status, 200, "{answer}");
-}
+use crate::helpers::{self, InProcess, Stack};
 
 /// Work (600 ms) longer than the lease (200 ms), three buyers waiting for
 /// the lock: a lease-only lock hands the lock to the next buyer while the
@@ -67,7 +20,7 @@ async fn reset(router: &axum::Router, body: Value) {
 async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store).await;
+    let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
     let mut conn = store.conn().await.unwrap();
     let cases = [
         ("token", true),
@@ -78,20 +31,20 @@ async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal(
         ("lua", false),
     ];
     for (variant, oversells) in cases {
-        reset(&router, serde_json::json!({"sku": variant, "stock": 5})).await;
+        instance.reset(variant, 5, 0).await;
         let uri =
             format!("/deductStock/{variant}?sku={variant}&lease_ms=200&work_ms=600&wait_ms=5000");
         let buyers: Vec<_> = (0..3)
             .map(|_| {
-                let (router, uri) = (router.clone(), uri.clone());
-                tokio::spawn(async move { call(&router, "GET", &uri, None).await })
+                let (instance, uri) = (instance.clone(), uri.clone());
+                tokio::spawn(async move { instance.get(&uri).await })
             })
             .collect();
         for buyer in buyers {
             let (status, body) = buyer.await.unwrap();
             assert_eq!(status, 200, "{variant}: {body}");
         }
-        let state = state(&router, variant).await;
+        let state = instance.state(variant).await;
         let sections = chaos::sections(&mut conn, &Keys::new(&Sku::parse(variant).unwrap()))
             .await
             .unwrap();
@@ -135,30 +88,26 @@ async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal(
 async fn a_retried_request_id_never_sells_twice() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store).await;
+    let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
     for variant in Variant::ALL {
         let sku = variant.name();
-        reset(&router, serde_json::json!({"sku": sku, "stock": 3})).await;
+        instance.reset(sku, 3, 0).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=order-1");
-        let (status, first) = call(&router, "GET", &uri, None).await;
+        let (status, first) = instance.get(&uri).await;
         assert_eq!(status, 200, "{variant}: {first}");
         for _ in 0..5 {
-            let (status, again) = call(&router, "GET", &uri, None).await;
+            let (status, again) = instance.get(&uri).await;
             assert_eq!(status, 200, "{variant}: {again}");
             assert_eq!(again["unit"], first["unit"], "{variant}");
             assert_eq!(again["remaining"], first["remaining"], "{variant}");
             assert_eq!(again["replayed"], true, "{variant}");
         }
-        let (status, other) = call(
-            &router,
-            "GET",
-            &format!("/deductStock/{sku}?sku={sku}&request_id=order-2"),
-            None,
-        )
-        .await;
+        let (status, other) = instance
+            .get(&format!("/deductStock/{sku}?sku={sku}&request_id=order-2"))
+            .await;
         assert_eq!(status, 200, "{variant}: {other}");
         assert_ne!(other["unit"], first["unit"]);
-        let state = state(&router, sku).await;
+        let state = instance.state(sku).await;
         assert_eq!(
             (state.sold, state.remaining, state.replays),
             (2, 1, 5),
@@ -301,28 +250,28 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
 async fn a_retry_storm_sells_once_in_every_variant() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store).await;
+    let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
     for variant in Variant::ALL {
         let sku = variant.name();
-        reset(&router, serde_json::json!({"sku": sku, "stock": 3})).await;
+        instance.reset(sku, 3, 0).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=storm&work_ms=20&wait_ms=5000");
         let storm: Vec<_> = (0..16)
             .map(|_| {
-                let (router, uri) = (router.clone(), uri.clone());
-                tokio::spawn(async move { call(&router, "GET", &uri, None).await })
+                let (instance, uri) = (instance.clone(), uri.clone());
+                tokio::spawn(async move { instance.get(&uri).await })
             })
             .collect();
         let mut first_sales = 0;
         for retry in storm {
             let (status, body) = retry.await.unwrap();
-            match status {
+            match status.as_u16() {
                 200 if body["replayed"] != true => first_sales += 1,
                 200 => assert_eq!(body["unit"], 3, "{variant}: a replay repeats the one sale"),
                 429 => assert_eq!(body["reason"], "in_progress", "{variant}: {body}"),
                 _ => panic!("{variant}: {status} {body}"),
             }
         }
-        let state = state(&router, sku).await;
+        let state = instance.state(sku).await;
         assert_eq!(first_sales, 1, "{variant}");
         assert_eq!(
             (state.sold, state.remaining, state.oversold),
@@ -383,23 +332,19 @@ async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
 async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let a = helpers::instance_router(&store, "a", Chaos::off()).await;
-    let b = helpers::instance_router(&store, "b", Chaos::off()).await;
-    let split = |buckets: u32| serde_json::json!({"sku": "hot", "stock": 12, "buckets": buckets});
-    let buy = |router: axum::Router, id: String| async move {
-        call(
-            &router,
-            "GET",
-            &format!("/deductStock/lua-sharded?sku=hot&request_id={id}"),
-            None,
-        )
-        .await
+    let a = InProcess::start(&store, "a", Chaos::off()).await;
+    let b = InProcess::start(&store, "b", Chaos::off()).await;
+    let buy = |instance: InProcess, id: String| async move {
+        let (status, body) = instance
+            .get(&format!("/deductStock/lua-sharded?sku=hot&request_id={id}"))
+            .await;
+        (status.as_u16(), body)
     };
 
     // a learns "not split"; b splits the SKU into 4 buckets behind its back.
-    reset(&a, split(0)).await;
+    a.reset("hot", 12, 0).await;
     assert_eq!(buy(a.clone(), "r0".into()).await.0, 200);
-    reset(&b, split(4)).await;
+    b.reset("hot", 12, 4).await;
     let (status, first) = buy(a.clone(), "r1".into()).await;
     assert_eq!(
         status, 200,
@@ -414,11 +359,11 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
     assert_eq!(again["unit"], first["unit"]);
 
     // a now believes 4; b re-splits into 3. a must not sell from the old layout.
-    reset(&b, split(3)).await;
+    b.reset("hot", 12, 3).await;
     let mut units = std::collections::BTreeSet::new();
     for i in 0..20 {
-        let router = if i % 2 == 0 { a.clone() } else { b.clone() };
-        let (status, body) = buy(router, format!("s{i}")).await;
+        let instance = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let (status, body) = buy(instance, format!("s{i}")).await;
         if status == 200 {
             assert!(
                 units.insert(body["unit"].as_i64().unwrap()),
@@ -429,7 +374,7 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
         }
     }
     assert_eq!(units.len(), 12, "exactly the stock: {units:?}");
-    let state = state(&a, "hot").await;
+    let state = a.state("hot").await;
     assert_eq!(state.buckets, 3);
     assert_eq!(
         (
