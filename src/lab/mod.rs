@@ -11,11 +11,15 @@
 //!
 //! # Layout
 //!
-//! - [`scenario`]: the scenarios, what each does to the stack and the
-//!   evidence it hands its judge.
-//! - [`judge`]: pure functions from evidence to what a cell observed.
+//! - [`scenario`]: the scenarios (the enum, each variant's claim), and in
+//!   `scenario/play.rs` what each does to the stack and the evidence it
+//!   hands its judge.
+//! - [`judge`]: pure functions from evidence to what a cell observed, one
+//!   file per family of scenario (crowd, duel, recovery, outage), and their
+//!   tests in `judge/tests.rs`.
 //! - [`report`]: the cells, the printed matrix and the JSON.
-//! - [`stack`]: the stack harness (shared with the test suite).
+//! - [`stack`]: the stack harness (shared with the test suite); its API
+//!   through [`crate::client::StackClient`].
 //! - this module: the runner, and the moves the scenarios share (a
 //!   duel between two buyers, killing and restarting nodes, ...).
 

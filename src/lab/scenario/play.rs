@@ -1,217 +1,20 @@
-//! The lab's scenarios: each failure mode of the articles, what it does to
-//! the stack, and what it hands its judge.
-//!
-//! A scenario only plays and gathers evidence (answers, the ledger, the
-//! facts that show its fault landed); deciding what that evidence shows is
-//! the judges' part ([`super::judge`]). Which variants a scenario applies to,
-//! and what each should do, is said by the variants themselves
-//! ([`crate::variants::Claims`]).
+//! What each scenario does to the stack, and the evidence it hands its
+//! judge.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 
-use super::Lab;
-use super::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
-use super::stack::Instance;
+use crate::lab::Lab;
+use crate::lab::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
+use crate::lab::stack::Instance;
 use crate::load::engine::Progress;
 use crate::load::{LoadConfig, Runner};
 use crate::up::process::signal;
 use crate::up::redis::RedisServer;
-use crate::variants::{Claim, Variant};
+use crate::variants::Variant;
 use crate::wire::{ChaosAction, StateSnapshot};
-
-/// Every failure scenario of the lab.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scenario {
-    Race,
-    SlowBusiness,
-    CrashAfterAcquire,
-    PauseHolder,
-    KillInstance,
-    LockVanishes,
-    RetryStorm,
-    ClockSkew,
-    RedisRestart,
-    RedlockMinorityDown,
-    RedlockMajorityDown,
-    RedlockRestartWithoutPersistence,
-}
-
-impl Scenario {
-    /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 12] = [
-        Scenario::Race,
-        Scenario::SlowBusiness,
-        Scenario::CrashAfterAcquire,
-        Scenario::PauseHolder,
-        Scenario::KillInstance,
-        Scenario::LockVanishes,
-        Scenario::RetryStorm,
-        Scenario::ClockSkew,
-        Scenario::RedisRestart,
-        Scenario::RedlockMinorityDown,
-        Scenario::RedlockMajorityDown,
-        Scenario::RedlockRestartWithoutPersistence,
-    ];
-
-    /// The name on the command line, in the matrix and in the JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Race => "race",
-            Scenario::SlowBusiness => "slow-business",
-            Scenario::CrashAfterAcquire => "crash-after-acquire",
-            Scenario::PauseHolder => "pause-holder",
-            Scenario::KillInstance => "kill-instance",
-            Scenario::LockVanishes => "lock-vanishes",
-            Scenario::RetryStorm => "retry-storm",
-            Scenario::ClockSkew => "clock-skew",
-            Scenario::RedisRestart => "redis-restart",
-            Scenario::RedlockMinorityDown => "redlock-minority-down",
-            Scenario::RedlockMajorityDown => "redlock-majority-down",
-            Scenario::RedlockRestartWithoutPersistence => "redlock-restart-without-persistence",
-        }
-    }
-
-    /// Older names still accepted.
-    pub fn aliases(self) -> &'static [&'static str] {
-        match self {
-            // It covered setnx alone before every lock could crash after acquiring.
-            Scenario::CrashAfterAcquire => &["crash-after-setnx"],
-            _ => &[],
-        }
-    }
-
-    /// One line: the fault, for `stocklock lab --help`.
-    pub fn summary(self) -> &'static str {
-        match self {
-            Scenario::Race => "two instances, 400 buyers (64 at once, work_ms=2) for 50 units",
-            Scenario::SlowBusiness => {
-                "three buyers whose work (600 ms) outlives the lease (200 ms)"
-            }
-            Scenario::CrashAfterAcquire => {
-                "the holder crashes right after taking the lock (setnx: between SETNX and EXPIRE); lease 1 s"
-            }
-            Scenario::PauseHolder => {
-                "the holder freezes (SIGSTOP) for 1.5 s, past its 300 ms lease, right before its write"
-            }
-            Scenario::KillInstance => {
-                "the holder's instance is killed (SIGKILL) in the middle of its work; lease 1 s"
-            }
-            Scenario::LockVanishes => {
-                "the lock key is deleted under its holder (a failover, a clock jump)"
-            }
-            Scenario::RetryStorm => "sixteen concurrent retries of one request_id",
-            Scenario::ClockSkew => "instance b's clock runs 5 s ahead while a holds the lock",
-            Scenario::RedisRestart => "Redis stops (503s meanwhile) and comes back empty",
-            Scenario::RedlockMinorityDown => "the race with two of Redlock's five nodes dead",
-            Scenario::RedlockMajorityDown => "three of Redlock's five nodes dead, then back empty",
-            Scenario::RedlockRestartWithoutPersistence => {
-                "a node that granted the lock restarts empty under a frozen holder"
-            }
-        }
-    }
-
-    /// What `variant` claims to do here, from its own file.
-    pub fn claim(self, variant: Variant) -> Claim {
-        let claims = &variant.about().claims;
-        match self {
-            Scenario::Race => claims.race,
-            Scenario::SlowBusiness => claims.slow_business,
-            Scenario::CrashAfterAcquire => claims.crash_after_acquire,
-            Scenario::PauseHolder => claims.pause_holder,
-            Scenario::KillInstance => claims.kill_instance,
-            Scenario::LockVanishes => claims.lock_vanishes,
-            Scenario::RetryStorm => claims.retry_storm,
-            Scenario::ClockSkew => claims.clock_skew,
-            Scenario::RedisRestart => claims.redis_restart,
-            Scenario::RedlockMinorityDown => claims.redlock_minority_down,
-            Scenario::RedlockMajorityDown => claims.redlock_majority_down,
-            Scenario::RedlockRestartWithoutPersistence => {
-                claims.redlock_restart_without_persistence
-            }
-        }
-    }
-
-    /// The names of all scenarios, for error messages.
-    pub fn names() -> Vec<&'static str> {
-        Self::ALL.iter().map(|s| s.name()).collect()
-    }
-
-    /// Plays this scenario against `variant` and judges what it saw.
-    pub(super) async fn play(self, lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
-        let v = variant.name();
-        match self {
-            Scenario::Race => race(lab, variant).await,
-            Scenario::SlowBusiness => slow_business(lab, v).await,
-            Scenario::CrashAfterAcquire => crash_after_acquire(lab, v).await,
-            Scenario::PauseHolder => pause_holder(lab, v).await,
-            Scenario::KillInstance => kill_instance(lab, v).await,
-            Scenario::LockVanishes => lock_vanishes(lab, v).await,
-            Scenario::RetryStorm => retry_storm(lab, v).await,
-            Scenario::ClockSkew => clock_skew(lab, v).await,
-            Scenario::RedisRestart => redis_restart(lab, v).await,
-            Scenario::RedlockMinorityDown => redlock_minority_down(lab, variant).await,
-            Scenario::RedlockMajorityDown => redlock_majority_down(lab, v).await,
-            Scenario::RedlockRestartWithoutPersistence => {
-                restart_without_persistence(lab, variant).await
-            }
-        }
-    }
-}
-
-impl fmt::Display for Scenario {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The name did not match any scenario.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownScenario(pub String);
-
-impl fmt::Display for UnknownScenario {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "no scenario {:?}; valid: {}",
-            self.0,
-            Scenario::names().join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownScenario {}
-
-impl FromStr for Scenario {
-    type Err = UnknownScenario;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|s| s.name() == name || s.aliases().contains(&name))
-            .ok_or_else(|| UnknownScenario(name.to_owned()))
-    }
-}
-
-/// `stocklock lab [SCENARIO]...`: clap lists the scenarios, with their
-/// summaries, in `--help`.
-impl clap::ValueEnum for Scenario {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Self::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(
-            clap::builder::PossibleValue::new(self.name())
-                .help(self.summary())
-                .aliases(self.aliases()),
-        )
-    }
-}
 
 /// The lease of the recovery scenarios; "frees" is a sale within it + 1 s.
 const RECOVERY_LEASE: Duration = Duration::from_millis(1_000);
@@ -235,7 +38,7 @@ fn vanish(sku: &str) -> ChaosAction {
 }
 
 /// Two instances, 400 buyers, 64 at once, `work_ms=2`, stock 50.
-async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
+pub(super) async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
     let state = race_load(lab, variant).await?;
     Ok(judge::race(
         &lab.ledger_of(state).await?,
@@ -261,7 +64,7 @@ async fn race_load(lab: &Lab, variant: Variant) -> anyhow::Result<StateSnapshot>
 }
 
 /// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s.
-async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     lab.crowd(3, &query(v, "lease_ms=200&work_ms=600&wait_ms=5000"))
         .await?;
@@ -282,7 +85,7 @@ async fn next_buyer(lab: &Lab, v: &str, other: &Instance) -> anyhow::Result<Repl
 /// The holder crashes right after taking its lock (lease 1 s): setnx
 /// between SETNX and EXPIRE, the others inside their section. Then a buyer
 /// on the other instance waits up to lease + 1 s.
-async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     let (victim, other) = lab.next_victim();
     let entered = lab.section_entered(v).await?;
@@ -329,7 +132,7 @@ async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement
 
 /// The holder's instance is killed (SIGKILL) mid-work (lease 1 s); a buyer
 /// on the other instance waits up to lease + 1 s.
-async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     let (victim, other) = lab.next_victim();
     let lease_ms = RECOVERY_LEASE.as_millis();
@@ -359,7 +162,7 @@ async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
 /// The holder on instance a freezes for 1.5 s, with a 300 ms lease, after
 /// its last check of the lock and right before its write; a buyer on
 /// instance b waits for the lock.
-async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     lab.client()
         .chaos(&ChaosAction::PauseHolder {
@@ -373,7 +176,7 @@ async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 
 /// The lock key is deleted while its holder works (1 s of work, 2 s
 /// lease); a buyer on the other instance comes right after.
-async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     let (duel, struck) = lab
         .duel(
@@ -387,7 +190,7 @@ async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 }
 
 /// Sixteen concurrent retries of one request_id through nginx.
-async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     let retries = lab
         .crowd(16, &query(v, "request_id=storm-1&work_ms=20&wait_ms=5000"))
@@ -402,7 +205,7 @@ async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 /// A holder on instance a (true clock); a buyer on instance b, whose clock
 /// the lab sets 5 s ahead (the runner sets it back after the cell), while
 /// the lock still has 2 s to live.
-async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     let skewed = lab
         .chaos_on(1, &ChaosAction::ClockSkew { ms: SKEW_MS })
@@ -423,7 +226,7 @@ async fn clock_skew(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
 
 /// Redis stops (503s meanwhile) and comes back empty on the same port: how
 /// long until a sale works again?
-async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     let Some(redis) = lab.redis.as_mut() else {
         anyhow::bail!("the lab can only restart a Redis it started");
@@ -451,7 +254,10 @@ async fn redis_restart(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
 }
 
 /// Two of the five Redlock nodes are killed; the race runs on the three left.
-async fn redlock_minority_down(lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
+pub(super) async fn redlock_minority_down(
+    lab: &mut Lab,
+    variant: Variant,
+) -> anyhow::Result<Judgement> {
     let killed = lab.kill_nodes(&[3, 4]).await;
     let state = race_load(lab, variant).await;
     lab.restart_nodes(&[3, 4]).await?;
@@ -460,7 +266,7 @@ async fn redlock_minority_down(lab: &mut Lab, variant: Variant) -> anyhow::Resul
 
 /// Three of the five Redlock nodes are killed: busy with a reason; after
 /// they come back (empty), how long until a sale works again?
-async fn redlock_majority_down(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
+pub(super) async fn redlock_majority_down(lab: &mut Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
     let killed = lab.kill_nodes(&[2, 3, 4]).await;
     let base = lab.stack.url.clone();
@@ -490,7 +296,10 @@ async fn redlock_majority_down(lab: &mut Lab, v: &str) -> anyhow::Result<Judgeme
 /// empty and 4 and 5 come back, so instance b finds a majority (3, 4, 5)
 /// while the holder still has most of its lease. `fenced`: its one Redis
 /// forgets the lock the same way (the key is deleted) under a frozen holder.
-async fn restart_without_persistence(lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
+pub(super) async fn restart_without_persistence(
+    lab: &mut Lab,
+    variant: Variant,
+) -> anyhow::Result<Judgement> {
     let v = variant.name();
     lab.client().reset(v, 5, 0).await?;
     lab.client()
@@ -532,42 +341,4 @@ async fn restart_without_persistence(lab: &mut Lab, variant: Variant) -> anyhow:
         FROZEN.as_secs()
     );
     Ok(judge::forgotten_lock(&duel, &story, &killed, FROZEN))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_the_old_name_still_parses() {
-        for s in Scenario::ALL {
-            assert_eq!(s.name().parse::<Scenario>(), Ok(s));
-        }
-        let mut names = Scenario::names();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), Scenario::ALL.len());
-        assert_eq!(
-            "crash-after-setnx".parse::<Scenario>(),
-            Ok(Scenario::CrashAfterAcquire)
-        );
-        assert!("Race".parse::<Scenario>().is_err());
-    }
-
-    #[test]
-    fn every_scenario_applies_to_some_variant() {
-        for s in Scenario::ALL {
-            assert!(
-                Variant::ALL.iter().any(|&v| s.claim(v).applies()),
-                "{s} has no cell"
-            );
-        }
-    }
-
-    #[test]
-    fn lua_has_no_pause_holder_cell() {
-        let claim = Scenario::PauseHolder.claim(Variant::Lua);
-        assert!(!claim.applies());
-        assert_eq!(claim.text(), "- (no gap: one script)");
-    }
 }
