@@ -13,7 +13,7 @@
 //!   contradicts the variant's expectation;
 //! - [`report`]: the table and lines printed;
 //! - `progress`: the bar (or the lines) shown while a run is under way;
-//! - [`bench`]: `stocklock bench`.
+//! - [`mod@bench`]: `stocklock bench`.
 
 pub mod bench;
 pub mod engine;
