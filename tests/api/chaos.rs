@@ -189,8 +189,8 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
     let stack = Stack::start_with(2, None, &["--chaos"]).await;
     let redis_url = stack.redis_url.clone().unwrap();
     let (a, b) = (
-        stack.instances[0].url.clone(),
-        stack.instances[1].url.clone(),
+        stack.client.at(&stack.instances[0].url),
+        stack.client.at(&stack.instances[1].url),
     );
     for (variant, oversells) in [("watchdog", true), ("fenced", false)] {
         stack.reset(variant, 5).await;
@@ -201,17 +201,11 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
 
         let knobs = "lease_ms=300&work_ms=0&wait_ms=5000";
         let holder = {
-            let (http, url) = (
-                stack.http().clone(),
-                format!("{a}/deductStock/{variant}?sku={variant}&{knobs}"),
+            let (a, path) = (
+                a.clone(),
+                format!("/deductStock/{variant}?sku={variant}&{knobs}"),
             );
-            tokio::spawn(async move {
-                let response = http.get(url).send().await.unwrap();
-                (
-                    response.status().as_u16(),
-                    response.json::<Value>().await.unwrap(),
-                )
-            })
+            tokio::spawn(async move { a.get(&path).await })
         };
         // The holder's HINCRBY: instance a holds the lock (and then freezes).
         let first = tokio::time::timeout(Duration::from_secs(5), events.next())
@@ -221,9 +215,7 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
         assert_eq!(first.get_payload::<String>().unwrap(), "hincrby");
 
         // Instance b waits, takes the lock when the frozen holder's lease runs out, and sells.
-        let (status, second) = stack
-            .client
-            .at(&b)
+        let (status, second) = b
             .get(&format!("/deductStock/{variant}?sku={variant}&{knobs}"))
             .await;
         assert_eq!(status, 200, "{variant}: {second}");

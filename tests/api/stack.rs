@@ -201,17 +201,9 @@ async fn up_restarts_a_killed_instance() {
     assert_eq!(restarted.name, name);
     assert_ne!(new_pid, pid);
     assert!(!alive(pid));
-    let health: serde_json::Value = stack
-        .http()
-        .get(format!("{url}/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(health["pid"], new_pid);
-    assert_eq!(health["instance"], name.as_str());
+    let health = stack.client.at(&url).health().await.unwrap();
+    assert_eq!(health.pid, new_pid);
+    assert_eq!(health.instance, name);
 
     // And nginx sends it traffic again.
     stack.reset("lua", 1000).await;
