@@ -1,25 +1,37 @@
-//! The command line: `stocklock serve` and `stocklock up`.
+//! The command line: `stocklock serve`, `up`, `load`, `bench` and `lab`
+//! (and the hidden `resume` that chaos mode's pauses use).
+//!
+//! `load`, `bench` and `up` parse straight into their config types, which
+//! carry their own flags ([`LoadConfig`], [`BenchConfig`], [`UpConfig`]); the
+//! values they share are parsed in [`crate::args`].
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::LazyLock;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::args::{generate_token, parse_duration, parse_variant};
 use crate::load::LoadConfig;
+use crate::load::bench::BenchConfig;
 use crate::server::{Application, ServeConfig};
 use crate::telemetry;
 use crate::up::{self, UpConfig};
 use crate::variants::Variant;
 
+/// The top-level help, naming every variant from [`Variant::ALL`] so that
+/// a new one is never left out.
+static ABOUT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "A flash-sale stock protection lab: the same sale behind each of {} protections ({}), \
+         on real Redis behind real nginx.",
+        Variant::ALL.len(),
+        Variant::names().join(", ")
+    )
+});
+
 #[derive(Parser, Debug)]
-#[command(
-    name = "stocklock",
-    version,
-    about = "A flash-sale stock protection lab: the same sale behind no lock, a process mutex, \
-             SETNX, SETNX with an expiry, a token lock, a watchdog lock, a fenced lock, or one Lua \
-             script, on real Redis behind real nginx.",
-    long_about = None
-)]
+#[command(name = "stocklock", version, about = ABOUT.as_str(), long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -31,13 +43,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run the whole stack on this machine: redis-server, N instances and
     /// nginx in front, supervised until Ctrl-C.
-    Up(UpArgs),
+    Up(UpConfig),
     /// Hammer /deductStock/{variant} on a running stack and judge the result
     /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n or STUCK.
-    Load(LoadArgs),
+    Load(LoadConfig),
     /// Measure costs side by side on a running stack: our generator vs oha,
     /// lua vs /healthz, watchdog vs the lock hand-off ceiling, memory.
-    Bench(BenchArgs),
+    Bench(BenchConfig),
     /// Run the failure scenarios end to end on a stack of its own and print
     /// the teaching matrix: expected vs observed, with the evidence.
     Lab(LabArgs),
@@ -75,120 +87,6 @@ pub struct LabArgs {
     /// The target stack's Redis (stocklock up prints it).
     #[arg(long)]
     pub redis_url: Option<String>,
-}
-
-#[derive(Args, Debug)]
-pub struct BenchArgs {
-    /// The stack to measure (normally nginx).
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
-    pub target: String,
-    /// The stack's Redis, for the round-trip time (stocklock up prints it).
-    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
-    pub redis_url: String,
-    /// Admin token, to give the bench SKUs their stock.
-    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// Runs per side of each row; the medians are compared.
-    #[arg(long, default_value_t = 3)]
-    pub runs: usize,
-    #[arg(long, short = 'c', default_value_t = 64)]
-    pub concurrency: usize,
-    /// Length of each run.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    pub duration: std::time::Duration,
-}
-
-#[derive(Args, Debug)]
-#[command(after_help = "Example, the workshop's headline table:\n  \
-    stocklock load --variant all --stock 50 --requests 400 --concurrency 64 --work-ms 2 --json out.json")]
-pub struct LoadArgs {
-    /// The stack to hit (normally nginx).
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
-    pub target: String,
-    /// One variant, a comma-separated list, or `all` (every variant in turn).
-    #[arg(long, default_value = "all", value_delimiter = ',')]
-    pub variant: Vec<String>,
-    /// SKU to sell (default: each variant's own name, so variants never share stock).
-    #[arg(long)]
-    pub sku: Option<String>,
-    /// Reset the SKU to this stock before each run (needs the admin token).
-    #[arg(long)]
-    pub stock: Option<i64>,
-    /// Admin token for --stock.
-    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// Requests per variant (default 400 unless --duration is given).
-    #[arg(long)]
-    pub requests: Option<u64>,
-    /// Run each variant this long instead (e.g. 10s, 500ms, 2m).
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<std::time::Duration>,
-    /// Requests in flight at once (closed loop: each worker sends its next
-    /// request when the last one is answered).
-    #[arg(long, short = 'c', default_value_t = 64)]
-    pub concurrency: usize,
-    /// Open loop: start this many requests per second whatever the answers
-    /// (latency then counts from each request's slot).
-    #[arg(long)]
-    pub rate: Option<f64>,
-    /// Business time inside the critical section (passed as work_ms).
-    #[arg(long)]
-    pub work_ms: Option<u64>,
-    /// Lock lease (passed as lease_ms).
-    #[arg(long)]
-    pub lease_ms: Option<u64>,
-    /// How long to wait for the lock (passed as wait_ms).
-    #[arg(long)]
-    pub wait_ms: Option<u64>,
-    /// Per-request timeout.
-    #[arg(long, default_value = "150s", value_parser = parse_duration)]
-    pub timeout: std::time::Duration,
-    /// Load any path instead (e.g. /healthz, for a baseline): no reset, no
-    /// ledger, no verdict; prints throughput, latency and statuses.
-    #[arg(long, conflicts_with_all = ["sku", "stock", "json", "check"])]
-    pub path: Option<String>,
-    /// Write every run as JSON to this file.
-    #[arg(long)]
-    pub json: Option<std::path::PathBuf>,
-    /// Exit with status 2 when an observed verdict contradicts the expected one.
-    #[arg(long)]
-    pub check: bool,
-    /// What --check expects instead of each variant's own expectation from
-    /// /api/variants: `safe` or `oversells`.
-    #[arg(long, value_parser = ["safe", "oversells"])]
-    pub expect: Option<String>,
-    /// Spread each run over this many SKUs (SKU-0 ... SKU-n-1, each reset to
-    /// --stock), one request in turn to each; on a Redis Cluster they spread
-    /// over every master. The table shows the totals, and a line per
-    /// variant says in how many SKUs it oversold.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    pub skus: u64,
-    /// Split each SKU's stock over this many buckets at reset (0-64; default:
-    /// 8 for lua-sharded, one key for the rest).
-    #[arg(long)]
-    pub buckets: Option<u32>,
-}
-
-/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 500ms, 10s, 2m or 1h"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(format!("{text:?}: unit must be ms, s, m or h")),
-    };
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err(format!("{text:?} must be more than 0 and at most a day"));
-    }
-    Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
 #[derive(Args, Debug)]
@@ -260,86 +158,6 @@ pub struct ServeArgs {
     pub exit_with_stdin: bool,
 }
 
-#[derive(Args, Debug)]
-pub struct UpArgs {
-    /// Port nginx listens on: the one URL users and load generators hit.
-    #[arg(long, default_value_t = 8080)]
-    pub port: u16,
-    /// Address nginx binds (0.0.0.0 to let a workshop's other machines in;
-    /// /api/admin/ stays loopback-only either way).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// How many instances to run behind nginx.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=26))]
-    pub instances: u16,
-    /// Use this Redis instead of starting one.
-    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
-    pub redis_url: Option<String>,
-    /// Port for the redis-server `up` starts (default: a free one).
-    #[arg(long, conflicts_with = "redis_url")]
-    pub redis_port: Option<u16>,
-    /// Stock given to every SKU the lab uses (00001 and one per variant) when
-    /// it has none yet.
-    #[arg(long, default_value_t = 50)]
-    pub stock: i64,
-    /// Admin token; generated and printed when unset.
-    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// The variant served at /deductStock with no name.
-    #[arg(long, default_value = "lua", value_parser = parse_variant)]
-    pub default_variant: Variant,
-    /// Chaos mode is on by default under `up` (this is a lab): the fault
-    /// actions of /api/admin/chaos (crash after SETNX, freeze a holder,
-    /// delete a lock, crash an instance, pause or restart Redis; admin token
-    /// and loopback only) and the overlap witness. This turns it off.
-    #[arg(long)]
-    pub no_chaos: bool,
-    /// Accepted for clarity; chaos mode is already the default.
-    #[arg(long, conflicts_with = "no_chaos")]
-    pub chaos: bool,
-    /// Each instance's clock offset in ms, in order (a,b,...), e.g. `0,5000`
-    /// runs b five seconds ahead (the clock-skew scenario; chaos mode).
-    #[arg(
-        long,
-        conflicts_with = "no_chaos",
-        value_delimiter = ',',
-        allow_hyphen_values = true
-    )]
-    pub clock_skew_ms: Vec<i64>,
-    /// Start this many independent redis-servers for the `redlock` variant
-    /// (0: none, and `redlock` answers 503 not_configured). The stock stays on the main Redis.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
-    pub redlock: u16,
-    /// Start a local 3-master Redis Cluster (redis-server in cluster mode and
-    /// `redis-cli --cluster create`) and run the instances on it, instead of
-    /// one redis-server. Chaos mode then cannot pause or restart Redis.
-    #[arg(long, conflicts_with_all = ["redis_url", "redis_port"])]
-    pub cluster: bool,
-    /// Run the Redis `up` starts with an append-only file fsynced before
-    /// every reply (appendfsync always), kept across its restarts: a crash of
-    /// Redis (kill -9, chaos restart) loses no sale it acknowledged. Without
-    /// it Redis keeps nothing on disk and a restart comes back empty.
-    #[arg(long, conflicts_with_all = ["redis_url", "cluster"])]
-    pub persist: bool,
-    /// How long the instances remember a request_id's outcome for retries.
-    #[arg(long, default_value = "1h", value_parser = parse_duration)]
-    pub request_ttl: std::time::Duration,
-}
-
-fn parse_variant(name: &str) -> Result<Variant, String> {
-    name.parse().map_err(|_| {
-        format!(
-            "no variant {name:?}; valid: {}",
-            Variant::names().join(", ")
-        )
-    })
-}
-
-/// A random admin token: 128 bits, hex.
-pub fn generate_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -386,77 +204,17 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             crate::chaos::resume(pid, std::time::Duration::from_millis(after_ms));
             Ok(true)
         }
-        Command::Load(args) if args.path.is_some() => {
+        Command::Load(config) => {
             telemetry::init("warn");
-            crate::load::run_path(
-                &args.target,
-                args.path.as_deref().unwrap_or("/"),
-                args.requests,
-                args.duration,
-                args.concurrency,
-                args.rate,
-                args.timeout,
-            )
-            .await
-            .map(|()| true)
+            crate::load::run(config).await
         }
-        Command::Load(args) => {
+        Command::Bench(config) => {
             telemetry::init("warn");
-            crate::load::run(LoadConfig {
-                target: args.target,
-                variants: args.variant,
-                sku: args.sku,
-                stock: args.stock.map(crate::knobs::parse_stock).transpose()?,
-                admin_token: args.admin_token,
-                requests: args.requests,
-                duration: args.duration,
-                concurrency: args.concurrency,
-                rate: args.rate,
-                work_ms: args.work_ms,
-                lease_ms: args.lease_ms,
-                wait_ms: args.wait_ms,
-                timeout: args.timeout,
-                json: args.json,
-                check: args.check,
-                expect: args.expect,
-                skus: args.skus as usize,
-                buckets: args.buckets.map(crate::knobs::parse_buckets).transpose()?,
-            })
-            .await
+            crate::load::bench::run(config).await.map(|()| true)
         }
-        Command::Bench(args) => {
-            telemetry::init("warn");
-            crate::load::bench::run(crate::load::bench::BenchConfig {
-                target: args.target,
-                redis_url: args.redis_url,
-                admin_token: args.admin_token,
-                runs: args.runs,
-                concurrency: args.concurrency,
-                duration: args.duration,
-            })
-            .await
-            .map(|()| true)
-        }
-        Command::Up(args) => {
+        Command::Up(config) => {
             telemetry::init("info");
-            up::run(UpConfig {
-                port: args.port,
-                host: args.host,
-                instances: args.instances,
-                redis_url: args.redis_url,
-                redis_port: args.redis_port,
-                stock: crate::knobs::parse_stock(args.stock)?,
-                admin_token: args.admin_token.unwrap_or_else(generate_token),
-                default_variant: args.default_variant,
-                chaos: !args.no_chaos,
-                clock_skew_ms: args.clock_skew_ms,
-                redlock: args.redlock,
-                cluster: args.cluster,
-                persist: args.persist,
-                request_ttl: args.request_ttl,
-            })
-            .await
-            .map(|()| true)
+            up::run(config).await.map(|()| true)
         }
     }
 }

@@ -21,11 +21,13 @@
 //! - [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
 //! - [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
 //! - [`server`]: `stocklock serve`: building and running one instance.
-//! - [`load`]: `stocklock load`: the load generator (its [`load::engine`]) and the verdict.
-//! - [`lab`]: `stocklock lab`: every failure scenario against every variant, judged from evidence, and the matrix.
+//! - [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
+//! - [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
+//! - [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix.
 //! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, N instances and nginx as children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness.
-//! - [`cli`]: the command line.
+//! - [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
+//! - [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
 //! - [`telemetry`]: tracing set-up.
 //! - [`os`]: process and signal helpers (signals, Ctrl-C/SIGTERM, finding programs, free ports), below everything.
 //!
@@ -40,8 +42,10 @@
 //! 4. HTTP: [`web`], [`dashboard`], [`http`], [`server`];
 //! 5. [`cli`].
 
+pub mod args;
 pub mod chaos;
 pub mod cli;
+pub mod client;
 pub mod dashboard;
 pub mod http;
 pub mod knobs;

@@ -19,7 +19,7 @@ use redis::AsyncCommands;
 use super::Dashboard;
 use crate::knobs::{InputError, MAX_LEASE_MS, MAX_WAIT_MS, MAX_WORK_MS, parse_stock};
 use crate::load::engine::Progress;
-use crate::load::{self, Api, LoadConfig};
+use crate::load::{LoadConfig, Runner};
 use crate::lock::{LeaseLock, OwnerId, Watchdog};
 use crate::store::Store;
 use crate::variants::Variant;
@@ -166,14 +166,13 @@ async fn execute(
     variants: &[VariantInfo],
     status: &mut RunStatus,
 ) -> anyhow::Result<Vec<crate::wire::RunReport>> {
-    let api = Api::new(&config.target, config.admin_token.clone())?;
-    let target = load::resolve_target(&config.target).await?;
+    let runner = Runner::connect(config.clone()).await?;
     let progress: Vec<Progress> = variants.iter().map(|_| Progress::default()).collect();
     let runs = join_all(
         variants
             .iter()
             .zip(&progress)
-            .map(|(info, progress)| load::run_variant(&api, &target, config, info, progress)),
+            .map(|(info, progress)| runner.run_variant(info, progress)),
     );
     tokio::pin!(runs);
     let mut every = tokio::time::interval(Duration::from_millis(200));

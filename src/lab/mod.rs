@@ -11,11 +11,15 @@
 //!
 //! # Layout
 //!
-//! - [`scenario`]: the scenarios, what each does to the stack and the
-//!   evidence it hands its judge.
-//! - [`judge`]: pure functions from evidence to what a cell observed.
+//! - [`scenario`]: the scenarios (the enum, each variant's claim), and in
+//!   `scenario/play.rs` what each does to the stack and the evidence it
+//!   hands its judge.
+//! - [`judge`]: pure functions from evidence to what a cell observed, one
+//!   file per family of scenario (crowd, duel, recovery, outage), and their
+//!   tests in `judge/tests.rs`.
 //! - [`report`]: the cells, the printed matrix and the JSON.
-//! - [`stack`]: the stack harness (shared with the test suite).
+//! - [`stack`]: the stack harness (shared with the test suite); its API
+//!   through [`crate::client::StackClient`].
 //! - this module: the runner, and the moves the scenarios share (a
 //!   duel between two buyers, killing and restarting nodes, ...).
 
@@ -30,19 +34,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use self::judge::{Duel, Judgement, Ledger, Observed, Reply};
 pub use self::report::{Cell, LabReport};
 pub use self::scenario::Scenario;
 use self::stack::{Instance, Stack, UpOptions};
 use crate::chaos;
+use crate::client::StackClient;
 use crate::knobs::Sku;
 use crate::os::signal;
 use crate::store::{Keys, Store};
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;
-use crate::wire::StateSnapshot;
+use crate::wire::{ChaosAction, StateSnapshot};
 
 /// Each cell must finish within this.
 const CELL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -92,8 +97,13 @@ impl Lab {
         &self.stack.instances[index]
     }
 
+    /// The stack's API, through nginx.
+    fn client(&self) -> &StackClient {
+        &self.stack.client
+    }
+
     async fn state(&self, sku: &str) -> anyhow::Result<StateSnapshot> {
-        self.stack.state(sku).await
+        self.client().state(sku).await
     }
 
     /// The SKU's ledger and overlap witness now.
@@ -155,25 +165,8 @@ impl Lab {
     }
 
     fn send(&self, base: &str, path: &str) -> tokio::task::JoinHandle<Reply> {
-        let (http, url) = (self.stack.http.clone(), format!("{base}{path}"));
-        tokio::spawn(async move {
-            let sent = Instant::now();
-            let (status, body) = match http.get(url).send().await {
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    (status, response.json().await.unwrap_or(Value::Null))
-                }
-                Err(_) => (0, Value::Null),
-            };
-            // Busy answers say why in `reason`, errors in `error`.
-            let reason = body["reason"].as_str().or(body["error"].as_str());
-            Reply {
-                status,
-                reason: reason.map(str::to_owned),
-                replayed: body["replayed"] == true,
-                took: sent.elapsed(),
-            }
-        })
+        let (client, path) = (self.client().at(base), path.to_owned());
+        tokio::spawn(async move { Reply::from(client.deduct(&path).await) })
     }
 
     /// A holder on instance a; once it is inside its section (and after
@@ -184,7 +177,7 @@ impl Lab {
         sku: &str,
         holder: &str,
         newcomer: &str,
-        strike: Option<Value>,
+        strike: Option<ChaosAction>,
     ) -> anyhow::Result<(Duel, Value)> {
         let entered = self.section_entered(sku).await?;
         let first = self.send(&self.instance(0).url, holder);
@@ -192,7 +185,7 @@ impl Lab {
         // Struck on instance b: through nginx it could reach a frozen
         // holder's instance and wait, unseen, until the holder is done.
         let struck = match strike {
-            Some(action) => self.chaos_on(1, action).await?,
+            Some(action) => self.chaos_on(1, &action).await?,
             None => Value::Null,
         };
         let newcomer = self.send(&self.instance(1).url, newcomer).await?;
@@ -207,10 +200,10 @@ impl Lab {
 
     /// A chaos action sent to one instance's own URL (not through nginx),
     /// for the actions that change only the instance that takes them.
-    async fn chaos_on(&self, index: usize, action: Value) -> anyhow::Result<Value> {
-        let url = self.instance(index).url.clone();
-        self.stack
-            .admin_at(&url, "/api/admin/chaos", action)
+    async fn chaos_on(&self, index: usize, action: &ChaosAction) -> anyhow::Result<Value> {
+        self.client()
+            .at(&self.instance(index).url)
+            .chaos(action)
             .await
             .with_context(|| format!("chaos on instance {}", self.instance(index).name))
     }
@@ -316,9 +309,7 @@ impl Lab {
             let _ = chaos::disarm(&mut conn).await;
         }
         if scenario == Scenario::ClockSkew
-            && let Err(err) = self
-                .chaos_on(1, json!({"action": "clock_skew", "ms": 0}))
-                .await
+            && let Err(err) = self.chaos_on(1, &ChaosAction::ClockSkew { ms: 0 }).await
         {
             eprintln!("lab: cannot set instance b's clock back: {err:#}");
         }

@@ -6,13 +6,12 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+use crate::client::StackClient;
 use crate::os::{free_port, signal};
-use crate::wire::StateSnapshot;
 
 /// One instance as `up` announced it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,8 +39,13 @@ pub struct Stack {
     pub cluster: Vec<Node>,
     /// `up --redlock N`: the Redlock nodes, in order.
     pub redlock_nodes: Vec<Node>,
-    pub http: reqwest::Client,
+    /// The stack's API through nginx, with its admin token once `up` has
+    /// printed it ([`StackClient::at`] reaches one instance).
+    pub client: StackClient,
 }
+
+/// How long the lab waits for any one answer of the stack.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A redis-server `up` started (a cluster node or a Redlock node).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,10 +150,8 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(60))
-                .pool_max_idle_per_host(256)
-                .build()?,
+            // The port asked for; the token comes with up's last line.
+            client: StackClient::new(&format!("http://127.0.0.1:{port}"), None, ANSWER_TIMEOUT)?,
         };
         if stack
             .next_line("admin token: ", Duration::from_secs(60))
@@ -161,6 +163,8 @@ impl Stack {
             }
             bail!("stocklock up did not come up");
         }
+        // The URL up announced (before the token line), and the token.
+        stack.client = StackClient::new(&stack.url, Some(stack.token.clone()), ANSWER_TIMEOUT)?;
         Ok(stack)
     }
 
@@ -242,12 +246,9 @@ impl Stack {
     /// Attaches to a running stack in chaos mode: its instances (at least
     /// two, healthy) come from the board.
     pub async fn attach(url: &str, token: &str) -> anyhow::Result<Stack> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(64)
-            .build()?;
-        let url = url.trim_end_matches('/').to_owned();
-        let instances = board_instances(&http, &url).await?;
+        let client = StackClient::new(url, Some(token.to_owned()), ANSWER_TIMEOUT)?;
+        let url = client.base().to_owned();
+        let instances = board_instances(&client).await?;
         if instances.len() < 2 {
             bail!(
                 "{url} shows {} healthy instance(s) on its board; the lab needs two",
@@ -265,7 +266,7 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
-            http,
+            client,
         })
     }
 
@@ -279,7 +280,7 @@ impl Stack {
         }
         // Attached: the board is the only witness (heartbeats every second).
         while tokio::time::Instant::now() < deadline {
-            if let Ok(seen) = board_instances(&self.http, &self.url).await {
+            if let Ok(seen) = board_instances(&self.client).await {
                 for instance in seen {
                     if let Some(known) = self.instances.iter_mut().find(|i| i.name == instance.name)
                         && known.pid != instance.pid
@@ -292,64 +293,6 @@ impl Stack {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         None
-    }
-
-    /// An admin POST through nginx.
-    pub async fn admin(&self, path: &str, body: Value) -> anyhow::Result<Value> {
-        self.admin_at(&self.url, path, body).await
-    }
-
-    /// An admin POST to `base`: nginx, or one instance's own URL (for an
-    /// action that changes only the instance that takes it, as `clock_skew`).
-    pub async fn admin_at(&self, base: &str, path: &str, body: Value) -> anyhow::Result<Value> {
-        let response = self
-            .http
-            .post(format!("{base}{path}"))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await?;
-        let status = response.status();
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            bail!("POST {path}: {status}: {answer}");
-        }
-        Ok(answer)
-    }
-
-    pub async fn reset(&self, sku: &str, stock: i64) -> anyhow::Result<()> {
-        self.admin(
-            "/api/admin/reset",
-            serde_json::json!({"sku": sku, "stock": stock}),
-        )
-        .await
-        .map(|_| ())
-    }
-
-    pub async fn chaos(&self, action: Value) -> anyhow::Result<Value> {
-        self.admin("/api/admin/chaos", action).await
-    }
-
-    pub async fn state(&self, sku: &str) -> anyhow::Result<StateSnapshot> {
-        Ok(self
-            .http
-            .get(format!("{}/api/state?sku={sku}", self.url))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?)
-    }
-
-    /// One GET; the status and the JSON body (or `null`).
-    pub async fn get(&self, url: &str) -> (u16, Value) {
-        match self.http.get(url).send().await {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                (status, response.json().await.unwrap_or(Value::Null))
-            }
-            Err(_) => (0, Value::Null),
-        }
     }
 
     /// Asks `up` to stop (SIGTERM) and waits for it; it stops its children.
@@ -379,15 +322,8 @@ impl Drop for Stack {
 }
 
 /// The healthy instances on a stack's board, by name.
-async fn board_instances(http: &reqwest::Client, url: &str) -> anyhow::Result<Vec<Instance>> {
-    let board: crate::wire::Board = http
-        .get(format!("{url}/api/board"))
-        .send()
-        .await
-        .with_context(|| format!("cannot reach {url}"))?
-        .error_for_status()?
-        .json()
-        .await?;
+async fn board_instances(client: &StackClient) -> anyhow::Result<Vec<Instance>> {
+    let board = client.board().await?;
     let mut instances: Vec<Instance> = board
         .instances
         .into_iter()

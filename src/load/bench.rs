@@ -22,19 +22,31 @@ use anyhow::{Context, bail};
 use hyper::Method;
 
 use super::engine::{self, Plan, Progress, Target};
-use super::{Api, resolve_target};
+use super::resolve_target;
+use crate::args::parse_duration;
+use crate::client::StackClient;
 use crate::os::find_program;
 use crate::store::Store;
-use crate::wire::Health;
 
-/// What `stocklock bench` was asked for.
-#[derive(Clone, Debug)]
+/// What `stocklock bench` was asked for: its flags.
+#[derive(Clone, Debug, clap::Args)]
 pub struct BenchConfig {
+    /// The stack to measure (normally nginx).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub target: String,
+    /// The stack's Redis, for the round-trip time (stocklock up prints it).
+    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
     pub redis_url: String,
+    /// Admin token, to give the bench SKUs their stock.
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Runs per side of each row; the medians are compared.
+    #[arg(long, default_value_t = 3)]
     pub runs: usize,
+    #[arg(long, short = 'c', default_value_t = 64)]
     pub concurrency: usize,
+    /// Length of each run.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub duration: Duration,
 }
 
@@ -115,10 +127,12 @@ async fn redis_round_trip(redis_url: &str, samples: usize) -> anyhow::Result<f64
 
 /// The instances behind the target, found by asking `/healthz` until every
 /// one has answered (nginx takes turns), with their resident memory.
-async fn instance_memory(api: &Api) -> anyhow::Result<BTreeMap<String, (u32, Option<u64>)>> {
+async fn instance_memory(
+    client: &StackClient,
+) -> anyhow::Result<BTreeMap<String, (u32, Option<u64>)>> {
     let mut seen = BTreeMap::new();
     for _ in 0..32 {
-        let health: Health = api.get("/healthz").await?;
+        let health = client.health().await?;
         seen.entry(health.instance).or_insert((health.pid, None));
     }
     for (pid, rss) in seen.values_mut() {
@@ -139,9 +153,13 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     if config.runs == 0 || config.concurrency == 0 {
         bail!("--runs and --concurrency must be at least 1");
     }
-    let api = Api::new(&config.target, config.admin_token.clone())?;
+    let client = StackClient::new(
+        &config.target,
+        config.admin_token.clone(),
+        Duration::from_secs(10),
+    )?;
     let target = resolve_target(&config.target).await?;
-    let base = config.target.trim_end_matches('/');
+    let base = client.base();
     println!(
         "stocklock bench: {base}, concurrency {}, {:?} per run, medians of {} runs (each row alternates its sides)",
         config.concurrency, config.duration, config.runs
@@ -169,7 +187,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
 
     // The variants need stock that a whole run cannot exhaust.
     for sku in ["bench-lua", "bench-watchdog", "bench-redlock"] {
-        api.reset(sku, 1_000_000_000, 0).await?;
+        client.reset(sku, 1_000_000_000, 0).await?;
     }
 
     // 2. lua vs /healthz through the same nginx.
@@ -213,11 +231,11 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     );
 
     // 4. redlock vs watchdog, many waiting clients each.
-    let probe = format!("{base}/deductStock/redlock?sku=bench-redlock");
-    let configured = reqwest::get(&probe)
-        .await
-        .map(|answer| answer.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE)
-        .unwrap_or(false);
+    // No answer, or 503 not_configured: no Redlock nodes.
+    let probe = client
+        .deduct("/deductStock/redlock?sku=bench-redlock")
+        .await;
+    let configured = !matches!(probe.status, 0 | 503);
     if configured {
         let (mut majority, mut one) = (Vec::new(), Vec::new());
         for _ in 0..config.runs {
@@ -251,7 +269,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
 
     // 5. Memory of each instance after all that.
-    for (instance, (pid, rss)) in instance_memory(&api).await? {
+    for (instance, (pid, rss)) in instance_memory(&client).await? {
         match rss {
             Some(kb) => println!(
                 "instance {instance} (pid {pid}): resident memory {:.1} MiB",

@@ -5,53 +5,117 @@
 //! numbers that decide the verdict come from the ledger (`/api/state`), never
 //! from what the client believes; the client's own count of 200s is compared
 //! with the ledger's and any disagreement is flagged.
+//!
+//! - this module: what was asked ([`LoadConfig`], also the command line's
+//!   flags), the runs ([`Runner`]), and the `--path` baseline;
+//! - [`engine`]: the requests themselves;
+//! - [`verdict`]: what the ledger says about a run, and whether that
+//!   contradicts the variant's expectation;
+//! - [`report`]: the table and lines printed;
+//! - `progress`: the bar (or the lines) shown while a run is under way;
+//! - [`mod@bench`]: `stocklock bench`.
 
 pub mod bench;
 pub mod engine;
+mod progress;
+pub mod report;
+mod runner;
+pub mod verdict;
 
-use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use hyper::Method;
-use indicatif::{ProgressBar, ProgressStyle};
 
-use self::engine::{Plan, Progress, Tally, Target};
-use crate::wire::{
-    LatencyMs, LoadReport, RunReport, SkuResult, StateSnapshot, Unsold, VariantInfo,
-};
+use self::engine::{Plan, Progress, Target};
+use self::progress::with_progress;
+pub use self::runner::Runner;
+pub use self::verdict::{Judgement, Verdict, contradiction, judge};
+use crate::args::parse_duration;
+use crate::knobs::{parse_buckets, parse_stock};
+use crate::wire::{LoadReport, VariantInfo};
 
-/// What `stocklock load` was asked for.
-#[derive(Clone, Debug)]
+/// What `stocklock load` was asked for: its flags, and what the lab and
+/// the dashboard's runs ask for (`..LoadConfig::new(..)`).
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = "Example, the workshop's headline table:\n  \
+    stocklock load --variant all --stock 50 --requests 400 --concurrency 64 --work-ms 2 --json out.json")]
 pub struct LoadConfig {
-    /// `http://host:port` (normally nginx).
+    /// The stack to hit (normally nginx).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub target: String,
-    /// Variant names, or `["all"]`.
+    /// One variant, a comma-separated list, or `all` (every variant in turn).
+    #[arg(
+        long = "variant",
+        value_name = "VARIANT",
+        default_value = "all",
+        value_delimiter = ','
+    )]
     pub variants: Vec<String>,
-    /// One SKU for every run; by default each variant uses its own name.
+    /// SKU to sell (default: each variant's own name, so variants never share stock).
+    #[arg(long)]
     pub sku: Option<String>,
-    /// Reset the SKU to this stock before each run.
+    /// Reset the SKU to this stock before each run (needs the admin token).
+    #[arg(long)]
     pub stock: Option<i64>,
+    /// Admin token for --stock.
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Requests per variant (default 400 unless --duration is given).
+    #[arg(long)]
     pub requests: Option<u64>,
+    /// Run each variant this long instead (e.g. 10s, 500ms, 2m).
+    #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Requests in flight at once (closed loop: each worker sends its next
+    /// request when the last one is answered).
+    #[arg(long, short = 'c', default_value_t = 64)]
     pub concurrency: usize,
+    /// Open loop: start this many requests per second whatever the answers
+    /// (latency then counts from each request's slot).
+    #[arg(long)]
     pub rate: Option<f64>,
+    /// Business time inside the critical section (passed as work_ms).
+    #[arg(long)]
     pub work_ms: Option<u64>,
+    /// Lock lease (passed as lease_ms).
+    #[arg(long)]
     pub lease_ms: Option<u64>,
+    /// How long to wait for the lock (passed as wait_ms).
+    #[arg(long)]
     pub wait_ms: Option<u64>,
+    /// Per-request timeout.
+    #[arg(long, default_value = "150s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Load any path instead (e.g. /healthz, for a baseline): no reset, no
+    /// ledger, no verdict; prints throughput, latency and statuses.
+    #[arg(long, conflicts_with_all = ["sku", "stock", "json", "check"])]
+    pub path: Option<String>,
+    /// Write every run as JSON to this file.
+    #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Exit with status 2 when an observed verdict contradicts the expected one.
+    #[arg(long)]
     pub check: bool,
-    /// Overrides every variant's expected verdict (`safe` or `oversells`).
+    /// What --check expects instead of each variant's own expectation from
+    /// /api/variants: `safe` or `oversells`.
+    #[arg(long, value_parser = ["safe", "oversells"])]
     pub expect: Option<String>,
-    /// Spread each run over this many SKUs (`SKU-0` ... `SKU-n-1`), one
-    /// request in turn to each: on a cluster, over every master.
+    /// Spread each run over this many SKUs (SKU-0 ... SKU-n-1, each reset to
+    /// --stock), one request in turn to each; on a Redis Cluster they spread
+    /// over every master. The table shows the totals, and a line per
+    /// variant says in how many SKUs it oversold.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000)
+    )]
     pub skus: usize,
-    /// Buckets per SKU at reset (default: the variant's, 8 for `lua-sharded`).
+    /// Split each SKU's stock over this many buckets at reset (0-64; default:
+    /// 8 for lua-sharded, one key for the rest).
+    #[arg(long)]
     pub buckets: Option<u32>,
 }
 
@@ -74,6 +138,7 @@ impl LoadConfig {
             lease_ms: None,
             wait_ms: None,
             timeout: Duration::from_secs(150),
+            path: None,
             json: None,
             check: false,
             expect: None,
@@ -81,236 +146,43 @@ impl LoadConfig {
             buckets: None,
         }
     }
-}
 
-/// A control-plane client for the stack's API (state, variants, reset).
-pub struct Api {
-    http: reqwest::Client,
-    base: String,
-    token: Option<String>,
-}
-
-impl Api {
-    pub fn new(base: &str, token: Option<String>) -> anyhow::Result<Self> {
-        Ok(Self {
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()?,
-            base: base.trim_end_matches('/').to_owned(),
-            token,
+    /// Requests per variant: `--requests`, or 400 unless a duration is given.
+    pub fn planned_requests(&self) -> Option<u64> {
+        self.requests.or(if self.duration.is_some() {
+            None
+        } else {
+            Some(400)
         })
     }
 
-    /// Sends `request` to `url` and reads a JSON answer; a refusal says
-    /// what was refused and why.
-    async fn exchange<T: serde::de::DeserializeOwned>(
-        url: &str,
-        what: &str,
-        request: reqwest::RequestBuilder,
-    ) -> anyhow::Result<T> {
-        let response = request
-            .send()
-            .await
-            .map_err(|err| unreachable_target(url, err))?;
-        let status = response.status();
-        if !status.is_success() {
-            bail!(
-                "{what}: {status}: {}",
-                response.text().await.unwrap_or_default()
-            );
-        }
-        response
-            .json()
-            .await
-            .with_context(|| format!("{what}: unexpected answer"))
-    }
-
-    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
-        let url = format!("{}{path}", self.base);
-        Self::exchange(&url, &format!("GET {url}"), self.http.get(&url)).await
-    }
-
-    pub async fn variants(&self) -> anyhow::Result<Vec<VariantInfo>> {
-        self.get("/api/variants").await
-    }
-
-    pub async fn state(&self, sku: &str) -> anyhow::Result<StateSnapshot> {
-        self.get(&format!("/api/state?sku={sku}")).await
-    }
-
-    /// The states of `skus`, 16 requests at a time.
-    pub async fn states(&self, skus: &[String]) -> anyhow::Result<Vec<StateSnapshot>> {
-        let mut states = Vec::with_capacity(skus.len());
-        for chunk in skus.chunks(16) {
-            let mut asks = Vec::with_capacity(chunk.len());
-            for sku in chunk {
-                asks.push(self.state(sku));
-            }
-            for state in futures_util::future::join_all(asks).await {
-                states.push(state?);
-            }
-        }
-        Ok(states)
-    }
-
-    pub async fn reset(
-        &self,
-        sku: &str,
-        stock: i64,
-        buckets: u32,
-    ) -> anyhow::Result<StateSnapshot> {
-        let Some(token) = &self.token else {
-            bail!(
-                "--stock resets the SKU through the admin API: give --admin-token or set STOCKLOCK_ADMIN_TOKEN (stocklock up prints it)"
-            );
-        };
-        let url = format!("{}/api/admin/reset", self.base);
-        let request = self
-            .http
-            .post(&url)
-            .bearer_auth(token)
-            .json(&serde_json::json!({ "sku": sku, "stock": stock, "buckets": buckets }));
-        Self::exchange(&url, &format!("reset of {sku} refused"), request).await
-    }
-}
-
-fn unreachable_target(url: &str, err: reqwest::Error) -> anyhow::Error {
-    let reason = if err.is_connect() {
-        "cannot connect (is the stack up? ./scripts/up.sh)".to_owned()
-    } else if err.is_timeout() {
-        "no answer within 10 s".to_owned()
-    } else {
-        err.to_string()
-    };
-    anyhow::anyhow!("{url}: {reason}")
-}
-
-/// Resolves `http://host:port` into an address and a Host header.
-pub async fn resolve_target(url: &str) -> anyhow::Result<Target> {
-    let uri: hyper::Uri = url
-        .parse()
-        .with_context(|| format!("--target {url:?} is not a URL"))?;
-    if uri.scheme_str() != Some("http") {
-        bail!("--target must be an http:// URL, got {url:?}");
-    }
-    let authority = uri.authority().context("--target has no host")?.clone();
-    let port = authority.port_u16().unwrap_or(80);
-    let addr: SocketAddr = tokio::net::lookup_host((authority.host(), port))
-        .await
-        .with_context(|| format!("cannot resolve {}", authority.host()))?
-        .next()
-        .with_context(|| format!("{} resolves to no address", authority.host()))?;
-    Ok(Target {
-        addr,
-        authority: authority.to_string(),
-    })
-}
-
-/// What the ledger says about one run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Safe,
-    /// Sales no stock backs.
-    Oversold(i64),
-    /// Units sold twice, with no oversell (possible when stock is written back wrong).
-    Duplicates(i64),
-    /// Stock left, nothing sold, everyone told busy: a lock nobody releases.
-    Stuck,
-    /// `oversold` below zero: stock left without a recorded sale. Every
-    /// sale is recorded with its write, so this is the ledger itself broken,
-    /// and it fails every check: it would hide as much real oversell.
-    LedgerBroken(i64),
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Verdict::Safe => f.write_str("SAFE"),
-            Verdict::Oversold(n) => write!(f, "OVERSOLD {n}"),
-            Verdict::Duplicates(n) => write!(f, "DUPLICATES {n}"),
-            Verdict::Stuck => f.write_str("STUCK"),
-            Verdict::LedgerBroken(n) => write!(f, "LEDGER_BROKEN {n}"),
+    /// The engine's plan for `paths`, with this config's pace and bounds.
+    fn plan(&self, paths: Vec<String>) -> Plan {
+        Plan {
+            method: Method::GET,
+            paths,
+            concurrency: self.concurrency,
+            requests: self.planned_requests(),
+            duration: self.duration,
+            rate: self.rate,
+            timeout: self.timeout,
         }
     }
 }
 
-/// A run's verdict, and whether it under-sold.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Judgement {
-    pub verdict: Verdict,
-    pub unsold: Option<Unsold>,
-}
-
-impl std::fmt::Display for Judgement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.verdict)?;
-        if let Some(unsold) = &self.unsold {
-            write!(f, ", {unsold}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Judges a run from the ledger after it (`refused`: the ledger's busy
-/// answers during the run) and the client's counts. `broken` is the
-/// negative oversell of any SKU of the run (0: none).
-pub fn judge(
-    after: &StateSnapshot,
-    tally: &Tally,
-    sold_in_run: i64,
-    refused: i64,
-    broken: i64,
-) -> Judgement {
-    let verdict = if broken < 0 {
-        Verdict::LedgerBroken(broken)
-    } else if after.oversold > 0 {
-        Verdict::Oversold(after.oversold)
-    } else if after.duplicates > 0 {
-        Verdict::Duplicates(after.duplicates)
-    } else if after.remaining > 0
-        && sold_in_run == 0
-        && tally.busy > 0
-        && tally.busy + tally.errors.total() == tally.requests
-    {
-        Verdict::Stuck
-    } else {
-        Verdict::Safe
-    };
-    let unsold = (after.remaining > 0 && refused > 0).then_some(Unsold {
-        left: after.remaining,
-        refused,
-    });
-    Judgement { verdict, unsold }
-}
-
-/// Whether the verdict contradicts the variant's expectation. A variant
-/// expected to oversell only has to show it when the run was built to: more
-/// than one request at a time, business work to widen the gap, and at least
-/// two instances serving (the matrix's "2 instances" column).
-pub fn contradiction(expected: &str, verdict: &Verdict, designed_to_race: bool) -> Option<String> {
-    let expected_safe = expected == "safe";
-    let expected_to_fail = expected.starts_with("oversells");
-    match verdict {
-        Verdict::LedgerBroken(n) => Some(format!(
-            "the ledger broke (oversold {n} < 0: stock left without a recorded sale); no verdict can be trusted"
-        )),
-        Verdict::Safe if expected_to_fail && designed_to_race => Some(format!(
-            "expected '{expected}' under this load (2+ instances, concurrency > 1, work_ms > 0) but it stayed SAFE"
-        )),
-        Verdict::Safe => None,
-        broken if expected_safe => Some(format!("expected safe, observed {broken}")),
-        _ => None,
-    }
-}
-
-/// Runs the whole command: every variant in turn, a table, JSON, `--check`.
+/// Runs the whole command: every variant in turn, a table, JSON, `--check`;
+/// or, with `--path`, the baseline. `Ok(false)`: `--check` found a contradiction.
 pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
+    if let Some(path) = &config.path {
+        return run_path(path, &config).await.map(|()| true);
+    }
+    config.stock.map(parse_stock).transpose()?;
+    config.buckets.map(parse_buckets).transpose()?;
     if config.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
-    let api = Api::new(&config.target, config.admin_token.clone())?;
-    let target = resolve_target(&config.target).await?;
-    let known = api.variants().await?;
+    let runner = Runner::connect(config.clone()).await?;
+    let known = runner.client().variants().await?;
     let variants: Vec<&VariantInfo> = if config.variants.iter().any(|v| v == "all") {
         known.iter().collect()
     } else {
@@ -334,11 +206,11 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
     let mut reports = Vec::new();
     for info in variants {
         let progress = Progress::default();
-        let work = run_variant(&api, &target, &config, info, &progress);
-        let report = with_progress(&info.name, planned_requests(&config), &progress, work).await?;
+        let work = runner.run_variant(info, &progress);
+        let report = with_progress(&info.name, config.planned_requests(), &progress, work).await?;
         reports.push(report);
     }
-    print_table(&reports);
+    report::print_table(&reports);
     if let Some(path) = &config.json {
         let report = LoadReport {
             runs: reports.clone(),
@@ -360,32 +232,17 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
     Ok(!config.check || ok)
 }
 
-/// Loads one path with no verdict: a baseline (`--path /healthz`).
-pub async fn run_path(
-    target_url: &str,
-    path: &str,
-    requests: Option<u64>,
-    duration: Option<Duration>,
-    concurrency: usize,
-    rate: Option<f64>,
-    timeout: Duration,
-) -> anyhow::Result<()> {
+/// Loads one path with no verdict: a baseline (`--path /healthz`), paced
+/// and bounded as `config` says.
+async fn run_path(path: &str, config: &LoadConfig) -> anyhow::Result<()> {
     if !path.starts_with('/') {
         bail!("--path must start with '/', got {path:?}");
     }
-    if concurrency == 0 {
+    if config.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
-    let target = resolve_target(target_url).await?;
-    let plan = Plan {
-        method: Method::GET,
-        paths: vec![path.to_owned()],
-        concurrency,
-        requests: requests.or(if duration.is_some() { None } else { Some(400) }),
-        duration,
-        rate,
-        timeout,
-    };
+    let target = resolve_target(&config.target).await?;
+    let plan = config.plan(vec![path.to_owned()]);
     let progress = Progress::default();
     let tally = with_progress(
         path,
@@ -394,376 +251,33 @@ pub async fn run_path(
         engine::run(&target, &plan, &progress),
     )
     .await;
-    let e = tally.errors;
-    println!(
-        "GET {path}: {} requests in {:.2} s, {:.0} req/s | p50 {:.2} ms p90 {:.2} ms p99 {:.2} ms max {:.2} ms | \
-         200 {} 409 {} 429 {} other 2xx {} | errors: connect {} timeout {} 5xx {} other {}",
-        tally.requests,
-        tally.elapsed.as_secs_f64(),
-        tally.rps(),
-        tally.latency_ms(0.5),
-        tally.latency_ms(0.9),
-        tally.latency_ms(0.99),
-        tally.max_latency_ms(),
-        tally.sold,
-        tally.sold_out,
-        tally.busy,
-        tally.ok_other,
-        e.connect,
-        e.timeout,
-        e.server,
-        e.other
-    );
-    if tally.requests > 0 && e.connect == tally.requests {
-        bail!("{target_url}: cannot connect (is the stack up? ./scripts/up.sh)");
+    report::print_path_line(path, &tally);
+    if tally.requests > 0 && tally.errors.connect == tally.requests {
+        bail!(
+            "{}: cannot connect (is the stack up? ./scripts/up.sh)",
+            config.target
+        );
     }
     Ok(())
 }
 
-/// The query string of the deduct requests.
-fn deduct_path(variant: &str, sku: &str, config: &LoadConfig) -> String {
-    let mut path = format!("/deductStock/{variant}?sku={sku}");
-    for (name, value) in [
-        ("work_ms", config.work_ms),
-        ("lease_ms", config.lease_ms),
-        ("wait_ms", config.wait_ms),
-    ] {
-        if let Some(value) = value {
-            path.push_str(&format!("&{name}={value}"));
-        }
+/// Resolves `http://host:port` into an address and a Host header.
+pub async fn resolve_target(url: &str) -> anyhow::Result<Target> {
+    let uri: hyper::Uri = url
+        .parse()
+        .with_context(|| format!("--target {url:?} is not a URL"))?;
+    if uri.scheme_str() != Some("http") {
+        bail!("--target must be an http:// URL, got {url:?}");
     }
-    path
-}
-
-/// Requests per variant: `--requests`, or 400 unless a duration is given.
-pub fn planned_requests(config: &LoadConfig) -> Option<u64> {
-    config.requests.or(if config.duration.is_some() {
-        None
-    } else {
-        Some(400)
+    let authority = uri.authority().context("--target has no host")?.clone();
+    let port = authority.port_u16().unwrap_or(80);
+    let addr: SocketAddr = tokio::net::lookup_host((authority.host(), port))
+        .await
+        .with_context(|| format!("cannot resolve {}", authority.host()))?
+        .next()
+        .with_context(|| format!("{} resolves to no address", authority.host()))?;
+    Ok(Target {
+        addr,
+        authority: authority.to_string(),
     })
-}
-
-/// One variant's run: reset, ledger before, load, ledger after, verdict.
-/// `progress` counts the requests done, for whoever shows it.
-pub async fn run_variant(
-    api: &Api,
-    target: &Target,
-    config: &LoadConfig,
-    info: &VariantInfo,
-    progress: &Progress,
-) -> anyhow::Result<RunReport> {
-    let base = config.sku.clone().unwrap_or_else(|| info.name.clone());
-    let skus: Vec<String> = if config.skus > 1 {
-        (0..config.skus).map(|i| format!("{base}-{i}")).collect()
-    } else {
-        vec![base.clone()]
-    };
-    if let Some(stock) = config.stock {
-        let buckets = config.buckets.unwrap_or_else(|| {
-            info.name
-                .parse::<crate::variants::Variant>()
-                .map(|v| v.buckets())
-                .unwrap_or(0)
-        });
-        for sku in &skus {
-            api.reset(sku, stock, buckets).await?;
-        }
-    }
-    let before = api.states(&skus).await?;
-    let plan = Plan {
-        method: Method::GET,
-        paths: skus
-            .iter()
-            .map(|sku| deduct_path(&info.name, sku, config))
-            .collect(),
-        concurrency: config.concurrency,
-        requests: planned_requests(config),
-        duration: config.duration,
-        rate: config.rate,
-        timeout: config.timeout,
-    };
-    let tally = engine::run(target, &plan, progress).await;
-    let after_each = api.states(&skus).await?;
-    let per_sku: Vec<SkuResult> = if skus.len() > 1 {
-        after_each.iter().map(SkuResult::from).collect()
-    } else {
-        Vec::new()
-    };
-    let (before, after) = (combined(&before), combined(&after_each));
-    let sku = if skus.len() > 1 {
-        format!("{base}-0..{}", skus.len() - 1)
-    } else {
-        base
-    };
-
-    let sold_in_run = after.sold - before.sold;
-    let per_instance: BTreeMap<String, i64> = after
-        .per_instance
-        .iter()
-        .map(|(name, n)| {
-            (
-                name.clone(),
-                n - before.per_instance.get(name).copied().unwrap_or(0),
-            )
-        })
-        .filter(|(_, n)| *n > 0)
-        .collect();
-    let refused = after.busy - before.busy;
-    let broken = after_each
-        .iter()
-        .map(|s| s.oversold)
-        .min()
-        .unwrap_or(0)
-        .min(0);
-    let judgement = judge(&after, &tally, sold_in_run, refused, broken);
-    // Every 200 is a recorded sale; an unknown answer may be one too.
-    let (told_sold, maybe_sold) = (tally.sold as i64, (tally.sold + tally.unknown) as i64);
-    let disagreement = (!(told_sold..=maybe_sold).contains(&sold_in_run)).then(|| {
-        format!(
-            "the client received {} 200s and {} answers of unknown outcome, the ledger counted {sold_in_run} sales",
-            tally.sold, tally.unknown
-        )
-    });
-    let designed_to_race =
-        config.concurrency > 1 && config.work_ms.unwrap_or(0) > 0 && per_instance.len() >= 2;
-    let expected = config
-        .expect
-        .clone()
-        .unwrap_or_else(|| info.expected.two_instances.clone());
-    Ok(RunReport {
-        variant: info.name.clone(),
-        sku,
-        requests: tally.requests,
-        sold: tally.sold,
-        sold_out: tally.sold_out,
-        busy: tally.busy,
-        unknown: tally.unknown,
-        errors: tally.errors,
-        rps: tally.rps(),
-        latency_ms: LatencyMs {
-            p50: tally.latency_ms(0.5),
-            p90: tally.latency_ms(0.9),
-            p99: tally.latency_ms(0.99),
-            max: tally.max_latency_ms(),
-        },
-        initial: after.initial,
-        remaining: after.remaining,
-        oversold: after.oversold,
-        duplicates: after.duplicates,
-        per_instance,
-        contradiction: contradiction(&expected, &judgement.verdict, designed_to_race),
-        verdict: judgement.to_string(),
-        unsold: judgement.unsold,
-        expected,
-        disagreement,
-        elapsed_s: tally.elapsed.as_secs_f64(),
-        per_sku,
-    })
-}
-
-/// Several SKUs' states as one: the sums, with `oversold` and `duplicates`
-/// summed per SKU (an oversell in one SKU is not cancelled by stock left
-/// in another).
-pub fn combined(states: &[StateSnapshot]) -> StateSnapshot {
-    let mut total = states.first().cloned().unwrap_or_default();
-    for state in states.iter().skip(1) {
-        total.absorb(state);
-    }
-    if states.len() > 1 {
-        total.oversold = states.iter().map(|s| s.oversold.max(0)).sum();
-    }
-    total
-}
-
-/// Runs `work` while showing `progress` on stderr: a bar on a terminal, a
-/// line a second otherwise (logs and CI).
-async fn with_progress<T>(
-    name: &str,
-    requests: Option<u64>,
-    progress: &Progress,
-    work: impl Future<Output = T>,
-) -> T {
-    let tty = std::io::stderr().is_terminal();
-    let bar = tty.then(|| {
-        let bar = match requests {
-            Some(n) => ProgressBar::new(n),
-            None => ProgressBar::new_spinner(),
-        };
-        let style =
-            ProgressStyle::with_template("{prefix:>12} {bar:40} {pos}/{len} requests {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style);
-        bar.set_prefix(name.to_owned());
-        bar
-    });
-    let mut tick = tokio::time::interval(if tty {
-        Duration::from_millis(100)
-    } else {
-        Duration::from_secs(1)
-    });
-    tick.tick().await;
-    tokio::pin!(work);
-    loop {
-        tokio::select! {
-            result = &mut work => {
-                if let Some(bar) = bar {
-                    bar.finish_and_clear();
-                }
-                return result;
-            }
-            _ = tick.tick() => {
-                let done = progress.done();
-                match &bar {
-                    Some(bar) => bar.set_position(done),
-                    None => eprintln!(
-                        "{name}: {done}{} requests",
-                        requests.map(|n| format!("/{n}")).unwrap_or_default()
-                    ),
-                }
-            }
-        }
-    }
-}
-
-/// The comparison table, one row per variant.
-pub fn print_table(reports: &[RunReport]) {
-    println!(
-        "{:<12} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>5}  {:<16} {:<14} verdict",
-        "variant",
-        "requests",
-        "sold",
-        "sold_out",
-        "busy",
-        "unknown",
-        "errors",
-        "req/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "max ms",
-        "remaining",
-        "oversold",
-        "dups",
-        "per instance",
-        "expected"
-    );
-    for r in reports {
-        let share: Vec<String> = r
-            .per_instance
-            .iter()
-            .map(|(name, n)| format!("{name}:{n}"))
-            .collect();
-        println!(
-            "{:<12} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9} {:>8} {:>5}  {:<16} {:<14} {}",
-            r.variant,
-            r.requests,
-            r.sold,
-            r.sold_out,
-            r.busy,
-            r.unknown,
-            r.errors.total(),
-            r.rps,
-            r.latency_ms.p50,
-            r.latency_ms.p90,
-            r.latency_ms.p99,
-            r.latency_ms.max,
-            r.remaining,
-            r.oversold,
-            r.duplicates,
-            share.join(" "),
-            r.expected,
-            r.verdict
-        );
-    }
-    let errors: Vec<String> = reports
-        .iter()
-        .filter(|r| r.errors.total() > 0)
-        .map(|r| {
-            let e = r.errors;
-            format!(
-                "{}: connect {} timeout {} 5xx {} other {}",
-                r.variant, e.connect, e.timeout, e.server, e.other
-            )
-        })
-        .collect();
-    if !errors.is_empty() {
-        println!("errors by kind: {}", errors.join("; "));
-    }
-    for r in reports.iter().filter(|r| !r.per_sku.is_empty()) {
-        let oversold: Vec<String> = r
-            .per_sku
-            .iter()
-            .filter(|s| s.oversold > 0 || s.duplicates > 0)
-            .map(|s| format!("{} +{}", s.sku, s.oversold.max(s.duplicates)))
-            .collect();
-        let worst = r.per_sku.iter().map(|s| s.oversold).max().unwrap_or(0);
-        println!(
-            "{}: {} SKUs, oversold in {} of them (worst {worst}){}{}",
-            r.variant,
-            r.per_sku.len(),
-            oversold.len(),
-            if oversold.is_empty() { "" } else { ": " },
-            oversold.join(", ")
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn after(initial: i64, remaining: i64, sold: i64) -> StateSnapshot {
-        StateSnapshot::counted(initial, remaining, sold)
-    }
-
-    fn tally(requests: u64, busy: u64) -> Tally {
-        let mut tally = Tally::new();
-        tally.requests = requests;
-        tally.busy = busy;
-        tally
-    }
-
-    #[test]
-    fn a_negative_oversell_is_a_broken_ledger_that_fails_every_check() {
-        // Stock left without a recorded sale: it would cancel one real oversell.
-        let state = after(50, 40, 9);
-        let judged = judge(&state, &tally(10, 0), 9, 0, state.oversold);
-        assert_eq!(judged.verdict, Verdict::LedgerBroken(-1));
-        assert_eq!(judged.to_string(), "LEDGER_BROKEN -1");
-        for expected in ["safe", "oversells"] {
-            for raced in [true, false] {
-                assert!(contradiction(expected, &judged.verdict, raced).is_some());
-            }
-        }
-        // The same numbers with the sale recorded: safe.
-        let state = after(50, 40, 10);
-        assert_eq!(
-            judge(&state, &tally(10, 0), 10, 0, 0).verdict,
-            Verdict::Safe
-        );
-    }
-
-    #[test]
-    fn stock_left_while_buyers_were_refused_is_under_selling() {
-        let state = after(50, 45, 5);
-        let judged = judge(&state, &tally(400, 395), 5, 395, 0);
-        assert_eq!(judged.verdict, Verdict::Safe);
-        assert_eq!(
-            judged.to_string(),
-            "SAFE, unsold 45 while 395 buyers were refused"
-        );
-        // Sold out: nothing left on the shelf, whatever was refused.
-        let sold_out = after(50, 0, 50);
-        assert_eq!(judge(&sold_out, &tally(400, 3), 50, 3, 0).unsold, None);
-        // Stock left but nobody refused (a short run): not under-selling.
-        assert_eq!(judge(&state, &tally(5, 0), 5, 0, 0).unsold, None);
-        // Everyone refused and nothing sold: stuck, and under-selling too.
-        let stuck = after(50, 50, 0);
-        let judged = judge(&stuck, &tally(10, 10), 0, 10, 0);
-        assert_eq!(
-            judged.to_string(),
-            "STUCK, unsold 50 while 10 buyers were refused"
-        );
-    }
 }

@@ -28,84 +28,108 @@ macro_rules! say {
     }};
 }
 
+mod instances;
 pub mod nginx;
 pub mod process;
 pub mod redis;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 
+use self::instances::{Instances, Shared};
 use self::nginx::Nginx;
 use self::redis::RedisServer;
-use crate::knobs::{DEFAULT_SKU, Sku};
+use crate::args::{generate_token, parse_duration, parse_variant};
+use crate::knobs::{DEFAULT_SKU, Sku, parse_stock};
 use crate::ledger;
-use crate::os::{free_port, shutdown_signal};
+use crate::os::shutdown_signal;
 use crate::store::{Keys, Store};
 use crate::variants::Variant;
 
-/// What `up` was asked for.
-#[derive(Clone, Debug)]
+/// What `up` was asked for: its flags.
+#[derive(Clone, Debug, clap::Args)]
 pub struct UpConfig {
+    /// Port nginx listens on: the one URL users and load generators hit.
+    #[arg(long, default_value_t = 8080)]
     pub port: u16,
+    /// Address nginx binds (0.0.0.0 to let a workshop's other machines in;
+    /// /api/admin/ stays loopback-only either way).
+    #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    /// How many instances to run behind nginx.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=26))]
     pub instances: u16,
+    /// Use this Redis instead of starting one.
+    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Port for the redis-server `up` starts (default: a free one).
+    #[arg(long, conflicts_with = "redis_url")]
     pub redis_port: Option<u16>,
+    /// Stock given to every SKU the lab uses (00001 and one per variant) when
+    /// it has none yet.
+    #[arg(long, default_value_t = 50)]
     pub stock: i64,
-    pub admin_token: String,
+    /// Admin token; generated and printed when unset.
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// The variant served at /deductStock with no name.
+    #[arg(long, default_value = "lua", value_parser = parse_variant)]
     pub default_variant: Variant,
-    /// Run the instances in chaos mode.
+    /// Chaos mode is on by default under `up` (this is a lab): the fault
+    /// actions of /api/admin/chaos (crash after SETNX, freeze a holder,
+    /// delete a lock, crash an instance, pause or restart Redis; admin token
+    /// and loopback only) and the overlap witness. This turns it off.
+    #[arg(long)]
+    pub no_chaos: bool,
+    /// Accepted for clarity; chaos mode is already the default.
+    #[arg(long, conflicts_with = "no_chaos")]
     pub chaos: bool,
-    /// Clock offsets of the instances, in order (chaos mode).
+    /// Each instance's clock offset in ms, in order (a,b,...), e.g. `0,5000`
+    /// runs b five seconds ahead (the clock-skew scenario; chaos mode).
+    #[arg(
+        long,
+        conflicts_with = "no_chaos",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub clock_skew_ms: Vec<i64>,
-    /// How many independent redis-servers to start for `redlock` (0: none).
+    /// Start this many independent redis-servers for the `redlock` variant
+    /// (0: none, and `redlock` answers 503 not_configured). The stock stays on the main Redis.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
     pub redlock: u16,
-    /// Start a 3-master Redis Cluster instead of one redis-server.
+    /// Start a local 3-master Redis Cluster (redis-server in cluster mode and
+    /// `redis-cli --cluster create`) and run the instances on it, instead of
+    /// one redis-server. Chaos mode then cannot pause or restart Redis.
+    #[arg(long, conflicts_with_all = ["redis_url", "redis_port"])]
     pub cluster: bool,
-    /// Run our Redis with an append-only file fsynced before every reply,
-    /// kept across its restarts: no acknowledged sale is lost to a crash.
+    /// Run the Redis `up` starts with an append-only file fsynced before
+    /// every reply (appendfsync always), kept across its restarts: a crash of
+    /// Redis (kill -9, chaos restart) loses no sale it acknowledged. Without
+    /// it Redis keeps nothing on disk and a restart comes back empty.
+    #[arg(long, conflicts_with_all = ["redis_url", "cluster"])]
     pub persist: bool,
-    /// How long the instances remember request ids.
+    /// How long the instances remember a request_id's outcome for retries.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub request_ttl: Duration,
 }
 
 /// Masters of the cluster `up --cluster` starts.
 pub const CLUSTER_MASTERS: usize = 3;
 
-/// How long an instance may take to print its listening line.
-const INSTANCE_READY: Duration = Duration::from_secs(15);
-
-/// The instances' names: a, b, c, ...
-fn instance_name(index: u16) -> String {
-    char::from(b'a' + (index % 26) as u8).to_string()
-}
-
-/// Runs the stack until Ctrl-C or SIGTERM.
+/// Runs the stack until Ctrl-C or SIGTERM: its stores, its instances and
+/// nginx in front, supervised; then stops them all.
 pub async fn run(config: UpConfig) -> anyhow::Result<()> {
+    let stock = parse_stock(config.stock)?;
+    let admin_token = config.admin_token.clone().unwrap_or_else(generate_token);
     // Fail before starting anything if a piece is missing.
     process::require_program("nginx", "nginx-light")?;
     if config.redis_url.is_none() {
         process::require_program("redis-server", "redis-server")?;
     }
-    let host: IpAddr = config
-        .host
-        .parse()
-        .with_context(|| format!("--host {:?} is not an IP address", config.host))?;
-    let listen = SocketAddr::new(host, config.port);
-    let shown_host = if host.is_unspecified() {
-        "127.0.0.1".to_owned()
-    } else {
-        host.to_string()
-    };
-    let public_url = format!("http://{shown_host}:{}", config.port);
-
+    let front = Front::parse(&config)?;
     let run_dir = tempfile::Builder::new().prefix("stocklock-up-").tempdir()?;
     // nginx's workers run as another user when started by root; let them in.
     {
@@ -113,157 +137,231 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o755))?;
     }
 
-    // A cluster, or one Redis (ours, supervised, or the user's).
-    let mut cluster_nodes = Vec::new();
-    if config.cluster {
-        cluster_nodes = futures_util::future::try_join_all(
-            (0..CLUSTER_MASTERS).map(|_| RedisServer::start_cluster_node()),
-        )
-        .await?;
-        self::redis::create_cluster(&cluster_nodes).await?;
-    }
-    let cluster_urls: Vec<String> = cluster_nodes.iter().map(RedisServer::url).collect();
-    if config.cluster {
-        let pids: Vec<String> = cluster_nodes
-            .iter()
-            .map(|n| n.pid().unwrap_or(0).to_string())
-            .collect();
-        say!(
-            "redis cluster: pids {} {}",
-            pids.join(","),
-            cluster_urls.join(",")
-        );
-    }
-    // With --persist, its files live in our run directory, across restarts.
-    let redis_data = config.persist.then(|| run_dir.path().join("redis-data"));
-    let start_redis = |port: Option<u16>| {
-        let dir = redis_data.clone();
-        async move {
-            match dir {
-                Some(dir) => RedisServer::start_persistent(port, &dir).await,
-                None => RedisServer::start(port).await,
-            }
-        }
-    };
-    let mut redis = match &config.redis_url {
-        Some(_) => None,
-        None if config.cluster => None,
-        None => Some(start_redis(config.redis_port).await?),
-    };
-    let redis_url = match (&config.redis_url, &redis) {
-        (Some(url), _) => url.clone(),
-        (None, Some(server)) => {
-            announce_redis(server);
-            server.url()
-        }
-        (None, None) => cluster_urls.first().cloned().unwrap_or_default(),
-    };
-    // Redlock's nodes: independent, unsupervised (a node that dies stays
-    // down, which is what the lab's Redlock scenarios are about).
-    let mut redlock_nodes =
-        futures_util::future::try_join_all((0..config.redlock).map(|_| RedisServer::start(None)))
-            .await?;
-    for (index, node) in redlock_nodes.iter().enumerate() {
-        say!(
-            "redlock node {}: pid {} {}",
-            index + 1,
-            node.pid().unwrap_or(0),
-            node.url()
-        );
-    }
-    let redlock_urls: Vec<String> = redlock_nodes.iter().map(RedisServer::url).collect();
-    seed_stock(
-        &Store::open_either(&redis_url, &cluster_urls)?,
-        config.stock,
+    let mut stores = Stores::start(&config, run_dir.path()).await?;
+    seed_stock(&stores.store()?, stock).await?;
+    let instances = Instances::start(
+        config.instances,
+        &Shared {
+            redis_url: stores.redis_url.clone(),
+            redis_cluster: stores.cluster_urls(),
+            redlock_nodes: stores.redlock_urls(),
+            request_ttl: config.request_ttl,
+            admin_token: admin_token.clone(),
+            default_variant: config.default_variant,
+            public_url: front.public_url.clone(),
+            chaos: !config.no_chaos,
+            owns_redis: stores.redis.is_some(),
+        },
+        &config.clock_skew_ms,
     )
     .await?;
+    let mut nginx = Nginx::start(run_dir.path(), front.listen, &instances.addrs).await?;
+    front.announce(&nginx, !config.no_chaos, &admin_token);
 
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut supervisors = JoinSet::new();
-    let mut upstreams = Vec::new();
-    for index in 0..config.instances {
-        let spec = InstanceSpec {
-            name: instance_name(index),
-            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), free_port()?),
-            redis_url: redis_url.clone(),
-            redis_cluster: cluster_urls.clone(),
-            redlock_nodes: redlock_urls.clone(),
-            request_ttl: config.request_ttl,
-            admin_token: config.admin_token.clone(),
-            default_variant: config.default_variant,
-            public_url: public_url.clone(),
-            chaos: config.chaos,
-            owns_redis: config.redis_url.is_none() && !config.cluster,
-            clock_skew_ms: config
-                .clock_skew_ms
-                .get(usize::from(index))
-                .copied()
-                .unwrap_or(0),
-            binary: std::env::current_exe().context("cannot find this program's own path")?,
-        };
-        upstreams.push(spec.addr);
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        supervisors.spawn(supervise(spec, stop_rx.clone(), ready_tx));
-        ready_rx
-            .await
-            .context("an instance's supervisor ended before the instance was ready")??;
-    }
-
-    let mut nginx = Nginx::start(run_dir.path(), listen, &upstreams).await?;
-    say!("nginx: pid {} http://{listen}", nginx.pid().unwrap_or(0));
-    say!("stocklock is up: {public_url}/");
-    if config.chaos {
-        say!(
-            "chaos mode is ON (--no-chaos turns it off): /api/admin/chaos can crash, freeze and break the instances and Redis"
-        );
-    } else {
-        say!("chaos mode is off");
-    }
-    say!("dashboard: {public_url}/#token={}", config.admin_token);
-    say!("admin token: {}", config.admin_token);
-    say!(
-        "try: curl -s 'http://{shown_host}:{}/deductStock/lua?sku=lua'   (Ctrl-C stops everything)",
-        config.port
-    );
-
-    // Run until asked to stop or nginx dies. Our Redis is restarted on its
-    // port when it exits, as a managed Redis would be: empty, or with every
-    // acknowledged write under --persist. Chaos mode's "restart Redis"
-    // relies on it.
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    let ended_by = loop {
-        tokio::select! {
-            _ = &mut shutdown => break "a stop signal".to_owned(),
-            status = nginx.child.wait() => break format!("nginx exiting ({status:?}):\n{}", nginx.log()),
-            status = async {
-                match redis.as_mut() {
-                    Some(server) => server.exited().await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                let Some(old) = redis.take() else { continue };
-                tracing::warn!(?status, "redis-server exited; restarting it on port {}", old.port());
-                let server = start_redis(Some(old.port())).await?;
-                announce_redis(&server);
-                redis = Some(server);
-            }
-        }
-    };
+    let ended_by = until_stopped(&mut nginx, &mut stores).await?;
     tracing::info!("stopping after {ended_by}");
-
     nginx.stop().await;
-    let _ = stop_tx.send(true);
-    while supervisors.join_next().await.is_some() {}
-    if let Some(server) = redis.as_mut() {
-        server.stop().await;
-    }
-    for node in cluster_nodes.iter_mut().chain(redlock_nodes.iter_mut()) {
-        node.stop().await;
-    }
+    instances.stop().await;
+    stores.stop().await;
     drop(run_dir);
     say!("stocklock stopped");
     Ok(())
+}
+
+/// Where users reach the stack: nginx's address, and the URL shown for it.
+struct Front {
+    listen: SocketAddr,
+    /// The host in the URLs printed (loopback when nginx binds every address).
+    shown_host: String,
+    port: u16,
+    /// `http://host:port`: the dashboard's, and where its runs send their load.
+    public_url: String,
+}
+
+impl Front {
+    fn parse(config: &UpConfig) -> anyhow::Result<Front> {
+        let host: IpAddr = config
+            .host
+            .parse()
+            .with_context(|| format!("--host {:?} is not an IP address", config.host))?;
+        let shown_host = if host.is_unspecified() {
+            "127.0.0.1".to_owned()
+        } else {
+            host.to_string()
+        };
+        Ok(Front {
+            listen: SocketAddr::new(host, config.port),
+            public_url: format!("http://{shown_host}:{}", config.port),
+            shown_host,
+            port: config.port,
+        })
+    }
+
+    /// The lines that say the stack is up (the lab and the tests wait for
+    /// the last: the admin token).
+    fn announce(&self, nginx: &Nginx, chaos: bool, admin_token: &str) {
+        let public_url = &self.public_url;
+        say!(
+            "nginx: pid {} http://{}",
+            nginx.pid().unwrap_or(0),
+            self.listen
+        );
+        say!("stocklock is up: {public_url}/");
+        if chaos {
+            say!(
+                "chaos mode is ON (--no-chaos turns it off): /api/admin/chaos can crash, freeze and break the instances and Redis"
+            );
+        } else {
+            say!("chaos mode is off");
+        }
+        say!("dashboard: {public_url}/#token={admin_token}");
+        say!("admin token: {admin_token}");
+        say!(
+            "try: curl -s 'http://{}:{}/deductStock/lua?sku=lua'   (Ctrl-C stops everything)",
+            self.shown_host,
+            self.port
+        );
+    }
+}
+
+/// The stack's Redis servers: a cluster, or one Redis (ours, supervised
+/// and restarted; or the user's); and Redlock's nodes.
+struct Stores {
+    /// The Redis `up` started and restarts (`None`: the user's, or a cluster).
+    redis: Option<RedisServer>,
+    /// With `--persist`, where our Redis keeps its files, across restarts.
+    persist_dir: Option<PathBuf>,
+    /// What the instances are given as `--redis-url`.
+    redis_url: String,
+    cluster: Vec<RedisServer>,
+    /// Redlock's nodes: independent, unsupervised (a node that dies stays
+    /// down, which is what the lab's Redlock scenarios are about).
+    redlock: Vec<RedisServer>,
+}
+
+impl Stores {
+    /// Starts what `config` asks for, announcing each server.
+    async fn start(config: &UpConfig, run_dir: &Path) -> anyhow::Result<Stores> {
+        let mut cluster = Vec::new();
+        if config.cluster {
+            cluster = futures_util::future::try_join_all(
+                (0..CLUSTER_MASTERS).map(|_| RedisServer::start_cluster_node()),
+            )
+            .await?;
+            self::redis::create_cluster(&cluster).await?;
+            let pids: Vec<String> = cluster
+                .iter()
+                .map(|n| n.pid().unwrap_or(0).to_string())
+                .collect();
+            let urls: Vec<String> = cluster.iter().map(RedisServer::url).collect();
+            say!("redis cluster: pids {} {}", pids.join(","), urls.join(","));
+        }
+        let persist_dir = config.persist.then(|| run_dir.join("redis-data"));
+        let redis = match &config.redis_url {
+            Some(_) => None,
+            None if config.cluster => None,
+            None => Some(start_redis(config.redis_port, persist_dir.as_deref()).await?),
+        };
+        let redis_url = match (&config.redis_url, &redis) {
+            (Some(url), _) => url.clone(),
+            (None, Some(server)) => {
+                announce_redis(server);
+                server.url()
+            }
+            (None, None) => cluster.first().map(RedisServer::url).unwrap_or_default(),
+        };
+        let redlock = futures_util::future::try_join_all(
+            (0..config.redlock).map(|_| RedisServer::start(None)),
+        )
+        .await?;
+        for (index, node) in redlock.iter().enumerate() {
+            say!(
+                "redlock node {}: pid {} {}",
+                index + 1,
+                node.pid().unwrap_or(0),
+                node.url()
+            );
+        }
+        Ok(Stores {
+            redis,
+            persist_dir,
+            redis_url,
+            cluster,
+            redlock,
+        })
+    }
+
+    fn cluster_urls(&self) -> Vec<String> {
+        self.cluster.iter().map(RedisServer::url).collect()
+    }
+
+    fn redlock_urls(&self) -> Vec<String> {
+        self.redlock.iter().map(RedisServer::url).collect()
+    }
+
+    /// The store the instances sell from.
+    fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_either(&self.redis_url, &self.cluster_urls())?)
+    }
+
+    /// Resolves when our Redis exits; never without one.
+    async fn redis_exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self.redis.as_mut() {
+            Some(server) => server.exited().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Starts our Redis again on its port, as a managed Redis would be:
+    /// empty, or with every acknowledged write under `--persist`.
+    async fn restart_redis(&mut self) -> anyhow::Result<()> {
+        let Some(old) = self.redis.take() else {
+            return Ok(());
+        };
+        let server = start_redis(Some(old.port()), self.persist_dir.as_deref()).await?;
+        announce_redis(&server);
+        self.redis = Some(server);
+        Ok(())
+    }
+
+    async fn stop(&mut self) {
+        if let Some(server) = self.redis.as_mut() {
+            server.stop().await;
+        }
+        for node in self.cluster.iter_mut().chain(self.redlock.iter_mut()) {
+            node.stop().await;
+        }
+    }
+}
+
+/// A redis-server on `port` (a free one when `None`): persistent in `dir`
+/// (`--persist`), or keeping nothing.
+async fn start_redis(port: Option<u16>, dir: Option<&Path>) -> anyhow::Result<RedisServer> {
+    match dir {
+        Some(dir) => RedisServer::start_persistent(port, dir).await,
+        None => RedisServer::start(port).await,
+    }
+}
+
+/// Runs until asked to stop or nginx dies; our Redis is restarted on its
+/// port whenever it exits (chaos mode's "restart Redis" relies on it).
+/// What ended it, for the log.
+async fn until_stopped(nginx: &mut Nginx, stores: &mut Stores) -> anyhow::Result<String> {
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return Ok("a stop signal".to_owned()),
+            status = nginx.child.wait() => {
+                return Ok(format!("nginx exiting ({status:?}):\n{}", nginx.log()));
+            }
+            status = stores.redis_exited() => {
+                let port = stores.redis.as_ref().map(RedisServer::port).unwrap_or(0);
+                tracing::warn!(?status, "redis-server exited; restarting it on port {port}");
+                stores.restart_redis().await?;
+            }
+        }
+    }
 }
 
 /// `redis: pid N URL`, and where it persists when it does.
@@ -297,142 +395,4 @@ pub async fn seed_stock(store: &Store, stock: i64) -> anyhow::Result<()> {
         ledger::reset_sku(&mut conn, &Keys::new(&sku), stock, variant.buckets(), true).await?;
     }
     Ok(())
-}
-
-/// How to start one instance.
-struct InstanceSpec {
-    name: String,
-    addr: SocketAddr,
-    redis_url: String,
-    redis_cluster: Vec<String>,
-    redlock_nodes: Vec<String>,
-    request_ttl: Duration,
-    admin_token: String,
-    default_variant: Variant,
-    public_url: String,
-    chaos: bool,
-    /// `up` started (and restarts) the Redis: chaos may pause and restart it.
-    owns_redis: bool,
-    clock_skew_ms: i64,
-    binary: PathBuf,
-}
-
-impl InstanceSpec {
-    fn spawn(&self) -> std::io::Result<Child> {
-        let mut command = Command::new(&self.binary);
-        command
-            .arg("serve")
-            .arg("--listen")
-            .arg(self.addr.to_string())
-            .arg("--redis-url")
-            .arg(&self.redis_url)
-            .arg("--instance")
-            .arg(&self.name)
-            .arg("--default-variant")
-            .arg(self.default_variant.name())
-            .arg("--exit-with-stdin")
-            .arg("--public-url")
-            .arg(&self.public_url);
-        if !self.redis_cluster.is_empty() {
-            command.arg(format!("--redis-cluster={}", self.redis_cluster.join(",")));
-        }
-        if !self.redlock_nodes.is_empty() {
-            command.arg(format!("--redlock-nodes={}", self.redlock_nodes.join(",")));
-        }
-        command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));
-        if self.chaos {
-            command
-                .arg("--chaos")
-                .arg(format!("--clock-skew-ms={}", self.clock_skew_ms));
-            if self.owns_redis {
-                command.arg("--chaos-redis");
-            }
-        }
-        command
-            .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)
-            // We keep the write end; if we die, the instance sees EOF and stops.
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-    }
-}
-
-/// Keeps one instance running: starts it, reports when it is first ready,
-/// and restarts it whenever it dies, until `stop` turns true.
-async fn supervise(
-    spec: InstanceSpec,
-    mut stop: watch::Receiver<bool>,
-    ready: tokio::sync::oneshot::Sender<anyhow::Result<()>>,
-) {
-    let mut ready = Some(ready);
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        let started = tokio::time::Instant::now();
-        let child = start_instance(&spec).await;
-        let (mut child, _stdin) = match child {
-            Ok(child) => {
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(Ok(()));
-                }
-                child
-            }
-            Err(err) => {
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(Err(err));
-                    return;
-                }
-                tracing::error!(instance = %spec.name, "restart failed: {err:#}");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-                continue;
-            }
-        };
-        let stopped = tokio::select! {
-            status = child.wait() => Err(status),
-            _ = stop.wait_for(|stopped| *stopped) => Ok(()),
-        };
-        match stopped {
-            Ok(()) => {
-                process::stop(&mut child, Duration::from_secs(5)).await;
-                return;
-            }
-            Err(status) => {
-                if *stop.borrow() {
-                    return;
-                }
-                tracing::warn!(instance = %spec.name, ?status, "instance died; restarting");
-                // A process that dies right after starting would spin: back off.
-                backoff = if started.elapsed() > Duration::from_secs(5) {
-                    Duration::from_millis(100)
-                } else {
-                    (backoff * 2).min(Duration::from_secs(5))
-                };
-                tokio::time::sleep(backoff).await;
-            }
-        }
-    }
-}
-
-/// Starts one instance and waits until it says it is ready (listening, and
-/// subscribed to lock releases, so no early waiter misses a wake-up). The
-/// instance stops when the returned stdin handle is dropped (`Child::wait`
-/// would drop it if it stayed inside the child).
-async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<(Child, ChildStdin)> {
-    let mut child = spec
-        .spawn()
-        .with_context(|| format!("cannot run {}", spec.binary.display()))?;
-    let stdin = child.stdin.take().context("instance stdin")?;
-    let stdout = child.stdout.take().context("instance stdout")?;
-    let (output, ready) = process::watch_output(stdout, Some("is ready"), None);
-    let what = format!("instance {}", spec.name);
-    process::wait_ready(&mut child, ready, &output, &what, INSTANCE_READY).await?;
-    say!(
-        "instance {}: pid {} http://{}",
-        spec.name,
-        child.id().unwrap_or(0),
-        spec.addr
-    );
-    Ok((child, stdin))
 }

@@ -3,8 +3,33 @@
 //! Every variant runs the same [`crate::section::critical_section`]; they differ
 //! only in what surrounds it. [`Variant`] is the set of them: parsed from the
 //! URL, listed by the API, iterated by the dashboard and the load generator.
-//! Adding one is a new file, an enum arm in [`Variant`], and an arm in
-//! [`Protections::deduct`].
+//!
+//! # Adding a variant
+//!
+//! Every place a new variant touches:
+//!
+//! 1. A new file here, `variants/<name>.rs`, opening with what it does, what
+//!    breaks it and the scenario that shows it; its [`About`] (the teaching
+//!    text in English and Chinese, the code that matters, its default lease
+//!    and wait, its [`Claims`] in every lab scenario, which the compiler
+//!    makes complete, and why it under-sells if it does); and its
+//!    `Protection` around the critical section.
+//! 2. In this file: its `mod` line; an arm in [`Variant`] and in
+//!    [`Variant::ALL`] (its length too), [`Variant::name`] and
+//!    [`Variant::about`]; an arm in [`Protections::deduct`], and a field of
+//!    [`Protections`] if it keeps state in the process. If it splits the
+//!    stock, [`Variant::buckets`] (and the bucket count the k6 script's
+//!    reset gives it); if the whole sale is one script that records its own
+//!    request id, [`Variant::scripted`].
+//! 3. By hand, outside the code: the variant tables and the printed matrix
+//!    of `README.md`, the default list of `loadtest/oha.sh`, and any test
+//!    list of a specific kind of variant it belongs to (e.g. the ones that
+//!    oversell with two instances in `tests/api/stack.rs`).
+//!
+//! Nothing else names the variants: the API (`/api/variants`), the
+//! dashboard's cards, the SKUs `up` stocks, `load --variant all`, the lab's
+//! matrix, the command line's help, the k6 script and the tests that mean
+//! "every variant" all iterate [`Variant::ALL`] or read `/api/variants`.
 
 mod claims;
 mod fenced;
@@ -310,7 +335,9 @@ trait Protection {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError>;
 }
 
-/// The variants' process-wide state (only `local-mutex` has any).
+/// The variants' process-wide state, one field per variant that keeps any
+/// (`local-mutex`: a mutex per SKU; `lua-sharded`: each SKU's bucket count
+/// as last seen), and the dispatch of a request to its variant.
 #[derive(Default)]
 pub struct Protections {
     local_mutex: local_mutex::LocalMutex,

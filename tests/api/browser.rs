@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use stocklock::os::{find_program, free_port};
 use stocklock::up::process::{wait_ready, watch_output};
+use stocklock::variants::Variant;
 use tokio::process::{Child, Command};
 
 use crate::helpers::Stack;
@@ -239,7 +240,9 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
              return out;",
         )
         .await;
-    for variant in ["none", "local-mutex", "setnx", "token", "watchdog", "lua"] {
+    // Every card, as the ledger has it.
+    for variant in Variant::names() {
+        let variant = variant.as_str();
         let state = stack.state(variant).await;
         let card = &cards[variant];
         for (field, value) in [

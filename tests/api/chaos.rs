@@ -4,61 +4,14 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::Request;
 use futures_util::StreamExt;
-use http_body_util::BodyExt;
 use serde_json::Value;
 use stocklock::chaos::{self, Chaos};
 use stocklock::knobs::Sku;
 use stocklock::store::{Keys, Store};
 use stocklock::variants::Variant;
-use stocklock::wire::StateSnapshot;
-use tower::ServiceExt;
 
-use crate::helpers::{self, Stack, chaos, get};
-
-const TOKEN: &str = helpers::ADMIN_TOKEN;
-
-/// The router of one chaos-mode instance.
-async fn router(store: &Store) -> axum::Router {
-    helpers::instance_router(store, "t", Chaos::on(0)).await
-}
-
-async fn call(router: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
-    let mut request = Request::builder().method(method).uri(uri);
-    if body.is_some() {
-        request = request
-            .header("content-type", "application/json")
-            .header("authorization", format!("Bearer {TOKEN}"));
-    }
-    let body = body
-        .map(|b| Body::from(b.to_string()))
-        .unwrap_or_else(Body::empty);
-    let response = router
-        .clone()
-        .oneshot(request.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-async fn state(router: &axum::Router, sku: &str) -> StateSnapshot {
-    let (status, body) = call(router, "GET", &format!("/api/state?sku={sku}"), None).await;
-    assert_eq!(status, 200);
-    helpers::intact(serde_json::from_value(body).unwrap())
-}
-
-/// `POST /api/admin/reset` with `body` (sku, stock, buckets), which must succeed.
-async fn reset(router: &axum::Router, body: Value) {
-    let (status, answer) = call(router, "POST", "/api/admin/reset", Some(body)).await;
-    assert_eq!(status, 200, "{answer}");
-}
+use crate::helpers::{self, InProcess, Stack};
 
 /// Work (600 ms) longer than the lease (200 ms), three buyers waiting for
 /// the lock: a lease-only lock hands the lock to the next buyer while the
@@ -67,7 +20,7 @@ async fn reset(router: &axum::Router, body: Value) {
 async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store).await;
+    let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
     let mut conn = store.conn().await.unwrap();
     let cases = [
         ("token", true),
@@ -78,20 +31,20 @@ async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal(
         ("lua", false),
     ];
     for (variant, oversells) in cases {
-        reset(&router, serde_json::json!({"sku": variant, "stock": 5})).await;
+        instance.reset(variant, 5, 0).await;
         let uri =
             format!("/deductStock/{variant}?sku={variant}&lease_ms=200&work_ms=600&wait_ms=5000");
         let buyers: Vec<_> = (0..3)
             .map(|_| {
-                let (router, uri) = (router.clone(), uri.clone());
-                tokio::spawn(async move { call(&router, "GET", &uri, None).await })
+                let (instance, uri) = (instance.clone(), uri.clone());
+                tokio::spawn(async move { instance.get(&uri).await })
             })
             .collect();
         for buyer in buyers {
             let (status, body) = buyer.await.unwrap();
             assert_eq!(status, 200, "{variant}: {body}");
         }
-        let state = state(&router, variant).await;
+        let state = instance.state(variant).await;
         let sections = chaos::sections(&mut conn, &Keys::new(&Sku::parse(variant).unwrap()))
             .await
             .unwrap();
@@ -135,30 +88,26 @@ async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal(
 async fn a_retried_request_id_never_sells_twice() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store).await;
+    let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
     for variant in Variant::ALL {
         let sku = variant.name();
-        reset(&router, serde_json::json!({"sku": sku, "stock": 3})).await;
+        instance.reset(sku, 3, 0).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=order-1");
-        let (status, first) = call(&router, "GET", &uri, None).await;
+        let (status, first) = instance.get(&uri).await;
         assert_eq!(status, 200, "{variant}: {first}");
         for _ in 0..5 {
-            let (status, again) = call(&router, "GET", &uri, None).await;
+            let (status, again) = instance.get(&uri).await;
             assert_eq!(status, 200, "{variant}: {again}");
             assert_eq!(again["unit"], first["unit"], "{variant}");
             assert_eq!(again["remaining"], first["remaining"], "{variant}");
             assert_eq!(again["replayed"], true, "{variant}");
         }
-        let (status, other) = call(
-            &router,
-            "GET",
-            &format!("/deductStock/{sku}?sku={sku}&request_id=order-2"),
-            None,
-        )
-        .await;
+        let (status, other) = instance
+            .get(&format!("/deductStock/{sku}?sku={sku}&request_id=order-2"))
+            .await;
         assert_eq!(status, 200, "{variant}: {other}");
         assert_ne!(other["unit"], first["unit"]);
-        let state = state(&router, sku).await;
+        let state = instance.state(sku).await;
         assert_eq!(
             (state.sold, state.remaining, state.replays),
             (2, 1, 5),
@@ -172,10 +121,10 @@ async fn chaos_is_refused_without_chaos_mode_and_without_the_token() {
     let stack = Stack::start_with(1, None, &["--no-chaos"]).await;
     let url = format!("{}/api/admin/chaos", stack.url);
     let arm = serde_json::json!({"action": "crash_after_setnx"});
-    let without = stack.http.post(&url).json(&arm).send().await.unwrap();
+    let without = stack.http().post(&url).json(&arm).send().await.unwrap();
     assert_eq!(without.status(), 401);
     let refused = stack
-        .http
+        .http()
         .post(&url)
         .bearer_auth(&stack.token)
         .json(&arm)
@@ -194,9 +143,11 @@ async fn chaos_is_refused_without_chaos_mode_and_without_the_token() {
 async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
     let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
     stack.reset("setnx", 10).await;
-    chaos(&stack, serde_json::json!({"action": "crash_after_setnx"})).await;
-    let url = format!("{}/deductStock/setnx?sku=setnx", stack.url);
-    let (status, body) = get(&stack.http, &url).await;
+    stack
+        .chaos(serde_json::json!({"action": "crash_after_setnx"}))
+        .await;
+    let url = "/deductStock/setnx?sku=setnx";
+    let (status, body) = stack.client.get(url).await;
     assert_eq!(status, 502, "the instance died mid-request: {body}");
     let restarted = stack
         .next_instance(Duration::from_secs(10))
@@ -211,7 +162,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
         state.lock
     );
     for _ in 0..6 {
-        let (status, body) = get(&stack.http, &url).await;
+        let (status, body) = stack.client.get(url).await;
         assert_eq!(status, 429, "{body}");
         assert_eq!(body["reason"], "lock_held");
     }
@@ -219,12 +170,10 @@ async fn a_crash_between_setnx_and_expire_leaves_the_sku_stuck_until_cleared() {
     assert_eq!((state.sold, state.remaining), (0, 10), "stuck: {state:?}");
 
     // An admin clears the lock: selling resumes.
-    chaos(
-        &stack,
-        serde_json::json!({"action": "lock_vanishes", "sku": "setnx"}),
-    )
-    .await;
-    let (status, body) = get(&stack.http, &url).await;
+    stack
+        .chaos(serde_json::json!({"action": "lock_vanishes", "sku": "setnx"}))
+        .await;
+    let (status, body) = stack.client.get(url).await;
     assert_eq!(status, 200, "{body}");
     stack.stop().await;
 }
@@ -240,31 +189,23 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
     let stack = Stack::start_with(2, None, &["--chaos"]).await;
     let redis_url = stack.redis_url.clone().unwrap();
     let (a, b) = (
-        stack.instances[0].url.clone(),
-        stack.instances[1].url.clone(),
+        stack.client.at(&stack.instances[0].url),
+        stack.client.at(&stack.instances[1].url),
     );
     for (variant, oversells) in [("watchdog", true), ("fenced", false)] {
         stack.reset(variant, 5).await;
         let mut events = helpers::keyspace_events(&redis_url, &format!("lock:{{{variant}}}")).await;
-        chaos(
-            &stack,
-            serde_json::json!({"action": "pause_holder", "ms": 1500}),
-        )
-        .await;
+        stack
+            .chaos(serde_json::json!({"action": "pause_holder", "ms": 1500}))
+            .await;
 
         let knobs = "lease_ms=300&work_ms=0&wait_ms=5000";
         let holder = {
-            let (http, url) = (
-                stack.http.clone(),
-                format!("{a}/deductStock/{variant}?sku={variant}&{knobs}"),
+            let (a, path) = (
+                a.clone(),
+                format!("/deductStock/{variant}?sku={variant}&{knobs}"),
             );
-            tokio::spawn(async move {
-                let response = http.get(url).send().await.unwrap();
-                (
-                    response.status().as_u16(),
-                    response.json::<Value>().await.unwrap(),
-                )
-            })
+            tokio::spawn(async move { a.get(&path).await })
         };
         // The holder's HINCRBY: instance a holds the lock (and then freezes).
         let first = tokio::time::timeout(Duration::from_secs(5), events.next())
@@ -274,11 +215,9 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
         assert_eq!(first.get_payload::<String>().unwrap(), "hincrby");
 
         // Instance b waits, takes the lock when the frozen holder's lease runs out, and sells.
-        let (status, second) = get(
-            &stack.http,
-            &format!("{b}/deductStock/{variant}?sku={variant}&{knobs}"),
-        )
-        .await;
+        let (status, second) = b
+            .get(&format!("/deductStock/{variant}?sku={variant}&{knobs}"))
+            .await;
         assert_eq!(status, 200, "{variant}: {second}");
         let (status, paused) = holder.await.unwrap();
         let state = stack.state(variant).await;
@@ -303,28 +242,28 @@ async fn a_pause_longer_than_the_lease_oversells_watchdog_but_not_fenced() {
 async fn a_retry_storm_sells_once_in_every_variant() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = router(&store).await;
+    let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
     for variant in Variant::ALL {
         let sku = variant.name();
-        reset(&router, serde_json::json!({"sku": sku, "stock": 3})).await;
+        instance.reset(sku, 3, 0).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=storm&work_ms=20&wait_ms=5000");
         let storm: Vec<_> = (0..16)
             .map(|_| {
-                let (router, uri) = (router.clone(), uri.clone());
-                tokio::spawn(async move { call(&router, "GET", &uri, None).await })
+                let (instance, uri) = (instance.clone(), uri.clone());
+                tokio::spawn(async move { instance.get(&uri).await })
             })
             .collect();
         let mut first_sales = 0;
         for retry in storm {
             let (status, body) = retry.await.unwrap();
-            match status {
+            match status.as_u16() {
                 200 if body["replayed"] != true => first_sales += 1,
                 200 => assert_eq!(body["unit"], 3, "{variant}: a replay repeats the one sale"),
                 429 => assert_eq!(body["reason"], "in_progress", "{variant}: {body}"),
                 _ => panic!("{variant}: {status} {body}"),
             }
         }
-        let state = state(&router, sku).await;
+        let state = instance.state(sku).await;
         assert_eq!(first_sales, 1, "{variant}");
         assert_eq!(
             (state.sold, state.remaining, state.oversold),
@@ -340,27 +279,27 @@ async fn a_retry_storm_sells_once_in_every_variant() {
 async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
     let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
     stack.reset("lua", 1000).await;
-    let url = format!("{}/deductStock/lua?sku=lua", stack.url);
+    let url = "/deductStock/lua?sku=lua";
 
-    chaos(
-        &stack,
-        serde_json::json!({"action": "pause_redis", "ms": 2000}),
-    )
-    .await;
+    stack
+        .chaos(serde_json::json!({"action": "pause_redis", "ms": 2000}))
+        .await;
     let paused_at = std::time::Instant::now();
     let mut saw_503 = false;
     while paused_at.elapsed() < Duration::from_millis(1500) && !saw_503 {
-        saw_503 = get(&stack.http, &url).await.0 == 503;
+        saw_503 = stack.client.get(url).await.0 == 503;
     }
     assert!(saw_503, "no 503 while Redis slept");
     let mut back = false;
     while paused_at.elapsed() < Duration::from_secs(6) && !back {
-        back = get(&stack.http, &url).await.0 == 200;
+        back = stack.client.get(url).await.0 == 200;
     }
     assert!(back, "sales did not resume after the pause");
 
     let old = stack.redis_pid.unwrap();
-    chaos(&stack, serde_json::json!({"action": "restart_redis"})).await;
+    stack
+        .chaos(serde_json::json!({"action": "restart_redis"}))
+        .await;
     stack
         .next_line("redis: pid ", Duration::from_secs(10))
         .await
@@ -370,15 +309,8 @@ async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let mut sold = false;
     while std::time::Instant::now() < deadline && !sold {
-        let reset = stack
-            .http
-            .post(format!("{}/api/admin/reset", stack.url))
-            .bearer_auth(&stack.token)
-            .json(&serde_json::json!({"sku": "lua", "stock": 3}))
-            .send()
-            .await
-            .unwrap();
-        sold = reset.status() == 200 && get(&stack.http, &url).await.0 == 200;
+        let reset = stack.client.reset("lua", 3, 0).await;
+        sold = reset.is_ok() && stack.client.get(url).await.0 == 200;
     }
     assert!(sold, "no sale after the restart");
     stack.stop().await;
@@ -392,23 +324,19 @@ async fn redis_can_be_paused_and_restarted_when_up_owns_it() {
 async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let a = helpers::instance_router(&store, "a", Chaos::off()).await;
-    let b = helpers::instance_router(&store, "b", Chaos::off()).await;
-    let split = |buckets: u32| serde_json::json!({"sku": "hot", "stock": 12, "buckets": buckets});
-    let buy = |router: axum::Router, id: String| async move {
-        call(
-            &router,
-            "GET",
-            &format!("/deductStock/lua-sharded?sku=hot&request_id={id}"),
-            None,
-        )
-        .await
+    let a = InProcess::start(&store, "a", Chaos::off()).await;
+    let b = InProcess::start(&store, "b", Chaos::off()).await;
+    let buy = |instance: InProcess, id: String| async move {
+        let (status, body) = instance
+            .get(&format!("/deductStock/lua-sharded?sku=hot&request_id={id}"))
+            .await;
+        (status.as_u16(), body)
     };
 
     // a learns "not split"; b splits the SKU into 4 buckets behind its back.
-    reset(&a, split(0)).await;
+    a.reset("hot", 12, 0).await;
     assert_eq!(buy(a.clone(), "r0".into()).await.0, 200);
-    reset(&b, split(4)).await;
+    b.reset("hot", 12, 4).await;
     let (status, first) = buy(a.clone(), "r1".into()).await;
     assert_eq!(
         status, 200,
@@ -423,11 +351,11 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
     assert_eq!(again["unit"], first["unit"]);
 
     // a now believes 4; b re-splits into 3. a must not sell from the old layout.
-    reset(&b, split(3)).await;
+    b.reset("hot", 12, 3).await;
     let mut units = std::collections::BTreeSet::new();
     for i in 0..20 {
-        let router = if i % 2 == 0 { a.clone() } else { b.clone() };
-        let (status, body) = buy(router, format!("s{i}")).await;
+        let instance = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let (status, body) = buy(instance, format!("s{i}")).await;
         if status == 200 {
             assert!(
                 units.insert(body["unit"].as_i64().unwrap()),
@@ -438,7 +366,7 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
         }
     }
     assert_eq!(units.len(), 12, "exactly the stock: {units:?}");
-    let state = state(&a, "hot").await;
+    let state = a.state("hot").await;
     assert_eq!(state.buckets, 3);
     assert_eq!(
         (

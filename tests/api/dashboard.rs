@@ -3,41 +3,18 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::Request;
 use futures_util::StreamExt;
-use http_body_util::BodyExt;
 use stocklock::store::Store;
 use stocklock::variants::Variant;
-use tower::ServiceExt;
 
-use crate::helpers::{self, Stack, burst};
-
-async fn page(router: &axum::Router, uri: &str) -> (u16, String, String) {
-    let response = router
-        .clone()
-        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let content_type = response.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        content_type,
-        String::from_utf8(body.to_vec()).unwrap(),
-    )
-}
+use crate::helpers::{self, InProcess, Stack, burst};
 
 #[tokio::test]
 async fn the_page_renders_every_variant_escaped_with_its_assets() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = helpers::instance_router(&store, "t<&>", stocklock::chaos::Chaos::off()).await;
-    let (status, content_type, html) = page(&router, "/").await;
+    let instance = InProcess::start(&store, "t<&>", stocklock::chaos::Chaos::off()).await;
+    let (status, content_type, html) = instance.page("/").await;
     assert_eq!(status, 200);
     assert!(content_type.starts_with("text/html"), "{content_type}");
     for variant in Variant::ALL {
@@ -104,15 +81,15 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
         );
     }
 
-    let (status, content_type, js) = page(&router, "/static/app.js").await;
+    let (status, content_type, js) = instance.page("/static/app.js").await;
     assert_eq!(
-        (status, content_type.as_str()),
+        (status.as_u16(), content_type.as_str()),
         (200, "text/javascript; charset=utf-8")
     );
     assert!(js.contains("EventSource('/api/events')"));
-    let (status, content_type, _) = page(&router, "/static/style.css").await;
+    let (status, content_type, _) = instance.page("/static/style.css").await;
     assert_eq!(
-        (status, content_type.as_str()),
+        (status.as_u16(), content_type.as_str()),
         (200, "text/css; charset=utf-8")
     );
 }
@@ -197,7 +174,7 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
 
     // Through nginx the stream is not buffered: the first board arrives.
     let response = stack
-        .http
+        .http()
         .get(format!("{}/api/events", stack.url))
         .send()
         .await
@@ -228,7 +205,7 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
         for instance in &stack.instances {
             let url = &instance.url;
             let text = stack
-                .http
+                .http()
                 .get(format!("{url}/metrics"))
                 .send()
                 .await
@@ -242,9 +219,9 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
     };
     let before = scrape().await;
     let lua_url = format!("{}/deductStock/lua?sku=lua", stack.url);
-    let tally = burst(&stack.http, &lua_url, 40, 8).await;
+    let tally = burst(stack.http(), &lua_url, 40, 8).await;
     let watchdog_url = format!("{}/deductStock/watchdog?sku=watchdog&work_ms=1", stack.url);
-    burst(&stack.http, &watchdog_url, 20, 4).await;
+    burst(stack.http(), &watchdog_url, 20, 4).await;
     let after = scrape().await;
 
     let sold = r#"outcome="sold""#;
@@ -301,7 +278,7 @@ async fn runs_need_the_token_valid_input_and_take_turns() {
     let url = format!("{}/api/admin/run", stack.url);
     let run = serde_json::json!({"variants": ["lua"], "stock": 100000, "requests": 100000, "concurrency": 2});
     let post = |body: serde_json::Value, token: Option<&str>| {
-        let mut request = stack.http.post(&url).json(&body);
+        let mut request = stack.http().post(&url).json(&body);
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
@@ -358,9 +335,9 @@ async fn runs_need_the_token_valid_input_and_take_turns() {
 async fn the_redlock_card_shows_the_lock_as_its_nodes_hold_it() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
-    let router = helpers::instance_router(&store, "t", stocklock::chaos::Chaos::off()).await;
-    let board = |router: axum::Router| async move {
-        let (status, _, body) = page(&router, "/api/board").await;
+    let instance = InProcess::start(&store, "t", stocklock::chaos::Chaos::off()).await;
+    let board = |instance: InProcess| async move {
+        let (status, _, body) = instance.page("/api/board").await;
         assert_eq!(status, 200);
         let board: stocklock::wire::Board = serde_json::from_str(&body).unwrap();
         board
@@ -370,7 +347,7 @@ async fn the_redlock_card_shows_the_lock_as_its_nodes_hold_it() {
             .unwrap()
             .lock
     };
-    assert!(!board(router.clone()).await.held);
+    assert!(!board(instance.clone()).await.held);
 
     // The same five "nodes" the router uses.
     let lock = stocklock::lock::RedlockNodes::open(&helpers::redlock_on(&store))
@@ -381,7 +358,7 @@ async fn the_redlock_card_shows_the_lock_as_its_nodes_hold_it() {
         .await
         .unwrap()
         .expect("a free lock");
-    let shown = board(router.clone()).await;
+    let shown = board(instance.clone()).await;
     assert!(shown.held, "{shown:?}");
     assert_eq!(
         shown.holder.as_deref(),
@@ -390,5 +367,5 @@ async fn the_redlock_card_shows_the_lock_as_its_nodes_hold_it() {
     let ttl = shown.ttl_ms.unwrap();
     assert!(ttl > 25_000 && ttl <= 30_000, "{ttl}");
     assert_eq!(lock.unlock(&owner).await, 5);
-    assert!(!board(router).await.held);
+    assert!(!board(instance).await.held);
 }

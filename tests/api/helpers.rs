@@ -1,11 +1,14 @@
-//! Test fixtures: a real redis-server, a real `stocklock up` stack, and a
-//! small concurrent client. Every process a test starts is stopped by pid
+//! Test fixtures: a real redis-server, a real `stocklock up` stack, one
+//! instance driven in-process ([`InProcess`]), and a small concurrent client. Every process a test starts is stopped by pid
 //! when its fixture is dropped.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -18,6 +21,7 @@ use stocklock::up::redis::RedisServer;
 use stocklock::variants::Variant;
 use stocklock::wire::StateSnapshot;
 use tokio::sync::Barrier;
+use tower::ServiceExt;
 
 /// Starts a redis-server on a free port.
 pub(crate) async fn redis() -> RedisServer {
@@ -76,12 +80,26 @@ impl Stack {
 
     /// `POST /api/admin/reset` through nginx; the state after it.
     pub(crate) async fn reset(&self, sku: &str, stock: i64) -> StateSnapshot {
-        self.0.reset(sku, stock).await.expect("reset");
+        self.client.reset(sku, stock, 0).await.expect("reset");
         self.state(sku).await
     }
 
     pub(crate) async fn state(&self, sku: &str) -> StateSnapshot {
-        intact(self.0.state(sku).await.expect("state"))
+        intact(self.client.state(sku).await.expect("state"))
+    }
+
+    /// Arms or performs a chaos action through nginx; its answer.
+    pub(crate) async fn chaos(&self, action: Value) -> Value {
+        self.client
+            .chaos(&action)
+            .await
+            .unwrap_or_else(|err| panic!("{action}: {err:#}"))
+    }
+
+    /// The stack's HTTP client, for requests the typed client does not
+    /// make (streams, metrics, requests without the token).
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        self.client.http()
     }
 
     /// Sends SIGTERM to `up` and asserts it exits cleanly, leaving none of
@@ -227,26 +245,108 @@ pub(crate) fn node_check(file: &std::path::Path, module: bool) -> bool {
 pub(crate) const ADMIN_TOKEN: &str = "test-token";
 
 /// One instance's router, driven in-process with `oneshot` (no socket), on
-/// a real Redis, with its release listener subscribed as in a real instance.
-pub(crate) async fn instance_router(store: &Store, instance: &str, chaos: Chaos) -> axum::Router {
-    let wakeups = Wakeups::new();
-    // Lives as long as the test's runtime.
-    let _listener = wakeups.listen(store.client().clone());
-    wakeups.subscribed().await;
-    app(AppState::new(
-        store.clone(),
-        InstanceConfig {
-            instance: instance.to_owned(),
-            admin_token: ADMIN_TOKEN.to_owned(),
-            default_variant: Variant::Lua,
-            public_url: "http://127.0.0.1:9".to_owned(),
-            own_url: "http://127.0.0.1:9".to_owned(),
-            chaos,
-            redlock_nodes: redlock_on(store),
-            request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
-        },
-        wakeups,
-    ))
+/// a real Redis: the one way the tests call an instance without a stack.
+#[derive(Clone)]
+pub(crate) struct InProcess(pub(crate) axum::Router);
+
+impl InProcess {
+    /// An instance named `instance` on `store`, its release listener
+    /// subscribed as in a real instance, its Redlock "nodes" the store's
+    /// other databases ([`redlock_on`]).
+    pub(crate) async fn start(store: &Store, instance: &str, chaos: Chaos) -> InProcess {
+        let wakeups = Wakeups::new();
+        // Lives as long as the test's runtime.
+        let _listener = wakeups.listen(store.client().clone());
+        wakeups.subscribed().await;
+        InProcess::with(
+            store,
+            wakeups,
+            InstanceConfig {
+                instance: instance.to_owned(),
+                admin_token: ADMIN_TOKEN.to_owned(),
+                default_variant: Variant::Lua,
+                public_url: "http://127.0.0.1:9".to_owned(),
+                own_url: "http://127.0.0.1:9".to_owned(),
+                chaos,
+                redlock_nodes: redlock_on(store),
+                request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
+            },
+        )
+    }
+
+    /// An instance configured as `config` says (e.g. without Redlock nodes).
+    pub(crate) fn with(store: &Store, wakeups: Wakeups, config: InstanceConfig) -> InProcess {
+        InProcess(app(AppState::new(store.clone(), config, wakeups)))
+    }
+
+    /// Sends `request`; the answer as it came.
+    pub(crate) async fn send(&self, request: Request<Body>) -> Response<Body> {
+        self.0.clone().oneshot(request).await.unwrap()
+    }
+
+    /// Sends `request`; the status and the JSON body, which every answer
+    /// of the API has (the test fails if it has not).
+    pub(crate) async fn call(&self, request: Request<Body>) -> (StatusCode, Value) {
+        let response = self.send(request).await;
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("not JSON ({status}): {}", String::from_utf8_lossy(&bytes)));
+        (status, body)
+    }
+
+    /// `GET uri`: the status and the JSON body.
+    pub(crate) async fn get(&self, uri: &str) -> (StatusCode, Value) {
+        self.call(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+    }
+
+    /// `GET uri` of a page: the status, the content type and the text.
+    pub(crate) async fn page(&self, uri: &str) -> (StatusCode, String, String) {
+        let response = self
+            .send(Request::get(uri).body(Body::empty()).unwrap())
+            .await;
+        let status = response.status();
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            content_type,
+            String::from_utf8(body.to_vec()).unwrap(),
+        )
+    }
+
+    /// `POST /api/admin/reset` with `body` (a JSON text, sent as is) and
+    /// the `authorization` header `auth`, if any.
+    pub(crate) async fn reset_with(&self, body: &str, auth: Option<&str>) -> (StatusCode, Value) {
+        let mut request =
+            Request::post("/api/admin/reset").header("content-type", "application/json");
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        self.call(request.body(Body::from(body.to_owned())).unwrap())
+            .await
+    }
+
+    /// Gives `sku` `stock` units over `buckets` buckets (0: one key); the
+    /// reset must succeed.
+    pub(crate) async fn reset(&self, sku: &str, stock: i64, buckets: u32) {
+        let body = serde_json::json!({"sku": sku, "stock": stock, "buckets": buckets});
+        let (status, answer) = self
+            .reset_with(&body.to_string(), Some(&format!("Bearer {ADMIN_TOKEN}")))
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+
+    /// `GET /api/state?sku=`, which must succeed, through [`intact`].
+    pub(crate) async fn state(&self, sku: &str) -> StateSnapshot {
+        let (status, body) = self.get(&format!("/api/state?sku={sku}")).await;
+        assert_eq!(status, 200, "{body}");
+        intact(serde_json::from_value(body).unwrap())
+    }
 }
 
 /// Five Redlock "nodes" for in-process routers: five databases of the one
@@ -305,33 +405,6 @@ pub(crate) async fn sections_entered(
             .map(|(_, rest)| rest.trim_end_matches('}').to_owned())
             .unwrap_or(channel)
     })
-}
-
-/// One GET; the status (0 when the connection failed) and the JSON body.
-pub(crate) async fn get(http: &reqwest::Client, url: &str) -> (u16, Value) {
-    match http.get(url).send().await {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            (status, response.json().await.unwrap_or(Value::Null))
-        }
-        Err(_) => (0, Value::Null),
-    }
-}
-
-/// Arms or performs a chaos action through the stack's nginx.
-pub(crate) async fn chaos(stack: &Stack, action: Value) -> Value {
-    let response = stack
-        .http
-        .post(format!("{}/api/admin/chaos", stack.url))
-        .bearer_auth(&stack.token)
-        .json(&action)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    assert_eq!(status, 200, "{action}: {body}");
-    body
 }
 
 /// A SKU's request id records (`requests:{sku}`): id → record.

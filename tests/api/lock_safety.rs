@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::json;
+use stocklock::client::StackClient;
 
-use crate::helpers::{Stack, chaos, get, sections_entered};
+use crate::helpers::{Stack, sections_entered};
 
 /// A plain connection to the stack's Redis, with no response timeout.
 async fn redis_conn(redis_url: &str) -> redis::aio::MultiplexedConnection {
@@ -29,7 +30,9 @@ async fn redis_back(redis_url: &str) {
 /// effect: a PING on a connection made before it goes unanswered.
 async fn pause_redis(stack: &Stack, redis_url: &str, ms: u64) {
     let mut probe = redis_conn(redis_url).await;
-    chaos(stack, json!({"action": "pause_redis", "ms": ms})).await;
+    stack
+        .chaos(json!({"action": "pause_redis", "ms": ms}))
+        .await;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let ping = redis::cmd("PING");
@@ -78,14 +81,11 @@ async fn a_holder_whose_renewals_are_stuck_past_its_lease_does_not_write() {
         stack.reset(v, 5).await;
         let mut entered = sections_entered(&redis_url, &[v]).await;
         let holder = tokio::spawn({
-            let (http, url) = (
-                stack.http.clone(),
-                format!(
-                    "{}/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=2500",
-                    stack.url
-                ),
+            let (client, path) = (
+                stack.client.clone(),
+                format!("/deductStock/{v}?sku={v}&lease_ms=2000&work_ms=2500"),
             );
-            async move { get(&http, &url).await }
+            async move { client.get(&path).await }
         });
         tokio::time::timeout(Duration::from_secs(10), entered.next())
             .await
@@ -119,16 +119,15 @@ async fn no_error_path_leaves_a_correct_lock_behind() {
         // so that the acquire is the first command into the pause.
         stack.reset(v, 5).await;
         for _ in 0..2 {
-            let url = format!("{}/deductStock/{v}?sku={v}", stack.url);
-            assert_eq!(get(&stack.http, &url).await.0, 200, "{v}");
+            let path = format!("/deductStock/{v}?sku={v}");
+            assert_eq!(stack.client.get(&path).await.0, 200, "{v}");
         }
         // The acquire is sent into the pause; its answer never comes.
         pause_redis(&stack, &redis_url, 1500).await;
-        let (status, body) = get(
-            &stack.http,
-            &format!("{}/deductStock/{v}?sku={v}&wait_ms=0", stack.url),
-        )
-        .await;
+        let (status, body) = stack
+            .client
+            .get(&format!("/deductStock/{v}?sku={v}&wait_ms=0"))
+            .await;
         assert_eq!(status, 503, "{v}: {body}");
         redis_back(&redis_url).await;
         let took = lock_gone_within(&redis_url, v, Instant::now(), bound).await;
@@ -138,11 +137,11 @@ async fn no_error_path_leaves_a_correct_lock_behind() {
         stack.reset(v, 5).await;
         let mut entered = sections_entered(&redis_url, &[v]).await;
         let holder = tokio::spawn({
-            let (http, url) = (
-                stack.http.clone(),
-                format!("{}/deductStock/{v}?sku={v}&work_ms=300", stack.url),
+            let (client, path) = (
+                stack.client.clone(),
+                format!("/deductStock/{v}?sku={v}&work_ms=300"),
             );
-            async move { get(&http, &url).await }
+            async move { client.get(&path).await }
         });
         tokio::time::timeout(Duration::from_secs(10), entered.next())
             .await
@@ -180,25 +179,27 @@ async fn a_fenced_holder_frozen_across_a_reset_is_refused() {
             .unwrap();
         token.unwrap_or(0)
     };
-    chaos(&stack, json!({"action": "pause_holder", "ms": 2500})).await;
+    stack
+        .chaos(json!({"action": "pause_holder", "ms": 2500}))
+        .await;
     let mut entered = sections_entered(&redis_url, &[v]).await;
     let knobs = "lease_ms=300&wait_ms=5000";
     let frozen = tokio::spawn({
-        let (http, url) = (
-            stack.http.clone(),
-            format!("{}/deductStock/{v}?sku={v}&{knobs}", stack.instances[0].url),
+        let (a, path) = (
+            stack.client.at(&stack.instances[0].url),
+            format!("/deductStock/{v}?sku={v}&{knobs}"),
         );
-        async move { get(&http, &url).await }
+        async move { a.get(&path).await }
     });
     tokio::time::timeout(Duration::from_secs(10), entered.next())
         .await
         .expect("the holder entered its section");
     // A newer holder on the other instance, once the frozen one's lease ran out.
-    let (status, newer) = get(
-        &stack.http,
-        &format!("{}/deductStock/{v}?sku={v}&{knobs}", stack.instances[1].url),
-    )
-    .await;
+    let (status, newer) = stack
+        .client
+        .at(&stack.instances[1].url)
+        .get(&format!("/deductStock/{v}?sku={v}&{knobs}"))
+        .await;
     assert_eq!(status, 200, "{newer}");
     let before_reset = fence().await;
     stack.reset(v, 5).await;
@@ -248,8 +249,8 @@ async fn an_instance_is_ready_only_once_it_can_be_woken() {
     assert!(listening.contains("listening on"), "{listening}");
 
     // No Redis yet: listening, not ready.
-    let http = reqwest::Client::new();
-    let (status, health) = get(&http, &format!("{url}/healthz")).await;
+    let instance = StackClient::new(&url, None, Duration::from_secs(10)).unwrap();
+    let (status, health) = instance.get("/healthz").await;
     assert_eq!((status, health["status"].as_str()), (503, Some("starting")));
 
     let _redis = stocklock::up::redis::RedisServer::start(Some(port))
@@ -261,7 +262,7 @@ async fn an_instance_is_ready_only_once_it_can_be_woken() {
         .unwrap()
         .unwrap();
     assert!(ready.contains("is ready"), "{ready}");
-    let (status, health) = get(&http, &format!("{url}/healthz")).await;
+    let (status, health) = instance.get("/healthz").await;
     assert_eq!((status, health["status"].as_str()), (200, Some("ok")));
     let _ = serve.kill().await;
 }
@@ -378,9 +379,9 @@ async fn no_client_can_grow_redis_or_an_instance_without_bound() {
     // The promise itself: a retry within the time to live is answered from
     // the record; one after it is a new request.
     let buy = |id: &str| {
-        let url = format!("{}/deductStock/lua?sku=ids&request_id={id}", stack.url);
-        let http = stack.http.clone();
-        async move { get(&http, &url).await.1 }
+        let path = format!("/deductStock/lua?sku=ids&request_id={id}");
+        let client = stack.client.clone();
+        async move { client.get(&path).await.1 }
     };
     let first = buy("probe").await;
     let again = buy("probe").await;

@@ -1,13 +1,14 @@
 //! Integration tests: one binary, real redis-server and nginx started on
 //! free loopback ports by the tests themselves, stopped by pid.
 
+mod bad_input;
 mod browser;
 mod chaos;
 mod cluster;
 mod dashboard;
 mod docker;
 mod helpers;
-mod input;
+mod instance;
 mod lab;
 mod ledger;
 mod load;

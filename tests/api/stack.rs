@@ -17,7 +17,7 @@ async fn flash_sale(stack: &Stack, variant: &str) -> (Tally, stocklock::wire::St
     let sku = format!("sale-{variant}");
     stack.reset(&sku, STOCK).await;
     let url = format!("{}/deductStock/{variant}?sku={sku}&work_ms=2", stack.url);
-    let tally = burst(&stack.http, &url, REQUESTS, CONCURRENCY).await;
+    let tally = burst(stack.http(), &url, REQUESTS, CONCURRENCY).await;
     let state = stack.state(&sku).await;
     eprintln!(
         "{variant:>12}: sold {} sold_out {} busy {} | remaining {} oversold {} duplicates {} | per instance {:?}",
@@ -58,23 +58,21 @@ async fn flash_sale(stack: &Stack, variant: &str) -> (Tally, stocklock::wire::St
 async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
     let stack = Stack::start(2, None).await;
 
-    for variant in ["none", "local-mutex"] {
+    // No lock, or a lock each process keeps to itself.
+    let unshared = ["none", "local-mutex"];
+    for variant in unshared {
         let (_, state) = flash_sale(&stack, variant).await;
         assert!(
             state.oversold > 0,
             "{variant} should oversell with 2 instances: {state:?}"
         );
     }
-    for variant in [
-        "setnx",
-        "setnx-expiry",
-        "token",
-        "watchdog",
-        "fenced",
-        "redlock",
-        "lua",
-        "lua-sharded",
-    ] {
+    // Every other variant shares its lock (or needs none) across instances.
+    let shared = Variant::names()
+        .into_iter()
+        .filter(|name| !unshared.contains(&name.as_str()));
+    for variant in shared {
+        let variant = variant.as_str();
         let (tally, state) = flash_sale(&stack, variant).await;
         assert_eq!(state.oversold, 0, "{variant} oversold: {state:?}");
         assert_eq!(
@@ -137,7 +135,7 @@ async fn one_instance_makes_the_local_mutex_enough() {
 async fn nginx_names_the_upstream_and_keeps_admin_to_loopback_with_the_token() {
     let stack = Stack::start(2, None).await;
     let response = stack
-        .http
+        .http()
         .get(format!("{}/healthz", stack.url))
         .send()
         .await
@@ -168,7 +166,7 @@ async fn nginx_names_the_upstream_and_keeps_admin_to_loopback_with_the_token() {
         Some(&*format!("Basic {}", stack.token)),
     ] {
         let mut request = stack
-            .http
+            .http()
             .post(format!("{}/api/admin/reset", stack.url))
             .json(&serde_json::json!({"sku": "lua", "stock": 7}));
         if let Some(auth) = auth {
@@ -203,22 +201,14 @@ async fn up_restarts_a_killed_instance() {
     assert_eq!(restarted.name, name);
     assert_ne!(new_pid, pid);
     assert!(!alive(pid));
-    let health: serde_json::Value = stack
-        .http
-        .get(format!("{url}/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(health["pid"], new_pid);
-    assert_eq!(health["instance"], name.as_str());
+    let health = stack.client.at(&url).health().await.unwrap();
+    assert_eq!(health.pid, new_pid);
+    assert_eq!(health.instance, name);
 
     // And nginx sends it traffic again.
     stack.reset("lua", 1000).await;
     let tally = burst(
-        &stack.http,
+        stack.http(),
         &format!("{}/deductStock/lua?sku=lua", stack.url),
         40,
         4,

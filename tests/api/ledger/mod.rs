@@ -1,6 +1,12 @@
 //! The exact ledger and honest answers, on real processes: a sale is never
 //! separated from its record, an answer never claims what is not known, and
 //! a request id always resolves, through Redis pauses, crashes and kills.
+//!
+//! This file: the fixtures, and Redis paused or killed under the sales;
+//! `attempts.rs`: attempts that die, crash or freeze around their write
+//! and the retries that follow them.
+
+mod attempts;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -8,11 +14,12 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
+use stocklock::client::StackClient;
 use stocklock::ledger::CLAIM_GRACE;
 use stocklock::os::signal;
 use stocklock::variants::Variant;
 
-use crate::helpers::{Stack, chaos, get, request_records, sections_entered};
+use crate::helpers::{Stack, request_records, sections_entered};
 
 /// Whether an answer settles its request id: sold, sold out, or busy for a
 /// reason of its own (nothing sold, the id free again). Unknown, unavailable,
@@ -49,12 +56,12 @@ impl Resolution {
 /// Sends `url` (which carries `request_id`) until the answer is determined,
 /// as a client that retries would; fails the test past `bound`. There is no
 /// event for "the claim's deadline passed": a client can only ask again.
-async fn resolve(http: reqwest::Client, id: String, url: String, bound: Duration) -> Resolution {
+async fn resolve(client: StackClient, id: String, path: String, bound: Duration) -> Resolution {
     let started = Instant::now();
     let mut answers = Vec::new();
     let mut last_in_progress = None;
     loop {
-        let (status, body) = get(&http, &url).await;
+        let (status, body) = client.get(&path).await;
         if body["reason"] == "in_progress" {
             last_in_progress = Some(started.elapsed());
         }
@@ -115,25 +122,28 @@ async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_reso
         let mut entered = sections_entered(&redis_url, &[v]).await;
         if !has_section {
             // No section announces itself: pause first, then buy.
-            chaos(&stack, json!({"action": "pause_redis", "ms": 1500})).await;
+            stack
+                .chaos(json!({"action": "pause_redis", "ms": 1500}))
+                .await;
         }
         let buyers: Vec<_> = (0..BUYERS)
             .map(|i| {
                 let id = format!("{v}-{i}");
-                let url = format!(
-                    "{}/deductStock/{v}?sku={v}&request_id={id}&work_ms={}&lease_ms=2000&wait_ms={}",
-                    stack.url,
+                let path = format!(
+                    "/deductStock/{v}?sku={v}&request_id={id}&work_ms={}&lease_ms=2000&wait_ms={}",
                     work.as_millis(),
                     wait.as_millis()
                 );
-                tokio::spawn(resolve(stack.http.clone(), id, url, bound))
+                tokio::spawn(resolve(stack.client.clone(), id, path, bound))
             })
             .collect();
         if has_section {
             tokio::time::timeout(Duration::from_secs(10), entered.next())
                 .await
                 .unwrap_or_else(|_| panic!("{v}: no section entered"));
-            chaos(&stack, json!({"action": "pause_redis", "ms": 1500})).await;
+            stack
+                .chaos(json!({"action": "pause_redis", "ms": 1500}))
+                .await;
         }
         let mut resolutions = Vec::new();
         for buyer in buyers {
@@ -210,183 +220,6 @@ async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_reso
     stack.stop().await;
 }
 
-/// A process killed right after its write, before it could answer: the sale
-/// is in the ledger with its request id, and the retry (on the other
-/// instance) is told about that sale instead of buying again.
-#[tokio::test]
-async fn a_crash_between_the_write_and_the_answer_is_a_recorded_sale_the_retry_replays() {
-    let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
-    for v in ["none", "token", "watchdog", "fenced"] {
-        stack.reset(v, 5).await;
-        chaos(&stack, json!({"action": "crash_after_write"})).await;
-        let a = stack.instances[0].url.clone();
-        let b = stack.instances[1].url.clone();
-        let (status, body) = get(
-            &stack.http,
-            &format!("{a}/deductStock/{v}?sku={v}&request_id=w1"),
-        )
-        .await;
-        assert_eq!(status, 0, "{v}: instance a died before answering: {body}");
-        stack
-            .next_instance(Duration::from_secs(10))
-            .await
-            .expect("up restarts the crashed instance");
-        let state = stack.state(v).await;
-        assert_eq!((state.sold, state.remaining), (1, 4), "{v}: {state:?}");
-
-        let (status, retry) = get(
-            &stack.http,
-            &format!("{b}/deductStock/{v}?sku={v}&request_id=w1"),
-        )
-        .await;
-        assert_eq!(status, 200, "{v}: {retry}");
-        assert_eq!(retry["replayed"], true, "{v}: {retry}");
-        assert_eq!(retry["unit"], 5, "{v}: {retry}");
-        let state = stack.state(v).await;
-        assert_eq!(
-            (state.sold, state.remaining, state.replays, state.oversold),
-            (1, 4, 1, 0),
-            "{v}: {state:?}"
-        );
-    }
-    stack.stop().await;
-}
-
-/// The instance holding a request id's claim is killed (SIGKILL) in the
-/// middle of its section. A retry on the other instance is told
-/// `in_progress` only until the claim's deadline (`wait_ms` + `work_ms` +
-/// the grace), then takes the id over and ends with exactly one sale.
-#[tokio::test]
-async fn a_request_id_whose_attempt_was_killed_resolves_once_within_the_bound() {
-    let mut stack = Stack::start_with(2, None, &["--chaos"]).await;
-    let redis_url = stack.redis_url.clone().unwrap();
-    let work = Duration::from_millis(2000);
-    let wait = Duration::from_millis(2000);
-    for v in ["token", "watchdog"] {
-        stack.reset(v, 5).await;
-        let mut entered = sections_entered(&redis_url, &[v]).await;
-        let query = format!(
-            "/deductStock/{v}?sku={v}&request_id=k1&work_ms={}&lease_ms=1000&wait_ms={}",
-            work.as_millis(),
-            wait.as_millis()
-        );
-        let victim = stack.instances[0].clone();
-        let first = tokio::spawn({
-            let (http, url) = (stack.http.clone(), format!("{}{query}", victim.url));
-            async move { get(&http, &url).await }
-        });
-        tokio::time::timeout(Duration::from_secs(10), entered.next())
-            .await
-            .expect("the first attempt entered its section");
-        signal(victim.pid, Signal::SIGKILL);
-        let killed_at = Instant::now();
-        assert_eq!(first.await.unwrap().0, 0, "{v}: the victim never answered");
-
-        let retry = resolve(
-            stack.http.clone(),
-            "k1".into(),
-            format!("{}{query}", stack.instances[1].url),
-            Duration::from_secs(15),
-        )
-        .await;
-        let (status, body) = retry.last();
-        let in_progress = retry
-            .last_in_progress
-            .expect("the dead attempt's claim stood for a while");
-        eprintln!(
-            "{v}: resolved {:?} after the kill, in_progress until {in_progress:?}: {status} {body}",
-            killed_at.elapsed()
-        );
-        assert_eq!(*status, 200, "{v}: {body}");
-        assert_ne!(
-            body["replayed"], true,
-            "{v}: the killed attempt sold nothing"
-        );
-        // in_progress only while the dead attempt's claim stood (made
-        // right before the kill, for as long as an attempt may take).
-        assert!(
-            in_progress <= wait + work + CLAIM_GRACE + Duration::from_millis(500),
-            "{v}: in_progress for {in_progress:?}"
-        );
-        let state = stack.state(v).await;
-        assert_eq!(
-            (state.sold, state.remaining, state.oversold),
-            (1, 4, 0),
-            "{v}: {state:?}"
-        );
-        stack
-            .next_instance(Duration::from_secs(10))
-            .await
-            .expect("up restarts the killed instance");
-    }
-    stack.stop().await;
-}
-
-/// A frozen attempt (SIGSTOP right before its write) outlives its request
-/// id's claim; a retry on the other instance takes the id over and sells.
-/// When the frozen one wakes, its write finds the claim no longer its own
-/// and is refused: it answers with the id's one sale, and sold is 1.
-#[tokio::test]
-async fn a_late_write_of_an_attempt_whose_claim_was_taken_over_cannot_also_sell() {
-    let stack = Stack::start_with(2, None, &["--chaos"]).await;
-    let redis_url = stack.redis_url.clone().unwrap();
-    // No lock at all: only the request id's claim stands between them.
-    let v = "none";
-    stack.reset(v, 5).await;
-    let frozen_for = CLAIM_GRACE + Duration::from_millis(1500);
-    chaos(
-        &stack,
-        json!({"action": "pause_holder", "ms": frozen_for.as_millis() as u64}),
-    )
-    .await;
-    let mut entered = sections_entered(&redis_url, &[v]).await;
-    let query = format!("/deductStock/{v}?sku={v}&request_id=late-1");
-    let frozen = tokio::spawn({
-        let (http, url) = (
-            stack.http.clone(),
-            format!("{}{query}", stack.instances[0].url),
-        );
-        async move { get(&http, &url).await }
-    });
-    tokio::time::timeout(Duration::from_secs(10), entered.next())
-        .await
-        .expect("the first attempt entered its section");
-    let retry = resolve(
-        stack.http.clone(),
-        "late-1".into(),
-        format!("{}{query}", stack.instances[1].url),
-        Duration::from_secs(10),
-    )
-    .await;
-    let (status, sold) = retry.last().clone();
-    assert_eq!(status, 200, "{sold}");
-    assert_ne!(sold["replayed"], true, "the retry made the sale: {sold}");
-    assert!(
-        retry
-            .answers
-            .iter()
-            .any(|(_, b)| b["reason"] == "in_progress"),
-        "the claim stood until its deadline: {:?}",
-        retry.answers
-    );
-    let (status, late) = frozen.await.unwrap();
-    assert_eq!(status, 200, "{late}");
-    assert_eq!(late["replayed"], true, "the late write was refused: {late}");
-    assert_eq!(late["unit"], sold["unit"]);
-    let state = stack.state(v).await;
-    assert_eq!(
-        (
-            state.sold,
-            state.remaining,
-            state.oversold,
-            state.duplicates
-        ),
-        (1, 4, 0, 0),
-        "{state:?}"
-    );
-    stack.stop().await;
-}
-
 /// `up --persist`: Redis is killed (SIGKILL) in the middle of a run and `up`
 /// restarts it on its append-only file. Every sale a buyer was told about is
 /// still in the ledger, and no unit was sold twice.
@@ -402,18 +235,15 @@ async fn with_persist_a_redis_killed_mid_run_loses_no_acknowledged_sale() {
         let determined = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
         let workers: Vec<_> = (0..WORKERS)
             .map(|w| {
-                let (http, determined) = (stack.http.clone(), determined.clone());
-                let base = format!(
-                    "{}/deductStock/{v}?sku={v}&lease_ms=2000&wait_ms=10000",
-                    stack.url
-                );
+                let (client, determined) = (stack.client.clone(), determined.clone());
+                let base = format!("/deductStock/{v}?sku={v}&lease_ms=2000&wait_ms=10000");
                 tokio::spawn(async move {
                     let mut resolutions = Vec::with_capacity(IDS_EACH);
                     for i in 0..IDS_EACH {
                         let id = format!("{v}-{w}-{i}");
                         let url = format!("{base}&request_id={id}");
                         resolutions
-                            .push(resolve(http.clone(), id, url, Duration::from_secs(60)).await);
+                            .push(resolve(client.clone(), id, url, Duration::from_secs(60)).await);
                         determined.add_permits(1);
                     }
                     resolutions

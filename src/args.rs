@@ -1,0 +1,46 @@
+//! Command-line values that several commands parse the same way. The
+//! commands' config types (`LoadConfig`, `UpConfig`, ...) carry their own
+//! clap derives and name these parsers; they live here, below both
+//! [`crate::cli`] and the commands, so no command imports the command line.
+
+use std::time::Duration;
+
+use crate::variants::Variant;
+
+/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 10s, 2m or 1h"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("{text:?}: unit must be ms, s, m or h")),
+    };
+    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+        return Err(format!("{text:?} must be more than 0 and at most a day"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Parses a variant's name, or says which names there are.
+pub fn parse_variant(name: &str) -> Result<Variant, String> {
+    name.parse().map_err(|_| {
+        format!(
+            "no variant {name:?}; valid: {}",
+            Variant::names().join(", ")
+        )
+    })
+}
+
+/// A random admin token: 128 bits, hex. `serve` and `up` make one when
+/// none is given, and print it.
+pub fn generate_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}

@@ -1,0 +1,286 @@
+//! The typed client of a running stack's HTTP API: the one way `load`, `lab`,
+//! the dashboard's runs and the tests talk to a stack, through nginx or to
+//! one instance's own URL.
+//!
+//! The control plane (`variants`, `state`, `board`, `reset`, `chaos`, any
+//! admin POST) answers `anyhow::Result`, and its errors say which URL could
+//! not be reached, or what was refused, with the status and the body.
+//! `deduct` and `get` never fail: a request that got no answer (refused,
+//! dropped by a dying process, timed out) is status 0, which is evidence to
+//! the lab, not an error.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::wire::{
+    Board, DeductResponse, ErrorBody, Health, ResetRequest, StateSnapshot, VariantInfo,
+};
+
+/// A client of one stack (nginx) or one instance, with the stack's admin
+/// token for `/api/admin/*`. Cloning it shares its connection pool.
+#[derive(Clone, Debug)]
+pub struct StackClient {
+    http: reqwest::Client,
+    /// `http://host:port`, without a trailing slash.
+    base: String,
+    token: Option<String>,
+    /// Every request's bound; the error says so when it runs out.
+    timeout: Duration,
+}
+
+impl StackClient {
+    /// A client of `base` (`http://host:port`) whose requests each get
+    /// `timeout` to be answered.
+    pub fn new(base: &str, token: Option<String>, timeout: Duration) -> anyhow::Result<Self> {
+        Ok(Self {
+            http: reqwest::Client::builder()
+                .timeout(timeout)
+                // The lab's crowds and the tests' bursts: hundreds at once.
+                .pool_max_idle_per_host(256)
+                .build()?,
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            timeout,
+        })
+    }
+
+    /// The same client (pool, token, timeout) aimed at `base`: one
+    /// instance's own URL, for what must reach that instance and not
+    /// whichever one nginx picks.
+    pub fn at(&self, base: &str) -> StackClient {
+        StackClient {
+            base: base.trim_end_matches('/').to_owned(),
+            ..self.clone()
+        }
+    }
+
+    /// `http://host:port` of the stack or instance.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The underlying HTTP client, for requests this API does not type
+    /// (a burst that counts answers its own way, a request without the token).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// `path` on this stack as a full URL.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// `GET /api/variants`.
+    pub async fn variants(&self) -> anyhow::Result<Vec<VariantInfo>> {
+        self.get_json("/api/variants").await
+    }
+
+    /// `GET /api/state?sku=`: the SKU's ledger, stock and lock.
+    pub async fn state(&self, sku: &str) -> anyhow::Result<StateSnapshot> {
+        self.get_json(&format!("/api/state?sku={sku}")).await
+    }
+
+    /// The states of `skus`, 16 requests at a time.
+    pub async fn states(&self, skus: &[String]) -> anyhow::Result<Vec<StateSnapshot>> {
+        let mut states = Vec::with_capacity(skus.len());
+        for chunk in skus.chunks(16) {
+            let asks = chunk.iter().map(|sku| self.state(sku));
+            for state in futures_util::future::join_all(asks).await {
+                states.push(state?);
+            }
+        }
+        Ok(states)
+    }
+
+    /// `GET /healthz` (through nginx: whichever instance nginx picks).
+    pub async fn health(&self) -> anyhow::Result<Health> {
+        self.get_json("/healthz").await
+    }
+
+    /// `GET /api/board`: what the dashboard shows (instances, SKUs, runs).
+    pub async fn board(&self) -> anyhow::Result<Board> {
+        self.get_json("/api/board").await
+    }
+
+    /// `POST /api/admin/reset`: `sku` gets `stock` over `buckets` buckets
+    /// (0: one key); the state after it.
+    pub async fn reset(
+        &self,
+        sku: &str,
+        stock: i64,
+        buckets: u32,
+    ) -> anyhow::Result<StateSnapshot> {
+        let body = ResetRequest {
+            sku: sku.to_owned(),
+            stock,
+            buckets,
+        };
+        self.post(
+            "/api/admin/reset",
+            &body,
+            &format!("reset of {sku} refused"),
+        )
+        .await
+    }
+
+    /// `POST /api/admin/chaos` (a [`crate::wire::ChaosAction`], or its
+    /// JSON): its answer (`{"deleted": true}`, `{"clock_skew_ms": 5000}`, ...).
+    pub async fn chaos(&self, action: &impl Serialize) -> anyhow::Result<Value> {
+        self.admin("/api/admin/chaos", action).await
+    }
+
+    /// Any `POST /api/admin/...` with the token; its JSON answer.
+    pub async fn admin<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> anyhow::Result<T> {
+        self.post(path, body, &format!("POST {}", self.url(path)))
+            .await
+    }
+
+    /// A `/deductStock` request (`path` with its query): the answer, typed,
+    /// and how long it took.
+    pub async fn deduct(&self, path: &str) -> Deduction {
+        let sent = Instant::now();
+        let (status, body) = match self.http.get(self.url(path)).send().await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let body = match response.json::<Value>().await {
+                    Ok(json) => DeductBody::from(json),
+                    Err(_) => DeductBody::Unreadable,
+                };
+                (status, body)
+            }
+            Err(_) => (0, DeductBody::Unreadable),
+        };
+        Deduction {
+            status,
+            body,
+            took: sent.elapsed(),
+        }
+    }
+
+    /// One GET of any path: the status (0 when no answer came) and the JSON
+    /// body (`null` when there was none).
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        match self.http.get(self.url(path)).send().await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                (status, response.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+
+    async fn get_json<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let url = self.url(path);
+        self.exchange(&url, &format!("GET {url}"), self.http.get(&url))
+            .await
+    }
+
+    async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+        what: &str,
+    ) -> anyhow::Result<T> {
+        let url = self.url(path);
+        let Some(token) = &self.token else {
+            bail!("{what}: no admin token (stocklock up prints it)");
+        };
+        let request = self.http.post(&url).bearer_auth(token).json(body);
+        self.exchange(&url, what, request).await
+    }
+
+    /// Sends `request` to `url` and reads a JSON answer; a refusal says
+    /// `what` was refused, with the status and the body.
+    async fn exchange<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        what: &str,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<T> {
+        let response = request
+            .send()
+            .await
+            .map_err(|err| self.unreachable(url, err))?;
+        let status = response.status();
+        if !status.is_success() {
+            bail!(
+                "{what}: {status}: {}",
+                response.text().await.unwrap_or_default()
+            );
+        }
+        response
+            .json()
+            .await
+            .with_context(|| format!("{what}: unexpected answer"))
+    }
+
+    fn unreachable(&self, url: &str, err: reqwest::Error) -> anyhow::Error {
+        let reason = if err.is_connect() {
+            "cannot connect (is the stack up? ./scripts/up.sh)".to_owned()
+        } else if err.is_timeout() {
+            format!("no answer within {} s", self.timeout.as_secs_f64())
+        } else {
+            err.to_string()
+        };
+        anyhow::anyhow!("{url}: {reason}")
+    }
+}
+
+/// One `/deductStock` answer as the client saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deduction {
+    /// The HTTP status; 0 when no answer came (the connection was refused
+    /// or dropped: the process died; or the request timed out).
+    pub status: u16,
+    pub body: DeductBody,
+    /// From sending the request to its answer.
+    pub took: Duration,
+}
+
+impl Deduction {
+    /// Why it was not a sale: a busy answer's `reason` (`lock_held`,
+    /// `stale_token`, ...) or an error's code (`store_unavailable`, ...).
+    pub fn reason(&self) -> Option<&str> {
+        match &self.body {
+            DeductBody::Outcome(answer) => answer.reason.as_deref(),
+            DeductBody::Error(error) => Some(&error.error),
+            DeductBody::Unreadable => None,
+        }
+    }
+
+    /// A retry answered from its request id's record.
+    pub fn replayed(&self) -> bool {
+        matches!(&self.body, DeductBody::Outcome(answer) if answer.replayed)
+    }
+}
+
+/// The body of a `/deductStock` answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeductBody {
+    /// Sold, sold out, busy or unknown.
+    Outcome(DeductResponse),
+    /// Bad input, a store that cannot be reached, ...
+    Error(ErrorBody),
+    /// No answer, or not one of the two shapes.
+    Unreadable,
+}
+
+impl From<Value> for DeductBody {
+    fn from(json: Value) -> Self {
+        if let Ok(answer) = serde_json::from_value::<DeductResponse>(json.clone()) {
+            DeductBody::Outcome(answer)
+        } else if let Ok(error) = serde_json::from_value::<ErrorBody>(json) {
+            DeductBody::Error(error)
+        } else {
+            DeductBody::Unreadable
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The judges against hand-made evidence: each decides in the documented
+//! order (landed, the ledger, earned) and tells its behaviours apart.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::*;
+use crate::variants::Behaviour::*;
+use crate::wire::{LockState, StateSnapshot};
+
+fn state(initial: i64, remaining: i64, sold: i64) -> StateSnapshot {
+    StateSnapshot::counted(initial, remaining, sold)
+}
+
+fn ledger(state: StateSnapshot) -> Ledger {
+    Ledger {
+        state,
+        ..Ledger::default()
+    }
+}
+
+fn reply(status: u16, reason: Option<&str>, took_ms: u64) -> Reply {
+    Reply {
+        status,
+        reason: reason.map(str::to_owned),
+        replayed: false,
+        took: Duration::from_millis(took_ms),
+    }
+}
+
+fn observed(judgement: Judgement) -> Observed {
+    judgement.observed
+}
+
+#[test]
+fn race_needs_both_instances() {
+    let mut both = state(50, 0, 50);
+    both.per_instance = [("a".into(), 200), ("b".into(), 200)].into();
+    assert_eq!(
+        observed(race(&ledger(both.clone()), None)),
+        Observed::Seen(Safe)
+    );
+
+    let mut oversold = state(50, 0, 53);
+    oversold.per_instance = both.per_instance.clone();
+    assert_eq!(
+        observed(race(&ledger(oversold), None)),
+        Observed::Seen(Oversells)
+    );
+
+    let mut alone = state(50, 0, 50);
+    alone.per_instance = [("a".into(), 400), ("b".into(), 0)].into();
+    let judgement = race(&ledger(alone), None);
+    assert_eq!(judgement.observed, Observed::Inconclusive);
+    assert!(judgement.evidence.contains("no race between instances"));
+
+    let mut broken = state(50, 10, 30);
+    broken.per_instance = both.per_instance;
+    assert_eq!(
+        observed(race(&ledger(broken), None)),
+        Observed::LedgerBroken
+    );
+}
+
+#[test]
+fn race_shows_under_selling() {
+    let mut undersold = state(50, 45, 5);
+    undersold.busy = 395;
+    undersold.per_instance = [("a".into(), 200), ("b".into(), 200)].into();
+    let judgement = race(&ledger(undersold.clone()), Some("fails fast"));
+    assert_eq!(judgement.observed, Observed::Seen(Safe));
+    assert!(
+        judgement
+            .evidence
+            .contains("unsold 45 while 395 buyers were refused: fails fast")
+    );
+    let unexpected = race(&ledger(undersold), None);
+    assert!(
+        unexpected
+            .evidence
+            .contains("refused: not expected of this variant")
+    );
+}
+
+#[test]
+fn slow_business_is_safe_only_when_renewed() {
+    let mut renewed = state(5, 2, 3);
+    renewed.renewals = 12;
+    assert_eq!(
+        observed(slow_business(&ledger(renewed))),
+        Observed::Seen(Safe)
+    );
+    assert_eq!(
+        observed(slow_business(&ledger(state(5, 3, 3)))),
+        Observed::Seen(Oversells)
+    );
+    assert_eq!(
+        observed(slow_business(&ledger(state(5, 2, 3)))),
+        Observed::Inconclusive
+    );
+}
+
+fn duel(holder: Reply, newcomer: Reply, state: StateSnapshot) -> Duel {
+    Duel {
+        entered: true,
+        holder,
+        newcomer,
+        ledger: ledger(state),
+    }
+}
+
+const PAUSE: Duration = Duration::from_millis(1500);
+
+#[test]
+fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
+    let mut refused = state(5, 4, 1);
+    refused.fenced_rejections = 1;
+    let fenced = duel(
+        reply(429, Some("stale_token"), 1510),
+        reply(200, None, 320),
+        refused,
+    );
+    assert_eq!(observed(pause_holder(&fenced, PAUSE)), Observed::Seen(Safe));
+
+    let watchdog = duel(
+        reply(200, None, 1510),
+        reply(200, None, 320),
+        state(5, 4, 2),
+    );
+    assert_eq!(
+        observed(pause_holder(&watchdog, PAUSE)),
+        Observed::Seen(Oversells)
+    );
+
+    // Safe by the ledger, but the newcomer only waited its turn.
+    let waited = duel(
+        reply(200, None, 1510),
+        reply(200, None, 1520),
+        state(5, 3, 2),
+    );
+    assert_eq!(
+        observed(pause_holder(&waited, PAUSE)),
+        Observed::Inconclusive
+    );
+
+    // Not frozen: the pause never landed, whatever the ledger says.
+    let quick = duel(reply(200, None, 20), reply(200, None, 320), state(5, 4, 2));
+    assert_eq!(
+        observed(pause_holder(&quick, PAUSE)),
+        Observed::Inconclusive
+    );
+
+    let never = Duel {
+        entered: false,
+        ..fenced
+    };
+    let judgement = pause_holder(&never, PAUSE);
+    assert_eq!(judgement.observed, Observed::Inconclusive);
+    assert!(judgement.evidence.contains("never entered its section"));
+}
+
+#[test]
+fn lock_vanishes_is_safe_only_when_the_holder_noticed() {
+    let backed_off = duel(
+        reply(429, Some("lock_lost"), 1000),
+        reply(200, None, 5),
+        state(5, 4, 1),
+    );
+    assert_eq!(
+        observed(lock_vanishes(&backed_off, true)),
+        Observed::Seen(Safe)
+    );
+    let fenced = duel(
+        reply(429, Some("stale_token"), 1000),
+        reply(200, None, 5),
+        state(5, 4, 1),
+    );
+    assert_eq!(observed(lock_vanishes(&fenced, true)), Observed::Seen(Safe));
+    let token = duel(reply(200, None, 1000), reply(200, None, 5), state(5, 4, 2));
+    assert_eq!(
+        observed(lock_vanishes(&token, true)),
+        Observed::Seen(Oversells)
+    );
+    // The newcomer found the lock held: the deletion did not happen.
+    let unnoticed = duel(
+        reply(200, None, 1000),
+        reply(429, Some("lock_held"), 5),
+        state(5, 4, 1),
+    );
+    assert_eq!(
+        observed(lock_vanishes(&unnoticed, true)),
+        Observed::Inconclusive
+    );
+    assert_eq!(
+        observed(lock_vanishes(&backed_off, false)),
+        Observed::Inconclusive
+    );
+}
+
+#[test]
+fn clock_skew_is_safe_only_when_the_skewed_instance_was_refused() {
+    let refused = duel(
+        reply(200, None, 500),
+        reply(429, Some("lock_held"), 3),
+        state(5, 4, 1),
+    );
+    assert_eq!(observed(clock_skew(&refused, 5000)), Observed::Seen(Safe));
+    let stolen = duel(reply(200, None, 500), reply(200, None, 3), state(5, 4, 2));
+    assert_eq!(
+        observed(clock_skew(&stolen, 5000)),
+        Observed::Seen(Oversells)
+    );
+    assert_eq!(observed(clock_skew(&refused, 0)), Observed::Inconclusive);
+    // Safe, but the newcomer came after the holder was done.
+    let late = duel(reply(200, None, 500), reply(200, None, 3), state(5, 3, 2));
+    assert_eq!(observed(clock_skew(&late, 5000)), Observed::Inconclusive);
+}
+
+#[test]
+fn a_forgotten_lock_is_safe_only_when_the_stale_write_was_refused() {
+    let pause = Duration::from_secs(4);
+    let mut refused = state(5, 4, 1);
+    refused.fenced_rejections = 1;
+    let fenced = duel(
+        reply(429, Some("stale_token"), 4010),
+        reply(200, None, 10),
+        refused,
+    );
+    assert_eq!(
+        observed(forgotten_lock(&fenced, "deleted", &Ok(()), pause)),
+        Observed::Seen(Safe)
+    );
+    let redlock = duel(reply(200, None, 4010), reply(200, None, 10), state(5, 4, 2));
+    assert_eq!(
+        observed(forgotten_lock(&redlock, "node 3 restarted", &Ok(()), pause)),
+        Observed::Seen(Oversells)
+    );
+    let still_there = Err("node 3 still answers after SIGKILL".to_owned());
+    assert_eq!(
+        observed(forgotten_lock(
+            &redlock,
+            "node 3 restarted",
+            &still_there,
+            pause
+        )),
+        Observed::Inconclusive
+    );
+}
+
+fn recovered(next: Reply, lock: LockState) -> Recovery {
+    Recovery {
+        death: "instance a (pid 12) killed with SIGKILL".to_owned(),
+        held: Some("announced from inside its section"),
+        restarted: Some(34),
+        next,
+        window: Duration::from_secs(2),
+        lock,
+    }
+}
+
+#[test]
+fn recovery_tells_frees_from_deadlock_from_stuck() {
+    let frees = recovered(reply(200, None, 1004), LockState::default());
+    assert_eq!(observed(recovery(&frees)), Observed::Seen(Frees));
+
+    let orphaned = LockState {
+        held: true,
+        holder: Some("1".to_owned()),
+        ttl_ms: None,
+        no_ttl: true,
+    };
+    let deadlock = recovered(reply(429, Some("wait_timed_out"), 2000), orphaned.clone());
+    let judgement = recovery(&deadlock);
+    assert_eq!(judgement.observed, Observed::Seen(Deadlock));
+    assert!(judgement.evidence.contains("held with no TTL"));
+
+    let late = recovered(reply(200, None, 2600), LockState::default());
+    assert_eq!(observed(recovery(&late)), Observed::Stuck);
+
+    let alive = Recovery {
+        restarted: None,
+        ..frees.clone()
+    };
+    assert_eq!(observed(recovery(&alive)), Observed::Inconclusive);
+    let never_held = Recovery {
+        held: None,
+        ..recovered(reply(429, Some("wait_timed_out"), 2000), orphaned)
+    };
+    assert_eq!(observed(recovery(&never_held)), Observed::Inconclusive);
+}
+
+#[test]
+fn retry_storm_counts_sales_of_one_request_id() {
+    let answers: BTreeMap<String, usize> = [("200 sold".to_owned(), 16)].into_iter().collect();
+    let mut once = state(5, 4, 1);
+    once.replays = 15;
+    assert_eq!(
+        observed(retry_storm(&answers, &ledger(once))),
+        Observed::Seen(Safe)
+    );
+    assert_eq!(
+        observed(retry_storm(&answers, &ledger(state(5, 3, 2)))),
+        Observed::Seen(Oversells)
+    );
+    // One sale, but no retry ever met another attempt.
+    assert_eq!(
+        observed(retry_storm(&answers, &ledger(state(5, 4, 1)))),
+        Observed::Inconclusive
+    );
+}
+
+#[test]
+fn redis_restart_needs_a_503_while_down() {
+    let down = reply(503, Some("store_unavailable"), 2);
+    let back = Some(Duration::from_millis(300));
+    assert_eq!(
+        observed(redis_restart(&down, back)),
+        Observed::Seen(Recovers)
+    );
+    assert_eq!(observed(redis_restart(&down, None)), Observed::Stuck);
+    assert_eq!(
+        observed(redis_restart(&reply(200, None, 2), back)),
+        Observed::Inconclusive
+    );
+}
+
+#[test]
+fn redlock_minority_and_majority_down() {
+    let killed = Ok(());
+    assert_eq!(
+        observed(minority_down(&killed, &ledger(state(50, 0, 50)))),
+        Observed::Seen(KeepsSelling)
+    );
+    assert_eq!(
+        observed(minority_down(&killed, &ledger(state(50, 0, 52)))),
+        Observed::Seen(Oversells)
+    );
+    assert_eq!(
+        observed(minority_down(&killed, &ledger(state(50, 30, 20)))),
+        Observed::Stuck
+    );
+    let alive = Err("node 4 still answers after SIGKILL".to_owned());
+    assert_eq!(
+        observed(minority_down(&alive, &ledger(state(50, 0, 50)))),
+        Observed::Inconclusive
+    );
+
+    let busy = MajorityDown {
+        fast: reply(429, Some("no_quorum"), 101),
+        waited: reply(429, Some("no_quorum"), 500),
+        selling_again_after: Some(Duration::from_millis(40)),
+        ledger: ledger(state(5, 4, 1)),
+    };
+    assert_eq!(
+        observed(majority_down(&killed, &busy)),
+        Observed::Seen(Busy)
+    );
+    let sold_anyway = MajorityDown {
+        fast: reply(200, None, 3),
+        ..busy.clone()
+    };
+    assert_eq!(
+        observed(majority_down(&killed, &sold_anyway)),
+        Observed::Seen(KeepsSelling)
+    );
+    let never_back = MajorityDown {
+        selling_again_after: None,
+        ..busy.clone()
+    };
+    assert_eq!(
+        observed(majority_down(&killed, &never_back)),
+        Observed::Stuck
+    );
+    assert_eq!(
+        observed(majority_down(&alive, &busy)),
+        Observed::Inconclusive
+    );
+}

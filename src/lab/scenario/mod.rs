@@ -1,0 +1,247 @@
+//! The lab's scenarios: each failure mode of the articles, what it does to
+//! the stack, and what it hands its judge.
+//!
+//! A scenario only plays and gathers evidence (answers, the ledger, the
+//! facts that show its fault landed); deciding what that evidence shows is
+//! the judges' part ([`super::judge`]). Which variants a scenario applies to,
+//! and what each should do, is said by the variants themselves
+//! ([`crate::variants::Claims`]).
+//!
+//! This module: the scenarios as an enum (names, summaries, each variant's
+//! claim, the command line's values); `play`: what each one does.
+
+mod play;
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::Lab;
+use super::judge::Judgement;
+use crate::variants::{Claim, Variant};
+
+/// Every failure scenario of the lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scenario {
+    Race,
+    SlowBusiness,
+    CrashAfterAcquire,
+    PauseHolder,
+    KillInstance,
+    LockVanishes,
+    RetryStorm,
+    ClockSkew,
+    RedisRestart,
+    RedlockMinorityDown,
+    RedlockMajorityDown,
+    RedlockRestartWithoutPersistence,
+}
+
+impl Scenario {
+    /// All of them, in the order the lab runs them.
+    pub const ALL: [Scenario; 12] = [
+        Scenario::Race,
+        Scenario::SlowBusiness,
+        Scenario::CrashAfterAcquire,
+        Scenario::PauseHolder,
+        Scenario::KillInstance,
+        Scenario::LockVanishes,
+        Scenario::RetryStorm,
+        Scenario::ClockSkew,
+        Scenario::RedisRestart,
+        Scenario::RedlockMinorityDown,
+        Scenario::RedlockMajorityDown,
+        Scenario::RedlockRestartWithoutPersistence,
+    ];
+
+    /// The name on the command line, in the matrix and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Race => "race",
+            Scenario::SlowBusiness => "slow-business",
+            Scenario::CrashAfterAcquire => "crash-after-acquire",
+            Scenario::PauseHolder => "pause-holder",
+            Scenario::KillInstance => "kill-instance",
+            Scenario::LockVanishes => "lock-vanishes",
+            Scenario::RetryStorm => "retry-storm",
+            Scenario::ClockSkew => "clock-skew",
+            Scenario::RedisRestart => "redis-restart",
+            Scenario::RedlockMinorityDown => "redlock-minority-down",
+            Scenario::RedlockMajorityDown => "redlock-majority-down",
+            Scenario::RedlockRestartWithoutPersistence => "redlock-restart-without-persistence",
+        }
+    }
+
+    /// Older names still accepted.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            // It covered setnx alone before every lock could crash after acquiring.
+            Scenario::CrashAfterAcquire => &["crash-after-setnx"],
+            _ => &[],
+        }
+    }
+
+    /// One line: the fault, for `stocklock lab --help`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Scenario::Race => "two instances, 400 buyers (64 at once, work_ms=2) for 50 units",
+            Scenario::SlowBusiness => {
+                "three buyers whose work (600 ms) outlives the lease (200 ms)"
+            }
+            Scenario::CrashAfterAcquire => {
+                "the holder crashes right after taking the lock (setnx: between SETNX and EXPIRE); lease 1 s"
+            }
+            Scenario::PauseHolder => {
+                "the holder freezes (SIGSTOP) for 1.5 s, past its 300 ms lease, right before its write"
+            }
+            Scenario::KillInstance => {
+                "the holder's instance is killed (SIGKILL) in the middle of its work; lease 1 s"
+            }
+            Scenario::LockVanishes => {
+                "the lock key is deleted under its holder (a failover, a clock jump)"
+            }
+            Scenario::RetryStorm => "sixteen concurrent retries of one request_id",
+            Scenario::ClockSkew => "instance b's clock runs 5 s ahead while a holds the lock",
+            Scenario::RedisRestart => "Redis stops (503s meanwhile) and comes back empty",
+            Scenario::RedlockMinorityDown => "the race with two of Redlock's five nodes dead",
+            Scenario::RedlockMajorityDown => "three of Redlock's five nodes dead, then back empty",
+            Scenario::RedlockRestartWithoutPersistence => {
+                "a node that granted the lock restarts empty under a frozen holder"
+            }
+        }
+    }
+
+    /// What `variant` claims to do here, from its own file.
+    pub fn claim(self, variant: Variant) -> Claim {
+        let claims = &variant.about().claims;
+        match self {
+            Scenario::Race => claims.race,
+            Scenario::SlowBusiness => claims.slow_business,
+            Scenario::CrashAfterAcquire => claims.crash_after_acquire,
+            Scenario::PauseHolder => claims.pause_holder,
+            Scenario::KillInstance => claims.kill_instance,
+            Scenario::LockVanishes => claims.lock_vanishes,
+            Scenario::RetryStorm => claims.retry_storm,
+            Scenario::ClockSkew => claims.clock_skew,
+            Scenario::RedisRestart => claims.redis_restart,
+            Scenario::RedlockMinorityDown => claims.redlock_minority_down,
+            Scenario::RedlockMajorityDown => claims.redlock_majority_down,
+            Scenario::RedlockRestartWithoutPersistence => {
+                claims.redlock_restart_without_persistence
+            }
+        }
+    }
+
+    /// The names of all scenarios, for error messages.
+    pub fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|s| s.name()).collect()
+    }
+
+    /// Plays this scenario against `variant` and judges what it saw.
+    pub(super) async fn play(self, lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
+        let v = variant.name();
+        match self {
+            Scenario::Race => play::race(lab, variant).await,
+            Scenario::SlowBusiness => play::slow_business(lab, v).await,
+            Scenario::CrashAfterAcquire => play::crash_after_acquire(lab, v).await,
+            Scenario::PauseHolder => play::pause_holder(lab, v).await,
+            Scenario::KillInstance => play::kill_instance(lab, v).await,
+            Scenario::LockVanishes => play::lock_vanishes(lab, v).await,
+            Scenario::RetryStorm => play::retry_storm(lab, v).await,
+            Scenario::ClockSkew => play::clock_skew(lab, v).await,
+            Scenario::RedisRestart => play::redis_restart(lab, v).await,
+            Scenario::RedlockMinorityDown => play::redlock_minority_down(lab, variant).await,
+            Scenario::RedlockMajorityDown => play::redlock_majority_down(lab, v).await,
+            Scenario::RedlockRestartWithoutPersistence => {
+                play::restart_without_persistence(lab, variant).await
+            }
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The name did not match any scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownScenario(pub String);
+
+impl fmt::Display for UnknownScenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "no scenario {:?}; valid: {}",
+            self.0,
+            Scenario::names().join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownScenario {}
+
+impl FromStr for Scenario {
+    type Err = UnknownScenario;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name() == name || s.aliases().contains(&name))
+            .ok_or_else(|| UnknownScenario(name.to_owned()))
+    }
+}
+
+/// `stocklock lab [SCENARIO]...`: clap lists the scenarios, with their
+/// summaries, in `--help`.
+impl clap::ValueEnum for Scenario {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(
+            clap::builder::PossibleValue::new(self.name())
+                .help(self.summary())
+                .aliases(self.aliases()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_the_old_name_still_parses() {
+        for s in Scenario::ALL {
+            assert_eq!(s.name().parse::<Scenario>(), Ok(s));
+        }
+        let mut names = Scenario::names();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Scenario::ALL.len());
+        assert_eq!(
+            "crash-after-setnx".parse::<Scenario>(),
+            Ok(Scenario::CrashAfterAcquire)
+        );
+        assert!("Race".parse::<Scenario>().is_err());
+    }
+
+    #[test]
+    fn every_scenario_applies_to_some_variant() {
+        for s in Scenario::ALL {
+            assert!(
+                Variant::ALL.iter().any(|&v| s.claim(v).applies()),
+                "{s} has no cell"
+            );
+        }
+    }
+
+    #[test]
+    fn lua_has_no_pause_holder_cell() {
+        let claim = Scenario::PauseHolder.claim(Variant::Lua);
+        assert!(!claim.applies());
+        assert_eq!(claim.text(), "- (no gap: one script)");
+    }
+}

@@ -1,0 +1,235 @@
+//! The instances behind nginx: each one this same binary run as `serve`,
+//! started in turn (each ready before the next), and kept running by its
+//! own supervisor until `up` stops.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::process;
+use crate::variants::Variant;
+
+/// How long an instance may take to print its listening line.
+const INSTANCE_READY: Duration = Duration::from_secs(15);
+
+/// The instances' names: a, b, c, ...
+fn instance_name(index: u16) -> String {
+    char::from(b'a' + (index % 26) as u8).to_string()
+}
+
+/// What every instance of the stack shares.
+pub(super) struct Shared {
+    pub(super) redis_url: String,
+    pub(super) redis_cluster: Vec<String>,
+    pub(super) redlock_nodes: Vec<String>,
+    pub(super) request_ttl: Duration,
+    pub(super) admin_token: String,
+    pub(super) default_variant: Variant,
+    pub(super) public_url: String,
+    pub(super) chaos: bool,
+    /// `up` started (and restarts) the Redis: chaos may pause and restart it.
+    pub(super) owns_redis: bool,
+}
+
+/// The running instances, each under its own supervisor.
+pub(super) struct Instances {
+    supervisors: JoinSet<()>,
+    /// Turned true to stop every supervisor and its instance.
+    stop: watch::Sender<bool>,
+    /// Their addresses, in order: nginx's upstreams.
+    pub(super) addrs: Vec<SocketAddr>,
+}
+
+impl Instances {
+    /// Starts `count` instances on free loopback ports, one at a time, each
+    /// ready before the next; instance n runs its clock `clock_skew_ms[n]`
+    /// ahead (0 past the end of the list).
+    pub(super) async fn start(
+        count: u16,
+        shared: &Shared,
+        clock_skew_ms: &[i64],
+    ) -> anyhow::Result<Instances> {
+        let binary = std::env::current_exe().context("cannot find this program's own path")?;
+        let (stop, stopped) = watch::channel(false);
+        let mut supervisors = JoinSet::new();
+        let mut addrs = Vec::new();
+        for index in 0..count {
+            let spec = InstanceSpec {
+                name: instance_name(index),
+                addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), crate::os::free_port()?),
+                redis_url: shared.redis_url.clone(),
+                redis_cluster: shared.redis_cluster.clone(),
+                redlock_nodes: shared.redlock_nodes.clone(),
+                request_ttl: shared.request_ttl,
+                admin_token: shared.admin_token.clone(),
+                default_variant: shared.default_variant,
+                public_url: shared.public_url.clone(),
+                chaos: shared.chaos,
+                owns_redis: shared.owns_redis,
+                clock_skew_ms: clock_skew_ms.get(usize::from(index)).copied().unwrap_or(0),
+                binary: binary.clone(),
+            };
+            addrs.push(spec.addr);
+            let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+            supervisors.spawn(supervise(spec, stopped.clone(), ready_tx));
+            ready_rx
+                .await
+                .context("an instance's supervisor ended before the instance was ready")??;
+        }
+        Ok(Instances {
+            supervisors,
+            stop,
+            addrs,
+        })
+    }
+
+    /// Stops every instance and waits for their supervisors.
+    pub(super) async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        while self.supervisors.join_next().await.is_some() {}
+    }
+}
+
+/// How to start one instance.
+struct InstanceSpec {
+    name: String,
+    addr: SocketAddr,
+    redis_url: String,
+    redis_cluster: Vec<String>,
+    redlock_nodes: Vec<String>,
+    request_ttl: Duration,
+    admin_token: String,
+    default_variant: Variant,
+    public_url: String,
+    chaos: bool,
+    /// `up` started (and restarts) the Redis: chaos may pause and restart it.
+    owns_redis: bool,
+    clock_skew_ms: i64,
+    binary: PathBuf,
+}
+
+impl InstanceSpec {
+    fn spawn(&self) -> std::io::Result<Child> {
+        let mut command = Command::new(&self.binary);
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg(self.addr.to_string())
+            .arg("--redis-url")
+            .arg(&self.redis_url)
+            .arg("--instance")
+            .arg(&self.name)
+            .arg("--default-variant")
+            .arg(self.default_variant.name())
+            .arg("--exit-with-stdin")
+            .arg("--public-url")
+            .arg(&self.public_url);
+        if !self.redis_cluster.is_empty() {
+            command.arg(format!("--redis-cluster={}", self.redis_cluster.join(",")));
+        }
+        if !self.redlock_nodes.is_empty() {
+            command.arg(format!("--redlock-nodes={}", self.redlock_nodes.join(",")));
+        }
+        command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));
+        if self.chaos {
+            command
+                .arg("--chaos")
+                .arg(format!("--clock-skew-ms={}", self.clock_skew_ms));
+            if self.owns_redis {
+                command.arg("--chaos-redis");
+            }
+        }
+        command
+            .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)
+            // We keep the write end; if we die, the instance sees EOF and stops.
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+    }
+}
+
+/// Keeps one instance running: starts it, reports when it is first ready,
+/// and restarts it whenever it dies, until `stop` turns true.
+async fn supervise(
+    spec: InstanceSpec,
+    mut stop: watch::Receiver<bool>,
+    ready: tokio::sync::oneshot::Sender<anyhow::Result<()>>,
+) {
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let started = tokio::time::Instant::now();
+        let child = start_instance(&spec).await;
+        let (mut child, _stdin) = match child {
+            Ok(child) => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Ok(()));
+                }
+                child
+            }
+            Err(err) => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Err(err));
+                    return;
+                }
+                tracing::error!(instance = %spec.name, "restart failed: {err:#}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        let stopped = tokio::select! {
+            status = child.wait() => Err(status),
+            _ = stop.wait_for(|stopped| *stopped) => Ok(()),
+        };
+        match stopped {
+            Ok(()) => {
+                process::stop(&mut child, Duration::from_secs(5)).await;
+                return;
+            }
+            Err(status) => {
+                if *stop.borrow() {
+                    return;
+                }
+                tracing::warn!(instance = %spec.name, ?status, "instance died; restarting");
+                // A process that dies right after starting would spin: back off.
+                backoff = if started.elapsed() > Duration::from_secs(5) {
+                    Duration::from_millis(100)
+                } else {
+                    (backoff * 2).min(Duration::from_secs(5))
+                };
+                tokio::time::sleep(backoff).await;
+            }
+        }
+    }
+}
+
+/// Starts one instance and waits until it says it is ready (listening, and
+/// subscribed to lock releases, so no early waiter misses a wake-up). The
+/// instance stops when the returned stdin handle is dropped (`Child::wait`
+/// would drop it if it stayed inside the child).
+async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<(Child, ChildStdin)> {
+    let mut child = spec
+        .spawn()
+        .with_context(|| format!("cannot run {}", spec.binary.display()))?;
+    let stdin = child.stdin.take().context("instance stdin")?;
+    let stdout = child.stdout.take().context("instance stdout")?;
+    let (output, ready) = process::watch_output(stdout, Some("is ready"), None);
+    let what = format!("instance {}", spec.name);
+    process::wait_ready(&mut child, ready, &output, &what, INSTANCE_READY).await?;
+    say!(
+        "instance {}: pid {} http://{}",
+        spec.name,
+        child.id().unwrap_or(0),
+        spec.addr
+    );
+    Ok((child, stdin))
+}
