@@ -98,10 +98,22 @@ impl Protection for RedlockLock {
         };
         let answer = critical_section(ctx, guard).await;
         dog.stop();
-        let released = lock.unlock(&owner).await;
+        // The stock lives on another server than the lock. A write whose
+        // answer never came may still land there (a paused Redis runs it
+        // when it wakes, and not necessarily before commands that come on
+        // other connections): released now, the lock could let the next
+        // holder read the stock first. Unrenewed, its lease frees it instead.
+        // (The locks on the stock's own Redis release on the same
+        // connection as the write, so Redis runs the release after it.)
+        let write_in_doubt = matches!(&answer, Ok(a) if a.outcome == Outcome::Unknown);
+        let released_as_owner = if write_in_doubt {
+            tracing::warn!(%owner, "redlock: the write's outcome is unknown; the lock is left to its lease");
+            true
+        } else {
+            lock.unlock(&owner).await >= lock.quorum()
+        };
         timer.released();
-        let counted =
-            record_tenure(ctx, Variant::Redlock, &tenure, released >= lock.quorum()).await;
+        let counted = record_tenure(ctx, Variant::Redlock, &tenure, released_as_owner).await;
         after_release(answer, counted, "redlock: counting renewals")
     }
 }

@@ -412,3 +412,62 @@ async fn no_client_can_grow_redis_or_an_instance_without_bound() {
     }
     stack.stop().await;
 }
+
+/// A Redlock holder whose write went into a paused main Redis (its outcome
+/// unknown) does not release its lock on the nodes: the write may still
+/// land, and a next holder reading the stock before it would sell the same
+/// unit. The lease, no longer renewed, frees the lock instead.
+#[tokio::test]
+async fn a_redlock_holder_whose_write_is_in_doubt_leaves_its_lock_to_the_lease() {
+    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let redis_url = stack.redis_url.clone().unwrap();
+    let v = "redlock";
+    stack.reset(v, 5).await;
+    // One sale first on each instance: the write's script is then known to
+    // Redis, so the write sent into the pause runs when Redis wakes (a
+    // first EVALSHA would meet NOSCRIPT with nobody waiting to load it).
+    for _ in 0..2 {
+        let (status, body) = stack.client.get(&format!("/deductStock/{v}?sku={v}")).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let mut entered = sections_entered(&redis_url, &[v]).await;
+    let holder = tokio::spawn({
+        let (client, path) = (
+            stack.client.clone(),
+            format!("/deductStock/{v}?sku={v}&lease_ms=5000&work_ms=300"),
+        );
+        async move { client.get(&path).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), entered.next())
+        .await
+        .expect("the holder entered its section");
+    pause_redis(&stack, &redis_url, 2500).await;
+    let (status, body) = holder.await.unwrap();
+    assert_eq!(
+        (status, body["outcome"].as_str()),
+        (503, Some("unknown")),
+        "{body}"
+    );
+    // Answered while the main Redis still sleeps: the nodes still hold it.
+    let mut held = 0;
+    for node in &stack.redlock_nodes {
+        let owner: Option<String> = redis::cmd("GET")
+            .arg(format!("lock:{{{v}}}"))
+            .query_async(&mut redis_conn(&node.url).await)
+            .await
+            .unwrap();
+        held += usize::from(owner.is_some());
+    }
+    assert_eq!(
+        held, 5,
+        "the lock was released while its write was in doubt"
+    );
+    redis_back(&redis_url).await;
+    let state = stack.state(v).await;
+    assert_eq!(
+        (state.sold, state.remaining, state.oversold),
+        (3, 2, 0),
+        "the write in doubt did land once Redis woke (the danger was real): {state:?}"
+    );
+    stack.stop().await;
+}
