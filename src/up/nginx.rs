@@ -83,7 +83,10 @@ impl Nginx {
         let stderr = child.stderr.take().context("nginx stderr")?;
         let (output, _) = process::watch_output(stderr, None, Some("nginx: ".to_owned()));
 
-        // nginx says nothing when it is ready; its port answering is the event.
+        // nginx says nothing when it is ready; its port answering is the
+        // event, once the socket that answers is ours: a port picked as
+        // free may meanwhile belong to another nginx, which would answer in
+        // our stead while ours fails to bind and exits.
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
         loop {
             if let Some(status) = child.try_wait()? {
@@ -93,7 +96,12 @@ impl Nginx {
                     output.text()
                 );
             }
-            if tokio::net::TcpStream::connect(listen).await.is_ok() {
+            let answers = tokio::net::TcpStream::connect(listen).await.is_ok();
+            if answers
+                && child
+                    .id()
+                    .is_some_and(|pid| crate::os::listens_on(pid, listen))
+            {
                 return Ok(Self { child, output });
             }
             if tokio::time::Instant::now() > deadline {

@@ -259,3 +259,28 @@ async fn admin_is_refused_to_other_clients_even_with_a_forged_forwarded_for() {
     assert_eq!(stack.reset("lua", 1).await.remaining, 1);
     stack.stop().await;
 }
+
+/// A port picked as free may be taken by someone else before nginx binds
+/// it. nginx is ready only when the listening socket is its own: here the
+/// port already answers (another listener), nginx cannot bind it, and the
+/// start fails instead of passing someone else's server off as the stack.
+#[tokio::test]
+async fn nginx_is_not_ready_on_a_port_someone_else_listens_on() {
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = squatter.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let upstream: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let started = stocklock::up::nginx::Nginx::start(dir.path(), taken, &[upstream]).await;
+    let err = match started {
+        Ok(mut nginx) => {
+            nginx.stop().await;
+            panic!("nginx was taken for ready on a port another process listens on");
+        }
+        Err(err) => format!("{err:#}"),
+    };
+    assert!(err.contains("Address already in use"), "{err}");
+}
