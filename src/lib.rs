@@ -38,7 +38,8 @@
 //! 2. the domain: [`knobs`], [`wire`], [`metrics`], [`store`], [`chaos`], [`outcome`],
 //!    [`ledger`], [`lock`], [`section`], [`variants`], [`sale`]. It never imports
 //!    transport or tools;
-//! 3. the tools: [`load`], [`up`], [`lab`] (below the dashboard, which starts runs and scenarios);
+//! 3. the tools: [`args`], [`client`], [`load`], [`up`], [`lab`] (below the dashboard, which
+//!    starts runs and scenarios);
 //! 4. HTTP: [`web`], [`dashboard`], [`http`], [`server`];
 //! 5. [`cli`].
 

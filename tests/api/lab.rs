@@ -15,6 +15,12 @@ async fn lab(
     env: &[(&str, &str)],
     within: Duration,
 ) -> (std::process::Output, Value) {
+    // A lab that starts its own stack takes the machine's turn; one aimed
+    // at a test's stack (--target) runs in that stack's turn.
+    let _turn = match args.contains(&"--target") {
+        true => None,
+        false => Some(crate::helpers::stack_turn().await),
+    };
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("lab.json");
     let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))

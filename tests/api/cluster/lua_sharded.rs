@@ -70,6 +70,18 @@ async fn lua_sharded_sells_exactly_a_hot_skus_stock_from_buckets_on_several_mast
 
 /// The bucket `lua-sharded` tries first for a request_id: FNV-1a of the id
 /// modulo the buckets (as the variant computes it).
+/// What a run of one request id leaves: (sold, replays, remaining,
+/// oversold, duplicates).
+fn counts(state: &stocklock::wire::StateSnapshot) -> (i64, i64, i64, i64, i64) {
+    (
+        state.sold,
+        state.replays,
+        state.remaining,
+        state.oversold,
+        state.duplicates,
+    )
+}
+
 fn first_bucket(request_id: &str, buckets: u32) -> u32 {
     let hash = request_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
@@ -135,13 +147,7 @@ async fn lua_sharded_answers_a_request_id_once_even_when_it_must_walk_the_bucket
         assert!(one_answer_repeated(&answers, 200).is_some());
         let state = stack.client.state("hot2").await.unwrap();
         assert_eq!(
-            (
-                state.sold,
-                state.replays,
-                state.remaining,
-                state.oversold,
-                state.duplicates
-            ),
+            counts(&state),
             (1, COPIES as i64 - 1, 999, 0, 0),
             "{state:?}"
         );
@@ -162,13 +168,7 @@ async fn lua_sharded_answers_a_request_id_once_even_when_it_must_walk_the_bucket
             let state = stack.client.state("hot3").await.unwrap();
             let sold = i as i64 + 1;
             assert_eq!(
-                (
-                    state.sold,
-                    state.replays,
-                    state.remaining,
-                    state.oversold,
-                    state.duplicates
-                ),
+                counts(&state),
                 (sold, sold * (COPIES as i64 - 1), 2 - sold, 0, 0),
                 "after {id}: {state:?}"
             );
@@ -182,13 +182,7 @@ async fn lua_sharded_answers_a_request_id_once_even_when_it_must_walk_the_bucket
         assert_eq!(one_answer_repeated(&answers, 409), None);
         let state = stack.client.state("hot3").await.unwrap();
         assert_eq!(
-            (
-                state.sold,
-                state.replays,
-                state.remaining,
-                state.oversold,
-                state.duplicates
-            ),
+            counts(&state),
             (2, 3 * (COPIES as i64 - 1), 0, 0, 0),
             "{state:?}"
         );

@@ -55,20 +55,14 @@ async fn a_request_id_whose_attempt_was_killed_resolves_once_within_the_bound() 
     let wait = Duration::from_millis(2000);
     for v in ["token", "watchdog"] {
         stack.reset(v, 5).await;
-        let mut entered = sections_entered(&redis_url, &[v]).await;
         let query = format!(
             "/deductStock/{v}?sku={v}&request_id=k1&work_ms={}&lease_ms=1000&wait_ms={}",
             work.as_millis(),
             wait.as_millis()
         );
         let victim = stack.instances[0].clone();
-        let first = tokio::spawn({
-            let (victim, query) = (stack.client.at(&victim.url), query.clone());
-            async move { victim.get(&query).await }
-        });
-        tokio::time::timeout(Duration::from_secs(10), entered.next())
-            .await
-            .expect("the first attempt entered its section");
+        let first =
+            holder_in_section(&redis_url, v, stack.client.at(&victim.url), query.clone()).await;
         signal(victim.pid, Signal::SIGKILL);
         let killed_at = Instant::now();
         assert_eq!(first.await.unwrap().0, 0, "{v}: the victim never answered");
@@ -128,15 +122,14 @@ async fn a_late_write_of_an_attempt_whose_claim_was_taken_over_cannot_also_sell(
     stack
         .chaos(json!({"action": "pause_holder", "ms": frozen_for.as_millis() as u64}))
         .await;
-    let mut entered = sections_entered(&redis_url, &[v]).await;
     let query = format!("/deductStock/{v}?sku={v}&request_id=late-1");
-    let frozen = tokio::spawn({
-        let (a, query) = (stack.client.at(&stack.instances[0].url), query.clone());
-        async move { a.get(&query).await }
-    });
-    tokio::time::timeout(Duration::from_secs(10), entered.next())
-        .await
-        .expect("the first attempt entered its section");
+    let frozen = holder_in_section(
+        &redis_url,
+        v,
+        stack.client.at(&stack.instances[0].url),
+        query.clone(),
+    )
+    .await;
     let retry = resolve(
         stack.client.at(&stack.instances[1].url),
         "late-1".into(),

@@ -19,7 +19,7 @@ use stocklock::ledger::CLAIM_GRACE;
 use stocklock::os::signal;
 use stocklock::variants::Variant;
 
-use crate::helpers::{Stack, request_records, sections_entered};
+use crate::helpers::{Stack, holder_in_section, request_records, sections_entered};
 
 /// Whether an answer settles its request id: sold, sold out, or busy for a
 /// reason of its own (nothing sold, the id free again). Unknown, unavailable,

@@ -1,6 +1,13 @@
 //! Test fixtures: a real redis-server, a real `stocklock up` stack, one
-//! instance driven in-process ([`InProcess`]), and a small concurrent client. Every process a test starts is stopped by pid
-//! when its fixture is dropped.
+//! instance driven in-process ([`InProcess`], `in_process.rs`), a small
+//! concurrent client, and watches on Redis (`watch.rs`). Every process a
+//! test starts is stopped by pid when its fixture is dropped.
+
+mod in_process;
+mod watch;
+
+pub(crate) use in_process::*;
+pub(crate) use watch::*;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,10 +40,31 @@ pub(crate) fn alive(pid: u32) -> bool {
     kill(Pid::from_raw(pid as i32), None).is_ok()
 }
 
+/// Whole stacks take turns, two at a time. Each runs redis-server,
+/// instances and nginx; more at once (more test threads on a bigger
+/// machine, or suites side by side) starve each other on a 2-core machine
+/// until Redis answers slower than an instance's 1 s timeout, and honest
+/// 503s then fail tests that expect none. Two is what the suite's default
+/// two threads always ran here. Tests without a whole stack run beside them.
+pub(crate) async fn stack_turn() -> tokio::sync::OwnedSemaphorePermit {
+    const AT_ONCE: usize = 2;
+    static TURNS: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
+        std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(AT_ONCE)));
+    let turn = TURNS.clone().acquire_owned();
+    tokio::time::timeout(std::time::Duration::from_secs(900), turn)
+        .await
+        .expect("no stack's turn within 15 minutes: a test holds two stacks?")
+        .expect("the turns are never closed")
+}
+
 /// A `stocklock up` stack run as a child process, the way a user runs it:
 /// the lab's own harness ([`stocklock::lab::stack::Stack`], reached through
 /// `Deref`), with answers unwrapped and a stop that checks nothing is left.
-pub(crate) struct Stack(stocklock::lab::stack::Stack);
+/// It holds the machine's turn ([`stack_turn`]) for as long as it lives.
+pub(crate) struct Stack(
+    stocklock::lab::stack::Stack,
+    #[allow(dead_code)] tokio::sync::OwnedSemaphorePermit,
+);
 
 impl std::ops::Deref for Stack {
     type Target = stocklock::lab::stack::Stack;
@@ -71,11 +99,12 @@ impl Stack {
             binary: Some(env!("CARGO_BIN_EXE_stocklock").into()),
             echo: true,
         };
+        let turn = stack_turn().await;
         let stack = stocklock::lab::stack::Stack::start(&options)
             .await
             .expect("stocklock up did not come up (see its output above)");
         assert_eq!(stack.instances.len(), instances as usize);
-        Stack(stack)
+        Stack(stack, turn)
     }
 
     /// `POST /api/admin/reset` through nginx; the state after it.
@@ -239,181 +268,4 @@ pub(crate) fn node_check(file: &std::path::Path, module: bool) -> bool {
         String::from_utf8_lossy(&out.stderr)
     );
     true
-}
-
-/// The admin token of the in-process routers.
-pub(crate) const ADMIN_TOKEN: &str = "test-token";
-
-/// One instance's router, driven in-process with `oneshot` (no socket), on
-/// a real Redis: the one way the tests call an instance without a stack.
-#[derive(Clone)]
-pub(crate) struct InProcess(pub(crate) axum::Router);
-
-impl InProcess {
-    /// An instance named `instance` on `store`, its release listener
-    /// subscribed as in a real instance, its Redlock "nodes" the store's
-    /// other databases ([`redlock_on`]).
-    pub(crate) async fn start(store: &Store, instance: &str, chaos: Chaos) -> InProcess {
-        let wakeups = Wakeups::new();
-        // Lives as long as the test's runtime.
-        let _listener = wakeups.listen(store.client().clone());
-        wakeups.subscribed().await;
-        InProcess::with(
-            store,
-            wakeups,
-            InstanceConfig {
-                instance: instance.to_owned(),
-                admin_token: ADMIN_TOKEN.to_owned(),
-                default_variant: Variant::Lua,
-                public_url: "http://127.0.0.1:9".to_owned(),
-                own_url: "http://127.0.0.1:9".to_owned(),
-                chaos,
-                redlock_nodes: redlock_on(store),
-                request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
-            },
-        )
-    }
-
-    /// An instance configured as `config` says (e.g. without Redlock nodes).
-    pub(crate) fn with(store: &Store, wakeups: Wakeups, config: InstanceConfig) -> InProcess {
-        InProcess(app(AppState::new(store.clone(), config, wakeups)))
-    }
-
-    /// Sends `request`; the answer as it came.
-    pub(crate) async fn send(&self, request: Request<Body>) -> Response<Body> {
-        self.0.clone().oneshot(request).await.unwrap()
-    }
-
-    /// Sends `request`; the status and the JSON body, which every answer
-    /// of the API has (the test fails if it has not).
-    pub(crate) async fn call(&self, request: Request<Body>) -> (StatusCode, Value) {
-        let response = self.send(request).await;
-        let status = response.status();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let body = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| panic!("not JSON ({status}): {}", String::from_utf8_lossy(&bytes)));
-        (status, body)
-    }
-
-    /// `GET uri`: the status and the JSON body.
-    pub(crate) async fn get(&self, uri: &str) -> (StatusCode, Value) {
-        self.call(Request::get(uri).body(Body::empty()).unwrap())
-            .await
-    }
-
-    /// `GET uri` of a page: the status, the content type and the text.
-    pub(crate) async fn page(&self, uri: &str) -> (StatusCode, String, String) {
-        let response = self
-            .send(Request::get(uri).body(Body::empty()).unwrap())
-            .await;
-        let status = response.status();
-        let content_type = response.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (
-            status,
-            content_type,
-            String::from_utf8(body.to_vec()).unwrap(),
-        )
-    }
-
-    /// `POST /api/admin/reset` with `body` (a JSON text, sent as is) and
-    /// the `authorization` header `auth`, if any.
-    pub(crate) async fn reset_with(&self, body: &str, auth: Option<&str>) -> (StatusCode, Value) {
-        let mut request =
-            Request::post("/api/admin/reset").header("content-type", "application/json");
-        if let Some(auth) = auth {
-            request = request.header("authorization", auth);
-        }
-        self.call(request.body(Body::from(body.to_owned())).unwrap())
-            .await
-    }
-
-    /// Gives `sku` `stock` units over `buckets` buckets (0: one key); the
-    /// reset must succeed.
-    pub(crate) async fn reset(&self, sku: &str, stock: i64, buckets: u32) {
-        let body = serde_json::json!({"sku": sku, "stock": stock, "buckets": buckets});
-        let (status, answer) = self
-            .reset_with(&body.to_string(), Some(&format!("Bearer {ADMIN_TOKEN}")))
-            .await;
-        assert_eq!(status, 200, "{answer}");
-    }
-
-    /// `GET /api/state?sku=`, which must succeed, through [`intact`].
-    pub(crate) async fn state(&self, sku: &str) -> StateSnapshot {
-        let (status, body) = self.get(&format!("/api/state?sku={sku}")).await;
-        assert_eq!(status, 200, "{body}");
-        intact(serde_json::from_value(body).unwrap())
-    }
-}
-
-/// Five Redlock "nodes" for in-process routers: five databases of the one
-/// test Redis, independent key spaces. Enough to run `redlock` like every
-/// other variant; the tests of Redlock itself use five real servers.
-pub(crate) fn redlock_on(store: &Store) -> Vec<String> {
-    let addr = store.client().get_connection_info().addr().to_string();
-    (1..=5).map(|db| format!("redis://{addr}/{db}")).collect()
-}
-
-/// Keyspace events on `key` (hash commands: HINCRBY, ...), as a stream:
-/// how a test learns, without polling, that a lock was just taken.
-pub(crate) async fn keyspace_events(
-    redis_url: &str,
-    key: &str,
-) -> impl futures_util::Stream<Item = redis::Msg> + use<> {
-    let client = redis::Client::open(redis_url).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("Kh")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let mut events = client.get_async_pubsub().await.unwrap();
-    events
-        .subscribe(format!("__keyspace@0__:{key}"))
-        .await
-        .unwrap();
-    events.into_on_message()
-}
-
-/// Announcements that a critical section of one of `skus` has read the
-/// stock (chaos mode: the section is in its gap), as a stream of SKU names:
-/// how a test strikes inside the gap without guessing a delay.
-pub(crate) async fn sections_entered(
-    redis_url: &str,
-    skus: &[&str],
-) -> impl futures_util::Stream<Item = String> + use<> {
-    use futures_util::StreamExt;
-    let client = redis::Client::open(redis_url).unwrap();
-    let mut events = client.get_async_pubsub().await.unwrap();
-    for sku in skus {
-        let keys = stocklock::store::Keys::new(&stocklock::knobs::Sku::parse(sku).unwrap());
-        events
-            .subscribe(stocklock::chaos::section_channel(&keys))
-            .await
-            .unwrap();
-    }
-    events.into_on_message().map(|msg| {
-        // stocklock:section:stock:{SKU}
-        let channel = msg.get_channel_name().to_owned();
-        channel
-            .rsplit_once('{')
-            .map(|(_, rest)| rest.trim_end_matches('}').to_owned())
-            .unwrap_or(channel)
-    })
-}
-
-/// A SKU's request id records (`requests:{sku}`): id → record.
-pub(crate) async fn request_records(redis_url: &str, sku: &str) -> BTreeMap<String, String> {
-    let client = redis::Client::open(redis_url).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    redis::cmd("HGETALL")
-        .arg(format!("requests:{{{sku}}}"))
-        .query_async(&mut conn)
-        .await
-        .unwrap()
 }
