@@ -3,16 +3,26 @@
 -- no variant's lock (or lack of one) can separate a sale from its record.
 --   ledger: hash initial, epoch, buckets, sold, duplicates, busy, replays,
 --           unknown, lost_locks, renewals, fence_seen, fenced_rejections
---   units:  hash unit number -> times sold
+--   units:  bitfield, two bits per unit: how many times it was sold (0 to
+--           3, saturating), unit u at field #(initial - u), so that the
+--           field grows with the units sold, not with the stock
 --   served: hash instance -> requests answered
+-- The second sale of a unit makes it a duplicate; the third does not count
+-- again. Returns nothing; `initial` is the ledger's (read if not given).
+local function sold_unit(ledger, units, unit, initial)
+  initial = initial or redis.call('HGET', ledger, 'initial') or '0'
+  local times = redis.call('BITFIELD', units, 'OVERFLOW', 'SAT',
+    'INCRBY', 'u2', '#' .. (tonumber(initial) - tonumber(unit)), 1)[1]
+  if times == 2 then
+    redis.call('HINCRBY', ledger, 'duplicates', 1)
+  end
+end
+
 local function record(ledger, units, served, instance, outcome, unit)
   redis.call('HINCRBY', served, instance, 1)
   if outcome == 'sold' then
     redis.call('HINCRBY', ledger, 'sold', 1)
-    -- The second sale of a unit makes it a duplicate; the third does not count again.
-    if redis.call('HINCRBY', units, unit, 1) == 2 then
-      redis.call('HINCRBY', ledger, 'duplicates', 1)
-    end
+    sold_unit(ledger, units, unit, nil)
   elseif outcome == 'busy' then
     redis.call('HINCRBY', ledger, 'busy', 1)
   elseif outcome == 'replay' then

@@ -28,9 +28,8 @@ pub(super) const ABOUT: About = About {
     protection_zh: "不加锁:一个原子 Lua 脚本完成检查、扣减和记账",
     explanation_zh: "完全不用锁。一个 Lua 脚本读取库存、检查、扣减,并在账本中记录这次售出;Redis 会把脚本执行完才处理其他命令,所以读和写之间没有任何缝隙。没有租期会到期,停顿和崩溃也打不开缺口,只需一次往返。它的局限是业务逻辑不能在 Redis 里执行(work_ms 被忽略):适合库存计数和检查,不适合调用其他系统。在本实验的所有场景中都安全。",
     code: r#"
-EVAL "local s = tonumber(redis.call('GET', KEYS[1]) or '0')
-      if s <= 0 then return {0, 0, s} end
-      redis.call('SET', KEYS[1], s - 1)
+EVAL "local s = redis.call('DECR', KEYS[1]) + 1
+      if s <= 0 then redis.call('INCR', KEYS[1]) return {0, 0, s} end
       record_sale(s)
       return {1, s, s - 1}" stock:{sku} ..."#,
     default_lease: None,
