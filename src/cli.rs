@@ -117,6 +117,12 @@ pub struct ServeArgs {
     /// time as new ones come, so Redis holds about rate × this many.
     #[arg(long, default_value = "1h", value_parser = parse_duration, env = "STOCKLOCK_REQUEST_TTL")]
     pub request_ttl: std::time::Duration,
+    /// How long a sold-out mark lives: once Redis said a SKU is sold out,
+    /// this instance answers its next buyers "sold out" itself for this
+    /// long (lua and lua-sharded; others with sold_out_mark=1). A reset
+    /// clears it at once when its announcement arrives; 0 turns marks off.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, env = "STOCKLOCK_SOLD_OUT_MARK_TTL")]
+    pub sold_out_mark_ttl: std::time::Duration,
     /// This instance's name, reported in every answer.
     #[arg(long, env = "STOCKLOCK_INSTANCE")]
     pub instance: Option<String>,
@@ -261,6 +267,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         redis_cluster: args.redis_cluster,
         redlock_nodes: args.redlock_nodes,
         request_ttl: args.request_ttl,
+        sold_out_mark_ttl: args.sold_out_mark_ttl,
     })
     .await?;
     // `up` and the tests wait for these lines.

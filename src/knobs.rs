@@ -176,6 +176,10 @@ pub struct Knobs {
     pub lease: Option<Duration>,
     /// How long to wait for the lock; zero fails fast with `busy`.
     pub wait: Option<Duration>,
+    /// Answer from the instance's sold-out mark ([`crate::marks`]) once the
+    /// SKU is known sold out; `None`: the variant's default (on for the
+    /// scripted variants, off for the lock variants).
+    pub sold_out_mark: Option<bool>,
 }
 
 /// An idempotency key: `[A-Za-z0-9_-]{1,128}`. A retry with the same key
@@ -242,10 +246,22 @@ impl DeductRequest {
                     )?))
                 }
                 "request_id" => request.request_id = Some(parse_request_id(value)?),
+                "sold_out_mark" => {
+                    request.knobs.sold_out_mark = Some(match value {
+                        "1" => true,
+                        "0" => false,
+                        _ => {
+                            return Err(InputError::new(
+                                name,
+                                format!("must be 0 or 1, got {}", quoted(value)),
+                            ));
+                        }
+                    })
+                }
                 other => {
                     return Err(InputError::new(
                         quoted(other),
-                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms, request_id",
+                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms, request_id, sold_out_mark",
                     ));
                 }
             }

@@ -232,6 +232,33 @@ pub async fn add<C: ConnectionLike>(
     Ok(())
 }
 
+/// Counts the answers an instance gave without writing to Redis: `unknown`
+/// ones (Redis was not answering) and `served` ones, all requests it
+/// answered from memory (sold-out marks) or while Redis was away, added to
+/// its share of the SKU's answers.
+pub async fn add_local<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    instance: &str,
+    unknown: u64,
+    served: u64,
+) -> Result<(), StoreError> {
+    let mut pipe = redis::pipe();
+    if unknown > 0 {
+        pipe.hincr(&keys.ledger, Counter::Unknown.field(), unknown)
+            .ignore();
+    }
+    if served > 0 {
+        pipe.hincr(&keys.served, instance, served).ignore();
+    }
+    pipe.query_async::<()>(conn).await?;
+    Ok(())
+}
+
+/// The channel a reset of a SKU is announced on (the message: the SKU), so
+/// that every instance drops what it remembers of the SKU's old stock.
+pub const RESET_CHANNEL: &str = "stocklock:reset";
+
 /// Sets the stock to `stock`, records the SKU's bucket count, and clears
 /// the ledger and the lock, atomically. With `only_if_absent` it leaves a
 /// SKU that already has stock alone and returns `false`.
@@ -297,6 +324,11 @@ pub async fn reset_sku<C: ConnectionLike>(
         };
         reset(conn, &keys.bucket(b), share, buckets, false).await?;
     }
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(RESET_CHANNEL)
+        .arg(&keys.tag)
+        .query_async(conn)
+        .await?;
     Ok(true)
 }
 

@@ -13,6 +13,7 @@
 //! - [`outcome`]: what an attempt ends as (sold, sold out, busy and why, unknown), below both the section and the ledger.
 //! - [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
 //! - [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
+//! - [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
 //! - [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
 //! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes).
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
@@ -36,7 +37,7 @@
 //!
 //! 1. [`os`] and [`telemetry`];
 //! 2. the domain: [`knobs`], [`wire`], [`metrics`], [`store`], [`chaos`], [`outcome`],
-//!    [`ledger`], [`lock`], [`section`], [`variants`], [`sale`]. It never imports
+//!    [`ledger`], [`lock`], [`marks`], [`section`], [`variants`], [`sale`]. It never imports
 //!    transport or tools;
 //! 3. the tools: [`args`], [`client`], [`load`], [`up`], [`lab`] (below the dashboard, which
 //!    starts runs and scenarios);
@@ -54,6 +55,7 @@ pub mod lab;
 pub mod ledger;
 pub mod load;
 pub mod lock;
+pub mod marks;
 pub mod metrics;
 pub mod os;
 pub mod outcome;

@@ -9,6 +9,12 @@
 //! returns the [`Sale`].
 //! The HTTP layer only parses the request and maps the sale to a status.
 //!
+//! A buyer of a SKU this instance knows is sold out is answered from its
+//! sold-out mark ([`crate::marks`]) before any of that, without Redis; such
+//! answers (and the `unknown` ones given while Redis was away) are counted
+//! into the ledger's share of this instance every second, and at once when
+//! someone reads a state ([`Seller::flush_everywhere`]).
+//!
 //! Once a sale was written, nothing after it can take it back: a failed
 //! release, publish or witness write is logged (a lease runs out, a
 //! waiter re-checks), never turned into an error the buyer would read as
@@ -24,7 +30,8 @@ use tracing::Instrument;
 use crate::chaos::Chaos;
 use crate::knobs::{DeductRequest, Sku};
 use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
-use crate::lock::{RedlockNodes, Wakeups};
+use crate::lock::{Heard, RedlockNodes, Wakeups};
+use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, Store, StoreError};
 use crate::variants::{Protections, Variant};
@@ -40,9 +47,11 @@ pub struct Seller {
     chaos: Chaos,
     /// `/deductStock` requests taken, for the heartbeat.
     requests: Arc<AtomicU64>,
-    /// Answers of `unknown` outcome given while Redis was not answering, by
-    /// SKU, not yet added to their ledgers ([`Seller::count_unknown`]).
-    unknown: Mutex<HashMap<Sku, u64>>,
+    /// Answers given without a write to Redis (`unknown` ones while Redis
+    /// was not answering, sold-out ones from a mark), by SKU, not yet added
+    /// to their ledgers ([`Seller::flush_local`]).
+    local: Mutex<HashMap<Sku, Local>>,
+    marks: SoldOutMarks,
     /// How long request ids are remembered.
     request_ttl: Duration,
     /// SKUs seen stocked, so that Redis is asked once per SKU: a SKU nobody
@@ -51,6 +60,25 @@ pub struct Seller {
     /// at once when full.
     stocked: Mutex<HashSet<Sku>>,
 }
+
+/// Answers an instance gave without writing them to Redis.
+#[derive(Clone, Copy, Debug, Default)]
+struct Local {
+    unknown: u64,
+    /// Every such answer: its share of the SKU's answers (`served`).
+    served: u64,
+}
+
+/// Where a state read asks every instance to count its answers in now
+/// (the message: a nonce), and where each says it has (the same nonce).
+pub const FLUSH_CHANNEL: &str = "stocklock:flush";
+pub const FLUSHED_CHANNEL: &str = "stocklock:flushed";
+
+/// The channels an instance's listener hears besides lock releases.
+pub const CHANNELS: &[&str] = &[ledger::RESET_CHANNEL, FLUSH_CHANNEL, FLUSHED_CHANNEL];
+
+/// How long a state read waits for the instances to count their answers in.
+const FLUSH_WAIT: Duration = Duration::from_secs(1);
 
 /// How many stocked SKUs an instance remembers before it starts over.
 const STOCKED_REMEMBERED: usize = 10_000;
@@ -64,6 +92,8 @@ pub struct Sale {
     pub outcome: Outcome,
     /// A retry answered from its request id's record: nothing sold now.
     pub replayed: bool,
+    /// Answered from this instance's sold-out mark, without Redis.
+    pub from_mark: bool,
 }
 
 /// Why a sale could not even be tried.
@@ -96,7 +126,8 @@ impl Seller {
             redlock,
             chaos,
             requests: Arc::default(),
-            unknown: Mutex::default(),
+            local: Mutex::default(),
+            marks: SoldOutMarks::new(crate::marks::DEFAULT_MARK_TTL),
             stocked: Mutex::default(),
             request_ttl: ledger::DEFAULT_REQUEST_TTL,
         }
@@ -106,6 +137,16 @@ impl Seller {
     pub fn with_request_ttl(mut self, ttl: Duration) -> Self {
         self.request_ttl = ttl;
         self
+    }
+
+    /// The same seller, its sold-out marks living `ttl` (zero: no marks).
+    pub fn with_mark_ttl(mut self, ttl: Duration) -> Self {
+        self.marks = SoldOutMarks::new(ttl);
+        self
+    }
+
+    pub fn marks(&self) -> &SoldOutMarks {
+        &self.marks
     }
 
     /// The count of `/deductStock` requests taken, for the heartbeat.
@@ -137,6 +178,24 @@ impl Seller {
             ));
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
+        // A request id's answer is recorded for its retries: only Redis
+        // can give it. Anyone else may be refused from the mark.
+        let sharded = variant == Variant::LuaSharded;
+        let mark = request.request_id.is_none()
+            && request.knobs.sold_out_mark.unwrap_or(variant.scripted());
+        if mark && let Some(remaining) = self.marks.check(&request.sku, sharded) {
+            self.count_local(&request.sku, |local| local.served += 1);
+            crate::metrics::answered(variant.name(), "sold_out");
+            return Ok(Sale {
+                variant,
+                sku: request.sku,
+                request_id: None,
+                outcome: Outcome::SoldOut { remaining },
+                replayed: false,
+                from_mark: true,
+            });
+        }
+        let generation = self.marks.generation();
         let seller = self.clone();
         let span =
             tracing::info_span!("deduct", instance = %self.instance, variant = variant.name());
@@ -145,6 +204,16 @@ impl Seller {
         let sale = tokio::spawn(async move { seller.run(variant, request).await }.instrument(span))
             .await
             .map_err(|err| SaleError::Panicked(err.to_string()))?;
+        if mark
+            && let Ok(Sale {
+                outcome: Outcome::SoldOut { remaining },
+                sku,
+                replayed: false,
+                ..
+            }) = &sale
+        {
+            self.marks.set(sku, sharded, *remaining, generation);
+        }
         let kind = match &sale {
             Ok(sale) => sale.outcome.kind(),
             Err(_) => "unavailable",
@@ -169,6 +238,7 @@ impl Seller {
             request_id: request.request_id.clone(),
             outcome: answer.outcome,
             replayed: answer.replayed,
+            from_mark: false,
         };
         // The scripted variants check the SKU and the request id inside their
         // one script, writing nothing for a SKU never stocked.
@@ -233,12 +303,7 @@ impl Seller {
             }
         }
         if answer.outcome == Outcome::Unknown {
-            *self
-                .unknown
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(request.sku.clone())
-                .or_default() += 1;
+            self.count_local(&request.sku, |local| local.unknown += 1);
         }
         if let Some(section) = &answer.witnessed
             && let Err(err) = self.chaos.witness(&mut ctx.conn, &keys, section).await
@@ -272,11 +337,16 @@ impl Seller {
         Ok(stocked)
     }
 
-    /// Adds the `unknown` answers given so far to their SKUs' ledgers, once
-    /// Redis answers again. Those left uncounted are tried again next time.
-    pub async fn count_unknown(&self) {
-        let pending: Vec<(Sku, u64)> = self
-            .unknown
+    fn count_local(&self, sku: &Sku, count: impl FnOnce(&mut Local)) {
+        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
+        count(local.entry(sku.clone()).or_default());
+    }
+
+    /// Adds the answers given without Redis so far to their SKUs' ledgers,
+    /// once Redis answers. Those left uncounted are tried again next time.
+    pub async fn flush_local(&self) {
+        let pending: Vec<(Sku, Local)> = self
+            .local
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain()
@@ -288,11 +358,12 @@ impl Seller {
         let conn = self.store.conn().await;
         for (sku, n) in pending {
             let counted = match &conn {
-                Ok(conn) => ledger::add(
+                Ok(conn) => ledger::add_local(
                     &mut conn.clone(),
                     &Keys::new(&sku),
-                    ledger::Counter::Unknown,
-                    n,
+                    &self.instance,
+                    n.unknown,
+                    n.served,
                 )
                 .await
                 .is_ok(),
@@ -302,21 +373,88 @@ impl Seller {
                 left.push((sku, n));
             }
         }
-        let mut unknown = self.unknown.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
         for (sku, n) in left {
-            *unknown.entry(sku).or_default() += n;
+            let entry = local.entry(sku).or_default();
+            entry.unknown += n.unknown;
+            entry.served += n.served;
         }
     }
 
-    /// Counts the `unknown` answers every second, for as long as the task runs.
-    pub fn keep_counting_unknown(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+    /// Counts the answers given without Redis every second, for as long as
+    /// the task runs.
+    pub fn keep_counting_local(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let seller = self.clone();
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
                 every.tick().await;
-                seller.count_unknown().await;
+                seller.flush_local().await;
             }
         })
+    }
+
+    /// Acts on what the listener hears: a reset drops the SKU's marks, a
+    /// lost subscription all of them (a reset may have gone unheard), and a
+    /// state read's call to count in is answered once counted.
+    pub fn listen_to_announcements(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let seller = self.clone();
+        let mut heard = self.wakeups.heard();
+        tokio::spawn(async move {
+            loop {
+                match heard.recv().await {
+                    Ok(Heard::Message { channel, message }) => match channel.as_str() {
+                        ledger::RESET_CHANNEL => match Sku::parse(&message) {
+                            Ok(sku) => seller.marks.reset(&sku),
+                            Err(_) => seller.marks.forget_all(),
+                        },
+                        FLUSH_CHANNEL => {
+                            seller.flush_local().await;
+                            if let Err(err) =
+                                seller.wakeups.publish(FLUSHED_CHANNEL, &message).await
+                            {
+                                tracing::debug!(%err, "could not say the answers are counted");
+                            }
+                        }
+                        _ => {}
+                    },
+                    Ok(Heard::Lost) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        seller.marks.forget_all()
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        })
+    }
+
+    /// Before a state is read: every instance counts the answers it gave
+    /// without Redis into the ledger, and this waits (a second at most)
+    /// until all that heard the call said so. This instance's own are
+    /// counted first, so that without a listener (an instance driven
+    /// in-process) they are counted all the same.
+    pub async fn flush_everywhere(&self) {
+        self.flush_local().await;
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let mut heard = self.wakeups.heard();
+        let Ok(listeners) = self.wakeups.publish(FLUSH_CHANNEL, &nonce).await else {
+            return;
+        };
+        let all_counted = async {
+            let mut acks = 0;
+            while acks < listeners {
+                match heard.recv().await {
+                    Ok(Heard::Message { channel, message })
+                        if channel == FLUSHED_CHANNEL && message == nonce =>
+                    {
+                        acks += 1
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    _ => {}
+                }
+            }
+        };
+        if tokio::time::timeout(FLUSH_WAIT, all_counted).await.is_err() {
+            tracing::warn!("not every instance counted its answers in within a second");
+        }
     }
 }

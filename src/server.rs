@@ -33,6 +33,8 @@ pub struct ServeConfig {
     pub redlock_nodes: Vec<String>,
     /// How long request ids are remembered for retries.
     pub request_ttl: std::time::Duration,
+    /// How long a sold-out mark lives (zero: no marks).
+    pub sold_out_mark_ttl: std::time::Duration,
 }
 
 /// A bound, not yet serving, instance.
@@ -56,7 +58,7 @@ impl Application {
             })?;
         crate::lock::RedlockNodes::open(&config.redlock_nodes)
             .with_context(|| format!("bad --redlock-nodes {:?}", config.redlock_nodes))?;
-        let wakeups = Wakeups::new();
+        let wakeups = Wakeups::new().also_hearing(crate::sale::CHANNELS);
         let listener_task = wakeups.listen(store.client().clone());
         let listener = TcpListener::bind(config.listen)
             .await
@@ -75,6 +77,7 @@ impl Application {
                 own_url: format!("http://{local}"),
                 redlock_nodes: config.redlock_nodes,
                 request_ttl: config.request_ttl,
+                sold_out_mark_ttl: config.sold_out_mark_ttl,
             },
             wakeups,
         );

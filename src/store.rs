@@ -29,7 +29,7 @@ pub struct Keys {
     pub stock: String,
     /// `ledger:{sku}`: hash of `initial`, `sold`, `duplicates`, `busy`, `lost_locks`.
     pub ledger: String,
-    /// `units:{sku}`: hash of unit number → times sold.
+    /// `units:{sku}`: bitfield of two bits per unit: times sold (saturating at 3).
     pub units: String,
     /// `served:{sku}`: hash of instance → requests answered.
     pub served: String,

@@ -51,6 +51,10 @@ pub struct DeductResponse {
     /// A sentence for people, with `unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// True when the instance answered "sold out" from its sold-out mark,
+    /// without asking Redis (see `sold_out_mark`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_mark: bool,
 }
 
 /// Every error answer: a stable machine-readable `error` code and a sentence

@@ -30,6 +30,8 @@ pub(super) async fn reset(
     let buckets = crate::knobs::parse_buckets(request.buckets)?;
     let keys = Keys::new(&sku);
     let mut conn = state.store().conn().await?;
+    // Answers given without Redis before the reset belong to the old books.
+    state.seller().flush_everywhere().await;
     ledger::reset_sku(&mut conn, &keys, stock, buckets, false).await?;
     tracing::info!(%sku, stock, buckets, "reset");
     Ok(Json(

@@ -91,6 +91,7 @@ fn sale_response(sale: Sale, instance: &str) -> Response {
         replayed: sale.replayed,
         request_id: sale.request_id,
         detail,
+        from_mark: sale.from_mark,
     };
     (status, Json(body)).into_response()
 }

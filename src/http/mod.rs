@@ -61,6 +61,8 @@ pub struct InstanceConfig {
     pub redlock_nodes: Vec<String>,
     /// How long request ids are remembered for retries.
     pub request_ttl: std::time::Duration,
+    /// How long a sold-out mark lives (zero: no marks).
+    pub sold_out_mark_ttl: std::time::Duration,
 }
 
 impl AppState {
@@ -81,7 +83,8 @@ impl AppState {
             wakeups,
             redlock,
         )
-        .with_request_ttl(config.request_ttl);
+        .with_request_ttl(config.request_ttl)
+        .with_mark_ttl(config.sold_out_mark_ttl);
         let admin = AdminToken::new(&config.admin_token);
         let dashboard = Dashboard::new(dashboard::Parts {
             store: store.clone(),
@@ -108,7 +111,8 @@ impl AppState {
     /// when the returned handles are aborted.
     pub fn start_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
         let mut tasks = self.0.dashboard.start_background();
-        tasks.push(self.0.seller.keep_counting_unknown());
+        tasks.push(self.0.seller.keep_counting_local());
+        tasks.push(self.0.seller.listen_to_announcements());
         tasks
     }
 

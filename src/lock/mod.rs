@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 pub use lease::LeaseLock;
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
-pub use wakeups::Wakeups;
+pub use wakeups::{Heard, Wakeups};
 pub use watchdog::{Tenure, Watchdog};
 
 use crate::store::StoreError;

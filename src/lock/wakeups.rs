@@ -10,6 +10,11 @@
 //! simply runs out and nobody publishes), so a waiter also re-checks after the
 //! holder's remaining TTL: pub/sub makes the hand-off fast, the TTL bound
 //! keeps it certain.
+//!
+//! The same connection carries the process's other announcements: channels
+//! named with [`Wakeups::also_hearing`] are passed on to whoever listens
+//! ([`Wakeups::heard`]), and [`Wakeups::publish`] sends on the server that
+//! connection subscribes on, so that its answer counts every listener.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -18,7 +23,7 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{Client, PushInfo, PushKind, Value};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, OnceCell, broadcast, watch};
 use tokio::time::Instant;
 
 use crate::store::{StoreError, manager_config};
@@ -37,6 +42,21 @@ pub struct Wakeups {
     by_lock: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
     /// Turns true once the listener's first subscription is in place.
     subscribed: watch::Sender<bool>,
+    /// Other channels the listener subscribes to, passed on as [`Heard`].
+    channels: Arc<Vec<String>>,
+    heard: broadcast::Sender<Heard>,
+    /// The listener's connection, once subscribed: [`Wakeups::publish`].
+    conn: Arc<OnceCell<ConnectionManager>>,
+}
+
+/// What the listener passes on besides lock releases.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Heard {
+    /// A message on one of the channels named with [`Wakeups::also_hearing`].
+    Message { channel: String, message: String },
+    /// The subscription dropped (or a listener fell behind): messages may
+    /// have been missed.
+    Lost,
 }
 
 impl Default for Wakeups {
@@ -44,6 +64,9 @@ impl Default for Wakeups {
         Self {
             by_lock: Arc::default(),
             subscribed: watch::Sender::new(false),
+            channels: Arc::default(),
+            heard: broadcast::Sender::new(1024),
+            conn: Arc::default(),
         }
     }
 }
@@ -51,6 +74,34 @@ impl Default for Wakeups {
 impl Wakeups {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same, also subscribing to `channels` (before it listens).
+    pub fn also_hearing(mut self, channels: &[&str]) -> Self {
+        self.channels = Arc::new(channels.iter().map(|c| (*c).to_owned()).collect());
+        self
+    }
+
+    /// Messages on the channels of [`Self::also_hearing`] from now on.
+    pub fn heard(&self) -> broadcast::Receiver<Heard> {
+        self.heard.subscribe()
+    }
+
+    /// Publishes `message` on `channel` over the listener's connection;
+    /// how many subscribers of that server received it (every process's
+    /// listener subscribes on the same server, a cluster's first node).
+    pub async fn publish(&self, channel: &str, message: &str) -> Result<i64, StoreError> {
+        let Some(conn) = self.conn.get() else {
+            return Err(StoreError(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "the listener is not subscribed yet",
+            ))));
+        };
+        Ok(redis::cmd("PUBLISH")
+            .arg(channel)
+            .arg(message)
+            .query_async(&mut conn.clone())
+            .await?)
     }
 
     /// Whether [`listen`](Self::listen) has subscribed: until then a
@@ -122,7 +173,19 @@ impl Wakeups {
                     self.released(&String::from_utf8_lossy(key));
                 }
             }
-            PushKind::Disconnection => self.wake_all(),
+            // data: [channel, message]
+            PushKind::Message => {
+                if let [Value::BulkString(channel), Value::BulkString(message)] = &push.data[..] {
+                    let _ = self.heard.send(Heard::Message {
+                        channel: String::from_utf8_lossy(channel).into_owned(),
+                        message: String::from_utf8_lossy(message).into_owned(),
+                    });
+                }
+            }
+            PushKind::Disconnection => {
+                self.wake_all();
+                let _ = self.heard.send(Heard::Lost);
+            }
             _ => {}
         }
     }
@@ -142,7 +205,7 @@ impl Wakeups {
                         Ok(())
                     })
                     .set_automatic_resubscription();
-                match subscribe(client.clone(), config).await {
+                match subscribe(client.clone(), config, &wakeups.channels).await {
                     Ok(conn) => break conn,
                     Err(err) => {
                         tracing::debug!(%err, "release listener not subscribed yet; retrying");
@@ -151,6 +214,7 @@ impl Wakeups {
                 }
             };
             tracing::debug!("release listener subscribed");
+            let _ = wakeups.conn.set(conn.clone());
             wakeups.subscribed.send_replace(true);
             let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
             loop {
@@ -164,9 +228,13 @@ impl Wakeups {
 async fn subscribe(
     client: Client,
     config: redis::aio::ConnectionManagerConfig,
+    channels: &[String],
 ) -> Result<ConnectionManager, StoreError> {
     let mut conn = ConnectionManager::new_with_config(client, config).await?;
     conn.psubscribe(format!("{PREFIX}*")).await?;
+    for channel in channels {
+        conn.subscribe(channel).await?;
+    }
     Ok(conn)
 }
 

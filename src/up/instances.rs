@@ -29,6 +29,7 @@ pub(super) struct Shared {
     pub(super) redis_cluster: Vec<String>,
     pub(super) redlock_nodes: Vec<String>,
     pub(super) request_ttl: Duration,
+    pub(super) sold_out_mark_ttl: Duration,
     pub(super) admin_token: String,
     pub(super) default_variant: Variant,
     pub(super) public_url: String,
@@ -67,6 +68,7 @@ impl Instances {
                 redis_cluster: shared.redis_cluster.clone(),
                 redlock_nodes: shared.redlock_nodes.clone(),
                 request_ttl: shared.request_ttl,
+                sold_out_mark_ttl: shared.sold_out_mark_ttl,
                 admin_token: shared.admin_token.clone(),
                 default_variant: shared.default_variant,
                 public_url: shared.public_url.clone(),
@@ -104,6 +106,7 @@ struct InstanceSpec {
     redis_cluster: Vec<String>,
     redlock_nodes: Vec<String>,
     request_ttl: Duration,
+    sold_out_mark_ttl: Duration,
     admin_token: String,
     default_variant: Variant,
     public_url: String,
@@ -137,6 +140,10 @@ impl InstanceSpec {
             command.arg(format!("--redlock-nodes={}", self.redlock_nodes.join(",")));
         }
         command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));
+        command.arg(format!(
+            "--sold-out-mark-ttl={}ms",
+            self.sold_out_mark_ttl.as_millis()
+        ));
         if self.chaos {
             command
                 .arg("--chaos")

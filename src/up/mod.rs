@@ -114,6 +114,10 @@ pub struct UpConfig {
     /// How long the instances remember a request_id's outcome for retries.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub request_ttl: Duration,
+    /// How long an instance's sold-out mark of a SKU lives (0: no marks);
+    /// see `stocklock serve --help`.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub sold_out_mark_ttl: Duration,
 }
 
 /// Masters of the cluster `up --cluster` starts.
@@ -146,6 +150,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             redis_cluster: stores.cluster_urls(),
             redlock_nodes: stores.redlock_urls(),
             request_ttl: config.request_ttl,
+            sold_out_mark_ttl: config.sold_out_mark_ttl,
             admin_token: admin_token.clone(),
             default_variant: config.default_variant,
             public_url: front.public_url.clone(),

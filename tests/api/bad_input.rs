@@ -94,6 +94,11 @@ async fn bad_input_is_a_4xx_json_error_and_changes_nothing() {
             "wait_ms",
         ),
         (
+            "/deductStock/lua?sku=s1&sold_out_mark=yes".into(),
+            400,
+            "sold_out_mark",
+        ),
+        (
             "/deductStock/lua?sku=s1&wrk_ms=5".into(),
             400,
             "unknown parameter",
@@ -239,7 +244,8 @@ mod properties {
             Just("work_ms"),
             Just("lease_ms"),
             Just("wait_ms"),
-            Just("request_id")
+            Just("request_id"),
+            Just("sold_out_mark")
         ]
     }
 

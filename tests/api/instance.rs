@@ -221,6 +221,7 @@ async fn redlock_without_nodes_is_a_clear_503() {
             chaos: Chaos::off(),
             redlock_nodes: Vec::new(),
             request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
+            sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
         },
     );
     instance.reset("r", 3, 0).await;

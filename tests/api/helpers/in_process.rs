@@ -31,6 +31,7 @@ impl InProcess {
                 chaos,
                 redlock_nodes: redlock_on(store),
                 request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
+                sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
             },
         )
     }
