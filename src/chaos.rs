@@ -21,6 +21,12 @@
 //! - `pause_redis` (`ms`) and `restart_redis`: the Redis that `up` owns
 //!   freezes (`DEBUG SLEEP`) or stops (`up` starts it again).
 //!
+//! What chaos mode costs a section when nothing is armed: the announcement
+//! that it entered its gap, sent together with its read (no round trip of
+//! its own). An arming is announced on [`ARMED_CHANNEL`] and the admin
+//! call returns once every instance has heard it; only then do sections
+//! look for armed faults, until a look finds none left.
+//!
 //! Chaos mode also lets an instance run with a skewed clock
 //! (`--clock-skew-ms`, or the `clock_skew` action sent to the instance
 //! itself; read by `setnx-expiry`) and records every critical section on
@@ -28,7 +34,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use redis::AsyncCommands;
@@ -43,6 +49,8 @@ const CRASH_AFTER_WRITE: &str = "{stocklock:chaos}:crash_after_write";
 const PAUSE_HOLDER: &str = "{stocklock:chaos}:pause_holder";
 /// Every armed fault's key, for clearing them all.
 pub const ARMED_KEYS: [&str; 3] = [CRASH_AFTER_ACQUIRE, CRASH_AFTER_WRITE, PAUSE_HOLDER];
+/// Where an arming is announced, so that instances look for armed faults.
+pub const ARMED_CHANNEL: &str = "stocklock:chaos:armed";
 /// How many sections the witness keeps per SKU.
 const WITNESS_KEEP: isize = 10_000;
 
@@ -90,6 +98,11 @@ pub struct Chaos {
     redis_control: bool,
     /// This program, to start the SIGCONT helper.
     binary: Option<PathBuf>,
+    /// Odd while faults may be armed: sections look for them. Every
+    /// arming heard makes it odd (+1 or +2); a look that found none makes
+    /// it even again, unless an arming came meanwhile. Starts odd (a fault
+    /// armed before this instance started).
+    armed: Arc<AtomicU64>,
 }
 
 impl Chaos {
@@ -104,6 +117,7 @@ impl Chaos {
             clock_skew_ms: Arc::new(AtomicI64::new(clock_skew_ms)),
             redis_control: false,
             binary: std::env::current_exe().ok(),
+            armed: Arc::new(AtomicU64::new(1)),
         }
     }
 
@@ -134,6 +148,31 @@ impl Chaos {
         }
     }
 
+    /// An arming was announced ([`ARMED_CHANNEL`]), or announcements may
+    /// have been missed: sections look for armed faults again.
+    pub fn heard_armed(&self) {
+        let _ = self
+            .armed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(if n % 2 == 1 { n + 2 } else { n + 1 })
+            });
+    }
+
+    /// Whether sections must look for armed faults; the value to hand to
+    /// [`Self::found_none`].
+    fn may_be_armed(&self) -> Option<u64> {
+        let n = self.armed.load(Ordering::Acquire);
+        (self.enabled && n % 2 == 1).then_some(n)
+    }
+
+    /// A look begun at `seen` found nothing armed: stop looking, unless an
+    /// arming was heard since.
+    fn found_none(&self, seen: u64) {
+        let _ = self
+            .armed
+            .compare_exchange(seen, seen + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+
     /// Runs this instance's clock `ms` ahead from now on (chaos mode).
     pub fn set_clock_skew(&self, ms: i64) {
         self.clock_skew_ms.store(ms, Ordering::Relaxed);
@@ -149,41 +188,61 @@ impl Chaos {
     /// crash in the gap instead ([`Chaos::in_the_gap`]), holding the lock
     /// with nothing written.
     pub async fn crash_if_armed_after_acquire(&self, conn: &mut Conn) -> Result<(), StoreError> {
-        if !self.enabled {
+        let Some(seen) = self.may_be_armed() else {
             return Ok(());
-        }
-        let armed: Option<String> = conn.get_del(CRASH_AFTER_ACQUIRE).await?;
+        };
+        let (armed, others): (Option<String>, i64) = redis::pipe()
+            .get_del(CRASH_AFTER_ACQUIRE)
+            .exists(&ARMED_KEYS[1..])
+            .query_async(conn)
+            .await?;
         if armed.is_some() {
             crash("between SETNX and EXPIRE, as armed");
+        }
+        if others == 0 {
+            self.found_none(seen);
         }
         Ok(())
     }
 
-    /// Called (chaos mode) when a section has read the stock: announces it
-    /// (the event the lab waits for before it strikes, so that its faults
-    /// land inside the gap), crashes if a crash after acquire is armed, and
-    /// takes the faults armed for this section. One round trip.
-    pub async fn in_the_gap(&self, conn: &mut Conn, keys: &Keys) -> Result<Faults, StoreError> {
-        if !self.enabled {
-            return Ok(Faults::default());
+    /// Announces that a section has read the stock (chaos mode): the event
+    /// the lab waits for before it strikes, so that its faults land inside
+    /// the gap. Awaited together with the read, polled after it: the read
+    /// is sent first on the same connection, so Redis runs it first (on a
+    /// cluster the two may go to different nodes: the announcement may
+    /// then come a moment before the read, with the lock already held).
+    pub async fn announce_entry(&self, mut conn: Conn, keys: &Keys) -> Result<(), StoreError> {
+        if self.enabled {
+            let _: i64 = conn.publish(section_channel(keys), "entered").await?;
         }
-        // Commands sent together, not one pipeline: on a cluster they go to
-        // different nodes.
-        let (mut a, mut b, mut c) = (conn.clone(), conn.clone(), conn.clone());
-        let channel = section_channel(keys);
-        let (published, pause, crash_now, crash_later) = tokio::join!(
-            a.publish::<_, _, i64>(&channel, "entered"),
-            b.get_del::<_, Option<u64>>(PAUSE_HOLDER),
-            c.get_del::<_, Option<String>>(CRASH_AFTER_ACQUIRE),
-            conn.get_del::<_, Option<String>>(CRASH_AFTER_WRITE),
-        );
-        published?;
-        if crash_now?.is_some() {
+        Ok(())
+    }
+
+    /// Called (chaos mode) when a section has read the stock and found
+    /// some: crashes if a crash after acquire is armed, and takes the
+    /// faults armed for this section. One round trip while an arming was
+    /// heard of, none otherwise.
+    pub async fn in_the_gap(&self, conn: &mut Conn) -> Result<Faults, StoreError> {
+        let Some(seen) = self.may_be_armed() else {
+            return Ok(Faults::default());
+        };
+        // One pipeline: the keys share a hash tag (one slot on a cluster).
+        let (pause, crash_now, crash_later): (Option<u64>, Option<String>, Option<String>) =
+            redis::pipe()
+                .get_del(PAUSE_HOLDER)
+                .get_del(CRASH_AFTER_ACQUIRE)
+                .get_del(CRASH_AFTER_WRITE)
+                .query_async(conn)
+                .await?;
+        if crash_now.is_some() {
             crash("holding the lock, before the write, as armed");
         }
+        if pause.is_none() && crash_later.is_none() {
+            self.found_none(seen);
+        }
         Ok(Faults {
-            pause: pause?.map(Duration::from_millis),
-            crash_after_write: crash_later?.is_some(),
+            pause: pause.map(Duration::from_millis),
+            crash_after_write: crash_later.is_some(),
         })
     }
 
@@ -226,14 +285,19 @@ pub fn section_channel(keys: &Keys) -> String {
 
 /// Arms the next lock acquisition to crash right after it (`setnx`: before EXPIRE).
 pub async fn arm_crash_after_acquire(conn: &mut Conn) -> Result<(), StoreError> {
-    let _: () = conn.set(CRASH_AFTER_ACQUIRE, 1).await?;
+    arm(conn, CRASH_AFTER_ACQUIRE, 1).await
+}
+
+/// Sets an armed fault's key and announces it ([`ARMED_CHANNEL`]).
+async fn arm(conn: &mut Conn, key: &str, value: u64) -> Result<(), StoreError> {
+    let _: () = conn.set(key, value).await?;
+    let _: i64 = conn.publish(ARMED_CHANNEL, key).await?;
     Ok(())
 }
 
 /// Arms the next section that writes to crash right after its write.
 pub async fn arm_crash_after_write(conn: &mut Conn) -> Result<(), StoreError> {
-    let _: () = conn.set(CRASH_AFTER_WRITE, 1).await?;
-    Ok(())
+    arm(conn, CRASH_AFTER_WRITE, 1).await
 }
 
 /// Clears every armed fault (one that was armed and never triggered).
@@ -250,8 +314,7 @@ pub fn crash(when: &str) -> ! {
 
 /// Arms the next critical section to freeze its process for `ms`.
 pub async fn arm_pause_holder(conn: &mut Conn, ms: u64) -> Result<(), StoreError> {
-    let _: () = conn.set(PAUSE_HOLDER, ms).await?;
-    Ok(())
+    arm(conn, PAUSE_HOLDER, ms).await
 }
 
 /// Deletes a SKU's lock key, whoever holds it (`lock_vanishes`: the

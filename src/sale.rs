@@ -59,6 +59,8 @@ pub struct Seller {
     /// that no request for it leaves anything behind. Bounded: forgotten all
     /// at once when full.
     stocked: Mutex<HashSet<Sku>>,
+    /// The keys of the SKUs sold lately ([`KEYS_REMEMBERED`] at most).
+    keys: Mutex<HashMap<Sku, Arc<Keys>>>,
 }
 
 /// Answers an instance gave without writing them to Redis.
@@ -75,10 +77,19 @@ pub const FLUSH_CHANNEL: &str = "stocklock:flush";
 pub const FLUSHED_CHANNEL: &str = "stocklock:flushed";
 
 /// The channels an instance's listener hears besides lock releases.
-pub const CHANNELS: &[&str] = &[ledger::RESET_CHANNEL, FLUSH_CHANNEL, FLUSHED_CHANNEL];
+pub const CHANNELS: &[&str] = &[
+    ledger::RESET_CHANNEL,
+    FLUSH_CHANNEL,
+    FLUSHED_CHANNEL,
+    crate::chaos::ARMED_CHANNEL,
+];
 
 /// How long a state read waits for the instances to count their answers in.
 const FLUSH_WAIT: Duration = Duration::from_secs(1);
+
+/// How many SKUs' keys an instance keeps made (about 400 bytes each): the
+/// hot ones of a flash sale are few.
+const KEYS_REMEMBERED: usize = 1024;
 
 /// How many stocked SKUs an instance remembers before it starts over.
 const STOCKED_REMEMBERED: usize = 10_000;
@@ -129,6 +140,7 @@ impl Seller {
             local: Mutex::default(),
             marks: SoldOutMarks::new(crate::marks::DEFAULT_MARK_TTL),
             stocked: Mutex::default(),
+            keys: Mutex::default(),
             request_ttl: ledger::DEFAULT_REQUEST_TTL,
         }
     }
@@ -196,14 +208,20 @@ impl Seller {
             });
         }
         let generation = self.marks.generation();
-        let seller = self.clone();
-        let span =
-            tracing::info_span!("deduct", instance = %self.instance, variant = variant.name());
-        // Its own task: a client that hangs up must not cancel the section
-        // between its write and its answer, or while it holds a lock.
-        let sale = tokio::spawn(async move { seller.run(variant, request).await }.instrument(span))
-            .await
-            .map_err(|err| SaleError::Panicked(err.to_string()))?;
+        let span = tracing::debug_span!("deduct", variant = variant.name());
+        let sale = if variant.scripted() {
+            // One script, sent or not: a client that hangs up meanwhile
+            // leaves nothing half done (the script records itself).
+            self.run(variant, request).instrument(span).await
+        } else {
+            // Its own task: a client that hangs up must not cancel the
+            // section between its write and its answer, or while it holds
+            // a lock.
+            let seller = self.clone();
+            tokio::spawn(async move { seller.run(variant, request).await }.instrument(span))
+                .await
+                .map_err(|err| SaleError::Panicked(err.to_string()))?
+        };
         if mark
             && let Ok(Sale {
                 outcome: Outcome::SoldOut { remaining },
@@ -230,7 +248,8 @@ impl Seller {
     }
 
     async fn run(&self, variant: Variant, request: DeductRequest) -> Result<Sale, SaleError> {
-        let keys = Keys::new(&request.sku);
+        let keys = self.keys_of(&request.sku);
+        let keys = &*keys;
         let mut conn = self.store.conn().await?;
         let sale = |answer: Answer| Sale {
             variant,
@@ -242,7 +261,7 @@ impl Seller {
         };
         // The scripted variants check the SKU and the request id inside their
         // one script, writing nothing for a SKU never stocked.
-        if !variant.scripted() && !self.stocked(&mut conn, &keys, &request.sku).await? {
+        if !variant.scripted() && !self.stocked(&mut conn, keys, &request.sku).await? {
             return Ok(sale(Answer::recorded(Outcome::NotStocked, false)));
         }
         let claim = match request.request_id.as_deref() {
@@ -251,7 +270,7 @@ impl Seller {
                 // for the lock, its work, and the grace.
                 let hold = variant.wait(&request.knobs) + request.knobs.work + CLAIM_GRACE;
                 let ttl = self.request_ttl;
-                match ledger::claim(&mut conn, &keys, &self.instance, id, hold, ttl).await? {
+                match ledger::claim(&mut conn, keys, &self.instance, id, hold, ttl).await? {
                     Claimed::Yes(claim) => Some(claim),
                     Claimed::Decided(answer) => return Ok(sale(answer)),
                 }
@@ -260,7 +279,7 @@ impl Seller {
         };
         let mut ctx = Ctx {
             conn,
-            keys: &keys,
+            keys,
             knobs: &request.knobs,
             instance: &self.instance,
             wakeups: &self.wakeups,
@@ -276,7 +295,7 @@ impl Seller {
                 // Nothing was written: free the id for a retry at once
                 // rather than at its deadline (if Redis lets us).
                 if let Some(claim) = &ctx.claim {
-                    let _ = ledger::free_claim(&mut ctx.conn, &keys, claim).await;
+                    let _ = ledger::free_claim(&mut ctx.conn, keys, claim).await;
                 }
                 return Err(err.into());
             }
@@ -291,7 +310,7 @@ impl Seller {
             };
             if let Err(err) = ledger::record_answer(
                 &mut ctx.conn,
-                &keys,
+                keys,
                 &self.instance,
                 kind,
                 ctx.claim.as_ref(),
@@ -306,11 +325,25 @@ impl Seller {
             self.count_local(&request.sku, |local| local.unknown += 1);
         }
         if let Some(section) = &answer.witnessed
-            && let Err(err) = self.chaos.witness(&mut ctx.conn, &keys, section).await
+            && let Err(err) = self.chaos.witness(&mut ctx.conn, keys, section).await
         {
             tracing::warn!(%err, "the witness could not record a section");
         }
         Ok(sale(answer))
+    }
+
+    /// The keys of `sku`, made once per SKU (a dozen small strings each).
+    fn keys_of(&self, sku: &Sku) -> Arc<Keys> {
+        let mut known = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(keys) = known.get(sku) {
+            return keys.clone();
+        }
+        if known.len() >= KEYS_REMEMBERED {
+            known.clear();
+        }
+        let keys = Arc::new(Keys::new(sku));
+        known.insert(sku.clone(), keys.clone());
+        keys
     }
 
     /// Whether `sku` was ever stocked: remembered once seen (a SKU stays
@@ -395,8 +428,10 @@ impl Seller {
     }
 
     /// Acts on what the listener hears: a reset drops the SKU's marks, a
-    /// lost subscription all of them (a reset may have gone unheard), and a
-    /// state read's call to count in is answered once counted.
+    /// lost subscription all of them (a reset may have gone unheard), an
+    /// arming of chaos faults makes sections look for them, and a state
+    /// read's call to count in is answered once counted (after every
+    /// message heard before it: one subscription delivers in order).
     pub fn listen_to_announcements(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let seller = self.clone();
         let mut heard = self.wakeups.heard();
@@ -408,6 +443,7 @@ impl Seller {
                             Ok(sku) => seller.marks.reset(&sku),
                             Err(_) => seller.marks.forget_all(),
                         },
+                        crate::chaos::ARMED_CHANNEL => seller.chaos.heard_armed(),
                         FLUSH_CHANNEL => {
                             seller.flush_local().await;
                             if let Err(err) =
@@ -419,7 +455,8 @@ impl Seller {
                         _ => {}
                     },
                     Ok(Heard::Lost) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        seller.marks.forget_all()
+                        seller.marks.forget_all();
+                        seller.chaos.heard_armed();
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }

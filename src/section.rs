@@ -161,6 +161,13 @@ struct Read {
 }
 
 async fn read(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, StoreError> {
+    let announce = ctx.chaos.announce_entry(ctx.conn.clone(), ctx.keys);
+    let (read, announced) = tokio::join!(read_stock(ctx, fence), announce);
+    announced?;
+    read
+}
+
+async fn read_stock(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, StoreError> {
     let keys = ctx.keys;
     let (stock, epoch): (Option<i64>, Option<String>) = match fence {
         None => {
@@ -204,7 +211,7 @@ async fn section<F: Fn() -> bool>(
     if current <= 0 {
         return unrecorded(Outcome::SoldOut { remaining: current });
     }
-    let faults = ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
+    let faults = ctx.chaos.in_the_gap(&mut ctx.conn).await?;
     if !ctx.knobs.work.is_zero() {
         tokio::time::sleep(ctx.knobs.work).await;
     }

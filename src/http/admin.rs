@@ -98,6 +98,17 @@ pub(super) async fn chaos_action(
             serde_json::json!({"crashing": state.instance()})
         }
     };
+    if matches!(
+        action,
+        ChaosAction::CrashAfterAcquire
+            | ChaosAction::CrashAfterWrite
+            | ChaosAction::PauseHolder { .. }
+    ) {
+        // Returns once every instance has heard of the arming (its
+        // listener hears the arming before this call to count in), so the
+        // next section anywhere looks for the fault.
+        state.seller().flush_everywhere().await;
+    }
     tracing::warn!(?action, "chaos");
     Ok(Json(done))
 }

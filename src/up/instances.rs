@@ -60,6 +60,8 @@ impl Instances {
         let (stop, stopped) = watch::channel(false);
         let mut supervisors = JoinSet::new();
         let mut addrs = Vec::new();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let worker_threads = (cores / usize::from(count.max(1))).max(1);
         for index in 0..count {
             let spec = InstanceSpec {
                 name: instance_name(index),
@@ -76,6 +78,7 @@ impl Instances {
                 owns_redis: shared.owns_redis,
                 clock_skew_ms: clock_skew_ms.get(usize::from(index)).copied().unwrap_or(0),
                 binary: binary.clone(),
+                worker_threads,
             };
             addrs.push(spec.addr);
             let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
@@ -115,6 +118,8 @@ struct InstanceSpec {
     owns_redis: bool,
     clock_skew_ms: i64,
     binary: PathBuf,
+    /// The machine's cores shared out among the instances (one at least).
+    worker_threads: usize,
 }
 
 impl InstanceSpec {
@@ -131,6 +136,7 @@ impl InstanceSpec {
             .arg("--default-variant")
             .arg(self.default_variant.name())
             .arg("--exit-with-stdin")
+            .arg(format!("--worker-threads={}", self.worker_threads))
             .arg("--public-url")
             .arg(&self.public_url);
         if !self.redis_cluster.is_empty() {
