@@ -540,6 +540,30 @@ fn selected_metrics(expr: &str) -> Vec<String> {
     names
 }
 
+/// Every query of the shipped Grafana dashboard, as written there (with
+/// Grafana's variables).
+pub(crate) fn dashboard_queries() -> Vec<String> {
+    let text = read(&project_file("grafana/dashboards/stocklock.json"));
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let mut queries = Vec::new();
+    panel_queries(
+        dashboard["panels"].as_array().expect("panels"),
+        &mut queries,
+    );
+    queries
+}
+
+/// A dashboard query as Prometheus receives it: Grafana's variables
+/// replaced by what they stand for with every option selected.
+pub(crate) fn concrete_query(query: &str) -> String {
+    let concrete = query
+        .replace("$__rate_interval", "1m")
+        .replace("$variant", ".*")
+        .replace("$instance", ".*");
+    assert!(!concrete.contains('$'), "{query}: an unknown variable");
+    concrete
+}
+
 /// Every `expr` of a Grafana dashboard's panels (rows' panels included).
 fn panel_queries(panels: &[serde_json::Value], out: &mut Vec<String>) {
     for panel in panels {
@@ -621,11 +645,7 @@ fn grafana_is_provisioned_with_a_dashboard_of_exported_metrics() {
         uids.iter().all(|u| *u == uid),
         "the dashboard names datasources {uids:?}; provisioned is {uid:?}"
     );
-    let mut queries = Vec::new();
-    panel_queries(
-        dashboard["panels"].as_array().expect("panels"),
-        &mut queries,
-    );
+    let queries = dashboard_queries();
     assert!(queries.len() >= 10, "{queries:?}");
     let exported = stocklock::metrics::series_names();
     let mut used = std::collections::BTreeSet::new();
@@ -660,11 +680,7 @@ fn grafana_is_provisioned_with_a_dashboard_of_exported_metrics() {
     // Grafana's variables replaced by what they stand for.
     let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
     for (i, query) in queries.iter().enumerate() {
-        let concrete = query
-            .replace("$__rate_interval", "1m")
-            .replace("$variant", ".*")
-            .replace("$instance", ".*");
-        assert!(!concrete.contains('$'), "{query}: an unknown variable");
+        let concrete = concrete_query(query);
         rules.push_str(&format!(
             "      - record: dashboard_query_{i}\n        expr: '{}'\n",
             concrete.replace('\'', "''")

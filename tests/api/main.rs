@@ -14,5 +14,6 @@ mod ledger;
 mod load;
 mod lock;
 mod lock_safety;
+mod prometheus;
 mod redlock;
 mod stack;
