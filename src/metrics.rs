@@ -12,9 +12,16 @@
 //!
 //! Every series carries the instance's name as the `instance` label, so a
 //! Prometheus scraping each instance keeps it with `honor_labels: true`
-//! (otherwise it becomes `exported_instance`). A series appears once
-//! something has happened to it: an instance that has served nothing has
-//! an empty page.
+//! (otherwise it becomes `exported_instance`).
+//!
+//! A series that first appears with a value loses that value to `rate()`
+//! and `increase()` (there is no earlier sample to count from), and a
+//! burst shorter than a scrape interval would then never show. So an
+//! instance starts ([`start_at_zero`]) with every `stocklock_requests_total`
+//! series at 0, and, for each lock variant, the lock waits (`acquired`,
+//! `gave_up`), holds and contention's busy reasons (`lock_held`,
+//! `wait_timed_out`). The rest (rarer busy reasons, renewals, lost leases,
+//! waiters per SKU, waits that failed) appear with their first event.
 //!
 //! SKUs are user input, so `stocklock_lock_waiters` gives its own series
 //! only to the first [`WAITER_SKUS`] SKUs each instance sees waiting for a
@@ -111,6 +118,43 @@ fn describe() {
     );
     describe_counter!(RENEWALS, "leases the watchdog renewed");
     describe_counter!(LOST, "leases the watchdog could not keep");
+}
+
+/// Every `outcome` of `stocklock_requests_total`: [`crate::outcome::Outcome`]'s
+/// kinds, and `unavailable` (the store failed before anything was sent).
+pub const ANSWER_OUTCOMES: [&str; 6] = [
+    "sold",
+    "sold_out",
+    "busy",
+    "unknown",
+    "not_stocked",
+    "unavailable",
+];
+
+/// The busy reasons every lock variant answers under contention: the lock
+/// was held and the request may not wait, or waited `wait_ms` in vain.
+pub const CONTENTION_REASONS: [&str; 2] = ["lock_held", "wait_timed_out"];
+
+/// Registers, at 0, the series listed in the module's doc, for `variants`
+/// (all of them) and `lock_variants` (those that take a lock). Repeating it
+/// changes nothing.
+pub fn start_at_zero(variants: &[&'static str], lock_variants: &[&'static str]) {
+    for &variant in variants {
+        for outcome in ANSWER_OUTCOMES {
+            metrics::counter!(REQUESTS, "variant" => variant, "outcome" => outcome).increment(0);
+        }
+    }
+    for &variant in lock_variants {
+        for reason in CONTENTION_REASONS {
+            metrics::counter!(BUSY, "variant" => variant, "reason" => reason).increment(0);
+        }
+        for outcome in [WaitOutcome::Acquired, WaitOutcome::GaveUp] {
+            // Registered, nothing recorded: a histogram of zero counts.
+            let _ =
+                metrics::histogram!(LOCK_WAIT, "variant" => variant, "outcome" => outcome.as_str());
+        }
+        let _ = metrics::histogram!(LOCK_HOLD, "variant" => variant);
+    }
 }
 
 /// Counts one `/deductStock` answer.
@@ -266,6 +310,71 @@ mod tests {
             )
         );
         assert!(page.contains("# HELP stocklock_lock_waiters"), "{page}");
+    }
+
+    #[test]
+    fn an_instance_starts_with_its_rates_at_zero() {
+        let recorder = recorder("t");
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            start_at_zero(&["lua", "token"], &["token"]);
+            start_at_zero(&["lua", "token"], &["token"]);
+            answered("lua", "sold");
+        });
+        let page = handle.render();
+        let samples: Vec<(&str, &str)> = page
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .filter_map(|line| line.rsplit_once(' '))
+            .collect();
+        let value = |series: &str| {
+            samples
+                .iter()
+                .find(|(s, _)| *s == series)
+                .map(|(_, v)| *v)
+                .unwrap_or_else(|| panic!("no {series} in\n{page}"))
+        };
+        // Repeating it reset nothing.
+        assert_eq!(
+            value(r#"stocklock_requests_total{instance="t",variant="lua",outcome="sold"}"#),
+            "1"
+        );
+        for variant in ["lua", "token"] {
+            for outcome in ANSWER_OUTCOMES
+                .iter()
+                .filter(|o| **o != "sold" || variant != "lua")
+            {
+                assert_eq!(
+                    value(&format!(
+                        r#"stocklock_requests_total{{instance="t",variant="{variant}",outcome="{outcome}"}}"#
+                    )),
+                    "0"
+                );
+            }
+        }
+        for reason in CONTENTION_REASONS {
+            assert_eq!(
+                value(&format!(
+                    r#"stocklock_busy_total{{instance="t",variant="token",reason="{reason}"}}"#
+                )),
+                "0"
+            );
+        }
+        for outcome in ["acquired", "gave_up"] {
+            assert_eq!(
+                value(&format!(
+                    r#"stocklock_lock_wait_seconds_count{{instance="t",variant="token",outcome="{outcome}"}}"#
+                )),
+                "0"
+            );
+        }
+        assert_eq!(
+            value(r#"stocklock_lock_hold_seconds_count{instance="t",variant="token"}"#),
+            "0"
+        );
+        // Only the lock variants have lock series.
+        assert!(!page.contains(r#"stocklock_lock_wait_seconds_count{instance="t",variant="lua""#));
+        assert!(!page.contains(r#"stocklock_busy_total{instance="t",variant="lua""#));
     }
 
     #[test]

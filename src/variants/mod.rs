@@ -127,6 +127,21 @@ impl Variant {
         matches!(self, Variant::Lua | Variant::LuaSharded)
     }
 
+    /// Whether it takes a lock (so its requests wait for one, hold it, and
+    /// show in the lock metrics).
+    pub fn takes_lock(self) -> bool {
+        match self {
+            Variant::LocalMutex
+            | Variant::Setnx
+            | Variant::SetnxExpiry
+            | Variant::Token
+            | Variant::Watchdog
+            | Variant::Fenced
+            | Variant::Redlock => true,
+            Variant::None | Variant::Lua | Variant::LuaSharded => false,
+        }
+    }
+
     /// How long a request waits for the lock: its `wait_ms`, or the
     /// variant's default (none: fail fast).
     pub fn wait(self, knobs: &Knobs) -> Duration {

@@ -245,7 +245,15 @@ async fn prometheus_scrapes_each_instance_and_counts_every_answer_once() {
     }
 
     let per_instance = "sum by (instance) (stocklock_requests_total)";
+    // Before any sale every instance's answers are there, at zero: a
+    // series that first appeared with its value would lose it to rate().
     let before = prometheus.by("instance", per_instance).await;
+    let names: Vec<&str> = stack.instances.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(
+        before,
+        names.iter().map(|n| (n.to_string(), 0.0)).collect(),
+        "the answers per instance before any sale"
+    );
 
     // Sales through nginx, and lock waits on the watchdog's SKU.
     stack.reset("lua", 1000).await;
@@ -315,7 +323,10 @@ async fn prometheus_scrapes_each_instance_and_counts_every_answer_once() {
             r#"sum by (outcome) (stocklock_lock_wait_seconds_count{variant="watchdog"})"#,
         )
         .await;
-    assert_eq!(waits, BTreeMap::from([("acquired".to_owned(), 20.0)]));
+    assert_eq!(
+        waits,
+        BTreeMap::from([("acquired".to_owned(), 20.0), ("gave_up".to_owned(), 0.0)])
+    );
     let waiting = prometheus
         .by(
             "sku",
