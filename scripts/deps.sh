@@ -18,6 +18,7 @@ for package in "$@"; do
     docker-compose) has docker-compose || extra+=(docker-compose) ;;
     chromium) has chromium || extra+=(chromium) ;;
     chromium-driver) has chromedriver || extra+=(chromium-driver) ;;
+    prometheus) has prometheus && has promtool || extra+=(prometheus) ;;
     *) dpkg -s "$package" >/dev/null 2>&1 || extra+=("$package") ;;
   esac
 done
@@ -39,8 +40,9 @@ if [ ${#extra[@]} -gt 0 ]; then
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${extra[@]}" >/dev/null ||
     echo "warning: could not install ${extra[*]}; the tests that need them will say SKIPPED (and fail under CI=true)" >&2
 fi
-# Debian starts the packaged services; the lab runs its own on other ports.
-for service in nginx redis-server; do
+# Debian starts the packaged services; the lab and the tests run their own
+# on other ports.
+for service in nginx redis-server prometheus; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     "${sudo[@]}" systemctl disable --now "$service" >/dev/null 2>&1 || true
   fi

@@ -17,7 +17,7 @@
 //! - [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
 //! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes).
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
-//! - [`metrics`]: Prometheus metrics of an instance.
+//! - [`metrics`]: Prometheus metrics of an instance (each instance is its own scrape target), and the names a dashboard may query.
 //! - [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
 //! - [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
 //! - [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.

@@ -1,68 +1,393 @@
 //! Prometheus metrics of one instance (`GET /metrics`).
 //!
-//! | metric | labels | what |
-//! |---|---|---|
-//! | `stocklock_requests_total` | variant, outcome | `/deductStock` answers (sold, sold_out, busy, unknown, not_stocked, unavailable) |
-//! | `stocklock_busy_total` | variant, reason | busy answers, by why |
-//! | `stocklock_lock_wait_seconds` | variant | time to acquire a lock (or give up) |
-//! | `stocklock_lock_hold_seconds` | variant | time from acquire to release |
-//! | `stocklock_lock_renewals_total` | variant | leases the watchdog renewed |
-//! | `stocklock_lock_lost_total` | variant | leases the watchdog could not keep |
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | `stocklock_requests_total` | counter | variant, outcome | `/deductStock` answers (sold, sold_out, busy, unknown, not_stocked, unavailable) |
+//! | `stocklock_busy_total` | counter | variant, reason | busy answers, by why |
+//! | `stocklock_lock_wait_seconds` | histogram | variant, outcome | time spent waiting for a lock, by how the wait ended: `acquired`, `gave_up` (wait over, or Redlock's no quorum), `error` (the store failed mid-wait) |
+//! | `stocklock_lock_waiters` | gauge | variant, sku | requests waiting for a lock right now |
+//! | `stocklock_lock_hold_seconds` | histogram | variant | time from acquire to release |
+//! | `stocklock_lock_renewals_total` | counter | variant | leases the watchdog renewed |
+//! | `stocklock_lock_lost_total` | counter | variant | leases the watchdog could not keep |
 //!
-//! Every series carries the instance's name as the `instance` label.
+//! Every series carries the instance's name as the `instance` label, so a
+//! Prometheus scraping each instance keeps it with `honor_labels: true`
+//! (otherwise it becomes `exported_instance`).
+//!
+//! A series that first appears with a value loses that value to `rate()`
+//! and `increase()` (there is no earlier sample to count from), and a
+//! burst shorter than a scrape interval would then never show. So an
+//! instance starts ([`start_at_zero`]) with every `stocklock_requests_total`
+//! series at 0, and, for each lock variant, the lock waits (`acquired`,
+//! `gave_up`), holds and contention's busy reasons (`lock_held`,
+//! `wait_timed_out`). The rest (rarer busy reasons, renewals, lost leases,
+//! waiters per SKU, waits that failed) appear with their first event.
+//!
+//! SKUs are user input, so `stocklock_lock_waiters` gives its own series
+//! only to the first [`WAITER_SKUS`] SKUs each instance sees waiting for a
+//! lock; the waiters for any later SKU are counted together under
+//! `sku="~other"` (`~` is outside the SKU alphabet, so it never names a
+//! real SKU). That bounds the gauge at [`WAITER_SKUS`] + 1 series per lock
+//! variant and instance, at the price of lumping together the SKUs that came
+//! late (after a restart the instance starts counting again).
 
-use std::sync::OnceLock;
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+const REQUESTS: &str = "stocklock_requests_total";
+const BUSY: &str = "stocklock_busy_total";
+const LOCK_WAIT: &str = "stocklock_lock_wait_seconds";
+const LOCK_WAITERS: &str = "stocklock_lock_waiters";
+const LOCK_HOLD: &str = "stocklock_lock_hold_seconds";
+const RENEWALS: &str = "stocklock_lock_renewals_total";
+const LOST: &str = "stocklock_lock_lost_total";
+
+/// Every counter and gauge an instance exports, by name.
+pub const COUNTERS_AND_GAUGES: [&str; 5] = [REQUESTS, BUSY, LOCK_WAITERS, RENEWALS, LOST];
+/// Every histogram an instance exports; each is the series
+/// `NAME_bucket`, `NAME_sum` and `NAME_count` on the page.
+pub const HISTOGRAMS: [&str; 2] = [LOCK_WAIT, LOCK_HOLD];
+
+/// How many SKUs get series of their own in `stocklock_lock_waiters`, per
+/// instance; the rest share [`OTHER_SKUS`].
+pub const WAITER_SKUS: usize = 64;
+/// The `sku` label of the waiters for every SKU past the first [`WAITER_SKUS`].
+pub const OTHER_SKUS: &str = "~other";
+
+/// Every series name the page can hold (the names above, and each
+/// histogram's `_bucket`, `_sum`, `_count`): what a dashboard may query.
+pub fn series_names() -> Vec<String> {
+    let mut names: Vec<String> = COUNTERS_AND_GAUGES.iter().map(|n| n.to_string()).collect();
+    for histogram in HISTOGRAMS {
+        for suffix in ["bucket", "sum", "count"] {
+            names.push(format!("{histogram}_{suffix}"));
+        }
+    }
+    names
+}
 
 /// Installs the recorder (once per process; later calls keep the first
 /// instance label) and returns the handle that renders the text format.
 pub fn install(instance: &str) -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
-        let recorder = PrometheusBuilder::new()
-            .add_global_label("instance", instance)
-            .set_buckets(&[
-                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-            ])
-            .expect("static buckets are valid")
-            .build_recorder();
+        let recorder = recorder(instance);
         let handle = recorder.handle();
         // Fails only if another recorder is installed; this handle then
         // renders an empty page rather than taking the process down.
-        let _ = metrics::set_global_recorder(recorder);
+        if metrics::set_global_recorder(recorder).is_ok() {
+            describe();
+        }
         handle
     })
 }
 
+fn recorder(instance: &str) -> PrometheusRecorder {
+    PrometheusBuilder::new()
+        .add_global_label("instance", instance)
+        .set_buckets(&[
+            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+            2.5, 5.0, 10.0, 30.0, 60.0,
+        ])
+        .expect("static buckets are valid")
+        .build_recorder()
+}
+
+/// The `# HELP` lines (shown once a metric has a series).
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(REQUESTS, "/deductStock answers, by variant and outcome");
+    describe_counter!(BUSY, "busy (429) answers, by variant and reason");
+    describe_histogram!(
+        LOCK_WAIT,
+        Unit::Seconds,
+        "time spent waiting for a lock, by variant and how the wait ended (acquired, gave_up, error)"
+    );
+    describe_gauge!(
+        LOCK_WAITERS,
+        "requests waiting for a lock right now, by variant and SKU (SKUs past the first 64 seen: sku=\"~other\")"
+    );
+    describe_histogram!(
+        LOCK_HOLD,
+        Unit::Seconds,
+        "time from a lock's acquire to its release"
+    );
+    describe_counter!(RENEWALS, "leases the watchdog renewed");
+    describe_counter!(LOST, "leases the watchdog could not keep");
+}
+
+/// Every `outcome` of `stocklock_requests_total`: [`crate::outcome::Outcome`]'s
+/// kinds, and `unavailable` (the store failed before anything was sent).
+pub const ANSWER_OUTCOMES: [&str; 6] = [
+    "sold",
+    "sold_out",
+    "busy",
+    "unknown",
+    "not_stocked",
+    "unavailable",
+];
+
+/// The busy reasons every lock variant answers under contention: the lock
+/// was held and the request may not wait, or waited `wait_ms` in vain.
+pub const CONTENTION_REASONS: [&str; 2] = ["lock_held", "wait_timed_out"];
+
+/// Registers, at 0, the series listed in the module's doc, for `variants`
+/// (all of them) and `lock_variants` (those that take a lock). Repeating it
+/// changes nothing.
+pub fn start_at_zero(variants: &[&'static str], lock_variants: &[&'static str]) {
+    for &variant in variants {
+        for outcome in ANSWER_OUTCOMES {
+            metrics::counter!(REQUESTS, "variant" => variant, "outcome" => outcome).increment(0);
+        }
+    }
+    for &variant in lock_variants {
+        for reason in CONTENTION_REASONS {
+            metrics::counter!(BUSY, "variant" => variant, "reason" => reason).increment(0);
+        }
+        for outcome in [WaitOutcome::Acquired, WaitOutcome::GaveUp] {
+            // Registered, nothing recorded: a histogram of zero counts.
+            let _ =
+                metrics::histogram!(LOCK_WAIT, "variant" => variant, "outcome" => outcome.as_str());
+        }
+        let _ = metrics::histogram!(LOCK_HOLD, "variant" => variant);
+    }
+}
+
 /// Counts one `/deductStock` answer.
 pub fn answered(variant: &'static str, outcome: &'static str) {
-    metrics::counter!("stocklock_requests_total", "variant" => variant, "outcome" => outcome)
-        .increment(1);
+    metrics::counter!(REQUESTS, "variant" => variant, "outcome" => outcome).increment(1);
 }
 
 pub fn busy(variant: &'static str, reason: &'static str) {
-    metrics::counter!("stocklock_busy_total", "variant" => variant, "reason" => reason)
-        .increment(1);
+    metrics::counter!(BUSY, "variant" => variant, "reason" => reason).increment(1);
 }
 
+/// How a wait for a lock ended: the `outcome` label of
+/// `stocklock_lock_wait_seconds`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// The lock was taken.
+    Acquired,
+    /// The wait ended without the lock: held past `wait_ms` (at once when
+    /// 0), or, for Redlock, too few nodes answered.
+    GaveUp,
+    /// The store failed while the request waited.
+    Error,
+}
+
+impl WaitOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitOutcome::Acquired => "acquired",
+            WaitOutcome::GaveUp => "gave_up",
+            WaitOutcome::Error => "error",
+        }
+    }
+}
+
+/// One wait for a lock that ended with it (`outcome="acquired"`); kept for
+/// callers from before the outcome label: [`lock_waited`] says how it ended.
 pub fn lock_wait(variant: &'static str, waited: Duration) {
-    metrics::histogram!("stocklock_lock_wait_seconds", "variant" => variant)
+    lock_waited(variant, WaitOutcome::Acquired, waited);
+}
+
+/// One wait for a lock, and how it ended.
+pub fn lock_waited(variant: &'static str, outcome: WaitOutcome, waited: Duration) {
+    metrics::histogram!(LOCK_WAIT, "variant" => variant, "outcome" => outcome.as_str())
         .record(waited.as_secs_f64());
 }
 
+/// A request waiting for a lock on `sku`: counted in `stocklock_lock_waiters`
+/// until the returned guard is dropped.
+pub fn waiting(variant: &'static str, sku: &str) -> Waiting {
+    let gauge =
+        metrics::gauge!(LOCK_WAITERS, "variant" => variant, "sku" => waiters_sku_label(sku));
+    gauge.increment(1.0);
+    Waiting(gauge)
+}
+
+/// One request in `stocklock_lock_waiters`; dropping it ends its wait,
+/// whichever way the wait ends (the lock, giving up, an error, a panic).
+#[must_use = "the request counts as waiting only while this lives"]
+pub struct Waiting(metrics::Gauge);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
+
+/// The SKU itself for the first [`WAITER_SKUS`] SKUs seen (and always for
+/// those), [`OTHER_SKUS`] for any later one.
+fn waiters_sku_label(sku: &str) -> String {
+    static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    admit(&mut seen, sku, WAITER_SKUS)
+}
+
+fn admit(seen: &mut HashSet<String>, sku: &str, cap: usize) -> String {
+    if seen.contains(sku) {
+        return sku.to_owned();
+    }
+    if seen.len() < cap {
+        seen.insert(sku.to_owned());
+        return sku.to_owned();
+    }
+    OTHER_SKUS.to_owned()
+}
+
 pub fn lock_hold(variant: &'static str, held: Duration) {
-    metrics::histogram!("stocklock_lock_hold_seconds", "variant" => variant)
-        .record(held.as_secs_f64());
+    metrics::histogram!(LOCK_HOLD, "variant" => variant).record(held.as_secs_f64());
 }
 
 pub fn renewals(variant: &'static str, n: u64) {
-    metrics::counter!("stocklock_lock_renewals_total", "variant" => variant).increment(n);
+    metrics::counter!(RENEWALS, "variant" => variant).increment(n);
 }
 
 pub fn lost(variant: &'static str) {
-    metrics::counter!("stocklock_lock_lost_total", "variant" => variant).increment(1);
+    metrics::counter!(LOST, "variant" => variant).increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The series names of a text page (comments skipped, labels cut off).
+    fn names_on(page: &str) -> HashSet<String> {
+        page.lines()
+            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+            .map(|line| line.split(['{', ' ']).next().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_page_holds_exactly_the_series_the_names_list() {
+        let recorder = recorder("t");
+        let handle = recorder.handle();
+        let waiting_now = metrics::with_local_recorder(&recorder, || {
+            describe();
+            answered("lua", "sold");
+            busy("token", "lock_held");
+            lock_waited("watchdog", WaitOutcome::GaveUp, Duration::from_millis(3));
+            lock_wait("watchdog", Duration::from_millis(1));
+            lock_hold("watchdog", Duration::from_millis(2));
+            renewals("watchdog", 2);
+            lost("watchdog");
+            let first = waiting("watchdog", "sku-1");
+            let second = waiting("watchdog", "sku-1");
+            drop(first);
+            second
+        });
+        let page = handle.render();
+        let expected: HashSet<String> = series_names().into_iter().collect();
+        assert_eq!(names_on(&page), expected, "{page}");
+        assert!(
+            page.contains(r#"stocklock_lock_wait_seconds_count{instance="t",variant="watchdog",outcome="gave_up"} 1"#),
+            "{page}"
+        );
+        assert!(
+            page.contains(r#"stocklock_lock_wait_seconds_count{instance="t",variant="watchdog",outcome="acquired"} 1"#),
+            "{page}"
+        );
+        // Two came, one left: one waits.
+        assert!(
+            page.contains(
+                r#"stocklock_lock_waiters{instance="t",variant="watchdog",sku="sku-1"} 1"#
+            ),
+            "{page}"
+        );
+        drop(waiting_now);
+        assert!(
+            handle.render().contains(
+                r#"stocklock_lock_waiters{instance="t",variant="watchdog",sku="sku-1"} 0"#
+            )
+        );
+        assert!(page.contains("# HELP stocklock_lock_waiters"), "{page}");
+    }
+
+    #[test]
+    fn an_instance_starts_with_its_rates_at_zero() {
+        let recorder = recorder("t");
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            start_at_zero(&["lua", "token"], &["token"]);
+            start_at_zero(&["lua", "token"], &["token"]);
+            answered("lua", "sold");
+        });
+        let page = handle.render();
+        let samples: Vec<(&str, &str)> = page
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .filter_map(|line| line.rsplit_once(' '))
+            .collect();
+        let value = |series: &str| {
+            samples
+                .iter()
+                .find(|(s, _)| *s == series)
+                .map(|(_, v)| *v)
+                .unwrap_or_else(|| panic!("no {series} in\n{page}"))
+        };
+        // Repeating it reset nothing.
+        assert_eq!(
+            value(r#"stocklock_requests_total{instance="t",variant="lua",outcome="sold"}"#),
+            "1"
+        );
+        for variant in ["lua", "token"] {
+            for outcome in ANSWER_OUTCOMES
+                .iter()
+                .filter(|o| **o != "sold" || variant != "lua")
+            {
+                assert_eq!(
+                    value(&format!(
+                        r#"stocklock_requests_total{{instance="t",variant="{variant}",outcome="{outcome}"}}"#
+                    )),
+                    "0"
+                );
+            }
+        }
+        for reason in CONTENTION_REASONS {
+            assert_eq!(
+                value(&format!(
+                    r#"stocklock_busy_total{{instance="t",variant="token",reason="{reason}"}}"#
+                )),
+                "0"
+            );
+        }
+        for outcome in ["acquired", "gave_up"] {
+            assert_eq!(
+                value(&format!(
+                    r#"stocklock_lock_wait_seconds_count{{instance="t",variant="token",outcome="{outcome}"}}"#
+                )),
+                "0"
+            );
+        }
+        assert_eq!(
+            value(r#"stocklock_lock_hold_seconds_count{instance="t",variant="token"}"#),
+            "0"
+        );
+        // Only the lock variants have lock series.
+        assert!(!page.contains(r#"stocklock_lock_wait_seconds_count{instance="t",variant="lua""#));
+        assert!(!page.contains(r#"stocklock_busy_total{instance="t",variant="lua""#));
+    }
+
+    #[test]
+    fn only_the_first_skus_get_a_series_of_their_own() {
+        let mut seen = HashSet::new();
+        assert_eq!(admit(&mut seen, "a", 2), "a");
+        assert_eq!(admit(&mut seen, "b", 2), "b");
+        assert_eq!(admit(&mut seen, "c", 2), OTHER_SKUS);
+        assert_eq!(admit(&mut seen, "d", 2), OTHER_SKUS);
+        // Admitted once, always its own: increments and decrements agree.
+        assert_eq!(admit(&mut seen, "a", 2), "a");
+        assert_eq!(seen.len(), 2);
+        // No real SKU can be called like the catch-all.
+        assert!(crate::knobs::Sku::parse(OTHER_SKUS).is_err());
+    }
 }

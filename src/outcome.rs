@@ -139,6 +139,43 @@ impl Answer {
 mod tests {
     use super::*;
 
+    /// The metrics start every outcome's series at zero, and every lock
+    /// variant's contention reasons: they must be the names used.
+    #[test]
+    fn the_metrics_know_every_outcome_and_the_contention_reasons() {
+        let every = [
+            Outcome::Sold {
+                unit: 1,
+                remaining: 0,
+            },
+            Outcome::SoldOut { remaining: 0 },
+            Outcome::Busy(BusyReason::LockHeld),
+            Outcome::Unknown,
+            Outcome::NotStocked,
+        ];
+        for outcome in every {
+            // Exhaustive: a new outcome must be added above.
+            match outcome {
+                Outcome::Sold { .. }
+                | Outcome::SoldOut { .. }
+                | Outcome::Busy(_)
+                | Outcome::Unknown
+                | Outcome::NotStocked => {}
+            }
+            assert!(
+                crate::metrics::ANSWER_OUTCOMES.contains(&outcome.kind()),
+                "{outcome:?}"
+            );
+        }
+        assert_eq!(
+            crate::metrics::CONTENTION_REASONS,
+            [
+                BusyReason::LockHeld.as_str(),
+                BusyReason::WaitTimedOut.as_str()
+            ]
+        );
+    }
+
     #[test]
     fn final_outcomes_round_trip_and_nothing_else_is_kept() {
         for outcome in [

@@ -72,6 +72,14 @@ impl AppState {
     /// and the heartbeat are started by [`AppState::start_background`].
     pub fn new(store: Store, config: InstanceConfig, wakeups: Wakeups) -> Self {
         let metrics = crate::metrics::install(&config.instance);
+        crate::metrics::start_at_zero(
+            &Variant::ALL.map(Variant::name),
+            &Variant::ALL
+                .into_iter()
+                .filter(|v| v.takes_lock())
+                .map(Variant::name)
+                .collect::<Vec<_>>(),
+        );
         // The URLs were checked at start-up (`serve`); a bad one here means none.
         let redlock = crate::lock::RedlockNodes::open(&config.redlock_nodes)
             .ok()

@@ -39,6 +39,11 @@ pub struct Stack {
     pub cluster: Vec<Node>,
     /// `up --redlock N`: the Redlock nodes, in order.
     pub redlock_nodes: Vec<Node>,
+    /// `host:port` of each instance as `up` prints them for Prometheus
+    /// (empty for an attached stack).
+    pub prometheus_targets: Vec<String>,
+    /// The one-line Prometheus configuration `up` prints for them.
+    pub prometheus_config: Option<String>,
     /// The stack's API through nginx, with its admin token once `up` has
     /// printed it ([`StackClient::at`] reaches one instance).
     pub client: StackClient,
@@ -150,6 +155,8 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
+            prometheus_targets: Vec::new(),
+            prometheus_config: None,
             // The port asked for; the token comes with up's last line.
             client: StackClient::new(&format!("http://127.0.0.1:{port}"), None, ANSWER_TIMEOUT)?,
         };
@@ -218,6 +225,12 @@ impl Stack {
             self.nginx_pid = pid_of(rest).unwrap_or(0);
         } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
             self.url = rest.trim_end_matches('/').to_owned();
+        } else if let Some(rest) = line.strip_prefix("prometheus targets: ") {
+            // `prometheus targets: HOST:PORT,HOST:PORT (why)`
+            let list = rest.split(' ').next().unwrap_or_default();
+            self.prometheus_targets = list.split(',').map(str::to_owned).collect();
+        } else if let Some(config) = line.strip_prefix("prometheus.yml: ") {
+            self.prometheus_config = Some(config.to_owned());
         } else if let Some(token) = line.strip_prefix("admin token: ") {
             self.token = token.to_owned();
         }
@@ -266,6 +279,8 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
+            prometheus_targets: Vec::new(),
+            prometheus_config: None,
             client,
         })
     }

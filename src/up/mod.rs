@@ -15,6 +15,8 @@
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
+//! prometheus targets: 127.0.0.1:P1,127.0.0.1:P2 (...)
+//! prometheus.yml: scrape_configs: [{job_name: stocklock, ...}]   (a whole config file)
 //! dashboard: http://127.0.0.1:8080/#token=TOKEN
 //! admin token: TOKEN
 //! ```
@@ -161,7 +163,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     )
     .await?;
     let mut nginx = Nginx::start(run_dir.path(), front.listen, &instances.addrs).await?;
-    front.announce(&nginx, !config.no_chaos, &admin_token);
+    front.announce(&nginx, &instances.addrs, !config.no_chaos, &admin_token);
 
     let ended_by = until_stopped(&mut nginx, &mut stores).await?;
     tracing::info!("stopping after {ended_by}");
@@ -203,8 +205,9 @@ impl Front {
     }
 
     /// The lines that say the stack is up (the lab and the tests wait for
-    /// the last: the admin token).
-    fn announce(&self, nginx: &Nginx, chaos: bool, admin_token: &str) {
+    /// the last: the admin token), with the instances' own addresses as
+    /// Prometheus's targets (they keep their address across restarts).
+    fn announce(&self, nginx: &Nginx, instances: &[SocketAddr], chaos: bool, admin_token: &str) {
         let public_url = &self.public_url;
         say!(
             "nginx: pid {} http://{}",
@@ -219,6 +222,12 @@ impl Front {
         } else {
             say!("chaos mode is off");
         }
+        let targets: Vec<String> = instances.iter().map(SocketAddr::to_string).collect();
+        say!(
+            "prometheus targets: {} (each instance's own /metrics; nginx's /metrics only points here)",
+            targets.join(",")
+        );
+        say!("prometheus.yml: {}", scrape_config(&targets));
         say!("dashboard: {public_url}/#token={admin_token}");
         say!("admin token: {admin_token}");
         say!(
@@ -227,6 +236,17 @@ impl Front {
             self.port
         );
     }
+}
+
+/// A whole Prometheus configuration, on one line, that scrapes `targets`
+/// (`host:port` of each instance). `honor_labels` keeps the instances' own
+/// `instance` label (a, b, ...) instead of renaming it `exported_instance`.
+pub fn scrape_config(targets: &[String]) -> String {
+    let quoted: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+    format!(
+        "scrape_configs: [{{job_name: stocklock, honor_labels: true, static_configs: [{{targets: [{}]}}]}}]",
+        quoted.join(", ")
+    )
 }
 
 /// The stack's Redis servers: a cluster, or one Redis (ours, supervised

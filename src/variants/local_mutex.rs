@@ -97,7 +97,7 @@ impl Protection for LocalMutex {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let wait = ctx.wait(&ABOUT);
         let in_use = self.for_stock_key(&ctx.keys.stock);
-        let mut timer = LockTimer::start(Variant::LocalMutex);
+        let mut timer = LockTimer::start(Variant::LocalMutex, ctx.keys);
         let held = tokio::time::timeout(wait, in_use.mutex.lock()).await;
         timer.waited(held.is_ok());
         let Ok(_held) = held else {

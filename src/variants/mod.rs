@@ -49,8 +49,9 @@ use std::time::{Duration, Instant};
 
 pub use self::claims::{Behaviour, Claim, Claims};
 use crate::knobs::Knobs;
+use crate::metrics::WaitOutcome;
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
-use crate::store::StoreError;
+use crate::store::{Keys, StoreError};
 use crate::wire::{VariantInfo, Verdicts};
 
 /// Every variant of the lab.
@@ -124,6 +125,21 @@ impl Variant {
     /// checks and records its request id itself, with no claim before it.
     pub fn scripted(self) -> bool {
         matches!(self, Variant::Lua | Variant::LuaSharded)
+    }
+
+    /// Whether it takes a lock (so its requests wait for one, hold it, and
+    /// show in the lock metrics).
+    pub fn takes_lock(self) -> bool {
+        match self {
+            Variant::LocalMutex
+            | Variant::Setnx
+            | Variant::SetnxExpiry
+            | Variant::Token
+            | Variant::Watchdog
+            | Variant::Fenced
+            | Variant::Redlock => true,
+            Variant::None | Variant::Lua | Variant::LuaSharded => false,
+        }
     }
 
     /// How long a request waits for the lock: its `wait_ms`, or the
@@ -259,28 +275,45 @@ fn after_release<T>(
     answer
 }
 
-/// Measures, for the metrics, how long a request waited for its lock and
-/// how long it held it.
+/// Measures, for the metrics, how long a request waited for its lock (and
+/// how the wait ended), how long it held it, and counts it among the
+/// lock's waiters while it waits.
 struct LockTimer {
     variant: &'static str,
     started: Instant,
+    /// `Some` while the request waits: it counts in the waiters gauge.
+    waiting: Option<crate::metrics::Waiting>,
     acquired: Option<Instant>,
 }
 
 impl LockTimer {
-    fn start(variant: Variant) -> Self {
+    /// The request starts waiting for the lock of `keys`' SKU.
+    fn start(variant: Variant, keys: &Keys) -> Self {
         Self {
             variant: variant.name(),
             started: Instant::now(),
+            waiting: Some(crate::metrics::waiting(variant.name(), &keys.tag)),
             acquired: None,
         }
     }
 
     /// The wait is over, with or without the lock.
     fn waited(&mut self, got_it: bool) {
+        let outcome = if got_it {
+            WaitOutcome::Acquired
+        } else {
+            WaitOutcome::GaveUp
+        };
+        self.wait_over(outcome);
+    }
+
+    fn wait_over(&mut self, outcome: WaitOutcome) {
+        if self.waiting.take().is_none() {
+            return;
+        }
         let now = Instant::now();
-        crate::metrics::lock_wait(self.variant, now - self.started);
-        if got_it {
+        crate::metrics::lock_waited(self.variant, outcome, now - self.started);
+        if outcome == WaitOutcome::Acquired {
             self.acquired = Some(now);
         }
     }
@@ -289,6 +322,14 @@ impl LockTimer {
         if let Some(acquired) = self.acquired {
             crate::metrics::lock_hold(self.variant, acquired.elapsed());
         }
+    }
+}
+
+impl Drop for LockTimer {
+    /// A wait left without [`LockTimer::waited`] ended in a store error (a
+    /// `?` while waiting): counted as such, and no longer a waiter.
+    fn drop(&mut self) {
+        self.wait_over(WaitOutcome::Error);
     }
 }
 
@@ -302,10 +343,10 @@ struct Spin {
 impl Spin {
     const EVERY: Duration = Duration::from_millis(10);
 
-    fn start(variant: Variant, wait: Duration) -> Self {
+    fn start(variant: Variant, keys: &Keys, wait: Duration) -> Self {
         Self {
             deadline: tokio::time::Instant::now() + wait,
-            timer: LockTimer::start(variant),
+            timer: LockTimer::start(variant, keys),
         }
     }
 

@@ -77,7 +77,7 @@ impl Protection for RedlockLock {
             .lock(ctx.keys.lock.clone())
             .with_wakeups(ctx.conn.clone(), ctx.wakeups.clone());
         let owner = OwnerId::new(ctx.instance);
-        let mut timer = LockTimer::start(Variant::Redlock);
+        let mut timer = LockTimer::start(Variant::Redlock, ctx.keys);
         let acquired = lock.lock(&owner, lease, wait).await?;
         timer.waited(acquired.is_ok());
         let grant = match acquired {

@@ -93,7 +93,7 @@ impl Protection for SetnxExpiryLock {
         let keys = ctx.keys;
         let lease_ms = i64::try_from(ctx.lease(&ABOUT).as_millis()).unwrap_or(i64::MAX / 2);
         let wait = ctx.wait(&ABOUT);
-        let mut spin = Spin::start(Variant::SetnxExpiry, wait);
+        let mut spin = Spin::start(Variant::SetnxExpiry, keys, wait);
         while !Self::try_once(ctx, lease_ms).await? {
             if !spin.again().await {
                 return not_acquired(wait);

@@ -60,7 +60,7 @@ impl Protection for TokenLock {
         let wait = ctx.wait(&ABOUT);
         let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
         let owner = OwnerId::new(ctx.instance);
-        let mut timer = LockTimer::start(Variant::Token);
+        let mut timer = LockTimer::start(Variant::Token, ctx.keys);
         let granted = match lock.lock(&owner, lease, wait).await {
             Ok(granted) => granted,
             Err(err) => {

@@ -77,7 +77,7 @@ pub(super) async fn renewed_lock(
         lock = lock.fenced(keys.fence.clone());
     }
     let owner = OwnerId::new(ctx.instance);
-    let mut timer = LockTimer::start(variant);
+    let mut timer = LockTimer::start(variant, keys);
     let granted = match lock.lock(&owner, lease, wait).await {
         Ok(granted) => granted,
         Err(err) => {

@@ -199,7 +199,40 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
     assert!(seen.contains("\"remaining\":30"), "{seen}");
     drop(stream);
 
-    // Metrics are per instance: sum what both say, before and after a run.
+    // Metrics are per instance. Through nginx they would be a random
+    // instance's, so nginx says where to scrape instead; `up` printed the
+    // instances' own addresses as Prometheus targets.
+    let through_nginx = stack
+        .http()
+        .get(format!("{}/metrics", stack.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(through_nginx.status(), 404);
+    let why: serde_json::Value = through_nginx.json().await.unwrap();
+    assert_eq!(why["error"], "scrape_each_instance", "{why}");
+    assert!(
+        why["detail"]
+            .as_str()
+            .unwrap()
+            .contains("\"prometheus targets:\""),
+        "{why}"
+    );
+    let own_addresses: Vec<&str> = stack
+        .instances
+        .iter()
+        .map(|i| i.url.trim_start_matches("http://"))
+        .collect();
+    assert_eq!(stack.prometheus_targets, own_addresses);
+    let config = stack
+        .prometheus_config
+        .as_deref()
+        .expect("a prometheus.yml line");
+    for target in &own_addresses {
+        assert!(config.contains(&format!("'{target}'")), "{config}");
+    }
+
+    // Sum what both instances say, before and after a run.
     let scrape = || async {
         let mut all = Vec::new();
         for instance in &stack.instances {
@@ -257,6 +290,26 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
         ),
         20.0
     );
+    // ... and each wait ended with the lock; nobody waits any more, and
+    // the waiters were counted on the SKU they waited for.
+    assert_eq!(
+        moved(
+            "stocklock_lock_wait_seconds_count",
+            &[r#"variant="watchdog""#, r#"outcome="acquired""#]
+        ),
+        20.0
+    );
+    let waiters = r#"stocklock_lock_waiters{"#;
+    assert!(
+        after.iter().any(|(series, _)| series.starts_with(waiters)
+            && series.contains(r#"variant="watchdog""#)
+            && series.contains(r#"sku="watchdog""#)),
+        "no waiters gauge for watchdog's SKU: {after:?}"
+    );
+    assert_eq!(
+        total(&after, "stocklock_lock_waiters", &[r#"variant="watchdog""#]),
+        0.0
+    );
     // Each instance labels its own series.
     for instance in &stack.instances {
         let name = &instance.name;
@@ -269,7 +322,94 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
             "instance {name} has no requests in /metrics"
         );
     }
+    waiters_and_given_up_waits_are_counted(&stack).await;
     stack.stop().await;
+}
+
+/// Under real contention: while instance a holds watchdog's lock, a buyer
+/// on b who waits shows in b's waiters gauge, one who may not wait
+/// (`wait_ms=0`) ends as a `gave_up` wait, and once the lock is free
+/// nobody waits.
+async fn waiters_and_given_up_waits_are_counted(stack: &Stack) {
+    let (a, b) = (&stack.instances[0].url, &stack.instances[1].url);
+    let metrics_of = |url: String| async move {
+        let text = stack
+            .http()
+            .get(format!("{url}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        parse_prometheus(&text)
+    };
+    let watchdog = r#"variant="watchdog""#;
+    let on_sku = r#"sku="watchdog""#;
+    let acquired = |samples: &[(String, f64)]| {
+        total(
+            samples,
+            "stocklock_lock_wait_seconds_count",
+            &[watchdog, r#"outcome="acquired""#],
+        )
+    };
+    let gave_up = |samples: &[(String, f64)]| {
+        total(
+            samples,
+            "stocklock_lock_wait_seconds_count",
+            &[watchdog, r#"outcome="gave_up""#],
+        )
+    };
+    let a_before = acquired(&metrics_of(a.clone()).await);
+    let b_before = metrics_of(b.clone()).await;
+
+    let sale = |url: String| {
+        let http = stack.http().clone();
+        tokio::spawn(async move { http.get(url).send().await.unwrap().status().as_u16() })
+    };
+    let holder = sale(format!(
+        "{a}/deductStock/watchdog?sku=watchdog&work_ms=2000"
+    ));
+    // a holds the lock once its wait ended with it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while acquired(&metrics_of(a.clone()).await) == a_before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a never took the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let refused = stack
+        .http()
+        .get(format!("{b}/deductStock/watchdog?sku=watchdog&wait_ms=0"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    let waiter = sale(format!(
+        "{b}/deductStock/watchdog?sku=watchdog&wait_ms=10000"
+    ));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = metrics_of(b.clone()).await;
+        if total(&now, "stocklock_lock_waiters", &[watchdog, on_sku]) == 1.0 {
+            assert_eq!(gave_up(&now) - gave_up(&b_before), 1.0);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline && !waiter.is_finished(),
+            "b's waiter never showed in stocklock_lock_waiters: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(holder.await.unwrap(), 200);
+    assert_eq!(waiter.await.unwrap(), 200);
+    let b_after = metrics_of(b.clone()).await;
+    assert_eq!(
+        total(&b_after, "stocklock_lock_waiters", &[watchdog, on_sku]),
+        0.0
+    );
+    assert_eq!(acquired(&b_after) - acquired(&b_before), 1.0);
 }
 
 #[tokio::test]

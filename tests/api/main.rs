@@ -15,5 +15,6 @@ mod load;
 mod lock;
 mod lock_safety;
 mod marks;
+mod prometheus;
 mod redlock;
 mod stack;
