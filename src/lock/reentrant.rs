@@ -159,14 +159,21 @@ impl ReentrantLock {
         lease: Duration,
         all: bool,
     ) -> Result<Unlocked, StoreError> {
-        let left: i64 = RELEASE
+        let left: Result<i64, _> = RELEASE
             .key(&self.key)
             .arg(owner.as_str())
             .arg(millis(lease))
             .arg(release_channel(&self.key))
             .arg(if all { "1" } else { "0" })
+            .arg(self.wakeups.origin())
             .invoke_async(&mut self.conn.clone())
-            .await?;
+            .await;
+        // Released, or perhaps (no answer): this process's next waiter
+        // tries now; the other processes hear the message.
+        if !matches!(left, Ok(n) if n > 0) {
+            self.wakeups.released_here(&self.key);
+        }
+        let left = left?;
         Ok(match left {
             0 => Unlocked::Released,
             n if n > 0 => Unlocked::StillHeld(u32::try_from(n).unwrap_or(u32::MAX)),

@@ -6,6 +6,12 @@
 //! way). Waking one rather than all keeps a release from turning into a
 //! stampede of N acquire scripts of which N−1 fail.
 //!
+//! A release by this process wakes its own next waiter at once, without
+//! waiting for its message to come back from Redis: the reentrant lock's
+//! release names this process ([`Wakeups::origin`]) as the message, and the
+//! listener skips messages of its own origin (the other processes still
+//! wake one waiter each).
+//!
 //! Messages can be lost (the subscription reconnects, or the holder's lease
 //! simply runs out and nobody publishes), so a waiter also re-checks after the
 //! holder's remaining TTL: pub/sub makes the hand-off fast, the TTL bound
@@ -47,6 +53,8 @@ pub struct Wakeups {
     heard: broadcast::Sender<Heard>,
     /// The listener's connection, once subscribed: [`Wakeups::publish`].
     conn: Arc<OnceCell<ConnectionManager>>,
+    /// This process's name in release messages.
+    origin: Arc<str>,
 }
 
 /// What the listener passes on besides lock releases.
@@ -67,6 +75,7 @@ impl Default for Wakeups {
             channels: Arc::default(),
             heard: broadcast::Sender::new(1024),
             conn: Arc::default(),
+            origin: uuid::Uuid::new_v4().simple().to_string().into(),
         }
     }
 }
@@ -80,6 +89,18 @@ impl Wakeups {
     pub fn also_hearing(mut self, channels: &[&str]) -> Self {
         self.channels = Arc::new(channels.iter().map(|c| (*c).to_owned()).collect());
         self
+    }
+
+    /// What this process's releases publish, so that its own listener
+    /// knows the waiter was woken already ([`Self::released_here`]).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// This process released `lock_key` (or may have: the answer was
+    /// lost): wake one of its own waiters now.
+    pub fn released_here(&self, lock_key: &str) {
+        self.released(lock_key);
     }
 
     /// Messages on the channels of [`Self::also_hearing`] from now on.
@@ -167,9 +188,13 @@ impl Wakeups {
 
     fn on_push(&self, push: PushInfo) {
         match push.kind {
-            // data: [pattern, channel, message]; the message is the lock key.
+            // data: [pattern, channel, message]; the channel names the lock,
+            // the message is the lock key or the releasing process.
             PushKind::PMessage => {
-                if let Some(Value::BulkString(key)) = push.data.get(2) {
+                if let [_, Value::BulkString(channel), Value::BulkString(message)] = &push.data[..]
+                    && message.as_slice() != self.origin.as_bytes()
+                    && let Some(key) = channel.strip_prefix(PREFIX.as_bytes())
+                {
                     self.released(&String::from_utf8_lossy(key));
                 }
             }

@@ -284,3 +284,34 @@ async fn a_fenced_lock_issues_its_token_with_the_grant() {
     assert_eq!(second.token, Some(2));
     assert!(second.deadline() > first.deadline());
 }
+
+/// A release wakes the releasing process's own next waiter at once, not
+/// through its message coming back from Redis: with no listener at all,
+/// eight waiters of one process still take turns, where each would
+/// otherwise sleep out the holder's 30 s lease (longer than its wait).
+/// The other processes are woken by the message, which names the
+/// releasing process so that its own listener does not wake a second one.
+#[tokio::test]
+async fn a_release_wakes_the_next_waiter_of_its_own_process_without_pub_sub() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    // Never listening: no message can wake anyone.
+    let wakeups = Wakeups::new();
+    let lock = ReentrantLock::new(store.conn().await.unwrap(), "lock:{t9}", wakeups);
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let lock = lock.clone();
+        tasks.push(tokio::spawn(async move {
+            let owner = OwnerId::new(&format!("w{i}"));
+            let granted = lock
+                .lock(&owner, LONG, Duration::from_secs(5))
+                .await
+                .unwrap();
+            assert!(granted.is_some(), "w{i} waited 5 s in vain");
+            assert_eq!(lock.unlock(&owner, LONG).await.unwrap(), Unlocked::Released);
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
