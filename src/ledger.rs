@@ -297,8 +297,29 @@ pub fn bucket_share(stock: i64, buckets: u32, b: u32) -> i64 {
 /// `buckets` buckets of their own slots (`lua-sharded`); the SKU's own key
 /// then holds none and its ledger records the split. Buckets of an earlier
 /// split are emptied. Not atomic across buckets (they live in other slots):
-/// an admin action, not a sale.
+/// an admin action, not a sale. Announced on [`RESET_CHANNEL`], so that
+/// every instance drops what it remembers of the old stock.
 pub async fn reset_sku<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    stock: i64,
+    buckets: u32,
+    only_if_absent: bool,
+) -> Result<bool, StoreError> {
+    if !reset_sku_unannounced(conn, keys, stock, buckets, only_if_absent).await? {
+        return Ok(false);
+    }
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(RESET_CHANNEL)
+        .arg(&keys.tag)
+        .query_async(conn)
+        .await?;
+    Ok(true)
+}
+
+/// [`reset_sku`] without its announcement: what an instance sees of a
+/// reset whose announcement it missed (the tests of sold-out marks).
+pub async fn reset_sku_unannounced<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     stock: i64,
@@ -324,11 +345,6 @@ pub async fn reset_sku<C: ConnectionLike>(
         };
         reset(conn, &keys.bucket(b), share, buckets, false).await?;
     }
-    let _: i64 = redis::cmd("PUBLISH")
-        .arg(RESET_CHANNEL)
-        .arg(&keys.tag)
-        .query_async(conn)
-        .await?;
     Ok(true)
 }
 

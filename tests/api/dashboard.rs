@@ -102,6 +102,20 @@ fn the_page_script_parses() {
     );
 }
 
+/// One instance's `/metrics`, parsed.
+async fn metrics_of(stack: &Stack, url: &str) -> Vec<(String, f64)> {
+    let text = stack
+        .http()
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    parse_prometheus(&text)
+}
+
 /// Parses the Prometheus text format strictly enough to catch a broken
 /// page: `# HELP`/`# TYPE` comments, and `name{labels} value` samples.
 /// Returns the samples as (name with labels, value).
@@ -236,17 +250,7 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
     let scrape = || async {
         let mut all = Vec::new();
         for instance in &stack.instances {
-            let url = &instance.url;
-            let text = stack
-                .http()
-                .get(format!("{url}/metrics"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            all.extend(parse_prometheus(&text));
+            all.extend(metrics_of(&stack, &instance.url).await);
         }
         all
     };
@@ -332,18 +336,7 @@ async fn metrics_parse_and_move_with_a_run_and_events_stream_through_nginx() {
 /// nobody waits.
 async fn waiters_and_given_up_waits_are_counted(stack: &Stack) {
     let (a, b) = (&stack.instances[0].url, &stack.instances[1].url);
-    let metrics_of = |url: String| async move {
-        let text = stack
-            .http()
-            .get(format!("{url}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        parse_prometheus(&text)
-    };
+    let metrics_of = |url: String| async move { metrics_of(stack, &url).await };
     let watchdog = r#"variant="watchdog""#;
     let on_sku = r#"sku="watchdog""#;
     let acquired = |samples: &[(String, f64)]| {

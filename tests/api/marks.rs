@@ -135,26 +135,19 @@ async fn a_lost_announcement_heals_within_the_ttl_and_a_mark_never_sells() {
     let stack = Stack::start_with(2, None, &["--sold-out-mark-ttl", "3s"]).await;
     let sku = "mark2";
     mark_everywhere(&stack, sku).await;
-    // The same reset `POST /api/admin/reset` makes, run on Redis directly:
-    // nothing announces it.
+    // The same reset `POST /api/admin/reset` makes, but unannounced.
     let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
     let keys = Keys::new(&stocklock::knobs::Sku::parse(sku).unwrap());
-    let reset: i64 = redis::Script::new(include_str!("../../src/scripts/reset.lua"))
-        .key(&keys.stock)
-        .key(&keys.ledger)
-        .key(&keys.units)
-        .key(&keys.served)
-        .key(&keys.lock)
-        .key(&keys.requests)
-        .key(&keys.sections)
-        .key(&keys.request_times)
-        .arg(5)
-        .arg(0)
-        .arg(0)
-        .invoke_async(&mut store.conn().await.unwrap())
-        .await
-        .unwrap();
-    assert_eq!(reset, 1);
+    let reset = stocklock::ledger::reset_sku_unannounced(
+        &mut store.conn().await.unwrap(),
+        &keys,
+        5,
+        0,
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(reset);
     let restocked = Instant::now();
     // Both marks are younger than their 3 s: each refuses at first.
     for instance in &stack.instances {
