@@ -11,8 +11,11 @@
 -- the caller's bucket count is out of date (unit = the right one; nothing
 -- was read or recorded), 5 when another attempt holds the request id's
 -- claim (busy), 6 when the SKU was never stocked (nothing recorded).
--- The hot path (a sale without a request id) makes five calls: HMGET,
--- DECR, two HINCRBY and one BITFIELD.
+-- The hot path (a sale without a request id) makes four calls: HMGET,
+-- DECR, HINCRBY and BITFIELD. Without a request id the instance counts
+-- its answer (`served`) itself and adds it to the ledger later (every
+-- second, and before anyone reads a state); with one, this script counts
+-- it, with the request's record.
 local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets')
 if ARGV[4] ~= '' then
   local buckets = l[2] or '0'
@@ -48,17 +51,17 @@ local stock = redis.call('DECR', KEYS[1]) + 1
 if stock <= 0 then
   redis.call('INCR', KEYS[1])
   if ARGV[3] == '0' then return {0, 0, stock} end
-  record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold_out', '')
   if ARGV[2] ~= '' then
+    record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold_out', '')
     redis.call('HSET', KEYS[5], ARGV[2], 'sold_out:' .. stock)
     remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
   end
   return {0, 0, stock}
 end
-redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
 redis.call('HINCRBY', KEYS[2], 'sold', 1)
 sold_unit(KEYS[2], KEYS[3], stock, l[1])
 if ARGV[2] ~= '' then
+  redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
   redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. stock .. ':' .. (stock - 1))
   remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
 end
