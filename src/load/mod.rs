@@ -8,7 +8,8 @@
 //!
 //! - this module: what was asked ([`LoadConfig`], also the command line's
 //!   flags), the runs ([`Runner`]), and the `--path` baseline;
-//! - [`engine`]: the requests themselves;
+//! - [`engine`]: the requests themselves, through `http1`, its own small
+//!   HTTP/1.1 client;
 //! - [`verdict`]: what the ledger says about a run, and whether that
 //!   contradicts the variant's expectation;
 //! - [`report`]: the table and lines printed;
@@ -17,6 +18,7 @@
 
 pub mod bench;
 pub mod engine;
+mod http1;
 mod progress;
 pub mod report;
 mod runner;
