@@ -111,14 +111,17 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     // A CPU share for each kind of process, and the right processes.
     let cpu = &report["cpu_during_lua"];
     assert!(cpu["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(cpu["answers"], per_sale["lua_answers"]);
     let shares = cpu["processes"].as_array().unwrap();
     let pids = |kind: &str| -> Vec<u64> {
         let share = shares
             .iter()
             .find(|s| s["kind"] == kind)
             .unwrap_or_else(|| panic!("no {kind} share: {cpu}"));
-        let percent = share["percent_of_one_core"].as_f64();
-        assert!(percent.is_some_and(|p| p >= 0.0), "{kind}: {share}");
+        for figure in ["percent_of_one_core", "cpu_usec_per_answer"] {
+            let value = share[figure].as_f64();
+            assert!(value.is_some_and(|v| v >= 0.0), "{kind}: {share}");
+        }
         share["pids"]
             .as_array()
             .unwrap()

@@ -70,19 +70,21 @@ impl MachineTicks {
     }
 }
 
-/// What the watched processes and the machine used over some windows.
+/// What the watched processes and the machine used over some windows,
+/// and how many answers the generator got meanwhile.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Usage {
     processes: BTreeMap<u32, u64>,
     machine: MachineTicks,
     seconds: f64,
+    answers: u64,
 }
 
 impl Usage {
-    /// Adds the window from `before` to `after`, `seconds` long. A process
-    /// missing from either sample (it ended, or restarted under another
-    /// pid) adds nothing.
-    pub fn add(&mut self, before: &Sample, after: &Sample, seconds: f64) {
+    /// Adds the window from `before` to `after`, `seconds` long, in which
+    /// `answers` came. A process missing from either sample (it ended, or
+    /// restarted under another pid) adds nothing.
+    pub fn add(&mut self, before: &Sample, after: &Sample, seconds: f64, answers: u64) {
         for (pid, ticks) in &after.processes {
             if let Some(earlier) = before.processes.get(pid) {
                 *self.processes.entry(*pid).or_default() += ticks.saturating_sub(*earlier);
@@ -93,6 +95,7 @@ impl Usage {
         self.machine.idle += a.idle.saturating_sub(b.idle);
         self.machine.steal += a.steal.saturating_sub(b.steal);
         self.seconds += seconds;
+        self.answers += answers;
     }
 }
 
@@ -101,6 +104,8 @@ impl Usage {
 pub struct CpuShares {
     /// The windows' wall time, summed.
     pub seconds: f64,
+    /// The answers the generator got in them.
+    pub answers: u64,
     pub cores: usize,
     /// One entry per kind, in [`Kind::ALL`]'s order.
     pub processes: Vec<Share>,
@@ -117,6 +122,8 @@ pub struct Share {
     pub pids: Vec<u32>,
     /// `None` when no process of the kind was found.
     pub percent_of_one_core: Option<f64>,
+    /// CPU time per answer, in microseconds: what one answer cost the kind.
+    pub cpu_usec_per_answer: Option<f64>,
 }
 
 /// Each kind's share of `usage`, in percent of one core of a machine of
@@ -138,15 +145,21 @@ pub fn shares(watched: &Watched, usage: &Usage, cores: usize) -> CpuShares {
             let pids = watched.0.get(kind).cloned().unwrap_or_default();
             let ticks: u64 = pids.iter().filter_map(|pid| usage.processes.get(pid)).sum();
             counted += ticks;
+            let found = !pids.is_empty();
+            // percent of one core × seconds = CPU seconds.
+            let cpu_seconds = percent(ticks) / 100.0 * usage.seconds;
             Share {
                 kind: kind.name().to_owned(),
-                percent_of_one_core: (!pids.is_empty()).then(|| percent(ticks)),
+                percent_of_one_core: found.then(|| percent(ticks)),
+                cpu_usec_per_answer: (found && usage.answers > 0)
+                    .then(|| cpu_seconds * 1e6 / usage.answers as f64),
                 pids,
             }
         })
         .collect();
     CpuShares {
         seconds: usage.seconds,
+        answers: usage.answers,
         cores,
         processes,
         // Ticks are counted at different instants for processes and the
@@ -157,15 +170,20 @@ pub fn shares(watched: &Watched, usage: &Usage, cores: usize) -> CpuShares {
 }
 
 impl CpuShares {
-    /// One line: `instances 78 %, nginx 41 %, ...` of one core.
+    /// One line: `instances 78 % (52 us per answer), nginx 41 % (...), ...`.
     pub fn line(&self) -> String {
         let mut parts: Vec<String> = self
             .processes
             .iter()
-            .map(|share| match share.percent_of_one_core {
-                Some(percent) => format!("{} {percent:.0} %", share.kind),
-                None => format!("{} not found", share.kind),
-            })
+            .map(
+                |share| match (share.percent_of_one_core, share.cpu_usec_per_answer) {
+                    (Some(percent), Some(usec)) => {
+                        format!("{} {percent:.0} % ({usec:.1} us per answer)", share.kind)
+                    }
+                    (Some(percent), None) => format!("{} {percent:.0} %", share.kind),
+                    (None, _) => format!("{} not found", share.kind),
+                },
+            )
             .collect();
         parts.push(format!(
             "everything else {:.0} %",
@@ -173,8 +191,9 @@ impl CpuShares {
         ));
         parts.push(format!("idle {:.0} %", self.idle_percent_of_one_core));
         format!(
-            "CPU during the lua sides ({:.1} s; {} cores = {} %), in % of one core: {}",
+            "CPU during the lua sides ({:.1} s, {} answers; {} cores = {} %), in % of one core: {}",
             self.seconds,
+            self.answers,
             self.cores,
             self.cores * 100,
             parts.join(", ")
@@ -327,6 +346,7 @@ mod tests {
             &ticks_at(&[(10, 0), (11, 0), (20, 0), (30, 0), (40, 0)], 0, 0),
             &ticks_at(&[(10, 40), (11, 38), (20, 40), (30, 30), (40, 35)], 190, 10),
             1.0,
+            600,
         );
         // The second window: instance 11 restarted under another pid (gone),
         // the machine counts on.
@@ -334,6 +354,7 @@ mod tests {
             &ticks_at(&[(10, 40), (11, 38), (20, 40), (30, 30), (40, 35)], 190, 10),
             &ticks_at(&[(10, 118), (20, 82), (30, 60), (40, 70)], 380, 20),
             1.0,
+            400,
         );
         let shares = shares(&watched, &usage, 2);
         let by_kind: Vec<(&str, Option<f64>)> = shares
@@ -351,13 +372,23 @@ mod tests {
                 ("generator", Some(35.0)),
             ]
         );
-        assert_eq!(shares.seconds, 2.0);
+        assert_eq!((shares.seconds, shares.answers), (2.0, 1000));
+        // 78 % of one core for 2 s is 1.56 CPU seconds, over 1000 answers.
+        let per_answer: Vec<f64> = shares
+            .processes
+            .iter()
+            .map(|s| s.cpu_usec_per_answer.unwrap())
+            .collect();
+        assert_eq!(per_answer, [1560.0, 820.0, 600.0, 700.0]);
         // Busy 380 ticks, 156 + 82 + 60 + 70 = 368 of them watched.
         assert_eq!(shares.everything_else_percent_of_one_core, 6.0);
         assert_eq!(shares.idle_percent_of_one_core, 10.0);
         assert_eq!(
             shares.line(),
-            "CPU during the lua sides (2.0 s; 2 cores = 200 %), in % of one core: instances 78 %, nginx 41 %, redis 30 %, generator 35 %, everything else 6 %, idle 10 %"
+            "CPU during the lua sides (2.0 s, 1000 answers; 2 cores = 200 %), in % of one core: \
+             instances 78 % (1560.0 us per answer), nginx 41 % (820.0 us per answer), \
+             redis 30 % (600.0 us per answer), generator 35 % (700.0 us per answer), \
+             everything else 6 %, idle 10 %"
         );
     }
 
@@ -371,11 +402,14 @@ mod tests {
             &ticks_at(&[(40, 0)], 0, 0),
             &ticks_at(&[(40, 12)], 10, 90),
             1.0,
+            0,
         );
         let shares = shares(&watched, &usage, 1);
         assert_eq!(shares.processes[0].percent_of_one_core, None);
         assert!(shares.processes[0].pids.is_empty());
         assert_eq!(shares.processes[3].percent_of_one_core, Some(12.0));
+        // No answers: no cost per answer.
+        assert_eq!(shares.processes[3].cpu_usec_per_answer, None);
         assert_eq!(shares.everything_else_percent_of_one_core, 0.0);
         assert!(shares.line().contains("instances not found"));
     }

@@ -233,6 +233,7 @@ impl Bench {
                 &before,
                 &cpu::sample(&watched),
                 started.elapsed().as_secs_f64(),
+                sales.requests,
             );
             if let Some(evalsha) = self.redis.evalsha().await? {
                 per_call.push(evalsha.usec_per_call);
