@@ -240,6 +240,10 @@ async fn run_path(path: &str, config: &LoadConfig) -> anyhow::Result<()> {
     if !path.starts_with('/') {
         bail!("--path must start with '/', got {path:?}");
     }
+    // The engine sends the plan's paths as they are: refuse here what
+    // would break its request line.
+    http1::Prepared::new(&Method::GET, path, "check")
+        .map_err(|err| anyhow::anyhow!("--path: {err}"))?;
     if config.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
