@@ -47,7 +47,7 @@ use crate::os::find_program;
 /// What `stocklock bench` was asked for: its flags.
 #[derive(Clone, Debug, clap::Args)]
 #[command(after_help = "The README's figures come from:\n  \
-    stocklock bench --redis-url URL --admin-token TOKEN --runs 3 --duration 4s --json bench.json")]
+    stocklock bench --redis-url URL --admin-token TOKEN --runs 5 --duration 4s --json bench.json")]
 pub struct BenchConfig {
     /// The stack to measure (normally nginx).
     #[arg(long, default_value = "http://127.0.0.1:8080")]
