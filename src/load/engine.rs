@@ -2,26 +2,24 @@
 //! connection, released together at one instant, counting answers by kind
 //! and latency in an HDR histogram.
 //!
-//! It is built to never be the bottleneck: one connection per worker (no
-//! pool to contend on), the request is prepared once and cloned, bodies are
-//! drained without being parsed, and each worker keeps its own counters and
-//! histogram until the end.
+//! It is built to never be the bottleneck, and to leave the servers it
+//! measures as much of a small machine as it can: one connection per worker
+//! (no pool to contend on), each request prepared once as bytes and written
+//! with one system call, answers read into the connection's own buffer by
+//! a small HTTP/1.1 client ([`super::http1`]) in the worker's own task, and
+//! each worker keeps its own counters and histogram until the end.
 
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
 use hdrhistogram::Histogram;
-use http_body_util::{BodyExt, Empty};
-use hyper::client::conn::http1::{Connection, SendRequest};
-use hyper::{Method, Request, StatusCode, header};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use hyper::Method;
 use tokio::sync::Barrier;
 use tokio::time::Instant;
+
+use super::http1::{Answer, Connection, Prepared};
 
 /// Where to send the requests.
 #[derive(Clone, Debug)]
@@ -125,8 +123,8 @@ impl Tally {
         self.latency_us.max() as f64 / 1000.0
     }
 
-    fn count(&mut self, answer: Answered) {
-        match answer.status.as_u16() {
+    fn count(&mut self, answer: Answer) {
+        match answer.status {
             200 => self.sold += 1,
             409 => self.sold_out += 1,
             429 => self.busy += 1,
@@ -167,9 +165,11 @@ impl Tickets {
         *self.start.get().expect("set before the barrier opens")
     }
 
-    fn take(&self) -> Option<u64> {
+    /// The next request's number, unless the count is reached or, at
+    /// `now`, the run's time is up.
+    fn take(&self, now: Instant) -> Option<u64> {
         if let Some(duration) = self.duration
-            && self.start().elapsed() >= duration
+            && now.duration_since(self.start()) >= duration
         {
             return None;
         }
@@ -183,8 +183,13 @@ impl Tickets {
 /// Workers are spread over one single-threaded runtime per core: no work
 /// stealing and no cross-thread wake-ups on the hot path, which on a small
 /// machine leaves more CPU to the servers being measured.
+///
+/// Panics when a path of the plan is not a request path (callers build
+/// them, or check the user's `--path` with [`Prepared`]'s rules first).
 pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
     let concurrency = plan.concurrency.max(1);
+    // One worker thread per core measured fastest here: a single thread (2
+    // cores, perf stat) spent as much CPU per request and answered no faster.
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -196,24 +201,19 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
         duration: plan.duration,
         start: std::sync::OnceLock::new(),
     });
-    let requests: Arc<[Request<Empty<Bytes>>]> = plan
+    let requests: Arc<[Prepared]> = plan
         .paths
         .iter()
         .map(|path| {
-            Request::builder()
-                .method(plan.method.clone())
-                .uri(path)
-                .header(header::HOST, &target.authority)
-                .header(header::USER_AGENT, "stocklock-load")
-                .body(Empty::<Bytes>::new())
-                .expect("a valid request")
+            Prepared::new(&plan.method, path, &target.authority)
+                .unwrap_or_else(|err| panic!("the plan's paths are request paths: {err}"))
         })
         .collect();
     let mut results = Vec::with_capacity(threads);
     for thread in 0..threads {
         let workers = concurrency / threads + usize::from(thread < concurrency % threads);
         let worker = Worker {
-            target: target.clone(),
+            addr: target.addr,
             requests: requests.clone(),
             timeout: plan.timeout,
             rate: plan.rate,
@@ -271,46 +271,40 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
 
 /// One worker: one connection at a time, one request at a time.
 struct Worker {
-    target: Target,
+    addr: SocketAddr,
     /// What to send; ticket n sends request n mod their number.
-    requests: Arc<[Request<Empty<Bytes>>]>,
+    requests: Arc<[Prepared]>,
     timeout: Duration,
     rate: Option<f64>,
     done: Arc<AtomicU64>,
-}
-
-/// A keep-alive connection, driven by the worker's own task (no separate
-/// connection task to wake).
-struct Conn {
-    sender: SendRequest<Empty<Bytes>>,
-    driver: Pin<Box<Connection<TokioIo<TcpStream>, Empty<Bytes>>>>,
 }
 
 impl Worker {
     async fn run(&self, tickets: &Tickets) -> Tally {
         let start = tickets.start();
         let mut tally = Tally::new();
-        let mut conn: Option<Conn> = None;
+        let mut conn: Option<Connection> = None;
         // Progress is shared across threads: publish it in batches.
         let mut unreported = 0;
         // One timer for the worker's whole life, moved only when it fires:
         // arming a fresh one per request costs more than the request.
         let timer = tokio::time::sleep(self.timeout);
         tokio::pin!(timer);
-        while let Some(n) = tickets.take() {
+        let mut now = Instant::now();
+        while let Some(n) = tickets.take(now) {
             // Open loop: the request is due at its slot, and its latency
             // counts from then, so a slow server cannot hide its queueing
             // (no coordinated omission).
-            let due = match self.rate {
+            let (due, sent) = match self.rate {
                 Some(rate) => {
                     let due = start + Duration::from_secs_f64(n as f64 / rate);
                     tokio::time::sleep_until(due).await;
-                    due
+                    (due, Instant::now())
                 }
-                None => Instant::now(),
+                None => (now, now),
             };
             let outcome = {
-                let deadline = Instant::now() + self.timeout;
+                let deadline = sent + self.timeout;
                 let request = &self.requests[(n % self.requests.len() as u64) as usize];
                 let exchange = self.send(&mut conn, request);
                 tokio::pin!(exchange);
@@ -328,12 +322,20 @@ impl Worker {
                     }
                 }
             };
+            // One clock reading ends this request and starts the next.
+            now = Instant::now();
             tally.requests += 1;
             match outcome {
                 Ok(Ok(answer)) => {
                     tally.count(answer);
-                    let micros = due.elapsed().as_micros().clamp(1, 600_000_000) as u64;
+                    let micros = now
+                        .saturating_duration_since(due)
+                        .as_micros()
+                        .clamp(1, 600_000_000) as u64;
                     let _ = tally.latency_us.record(micros);
+                    if !answer.keep_alive {
+                        conn = None;
+                    }
                 }
                 Ok(Err(SendError::Connect)) => {
                     tally.errors.connect += 1;
@@ -343,7 +345,7 @@ impl Worker {
                     tally.errors.other += 1;
                     conn = None;
                 }
-                Err(_) => {
+                Err(()) => {
                     tally.errors.timeout += 1;
                     conn = None;
                 }
@@ -359,60 +361,22 @@ impl Worker {
     }
 
     /// Sends one request on the worker's connection, opening one if needed,
-    /// and drains the answer. Never retried: a sale may not be sent twice.
+    /// and reads the whole answer. Never retried: a sale may not be sent twice.
     async fn send(
         &self,
-        conn: &mut Option<Conn>,
-        request: &Request<Empty<Bytes>>,
-    ) -> Result<Answered, SendError> {
-        if conn.as_ref().is_none_or(|c| c.sender.is_closed()) {
+        conn: &mut Option<Connection>,
+        request: &Prepared,
+    ) -> Result<Answer, SendError> {
+        if !conn.as_ref().is_some_and(Connection::reusable) {
             *conn = Some(
-                connect(self.target.addr)
+                Connection::open(self.addr)
                     .await
                     .map_err(|_| SendError::Connect)?,
             );
         }
-        let Conn { sender, driver } = conn.as_mut().expect("connected above");
-        let exchange = async {
-            sender.ready().await.map_err(|_| SendError::Broken)?;
-            let response = sender
-                .send_request(clone_request(request))
-                .await
-                .map_err(|_| SendError::Broken)?;
-            let status = response.status();
-            // Drain without gathering (the verdict comes from the ledger),
-            // but a 503 says whether the outcome is unknown or nothing was sold.
-            let mut body = response.into_body();
-            let mut unknown = false;
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|_| SendError::Broken)?;
-                if status == StatusCode::SERVICE_UNAVAILABLE
-                    && let Some(data) = frame.data_ref()
-                {
-                    unknown |= data
-                        .windows(UNKNOWN_OUTCOME.len())
-                        .any(|w| w == UNKNOWN_OUTCOME);
-                }
-            }
-            Ok(Answered { status, unknown })
-        };
-        tokio::select! {
-            biased;
-            answer = exchange => answer,
-            // The connection ended (closed by the server, or broken).
-            _ = driver.as_mut() => Err(SendError::Broken),
-        }
+        let conn = conn.as_mut().expect("connected above");
+        conn.exchange(request).await.map_err(|_| SendError::Broken)
     }
-}
-
-/// How a 503 answer of unknown outcome starts its body.
-const UNKNOWN_OUTCOME: &[u8] = br#""outcome":"unknown""#;
-
-/// One answer as the engine keeps it.
-struct Answered {
-    status: StatusCode,
-    /// A 503 whose body says `"outcome":"unknown"`.
-    unknown: bool,
 }
 
 enum SendError {
@@ -420,22 +384,148 @@ enum SendError {
     Broken,
 }
 
-fn clone_request(template: &Request<Empty<Bytes>>) -> Request<Empty<Bytes>> {
-    let mut request = Request::new(Empty::new());
-    *request.method_mut() = template.method().clone();
-    *request.uri_mut() = template.uri().clone();
-    *request.headers_mut() = template.headers().clone();
-    request
-}
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
 
-async fn connect(addr: SocketAddr) -> std::io::Result<Conn> {
-    let stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(std::io::Error::other)?;
-    Ok(Conn {
-        sender,
-        driver: Box::pin(driver),
-    })
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A server on 127.0.0.1 that answers every request with `answer(n)`
+    /// (n counts answers over all connections) and closes the connection
+    /// after the answers `close_after` says; it counts the connections.
+    async fn server(
+        answer: fn(usize) -> Vec<u8>,
+        close_after: fn(usize) -> bool,
+    ) -> (Target, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let answered = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::Relaxed);
+                let answered = answered.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    loop {
+                        // One request at a time: the engine never pipelines.
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match socket.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.clear();
+                        let n = answered.fetch_add(1, Ordering::Relaxed);
+                        if socket.write_all(&answer(n)).await.is_err() || close_after(n) {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let target = Target {
+            addr,
+            authority: addr.to_string(),
+        };
+        (target, connections)
+    }
+
+    fn plan(requests: u64, timeout: Duration) -> Plan {
+        Plan {
+            method: Method::GET,
+            paths: vec!["/deductStock/lua?sku=a".to_owned()],
+            concurrency: 4,
+            requests: Some(requests),
+            duration: None,
+            rate: None,
+            timeout,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closes_is_replaced_and_no_answer_is_lost() {
+        let (target, connections) = server(
+            |n| {
+                if n % 3 == 2 {
+                    b"HTTP/1.1 409 Conflict\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"
+                        .to_vec()
+                } else {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}".to_vec()
+                }
+            },
+            |n| n % 3 == 2,
+        )
+        .await;
+        let tally = run(
+            &target,
+            &plan(60, Duration::from_secs(30)),
+            &Progress::default(),
+        )
+        .await;
+        assert_eq!(tally.requests, 60);
+        assert_eq!((tally.sold, tally.sold_out), (40, 20));
+        assert_eq!(tally.errors.total(), 0, "{:?}", tally.errors);
+        // 20 answers closed their connection; a worker opens another only
+        // when it has a request left to send (4 workers).
+        let opened = connections.load(Ordering::Relaxed);
+        assert!((20..=24).contains(&opened), "{opened} connections");
+        assert_eq!(tally.latency_us.len(), 60);
+    }
+
+    #[tokio::test]
+    async fn a_chunked_503_of_unknown_outcome_is_counted_as_unknown() {
+        let (target, _) = server(
+            |_| {
+                b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n\
+                  9\r\n{\"outcome\r\n\
+                  b\r\n\":\"unknown\"\r\n1\r\n}\r\n0\r\n\r\n"
+                    .to_vec()
+            },
+            |_| false,
+        )
+        .await;
+        let tally = run(
+            &target,
+            &plan(20, Duration::from_secs(30)),
+            &Progress::default(),
+        )
+        .await;
+        assert_eq!((tally.requests, tally.unknown), (20, 20));
+        assert_eq!(tally.errors.total(), 0, "{:?}", tally.errors);
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_request_times_out_and_a_refused_connect_is_counted() {
+        // Accepts and reads, never answers.
+        let (target, _) = server(|_| Vec::new(), |_| false).await;
+        let tally = run(
+            &target,
+            &plan(4, Duration::from_millis(200)),
+            &Progress::default(),
+        )
+        .await;
+        assert_eq!((tally.requests, tally.errors.timeout), (4, 4));
+
+        // A port nobody listens on any more.
+        let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let target = Target {
+            addr,
+            authority: addr.to_string(),
+        };
+        let tally = run(
+            &target,
+            &plan(4, Duration::from_secs(5)),
+            &Progress::default(),
+        )
+        .await;
+        assert_eq!((tally.requests, tally.errors.connect), (4, 4));
+    }
 }

@@ -8,7 +8,8 @@
 //!
 //! - this module: what was asked ([`LoadConfig`], also the command line's
 //!   flags), the runs ([`Runner`]), and the `--path` baseline;
-//! - [`engine`]: the requests themselves;
+//! - [`engine`]: the requests themselves, through `http1`, its own small
+//!   HTTP/1.1 client;
 //! - [`verdict`]: what the ledger says about a run, and whether that
 //!   contradicts the variant's expectation;
 //! - [`report`]: the table and lines printed;
@@ -17,6 +18,7 @@
 
 pub mod bench;
 pub mod engine;
+mod http1;
 mod progress;
 pub mod report;
 mod runner;
@@ -238,6 +240,10 @@ async fn run_path(path: &str, config: &LoadConfig) -> anyhow::Result<()> {
     if !path.starts_with('/') {
         bail!("--path must start with '/', got {path:?}");
     }
+    // The engine sends the plan's paths as they are: refuse here what
+    // would break its request line.
+    http1::Prepared::new(&Method::GET, path, "check")
+        .map_err(|err| anyhow::anyhow!("--path: {err}"))?;
     if config.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }

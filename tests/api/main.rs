@@ -2,6 +2,7 @@
 //! free loopback ports by the tests themselves, stopped by pid.
 
 mod bad_input;
+mod bench;
 mod browser;
 mod chaos;
 mod cluster;

@@ -1,0 +1,476 @@
+//! `stocklock bench`: costs measured side by side in one run.
+//!
+//! Against a running stack, each row alternates its two sides `runs` times
+//! and compares their medians, so a noisy machine slows both sides alike:
+//!
+//! 1. `generator-vs-oha`: our generator vs oha on `/healthz` (is the
+//!    generator the bottleneck?);
+//! 2. `lua-vs-healthz`: the `lua` variant vs `/healthz` through the same
+//!    nginx (what a sale costs over a bare request);
+//! 3. `sold-out-vs-healthz`: `lua` on a SKU with no stock, every answer
+//!    409 sold out, vs `/healthz` (what the crowd costs once the sale is over);
+//! 4. `watchdog-vs-handoff-ceiling`: the `watchdog` variant under many
+//!    waiting clients vs the lock hand-off ceiling 1 / (4 × Redis round
+//!    trip) measured in the same run;
+//! 5. `redlock-vs-watchdog`: both with many waiting clients (what a lock on
+//!    a majority of five servers costs over one Redis; skipped when the
+//!    stack has no Redlock nodes).
+//!
+//! Around each `lua` side it also measures where the time goes: what Redis
+//! spent per sale (EVALSHA's `usec_per_call` in `INFO commandstats`, reset
+//! before the side with `CONFIG RESETSTAT`) and each process's CPU share
+//! (instances, nginx, Redis, the generator itself: [`cpu`]). Then the
+//! resident memory of each instance. `--json FILE` writes all of it
+//! ([`report`]).
+
+pub mod cpu;
+mod redis_info;
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use hyper::Method;
+
+use self::cpu::{Kind, Usage, Watched};
+use self::redis_info::BenchRedis;
+use self::report::{BenchReport, InstanceMemory, Machine, RedisPerSale, Row, Skipped};
+use super::engine::{self, Plan, Progress, Tally, Target};
+use super::resolve_target;
+use crate::args::parse_duration;
+use crate::client::StackClient;
+use crate::os::find_program;
+
+/// What `stocklock bench` was asked for: its flags.
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = "The README's figures come from:\n  \
+    stocklock bench --redis-url URL --admin-token TOKEN --runs 5 --duration 4s --json bench.json")]
+pub struct BenchConfig {
+    /// The stack to measure (normally nginx).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub target: String,
+    /// The stack's Redis, for the round-trip time, its pid and its command
+    /// statistics (stocklock up prints it). The bench resets those
+    /// statistics (CONFIG RESETSTAT).
+    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
+    pub redis_url: String,
+    /// Admin token, to give the bench SKUs their stock.
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Runs per side of each row; the medians are compared.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    #[arg(long, short = 'c', default_value_t = 64)]
+    pub concurrency: usize,
+    /// Length of each run.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Also write every row, the Redis time per sale, the CPU shares and
+    /// the memory as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// The SKUs the rows sell, each given its stock before the rows.
+const LUA_SKU: &str = "bench-lua";
+const SOLD_OUT_SKU: &str = "bench-sold-out";
+const WATCHDOG_SKU: &str = "bench-watchdog";
+const REDLOCK_SKU: &str = "bench-redlock";
+
+/// Stock a whole bench cannot sell out.
+const PLENTY: i64 = 1_000_000_000;
+
+/// A bench under way: the stack, its Redis, and what was measured so far.
+struct Bench {
+    config: BenchConfig,
+    client: StackClient,
+    target: Target,
+    redis: BenchRedis,
+    report: BenchReport,
+}
+
+/// Runs every row, prints each as it is done, and writes `--json`.
+pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
+    if config.runs == 0 || config.concurrency == 0 {
+        bail!("--runs and --concurrency must be at least 1");
+    }
+    let client = StackClient::new(
+        &config.target,
+        config.admin_token.clone(),
+        Duration::from_secs(10),
+    )?;
+    let target = resolve_target(&config.target).await?;
+    let redis = BenchRedis::connect(&config.redis_url).await?;
+    let report = BenchReport {
+        date: utc_now(),
+        machine: machine(),
+        target: client.base().to_owned(),
+        concurrency: config.concurrency,
+        seconds_per_run: config.duration.as_secs_f64(),
+        runs_per_side: config.runs,
+        rows: Vec::new(),
+        skipped: Vec::new(),
+        redis_per_lua_sale: None,
+        cpu_during_lua: None,
+        instances: Vec::new(),
+    };
+    println!("{}", report.header());
+    println!("{}", report::table_head());
+    let mut bench = Bench {
+        config,
+        client,
+        target,
+        redis,
+        report,
+    };
+    bench.generator_vs_oha().await?;
+    for (sku, stock) in [
+        (LUA_SKU, PLENTY),
+        (SOLD_OUT_SKU, 0),
+        (WATCHDOG_SKU, PLENTY),
+        (REDLOCK_SKU, PLENTY),
+    ] {
+        bench.client.reset(sku, stock, 0).await?;
+    }
+    bench.lua_vs_healthz().await?;
+    bench.sold_out_vs_healthz().await?;
+    bench.watchdog_vs_ceiling().await?;
+    bench.redlock_vs_watchdog().await?;
+    bench.memory().await?;
+
+    if let Some(path) = &bench.config.json {
+        std::fs::write(path, serde_json::to_string_pretty(&bench.report)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+impl Bench {
+    /// One run of our engine on `path`; every request must be answered.
+    async fn ours(&self, path: &str) -> anyhow::Result<Tally> {
+        let plan = Plan {
+            method: Method::GET,
+            paths: vec![path.to_owned()],
+            concurrency: self.config.concurrency,
+            requests: None,
+            duration: Some(self.config.duration),
+            rate: None,
+            timeout: Duration::from_secs(30),
+        };
+        let tally = engine::run(&self.target, &plan, &Progress::default()).await;
+        let failed = tally.errors.total();
+        if failed > 0 {
+            bail!(
+                "{failed} of {} requests to {path} failed: {:?}",
+                tally.requests,
+                tally.errors
+            );
+        }
+        Ok(tally)
+    }
+
+    async fn rps(&self, path: &str) -> anyhow::Result<f64> {
+        Ok(self.ours(path).await?.rps())
+    }
+
+    fn add(&mut self, row: Row) {
+        println!("{}", row.line());
+        self.report.rows.push(row);
+    }
+
+    fn skip(&mut self, row: &str, why: &str) {
+        println!("{row}: skipped, {why}");
+        self.report.skipped.push(Skipped {
+            row: row.to_owned(),
+            why: why.to_owned(),
+        });
+    }
+
+    /// Row 1: our generator vs oha on `/healthz`.
+    async fn generator_vs_oha(&mut self) -> anyhow::Result<()> {
+        let Some(oha_bin) = find_program("oha") else {
+            self.skip(
+                "generator-vs-oha",
+                "oha is not installed (cargo install oha)",
+            );
+            return Ok(());
+        };
+        let url = self.client.url("/healthz");
+        let mut runs = Vec::new();
+        for _ in 0..self.config.runs {
+            let ours = self.rps("/healthz").await?;
+            let theirs = oha(&oha_bin, &url, &self.config).await?;
+            runs.push([ours, theirs]);
+        }
+        self.add(Row::new(
+            "generator-vs-oha",
+            ["stocklock", "oha"],
+            runs,
+            Some(1.0),
+        ));
+        Ok(())
+    }
+
+    /// Row 2: `lua` vs `/healthz`, with what Redis spent per sale and where the
+    /// CPU went during the `lua` sides.
+    async fn lua_vs_healthz(&mut self) -> anyhow::Result<()> {
+        let watched = self.watched().await?;
+        let mut usage = Usage::default();
+        let (mut per_call, mut calls, mut answers) = (Vec::new(), 0, 0);
+        let mut runs = Vec::new();
+        for _ in 0..self.config.runs {
+            self.redis.reset_stats().await?;
+            let before = cpu::sample(&watched);
+            let started = Instant::now();
+            let sales = self
+                .ours(&format!("/deductStock/lua?sku={LUA_SKU}"))
+                .await?;
+            usage.add(
+                &before,
+                &cpu::sample(&watched),
+                started.elapsed().as_secs_f64(),
+                sales.requests,
+            );
+            if let Some(evalsha) = self.redis.evalsha().await? {
+                per_call.push(evalsha.usec_per_call);
+                calls += evalsha.calls;
+            }
+            answers += sales.requests;
+            runs.push([sales.rps(), self.rps("/healthz").await?]);
+        }
+        let mut row = Row::new("lua-vs-healthz", ["lua", "/healthz"], runs, Some(0.85));
+        if !per_call.is_empty() {
+            let per_sale = RedisPerSale::new(per_call, calls, answers);
+            row = row.with_note(per_sale.line());
+            self.report.redis_per_lua_sale = Some(per_sale);
+        }
+        self.add(row);
+        let shares = cpu::shares(&watched, &usage, cpu::cores());
+        println!("    {}", shares.line());
+        self.report.cpu_during_lua = Some(shares);
+        Ok(())
+    }
+
+    /// Row 3: sold-out answers vs `/healthz`.
+    async fn sold_out_vs_healthz(&mut self) -> anyhow::Result<()> {
+        let path = format!("/deductStock/lua?sku={SOLD_OUT_SKU}");
+        let mut runs = Vec::new();
+        for _ in 0..self.config.runs {
+            let refused = self.ours(&path).await?;
+            if refused.sold_out != refused.requests {
+                bail!(
+                    "{SOLD_OUT_SKU} has no stock, yet {} of {} answers were not 409 sold out ({} sold)",
+                    refused.requests - refused.sold_out,
+                    refused.requests,
+                    refused.sold
+                );
+            }
+            runs.push([refused.rps(), self.rps("/healthz").await?]);
+        }
+        self.add(
+            Row::new(
+                "sold-out-vs-healthz",
+                ["sold out", "/healthz"],
+                runs,
+                Some(0.95),
+            )
+            .with_note("lua on a SKU with no stock: every answer 409 sold_out".to_owned()),
+        );
+        Ok(())
+    }
+
+    /// Row 4: `watchdog` hand-offs vs 1 / (4 × RTT).
+    async fn watchdog_vs_ceiling(&mut self) -> anyhow::Result<()> {
+        let (mut runs, mut rtts) = (Vec::new(), Vec::new());
+        for _ in 0..self.config.runs {
+            let rtt = self.redis.round_trip(2000).await?;
+            rtts.push(rtt * 1e6);
+            let locked = self
+                .rps(&format!(
+                    "/deductStock/watchdog?sku={WATCHDOG_SKU}&wait_ms=60000"
+                ))
+                .await?;
+            runs.push([locked, 1.0 / (4.0 * rtt)]);
+        }
+        self.add(
+            Row::new(
+                "watchdog-vs-handoff-ceiling",
+                ["watchdog", "1/(4*RTT)"],
+                runs,
+                Some(0.8),
+            )
+            .with_note(format!(
+                "Redis round trip (PING) median {:.0} us; {} clients wait for the lock",
+                report::median(rtts),
+                self.config.concurrency
+            )),
+        );
+        Ok(())
+    }
+
+    /// Row 5: `redlock` vs `watchdog`, many waiting clients each.
+    async fn redlock_vs_watchdog(&mut self) -> anyhow::Result<()> {
+        // No answer, or 503 not_configured: no Redlock nodes.
+        let probe = self
+            .client
+            .deduct(&format!("/deductStock/redlock?sku={REDLOCK_SKU}"))
+            .await;
+        if matches!(probe.status, 0 | 503) {
+            self.skip(
+                "redlock-vs-watchdog",
+                "the stack has no Redlock nodes (up --redlock 5)",
+            );
+            return Ok(());
+        }
+        let mut runs = Vec::new();
+        for _ in 0..self.config.runs {
+            let majority = self
+                .rps(&format!(
+                    "/deductStock/redlock?sku={REDLOCK_SKU}&wait_ms=60000"
+                ))
+                .await?;
+            let one = self
+                .rps(&format!(
+                    "/deductStock/watchdog?sku={WATCHDOG_SKU}&wait_ms=60000"
+                ))
+                .await?;
+            runs.push([majority, one]);
+        }
+        self.add(Row::new(
+            "redlock-vs-watchdog",
+            ["redlock", "watchdog"],
+            runs,
+            None,
+        ));
+        Ok(())
+    }
+
+    /// The processes whose CPU is watched: the instances (their pids from
+    /// `/healthz`), whatever listens on the target (nginx's master and
+    /// workers), Redis (its own pid) and this process. Only processes that
+    /// run on this machine count.
+    async fn watched(&mut self) -> anyhow::Result<Watched> {
+        let instances: Vec<u32> = self
+            .instances()
+            .await?
+            .into_values()
+            .filter(|&pid| cpu::runs_here(pid, "stocklock"))
+            .collect();
+        let me = std::process::id();
+        let front = cpu::listeners(self.target.addr)
+            .into_iter()
+            .filter(|pid| *pid != me && !instances.contains(pid))
+            .collect();
+        let redis = self
+            .redis
+            .pid()
+            .await?
+            .filter(|&pid| cpu::runs_here(pid, "redis-server"));
+        Ok(Watched(BTreeMap::from([
+            (Kind::Instances, instances),
+            (Kind::Nginx, front),
+            (Kind::Redis, redis.into_iter().collect()),
+            (Kind::Generator, vec![me]),
+        ])))
+    }
+
+    /// The instances behind the target and their pids, found by asking
+    /// `/healthz` until every one has answered (nginx takes turns).
+    async fn instances(&self) -> anyhow::Result<BTreeMap<String, u32>> {
+        let mut seen = BTreeMap::new();
+        for _ in 0..32 {
+            let health = self.client.health().await?;
+            seen.insert(health.instance, health.pid);
+        }
+        Ok(seen)
+    }
+
+    /// The resident memory of each instance after all the rows.
+    async fn memory(&mut self) -> anyhow::Result<()> {
+        for (instance, pid) in self.instances().await? {
+            let resident_mib = cpu::runs_here(pid, "stocklock")
+                .then(|| resident_kib(pid))
+                .flatten()
+                .map(|kib| kib as f64 / 1024.0);
+            match resident_mib {
+                Some(mib) => {
+                    println!("instance {instance} (pid {pid}): resident memory {mib:.1} MiB")
+                }
+                None => println!(
+                    "instance {instance} (pid {pid}): resident memory unknown (not on this machine?)"
+                ),
+            }
+            self.report.instances.push(InstanceMemory {
+                instance,
+                pid,
+                resident_mib,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Requests per second of oha on `url`, same concurrency and duration.
+async fn oha(oha: &std::path::Path, url: &str, config: &BenchConfig) -> anyhow::Result<f64> {
+    let output = tokio::process::Command::new(oha)
+        .args(["--no-tui", "--output-format", "json", "-c"])
+        .arg(config.concurrency.to_string())
+        .arg("-z")
+        .arg(format!("{}ms", config.duration.as_millis()))
+        .arg(url)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .context("cannot run oha")?;
+    if !output.status.success() {
+        bail!("oha failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).context("oha's JSON")?;
+    report["summary"]["requestsPerSec"]
+        .as_f64()
+        .context("oha's JSON has no summary.requestsPerSec")
+}
+
+/// `VmRSS` of a process, in KiB.
+fn resident_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    report::utc_date(secs)
+}
+
+/// This machine: its cores, its CPU's model, how busy it already is.
+fn machine() -> Machine {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("model name"))
+                .and_then(|rest| rest.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let load_average_at_start = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|avg| avg.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    Machine {
+        cores: cpu::cores(),
+        cpu,
+        load_average_at_start,
+    }
+}

@@ -1,0 +1,302 @@
+//! What `stocklock bench` reports: its rows (two sides, their runs, the
+//! medians and their ratio), the table it prints and the JSON file
+//! `--json` writes.
+//!
+//! The file's shapes live here rather than in [`crate::wire`]: nothing but
+//! this command writes them, and only readers of the file (the README, the
+//! tests, a spreadsheet) read them.
+
+use serde::Serialize;
+
+use super::cpu::CpuShares;
+
+/// One row: our side against theirs, alternated run by run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// A stable name (`lua-vs-healthz`, ...).
+    pub row: String,
+    /// What each side measured: ours, theirs.
+    pub sides: [String; 2],
+    pub unit: String,
+    /// The median of our side's runs.
+    pub ours: f64,
+    /// The median of their side's runs.
+    pub theirs: f64,
+    /// `ours / theirs`.
+    pub ratio: f64,
+    /// Each run's pair of figures, in the order they ran: `[ours, theirs]`.
+    pub runs: Vec<[f64; 2]>,
+    /// The ratio issue 13 aims at, when it set one (a goal, never checked here).
+    pub goal: Option<f64>,
+    /// What else the row measured, in words (the Redis round trip, ...).
+    pub note: Option<String>,
+}
+
+impl Row {
+    /// A row of requests per second from its runs' pairs.
+    pub fn new(row: &str, sides: [&str; 2], runs: Vec<[f64; 2]>, goal: Option<f64>) -> Row {
+        let ours = median(runs.iter().map(|run| run[0]).collect());
+        let theirs = median(runs.iter().map(|run| run[1]).collect());
+        Row {
+            row: row.to_owned(),
+            sides: sides.map(str::to_owned),
+            unit: "req/s".to_owned(),
+            ours,
+            theirs,
+            ratio: ours / theirs,
+            runs,
+            goal,
+            note: None,
+        }
+    }
+
+    pub fn with_note(self, note: String) -> Row {
+        Row {
+            note: Some(note),
+            ..self
+        }
+    }
+
+    /// The row as the table prints it (and its note on a line of its own).
+    pub fn line(&self) -> String {
+        let runs = |side: usize| {
+            let shown: Vec<String> = self
+                .runs
+                .iter()
+                .map(|run| format!("{:.0}", run[side]))
+                .collect();
+            shown.join(" ")
+        };
+        let goal = match self.goal {
+            Some(goal) => format!(">= {goal:.2}"),
+            None => "-".to_owned(),
+        };
+        let mut line = format!(
+            "{:<27} {:>9} {:>7.0}  {:>9} {:>7.0}  {:>5.2}  {:<7}  {} | {}",
+            self.row,
+            self.sides[0],
+            self.ours,
+            self.sides[1],
+            self.theirs,
+            self.ratio,
+            goal,
+            runs(0),
+            runs(1)
+        );
+        if let Some(note) = &self.note {
+            line.push_str("\n    ");
+            line.push_str(note);
+        }
+        line
+    }
+}
+
+/// The table's column names, above the rows.
+pub fn table_head() -> String {
+    format!(
+        "{:<27} {:>17}  {:>17}  {:>5}  {:<7}  runs, ours | theirs (req/s)",
+        "row", "ours (req/s)", "theirs (req/s)", "ratio", "goal"
+    )
+}
+
+/// A row that did not run, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Skipped {
+    pub row: String,
+    pub why: String,
+}
+
+/// What Redis spent per `lua` sale: `usec_per_call` of EVALSHA in
+/// `INFO commandstats`, reset before each `lua` side and read after it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RedisPerSale {
+    /// The median over the `lua` sides.
+    pub usec_per_call: f64,
+    /// Each `lua` side's figure.
+    pub runs: Vec<f64>,
+    /// EVALSHA calls Redis counted over the `lua` sides ...
+    pub evalsha_calls: u64,
+    /// ... and the answers the generator got meanwhile: equal when the
+    /// sale script was all the EVALSHA there was.
+    pub lua_answers: u64,
+}
+
+impl RedisPerSale {
+    pub fn new(runs: Vec<f64>, evalsha_calls: u64, lua_answers: u64) -> Self {
+        Self {
+            usec_per_call: median(runs.clone()),
+            runs,
+            evalsha_calls,
+            lua_answers,
+        }
+    }
+
+    pub fn line(&self) -> String {
+        format!(
+            "Redis per lua sale: {:.1} us (EVALSHA usec_per_call in INFO commandstats; median, lua sides: {}; {} calls for {} answers)",
+            self.usec_per_call,
+            self.runs.len(),
+            self.evalsha_calls,
+            self.lua_answers
+        )
+    }
+}
+
+/// The machine the bench ran on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Machine {
+    pub cores: usize,
+    /// `model name` in /proc/cpuinfo.
+    pub cpu: String,
+    /// The 1-minute load average when the bench started: how busy the
+    /// machine already was.
+    pub load_average_at_start: f64,
+}
+
+/// An instance behind the target and its resident memory after the rows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InstanceMemory {
+    pub instance: String,
+    pub pid: u32,
+    /// `None`: not readable here (the instance runs elsewhere).
+    pub resident_mib: Option<f64>,
+}
+
+/// Everything `--json` writes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchReport {
+    /// When the bench started (UTC, `YYYY-MM-DD HH:MM UTC`).
+    pub date: String,
+    pub machine: Machine,
+    pub target: String,
+    pub concurrency: usize,
+    pub seconds_per_run: f64,
+    /// How many times each side ran (the medians are over these).
+    pub runs_per_side: usize,
+    pub rows: Vec<Row>,
+    pub skipped: Vec<Skipped>,
+    pub redis_per_lua_sale: Option<RedisPerSale>,
+    /// Each process's CPU share during the `lua` sides.
+    pub cpu_during_lua: Option<CpuShares>,
+    pub instances: Vec<InstanceMemory>,
+}
+
+impl BenchReport {
+    /// The lines above the table.
+    pub fn header(&self) -> String {
+        format!(
+            "stocklock bench: {}, {}, {} cores ({}), load average {:.2} at start\n\
+             concurrency {}, {:.1} s per run, runs per side: {} (the sides alternate), medians compared",
+            self.target,
+            self.date,
+            self.machine.cores,
+            self.machine.cpu,
+            self.machine.load_average_at_start,
+            self.concurrency,
+            self.seconds_per_run,
+            self.runs_per_side
+        )
+    }
+}
+
+/// The median of some measurements (0 of none).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// `secs` after the Unix epoch as `YYYY-MM-DD HH:MM UTC` (days to a civil
+/// date after Howard Hinnant's `civil_from_days`).
+pub fn utc_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let (hour, minute) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_compares_the_medians_of_its_sides() {
+        let row = Row::new(
+            "lua-vs-healthz",
+            ["lua", "/healthz"],
+            vec![[300.0, 1000.0], [100.0, 900.0], [200.0, 5000.0]],
+            Some(0.85),
+        );
+        assert_eq!((row.ours, row.theirs), (200.0, 1000.0));
+        assert_eq!(row.ratio, 0.2);
+        // Runs stay in the order they ran, as pairs.
+        assert_eq!(row.runs[0], [300.0, 1000.0]);
+
+        let even = Row::new("x", ["a", "b"], vec![[1.0, 4.0], [3.0, 8.0]], None);
+        assert_eq!((even.ours, even.theirs, even.ratio), (2.0, 6.0, 2.0 / 6.0));
+    }
+
+    #[test]
+    fn the_json_row_has_the_issues_fields() {
+        let row = Row::new(
+            "sold-out-vs-healthz",
+            ["sold out", "/healthz"],
+            vec![[90.0, 100.0]],
+            Some(0.95),
+        )
+        .with_note("every answer 409".to_owned());
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "row": "sold-out-vs-healthz",
+                "sides": ["sold out", "/healthz"],
+                "unit": "req/s",
+                "ours": 90.0,
+                "theirs": 100.0,
+                "ratio": 0.9,
+                "runs": [[90.0, 100.0]],
+                "goal": 0.95,
+                "note": "every answer 409",
+            })
+        );
+        let line = row.line();
+        assert!(line.starts_with("sold-out-vs-healthz"), "{line}");
+        assert!(
+            line.contains(" 0.90 ") && line.contains("90 | 100"),
+            "{line}"
+        );
+        assert!(line.ends_with("\n    every answer 409"), "{line}");
+    }
+
+    #[test]
+    fn redis_per_sale_is_the_median_of_the_lua_sides() {
+        let per_sale = RedisPerSale::new(vec![14.0, 12.5, 13.0], 300, 300);
+        assert_eq!(per_sale.usec_per_call, 13.0);
+        assert!(per_sale.line().contains("13.0 us"));
+    }
+
+    #[test]
+    fn dates_are_civil_utc() {
+        assert_eq!(utc_date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_date(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc_date(1_796_099_999), "2026-12-01 04:39 UTC");
+        assert_eq!(utc_date(4_102_444_800), "2100-01-01 00:00 UTC");
+    }
+}

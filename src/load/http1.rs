@@ -1,0 +1,456 @@
+//! The engine's HTTP/1.1 client: one keep-alive connection that writes a
+//! request prepared once as bytes and reads each answer into a buffer it
+//! keeps. No connection task, no channels, no header map.
+//!
+//! Why not hyper's client: profiled under `bench` (`perf record -g`), about
+//! a third of the generator's CPU went to hyper's client machinery, per
+//! request: the request sent through an mpsc channel to the connection's
+//! dispatcher and the answer back through a oneshot, a `HeaderMap` built
+//! (allocations) for headers the engine never reads, the body streamed
+//! through another channel, and the wake-ups between them. On a small
+//! machine the generator shares the cores with the servers it measures, so
+//! each of its microseconds is one the servers lose. This client makes the
+//! same system calls per request (one write, one read) and little else.
+//!
+//! It understands what the engine needs and no more: the status,
+//! `Content-Length`, chunked and read-until-close bodies, 1xx interim
+//! answers, `Connection: close`, and whether a 503's body says the outcome
+//! is unknown. A request is never retried: a sale may not be sent twice.
+
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How a 503 answer of unknown outcome says so in its body.
+const UNKNOWN_OUTCOME: &[u8] = br#""outcome":"unknown""#;
+
+/// Header fields an answer may have (nginx and axum send fewer than ten).
+const MAX_HEADERS: usize = 64;
+
+/// An answer's head may not be longer than this ...
+const MAX_HEAD: usize = 64 * 1024;
+
+/// ... nor the whole answer, which is kept in memory until it is complete
+/// (the stack's biggest answer, the dashboard's page, is far smaller).
+const MAX_ANSWER: usize = 16 * 1024 * 1024;
+
+/// A request as the bytes sent for it: `METHOD path HTTP/1.1`, `Host`,
+/// `User-Agent`.
+#[derive(Clone, Debug)]
+pub(super) struct Prepared {
+    bytes: Vec<u8>,
+    /// A HEAD request's answer has a head only, whatever it says.
+    head: bool,
+}
+
+impl Prepared {
+    /// `path` (with its query) must be a valid request target: it is
+    /// checked as a URI, so nothing in it can break the request line.
+    pub(super) fn new(method: &hyper::Method, path: &str, host: &str) -> Result<Self, String> {
+        let uri: hyper::Uri = path
+            .parse()
+            .map_err(|err| format!("{path:?} is not a request path: {err}"))?;
+        let target = uri
+            .path_and_query()
+            .filter(|_| uri.scheme().is_none() && path.starts_with('/'))
+            .ok_or_else(|| format!("{path:?} is not a request path (it starts with '/')"))?;
+        let bytes = format!(
+            "{method} {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: stocklock-load\r\n\r\n"
+        )
+        .into_bytes();
+        Ok(Self {
+            bytes,
+            head: method == hyper::Method::HEAD,
+        })
+    }
+}
+
+/// One answer as the engine keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Answer {
+    pub(super) status: u16,
+    /// A 503 whose body says `"outcome":"unknown"`.
+    pub(super) unknown: bool,
+    /// The server keeps the connection open for the next request.
+    pub(super) keep_alive: bool,
+}
+
+/// The connection cannot carry this exchange (closed, reset, or an answer
+/// that is not HTTP/1.1); it is not to be used again.
+#[derive(Debug)]
+pub(super) struct Broken;
+
+impl From<io::Error> for Broken {
+    fn from(_: io::Error) -> Self {
+        Broken
+    }
+}
+
+/// One keep-alive connection and the buffer its answers are read into.
+pub(super) struct Connection {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Connection {
+    pub(super) async fn open(addr: SocketAddr) -> io::Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Self {
+            stream,
+            buf: Vec::with_capacity(READ_SIZE),
+        })
+    }
+
+    /// Whether the connection can carry another request: the last answer
+    /// was read whole, so anything readable now is the server closing it
+    /// (an idle keep-alive timed out) or bytes nobody asked for. Costs no
+    /// system call unless the socket was reported readable.
+    pub(super) fn reusable(&self) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(self.stream.try_read(&mut probe), Err(err) if err.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Sends `request` and reads its whole answer.
+    pub(super) async fn exchange(&mut self, request: &Prepared) -> Result<Answer, Broken> {
+        self.stream.write_all(&request.bytes).await?;
+        self.buf.clear();
+        loop {
+            if self.buf.capacity() - self.buf.len() < READ_SIZE / 2 {
+                self.buf.reserve(READ_SIZE);
+            }
+            let eof = self.stream.read_buf(&mut self.buf).await? == 0;
+            match parse(&self.buf, request.head, eof)? {
+                Parsed::Partial if eof => return Err(Broken),
+                Parsed::Partial if self.buf.len() > MAX_ANSWER => return Err(Broken),
+                Parsed::Partial => {}
+                // Bytes after the answer: the server sent what was not
+                // asked for (the engine never pipelines).
+                Parsed::Complete { answer, end } if end < self.buf.len() => {
+                    return Ok(Answer {
+                        keep_alive: false,
+                        ..answer
+                    });
+                }
+                Parsed::Complete { answer, .. } => return Ok(answer),
+            }
+        }
+    }
+}
+
+/// Room for a read: an answer of the stack's API fits in one.
+const READ_SIZE: usize = 16 * 1024;
+
+/// What the bytes read so far hold.
+#[derive(Debug, PartialEq, Eq)]
+enum Parsed {
+    /// More bytes are needed.
+    Partial,
+    /// One whole answer, ending at byte `end`.
+    Complete { answer: Answer, end: usize },
+}
+
+/// How an answer's body ends (RFC 9112 §6.3).
+enum Framing {
+    Empty,
+    Length(usize),
+    Chunked,
+    /// No length and not chunked: the body runs until the server closes.
+    UntilClose,
+}
+
+/// Parses one answer from the start of `buf`, skipping 1xx interim answers.
+/// `head_request`: the request was HEAD (no body whatever the head says);
+/// `eof`: the server has closed its side (ends a read-until-close body).
+fn parse(buf: &[u8], head_request: bool, eof: bool) -> Result<Parsed, Broken> {
+    let mut start = 0;
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut headers);
+        let head_len = match response.parse(&buf[start..]).map_err(|_| Broken)? {
+            httparse::Status::Complete(len) => len,
+            httparse::Status::Partial if buf.len() - start > MAX_HEAD => return Err(Broken),
+            httparse::Status::Partial => return Ok(Parsed::Partial),
+        };
+        let status = response.code.ok_or(Broken)?;
+        let body_start = start + head_len;
+        if (100..200).contains(&status) {
+            // 101 would switch protocols, which a GET of the engine never asks for.
+            if status == 101 {
+                return Err(Broken);
+            }
+            start = body_start;
+            continue;
+        }
+
+        let mut length: Option<usize> = None;
+        let mut chunked = false;
+        let mut transfer_coded = false;
+        let mut close = response.version == Some(0);
+        for header in response.headers.iter() {
+            if header.name.eq_ignore_ascii_case("content-length") {
+                let value = std::str::from_utf8(header.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .ok_or(Broken)?;
+                if length.is_some_and(|known| known != value) {
+                    return Err(Broken);
+                }
+                length = Some(value);
+            } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+                transfer_coded = true;
+                // Chunked only when it is the last coding applied.
+                chunked = header
+                    .value
+                    .rsplit(|&b| b == b',')
+                    .next()
+                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if header.name.eq_ignore_ascii_case("connection") {
+                let tokens = header.value.split(|&b| b == b',');
+                for token in tokens {
+                    let token = token.trim_ascii();
+                    if token.eq_ignore_ascii_case(b"close") {
+                        close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive")
+                        && response.version == Some(0)
+                    {
+                        close = false;
+                    }
+                }
+            }
+        }
+        let framing = if head_request || status == 204 || status == 304 {
+            Framing::Empty
+        } else if transfer_coded {
+            if chunked {
+                Framing::Chunked
+            } else {
+                Framing::UntilClose
+            }
+        } else {
+            match length {
+                Some(length) => Framing::Length(length),
+                None => Framing::UntilClose,
+            }
+        };
+
+        let keep_alive = !close && !matches!(framing, Framing::UntilClose);
+        let answer = |end: usize, unknown: bool| {
+            Ok(Parsed::Complete {
+                answer: Answer {
+                    status,
+                    unknown: status == 503 && unknown,
+                    keep_alive,
+                },
+                end,
+            })
+        };
+        let body = &buf[body_start..];
+        return match framing {
+            Framing::Empty => answer(body_start, false),
+            Framing::Length(length) if body.len() < length => Ok(Parsed::Partial),
+            Framing::Length(length) => answer(body_start + length, says_unknown(&body[..length])),
+            Framing::UntilClose if !eof => Ok(Parsed::Partial),
+            Framing::UntilClose => answer(buf.len(), says_unknown(body)),
+            Framing::Chunked => {
+                let mut decoded = Vec::new();
+                let keep = status == 503;
+                match walk_chunks(body, |data| {
+                    if keep {
+                        decoded.extend_from_slice(data)
+                    }
+                })? {
+                    None => Ok(Parsed::Partial),
+                    Some(len) => answer(body_start + len, says_unknown(&decoded)),
+                }
+            }
+        };
+    }
+}
+
+fn says_unknown(body: &[u8]) -> bool {
+    body.windows(UNKNOWN_OUTCOME.len())
+        .any(|w| w == UNKNOWN_OUTCOME)
+}
+
+/// Walks a chunked body at the start of `body`, handing each chunk's data
+/// to `on_data`: `Some(length)` of the whole encoded body (trailers
+/// included) once it is complete, `None` while more bytes are needed.
+/// Steps over data by its size, so walking again after each read is cheap.
+fn walk_chunks(body: &[u8], mut on_data: impl FnMut(&[u8])) -> Result<Option<usize>, Broken> {
+    let mut at = 0;
+    loop {
+        let (line, size) = match httparse::parse_chunk_size(&body[at..]).map_err(|_| Broken)? {
+            httparse::Status::Complete(found) => found,
+            httparse::Status::Partial => return Ok(None),
+        };
+        at += line;
+        if size == 0 {
+            // Trailer fields, each a line, then an empty line.
+            loop {
+                let rest = &body[at..];
+                let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+                    return Ok(None);
+                };
+                at += eol + 2;
+                if eol == 0 {
+                    return Ok(Some(at));
+                }
+            }
+        }
+        let size = usize::try_from(size).map_err(|_| Broken)?;
+        let end = at.checked_add(size).ok_or(Broken)?;
+        if body.len() < end + 2 {
+            return Ok(None);
+        }
+        if &body[end..end + 2] != b"\r\n" {
+            return Err(Broken);
+        }
+        on_data(&body[at..end]);
+        at = end + 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn complete(buf: &[u8]) -> (Answer, usize) {
+        match parse(buf, false, false) {
+            Ok(Parsed::Complete { answer, end }) => (answer, end),
+            other => panic!("not a complete answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_request_is_its_line_host_and_agent() {
+        let request = Prepared::new(
+            &hyper::Method::GET,
+            "/deductStock/lua?sku=a&work_ms=2",
+            "127.0.0.1:8080",
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(request.bytes).unwrap(),
+            "GET /deductStock/lua?sku=a&work_ms=2 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: stocklock-load\r\n\r\n"
+        );
+        assert!(!request.head);
+    }
+
+    #[test]
+    fn a_path_that_would_break_the_request_line_is_refused() {
+        for bad in ["/a b", "/a\r\nX: y", "relative", "http://elsewhere/", ""] {
+            assert!(
+                Prepared::new(&hyper::Method::GET, bad, "h").is_err(),
+                "{bad:?} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn a_content_length_answer_ends_after_its_body() {
+        let answer = b"HTTP/1.1 409 Conflict\r\nContent-Length: 5\r\n\r\nhello";
+        for cut in 0..answer.len() {
+            assert_eq!(
+                parse(&answer[..cut], false, false).unwrap(),
+                Parsed::Partial
+            );
+        }
+        let (got, end) = complete(answer);
+        assert_eq!(end, answer.len());
+        assert_eq!(
+            got,
+            Answer {
+                status: 409,
+                unknown: false,
+                keep_alive: true
+            }
+        );
+    }
+
+    #[test]
+    fn only_a_503_that_says_so_is_of_unknown_outcome() {
+        let body = br#"{"outcome":"unknown","request_id":"x"}"#;
+        let with = |status: &str| {
+            let mut buf = format!(
+                "HTTP/1.1 {status}\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            buf.extend_from_slice(body);
+            complete(&buf).0.unknown
+        };
+        assert!(with("503 Service Unavailable"));
+        assert!(!with("200 OK"));
+        let nothing_sent = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 31\r\n\r\n{\"error\":\"store_unavailable\"}  ";
+        assert!(!complete(nothing_sent).0.unknown);
+    }
+
+    #[test]
+    fn a_chunked_answer_is_walked_to_its_last_chunk_and_trailers() {
+        let answer = b"HTTP/1.1 503 x\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{\"outc\r\n14;ext=1\r\nome\":\"unknown\"} abcd\r\n0\r\nTrailer: t\r\n\r\n";
+        for cut in 0..answer.len() {
+            assert_eq!(
+                parse(&answer[..cut], false, false).unwrap(),
+                Parsed::Partial,
+                "complete at {cut}"
+            );
+        }
+        let (got, end) = complete(answer);
+        assert_eq!(end, answer.len());
+        assert!(got.unknown, "the marker split over two chunks is found");
+        assert!(got.keep_alive);
+        let bad = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n";
+        assert!(parse(bad, false, false).is_err());
+    }
+
+    #[test]
+    fn connection_close_http_1_0_and_no_length_end_the_connection() {
+        let (got, _) =
+            complete(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+        assert!(!got.keep_alive);
+        let (got, _) = complete(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+        assert!(!got.keep_alive);
+        let (got, _) =
+            complete(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
+        assert!(got.keep_alive);
+        let until_close = b"HTTP/1.1 200 OK\r\n\r\nall of it";
+        assert_eq!(parse(until_close, false, false).unwrap(), Parsed::Partial);
+        match parse(until_close, false, true).unwrap() {
+            Parsed::Complete { answer, end } => {
+                assert_eq!(end, until_close.len());
+                assert!(!answer.keep_alive);
+            }
+            Parsed::Partial => panic!("the close ends the body"),
+        }
+    }
+
+    #[test]
+    fn interim_answers_are_skipped_and_bodiless_answers_end_at_their_head() {
+        let interim =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let (got, end) = complete(interim);
+        assert_eq!((got.status, end), (200, interim.len()));
+        let no_body = b"HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n";
+        assert_eq!(complete(no_body).1, no_body.len());
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+        assert!(matches!(
+            parse(head, true, false).unwrap(),
+            Parsed::Complete { end, .. } if end == head.len()
+        ));
+    }
+
+    #[test]
+    fn malformed_answers_break_the_connection() {
+        for bad in [
+            &b"SMTP ready\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+            b"HTTP/1.1 200 OK\r\nContent-Length: lots\r\n\r\n",
+            b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+        ] {
+            assert!(parse(bad, false, false).is_err(), "{bad:?}");
+        }
+    }
+}

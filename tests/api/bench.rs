@@ -1,0 +1,154 @@
+//! `stocklock bench --json`, run as a user runs it, briefly, against a real
+//! stack. Its figures depend on the machine: the test checks the file's
+//! shape and arithmetic and that each figure was measured, never how fast
+//! anything was.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::process::Command;
+
+use crate::helpers::Stack;
+
+#[tokio::test]
+async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares() {
+    let stack = Stack::start_with(2, None, &[]).await;
+    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .arg("bench")
+        .args(["--target", &stack.url, "--redis-url", &redis_url])
+        .args(["--admin-token", &stack.token])
+        .args(["--runs", "1", "--duration", "500ms", "--concurrency", "16"])
+        .arg("--json")
+        .arg(&json)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run stocklock bench");
+    let generator_pid = child.id().expect("the bench runs");
+    let output = tokio::time::timeout(Duration::from_secs(180), child.wait_with_output())
+        .await
+        .expect("stocklock bench did not finish within 180 s")
+        .expect("stocklock bench's output");
+    let table = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{table}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stocklock bench failed");
+
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["runs_per_side"], 1);
+    assert_eq!(report["concurrency"], 16);
+    assert_eq!(report["target"], stack.url.as_str());
+    assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
+
+    // Every row, unless oha is missing here (then it says it skipped it).
+    let mut expected = vec![
+        "lua-vs-healthz",
+        "sold-out-vs-healthz",
+        "watchdog-vs-handoff-ceiling",
+        "redlock-vs-watchdog",
+    ];
+    let skipped: Vec<&str> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["row"].as_str().unwrap())
+        .collect();
+    if stocklock::os::find_program("oha").is_some() {
+        expected.insert(0, "generator-vs-oha");
+        assert!(skipped.is_empty(), "{skipped:?}");
+    } else {
+        assert_eq!(skipped, ["generator-vs-oha"]);
+    }
+    let rows = report["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
+    assert_eq!(names, expected);
+    for row in rows {
+        let name = row["row"].as_str().unwrap();
+        assert!(
+            table.lines().any(|line| line.starts_with(name)),
+            "the table has no {name} line"
+        );
+        let runs = row["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{name}");
+        let pair: Vec<f64> = runs[0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let (ours, theirs) = (
+            row["ours"].as_f64().unwrap(),
+            row["theirs"].as_f64().unwrap(),
+        );
+        // One run per side: the medians are that run's pair.
+        assert_eq!(pair, [ours, theirs], "{name}");
+        assert!(ours > 0.0 && theirs > 0.0, "{name}: {row}");
+        let ratio = row["ratio"].as_f64().unwrap();
+        assert!(
+            (ratio - ours / theirs).abs() <= 1e-12 * ratio.abs(),
+            "{name}: ratio {ratio} is not {ours} / {theirs}"
+        );
+        assert_eq!(row["unit"], "req/s");
+        assert_eq!(row["sides"].as_array().unwrap().len(), 2);
+    }
+
+    // Redis time per sale: every lua answer ran the sale script once.
+    let per_sale = &report["redis_per_lua_sale"];
+    assert!(
+        per_sale["usec_per_call"].as_f64().unwrap() > 0.0,
+        "{per_sale}"
+    );
+    assert!(
+        per_sale["evalsha_calls"].as_u64().unwrap() >= per_sale["lua_answers"].as_u64().unwrap(),
+        "{per_sale}"
+    );
+    assert!(per_sale["lua_answers"].as_u64().unwrap() > 0);
+
+    // A CPU share for each kind of process, and the right processes.
+    let cpu = &report["cpu_during_lua"];
+    assert!(cpu["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(cpu["answers"], per_sale["lua_answers"]);
+    let shares = cpu["processes"].as_array().unwrap();
+    let pids = |kind: &str| -> Vec<u64> {
+        let share = shares
+            .iter()
+            .find(|s| s["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} share: {cpu}"));
+        for figure in ["percent_of_one_core", "cpu_usec_per_answer"] {
+            let value = share[figure].as_f64();
+            assert!(value.is_some_and(|v| v >= 0.0), "{kind}: {share}");
+        }
+        share["pids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_u64().unwrap())
+            .collect()
+    };
+    let mut instances: Vec<u64> = stack.instances.iter().map(|i| u64::from(i.pid)).collect();
+    instances.sort_unstable();
+    let mut found = pids("instances");
+    found.sort_unstable();
+    assert_eq!(found, instances);
+    assert!(pids("nginx").contains(&u64::from(stack.nginx_pid)));
+    assert_eq!(pids("redis"), [u64::from(stack.redis_pid.unwrap())]);
+    assert_eq!(pids("generator"), [u64::from(generator_pid)]);
+    assert_eq!(shares.len(), 4);
+    assert!(cpu["idle_percent_of_one_core"].as_f64().unwrap() >= 0.0);
+    assert!(cpu["everything_else_percent_of_one_core"].as_f64().unwrap() >= 0.0);
+    assert!(table.contains("CPU during the lua sides"));
+
+    let memory = report["instances"].as_array().unwrap();
+    assert_eq!(memory.len(), 2);
+    for instance in memory {
+        assert!(
+            instance["resident_mib"].as_f64().unwrap() > 0.0,
+            "{instance}"
+        );
+    }
+    stack.stop().await;
+}
