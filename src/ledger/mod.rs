@@ -23,24 +23,31 @@ use crate::outcome::{Answer, BusyReason, Outcome};
 use crate::store::{Keys, StoreError};
 use crate::wire::{LockState, StateSnapshot};
 
+mod reset;
+
+pub use reset::{RESET_CHANNEL, bucket_share, reset_sku, reset_sku_unannounced};
+
 /// The shared Lua functions of the ledger (`record(...)`) and of request
 /// ids (`now_ms()`, `claim_deadline(...)`, `owns(...)`); scripts that record
 /// start with them.
-pub const LEDGER_LUA: &str = include_str!("scripts/ledger.lua");
+pub const LEDGER_LUA: &str = include_str!("../scripts/ledger.lua");
 
 /// The shared Lua function `admit(ledger, token)` of fencing tokens.
-pub const FENCE_LUA: &str = include_str!("scripts/fence.lua");
+pub const FENCE_LUA: &str = include_str!("../scripts/fence.lua");
 
 /// Builds a script whose body may call the ledger's functions.
 pub fn with_ledger(body: &str) -> Script {
     Script::new(&format!("{LEDGER_LUA}\n{body}"))
 }
 
-static CLAIM: LazyLock<Script> = LazyLock::new(|| with_ledger(include_str!("scripts/claim.lua")));
+static CLAIM: LazyLock<Script> =
+    LazyLock::new(|| with_ledger(include_str!("../scripts/claim.lua")));
 static ANSWERED: LazyLock<Script> =
-    LazyLock::new(|| with_ledger(include_str!("scripts/answered.lua")));
-static RESET: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/reset.lua")));
-static STATE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/state.lua")));
+    LazyLock::new(|| with_ledger(include_str!("../scripts/answered.lua")));
+static RESET: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../scripts/reset.lua")));
+static STATE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../scripts/state.lua")));
 
 /// How long a claimed request id stands beyond the time its attempt may
 /// legitimately take (its wait for the lock and its business work) before a
@@ -255,99 +262,6 @@ pub async fn add_local<C: ConnectionLike>(
     Ok(())
 }
 
-/// The channel a reset of a SKU is announced on (the message: the SKU), so
-/// that every instance drops what it remembers of the SKU's old stock.
-pub const RESET_CHANNEL: &str = "stocklock:reset";
-
-/// Sets the stock to `stock`, records the SKU's bucket count, and clears
-/// the ledger and the lock, atomically. With `only_if_absent` it leaves a
-/// SKU that already has stock alone and returns `false`.
-async fn reset<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &Keys,
-    stock: i64,
-    buckets: u32,
-    only_if_absent: bool,
-) -> Result<bool, StoreError> {
-    let done: i64 = RESET
-        .key(&keys.stock)
-        .key(&keys.ledger)
-        .key(&keys.units)
-        .key(&keys.served)
-        .key(&keys.lock)
-        .key(&keys.requests)
-        .key(&keys.sections)
-        .key(&keys.request_times)
-        .arg(stock)
-        .arg(if only_if_absent { "1" } else { "0" })
-        .arg(buckets)
-        .invoke_async(conn)
-        .await?;
-    Ok(done == 1)
-}
-
-/// How `stock` is split over `buckets`: bucket `b` gets this much (the
-/// first `stock % buckets` buckets one more).
-pub fn bucket_share(stock: i64, buckets: u32, b: u32) -> i64 {
-    let k = i64::from(buckets.max(1));
-    stock / k + i64::from(i64::from(b) < stock % k)
-}
-
-/// Resets a SKU with its stock in one key (`buckets` 0) or split over
-/// `buckets` buckets of their own slots (`lua-sharded`); the SKU's own key
-/// then holds none and its ledger records the split. Buckets of an earlier
-/// split are emptied. Not atomic across buckets (they live in other slots):
-/// an admin action, not a sale. Announced on [`RESET_CHANNEL`], so that
-/// every instance drops what it remembers of the old stock.
-pub async fn reset_sku<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &Keys,
-    stock: i64,
-    buckets: u32,
-    only_if_absent: bool,
-) -> Result<bool, StoreError> {
-    if !reset_sku_unannounced(conn, keys, stock, buckets, only_if_absent).await? {
-        return Ok(false);
-    }
-    let _: i64 = redis::cmd("PUBLISH")
-        .arg(RESET_CHANNEL)
-        .arg(&keys.tag)
-        .query_async(conn)
-        .await?;
-    Ok(true)
-}
-
-/// [`reset_sku`] without its announcement: what an instance sees of a
-/// reset whose announcement it missed (the tests of sold-out marks).
-pub async fn reset_sku_unannounced<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &Keys,
-    stock: i64,
-    buckets: u32,
-    only_if_absent: bool,
-) -> Result<bool, StoreError> {
-    let before: Option<u32> = redis::cmd("HGET")
-        .arg(&keys.ledger)
-        .arg("buckets")
-        .query_async(conn)
-        .await?;
-    let own = if buckets > 0 { 0 } else { stock };
-    if !reset(conn, keys, own, buckets, only_if_absent).await? {
-        return Ok(false);
-    }
-    // Every bucket, used or emptied, carries the count: a sale that walks
-    // with another one is told so before it touches anything.
-    for b in 0..buckets.max(before.unwrap_or(0)) {
-        let share = if b < buckets {
-            bucket_share(stock, buckets, b)
-        } else {
-            0
-        };
-        reset(conn, &keys.bucket(b), share, buckets, false).await?;
-    }
-    Ok(true)
-}
-
 /// (stock, initial, sold, duplicates, busy, lost_locks, renewals,
 /// fenced_rejections, replays, buckets, unknown), pttl, type of the lock,
 /// holder, served.
@@ -434,23 +348,4 @@ async fn snapshot_one<C: ConnectionLike>(
             no_ttl: held && pttl == -1,
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buckets_share_the_stock_exactly() {
-        for stock in [0, 1, 7, 50, 1000, 1001] {
-            for buckets in [1, 2, 3, 8, 64] {
-                let shares: Vec<i64> = (0..buckets)
-                    .map(|b| bucket_share(stock, buckets, b))
-                    .collect();
-                assert_eq!(shares.iter().sum::<i64>(), stock, "{stock} over {buckets}");
-                let (min, max) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
-                assert!(max - min <= 1, "{shares:?}");
-            }
-        }
-    }
 }

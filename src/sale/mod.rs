@@ -30,11 +30,16 @@ use tracing::Instrument;
 use crate::chaos::Chaos;
 use crate::knobs::{DeductRequest, Sku};
 use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
-use crate::lock::{Heard, RedlockNodes, Wakeups};
+use crate::lock::{RedlockNodes, Wakeups};
 use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, Store, StoreError};
 use crate::variants::{Protections, Variant};
+
+mod local;
+
+use local::Local;
+pub use local::{CHANNELS, FLUSH_CHANNEL, FLUSHED_CHANNEL};
 
 /// Everything one instance sells with. Shared by every request.
 pub struct Seller {
@@ -62,30 +67,6 @@ pub struct Seller {
     /// The keys of the SKUs sold lately ([`KEYS_REMEMBERED`] at most).
     keys: Mutex<HashMap<Sku, Arc<Keys>>>,
 }
-
-/// Answers an instance gave without writing them to Redis.
-#[derive(Clone, Copy, Debug, Default)]
-struct Local {
-    unknown: u64,
-    /// Every such answer: its share of the SKU's answers (`served`).
-    served: u64,
-}
-
-/// Where a state read asks every instance to count its answers in now
-/// (the message: a nonce), and where each says it has (the same nonce).
-pub const FLUSH_CHANNEL: &str = "stocklock:flush";
-pub const FLUSHED_CHANNEL: &str = "stocklock:flushed";
-
-/// The channels an instance's listener hears besides lock releases.
-pub const CHANNELS: &[&str] = &[
-    ledger::RESET_CHANNEL,
-    FLUSH_CHANNEL,
-    FLUSHED_CHANNEL,
-    crate::chaos::ARMED_CHANNEL,
-];
-
-/// How long a state read waits for the instances to count their answers in.
-const FLUSH_WAIT: Duration = Duration::from_secs(1);
 
 /// How many SKUs' keys an instance keeps made (about 400 bytes each): the
 /// hot ones of a flash sale are few.
@@ -380,130 +361,5 @@ impl Seller {
             known.insert(sku.clone());
         }
         Ok(stocked)
-    }
-
-    fn count_local(&self, sku: &Sku, count: impl FnOnce(&mut Local)) {
-        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        count(local.entry(sku.clone()).or_default());
-    }
-
-    /// Adds the answers given without Redis so far to their SKUs' ledgers,
-    /// once Redis answers. Those left uncounted are tried again next time.
-    pub async fn flush_local(&self) {
-        let pending: Vec<(Sku, Local)> = self
-            .local
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain()
-            .collect();
-        if pending.is_empty() {
-            return;
-        }
-        let mut left = Vec::new();
-        let conn = self.store.conn().await;
-        for (sku, n) in pending {
-            let counted = match &conn {
-                Ok(conn) => ledger::add_local(
-                    &mut conn.clone(),
-                    &Keys::new(&sku),
-                    &self.instance,
-                    n.unknown,
-                    n.served,
-                )
-                .await
-                .is_ok(),
-                Err(_) => false,
-            };
-            if !counted {
-                left.push((sku, n));
-            }
-        }
-        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        for (sku, n) in left {
-            let entry = local.entry(sku).or_default();
-            entry.unknown += n.unknown;
-            entry.served += n.served;
-        }
-    }
-
-    /// Counts the answers given without Redis every second, for as long as
-    /// the task runs.
-    pub fn keep_counting_local(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let seller = self.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                every.tick().await;
-                seller.flush_local().await;
-            }
-        })
-    }
-
-    /// Acts on what the listener hears: a reset drops the SKU's marks, a
-    /// lost subscription all of them (a reset may have gone unheard), an
-    /// arming of chaos faults makes sections look for them, and a state
-    /// read's call to count in is answered once counted (after every
-    /// message heard before it: one subscription delivers in order).
-    pub fn listen_to_announcements(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let seller = self.clone();
-        let mut heard = self.wakeups.heard();
-        tokio::spawn(async move {
-            loop {
-                match heard.recv().await {
-                    Ok(Heard::Message { channel, message }) => match channel.as_str() {
-                        ledger::RESET_CHANNEL => match Sku::parse(&message) {
-                            Ok(sku) => seller.marks.reset(&sku),
-                            Err(_) => seller.marks.forget_all(),
-                        },
-                        crate::chaos::ARMED_CHANNEL => seller.chaos.heard_armed(),
-                        FLUSH_CHANNEL => {
-                            seller.flush_local().await;
-                            if let Err(err) =
-                                seller.wakeups.publish(FLUSHED_CHANNEL, &message).await
-                            {
-                                tracing::debug!(%err, "could not say the answers are counted");
-                            }
-                        }
-                        _ => {}
-                    },
-                    Ok(Heard::Lost) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        seller.marks.forget_all();
-                        seller.chaos.heard_armed();
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                }
-            }
-        })
-    }
-
-    /// Before a state is read: every instance counts the answers it gave
-    /// without Redis into the ledger, and this waits (a second at most)
-    /// until all that heard the call said so. This instance's own are
-    /// counted first, so that without a listener (an instance driven
-    /// in-process) they are counted all the same.
-    pub async fn flush_everywhere(&self) {
-        self.flush_local().await;
-        let nonce = uuid::Uuid::new_v4().simple().to_string();
-        let mut heard = self.wakeups.heard();
-        let Ok(listeners) = self.wakeups.publish(FLUSH_CHANNEL, &nonce).await else {
-            return;
-        };
-        let all_counted = async {
-            let mut acks = 0;
-            while acks < listeners {
-                match heard.recv().await {
-                    Ok(Heard::Message { channel, message })
-                        if channel == FLUSHED_CHANNEL && message == nonce =>
-                    {
-                        acks += 1
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    _ => {}
-                }
-            }
-        };
-        if tokio::time::timeout(FLUSH_WAIT, all_counted).await.is_err() {
-            tracing::warn!("not every instance counted its answers in within a second");
-        }
     }
 }
