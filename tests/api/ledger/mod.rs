@@ -100,16 +100,21 @@ async fn redis_now_ms(redis_url: &str) -> i64 {
 }
 
 /// The reproduction, for every variant: 40 buyers with request ids
-/// and `work_ms=300`; when the first section has read the stock, Redis is
-/// paused for 1.5 s, so that section's write is sent into the pause and its
-/// answer cannot be known; then every id is asked again until determined.
+/// and `work_ms=1000`; when the first section has read the stock, Redis is
+/// paused for 3 s, so that section's write is sent into the pause and its
+/// answer cannot be known (an instance waits 1 s for an answer); then every
+/// id is asked again until determined. The pause must land within the
+/// section's work, and it travels through nginx and an instance, which on
+/// a loaded 2-core machine has taken over 300 ms: a second of work leaves
+/// room for that, and a 3 s pause still outlasts the write's 1 s timeout.
 /// Whatever a variant gets wrong, the ledger stays exact: `oversold` never
 /// goes below zero, and the ids told "sold" are exactly the recorded sales.
 #[tokio::test]
 async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_resolves() {
     const STOCK: i64 = 100;
     const BUYERS: usize = 40;
-    let work = Duration::from_millis(300);
+    let work = Duration::from_millis(1000);
+    const PAUSE_MS: u64 = 3000;
     let wait = Duration::from_millis(3000);
     let bound = Duration::from_secs(30);
     let stack = Stack::start_with(2, None, &["--chaos"]).await;
@@ -123,7 +128,7 @@ async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_reso
         if !has_section {
             // No section announces itself: pause first, then buy.
             stack
-                .chaos(json!({"action": "pause_redis", "ms": 1500}))
+                .chaos(json!({"action": "pause_redis", "ms": PAUSE_MS}))
                 .await;
         }
         let buyers: Vec<_> = (0..BUYERS)
@@ -142,7 +147,7 @@ async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_reso
                 .await
                 .unwrap_or_else(|_| panic!("{v}: no section entered"));
             stack
-                .chaos(json!({"action": "pause_redis", "ms": 1500}))
+                .chaos(json!({"action": "pause_redis", "ms": PAUSE_MS}))
                 .await;
         }
         let mut resolutions = Vec::new();
