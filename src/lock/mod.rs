@@ -24,6 +24,7 @@
 //! itself after a `NOSCRIPT`).
 
 mod lease;
+pub mod per_key;
 pub mod redlock;
 mod reentrant;
 pub mod wakeups;

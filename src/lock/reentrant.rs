@@ -171,7 +171,7 @@ impl ReentrantLock {
         // Released, or perhaps (no answer): this process's next waiter
         // tries now; the other processes hear the message.
         if !matches!(left, Ok(n) if n > 0) {
-            self.wakeups.released_here(&self.key);
+            self.wakeups.released(&self.key);
         }
         let left = left?;
         Ok(match left {

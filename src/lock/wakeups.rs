@@ -22,9 +22,8 @@
 //! ([`Wakeups::heard`]), and [`Wakeups::publish`] sends on the server that
 //! connection subscribes on, so that its answer counts every listener.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
@@ -32,6 +31,7 @@ use redis::{Client, PushInfo, PushKind, Value};
 use tokio::sync::{Notify, OnceCell, broadcast, watch};
 use tokio::time::Instant;
 
+use super::per_key::{InUse, PerKey};
 use crate::store::{StoreError, manager_config};
 
 /// Prefix of every release channel; the listener subscribes to `PREFIX*`.
@@ -45,7 +45,7 @@ pub fn release_channel(lock_key: &str) -> String {
 /// The waiters of this process, by lock key. Cheap to clone.
 #[derive(Clone)]
 pub struct Wakeups {
-    by_lock: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+    by_lock: Arc<PerKey<Notify>>,
     /// Turns true once the listener's first subscription is in place.
     subscribed: watch::Sender<bool>,
     /// Other channels the listener subscribes to, passed on as [`Heard`].
@@ -92,15 +92,9 @@ impl Wakeups {
     }
 
     /// What this process's releases publish, so that its own listener
-    /// knows the waiter was woken already ([`Self::released_here`]).
+    /// knows the waiter was woken already ([`Self::released`]).
     pub fn origin(&self) -> &str {
         &self.origin
-    }
-
-    /// This process released `lock_key` (or may have: the answer was
-    /// lost): wake one of its own waiters now.
-    pub fn released_here(&self, lock_key: &str) {
-        self.released(lock_key);
     }
 
     /// Messages on the channels of [`Self::also_hearing`] from now on.
@@ -138,35 +132,21 @@ impl Wakeups {
     }
 
     /// The notifier of one lock, for one waiter: its entry lives as long as
-    /// someone waits on that lock (see [`Waiting`]), not for the process's
-    /// life, so waiting on ever new keys does not grow the map.
-    fn notifier<'a>(&'a self, lock_key: &'a str) -> Waiting<'a> {
-        let mut map = self.by_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let notify = map.entry(lock_key.to_owned()).or_default().clone();
-        Waiting {
-            wakeups: self,
-            lock_key,
-            notify,
-        }
+    /// someone waits on that lock, not for the process's life, so waiting
+    /// on ever new keys does not grow the map.
+    fn notifier<'a>(&'a self, lock_key: &'a str) -> InUse<'a, Notify> {
+        self.by_lock.use_key(lock_key)
     }
 
     /// How many locks have waiters right now (their notifiers).
     pub fn waited_on(&self) -> usize {
-        self.by_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.by_lock.len()
     }
 
-    /// Called for every message: wake one waiter of that lock.
-    fn released(&self, lock_key: &str) {
-        let notify = self
-            .by_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(lock_key)
-            .cloned();
-        if let Some(notify) = notify {
+    /// A release of `lock_key` was heard of, or made by this process (or
+    /// may have been: its answer was lost): wake one waiter of that lock.
+    pub fn released(&self, lock_key: &str) {
+        if let Some(notify) = self.by_lock.get(lock_key) {
             notify.notify_one();
         }
     }
@@ -174,14 +154,7 @@ impl Wakeups {
     /// The subscription dropped: messages may have been missed, so every
     /// waiter re-checks.
     fn wake_all(&self) {
-        let all: Vec<Arc<Notify>> = self
-            .by_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect();
-        for notify in all {
+        for notify in self.by_lock.all() {
             notify.notify_waiters();
         }
     }
@@ -263,29 +236,6 @@ async fn subscribe(
     Ok(conn)
 }
 
-/// One waiter's hold on its lock's notifier; the last one to leave removes
-/// the entry.
-struct Waiting<'a> {
-    wakeups: &'a Wakeups,
-    lock_key: &'a str,
-    notify: Arc<Notify>,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        let mut map = self
-            .wakeups
-            .by_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // The map's and ours: nobody else waits (new waiters clone under
-        // this same lock, so none can appear meanwhile).
-        if Arc::strong_count(&self.notify) == 2 {
-            map.remove(self.lock_key);
-        }
-    }
-}
-
 /// One try at a lock: either it is ours now, or someone holds it and its
 /// lease has `Some(ttl)` left (`None`: no expiry at all).
 pub enum Attempt<T> {
@@ -308,7 +258,7 @@ where
 {
     let deadline = Instant::now() + wait;
     let waiting = wakeups.notifier(lock_key);
-    let notify = &waiting.notify;
+    let notify: &Notify = &waiting;
     loop {
         // Register as a waiter before trying, so a release between the try
         // and the sleep is not missed.
@@ -382,7 +332,7 @@ mod tests {
             })
         };
         // The waiter holds the entry (with `first`) until woken.
-        while Arc::strong_count(&first.notify) < 3 {
+        while Arc::strong_count(first.shared()) < 3 {
             tokio::task::yield_now().await;
         }
         drop(first);

@@ -5,11 +5,10 @@
 //! behind nginx has its own mutex and runs the section at the same time. The
 //! `race` scenario with two instances oversells; with one instance it does not.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, not_acquired};
+use crate::lock::per_key::PerKey;
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
@@ -48,57 +47,15 @@ critical_section().await"#,
 /// when its last user does, so ever new SKUs do not grow the map.
 #[derive(Default)]
 pub(super) struct LocalMutex {
-    by_sku: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl LocalMutex {
-    fn for_stock_key<'a>(&'a self, key: &'a str) -> InUse<'a> {
-        let mut map = self.by_sku.lock().unwrap_or_else(PoisonError::into_inner);
-        InUse {
-            mutexes: self,
-            key,
-            mutex: map.entry(key.to_owned()).or_default().clone(),
-        }
-    }
-
-    /// How many SKUs' mutexes exist right now.
-    #[cfg(test)]
-    fn in_use(&self) -> usize {
-        self.by_sku
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-}
-
-/// One request's use of a SKU's mutex; the last user removes it.
-struct InUse<'a> {
-    mutexes: &'a LocalMutex,
-    key: &'a str,
-    mutex: Arc<tokio::sync::Mutex<()>>,
-}
-
-impl Drop for InUse<'_> {
-    fn drop(&mut self) {
-        let mut map = self
-            .mutexes
-            .by_sku
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // The map's and ours: nobody else uses it (new users clone under
-        // this same lock).
-        if Arc::strong_count(&self.mutex) == 2 {
-            map.remove(self.key);
-        }
-    }
+    by_sku: PerKey<tokio::sync::Mutex<()>>,
 }
 
 impl Protection for LocalMutex {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let wait = ctx.wait(&ABOUT);
-        let in_use = self.for_stock_key(&ctx.keys.stock);
+        let in_use = self.by_sku.use_key(&ctx.keys.stock);
         let mut timer = LockTimer::start(Variant::LocalMutex, ctx.keys);
-        let held = tokio::time::timeout(wait, in_use.mutex.lock()).await;
+        let held = tokio::time::timeout(wait, in_use.lock()).await;
         timer.waited(held.is_ok());
         let Ok(_held) = held else {
             return not_acquired(wait);
@@ -106,32 +63,5 @@ impl Protection for LocalMutex {
         let answer = critical_section(ctx, unguarded()).await;
         timer.released();
         answer
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_skus_mutex_goes_with_its_last_user() {
-        let mutexes = LocalMutex::default();
-        {
-            let first = mutexes.for_stock_key("stock:{a}");
-            let second = mutexes.for_stock_key("stock:{a}");
-            assert!(
-                Arc::ptr_eq(&first.mutex, &second.mutex),
-                "one mutex per SKU"
-            );
-            let _held = first.mutex.lock().await;
-            drop(second);
-            assert_eq!(mutexes.in_use(), 1, "still in use by the first");
-        }
-        assert_eq!(mutexes.in_use(), 0);
-        for sku in 0..1000 {
-            let key = format!("stock:{{{sku}}}");
-            let _in_use = mutexes.for_stock_key(&key);
-        }
-        assert_eq!(mutexes.in_use(), 0, "ever new SKUs leave nothing behind");
     }
 }
