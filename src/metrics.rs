@@ -189,12 +189,6 @@ impl WaitOutcome {
     }
 }
 
-/// One wait for a lock that ended with it (`outcome="acquired"`); kept for
-/// callers from before the outcome label: [`lock_waited`] says how it ended.
-pub fn lock_wait(variant: &'static str, waited: Duration) {
-    lock_waited(variant, WaitOutcome::Acquired, waited);
-}
-
 /// One wait for a lock, and how it ended.
 pub fn lock_waited(variant: &'static str, outcome: WaitOutcome, waited: Duration) {
     metrics::histogram!(LOCK_WAIT, "variant" => variant, "outcome" => outcome.as_str())
@@ -276,7 +270,7 @@ mod tests {
             answered("lua", "sold");
             busy("token", "lock_held");
             lock_waited("watchdog", WaitOutcome::GaveUp, Duration::from_millis(3));
-            lock_wait("watchdog", Duration::from_millis(1));
+            lock_waited("watchdog", WaitOutcome::Acquired, Duration::from_millis(1));
             lock_hold("watchdog", Duration::from_millis(2));
             renewals("watchdog", 2);
             lost("watchdog");
