@@ -37,7 +37,8 @@ const MARKS_KEPT: usize = 10_000;
 /// from its buckets (`lua-sharded`) or from its one stock key.
 pub struct SoldOutMarks {
     ttl: Duration,
-    marks: Mutex<HashMap<(Sku, bool), Mark>>,
+    /// By SKU: the mark of its one stock key, and of its buckets.
+    marks: Mutex<HashMap<Sku, [Option<Mark>; 2]>>,
     /// Grows with every reset heard of (and every lost subscription).
     generation: AtomicU64,
 }
@@ -67,11 +68,15 @@ impl SoldOutMarks {
     /// The remaining stock of a marked SKU, or `None`: ask Redis.
     pub fn check(&self, sku: &Sku, sharded: bool) -> Option<i64> {
         let mut marks = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = (sku.clone(), sharded);
-        match marks.get(&key) {
+        let both = marks.get_mut(sku)?;
+        let slot = &mut both[usize::from(sharded)];
+        match slot {
             Some(mark) if mark.until > Instant::now() => Some(mark.remaining),
             Some(_) => {
-                marks.remove(&key);
+                *slot = None;
+                if both.iter().all(Option::is_none) {
+                    marks.remove(sku);
+                }
                 None
             }
             None => None,
@@ -94,15 +99,15 @@ impl SoldOutMarks {
             marks.clear();
         }
         let until = Instant::now() + self.ttl;
-        marks.insert((sku.clone(), sharded), Mark { remaining, until });
+        marks.entry(sku.clone()).or_default()[usize::from(sharded)] =
+            Some(Mark { remaining, until });
     }
 
     /// A reset of `sku` was announced: its marks go.
     pub fn reset(&self, sku: &Sku) {
         let mut marks = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
         self.generation.fetch_add(1, Ordering::AcqRel);
-        marks.remove(&(sku.clone(), false));
-        marks.remove(&(sku.clone(), true));
+        marks.remove(sku);
     }
 
     /// Announcements may have been missed: every mark goes.

@@ -20,8 +20,8 @@
 //! waiter re-checks), never turned into an error the buyer would read as
 //! "nothing happened".
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -59,21 +59,40 @@ pub struct Seller {
     marks: SoldOutMarks,
     /// How long request ids are remembered.
     request_ttl: Duration,
-    /// SKUs seen stocked, so that Redis is asked once per SKU: a SKU nobody
-    /// stocked is refused before any lock, claim or counter is written, so
-    /// that no request for it leaves anything behind. Bounded: forgotten all
-    /// at once when full.
-    stocked: Mutex<HashSet<Sku>>,
-    /// The keys of the SKUs sold lately ([`KEYS_REMEMBERED`] at most).
-    keys: Mutex<HashMap<Sku, Arc<Keys>>>,
+    /// The SKUs asked for lately ([`SKUS_REMEMBERED`] at most, forgotten
+    /// all at once when full): their keys, made once, and whether they were
+    /// seen stocked.
+    skus: Mutex<HashMap<Sku, Arc<KnownSku>>>,
 }
 
-/// How many SKUs' keys an instance keeps made (about 400 bytes each): the
-/// hot ones of a flash sale are few.
-const KEYS_REMEMBERED: usize = 1024;
+/// What an instance remembers of a SKU.
+struct KnownSku {
+    keys: Keys,
+    /// Seen stocked, so that Redis is asked once per SKU: a SKU nobody
+    /// stocked is refused before any lock, claim or counter is written, so
+    /// that no request for it leaves anything behind. A SKU stays stocked
+    /// unless its Redis loses it, which the section's read still notices.
+    stocked: AtomicBool,
+}
 
-/// How many stocked SKUs an instance remembers before it starts over.
-const STOCKED_REMEMBERED: usize = 10_000;
+impl KnownSku {
+    /// Whether the SKU was ever stocked: remembered once seen, asked of
+    /// Redis until then.
+    async fn stocked(&self, conn: &mut Conn) -> Result<bool, StoreError> {
+        if self.stocked.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        let stocked = ledger::is_stocked(conn, &self.keys).await?;
+        if stocked {
+            self.stocked.store(true, Ordering::Relaxed);
+        }
+        Ok(stocked)
+    }
+}
+
+/// How many SKUs an instance remembers (about 500 bytes each): the hot ones
+/// of a flash sale are few.
+const SKUS_REMEMBERED: usize = 1024;
 
 /// What one request to `/deductStock` ended as.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,8 +139,7 @@ impl Seller {
             requests: Arc::default(),
             local: Mutex::default(),
             marks: SoldOutMarks::new(crate::marks::DEFAULT_MARK_TTL),
-            stocked: Mutex::default(),
-            keys: Mutex::default(),
+            skus: Mutex::default(),
             request_ttl: ledger::DEFAULT_REQUEST_TTL,
         }
     }
@@ -241,8 +259,8 @@ impl Seller {
     }
 
     async fn run(&self, variant: Variant, request: DeductRequest) -> Result<Sale, SaleError> {
-        let keys = self.keys_of(&request.sku);
-        let keys = &*keys;
+        let known = self.known(&request.sku);
+        let keys = &known.keys;
         let mut conn = self.store.conn().await?;
         let sale = |answer: Answer| Sale {
             variant,
@@ -254,7 +272,7 @@ impl Seller {
         };
         // The scripted variants check the SKU and the request id inside their
         // one script, writing nothing for a SKU never stocked.
-        if !variant.scripted() && !self.stocked(&mut conn, keys, &request.sku).await? {
+        if !variant.scripted() && !known.stocked(&mut conn).await? {
             return Ok(sale(Answer::recorded(Outcome::NotStocked, false)));
         }
         let claim = match request.request_id.as_deref() {
@@ -325,41 +343,20 @@ impl Seller {
         Ok(sale(answer))
     }
 
-    /// The keys of `sku`, made once per SKU (a dozen small strings each).
-    fn keys_of(&self, sku: &Sku) -> Arc<Keys> {
-        let mut known = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(keys) = known.get(sku) {
-            return keys.clone();
+    /// What this instance remembers of `sku` (its keys made now if not).
+    fn known(&self, sku: &Sku) -> Arc<KnownSku> {
+        let mut skus = self.skus.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = skus.get(sku) {
+            return known.clone();
         }
-        if known.len() >= KEYS_REMEMBERED {
-            known.clear();
+        if skus.len() >= SKUS_REMEMBERED {
+            skus.clear();
         }
-        let keys = Arc::new(Keys::new(sku));
-        known.insert(sku.clone(), keys.clone());
-        keys
-    }
-
-    /// Whether `sku` was ever stocked: remembered once seen (a SKU stays
-    /// stocked unless its Redis loses it, which the section's read still
-    /// notices), asked of Redis otherwise.
-    async fn stocked(&self, conn: &mut Conn, keys: &Keys, sku: &Sku) -> Result<bool, StoreError> {
-        let remembered = |stocked: &Mutex<HashSet<Sku>>| {
-            stocked
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .contains(sku)
-        };
-        if remembered(&self.stocked) {
-            return Ok(true);
-        }
-        let stocked = ledger::is_stocked(conn, keys).await?;
-        if stocked {
-            let mut known = self.stocked.lock().unwrap_or_else(PoisonError::into_inner);
-            if known.len() >= STOCKED_REMEMBERED {
-                known.clear();
-            }
-            known.insert(sku.clone());
-        }
-        Ok(stocked)
+        let known = Arc::new(KnownSku {
+            keys: Keys::new(sku),
+            stocked: AtomicBool::new(false),
+        });
+        skus.insert(sku.clone(), known.clone());
+        known
     }
 }
