@@ -7,6 +7,7 @@
 //! announcements (a reset, a chaos arming, a call to count in) are acted
 //! on here too.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -36,6 +37,14 @@ pub const CHANNELS: &[&str] = &[
     FLUSHED_CHANNEL,
     crate::chaos::ARMED_CHANNEL,
 ];
+
+/// Rounds of [`Seller::flush_everywhere`]: how many began, and the number
+/// of the last one done (a round's number is the count begun with it).
+#[derive(Default)]
+pub(super) struct FlushRounds {
+    started: AtomicU64,
+    done: tokio::sync::Mutex<u64>,
+}
 
 /// How long a state read waits for the instances to count their answers in.
 const FLUSH_WAIT: Duration = Duration::from_secs(1);
@@ -140,7 +149,22 @@ impl Seller {
     /// until all that heard the call said so. This instance's own are
     /// counted first, so that without a listener (an instance driven
     /// in-process) they are counted all the same.
+    ///
+    /// Readers that come together share one round: a round that began
+    /// after a reader arrived counted every answer given before it, so the
+    /// reader waits for that one instead of starting its own.
     pub async fn flush_everywhere(&self) {
+        let arrived = self.flush_rounds.started.load(Ordering::Acquire);
+        let mut done = self.flush_rounds.done.lock().await;
+        if *done > arrived {
+            return;
+        }
+        let round = self.flush_rounds.started.fetch_add(1, Ordering::AcqRel) + 1;
+        self.flush_round().await;
+        *done = round;
+    }
+
+    async fn flush_round(&self) {
         self.flush_local().await;
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         let mut heard = self.wakeups.heard();

@@ -63,6 +63,7 @@ pub struct Seller {
     /// all at once when full): their keys, made once, and whether they were
     /// seen stocked.
     skus: Mutex<HashMap<Sku, Arc<KnownSku>>>,
+    flush_rounds: local::FlushRounds,
 }
 
 /// What an instance remembers of a SKU.
@@ -140,6 +141,7 @@ impl Seller {
             local: Mutex::default(),
             marks: SoldOutMarks::new(crate::marks::DEFAULT_MARK_TTL),
             skus: Mutex::default(),
+            flush_rounds: Default::default(),
             request_ttl: ledger::DEFAULT_REQUEST_TTL,
         }
     }
