@@ -260,6 +260,33 @@ async fn with_persist_a_redis_killed_mid_run_loses_no_acknowledged_sale() {
             .acquire_many((WORKERS * IDS_EACH / 4) as u32)
             .await
             .unwrap();
+        // Redis stops answering first (DEBUG SLEEP, sent from here), so the
+        // kill meets commands in flight: a lock variant's sections run one at
+        // a time, and a kill between two of its commands could otherwise
+        // interrupt nothing (seen once for watchdog). Paused for at least
+        // 50 ms (a PING unanswered that long), every worker has had the time
+        // to send its next command into the pause.
+        let mut probe = redis_conn(&redis_url).await;
+        let mut sleeper = redis_conn(&redis_url).await;
+        tokio::spawn(async move {
+            let _: redis::RedisResult<()> = redis::cmd("DEBUG")
+                .arg("SLEEP")
+                .arg(10)
+                .query_async(&mut sleeper)
+                .await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let ping = redis::cmd("PING");
+            let answer = ping.query_async::<String>(&mut probe);
+            if tokio::time::timeout(Duration::from_millis(50), answer)
+                .await
+                .is_err()
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "Redis never paused");
+        }
         let pid = stack.redis_pid.unwrap();
         signal(pid, Signal::SIGKILL);
         let line = stack
