@@ -241,7 +241,12 @@ async fn with_persist_a_redis_killed_mid_run_loses_no_acknowledged_sale() {
         let workers: Vec<_> = (0..WORKERS)
             .map(|w| {
                 let (client, determined) = (stack.client.clone(), determined.clone());
-                let base = format!("/deductStock/{v}?sku={v}&lease_ms=2000&wait_ms=10000");
+                // 20 ms of work: a lock variant's section read the stock and
+                // waits before its write, the moment the pause below aims at.
+                let base = format!(
+                    "/deductStock/{v}?sku={v}&lease_ms=2000&wait_ms=10000&work_ms={}",
+                    if v == "lua" { 0 } else { 20 }
+                );
                 tokio::spawn(async move {
                     let mut resolutions = Vec::with_capacity(IDS_EACH);
                     for i in 0..IDS_EACH {
@@ -268,6 +273,15 @@ async fn with_persist_a_redis_killed_mid_run_loses_no_acknowledged_sale() {
         // to send its next command into the pause.
         let mut probe = redis_conn(&redis_url).await;
         let mut sleeper = redis_conn(&redis_url).await;
+        // A lock variant: right after a section has read the stock, so its
+        // write (not its release, whose loss would change no answer) is the
+        // command the kill meets.
+        if v != "lua" {
+            let mut entered = sections_entered(&redis_url, &[v]).await;
+            tokio::time::timeout(Duration::from_secs(10), entered.next())
+                .await
+                .expect("a section entered");
+        }
         tokio::spawn(async move {
             let _: redis::RedisResult<()> = redis::cmd("DEBUG")
                 .arg("SLEEP")
