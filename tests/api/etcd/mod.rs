@@ -230,22 +230,12 @@ async fn etcd_lock_serves_waiters_in_queue_order_and_skips_one_that_gave_up() {
         let lock = EtcdLock::new(client.clone(), "lock/queue");
         let a = Session::grant(&client, LONG).await.unwrap();
         let held = lock.lock(&a, Duration::ZERO).await.unwrap();
-        let waiter = |wait: Duration| {
-            let (client, lock) = (client.clone(), lock.clone());
-            async move {
-                let session = Session::grant(&client, LONG).await.unwrap();
-                tokio::spawn(async move {
-                    let got = lock.lock(&session, wait).await;
-                    (got, session)
-                })
-            }
-        };
         // b gives up after a second; c and d wait behind it, in that order.
-        let b = waiter(Duration::from_secs(1)).await;
+        let b = queue(&client, &lock, Duration::from_secs(1)).await;
         until_queued(&lock, 2).await;
-        let c = waiter(Duration::from_secs(30)).await;
+        let c = queue(&client, &lock, Duration::from_secs(30)).await;
         until_queued(&lock, 3).await;
-        let d = waiter(Duration::from_secs(30)).await;
+        let d = queue(&client, &lock, Duration::from_secs(30)).await;
         until_queued(&lock, 4).await;
 
         let (gave_up, b) = b.await.unwrap();
@@ -269,4 +259,19 @@ async fn etcd_lock_serves_waiters_in_queue_order_and_skips_one_that_gave_up() {
         stop(cluster).await;
     })
     .await;
+}
+
+/// A new contender with a session of its own, waiting up to `wait` for
+/// `lock` in a task: its answer and its session when it is done.
+async fn queue(
+    client: &EtcdClient,
+    lock: &EtcdLock,
+    wait: Duration,
+) -> tokio::task::JoinHandle<(Result<stocklock::lock::etcd::Held, LockError>, Session)> {
+    let session = Session::grant(client, LONG).await.unwrap();
+    let lock = lock.clone();
+    tokio::spawn(async move {
+        let got = lock.lock(&session, wait).await;
+        (got, session)
+    })
 }
