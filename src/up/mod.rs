@@ -383,7 +383,20 @@ async fn start_etcd(members: u16, run_dir: &Path) -> anyhow::Result<Option<EtcdC
         say!("etcd: not installed, none started (install etcd-server, or pass --etcd 0)");
         return Ok(None);
     }
-    let cluster = EtcdCluster::start(usize::from(members), Some(&run_dir.join("etcd"))).await?;
+    // A free port may be taken before etcd binds it: try again with others
+    // (in a fresh directory: a failed member may have written its own).
+    let mut attempt = 1;
+    let cluster = loop {
+        let dir = run_dir.join(format!("etcd-{attempt}"));
+        match EtcdCluster::start(usize::from(members), Some(&dir)).await {
+            Ok(cluster) => break cluster,
+            Err(err) if attempt < 3 => {
+                tracing::warn!("etcd did not start ({err:#}); trying other ports");
+                attempt += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    };
     for (index, member) in cluster.members.iter().enumerate() {
         say!(
             "etcd member {}: pid {} {}",
