@@ -261,6 +261,45 @@ async fn etcd_lock_serves_waiters_in_queue_order_and_skips_one_that_gave_up() {
     .await;
 }
 
+#[tokio::test]
+async fn up_starts_its_etcd_members_and_stops_them_by_pid() {
+    bounded(async {
+        if stocklock::os::find_program("etcd").is_none() {
+            helpers::missing_tool("etcd is not installed (scripts/deps.sh etcd-server)");
+            return;
+        }
+        let stack = helpers::Stack::start_with(1, None, &["--etcd", "3"]).await;
+        assert_eq!(stack.etcd_members.len(), 3, "one line per member");
+        let urls: Vec<String> = stack.etcd_members.iter().map(|m| m.url.clone()).collect();
+        for member in &stack.etcd_members {
+            assert!(
+                helpers::alive(member.pid),
+                "etcd pid {} is not running",
+                member.pid
+            );
+            assert!(
+                member.url.starts_with("http://127.0.0.1:"),
+                "{}",
+                member.url
+            );
+        }
+        // One cluster: a lock taken through the first member is seen held
+        // through the last.
+        let first = EtcdClient::new(vec![urls[0].clone()]).unwrap();
+        let last = EtcdClient::new(vec![urls[2].clone()]).unwrap();
+        let session = Session::grant(&first, LONG).await.unwrap();
+        let held = EtcdLock::new(first, "lock/up")
+            .lock(&session, Duration::ZERO)
+            .await
+            .unwrap();
+        let holder = EtcdLock::new(last, "lock/up").holder().await.unwrap();
+        assert_eq!(holder.map(|h| h.revision), Some(held.token));
+        drop(session);
+        stack.stop().await; // checks every member's pid is gone
+    })
+    .await;
+}
+
 /// A new contender with a session of its own, waiting up to `wait` for
 /// `lock` in a task: its answer and its session when it is done.
 async fn queue(
