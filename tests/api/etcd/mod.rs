@@ -92,6 +92,7 @@ async fn etcd_lock_excludes_and_its_tokens_grow() {
         let tokens = Arc::new(Mutex::new(Vec::new()));
         let inside = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
         let mut contenders = Vec::new();
         for _ in 0..4 {
             let (client, lock) = (client.clone(), lock.clone());
@@ -114,6 +115,10 @@ async fn etcd_lock_excludes_and_its_tokens_grow() {
         for contender in contenders {
             contender.await.unwrap();
         }
+        note(&format!(
+            "etcd lock, 4 contenders, 2 ms of work each time: {:.0} grants/s",
+            40.0 / started.elapsed().as_secs_f64()
+        ));
         assert_eq!(most.load(Ordering::SeqCst), 1, "two holders at once");
         let tokens = tokens.lock().await;
         assert_eq!(tokens.len(), 40);

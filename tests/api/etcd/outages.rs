@@ -29,6 +29,9 @@ async fn etcd_lock_of_a_dead_holder_frees_within_its_ttl() {
         let next = Session::grant(&client, LONG).await.unwrap();
         let taken = lock.lock(&next, Duration::from_secs(20)).await.unwrap();
         let freed = died.elapsed();
+        super::note(&format!(
+            "etcd: a dead holder's lock (TTL {granted:?}) taken by the next after {freed:?}"
+        ));
         // etcd expires a lease on its leader's clock, checking every 500 ms.
         assert!(
             freed <= granted + Duration::from_secs(1),
@@ -136,6 +139,9 @@ async fn etcd_lock_with_two_members_of_three_down_is_refused_without_a_hang() {
             matches!(refused, Err(LockError::Store(EtcdError::Unavailable(_)))),
             "no quorum must be an unavailable store: {refused:?}"
         );
+        super::note(&format!(
+            "etcd: two of three members down: lock refused after {took:?} (wait {wait:?})"
+        ));
         // The wait, plus one last bounded call on each of three members.
         assert!(
             took < wait + 3 * timeout + Duration::from_secs(1),
