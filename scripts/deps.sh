@@ -19,6 +19,7 @@ for package in "$@"; do
     chromium) has chromium || extra+=(chromium) ;;
     chromium-driver) has chromedriver || extra+=(chromium-driver) ;;
     prometheus) has prometheus && has promtool || extra+=(prometheus) ;;
+    etcd-server) has etcd || extra+=(etcd-server) ;;
     *) dpkg -s "$package" >/dev/null 2>&1 || extra+=("$package") ;;
   esac
 done
@@ -42,7 +43,7 @@ if [ ${#extra[@]} -gt 0 ]; then
 fi
 # Debian starts the packaged services; the lab and the tests run their own
 # on other ports.
-for service in nginx redis-server prometheus; do
+for service in nginx redis-server prometheus etcd; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     "${sudo[@]}" systemctl disable --now "$service" >/dev/null 2>&1 || true
   fi

@@ -14,6 +14,7 @@
 //! | renewal                           | [`Lease::renew`], and [`Watchdog`] to do it while held |
 //! | waiting without polling           | [`Wakeups`]: releases are published, waiters woken (Redlock's too) |
 //! | a lock on a majority of N Redis   | [`Redlock`] on [`RedlockNodes`] (renewable by [`Watchdog`]; its validity is its deadline) |
+//! | a lock on a CP store (etcd)       | [`etcd::EtcdLock`]: lease + keep-alive, queue by `create_revision`, watch the predecessor; the revision is the fencing token |
 //!
 //! What a local deadline cannot fix: a pause *between* the owner's last look
 //! at its deadline and its write (a GC, a SIGSTOP). Nothing the owner checks
@@ -23,6 +24,7 @@
 //! Every script is built once and called by EVALSHA (redis-rs reloads it by
 //! itself after a `NOSCRIPT`).
 
+pub mod etcd;
 mod lease;
 pub mod redlock;
 mod reentrant;

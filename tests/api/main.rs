@@ -8,6 +8,7 @@ mod chaos;
 mod cluster;
 mod dashboard;
 mod docker;
+mod etcd;
 mod helpers;
 mod instance;
 mod lab;
