@@ -12,6 +12,7 @@
 //! redis: pid 123 redis://127.0.0.1:PORT          (again after every restart)
 //! redis cluster: pids 1,2,3 redis://127.0.0.1:P1,redis://127.0.0.1:P2,...  (--cluster)
 //! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
+//! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
@@ -34,6 +35,7 @@ mod instances;
 pub mod nginx;
 pub mod process;
 pub mod redis;
+pub mod zookeeper;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -44,6 +46,7 @@ use anyhow::Context;
 use self::instances::{Instances, Shared};
 use self::nginx::Nginx;
 use self::redis::RedisServer;
+use self::zookeeper::ZooKeeperServer;
 use crate::args::{generate_token, parse_duration, parse_variant};
 use crate::knobs::{DEFAULT_SKU, Sku, parse_stock};
 use crate::ledger;
@@ -102,6 +105,12 @@ pub struct UpConfig {
     /// (0: none, and `redlock` answers 503 not_configured). The stock stays on the main Redis.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
     pub redlock: u16,
+    /// Start this many ZooKeeper servers (Debian's `zookeeper` package, a
+    /// JVM each) for the `zookeeper` lock: 1 a standalone server, 3 an
+    /// ensemble; 0 none. When ZooKeeper is not installed, `up` says so and
+    /// runs without it.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(0..=7))]
+    pub zookeeper: u16,
     /// Start a local 3-master Redis Cluster (redis-server in cluster mode and
     /// `redis-cli --cluster create`) and run the instances on it, instead of
     /// one redis-server. Chaos mode then cannot pause or restart Redis.
@@ -262,6 +271,9 @@ struct Stores {
     /// Redlock's nodes: independent, unsupervised (a node that dies stays
     /// down, which is what the lab's Redlock scenarios are about).
     redlock: Vec<RedisServer>,
+    /// ZooKeeper's servers (one, or an ensemble), unsupervised like
+    /// Redlock's nodes: a server that dies stays down.
+    zookeeper: Vec<ZooKeeperServer>,
 }
 
 impl Stores {
@@ -307,12 +319,14 @@ impl Stores {
                 node.url()
             );
         }
+        let zookeeper = start_zookeeper(config.zookeeper, run_dir).await?;
         Ok(Stores {
             redis,
             persist_dir,
             redis_url,
             cluster,
             redlock,
+            zookeeper,
         })
     }
 
@@ -356,7 +370,32 @@ impl Stores {
         for node in self.cluster.iter_mut().chain(self.redlock.iter_mut()) {
             node.stop().await;
         }
+        for server in self.zookeeper.iter_mut() {
+            server.stop().await;
+        }
     }
+}
+
+/// `count` ZooKeeper servers in `run_dir`, announced; none, with a warning,
+/// when ZooKeeper is not installed (a lab without it still runs).
+async fn start_zookeeper(count: u16, run_dir: &Path) -> anyhow::Result<Vec<ZooKeeperServer>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if let Err(missing) = self::zookeeper::require_zookeeper() {
+        say!("zookeeper: not started (--zookeeper 0 silences this): {missing:#}");
+        return Ok(Vec::new());
+    }
+    let servers = ZooKeeperServer::start_ensemble(usize::from(count), run_dir).await?;
+    for server in &servers {
+        say!(
+            "zookeeper {}: pid {} {}",
+            server.id(),
+            server.pid().unwrap_or(0),
+            server.address()
+        );
+    }
+    Ok(servers)
 }
 
 /// A redis-server on `port` (a free one when `None`): persistent in `dir`
