@@ -19,3 +19,4 @@ mod marks;
 mod prometheus;
 mod redlock;
 mod stack;
+mod zookeeper;

@@ -1,0 +1,112 @@
+//! The ZooKeeper lock library against real ZooKeeper servers (Debian's
+//! `zookeeper` package, a JVM each), without HTTP: the servers themselves
+//! (one, and an ensemble of three), mutual exclusion of sessions, a waiter
+//! woken by the release, a holder's closed or expired session freeing the
+//! lock, fencing tokens that grow. Every server is stopped by pid at the
+//! end of its test (and killed when a failed test drops it).
+//!
+//! This file: the fixtures and the servers; `lock.rs`: the lock.
+
+mod lock;
+
+use std::time::{Duration, Instant};
+
+use stocklock::lock::ZooKeeperSession;
+use stocklock::up::zookeeper::{ZooKeeperServer, connect_string, require_zookeeper};
+use tempfile::TempDir;
+
+use crate::helpers;
+
+/// ZooKeeper servers started for one test, in their own directory.
+pub(crate) struct Servers {
+    pub(crate) servers: Vec<ZooKeeperServer>,
+    /// Holds the servers' directories; removed after them.
+    _dir: TempDir,
+}
+
+impl Servers {
+    /// `count` servers (1: standalone; more: an ensemble), or `None`, with a
+    /// visible SKIPPED (a failure under CI=true), when ZooKeeper is missing.
+    pub(crate) async fn start(count: usize) -> Option<Servers> {
+        if let Err(missing) = require_zookeeper() {
+            helpers::missing_tool(&format!("zookeeper: {missing:#}"));
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("stocklock-zk-test-")
+            .tempdir()
+            .unwrap();
+        let servers = ZooKeeperServer::start_ensemble(count, dir.path())
+            .await
+            .expect("start zookeeper");
+        Some(Servers { servers, _dir: dir })
+    }
+
+    pub(crate) fn connect_string(&self) -> String {
+        connect_string(&self.servers)
+    }
+
+    /// A session with `timeout` as its lease.
+    pub(crate) async fn session(&self, timeout: Duration) -> ZooKeeperSession {
+        ZooKeeperSession::connect(&self.connect_string(), timeout, Duration::from_secs(10))
+            .await
+            .expect("connect to zookeeper")
+    }
+
+    /// Stops every server and checks each process is gone.
+    pub(crate) async fn stop(mut self) {
+        for server in self.servers.iter_mut() {
+            let pid = server.pid().expect("running");
+            server.stop().await;
+            assert!(!helpers::alive(pid), "zookeeper pid {pid} still runs");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_standalone_server_serves_within_seconds() {
+    let started = Instant::now();
+    let Some(servers) = Servers::start(1).await else {
+        return;
+    };
+    let ready = started.elapsed();
+    eprintln!("zookeeper: one standalone server served after {ready:?} (JVM start included)");
+    assert_eq!(
+        servers.servers[0].mode().await.as_deref(),
+        Some("standalone")
+    );
+    let session = servers.session(Duration::from_secs(2)).await;
+    assert!(!session.may_be_lost());
+    assert!(
+        session.session_timeout() <= Duration::from_secs(2),
+        "the server granted {:?}",
+        session.session_timeout()
+    );
+    drop(session);
+    servers.stop().await;
+}
+
+#[tokio::test]
+async fn an_ensemble_of_three_elects_one_leader() {
+    let started = Instant::now();
+    let Some(servers) = Servers::start(3).await else {
+        return;
+    };
+    eprintln!(
+        "zookeeper: an ensemble of three served after {:?}",
+        started.elapsed()
+    );
+    let mut modes = Vec::new();
+    for server in &servers.servers {
+        modes.push(server.mode().await.unwrap_or_default());
+    }
+    modes.sort();
+    assert_eq!(modes, ["follower", "follower", "leader"]);
+    // A client given all three reaches the ensemble and locks through it.
+    let session = servers.session(Duration::from_secs(2)).await;
+    let lock = session.lock("ensemble").unwrap();
+    let hold = lock.lock(Duration::ZERO).await.unwrap().expect("free");
+    assert!(lock.unlock(&hold).await.unwrap());
+    drop(session);
+    servers.stop().await;
+}
