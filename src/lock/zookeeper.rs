@@ -150,7 +150,9 @@ impl ZooKeeperLock {
 
     /// Queues for the lock and waits up to `wait` to own it (`ZERO`: only
     /// if it is free now). `None` when the wait ran out: its znode is then
-    /// deleted, as if it had never queued.
+    /// deleted, as if it had never queued. An error when no server answers:
+    /// the client waits for one to come back until its session expires, so
+    /// within about the session timeout.
     pub async fn lock(&self, wait: Duration) -> Result<Option<ZooKeeperHold>, ZooKeeperLockError> {
         let deadline = Instant::now() + wait;
         let owner = uuid::Uuid::new_v4().simple().to_string();

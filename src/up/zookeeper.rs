@@ -235,7 +235,8 @@ pub fn require_zookeeper() -> anyhow::Result<(PathBuf, PathBuf)> {
 }
 
 /// One server's `zoo.cfg`: loopback only, data in `dir/data`, no admin web
-/// server, the four-letter words readiness and the lab need. `ensemble`:
+/// server, the four-letter words readiness and the lab need (`wchp`: the
+/// watches by path, which shows that waiters do not herd). `ensemble`:
 /// every member's ports when it is one of several.
 fn zoo_cfg(dir: &Path, client_port: u16, ensemble: Option<&[MemberPorts]>) -> String {
     let mut config = format!(
@@ -248,7 +249,7 @@ fn zoo_cfg(dir: &Path, client_port: u16, ensemble: Option<&[MemberPorts]>) -> St
          minSessionTimeout={}\n\
          maxSessionTimeout=60000\n\
          admin.enableServer=false\n\
-         4lw.commands.whitelist=srvr,ruok,mntr,cons\n\
+         4lw.commands.whitelist=srvr,ruok,mntr,cons,wchp\n\
          autopurge.purgeInterval=0\n",
         dir.join("data").display(),
         2 * TICK_MS,

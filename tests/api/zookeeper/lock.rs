@@ -310,3 +310,110 @@ async fn an_expired_session_frees_its_lock_after_its_timeout() {
     drop((holder, waiter));
     servers.stop().await;
 }
+
+/// A lock asked of a server that is gone is an error, not a hang and not a
+/// panic: the client waits for a server to come back until its session
+/// expires, so the error comes within about the session timeout.
+#[tokio::test]
+async fn a_dead_server_is_an_error_within_the_session_timeout() {
+    let Some(mut servers) = Servers::start(1).await else {
+        return;
+    };
+    let session = servers.session(Duration::from_secs(2)).await;
+    let timeout = session.session_timeout();
+    let lock = session.lock("dead").unwrap();
+    servers.servers[0].stop().await;
+    let started = Instant::now();
+    let attempt = tokio::time::timeout(timeout + PROMPT, lock.lock(Duration::ZERO))
+        .await
+        .expect("no answer within the session timeout and 5 s");
+    assert!(attempt.is_err(), "{attempt:?}");
+    assert!(session.may_be_lost());
+    eprintln!(
+        "zookeeper lock: server gone, lock() failed after {:?}: {}",
+        started.elapsed(),
+        attempt.unwrap_err()
+    );
+    drop(session);
+    servers.stop().await;
+}
+
+/// The watches the server holds, by path (`wchp`): path → watching sessions.
+async fn watches(servers: &Servers) -> std::collections::BTreeMap<String, usize> {
+    let answer = stocklock::up::zookeeper::four_letter_word(servers.servers[0].port(), "wchp")
+        .await
+        .unwrap();
+    let mut watched = std::collections::BTreeMap::new();
+    let mut path = None;
+    for line in answer.lines() {
+        if line.starts_with('/') {
+            path = Some(line.to_owned());
+        } else if line.trim_start().starts_with("0x")
+            && let Some(path) = &path
+        {
+            *watched.entry(path.clone()).or_insert(0) += 1;
+        }
+    }
+    watched
+}
+
+#[tokio::test]
+async fn each_waiter_watches_only_its_predecessor() {
+    let Some(servers) = Servers::start(1).await else {
+        return;
+    };
+    let holder = servers.session(LONG).await;
+    let lock = holder.lock("herd").unwrap();
+    let held = lock.lock(Duration::ZERO).await.unwrap().expect("free");
+    let mut waiters = Vec::new();
+    for queued in 2..=4 {
+        let session = servers.session(LONG).await;
+        let waiting = session.lock("herd").unwrap();
+        waiters.push(tokio::spawn(async move {
+            let hold = waiting.lock(LONG).await.unwrap().expect("a turn");
+            (session, waiting, hold)
+        }));
+        until_queued(&servers, &lock, queued).await;
+    }
+    // A watch is set after the waiter's znode shows; no event says when:
+    // ask the server until three are set (or 5 s).
+    let deadline = Instant::now() + PROMPT;
+    let mut watched = watches(&servers).await;
+    while watched.len() < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        watched = watches(&servers).await;
+    }
+    let client = zk::Client::connect(&servers.connect_string())
+        .await
+        .unwrap();
+    let mut queue = client.list_children(lock.dir()).await.unwrap();
+    queue.sort_by_key(|name| name.rsplit('-').next().unwrap_or_default().to_owned());
+    let expected: std::collections::BTreeMap<String, usize> = queue[..3]
+        .iter()
+        .map(|name| (format!("{}/{name}", lock.dir()), 1))
+        .collect();
+    assert_eq!(
+        watched, expected,
+        "each of the first three znodes watched once (by its successor), the last not at all"
+    );
+
+    // The release wakes the next waiter only; the others keep waiting.
+    assert!(lock.unlock(&held).await.unwrap());
+    let mut waiters = waiters.into_iter();
+    let mut previous = held.token;
+    while let Some(next) = waiters.next() {
+        let (_session, waiting, hold) = tokio::time::timeout(PROMPT, next)
+            .await
+            .expect("woken within 5 s")
+            .unwrap();
+        assert!(hold.token > previous);
+        previous = hold.token;
+        assert!(
+            waiters.as_slice().iter().all(|w| !w.is_finished()),
+            "a later waiter went ahead of its turn"
+        );
+        assert!(waiting.unlock(&hold).await.unwrap());
+    }
+    drop((holder, client));
+    servers.stop().await;
+}
