@@ -39,6 +39,8 @@ pub struct Stack {
     pub cluster: Vec<Node>,
     /// `up --redlock N`: the Redlock nodes, in order.
     pub redlock_nodes: Vec<Node>,
+    /// `up --zookeeper N`: the ZooKeeper servers (`url`: `127.0.0.1:PORT`).
+    pub zookeeper: Vec<Node>,
     /// `host:port` of each instance as `up` prints them for Prometheus
     /// (empty for an attached stack).
     pub prometheus_targets: Vec<String>,
@@ -155,6 +157,7 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
+            zookeeper: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             // The port asked for; the token comes with up's last line.
@@ -221,6 +224,16 @@ impl Stack {
                 }
                 self.redlock_nodes[index - 1] = node;
             }
+        } else if let Some(rest) = line.strip_prefix("zookeeper ") {
+            // `zookeeper 2: pid 123 127.0.0.1:PORT`
+            let server = rest.split_once(": pid ").and_then(|(_, rest)| {
+                let (pid, address) = rest.split_once(' ')?;
+                Some(Node {
+                    pid: pid.parse().ok()?,
+                    url: address.to_owned(),
+                })
+            });
+            self.zookeeper.extend(server);
         } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
             self.nginx_pid = pid_of(rest).unwrap_or(0);
         } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
@@ -279,6 +292,7 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
+            zookeeper: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             client,

@@ -137,6 +137,7 @@ impl Stack {
         let mut children: Vec<u32> = self.instances.iter().map(|i| i.pid).collect();
         children.push(self.nginx_pid);
         children.extend(self.redis_pid);
+        children.extend(self.zookeeper.iter().map(|server| server.pid));
         let status = self.0.stop().await.expect("up did not stop within 20 s");
         assert!(status.success(), "up exited with {status}");
         for child in children {

@@ -113,3 +113,28 @@ async fn an_ensemble_of_three_elects_one_leader() {
     drop(session);
     servers.stop().await;
 }
+
+/// `up --zookeeper 3` runs an ensemble beside the stack, says where, and
+/// stops it with everything else (the fixture's stop checks every pid).
+#[tokio::test]
+async fn up_runs_an_ensemble_and_stops_it() {
+    if let Err(missing) = require_zookeeper() {
+        helpers::missing_tool(&format!("zookeeper: {missing:#}"));
+        return;
+    }
+    let stack = helpers::Stack::start_with(1, None, &["--zookeeper", "3", "--redlock", "0"]).await;
+    assert_eq!(stack.zookeeper.len(), 3, "three servers announced");
+    let mut modes = Vec::new();
+    for server in &stack.zookeeper {
+        assert!(helpers::alive(server.pid));
+        let port = server.url.rsplit(':').next().unwrap().parse().unwrap();
+        let answer = stocklock::up::zookeeper::four_letter_word(port, "srvr")
+            .await
+            .unwrap();
+        let mode = answer.lines().find_map(|l| l.strip_prefix("Mode: "));
+        modes.push(mode.unwrap_or_default().to_owned());
+    }
+    modes.sort();
+    assert_eq!(modes, ["follower", "follower", "leader"]);
+    stack.stop().await;
+}
