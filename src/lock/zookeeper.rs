@@ -21,7 +21,10 @@
 //! - **Protection.** The znode's name starts with the owner's unique id
 //!   (Curator's "protected" mode): if the create's answer is lost, the
 //!   contender finds the znode it may have created by that id instead of
-//!   leaving an orphan that would block everyone until its session ends.
+//!   leaving an orphan that would block everyone until its session ends;
+//!   an attempt that fails anyway (a lost connection, an election) has its
+//!   znodes deleted in the background once the ensemble answers again
+//!   (Curator's "guaranteed delete").
 //! - **Fencing token.** The znode's `czxid`, the zxid of the transaction that
 //!   created it: the ensemble's log position, strictly growing across every
 //!   write, leader changes included (the epoch is its high 32 bits). The
@@ -156,25 +159,30 @@ impl ZooKeeperLock {
     pub async fn lock(&self, wait: Duration) -> Result<Option<ZooKeeperHold>, ZooKeeperLockError> {
         let deadline = Instant::now() + wait;
         let owner = uuid::Uuid::new_v4().simple().to_string();
-        let (path, token) = self.enqueue(&owner).await?;
+        let (path, token) = match self.enqueue(&owner).await {
+            Ok(created) => created,
+            Err(err) => {
+                self.forget_in_background(owner);
+                return Err(err);
+            }
+        };
         let queued = ZooKeeperHold {
             sequence: sequence_of(&path).unwrap_or(-1),
             path,
             token,
         };
-        match self.wait_turn(&queued, deadline).await {
-            Ok(true) => Ok(Some(queued)),
-            Ok(false) => {
-                self.delete_own(&queued.path).await?;
-                Ok(None)
-            }
-            Err(err) => {
-                // Leave nothing behind that would block the others until
-                // the session ends; the session's end removes it otherwise.
-                let _ = self.delete_own(&queued.path).await;
-                Err(err)
-            }
+        let outcome = self.wait_turn(&queued, deadline).await;
+        if matches!(outcome, Ok(true)) {
+            return Ok(Some(queued));
         }
+        // Leave nothing queued: a znode left behind would block everyone
+        // after it until the session ends.
+        if let Err(err) = self.delete_own(&queued.path).await {
+            self.forget_in_background(owner);
+            outcome?;
+            return Err(err);
+        }
+        outcome.map(|_| None)
     }
 
     /// Releases `hold`: deletes its znode. `false` when it was already gone
@@ -257,6 +265,34 @@ impl ZooKeeperLock {
                 _ = tokio::time::sleep_until(deadline) => return Ok(false),
             }
         }
+    }
+
+    /// Curator's "guaranteed delete": after an attempt that failed (a lost
+    /// connection, an election under way), removes in the background any
+    /// znode of `owner` it may have left, trying every 100 ms while the
+    /// session lives and for at most two session timeouts (the session's
+    /// end removes them anyway).
+    fn forget_in_background(&self, owner: String) {
+        let lock = self.clone();
+        tokio::spawn(async move {
+            let give_up = Instant::now() + 2 * lock.client.session_timeout();
+            while Instant::now() < give_up && !lock.client.state().is_terminated() {
+                let children = match lock.client.list_children(&lock.dir).await {
+                    Ok(children) => children,
+                    Err(zk::Error::NoNode) => return,
+                    Err(_) => Vec::new(),
+                };
+                let mut left = 0;
+                for child in children.iter().filter(|c| c.starts_with(&owner)) {
+                    let path = format!("{}/{child}", lock.dir);
+                    left += usize::from(lock.delete_own(&path).await.is_err());
+                }
+                if left == 0 && lock.client.state() == zk::SessionState::SyncConnected {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
     }
 
     /// Deletes the owner's znode; `false` when it was already gone.

@@ -138,3 +138,62 @@ async fn up_runs_an_ensemble_and_stops_it() {
     assert_eq!(modes, ["follower", "follower", "leader"]);
     stack.stop().await;
 }
+
+/// The leader of the ensemble dies under a holder: a new leader is elected,
+/// the holder's session (and so its znode) lives on, nobody else gets the
+/// lock meanwhile, and the next holder's token is in the new epoch (the
+/// high 32 bits of a zxid).
+#[tokio::test]
+async fn a_lock_outlives_the_leaders_death() {
+    let Some(mut servers) = Servers::start(3).await else {
+        return;
+    };
+    let holder = servers.session(Duration::from_secs(10)).await;
+    let waiter = servers.session(Duration::from_secs(10)).await;
+    let lock = holder.lock("failover").unwrap();
+    let held = lock.lock(Duration::ZERO).await.unwrap().expect("free");
+
+    let mut leader = None;
+    for (index, server) in servers.servers.iter().enumerate() {
+        if server.mode().await.as_deref() == Some("leader") {
+            leader = Some(index);
+        }
+    }
+    let leader = leader.expect("one leader");
+    let killed = servers.servers[leader].pid().unwrap();
+    stocklock::os::signal(killed, nix::sys::signal::Signal::SIGKILL);
+    servers.servers[leader].stop().await; // reaps it
+
+    // While the others elect a new leader a request may fail with a lost
+    // connection; the waiter tries again until the ensemble answers (20 s).
+    let waiting = waiter.lock("failover").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let attempt = loop {
+        match waiting.lock(Duration::from_millis(1500)).await {
+            Ok(attempt) => break attempt,
+            Err(err) if Instant::now() < deadline => eprintln!("during the election: {err}"),
+            Err(err) => panic!("the ensemble did not answer within 20 s: {err}"),
+        }
+    };
+    assert_eq!(
+        attempt, None,
+        "the lock was granted twice across the failover"
+    );
+    assert!(
+        lock.unlock(&held).await.unwrap(),
+        "the holder's znode survived the leader's death"
+    );
+    let next = waiting
+        .lock(Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("released");
+    assert!(
+        next.token >> 32 > held.token >> 32,
+        "a new epoch: {:#x} after {:#x}",
+        next.token,
+        held.token
+    );
+    drop((holder, waiter));
+    servers.stop().await;
+}
