@@ -251,6 +251,10 @@ impl ZooKeeperLock {
             if place == 0 {
                 return Ok(true);
             }
+            // Out of time (a try-lock): no watch to leave behind.
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
             let predecessor = format!("{}/{}", self.dir, queue[place - 1]);
             let watcher = match self.client.get_and_watch_data(&predecessor).await {
                 Ok((_, _, watcher)) => watcher,

@@ -69,6 +69,10 @@ async fn two_sessions_exclude_each_other_and_tokens_grow() {
         None,
         "held by a"
     );
+    assert!(
+        watches(&servers).await.is_empty(),
+        "a try-lock leaves no watch behind"
+    );
     let started = Instant::now();
     assert_eq!(
         lock_b.lock(Duration::from_millis(300)).await.unwrap(),
