@@ -41,6 +41,8 @@ pub struct Stack {
     pub redlock_nodes: Vec<Node>,
     /// `up --etcd N`: the etcd members, in order.
     pub etcd_members: Vec<Node>,
+    /// `up --zookeeper N`: the ZooKeeper servers (`url`: `127.0.0.1:PORT`).
+    pub zookeeper: Vec<Node>,
     /// `host:port` of each instance as `up` prints them for Prometheus
     /// (empty for an attached stack).
     pub prometheus_targets: Vec<String>,
@@ -187,6 +189,7 @@ impl Stack {
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
             etcd_members: Vec::new(),
+            zookeeper: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             // The port asked for; the token comes with up's last line.
@@ -235,6 +238,16 @@ impl Stack {
         } else if let Some(rest) = line.strip_prefix("etcd member ") {
             // `etcd member 2: pid 124 http://...`
             place_node(&mut self.etcd_members, rest);
+        } else if let Some(rest) = line.strip_prefix("zookeeper ") {
+            // `zookeeper 2: pid 123 127.0.0.1:PORT`
+            let server = rest.split_once(": pid ").and_then(|(_, rest)| {
+                let (pid, address) = rest.split_once(' ')?;
+                Some(Node {
+                    pid: pid.parse().ok()?,
+                    url: address.to_owned(),
+                })
+            });
+            self.zookeeper.extend(server);
         } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
             self.nginx_pid = pid_of(rest).unwrap_or(0);
         } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
@@ -294,6 +307,7 @@ impl Stack {
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
             etcd_members: Vec::new(),
+            zookeeper: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             client,

@@ -20,3 +20,4 @@ mod marks;
 mod prometheus;
 mod redlock;
 mod stack;
+mod zookeeper;

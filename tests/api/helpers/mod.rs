@@ -92,10 +92,14 @@ impl Stack {
         extra: &[&str],
     ) -> Stack {
         let mut args = vec!["--instances".to_owned(), instances.to_string()];
-        // No etcd cluster unless a test asks for one: its three members
-        // add some 2 s to every stack's start, for no variant that uses it.
+        // No etcd cluster or ZooKeeper unless a test asks for one: they add
+        // seconds (and a JVM) to every stack's start, for no variant that
+        // uses them yet.
         if !extra.contains(&"--etcd") {
             args.extend(["--etcd".to_owned(), "0".to_owned()]);
+        }
+        if !extra.contains(&"--zookeeper") {
+            args.extend(["--zookeeper".to_owned(), "0".to_owned()]);
         }
         args.extend(extra.iter().map(|a| a.to_string()));
         let options = UpOptions {
@@ -143,6 +147,7 @@ impl Stack {
         children.push(self.nginx_pid);
         children.extend(self.redis_pid);
         children.extend(self.etcd_members.iter().map(|m| m.pid));
+        children.extend(self.zookeeper.iter().map(|server| server.pid));
         let status = self.0.stop().await.expect("up did not stop within 20 s");
         assert!(status.success(), "up exited with {status}");
         for child in children {
