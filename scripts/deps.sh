@@ -19,6 +19,9 @@ for package in "$@"; do
     chromium) has chromium || extra+=(chromium) ;;
     chromium-driver) has chromedriver || extra+=(chromium-driver) ;;
     prometheus) has prometheus && has promtool || extra+=(prometheus) ;;
+    etcd-server) has etcd || extra+=(etcd-server) ;;
+    # The server's jar and a Java to run it (the package pulls in a JRE).
+    zookeeper) has java && [ -f /usr/share/java/zookeeper.jar ] || extra+=(zookeeper) ;;
     *) dpkg -s "$package" >/dev/null 2>&1 || extra+=("$package") ;;
   esac
 done
@@ -42,7 +45,7 @@ if [ ${#extra[@]} -gt 0 ]; then
 fi
 # Debian starts the packaged services; the lab and the tests run their own
 # on other ports.
-for service in nginx redis-server prometheus; do
+for service in nginx redis-server prometheus etcd zookeeper; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     "${sudo[@]}" systemctl disable --now "$service" >/dev/null 2>&1 || true
   fi

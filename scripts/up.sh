@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Brings the whole stack up on http://127.0.0.1:8080/ : installs redis-server
-# and nginx when missing, builds stocklock (release), and runs `stocklock up`.
+# and nginx when missing (etcd-server and ZooKeeper too, for the CP lock
+# stores, or says it could not), builds stocklock (release), and runs
+# `stocklock up`.
 # Extra arguments go to `stocklock up` (see `stocklock up --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh etcd-server zookeeper
 cargo build --release --locked
 exec target/release/stocklock up "$@"

@@ -15,7 +15,7 @@
 //! - [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
 //! - [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
 //! - [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
-//! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes).
+//! - [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes; the etcd lock through its JSON gateway; a ZooKeeper lock).
 //! - [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
 //! - [`metrics`]: Prometheus metrics of an instance (each instance is its own scrape target), and the names a dashboard may query.
 //! - [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
@@ -25,7 +25,7 @@
 //! - [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
 //! - [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! - [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix.
-//! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, N instances and nginx as children.
+//! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, N instances and nginx as children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness.
 //! - [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
 //! - [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.

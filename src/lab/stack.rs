@@ -39,6 +39,10 @@ pub struct Stack {
     pub cluster: Vec<Node>,
     /// `up --redlock N`: the Redlock nodes, in order.
     pub redlock_nodes: Vec<Node>,
+    /// `up --etcd N`: the etcd members, in order.
+    pub etcd_members: Vec<Node>,
+    /// `up --zookeeper N`: the ZooKeeper servers (`url`: `127.0.0.1:PORT`).
+    pub zookeeper: Vec<Node>,
     /// `host:port` of each instance as `up` prints them for Prometheus
     /// (empty for an attached stack).
     pub prometheus_targets: Vec<String>,
@@ -47,6 +51,35 @@ pub struct Stack {
     /// The stack's API through nginx, with its admin token once `up` has
     /// printed it ([`StackClient::at`] reaches one instance).
     pub client: StackClient,
+}
+
+/// Puts the node of `N: pid P URL` (what follows `redlock node ` or
+/// `etcd member `) at its place N (from 1) in `nodes`.
+fn place_node(nodes: &mut Vec<Node>, line: &str) {
+    let node = line.split_once(": pid ").and_then(|(index, rest)| {
+        let (pid, url) = rest.split_once(' ')?;
+        Some((
+            index.parse::<usize>().ok()?,
+            Node {
+                pid: pid.parse().ok()?,
+                url: url.to_owned(),
+            },
+        ))
+    });
+    if let Some((index, node)) = node
+        && index > 0
+    {
+        if nodes.len() < index {
+            nodes.resize(
+                index,
+                Node {
+                    pid: 0,
+                    url: String::new(),
+                },
+            );
+        }
+        nodes[index - 1] = node;
+    }
 }
 
 /// How long the lab waits for any one answer of the stack.
@@ -155,6 +188,8 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
+            etcd_members: Vec::new(),
+            zookeeper: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             // The port asked for; the token comes with up's last line.
@@ -199,28 +234,20 @@ impl Stack {
             }
         } else if let Some(rest) = line.strip_prefix("redlock node ") {
             // `redlock node 3: pid 123 redis://...`
-            let node = rest.split_once(": pid ").and_then(|(index, rest)| {
-                let (pid, url) = rest.split_once(' ')?;
-                Some((
-                    index.parse::<usize>().ok()?,
-                    Node {
-                        pid: pid.parse().ok()?,
-                        url: url.to_owned(),
-                    },
-                ))
+            place_node(&mut self.redlock_nodes, rest);
+        } else if let Some(rest) = line.strip_prefix("etcd member ") {
+            // `etcd member 2: pid 124 http://...`
+            place_node(&mut self.etcd_members, rest);
+        } else if let Some(rest) = line.strip_prefix("zookeeper ") {
+            // `zookeeper 2: pid 123 127.0.0.1:PORT`
+            let server = rest.split_once(": pid ").and_then(|(_, rest)| {
+                let (pid, address) = rest.split_once(' ')?;
+                Some(Node {
+                    pid: pid.parse().ok()?,
+                    url: address.to_owned(),
+                })
             });
-            if let Some((index, node)) = node {
-                if self.redlock_nodes.len() < index {
-                    self.redlock_nodes.resize(
-                        index,
-                        Node {
-                            pid: 0,
-                            url: String::new(),
-                        },
-                    );
-                }
-                self.redlock_nodes[index - 1] = node;
-            }
+            self.zookeeper.extend(server);
         } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
             self.nginx_pid = pid_of(rest).unwrap_or(0);
         } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
@@ -279,6 +306,8 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
+            etcd_members: Vec::new(),
+            zookeeper: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             client,

@@ -1,4 +1,5 @@
-//! A small distributed lock library on Redis, usable outside HTTP.
+//! A small distributed lock library on Redis (and one lock on ZooKeeper),
+//! usable outside HTTP.
 //!
 //! It has the capabilities of article 000's lock interface:
 //!
@@ -14,6 +15,8 @@
 //! | renewal                           | [`Lease::renew`], and [`Watchdog`] to do it while held |
 //! | waiting without polling           | [`Wakeups`]: releases are published, waiters woken (Redlock's too) |
 //! | a lock on a majority of N Redis   | [`Redlock`] on [`RedlockNodes`] (renewable by [`Watchdog`]; its validity is its deadline) |
+//! | a lock on a CP store (etcd)       | [`etcd::EtcdLock`]: lease + keep-alive, queue by `create_revision`, watch the predecessor; the revision is the fencing token |
+//! | a lock on ZooKeeper               | [`ZooKeeperLock`]: ephemeral sequential znodes, predecessor watch, the session as lease, czxid as fencing token (not reentrant) |
 //!
 //! What a local deadline cannot fix: a pause *between* the owner's last look
 //! at its deadline and its write (a GC, a SIGSTOP). Nothing the owner checks
@@ -23,12 +26,14 @@
 //! Every script is built once and called by EVALSHA (redis-rs reloads it by
 //! itself after a `NOSCRIPT`).
 
+pub mod etcd;
 mod lease;
 pub mod per_key;
 pub mod redlock;
 mod reentrant;
 pub mod wakeups;
 mod watchdog;
+pub mod zookeeper;
 
 use std::fmt;
 use std::future::Future;
@@ -39,6 +44,7 @@ pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
 pub use wakeups::{Heard, Wakeups};
 pub use watchdog::{Tenure, Watchdog};
+pub use zookeeper::{ZooKeeperHold, ZooKeeperLock, ZooKeeperLockError, ZooKeeperSession};
 
 use crate::store::StoreError;
 

@@ -12,6 +12,8 @@
 //! redis: pid 123 redis://127.0.0.1:PORT          (again after every restart)
 //! redis cluster: pids 1,2,3 redis://127.0.0.1:P1,redis://127.0.0.1:P2,...  (--cluster)
 //! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
+//! etcd member 1: pid 128 http://127.0.0.1:PORT    (one line per member; --etcd N)
+//! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
@@ -30,10 +32,12 @@ macro_rules! say {
     }};
 }
 
+pub mod etcd;
 mod instances;
 pub mod nginx;
 pub mod process;
 pub mod redis;
+pub mod zookeeper;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -41,9 +45,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use self::etcd::EtcdCluster;
 use self::instances::{Instances, Shared};
 use self::nginx::Nginx;
 use self::redis::RedisServer;
+use self::zookeeper::ZooKeeperServer;
 use crate::args::{generate_token, parse_duration, parse_variant};
 use crate::knobs::{DEFAULT_SKU, Sku, parse_stock};
 use crate::ledger;
@@ -102,6 +108,16 @@ pub struct UpConfig {
     /// (0: none, and `redlock` answers 503 not_configured). The stock stays on the main Redis.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
     pub redlock: u16,
+    /// Start an etcd cluster of this many members (the etcd lock's store;
+    /// 0: none). Without the etcd binary it starts none and says so.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(0..=9))]
+    pub etcd: u16,
+    /// Start this many ZooKeeper servers (Debian's `zookeeper` package, a
+    /// JVM each) for the `zookeeper` lock: 1 a standalone server, 3 an
+    /// ensemble; 0 none. When ZooKeeper is not installed, `up` says so and
+    /// runs without it.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(0..=7))]
+    pub zookeeper: u16,
     /// Start a local 3-master Redis Cluster (redis-server in cluster mode and
     /// `redis-cli --cluster create`) and run the instances on it, instead of
     /// one redis-server. Chaos mode then cannot pause or restart Redis.
@@ -262,6 +278,11 @@ struct Stores {
     /// Redlock's nodes: independent, unsupervised (a node that dies stays
     /// down, which is what the lab's Redlock scenarios are about).
     redlock: Vec<RedisServer>,
+    /// The etcd cluster (`--etcd N`), unsupervised like Redlock's nodes.
+    etcd: Option<EtcdCluster>,
+    /// ZooKeeper's servers (one, or an ensemble), unsupervised like
+    /// Redlock's nodes: a server that dies stays down.
+    zookeeper: Vec<ZooKeeperServer>,
 }
 
 impl Stores {
@@ -307,12 +328,16 @@ impl Stores {
                 node.url()
             );
         }
+        let etcd = start_etcd(config.etcd, run_dir).await?;
+        let zookeeper = start_zookeeper(config.zookeeper, run_dir).await?;
         Ok(Stores {
             redis,
             persist_dir,
             redis_url,
             cluster,
             redlock,
+            etcd,
+            zookeeper,
         })
     }
 
@@ -356,7 +381,70 @@ impl Stores {
         for node in self.cluster.iter_mut().chain(self.redlock.iter_mut()) {
             node.stop().await;
         }
+        if let Some(etcd) = self.etcd.as_mut() {
+            etcd.stop().await;
+        }
+        for server in self.zookeeper.iter_mut() {
+            server.stop().await;
+        }
     }
+}
+
+/// `members` etcd members with their data in the run directory, announced
+/// one per line; none when asked for none or when etcd is not installed.
+async fn start_etcd(members: u16, run_dir: &Path) -> anyhow::Result<Option<EtcdCluster>> {
+    if members == 0 {
+        return Ok(None);
+    }
+    if crate::os::find_program("etcd").is_none() {
+        say!("etcd: not installed, none started (install etcd-server, or pass --etcd 0)");
+        return Ok(None);
+    }
+    // A free port may be taken before etcd binds it: try again with others
+    // (in a fresh directory: a failed member may have written its own).
+    let mut attempt = 1;
+    let cluster = loop {
+        let dir = run_dir.join(format!("etcd-{attempt}"));
+        match EtcdCluster::start(usize::from(members), Some(&dir)).await {
+            Ok(cluster) => break cluster,
+            Err(err) if attempt < 3 => {
+                tracing::warn!("etcd did not start ({err:#}); trying other ports");
+                attempt += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    };
+    for (index, member) in cluster.members.iter().enumerate() {
+        say!(
+            "etcd member {}: pid {} {}",
+            index + 1,
+            member.pid().unwrap_or(0),
+            member.url()
+        );
+    }
+    Ok(Some(cluster))
+}
+
+/// `count` ZooKeeper servers in `run_dir`, announced; none, with a warning,
+/// when ZooKeeper is not installed (a lab without it still runs).
+async fn start_zookeeper(count: u16, run_dir: &Path) -> anyhow::Result<Vec<ZooKeeperServer>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if let Err(missing) = self::zookeeper::require_zookeeper() {
+        say!("zookeeper: not started (--zookeeper 0 silences this): {missing:#}");
+        return Ok(Vec::new());
+    }
+    let servers = ZooKeeperServer::start_ensemble(usize::from(count), run_dir).await?;
+    for server in &servers {
+        say!(
+            "zookeeper {}: pid {} {}",
+            server.id(),
+            server.pid().unwrap_or(0),
+            server.address()
+        );
+    }
+    Ok(servers)
 }
 
 /// A redis-server on `port` (a free one when `None`): persistent in `dir`

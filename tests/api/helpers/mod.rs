@@ -92,6 +92,15 @@ impl Stack {
         extra: &[&str],
     ) -> Stack {
         let mut args = vec!["--instances".to_owned(), instances.to_string()];
+        // No etcd cluster or ZooKeeper unless a test asks for one: they add
+        // seconds (and a JVM) to every stack's start, for no variant that
+        // uses them yet.
+        if !extra.contains(&"--etcd") {
+            args.extend(["--etcd".to_owned(), "0".to_owned()]);
+        }
+        if !extra.contains(&"--zookeeper") {
+            args.extend(["--zookeeper".to_owned(), "0".to_owned()]);
+        }
         args.extend(extra.iter().map(|a| a.to_string()));
         let options = UpOptions {
             redis_url: redis_url.map(str::to_owned),
@@ -137,6 +146,8 @@ impl Stack {
         let mut children: Vec<u32> = self.instances.iter().map(|i| i.pid).collect();
         children.push(self.nginx_pid);
         children.extend(self.redis_pid);
+        children.extend(self.etcd_members.iter().map(|m| m.pid));
+        children.extend(self.zookeeper.iter().map(|server| server.pid));
         let status = self.0.stop().await.expect("up did not stop within 20 s");
         assert!(status.success(), "up exited with {status}");
         for child in children {

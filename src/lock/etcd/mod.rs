@@ -1,0 +1,312 @@
+//! A lock on etcd, in etcd's own idiom (its `client/v3/concurrency`
+//! `Mutex` and `Session`), through the JSON gateway ([`gateway`]).
+//!
+//! - The owner's lease is an etcd lease ([`Session`]), kept alive while it
+//!   lives; the lock's keys are attached to it, so a dead holder's key goes
+//!   when its TTL runs out, on the cluster's clock, not the holder's.
+//! - Each contender puts its own key, `<prefix>/<lease id in hex>`, in one
+//!   transaction: *if `create_revision(key) == 0` then put else get*. Sent
+//!   twice (a retry after a timeout), it finds its own key: no duplicates.
+//! - The owner is the key with the lowest `create_revision` under the
+//!   prefix: a queue in arrival order, kept by etcd's consensus log.
+//! - A waiter watches the deletion of its predecessor only (the key created
+//!   last before its own), not the owner: one release wakes one waiter, no
+//!   herd. When the predecessor goes it looks again (the predecessor may
+//!   have given up waiting rather than held the lock).
+//! - Release: delete the own key, then revoke the lease.
+//! - The owner key's `create_revision` is the fencing token ([`Held::token`]):
+//!   the revision of the etcd transaction that queued it, unique and
+//!   strictly growing across every holder of every lock in the cluster,
+//!   from the store's own log rather than a separate counter.
+//!
+//! Not reentrant (as etcd's Mutex: a second `lock` with the same session
+//! finds its own key and returns at once, but one unlock releases it).
+//!
+//! What etcd's consensus buys over Redis: a write is acknowledged by a
+//! majority of the members, so the lock survives a member's death (the
+//! failover that loses a Redis lock). What it cannot fix is the same as
+//! for every lease: a holder paused past its TTL still believes it holds
+//! the lock; only a fencing check at the store of the protected data
+//! (with [`Held::token`]) refuses its late write.
+
+pub mod gateway;
+mod session;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub use gateway::{EtcdClient, EtcdError};
+pub use session::Session;
+
+use gateway::{b64, b64_bytes, from_b64, int, prefix_end};
+
+/// Why a lock was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another holder kept it for the whole wait (or at once, with no wait).
+    #[error("the lock is held by another owner")]
+    Busy,
+    /// The session's lease ended before the lock was ours (its key went with it).
+    #[error("the etcd lease ended before the lock was acquired")]
+    SessionLost,
+    #[error(transparent)]
+    Store(#[from] EtcdError),
+}
+
+/// A lock held: its key, and the fencing token that came with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// `<prefix>/<lease id in hex>`.
+    pub key: String,
+    /// The key's `create_revision`: the fencing token.
+    pub token: i64,
+    /// When the transaction that queued the key was sent.
+    pub sent: Instant,
+}
+
+/// Who holds a lock now, as etcd says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    pub key: String,
+    pub lease: i64,
+    /// Its `create_revision`: the holder's fencing token.
+    pub revision: i64,
+}
+
+/// One named lock on an etcd cluster. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct EtcdLock {
+    client: EtcdClient,
+    /// `<name>/`: every contender's key starts with it.
+    prefix: String,
+}
+
+impl EtcdLock {
+    /// The lock called `name` (its keys live under `name/`).
+    pub fn new(client: EtcdClient, name: &str) -> Self {
+        Self {
+            client,
+            prefix: format!("{name}/"),
+        }
+    }
+
+    /// Takes the lock for `session`'s lease, waiting at most `wait` for the
+    /// holders before it to go (`Duration::ZERO`: only if free now). A
+    /// contender that gives up takes its key back out of the queue.
+    ///
+    /// An etcd that cannot serve (no quorum) is retried until `wait` has
+    /// passed, then reported as [`LockError::Store`]; each call is bounded,
+    /// so this never hangs.
+    pub async fn lock(&self, session: &Session, wait: Duration) -> Result<Held, LockError> {
+        let deadline = Instant::now() + wait;
+        let key = format!("{}{:016x}", self.prefix, session.lease());
+        let sent = Instant::now();
+        let (token, owner) = loop {
+            match self.queue(&key, session.lease()).await {
+                Ok(queued) => break queued,
+                Err(EtcdError::Unavailable(why)) if Instant::now() < deadline => {
+                    tracing::debug!(%why, "etcd unavailable while queueing; trying again");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(EtcdError::Refused(why)) if why.contains("lease not found") => {
+                    return Err(LockError::SessionLost);
+                }
+                Err(err) => return Err(err.into()),
+            }
+        };
+        let held = Held { key, token, sent };
+        if owner == Some(token) {
+            return Ok(held);
+        }
+        let waited = if wait.is_zero() {
+            Err(LockError::Busy)
+        } else {
+            self.wait_for_predecessors(token, deadline).await
+        };
+        if let Err(err) = waited {
+            // Out of the queue, or the holders after us would wait for us.
+            if let Err(undo) = self.delete(&held.key).await {
+                tracing::warn!(%undo, key = held.key, "could not leave the etcd lock's queue; the lease will");
+            }
+            return Err(err);
+        }
+        // Our turn, if our key is still there: a lease lost while waiting
+        // took the key (and our place) with it.
+        if session.is_lost() || !self.exists(&held.key).await? {
+            return Err(LockError::SessionLost);
+        }
+        Ok(held)
+    }
+
+    /// Releases a lock held: deletes its key (waking the next waiter).
+    /// The session stays, for another lock; [`EtcdLock::release`] ends both.
+    pub async fn unlock(&self, held: &Held) -> Result<(), EtcdError> {
+        self.delete(&held.key).await
+    }
+
+    /// Releases the lock and revokes the session's lease.
+    pub async fn release(&self, held: &Held, session: Session) -> Result<(), EtcdError> {
+        let deleted = self.delete(&held.key).await;
+        let revoked = session.revoke().await;
+        deleted.and(revoked)
+    }
+
+    /// Who holds the lock now (the queue's first key), if anyone.
+    pub async fn holder(&self) -> Result<Option<Holder>, EtcdError> {
+        let answer = self
+            .client
+            .call("/v3/kv/range", &self.first_created(None, "ASCEND"))
+            .await?;
+        let Some(kv) = answer["kvs"].get(0) else {
+            return Ok(None);
+        };
+        Ok(Some(Holder {
+            key: from_b64(&kv["key"]).unwrap_or_default(),
+            lease: int(&kv["lease"])?,
+            revision: int(&kv["create_revision"])?,
+        }))
+    }
+
+    /// How many contenders are queued (the holder included).
+    pub async fn contenders(&self) -> Result<u64, EtcdError> {
+        let answer = self
+            .client
+            .call(
+                "/v3/kv/range",
+                &json!({
+                    "key": b64(&self.prefix),
+                    "range_end": b64_bytes(&prefix_end(&self.prefix)),
+                    "count_only": true,
+                }),
+            )
+            .await?;
+        Ok(int(&answer["count"])?.max(0).unsigned_abs())
+    }
+
+    /// Puts our key unless it is there (one transaction), and reads the
+    /// queue's first key: our key's create revision, and the owner's.
+    async fn queue(&self, key: &str, lease: i64) -> Result<(i64, Option<i64>), EtcdError> {
+        let owner = json!({"request_range": self.first_created(None, "ASCEND")});
+        let txn = json!({
+            "compare": [{"target": "CREATE", "key": b64(key), "create_revision": "0", "result": "EQUAL"}],
+            "success": [{"request_put": {"key": b64(key), "value": "", "lease": lease.to_string()}}, owner],
+            "failure": [{"request_range": {"key": b64(key)}}, owner],
+        });
+        let answer = self.client.call("/v3/kv/txn", &txn).await?;
+        let responses = &answer["responses"];
+        let mine = if answer["succeeded"].as_bool().unwrap_or(false) {
+            int(&answer["header"]["revision"])?
+        } else {
+            int(&responses[0]["response_range"]["kvs"][0]["create_revision"])?
+        };
+        if mine == 0 {
+            return Err(EtcdError::Protocol(format!(
+                "lock transaction answered {answer}"
+            )));
+        }
+        let owner = match responses[1]["response_range"]["kvs"].get(0) {
+            Some(kv) => Some(int(&kv["create_revision"])?),
+            None => None,
+        };
+        Ok((mine, owner))
+    }
+
+    /// Waits until no key created before `mine` is left, watching each time
+    /// the last one created before it (our predecessor) until it is deleted.
+    async fn wait_for_predecessors(&self, mine: i64, deadline: Instant) -> Result<(), LockError> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(LockError::Busy);
+            }
+            let answer = match self
+                .client
+                .call(
+                    "/v3/kv/range",
+                    &self.first_created(Some(mine - 1), "DESCEND"),
+                )
+                .await
+            {
+                Ok(answer) => answer,
+                Err(EtcdError::Unavailable(why)) => {
+                    tracing::debug!(%why, "etcd unavailable while waiting; trying again");
+                    tokio::time::sleep(Duration::from_millis(100).min(left)).await;
+                    continue;
+                }
+                Err(err) => return Err(err.into()),
+            };
+            let Some(predecessor) = answer["kvs"].get(0) else {
+                return Ok(());
+            };
+            let key = from_b64(&predecessor["key"])
+                .ok_or_else(|| EtcdError::Protocol(format!("a key not in UTF-8: {predecessor}")))?;
+            let seen = int(&answer["header"]["revision"])?;
+            // From the revision just after the one read: a deletion in
+            // between is replayed by the watch, never missed.
+            self.await_deletion(&key, seen + 1, left).await;
+        }
+    }
+
+    /// Returns when `key` is deleted at or after `from`, the watch breaks
+    /// (a member died: the caller looks again), or `left` has passed.
+    async fn await_deletion(&self, key: &str, from: i64, left: Duration) {
+        let mut stream = match self.client.watch_deletes(key, from, left).await {
+            Ok(stream) => stream,
+            Err(err) => {
+                tracing::debug!(%err, "cannot watch; looking again");
+                tokio::time::sleep(Duration::from_millis(100).min(left)).await;
+                return;
+            }
+        };
+        loop {
+            match stream.next().await {
+                Ok(result) => {
+                    let deleted = result["events"].as_array().is_some_and(|e| !e.is_empty());
+                    // A watch cancelled (its start compacted away): look again.
+                    if deleted || result["canceled"].as_bool().unwrap_or(false) {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    tracing::debug!(%err, "the watch ended; looking again");
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool, EtcdError> {
+        let answer = self
+            .client
+            .call(
+                "/v3/kv/range",
+                &json!({"key": b64(key), "count_only": true}),
+            )
+            .await?;
+        Ok(int(&answer["count"])? > 0)
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), EtcdError> {
+        self.client
+            .call("/v3/kv/deleterange", &json!({"key": b64(key)}))
+            .await
+            .map(|_| ())
+    }
+
+    /// A range request for the queue's first key by creation (`ASCEND`: the
+    /// owner) or last (`DESCEND`), created at or before `max_revision`.
+    fn first_created(&self, max_revision: Option<i64>, order: &str) -> Value {
+        let mut range = json!({
+            "key": b64(&self.prefix),
+            "range_end": b64_bytes(&prefix_end(&self.prefix)),
+            "sort_target": "CREATE",
+            "sort_order": order,
+            "limit": 1,
+        });
+        if let Some(max) = max_revision {
+            range["max_create_revision"] = json!(max.to_string());
+        }
+        range
+    }
+}

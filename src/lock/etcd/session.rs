@@ -1,0 +1,161 @@
+//! A lease kept alive while its owner lives: etcd's `concurrency.Session`.
+//!
+//! The lock's key is attached to the lease, so the key lives exactly as
+//! long as the lease: a holder that dies stops its keep-alives and etcd
+//! deletes the key when the TTL runs out (the Redis locks' lease, kept by
+//! the cluster's consensus instead of one server's clock). While the owner
+//! lives, a task renews the lease every third of its TTL, as the
+//! [`crate::lock::Watchdog`] renews a Redis lease.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use super::gateway::{EtcdClient, EtcdError, int};
+
+/// A granted lease and the task keeping it alive.
+#[derive(Debug)]
+pub struct Session {
+    client: EtcdClient,
+    lease: i64,
+    ttl: Duration,
+    state: Arc<State>,
+    keepalive: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Until when the lease is known to live: the last confirmed keep-alive's
+    /// *send* plus the TTL etcd answered (as a [`crate::lock::Grant`]'s deadline).
+    deadline: Mutex<Instant>,
+    /// etcd said the lease is gone (expired or revoked).
+    gone: AtomicBool,
+}
+
+impl Session {
+    /// Grants a lease of `ttl` (etcd counts whole seconds: rounded up, and
+    /// raised to etcd's own minimum, which it answers with) and starts
+    /// keeping it alive.
+    pub async fn grant(client: &EtcdClient, ttl: Duration) -> Result<Self, EtcdError> {
+        let seconds = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+        let sent = Instant::now();
+        let answer = client
+            .call("/v3/lease/grant", &json!({"TTL": seconds.max(1)}))
+            .await?;
+        let lease = int(&answer["ID"])?;
+        let granted = Duration::from_secs(int(&answer["TTL"])?.max(0).unsigned_abs());
+        if lease == 0 || granted.is_zero() {
+            return Err(EtcdError::Protocol(format!(
+                "lease grant answered {answer}"
+            )));
+        }
+        let state = Arc::new(State {
+            deadline: Mutex::new(sent + granted),
+            gone: AtomicBool::new(false),
+        });
+        let keepalive = tokio::spawn(keep_alive(client.clone(), lease, granted, state.clone()));
+        Ok(Self {
+            client: client.clone(),
+            lease,
+            ttl: granted,
+            state,
+            keepalive,
+        })
+    }
+
+    /// The lease's id (the lock names its key after it).
+    pub fn lease(&self) -> i64 {
+        self.lease
+    }
+
+    /// The TTL etcd granted.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Until when the lease is known to live.
+    pub fn deadline(&self) -> Instant {
+        *self
+            .state
+            .deadline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The lease is gone, or may be: etcd said so, or no keep-alive was
+    /// confirmed in time.
+    pub fn is_lost(&self) -> bool {
+        self.state.gone.load(Ordering::Relaxed) || Instant::now() >= self.deadline()
+    }
+
+    /// Ends the session: stops the keep-alives and revokes the lease, which
+    /// deletes every key attached to it. A lease already gone is no error.
+    pub async fn revoke(self) -> Result<(), EtcdError> {
+        self.keepalive.abort();
+        match self
+            .client
+            .call("/v3/lease/revoke", &json!({"ID": self.lease.to_string()}))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(EtcdError::Refused(message)) if message.contains("not found") => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Stops the keep-alives without revoking: what a crashed or frozen
+    /// holder does. The lease, and the lock with it, end after the TTL.
+    pub fn abandon(self) {
+        self.keepalive.abort();
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.keepalive.abort();
+    }
+}
+
+/// Renews the lease every third of its TTL until etcd says it is gone or
+/// no renewal was confirmed before it would have run out.
+async fn keep_alive(client: EtcdClient, lease: i64, ttl: Duration, state: Arc<State>) {
+    let body = json!({"ID": lease.to_string()});
+    // After an unanswered renewal, try again sooner: the lease is running out.
+    let mut pause = ttl / 3;
+    loop {
+        tokio::time::sleep(pause).await;
+        pause = ttl / 3;
+        let sent = Instant::now();
+        match client.call("/v3/lease/keepalive", &body).await {
+            Ok(answer) => match int(&answer["result"]["TTL"]) {
+                Ok(left) if left > 0 => {
+                    let until = sent + Duration::from_secs(left.unsigned_abs());
+                    *state
+                        .deadline
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = until;
+                }
+                _ => {
+                    tracing::warn!(lease, "etcd lease gone: the lock it carried is lost");
+                    state.gone.store(true, Ordering::Relaxed);
+                    return;
+                }
+            },
+            Err(err) => {
+                tracing::debug!(lease, %err, "etcd keep-alive not answered; trying again");
+                let deadline = *state
+                    .deadline
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if Instant::now() >= deadline {
+                    state.gone.store(true, Ordering::Relaxed);
+                    return;
+                }
+                pause = pause.min(Duration::from_millis(200));
+            }
+        }
+    }
+}
