@@ -1,0 +1,215 @@
+//! The stack's stores: the main Redis (one server, the user's, or a
+//! cluster), Redlock's nodes, the etcd cluster and the ZooKeeper servers;
+//! each started, announced on stdout and stopped.
+
+use std::path::{Path, PathBuf};
+
+use super::etcd::EtcdCluster;
+use super::redis::RedisServer;
+use super::zookeeper::ZooKeeperServer;
+use super::{CLUSTER_MASTERS, UpConfig};
+use crate::store::Store;
+
+/// The stack's Redis servers: a cluster, or one Redis (ours, supervised
+/// and restarted; or the user's); and Redlock's nodes.
+pub(super) struct Stores {
+    /// The Redis `up` started and restarts (`None`: the user's, or a cluster).
+    pub(super) redis: Option<RedisServer>,
+    /// With `--persist`, where our Redis keeps its files, across restarts.
+    persist_dir: Option<PathBuf>,
+    /// What the instances are given as `--redis-url`.
+    pub(super) redis_url: String,
+    cluster: Vec<RedisServer>,
+    /// Redlock's nodes: independent, unsupervised (a node that dies stays
+    /// down, which is what the lab's Redlock scenarios are about).
+    redlock: Vec<RedisServer>,
+    /// The etcd cluster (`--etcd N`), unsupervised like Redlock's nodes.
+    etcd: Option<EtcdCluster>,
+    /// ZooKeeper's servers (one, or an ensemble), unsupervised like
+    /// Redlock's nodes: a server that dies stays down.
+    zookeeper: Vec<ZooKeeperServer>,
+}
+
+impl Stores {
+    /// Starts what `config` asks for, announcing each server.
+    pub(super) async fn start(config: &UpConfig, run_dir: &Path) -> anyhow::Result<Stores> {
+        let mut cluster = Vec::new();
+        if config.cluster {
+            cluster = futures_util::future::try_join_all(
+                (0..CLUSTER_MASTERS).map(|_| RedisServer::start_cluster_node()),
+            )
+            .await?;
+            super::redis::create_cluster(&cluster).await?;
+            let pids: Vec<String> = cluster
+                .iter()
+                .map(|n| n.pid().unwrap_or(0).to_string())
+                .collect();
+            let urls: Vec<String> = cluster.iter().map(RedisServer::url).collect();
+            say!("redis cluster: pids {} {}", pids.join(","), urls.join(","));
+        }
+        let persist_dir = config.persist.then(|| run_dir.join("redis-data"));
+        let redis = match &config.redis_url {
+            Some(_) => None,
+            None if config.cluster => None,
+            None => Some(start_redis(config.redis_port, persist_dir.as_deref()).await?),
+        };
+        let redis_url = match (&config.redis_url, &redis) {
+            (Some(url), _) => url.clone(),
+            (None, Some(server)) => {
+                announce_redis(server);
+                server.url()
+            }
+            (None, None) => cluster.first().map(RedisServer::url).unwrap_or_default(),
+        };
+        let redlock = futures_util::future::try_join_all(
+            (0..config.redlock).map(|_| RedisServer::start(None)),
+        )
+        .await?;
+        for (index, node) in redlock.iter().enumerate() {
+            say!(
+                "redlock node {}: pid {} {}",
+                index + 1,
+                node.pid().unwrap_or(0),
+                node.url()
+            );
+        }
+        let etcd = start_etcd(config.etcd, run_dir).await?;
+        let zookeeper = start_zookeeper(config.zookeeper, run_dir).await?;
+        Ok(Stores {
+            redis,
+            persist_dir,
+            redis_url,
+            cluster,
+            redlock,
+            etcd,
+            zookeeper,
+        })
+    }
+
+    pub(super) fn cluster_urls(&self) -> Vec<String> {
+        self.cluster.iter().map(RedisServer::url).collect()
+    }
+
+    pub(super) fn redlock_urls(&self) -> Vec<String> {
+        self.redlock.iter().map(RedisServer::url).collect()
+    }
+
+    /// The store the instances sell from.
+    pub(super) fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_either(&self.redis_url, &self.cluster_urls())?)
+    }
+
+    /// Resolves when our Redis exits; never without one.
+    pub(super) async fn redis_exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self.redis.as_mut() {
+            Some(server) => server.exited().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Starts our Redis again on its port, as a managed Redis would be:
+    /// empty, or with every acknowledged write under `--persist`.
+    pub(super) async fn restart_redis(&mut self) -> anyhow::Result<()> {
+        let Some(old) = self.redis.take() else {
+            return Ok(());
+        };
+        let server = start_redis(Some(old.port()), self.persist_dir.as_deref()).await?;
+        announce_redis(&server);
+        self.redis = Some(server);
+        Ok(())
+    }
+
+    pub(super) async fn stop(&mut self) {
+        if let Some(server) = self.redis.as_mut() {
+            server.stop().await;
+        }
+        for node in self.cluster.iter_mut().chain(self.redlock.iter_mut()) {
+            node.stop().await;
+        }
+        if let Some(etcd) = self.etcd.as_mut() {
+            etcd.stop().await;
+        }
+        for server in self.zookeeper.iter_mut() {
+            server.stop().await;
+        }
+    }
+}
+
+/// `members` etcd members with their data in the run directory, announced
+/// one per line; none when asked for none or when etcd is not installed.
+async fn start_etcd(members: u16, run_dir: &Path) -> anyhow::Result<Option<EtcdCluster>> {
+    if members == 0 {
+        return Ok(None);
+    }
+    if crate::os::find_program("etcd").is_none() {
+        say!("etcd: not installed, none started (install etcd-server, or pass --etcd 0)");
+        return Ok(None);
+    }
+    // A free port may be taken before etcd binds it: try again with others
+    // (in a fresh directory: a failed member may have written its own).
+    let mut attempt = 1;
+    let cluster = loop {
+        let dir = run_dir.join(format!("etcd-{attempt}"));
+        match EtcdCluster::start(usize::from(members), Some(&dir)).await {
+            Ok(cluster) => break cluster,
+            Err(err) if attempt < 3 => {
+                tracing::warn!("etcd did not start ({err:#}); trying other ports");
+                attempt += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    };
+    for (index, member) in cluster.members.iter().enumerate() {
+        say!(
+            "etcd member {}: pid {} {}",
+            index + 1,
+            member.pid().unwrap_or(0),
+            member.url()
+        );
+    }
+    Ok(Some(cluster))
+}
+
+/// `count` ZooKeeper servers in `run_dir`, announced; none, with a warning,
+/// when ZooKeeper is not installed (a lab without it still runs).
+async fn start_zookeeper(count: u16, run_dir: &Path) -> anyhow::Result<Vec<ZooKeeperServer>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if let Err(missing) = super::zookeeper::require_zookeeper() {
+        say!("zookeeper: not started (--zookeeper 0 silences this): {missing:#}");
+        return Ok(Vec::new());
+    }
+    let servers = ZooKeeperServer::start_ensemble(usize::from(count), run_dir).await?;
+    for server in &servers {
+        say!(
+            "zookeeper {}: pid {} {}",
+            server.id(),
+            server.pid().unwrap_or(0),
+            server.address()
+        );
+    }
+    Ok(servers)
+}
+
+/// A redis-server on `port` (a free one when `None`): persistent in `dir`
+/// (`--persist`), or keeping nothing.
+async fn start_redis(port: Option<u16>, dir: Option<&Path>) -> anyhow::Result<RedisServer> {
+    match dir {
+        Some(dir) => RedisServer::start_persistent(port, dir).await,
+        None => RedisServer::start(port).await,
+    }
+}
+
+/// `redis: pid N URL`, and where it persists when it does.
+fn announce_redis(server: &RedisServer) {
+    match server.persistent_dir() {
+        Some(dir) => say!(
+            "redis: pid {} {} (persistent: append-only file, fsync always, in {})",
+            server.pid().unwrap_or(0),
+            server.url(),
+            dir.display()
+        ),
+        None => say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url()),
+    }
+}
