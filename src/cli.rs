@@ -107,11 +107,9 @@ pub struct ServeArgs {
     /// hash tag, so each SKU lives in one slot and every script works.
     #[arg(long, value_delimiter = ',', env = "STOCKLOCK_REDIS_CLUSTER")]
     pub redis_cluster: Vec<String>,
-    /// The independent Redis servers of the `redlock` variant,
-    /// comma-separated (five is the usual number; the stock stays on the
-    /// main Redis). Without them `redlock` answers 503.
-    #[arg(long, value_delimiter = ',', env = "STOCKLOCK_REDLOCK_NODES")]
-    pub redlock_nodes: Vec<String>,
+    /// The lock stores beside the main Redis (Redlock's nodes, etcd, ZooKeeper).
+    #[command(flatten)]
+    pub lock_stores: crate::lock::LockStoresConfig,
     /// How long a request_id's outcome is remembered for retries (a retry
     /// later than this is a new request). Old ids are forgotten a few at a
     /// time as new ones come, so Redis holds about rate × this many.
@@ -279,7 +277,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             crate::chaos::Chaos::off()
         },
         redis_cluster: args.redis_cluster,
-        redlock_nodes: args.redlock_nodes,
+        lock_stores: args.lock_stores,
         request_ttl: args.request_ttl,
         sold_out_mark_ttl: args.sold_out_mark_ttl,
     })

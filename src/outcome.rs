@@ -75,8 +75,9 @@ pub enum BusyReason {
     StaleToken,
     /// Another attempt with the same `request_id` holds its claim right now.
     InProgress,
-    /// Fewer than a majority of the Redlock nodes answered: nobody can take
-    /// the lock until they come back.
+    /// The lock store has no majority to serve (fewer than a majority of
+    /// Redlock's nodes answered; etcd or ZooKeeper without a quorum, or
+    /// unreachable): nobody can take the lock until they come back.
     NoQuorum,
     /// The SKU was reset between this request's read and its write: the
     /// write was refused, so no sale of the old stock lands in the new ledger.

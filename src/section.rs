@@ -31,7 +31,7 @@ use redis::Script;
 use crate::chaos::{self, Chaos};
 use crate::knobs::Knobs;
 use crate::ledger::{self, AnswerKind, Claim};
-use crate::lock::{RedlockNodes, Wakeups};
+use crate::lock::{LockStores, Wakeups};
 use crate::store::{Conn, Keys, StoreError};
 
 /// What the section ends as, defined below the ledger (which records it)
@@ -46,8 +46,8 @@ pub struct Ctx<'a> {
     /// This instance's name, for owner tokens and the ledger.
     pub instance: &'a str,
     pub wakeups: &'a Wakeups,
-    /// The Redlock nodes (`--redlock-nodes`), if this instance has any.
-    pub redlock: Option<&'a RedlockNodes>,
+    /// The lock stores beside the main Redis this instance was given.
+    pub stores: &'a LockStores,
     /// The request's idempotency key, if it has one (the scripted
     /// variants check it inside their script).
     pub request_id: Option<&'a str>,

@@ -29,8 +29,8 @@ pub struct ServeConfig {
     pub chaos: crate::chaos::Chaos,
     /// A Redis Cluster to use instead of `redis_url` (any of its nodes).
     pub redis_cluster: Vec<String>,
-    /// The `redlock` variant's independent Redis servers.
-    pub redlock_nodes: Vec<String>,
+    /// The lock stores beside the main Redis (Redlock's nodes, etcd, ZooKeeper).
+    pub lock_stores: crate::lock::LockStoresConfig,
     /// How long request ids are remembered for retries.
     pub request_ttl: std::time::Duration,
     /// How long a sold-out mark lives (zero: no marks).
@@ -56,8 +56,7 @@ impl Application {
                     config.redis_url, config.redis_cluster
                 )
             })?;
-        crate::lock::RedlockNodes::open(&config.redlock_nodes)
-            .with_context(|| format!("bad --redlock-nodes {:?}", config.redlock_nodes))?;
+        crate::lock::LockStores::open(&config.lock_stores)?;
         let wakeups = Wakeups::new().also_hearing(crate::sale::CHANNELS);
         let listener_task = wakeups.listen(store.client().clone());
         let listener = TcpListener::bind(config.listen)
@@ -75,7 +74,7 @@ impl Application {
                     .unwrap_or_else(|| format!("http://{local}")),
                 chaos: config.chaos,
                 own_url: format!("http://{local}"),
-                redlock_nodes: config.redlock_nodes,
+                lock_stores: config.lock_stores,
                 request_ttl: config.request_ttl,
                 sold_out_mark_ttl: config.sold_out_mark_ttl,
             },

@@ -71,7 +71,7 @@ pub enum AppError {
     Conflict(String),
     /// 403: not allowed on this instance (chaos without chaos mode).
     Forbidden(String),
-    /// 503: Redis is away; the request decided nothing.
+    /// 503: Redis (or a lock store) is away; the request decided nothing.
     Unavailable(StoreError),
     /// 503: this instance was not given what the request needs (Redlock's nodes).
     NotConfigured(String),
@@ -183,7 +183,7 @@ impl IntoResponse for AppError {
                 (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "store_unavailable",
-                    format!("Redis is unavailable; nothing was sold: {err}"),
+                    format!("a store is unavailable; nothing was sold: {err}"),
                     None,
                 )
             }

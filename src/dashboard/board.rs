@@ -74,10 +74,11 @@ pub(super) fn heartbeat(
 }
 
 /// Reads the whole board: every variant's SKU, the instances, the run.
-/// `redlock`'s lock lives on its nodes, so its card's lock is read there.
+/// A lock that lives outside the main Redis (Redlock, etcd, ZooKeeper) is
+/// read from its own store.
 pub(super) async fn read_board(
     store: &Store,
-    redlock: Option<&crate::lock::RedlockNodes>,
+    stores: &crate::lock::LockStores,
 ) -> Result<Board, StoreError> {
     let mut conn = store.conn().await?;
     // The run first: when it says done, every variant read after it is final.
@@ -88,16 +89,8 @@ pub(super) async fn read_board(
         let sku = Sku::parse(variant.name()).expect("variant names are valid SKUs");
         let keys = Keys::new(&sku);
         let mut state = ledger::snapshot(&mut conn, &keys, sku.as_str()).await?;
-        if let (Variant::Redlock, Some(nodes)) = (variant, redlock) {
-            let holding = nodes.lock(keys.lock.clone()).holding().await;
-            state.lock = crate::wire::LockState {
-                held: holding.owner.is_some(),
-                holder: holding
-                    .owner
-                    .map(|(owner, n)| format!("{owner} (on {n} of {} nodes)", nodes.len())),
-                ttl_ms: holding.ttl.map(|ttl| ttl.as_millis() as i64),
-                no_ttl: false,
-            };
+        if let Some(lock) = super::locks::read(variant, &keys, stores).await {
+            state.lock = lock;
         }
         variants.push(state);
     }
@@ -148,7 +141,7 @@ impl BoardFeed {
     pub(super) fn run(
         &self,
         store: Store,
-        redlock: Option<crate::lock::RedlockNodes>,
+        stores: crate::lock::LockStores,
     ) -> tokio::task::JoinHandle<()> {
         let feed = self.0.clone();
         tokio::spawn(async move {
@@ -159,7 +152,7 @@ impl BoardFeed {
                 if feed.receiver_count() == 0 {
                     continue; // nobody watches: read nothing
                 }
-                let json = match read_board(&store, redlock.as_ref()).await {
+                let json = match read_board(&store, &stores).await {
                     Ok(board) => serde_json::to_string(&board).ok(),
                     Err(err) => {
                         tracing::debug!(%err, "board unavailable");
@@ -202,7 +195,5 @@ pub(super) async fn events(
 
 /// `GET /api/board`: the same board, for polling.
 pub(super) async fn board(State(state): State<Dashboard>) -> Result<axum::Json<Board>, AppError> {
-    Ok(axum::Json(
-        read_board(state.store(), state.redlock()).await?,
-    ))
+    Ok(axum::Json(read_board(state.store(), state.stores()).await?))
 }

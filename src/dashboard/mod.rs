@@ -11,6 +11,7 @@
 
 mod board;
 pub mod labs;
+mod locks;
 mod page;
 pub mod runs;
 
@@ -23,7 +24,7 @@ use axum::routing::{get, post};
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use self::board::BoardFeed;
-use crate::lock::{RedlockNodes, Wakeups};
+use crate::lock::{LockStores, Wakeups};
 use crate::store::Store;
 use crate::web::{AdminToken, AppError};
 
@@ -42,7 +43,7 @@ pub struct Parts {
     /// The waiters of this process: the lock that keeps runs one at a time waits with them.
     pub wakeups: Wakeups,
     /// Redlock's nodes, if the instance has any: its card's lock is read there.
-    pub redlock: Option<RedlockNodes>,
+    pub stores: LockStores,
     /// Requests this instance answered, announced in its heartbeat.
     pub requests: Arc<AtomicU64>,
     pub metrics: &'static PrometheusHandle,
@@ -77,7 +78,7 @@ impl Dashboard {
                 parts.own_url.clone(),
                 parts.requests.clone(),
             ),
-            self.0.board.run(parts.store.clone(), parts.redlock.clone()),
+            self.0.board.run(parts.store.clone(), parts.stores.clone()),
         ]
     }
 
@@ -101,8 +102,8 @@ impl Dashboard {
         &self.0.parts.wakeups
     }
 
-    fn redlock(&self) -> Option<&RedlockNodes> {
-        self.0.parts.redlock.as_ref()
+    fn stores(&self) -> &LockStores {
+        &self.0.parts.stores
     }
 
     fn metrics(&self) -> &PrometheusHandle {

@@ -56,9 +56,9 @@ pub struct InstanceConfig {
     pub chaos: Chaos,
     /// This instance's own address, announced in its heartbeat.
     pub own_url: String,
-    /// The independent Redis servers of the `redlock` variant (none: it
-    /// answers 503 and says how to get some).
-    pub redlock_nodes: Vec<String>,
+    /// The lock stores beside the main Redis (a variant whose store is
+    /// missing answers 503 and says how to get one).
+    pub lock_stores: crate::lock::LockStoresConfig,
     /// How long request ids are remembered for retries.
     pub request_ttl: std::time::Duration,
     /// How long a sold-out mark lives (zero: no marks).
@@ -81,15 +81,13 @@ impl AppState {
                 .collect::<Vec<_>>(),
         );
         // The URLs were checked at start-up (`serve`); a bad one here means none.
-        let redlock = crate::lock::RedlockNodes::open(&config.redlock_nodes)
-            .ok()
-            .filter(|nodes| !nodes.is_empty());
+        let stores = crate::lock::LockStores::open(&config.lock_stores).unwrap_or_default();
         let seller = Seller::new(
             store.clone(),
             config.instance.clone(),
             config.chaos.clone(),
             wakeups,
-            redlock,
+            stores,
         )
         .with_request_ttl(config.request_ttl)
         .with_mark_ttl(config.sold_out_mark_ttl);
@@ -101,7 +99,7 @@ impl AppState {
             public_url: config.public_url.clone(),
             admin: admin.clone(),
             wakeups: seller.wakeups().clone(),
-            redlock: seller.redlock().cloned(),
+            stores: seller.stores().clone(),
             requests: seller.requests(),
             metrics,
         });

@@ -31,6 +31,7 @@ mod lease;
 pub mod per_key;
 pub mod redlock;
 mod reentrant;
+mod stores;
 pub mod wakeups;
 mod watchdog;
 pub mod zookeeper;
@@ -42,9 +43,12 @@ use std::time::{Duration, Instant};
 pub use lease::LeaseLock;
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
+pub use stores::{LockStores, LockStoresConfig};
 pub use wakeups::{Heard, Wakeups};
 pub use watchdog::{Tenure, Watchdog};
-pub use zookeeper::{ZooKeeperHold, ZooKeeperLock, ZooKeeperLockError, ZooKeeperSession};
+pub use zookeeper::{
+    ZooKeeperHold, ZooKeeperLock, ZooKeeperLockError, ZooKeeperSession, ZooKeeperSessions,
+};
 
 use crate::store::StoreError;
 

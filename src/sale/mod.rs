@@ -30,7 +30,7 @@ use tracing::Instrument;
 use crate::chaos::Chaos;
 use crate::knobs::{DeductRequest, Sku};
 use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
-use crate::lock::{RedlockNodes, Wakeups};
+use crate::lock::{LockStores, Wakeups};
 use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, Store, StoreError};
@@ -48,7 +48,7 @@ pub struct Seller {
     instance: String,
     protections: Protections,
     wakeups: Wakeups,
-    redlock: Option<RedlockNodes>,
+    stores: LockStores,
     chaos: Chaos,
     /// `/deductStock` requests taken, for the heartbeat.
     requests: Arc<AtomicU64>,
@@ -128,14 +128,14 @@ impl Seller {
         instance: String,
         chaos: Chaos,
         wakeups: Wakeups,
-        redlock: Option<RedlockNodes>,
+        stores: LockStores,
     ) -> Self {
         Self {
             store,
             instance,
             protections: Protections::new(),
             wakeups,
-            redlock,
+            stores,
             chaos,
             requests: Arc::default(),
             local: Mutex::default(),
@@ -171,8 +171,9 @@ impl Seller {
         &self.chaos
     }
 
-    pub fn redlock(&self) -> Option<&RedlockNodes> {
-        self.redlock.as_ref()
+    /// The lock stores beside the main Redis this instance was given.
+    pub fn stores(&self) -> &LockStores {
+        &self.stores
     }
 
     pub fn wakeups(&self) -> &Wakeups {
@@ -185,10 +186,8 @@ impl Seller {
         variant: Variant,
         request: DeductRequest,
     ) -> Result<Sale, SaleError> {
-        if variant == Variant::Redlock && self.redlock.is_none() {
-            return Err(SaleError::NotConfigured(
-                "redlock needs independent Redis servers: this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)",
-            ));
+        if let Some(missing) = variant.missing_store(&self.stores) {
+            return Err(SaleError::NotConfigured(missing));
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
         // A request id's answer is recorded for its retries: only Redis
@@ -296,7 +295,7 @@ impl Seller {
             knobs: &request.knobs,
             instance: &self.instance,
             wakeups: &self.wakeups,
-            redlock: self.redlock.as_ref(),
+            stores: &self.stores,
             request_id: request.request_id.as_deref(),
             request_ttl: self.request_ttl,
             claim,

@@ -27,7 +27,7 @@ fn instance_name(index: u16) -> String {
 pub(super) struct Shared {
     pub(super) redis_url: String,
     pub(super) redis_cluster: Vec<String>,
-    pub(super) redlock_nodes: Vec<String>,
+    pub(super) lock_stores: crate::lock::LockStoresConfig,
     pub(super) request_ttl: Duration,
     pub(super) sold_out_mark_ttl: Duration,
     pub(super) admin_token: String,
@@ -68,7 +68,7 @@ impl Instances {
                 addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), crate::os::free_port()?),
                 redis_url: shared.redis_url.clone(),
                 redis_cluster: shared.redis_cluster.clone(),
-                redlock_nodes: shared.redlock_nodes.clone(),
+                lock_stores: shared.lock_stores.clone(),
                 request_ttl: shared.request_ttl,
                 sold_out_mark_ttl: shared.sold_out_mark_ttl,
                 admin_token: shared.admin_token.clone(),
@@ -107,7 +107,7 @@ struct InstanceSpec {
     addr: SocketAddr,
     redis_url: String,
     redis_cluster: Vec<String>,
-    redlock_nodes: Vec<String>,
+    lock_stores: crate::lock::LockStoresConfig,
     request_ttl: Duration,
     sold_out_mark_ttl: Duration,
     admin_token: String,
@@ -142,9 +142,7 @@ impl InstanceSpec {
         if !self.redis_cluster.is_empty() {
             command.arg(format!("--redis-cluster={}", self.redis_cluster.join(",")));
         }
-        if !self.redlock_nodes.is_empty() {
-            command.arg(format!("--redlock-nodes={}", self.redlock_nodes.join(",")));
-        }
+        command.args(self.lock_stores.to_args());
         command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));
         command.arg(format!(
             "--sold-out-mark-ttl={}ms",

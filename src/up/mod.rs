@@ -165,7 +165,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         &Shared {
             redis_url: stores.redis_url.clone(),
             redis_cluster: stores.cluster_urls(),
-            redlock_nodes: stores.redlock_urls(),
+            lock_stores: stores.lock_stores(),
             request_ttl: config.request_ttl,
             sold_out_mark_ttl: config.sold_out_mark_ttl,
             admin_token: admin_token.clone(),

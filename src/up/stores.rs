@@ -94,6 +94,26 @@ impl Stores {
         self.redlock.iter().map(RedisServer::url).collect()
     }
 
+    /// The lock stores the instances are given.
+    pub(super) fn lock_stores(&self) -> crate::lock::LockStoresConfig {
+        crate::lock::LockStoresConfig {
+            redlock_nodes: self.redlock_urls(),
+            etcd_endpoints: self
+                .etcd
+                .as_ref()
+                .map(|etcd| etcd.members.iter().map(|m| m.url()).collect())
+                .unwrap_or_default(),
+            zookeeper: (!self.zookeeper.is_empty()).then(|| {
+                let servers: Vec<String> = self
+                    .zookeeper
+                    .iter()
+                    .map(|s| s.address().to_string())
+                    .collect();
+                servers.join(",")
+            }),
+        }
+    }
+
     /// The store the instances sell from.
     pub(super) fn store(&self) -> anyhow::Result<Store> {
         Ok(Store::open_either(&self.redis_url, &self.cluster_urls())?)

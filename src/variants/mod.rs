@@ -32,6 +32,7 @@
 //! "every variant" all iterate [`Variant::ALL`] or read `/api/variants`.
 
 mod claims;
+mod etcd;
 mod fenced;
 mod local_mutex;
 mod lua;
@@ -42,6 +43,7 @@ mod setnx;
 mod setnx_expiry;
 mod token;
 mod watchdog;
+mod zookeeper;
 
 use std::fmt;
 use std::str::FromStr;
@@ -65,13 +67,15 @@ pub enum Variant {
     Watchdog,
     Fenced,
     Redlock,
+    Etcd,
+    ZooKeeper,
     Lua,
     LuaSharded,
 }
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 10] = [
+    pub const ALL: [Variant; 12] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
@@ -80,6 +84,8 @@ impl Variant {
         Variant::Watchdog,
         Variant::Fenced,
         Variant::Redlock,
+        Variant::Etcd,
+        Variant::ZooKeeper,
         Variant::Lua,
         Variant::LuaSharded,
     ];
@@ -95,6 +101,8 @@ impl Variant {
             Variant::Watchdog => "watchdog",
             Variant::Fenced => "fenced",
             Variant::Redlock => "redlock",
+            Variant::Etcd => "etcd",
+            Variant::ZooKeeper => "zookeeper",
             Variant::Lua => "lua",
             Variant::LuaSharded => "lua-sharded",
         }
@@ -111,6 +119,8 @@ impl Variant {
             Variant::Watchdog => &watchdog::ABOUT,
             Variant::Fenced => &fenced::ABOUT,
             Variant::Redlock => &redlock::ABOUT,
+            Variant::Etcd => &etcd::ABOUT,
+            Variant::ZooKeeper => &zookeeper::ABOUT,
             Variant::Lua => &lua::ABOUT,
             Variant::LuaSharded => &lua_sharded::ABOUT,
         }
@@ -137,7 +147,9 @@ impl Variant {
             | Variant::Token
             | Variant::Watchdog
             | Variant::Fenced
-            | Variant::Redlock => true,
+            | Variant::Redlock
+            | Variant::Etcd
+            | Variant::ZooKeeper => true,
             Variant::None | Variant::Lua | Variant::LuaSharded => false,
         }
     }
@@ -146,6 +158,23 @@ impl Variant {
     /// variant's default (none: fail fast).
     pub fn wait(self, knobs: &Knobs) -> Duration {
         patience(knobs, self.about())
+    }
+
+    /// Why this instance cannot serve the variant: the lock store it needs
+    /// was not given (`None`: it can).
+    pub fn missing_store(self, stores: &crate::lock::LockStores) -> Option<&'static str> {
+        match self {
+            Variant::Redlock if stores.redlock.is_none() => Some(
+                "redlock needs independent Redis servers: this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)",
+            ),
+            Variant::Etcd if stores.etcd.is_none() => Some(
+                "etcd needs an etcd cluster: this instance was started without --etcd-endpoints (stocklock up --etcd 3 starts three members; install etcd-server)",
+            ),
+            Variant::ZooKeeper if stores.zookeeper.is_none() => Some(
+                "zookeeper needs a ZooKeeper server: this instance was started without --zookeeper (stocklock up --zookeeper 1 starts one; install zookeeper)",
+            ),
+            _ => None,
+        }
     }
 
     /// How many buckets a reset for this variant splits the stock into:
@@ -252,6 +281,57 @@ fn patience(knobs: &Knobs, about: &About) -> Duration {
     knobs.wait.or(about.default_wait).unwrap_or(Duration::ZERO)
 }
 
+/// The error of a lock variant whose store this instance was not given
+/// (the seller refuses such requests first: this is a second line).
+fn unconfigured(store: &str, flag: &str) -> StoreError {
+    StoreError(redis::RedisError::from((
+        redis::ErrorKind::InvalidClientConfig,
+        "lock store not configured",
+        format!("{store}: this instance was started without {flag}"),
+    )))
+}
+
+/// A lock store (etcd, ZooKeeper) failed in a way that is not "busy": a
+/// 503 whose detail names the store.
+fn lock_store_error(store: &str, err: &dyn std::fmt::Display) -> StoreError {
+    StoreError(redis::RedisError::from((
+        redis::ErrorKind::Io,
+        "lock store unavailable",
+        format!("{store}: {err}"),
+    )))
+}
+
+/// After a lock was released: counts its lease's renewals and, when it
+/// was lost while held, a lost lock (metrics and the SKU's ledger).
+async fn count_tenure(
+    ctx: &mut Ctx<'_>,
+    variant: Variant,
+    renewals: u64,
+    lost: bool,
+) -> Result<(), StoreError> {
+    if renewals > 0 {
+        crate::metrics::renewals(variant.name(), renewals);
+        crate::ledger::add(
+            &mut ctx.conn,
+            ctx.keys,
+            crate::ledger::Counter::Renewals,
+            renewals,
+        )
+        .await?;
+    }
+    if lost {
+        crate::metrics::lost(variant.name());
+        crate::ledger::add(
+            &mut ctx.conn,
+            ctx.keys,
+            crate::ledger::Counter::LostLocks,
+            1,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// A busy answer (not counted yet) that says whether the request waited at all.
 fn not_acquired(wait: Duration) -> Result<Answer, StoreError> {
     Ok(Answer::unrecorded(Outcome::Busy(if wait.is_zero() {
@@ -264,9 +344,9 @@ fn not_acquired(wait: Duration) -> Result<Answer, StoreError> {
 /// The section's answer, whatever the clean-up after it (release, publish,
 /// counting renewals) met: once a sale is written, a failed release leaves
 /// a lease to run out, never an answer that hides the sale.
-fn after_release<T>(
+fn after_release<T, E: fmt::Display>(
     answer: Result<Answer, StoreError>,
-    cleanup: Result<T, StoreError>,
+    cleanup: Result<T, E>,
     what: &str,
 ) -> Result<Answer, StoreError> {
     if let Err(err) = cleanup {
@@ -401,6 +481,8 @@ impl Protections {
             Variant::Watchdog => watchdog::WatchdogLock.deduct(ctx).await,
             Variant::Fenced => fenced::FencedLock.deduct(ctx).await,
             Variant::Redlock => redlock::RedlockLock.deduct(ctx).await,
+            Variant::Etcd => etcd::EtcdVariant.deduct(ctx).await,
+            Variant::ZooKeeper => zookeeper::ZooKeeperVariant.deduct(ctx).await,
             Variant::Lua => lua::LuaScript.deduct(ctx).await,
             Variant::LuaSharded => self.sharded.deduct(ctx).await,
         }

@@ -64,7 +64,7 @@ pub(super) struct RedlockLock;
 
 impl Protection for RedlockLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
-        let Some(nodes) = ctx.redlock else {
+        let Some(nodes) = ctx.stores.redlock.as_ref() else {
             return Err(StoreError(redis::RedisError::from((
                 redis::ErrorKind::InvalidClientConfig,
                 "redlock has no nodes",

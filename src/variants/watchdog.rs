@@ -12,7 +12,6 @@
 use std::time::{Duration, Instant};
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
-use crate::ledger::{self, Counter};
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
 use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
@@ -122,14 +121,6 @@ pub(super) async fn record_tenure(
     tenure: &Tenure,
     released_as_owner: bool,
 ) -> Result<(), StoreError> {
-    let renewals = tenure.renewals();
-    if renewals > 0 {
-        crate::metrics::renewals(variant.name(), renewals);
-        ledger::add(&mut ctx.conn, ctx.keys, Counter::Renewals, renewals).await?;
-    }
-    if tenure.is_lost() || !released_as_owner {
-        crate::metrics::lost(variant.name());
-        ledger::add(&mut ctx.conn, ctx.keys, Counter::LostLocks, 1).await?;
-    }
-    Ok(())
+    let lost = tenure.is_lost() || !released_as_owner;
+    super::count_tenure(ctx, variant, tenure.renewals(), lost).await
 }

@@ -9,7 +9,6 @@ use serde_json::Value;
 use stocklock::chaos::{self, Chaos};
 use stocklock::knobs::Sku;
 use stocklock::store::{Keys, Store};
-use stocklock::variants::Variant;
 
 use crate::helpers::{self, InProcess, Stack};
 
@@ -89,7 +88,7 @@ async fn a_retried_request_id_never_sells_twice() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
     let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
-    for variant in Variant::ALL {
+    for variant in crate::helpers::in_process_variants() {
         let sku = variant.name();
         instance.reset(sku, 3, 0).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=order-1");
@@ -243,7 +242,7 @@ async fn a_retry_storm_sells_once_in_every_variant() {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
     let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
-    for variant in Variant::ALL {
+    for variant in crate::helpers::in_process_variants() {
         let sku = variant.name();
         instance.reset(sku, 3, 0).await;
         let uri = format!("/deductStock/{sku}?sku={sku}&request_id=storm&work_ms=20&wait_ms=5000");

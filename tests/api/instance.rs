@@ -17,7 +17,18 @@ use crate::helpers::{self, InProcess};
 async fn every_variant_sells_one_unit_in_process() {
     let redis = helpers::redis().await;
     let instance = InProcess::start(&Store::open(&redis.url()).unwrap(), "t", Chaos::off()).await;
-    for variant in Variant::ALL {
+    // Without their store, etcd and zookeeper say what is missing and sell nothing.
+    for (variant, flag) in [("etcd", "--etcd-endpoints"), ("zookeeper", "--zookeeper")] {
+        instance.reset(variant, 1, 0).await;
+        let (status, body) = instance
+            .get(&format!("/deductStock/{variant}?sku={variant}"))
+            .await;
+        assert_eq!(status, 503, "{variant}: {body}");
+        assert_eq!(body["error"], "not_configured", "{variant}: {body}");
+        assert!(body["detail"].as_str().unwrap().contains(flag), "{body}");
+        assert_eq!(instance.state(variant).await.remaining, 1);
+    }
+    for variant in crate::helpers::in_process_variants() {
         let sku = format!("one-{}", variant.name());
         instance.reset(&sku, 1, 0).await;
         let (status, body) = instance
@@ -219,7 +230,7 @@ async fn redlock_without_nodes_is_a_clear_503() {
             public_url: "http://127.0.0.1:9".to_owned(),
             own_url: "http://127.0.0.1:9".to_owned(),
             chaos: Chaos::off(),
-            redlock_nodes: Vec::new(),
+            lock_stores: Default::default(),
             request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
             sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
         },

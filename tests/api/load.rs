@@ -33,7 +33,7 @@ async fn load(target: &str, token: &str, args: &[&str]) -> Output {
 
 #[tokio::test]
 async fn all_variants_counts_agree_with_the_ledger_and_the_json_has_every_field() {
-    let stack = Stack::start(2, None).await;
+    let stack = Stack::start_with(2, None, crate::helpers::LOCK_STORES).await;
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let output = load(

@@ -56,7 +56,7 @@ async fn flash_sale(stack: &Stack, variant: &str) -> (Tally, stocklock::wire::St
 
 #[tokio::test]
 async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
-    let stack = Stack::start(2, None).await;
+    let stack = Stack::start_with(2, None, crate::helpers::LOCK_STORES).await;
 
     // No lock, or a lock each process keeps to itself.
     let unshared = ["none", "local-mutex"];

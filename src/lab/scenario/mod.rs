@@ -85,13 +85,13 @@ impl Scenario {
         match self {
             Scenario::Race => "two instances, 400 buyers (64 at once, work_ms=2) for 50 units",
             Scenario::SlowBusiness => {
-                "three buyers whose work (600 ms) outlives the lease (200 ms)"
+                "three buyers whose work (600 ms) outlives the lease (200 ms; etcd: 3 s and its shortest, 1 s)"
             }
             Scenario::CrashAfterAcquire => {
                 "the holder crashes right after taking the lock (setnx: between SETNX and EXPIRE); lease 1 s"
             }
             Scenario::PauseHolder => {
-                "the holder freezes (SIGSTOP) for 1.5 s, past its 300 ms lease, right before its write"
+                "the holder freezes (SIGSTOP) for 1.5 s, past its 300 ms lease, right before its write (etcd: 2.5 s, past its 1 s)"
             }
             Scenario::KillInstance => {
                 "the holder's instance is killed (SIGKILL) in the middle of its work; lease 1 s"

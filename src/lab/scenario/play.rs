@@ -26,6 +26,24 @@ const SKEW_MS: i64 = 5_000;
 /// How long the holder of `redlock-restart-without-persistence` is frozen.
 const FROZEN: Duration = Duration::from_millis(4_000);
 
+/// The shortest lease `v`'s store grants. etcd counts leases in whole
+/// seconds, one at least (under `up`'s election timeout), and revokes the
+/// expired ones every 500 ms: its scenarios scale to that.
+fn shortest_lease(v: &str) -> Duration {
+    if v == Variant::Etcd.name() {
+        Duration::from_secs(1)
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// How long `pause-holder` freezes `v`'s holder: [`PAUSE`], or longer than
+/// the shortest lease its store grants, plus the 500 ms etcd may take to
+/// revoke it, plus one second.
+fn pause_for(v: &str) -> Duration {
+    PAUSE.max(shortest_lease(v) + Duration::from_millis(1_500))
+}
+
 fn query(v: &str, knobs: &str) -> String {
     format!("/deductStock/{v}?sku={v}&{knobs}")
 }
@@ -63,11 +81,22 @@ async fn race_load(lab: &Lab, variant: Variant) -> anyhow::Result<StateSnapshot>
     lab.state(variant.name()).await
 }
 
-/// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s.
+/// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s (a
+/// store whose leases are longer: work three leases long, waits 15 s).
 pub(super) async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
-    lab.crowd(3, &query(v, "lease_ms=200&work_ms=600&wait_ms=5000"))
-        .await?;
+    let lease = shortest_lease(v)
+        .max(Duration::from_millis(200))
+        .as_millis();
+    let (work, wait) = (3 * lease, 25 * lease);
+    lab.crowd(
+        3,
+        &query(
+            v,
+            &format!("lease_ms={lease}&work_ms={work}&wait_ms={wait}"),
+        ),
+    )
+    .await?;
     Ok(judge::slow_business(&lab.ledger(v).await?))
 }
 
@@ -164,14 +193,15 @@ pub(super) async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judg
 /// instance b waits for the lock.
 pub(super) async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
     lab.client().reset(v, 5, 0).await?;
+    let pause = pause_for(v);
     lab.client()
         .chaos(&ChaosAction::PauseHolder {
-            ms: PAUSE.as_millis() as u64,
+            ms: pause.as_millis() as u64,
         })
         .await?;
     let buyer = query(v, "lease_ms=300&work_ms=0&wait_ms=5000");
     let (duel, _) = lab.duel(v, &buyer, &buyer, None).await?;
-    Ok(judge::pause_holder(&duel, PAUSE))
+    Ok(judge::pause_holder(&duel, pause))
 }
 
 /// The lock key is deleted while its holder works (1 s of work, 2 s

@@ -168,6 +168,16 @@ impl EtcdLock {
         }))
     }
 
+    /// How long `lease` has left, as etcd counts it (`None`: it is gone).
+    pub async fn lease_left(&self, lease: i64) -> Result<Option<Duration>, EtcdError> {
+        let answer = self
+            .client
+            .call("/v3/lease/timetolive", &json!({"ID": lease.to_string()}))
+            .await?;
+        let ttl = int(&answer["TTL"])?;
+        Ok((ttl >= 0).then(|| Duration::from_secs(ttl.unsigned_abs())))
+    }
+
     /// How many contenders are queued (the holder included).
     pub async fn contenders(&self) -> Result<u64, EtcdError> {
         let answer = self

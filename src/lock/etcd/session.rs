@@ -7,7 +7,7 @@
 //! lives, a task renews the lease every third of its TTL, as the
 //! [`crate::lock::Watchdog`] renews a Redis lease.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,8 @@ struct State {
     deadline: Mutex<Instant>,
     /// etcd said the lease is gone (expired or revoked).
     gone: AtomicBool,
+    /// Keep-alives etcd confirmed.
+    renewals: AtomicU64,
 }
 
 impl Session {
@@ -55,6 +57,7 @@ impl Session {
         let state = Arc::new(State {
             deadline: Mutex::new(sent + granted),
             gone: AtomicBool::new(false),
+            renewals: AtomicU64::new(0),
         });
         let keepalive = tokio::spawn(keep_alive(client.clone(), lease, granted, state.clone()));
         Ok(Self {
@@ -83,6 +86,11 @@ impl Session {
             .deadline
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many keep-alives etcd has confirmed so far.
+    pub fn renewals(&self) -> u64 {
+        self.state.renewals.load(Ordering::Relaxed)
     }
 
     /// The lease is gone, or may be: etcd said so, or no keep-alive was
@@ -137,6 +145,7 @@ async fn keep_alive(client: EtcdClient, lease: i64, ttl: Duration, state: Arc<St
                         .deadline
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner) = until;
+                    state.renewals.fetch_add(1, Ordering::Relaxed);
                 }
                 _ => {
                     tracing::warn!(lease, "etcd lease gone: the lock it carried is lost");

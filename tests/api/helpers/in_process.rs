@@ -29,7 +29,10 @@ impl InProcess {
                 public_url: "http://127.0.0.1:9".to_owned(),
                 own_url: "http://127.0.0.1:9".to_owned(),
                 chaos,
-                redlock_nodes: redlock_on(store),
+                lock_stores: stocklock::lock::LockStoresConfig {
+                    redlock_nodes: redlock_on(store),
+                    ..Default::default()
+                },
                 request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
                 sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
             },

@@ -79,6 +79,19 @@ impl std::ops::DerefMut for Stack {
     }
 }
 
+/// `up`'s flags for the smallest etcd cluster and ZooKeeper (one member,
+/// one server): for the stacks of tests that run every variant.
+pub(crate) const LOCK_STORES: &[&str] = &["--etcd", "1", "--zookeeper", "1"];
+
+/// The variants an in-process instance serves: it is given Redlock's
+/// "nodes" (databases of its own Redis) but no etcd or ZooKeeper, whose
+/// variants answer 503 `not_configured` there and run in the stack tests.
+pub(crate) fn in_process_variants() -> impl Iterator<Item = Variant> {
+    Variant::ALL
+        .into_iter()
+        .filter(|v| !matches!(v, Variant::Etcd | Variant::ZooKeeper))
+}
+
 impl Stack {
     /// `stocklock up` with `instances` instances, its own Redis unless `redis_url` is given.
     pub(crate) async fn start(instances: u16, redis_url: Option<&str>) -> Stack {
@@ -92,9 +105,8 @@ impl Stack {
         extra: &[&str],
     ) -> Stack {
         let mut args = vec!["--instances".to_owned(), instances.to_string()];
-        // No etcd cluster or ZooKeeper unless a test asks for one: they add
-        // seconds (and a JVM) to every stack's start, for no variant that
-        // uses them yet.
+        // No etcd cluster or ZooKeeper unless a test asks for one
+        // ([`LOCK_STORES`]): they add seconds (and a JVM) to a stack's start.
         if !extra.contains(&"--etcd") {
             args.extend(["--etcd".to_owned(), "0".to_owned()]);
         }

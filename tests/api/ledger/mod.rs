@@ -117,7 +117,7 @@ async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_reso
     const PAUSE_MS: u64 = 3000;
     let wait = Duration::from_millis(3000);
     let bound = Duration::from_secs(30);
-    let stack = Stack::start_with(2, None, &["--chaos"]).await;
+    let stack = Stack::start_with(2, None, &["--chaos", "--etcd", "1", "--zookeeper", "1"]).await;
     let redis_url = stack.redis_url.clone().unwrap();
     for variant in Variant::ALL {
         let v = variant.name();

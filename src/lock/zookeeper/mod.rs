@@ -42,10 +42,14 @@
 //! wakes up believing it holds the lock while the next owner works. The
 //! fencing token is what lets the store refuse the stale write.
 
+mod sessions;
+
 use std::time::Duration;
 
 use tokio::time::Instant;
 use zookeeper_client as zk;
+
+pub use sessions::ZooKeeperSessions;
 
 /// Where every lock lives: `{LOCKS_ROOT}/{name}`.
 pub const LOCKS_ROOT: &str = "/stocklock/locks";
@@ -104,6 +108,12 @@ impl ZooKeeperSession {
     /// counting on its lock then, as Curator's `SUSPENDED` / `LOST`.
     pub fn may_be_lost(&self) -> bool {
         self.client.state() != zk::SessionState::SyncConnected
+    }
+
+    /// Whether the session is over for good (expired, closed): its znodes
+    /// are gone and a new session is needed.
+    pub fn has_ended(&self) -> bool {
+        self.client.state().is_terminated()
     }
 
     /// The lock `name` through this session.
