@@ -27,6 +27,8 @@ fn instance_name(index: u16) -> String {
 pub(super) struct Shared {
     pub(super) redis_url: String,
     pub(super) redis_cluster: Vec<String>,
+    /// `--replica`: the Sentinels the instances find the master through.
+    pub(super) sentinels: Vec<String>,
     pub(super) redlock_nodes: Vec<String>,
     pub(super) request_ttl: Duration,
     pub(super) sold_out_mark_ttl: Duration,
@@ -68,6 +70,7 @@ impl Instances {
                 addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), crate::os::free_port()?),
                 redis_url: shared.redis_url.clone(),
                 redis_cluster: shared.redis_cluster.clone(),
+                sentinels: shared.sentinels.clone(),
                 redlock_nodes: shared.redlock_nodes.clone(),
                 request_ttl: shared.request_ttl,
                 sold_out_mark_ttl: shared.sold_out_mark_ttl,
@@ -107,6 +110,7 @@ struct InstanceSpec {
     addr: SocketAddr,
     redis_url: String,
     redis_cluster: Vec<String>,
+    sentinels: Vec<String>,
     redlock_nodes: Vec<String>,
     request_ttl: Duration,
     sold_out_mark_ttl: Duration,
@@ -141,6 +145,9 @@ impl InstanceSpec {
             .arg(&self.public_url);
         if !self.redis_cluster.is_empty() {
             command.arg(format!("--redis-cluster={}", self.redis_cluster.join(",")));
+        }
+        if !self.sentinels.is_empty() {
+            command.arg(format!("--sentinel={}", self.sentinels.join(",")));
         }
         if !self.redlock_nodes.is_empty() {
             command.arg(format!("--redlock-nodes={}", self.redlock_nodes.join(",")));
