@@ -6,7 +6,8 @@
 //! says the connection or the master is gone (I/O error, dropped
 //! connection, timeout, `READONLY` from a demoted master) forgets the
 //! connection, so the next command asks again. While the master is dead and
-//! not yet replaced, each command fails at once (a 503 to the buyer), and
+//! not yet replaced, each command fails at once, unsent (a 503
+//! `store_unavailable` to the buyer, never `unknown`), and
 //! the Sentinels are asked at most every [`RETRY_AFTER`]; once they have
 //! promoted a replica, the next command goes to it, no restart needed.
 
@@ -142,6 +143,7 @@ impl Follower {
                 Ok(current)
             }
             Err(err) => {
+                let err = unsent(&err);
                 lookup.failed = Some((Instant::now(), err.clone()));
                 Err(err)
             }
@@ -163,6 +165,17 @@ impl Follower {
             *slot = None;
         }
     }
+}
+
+/// No master to send to (none named, or the one named does not answer):
+/// the command was never sent, and the error says so as a refused
+/// connection does ([`crate::section::nothing_sent`]: the buyer is told
+/// nothing happened, not "unknown").
+fn unsent(err: &RedisError) -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::ConnectionRefused,
+        format!("no Redis master to send to: {err}"),
+    ))
 }
 
 /// The same timeouts as the single server's connection manager: fail fast
