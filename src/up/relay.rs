@@ -3,9 +3,10 @@
 //! hidden), so that replication can be held back deterministically.
 //!
 //! The replica replicates *through* it (`replicaof 127.0.0.1 <relay port>`).
-//! SIGSTOP the relay's pid and every byte the master sends stays in the
-//! kernel's buffers, undelivered: the master answers its clients, the
-//! replica never sees the writes. SIGKILL it after the master died and
+//! SIGSTOP the relay's pid ([`hold`], which also waits until the kernel
+//! says it is stopped) and every byte the master sends from then on stays
+//! in the kernel's buffers, undelivered: the master answers its clients,
+//! the replica never sees the writes. SIGKILL it after the master died and
 //! those bytes are gone for good. That is the classic lost-lock failover,
 //! made to happen every time instead of once in a while.
 
@@ -44,6 +45,52 @@ pub async fn run(listen: SocketAddr, to: SocketAddr) -> anyhow::Result<()> {
             }
         });
     }
+}
+
+/// Holds replication back: SIGSTOPs the relay `pid` and waits (bounded)
+/// until the kernel reports every thread of it stopped. `kill` returns
+/// before the target has stopped; a write sent in between could still be
+/// forwarded, so only after this returns is the hold certain: every byte
+/// the master sends from then on stays in the kernel's buffers.
+pub async fn hold(pid: u32) -> anyhow::Result<()> {
+    crate::os::signal(pid, nix::sys::signal::Signal::SIGSTOP);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !is_stopped(pid) {
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("the relay {pid} was not stopped 5 s after SIGSTOP");
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
+}
+
+/// Lets held replication flow again (SIGCONT): the master's writes reach
+/// the replica.
+pub fn release(pid: u32) {
+    crate::os::signal(pid, nix::sys::signal::Signal::SIGCONT);
+}
+
+/// Whether every thread of `pid` is stopped (`T` in `/proc/PID/task/*/stat`);
+/// false when it cannot tell (no such process).
+pub fn is_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            return false;
+        };
+        // `tid (comm) STATE ...`: the state follows the last parenthesis.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        if !matches!(state, Some("T" | "t")) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// A running relay process (this same binary as `stocklock relay`),

@@ -2,7 +2,8 @@
 //! main Redis, its replica replicating through the relay process, and
 //! three Sentinels. A lock the master granted but never replicated is lost
 //! when Sentinel promotes the replica (made deterministic by SIGSTOPping
-//! the relay: the SET's bytes never reach the replica), a lock `WAIT`
+//! the relay and waiting until the kernel says it is stopped: the SET's
+//! bytes never reach the replica), a lock `WAIT`
 //! confirmed on the replica survives, and the instances follow the new
 //! master without a restart. Every wait is on an event (the Sentinels'
 //! answer, the replica's data), bounded by a deadline.
@@ -20,6 +21,7 @@ use nix::sys::signal::Signal;
 use redis::aio::MultiplexedConnection;
 use stocklock::os::signal;
 use stocklock::store::wait_replicas;
+use stocklock::up::relay::hold;
 use stocklock::up::sentinel::{MASTER_NAME, master_addr, wait_new_master};
 
 use crate::helpers::{self, Stack, alive};
@@ -169,7 +171,7 @@ async fn lock_across_a_failover(hold_back: bool, wait_ms: u64) -> Option<(i64, b
     let relay = stack.relay.clone().unwrap();
     let mut master = plain(stack.redis_url.as_deref().unwrap()).await;
     if hold_back {
-        signal(relay.pid, Signal::SIGSTOP);
+        hold(relay.pid).await.unwrap();
     }
     assert!(
         set_nx(&mut master, "lock:{x}", "ownerA").await,
