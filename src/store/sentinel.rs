@@ -244,3 +244,46 @@ impl ConnectionLike for SentinelConn {
         0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_master_to_send_to_reads_as_nothing_sent() {
+        let err = RedisError::from((
+            ErrorKind::MasterNameNotFoundBySentinel,
+            "Master with given name not found in sentinel",
+        ));
+        let unsent = unsent(&err);
+        assert!(crate::section::nothing_sent(&crate::store::StoreError(
+            unsent.clone()
+        )));
+        assert!(
+            unsent.to_string().contains("not found in sentinel"),
+            "{unsent}"
+        );
+    }
+
+    #[test]
+    fn a_demoted_master_or_a_dropped_connection_is_a_lost_master() {
+        let readonly = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ReadOnly),
+            "You can't write against a read only replica.",
+        ));
+        assert!(lost_master(&readonly));
+        let dropped = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(lost_master(&dropped));
+        let script = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ResponseError),
+            "ERR something the script refused",
+        ));
+        assert!(!lost_master(&script));
+    }
+
+    #[test]
+    fn sentinel_addresses_become_urls() {
+        assert_eq!(sentinel_url("127.0.0.1:26379"), "redis://127.0.0.1:26379");
+        assert_eq!(sentinel_url("redis://h:1"), "redis://h:1");
+    }
+}

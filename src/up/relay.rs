@@ -149,3 +149,29 @@ impl Relay {
         process::stop(&mut self.child, Duration::from_secs(2)).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn hold_returns_once_the_process_is_stopped_and_release_lets_it_run() {
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap();
+        assert!(!is_stopped(pid));
+        hold(pid).await.unwrap();
+        assert!(is_stopped(pid));
+        release(pid);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while is_stopped(pid) {
+            assert!(std::time::Instant::now() < deadline, "still stopped");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let _ = child.kill().await;
+        assert!(!is_stopped(u32::MAX), "no such process is not stopped");
+    }
+}
