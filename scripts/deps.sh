@@ -20,6 +20,8 @@ for package in "$@"; do
     chromium-driver) has chromedriver || extra+=(chromium-driver) ;;
     prometheus) has prometheus && has promtool || extra+=(prometheus) ;;
     etcd-server) has etcd || extra+=(etcd-server) ;;
+    # The Sentinels of `stocklock up --replica` (and of the failover tests).
+    redis-sentinel) has redis-sentinel || extra+=(redis-sentinel) ;;
     # The server's jar and a Java to run it (the package pulls in a JRE).
     zookeeper) has java && [ -f /usr/share/java/zookeeper.jar ] || extra+=(zookeeper) ;;
     *) dpkg -s "$package" >/dev/null 2>&1 || extra+=("$package") ;;
@@ -45,7 +47,7 @@ if [ ${#extra[@]} -gt 0 ]; then
 fi
 # Debian starts the packaged services; the lab and the tests run their own
 # on other ports.
-for service in nginx redis-server prometheus etcd zookeeper; do
+for service in nginx redis-server redis-sentinel prometheus etcd zookeeper; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     "${sudo[@]}" systemctl disable --now "$service" >/dev/null 2>&1 || true
   fi

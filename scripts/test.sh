@@ -2,6 +2,7 @@
 # Runs the whole test suite: installs what the tests need when missing
 # (redis-server, nginx; docker-compose to validate the compose file;
 # etcd-server, whose members the etcd lock's tests start;
+# redis-sentinel, whose Sentinels the failover tests start (up --replica);
 # prometheus, whose server scrapes a stack and whose promtool checks the
 # shipped config and dashboard; chromium, its driver and a CJK font for
 # the browser test; zookeeper, whose servers the ZooKeeper lock's tests
@@ -11,7 +12,7 @@
 # and stop them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh docker-compose prometheus etcd-server chromium chromium-driver fonts-wqy-microhei zookeeper
+scripts/deps.sh docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   # A minimal rustup profile has neither; the default one has both.
   rustup component add rustfmt clippy ||

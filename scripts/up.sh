@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Brings the whole stack up on http://127.0.0.1:8080/ : installs redis-server
 # and nginx when missing (etcd-server and ZooKeeper too, for the CP lock
-# stores, or says it could not), builds stocklock (release), and runs
+# stores, and redis-sentinel for `--replica`, or says it could not), builds stocklock (release), and runs
 # `stocklock up`.
 # Extra arguments go to `stocklock up` (see `stocklock up --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh etcd-server zookeeper
+scripts/deps.sh etcd-server zookeeper redis-sentinel
 cargo build --release --locked
 exec target/release/stocklock up "$@"

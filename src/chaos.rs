@@ -327,8 +327,11 @@ pub async fn vanish_lock(conn: &mut Conn, keys: &Keys) -> Result<bool, StoreErro
 /// Freezes the Redis for `pause` (`DEBUG SLEEP`) and returns at once. On a
 /// connection of its own: the pause blocks whoever asks.
 pub fn pause_redis(store: &Store, pause: Duration) {
-    let client = store.client().clone();
+    let store = store.clone();
     tokio::spawn(async move {
+        let Ok(client) = store.master_client().await else {
+            return;
+        };
         if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
             let _: Result<String, _> = redis::cmd("DEBUG")
                 .arg("SLEEP")
@@ -342,7 +345,11 @@ pub fn pause_redis(store: &Store, pause: Duration) {
 /// Stops the Redis without saving (`SHUTDOWN NOSAVE`); `up`, which owns
 /// it, starts it again.
 pub async fn restart_redis(store: &Store) -> Result<(), StoreError> {
-    let mut own = store.client().get_multiplexed_async_connection().await?;
+    let mut own = store
+        .master_client()
+        .await?
+        .get_multiplexed_async_connection()
+        .await?;
     // The answer never comes: the server goes away.
     let _: Result<(), _> = redis::cmd("SHUTDOWN")
         .arg("NOSAVE")

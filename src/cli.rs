@@ -1,5 +1,6 @@
 //! The command line: `stocklock serve`, `up`, `load`, `bench` and `lab`
-//! (and the hidden `resume` that chaos mode's pauses use).
+//! (and the hidden `resume` that chaos mode's pauses use, and `relay`,
+//! the replication relay of `up --replica`).
 //!
 //! `load`, `bench` and `up` parse straight into their config types, which
 //! carry their own flags ([`LoadConfig`], [`BenchConfig`], [`UpConfig`]); the
@@ -62,6 +63,16 @@ pub enum Command {
         #[arg(long)]
         after_ms: u64,
     },
+    /// (internal) The replication relay of `up --replica`: a plain TCP
+    /// forwarder from LISTEN to TO, its own process so that it can be
+    /// SIGSTOPped (replication held back) and SIGKILLed (held bytes lost).
+    #[command(hide = true)]
+    Relay {
+        #[arg(long)]
+        listen: SocketAddr,
+        #[arg(long)]
+        to: SocketAddr,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -107,6 +118,19 @@ pub struct ServeArgs {
     /// hash tag, so each SKU lives in one slot and every script works.
     #[arg(long, value_delimiter = ',', env = "STOCKLOCK_REDIS_CLUSTER")]
     pub redis_cluster: Vec<String>,
+    /// Find the Redis master through these Sentinels (`host:port`,
+    /// comma-separated) instead of --redis-url: every (re)connection asks
+    /// them who the master is, so the instance follows a failover.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        env = "STOCKLOCK_SENTINEL",
+        conflicts_with = "redis_cluster"
+    )]
+    pub sentinel: Vec<String>,
+    /// The name the Sentinels know the master by.
+    #[arg(long, default_value = crate::store::SENTINEL_MASTER, env = "STOCKLOCK_SENTINEL_MASTER")]
+    pub sentinel_master: String,
     /// The lock stores beside the main Redis (Redlock's nodes, etcd, ZooKeeper).
     #[command(flatten)]
     pub lock_stores: crate::lock::LockStoresConfig,
@@ -222,6 +246,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             crate::chaos::resume(pid, std::time::Duration::from_millis(after_ms));
             Ok(true)
         }
+        Command::Relay { listen, to } => up::relay::run(listen, to).await.map(|()| true),
         Command::Load(config) => {
             telemetry::init("warn");
             crate::load::run(config).await
@@ -252,7 +277,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     if let Some(stock) = args.seed_stock {
         let stock = crate::knobs::parse_stock(stock)?;
-        let store = crate::store::Store::open_either(&args.redis_url, &args.redis_cluster)?;
+        let store = crate::store::Store::open_any(
+            &args.redis_url,
+            &args.redis_cluster,
+            &args.sentinel,
+            &args.sentinel_master,
+        )?;
         // Redis may not answer yet; keep trying in the background.
         tokio::spawn(async move {
             loop {
@@ -277,6 +307,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             crate::chaos::Chaos::off()
         },
         redis_cluster: args.redis_cluster,
+        sentinel: args.sentinel,
+        sentinel_master: args.sentinel_master,
         lock_stores: args.lock_stores,
         request_ttl: args.request_ttl,
         sold_out_mark_ttl: args.sold_out_mark_ttl,

@@ -29,6 +29,11 @@ pub struct ServeConfig {
     pub chaos: crate::chaos::Chaos,
     /// A Redis Cluster to use instead of `redis_url` (any of its nodes).
     pub redis_cluster: Vec<String>,
+    /// Sentinels (`host:port`) to find the master through instead of
+    /// `redis_url` (empty: none).
+    pub sentinel: Vec<String>,
+    /// The master's name at the Sentinels.
+    pub sentinel_master: String,
     /// The lock stores beside the main Redis (Redlock's nodes, etcd, ZooKeeper).
     pub lock_stores: crate::lock::LockStoresConfig,
     /// How long request ids are remembered for retries.
@@ -49,16 +54,21 @@ impl Application {
     /// Binds the listener and starts the release listener. Redis need not be
     /// up yet: requests answer 503 until it is.
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
-        let store =
-            Store::open_either(&config.redis_url, &config.redis_cluster).with_context(|| {
-                format!(
-                    "bad Redis URL {:?} or cluster {:?}",
-                    config.redis_url, config.redis_cluster
-                )
-            })?;
+        let store = Store::open_any(
+            &config.redis_url,
+            &config.redis_cluster,
+            &config.sentinel,
+            &config.sentinel_master,
+        )
+        .with_context(|| {
+            format!(
+                "bad Redis URL {:?}, cluster {:?} or Sentinels {:?}",
+                config.redis_url, config.redis_cluster, config.sentinel
+            )
+        })?;
         crate::lock::LockStores::open(&config.lock_stores)?;
         let wakeups = Wakeups::new().also_hearing(crate::sale::CHANNELS);
-        let listener_task = wakeups.listen(store.client().clone());
+        let listener_task = wakeups.follow(store.clone());
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;

@@ -2,6 +2,11 @@
 //!
 //! Every key of a SKU carries the hash tag `{sku}`, so all of them live in one
 //! Redis Cluster slot and every multi-key script stays valid on a cluster.
+//!
+//! The store is one Redis server, a Redis Cluster, or a master found
+//! through Sentinel ([`sentinel`]: followed across failovers).
+
+pub mod sentinel;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +19,12 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisFuture};
 use tokio::sync::OnceCell;
 
+use self::sentinel::{Follower, SentinelConn};
 use crate::knobs::Sku;
+
+/// The name `up --replica`'s Sentinels know the master by, and `serve
+/// --sentinel-master`'s default.
+pub const SENTINEL_MASTER: &str = "stocklock";
 
 /// Redis did not answer, or answered with an error. Always a 503 to clients:
 /// the request did not reach a decision.
@@ -89,6 +99,8 @@ pub enum Conn {
     /// A plain multiplexed connection that does not reconnect by itself
     /// (Redlock's nodes: a dead node must fail at once, not after retries).
     Plain(MultiplexedConnection),
+    /// The master the Sentinels name, asked again after a lost connection.
+    Sentinel(SentinelConn),
 }
 
 impl ConnectionLike for Conn {
@@ -97,6 +109,7 @@ impl ConnectionLike for Conn {
             Conn::Single(conn) => conn.req_packed_command(cmd),
             Conn::Cluster(conn) => conn.req_packed_command(cmd),
             Conn::Plain(conn) => conn.req_packed_command(cmd),
+            Conn::Sentinel(conn) => conn.req_packed_command(cmd),
         }
     }
 
@@ -110,6 +123,7 @@ impl ConnectionLike for Conn {
             Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
             Conn::Plain(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Sentinel(conn) => conn.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -118,6 +132,7 @@ impl ConnectionLike for Conn {
             Conn::Single(conn) => conn.get_db(),
             Conn::Cluster(conn) => conn.get_db(),
             Conn::Plain(conn) => conn.get_db(),
+            Conn::Sentinel(conn) => conn.get_db(),
         }
     }
 }
@@ -127,9 +142,11 @@ impl ConnectionLike for Conn {
 enum Backend {
     Single,
     Cluster(Box<ClusterClient>),
+    Sentinel(Arc<Follower>),
 }
 
-/// A cheap-to-clone handle on the store: one Redis server, or a Redis Cluster.
+/// A cheap-to-clone handle on the store: one Redis server, a Redis Cluster,
+/// or the master a set of Sentinels names.
 ///
 /// The connection is made on first use, not at start-up, so an instance
 /// started before its Redis answers 503 until Redis is there instead of
@@ -177,6 +194,19 @@ impl Store {
         })
     }
 
+    /// Opens a handle on the master that `sentinels` (`host:port` or
+    /// `redis://host:port`) know as `master_name`. Nothing is connected
+    /// yet; each (re)connection asks them who the master is.
+    pub fn open_sentinel(sentinels: &[String], master_name: &str) -> Result<Self, StoreError> {
+        let follower = Follower::new(sentinels, master_name)?;
+        let first = sentinels.first().map(String::as_str).unwrap_or_default();
+        Ok(Self {
+            client: resp3_client(&sentinel::sentinel_url(first))?,
+            backend: Backend::Sentinel(Arc::new(follower)),
+            conn: Arc::new(OnceCell::new()),
+        })
+    }
+
     /// The cluster when `cluster` names any node, else the Redis at `url`
     /// (how `serve --redis-url / --redis-cluster` reads).
     pub fn open_either(url: &str, cluster: &[String]) -> Result<Self, StoreError> {
@@ -187,15 +217,49 @@ impl Store {
         }
     }
 
+    /// The master of `sentinels` when any is named, else as
+    /// [`open_either`](Self::open_either) (`serve --sentinel` wins over
+    /// `--redis-url`).
+    pub fn open_any(
+        url: &str,
+        cluster: &[String],
+        sentinels: &[String],
+        master_name: &str,
+    ) -> Result<Self, StoreError> {
+        if sentinels.is_empty() {
+            Self::open_either(url, cluster)
+        } else {
+            Self::open_sentinel(sentinels, master_name)
+        }
+    }
+
     /// Whether this store is a Redis Cluster.
     pub fn is_cluster(&self) -> bool {
         matches!(self.backend, Backend::Cluster(_))
     }
 
+    /// Whether this store finds its master through Sentinel.
+    pub fn is_sentinel(&self) -> bool {
+        matches!(self.backend, Backend::Sentinel(_))
+    }
+
     /// The client of the single server (of the first node on a cluster),
-    /// for connections of another kind (the pub/sub listener).
+    /// for connections of another kind. A Sentinel store has no fixed
+    /// server: this is its first Sentinel's; use
+    /// [`master_client`](Self::master_client), which works for every kind.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// A RESP3 client of the server to open connections of another kind on
+    /// (the pub/sub listener, chaos mode's own connections): the single
+    /// server, the cluster's first node, or the master the Sentinels name
+    /// right now (an error while they name none that answers as master).
+    pub async fn master_client(&self) -> Result<Client, StoreError> {
+        match &self.backend {
+            Backend::Sentinel(follower) => Ok(follower.master_client().await?),
+            Backend::Single | Backend::Cluster(_) => Ok(self.client.clone()),
+        }
     }
 
     /// A multiplexed connection: cloning it is cheap and all clones pipeline
@@ -212,6 +276,7 @@ impl Store {
                     Backend::Cluster(cluster) => {
                         Conn::Cluster(cluster.get_async_connection().await?)
                     }
+                    Backend::Sentinel(follower) => Conn::Sentinel(SentinelConn(follower.clone())),
                 })
             })
             .await?;
@@ -238,6 +303,25 @@ pub fn manager_config() -> ConnectionManagerConfig {
         .set_number_of_retries(1)
         .set_min_delay(Duration::from_millis(50))
         .set_max_delay(Duration::from_millis(500))
+}
+
+/// `WAIT numreplicas timeout`: blocks until the writes this connection
+/// made before it reached `replicas` replicas, or `timeout` passed (0:
+/// forever); how many replicas acknowledged them. The mitigation that
+/// narrows (but does not close) the failover window: a lock whose SET was
+/// not acknowledged by a replica may be lost when the master dies. Send it
+/// on the connection that wrote (a [`Conn::Plain`] or a single server's,
+/// not a cluster's routed one).
+pub async fn wait_replicas<C: ConnectionLike + Send>(
+    conn: &mut C,
+    replicas: i64,
+    timeout: Duration,
+) -> Result<i64, StoreError> {
+    Ok(redis::cmd("WAIT")
+        .arg(replicas)
+        .arg(timeout.as_millis() as u64)
+        .query_async(conn)
+        .await?)
 }
 
 #[cfg(test)]

@@ -43,6 +43,13 @@ pub struct Stack {
     pub etcd_members: Vec<Node>,
     /// `up --zookeeper N`: the ZooKeeper servers (`url`: `127.0.0.1:PORT`).
     pub zookeeper: Vec<Node>,
+    /// `up --replica`: the main Redis's replica (`url`: `redis://127.0.0.1:PORT`).
+    pub replica: Option<Node>,
+    /// `up --replica`: the replication relay (`url`: `127.0.0.1:PORT`);
+    /// SIGSTOP its pid to hold replication back.
+    pub relay: Option<Node>,
+    /// `up --replica`: the Sentinels, in order (`url`: `127.0.0.1:PORT`).
+    pub sentinels: Vec<Node>,
     /// `host:port` of each instance as `up` prints them for Prometheus
     /// (empty for an attached stack).
     pub prometheus_targets: Vec<String>,
@@ -80,6 +87,15 @@ fn place_node(nodes: &mut Vec<Node>, line: &str) {
         }
         nodes[index - 1] = node;
     }
+}
+
+/// The node of `P URL` (what follows `...: pid `).
+fn parse_node(rest: &str) -> Option<Node> {
+    let (pid, url) = rest.split_once(' ')?;
+    Some(Node {
+        pid: pid.parse().ok()?,
+        url: url.to_owned(),
+    })
 }
 
 /// How long the lab waits for any one answer of the stack.
@@ -190,6 +206,9 @@ impl Stack {
             redlock_nodes: Vec::new(),
             etcd_members: Vec::new(),
             zookeeper: Vec::new(),
+            replica: None,
+            relay: None,
+            sentinels: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             // The port asked for; the token comes with up's last line.
@@ -221,6 +240,15 @@ impl Stack {
         } else if let Some(rest) = line.strip_prefix("redis: pid ") {
             self.redis_pid = pid_of(rest);
             self.redis_url = rest.split(' ').nth(1).map(str::to_owned);
+        } else if let Some(rest) = line.strip_prefix("redis replica: pid ") {
+            // `redis replica: pid 129 redis://127.0.0.1:PORT`
+            self.replica = parse_node(rest);
+        } else if let Some(rest) = line.strip_prefix("replication relay: pid ") {
+            // `replication relay: pid 130 127.0.0.1:PORT`
+            self.relay = parse_node(rest);
+        } else if let Some(rest) = line.strip_prefix("sentinel ") {
+            // `sentinel 2: pid 131 127.0.0.1:PORT`
+            place_node(&mut self.sentinels, rest);
         } else if let Some(rest) = line.strip_prefix("redis cluster: pids ") {
             if let Some((pids, urls)) = rest.split_once(' ') {
                 self.cluster = pids
@@ -308,10 +336,20 @@ impl Stack {
             redlock_nodes: Vec::new(),
             etcd_members: Vec::new(),
             zookeeper: Vec::new(),
+            replica: None,
+            relay: None,
+            sentinels: Vec::new(),
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             client,
         })
+    }
+
+    /// The Sentinels' `127.0.0.1:PORT` (`up --replica`), for
+    /// [`crate::up::sentinel::master_addr`] and
+    /// [`crate::up::sentinel::wait_new_master`].
+    pub fn sentinel_addrs(&self) -> Vec<String> {
+        self.sentinels.iter().map(|s| s.url.clone()).collect()
     }
 
     /// Waits until an instance has (re)started: announced by `up` for a

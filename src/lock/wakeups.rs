@@ -28,11 +28,11 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{Client, PushInfo, PushKind, Value};
-use tokio::sync::{Notify, OnceCell, broadcast, watch};
+use tokio::sync::{Notify, broadcast, watch};
 use tokio::time::Instant;
 
 use super::per_key::{InUse, PerKey};
-use crate::store::{StoreError, manager_config};
+use crate::store::{Store, StoreError, manager_config};
 
 /// Prefix of every release channel; the listener subscribes to `PREFIX*`.
 const PREFIX: &str = "stocklock:released:";
@@ -51,8 +51,8 @@ pub struct Wakeups {
     /// Other channels the listener subscribes to, passed on as [`Heard`].
     channels: Arc<Vec<String>>,
     heard: broadcast::Sender<Heard>,
-    /// The listener's connection, once subscribed: [`Wakeups::publish`].
-    conn: Arc<OnceCell<ConnectionManager>>,
+    /// The listener's connection, while subscribed: [`Wakeups::publish`].
+    conn: Arc<std::sync::RwLock<Option<ConnectionManager>>>,
     /// This process's name in release messages.
     origin: Arc<str>,
 }
@@ -106,17 +106,31 @@ impl Wakeups {
     /// how many subscribers of that server received it (every process's
     /// listener subscribes on the same server, a cluster's first node).
     pub async fn publish(&self, channel: &str, message: &str) -> Result<i64, StoreError> {
-        let Some(conn) = self.conn.get() else {
+        let Some(mut conn) = self.listener_conn() else {
             return Err(StoreError(redis::RedisError::from((
                 redis::ErrorKind::Client,
-                "the listener is not subscribed yet",
+                "the listener is not subscribed (yet, or since its master went away)",
             ))));
         };
         Ok(redis::cmd("PUBLISH")
             .arg(channel)
             .arg(message)
-            .query_async(&mut conn.clone())
+            .query_async(&mut conn)
             .await?)
+    }
+
+    fn listener_conn(&self) -> Option<ConnectionManager> {
+        self.conn
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_listener_conn(&self, conn: Option<ConnectionManager>) {
+        *self
+            .conn
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = conn;
     }
 
     /// Whether [`listen`](Self::listen) has subscribed: until then a
@@ -196,14 +210,8 @@ impl Wakeups {
         let wakeups = self.clone();
         tokio::spawn(async move {
             let mut conn = loop {
-                let sink = wakeups.clone();
-                let config = manager_config()
-                    .set_push_sender(move |push: PushInfo| -> Result<(), ()> {
-                        sink.on_push(push);
-                        Ok(())
-                    })
-                    .set_automatic_resubscription();
-                match subscribe(client.clone(), config, &wakeups.channels).await {
+                match subscribe(client.clone(), wakeups.listener_config(), &wakeups.channels).await
+                {
                     Ok(conn) => break conn,
                     Err(err) => {
                         tracing::debug!(%err, "release listener not subscribed yet; retrying");
@@ -212,7 +220,7 @@ impl Wakeups {
                 }
             };
             tracing::debug!("release listener subscribed");
-            let _ = wakeups.conn.set(conn.clone());
+            wakeups.set_listener_conn(Some(conn.clone()));
             wakeups.subscribed.send_replace(true);
             let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
             loop {
@@ -220,6 +228,63 @@ impl Wakeups {
                 let _: Result<String, _> = redis::cmd("PING").query_async(&mut conn).await;
             }
         })
+    }
+
+    /// [`listen`](Self::listen) on `store`'s server; on a Sentinel store,
+    /// on its master, following it: when the heartbeat finds the master
+    /// gone, the subscription is dropped (every waiter re-checks, listeners
+    /// hear [`Heard::Lost`]) and made again on whichever server the
+    /// Sentinels name master next.
+    pub fn follow(&self, store: Store) -> tokio::task::JoinHandle<()> {
+        if !store.is_sentinel() {
+            return self.listen(store.client().clone());
+        }
+        let wakeups = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let subscribed = match store.master_client().await {
+                    Ok(client) => {
+                        subscribe(client, wakeups.listener_config(), &wakeups.channels).await
+                    }
+                    Err(err) => Err(err),
+                };
+                let mut conn = match subscribed {
+                    Ok(conn) => conn,
+                    Err(err) => {
+                        tracing::debug!(%err, "release listener has no master yet; retrying");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                };
+                tracing::debug!("release listener subscribed on the master");
+                wakeups.set_listener_conn(Some(conn.clone()));
+                wakeups.subscribed.send_replace(true);
+                let mut heartbeat = tokio::time::interval(Duration::from_millis(250));
+                loop {
+                    heartbeat.tick().await;
+                    let ping: Result<String, _> = redis::cmd("PING").query_async(&mut conn).await;
+                    if ping.is_err() {
+                        break;
+                    }
+                }
+                tracing::warn!("release listener lost the master; asking the Sentinels again");
+                wakeups.set_listener_conn(None);
+                wakeups.wake_all();
+                let _ = wakeups.heard.send(Heard::Lost);
+            }
+        })
+    }
+
+    /// The listener's connection settings: pushes come here, and a
+    /// reconnection subscribes again.
+    fn listener_config(&self) -> redis::aio::ConnectionManagerConfig {
+        let sink = self.clone();
+        manager_config()
+            .set_push_sender(move |push: PushInfo| -> Result<(), ()> {
+                sink.on_push(push);
+                Ok(())
+            })
+            .set_automatic_resubscription()
     }
 }
 

@@ -27,6 +27,8 @@ fn instance_name(index: u16) -> String {
 pub(super) struct Shared {
     pub(super) redis_url: String,
     pub(super) redis_cluster: Vec<String>,
+    /// `--replica`: the Sentinels the instances find the master through.
+    pub(super) sentinels: Vec<String>,
     pub(super) lock_stores: crate::lock::LockStoresConfig,
     pub(super) request_ttl: Duration,
     pub(super) sold_out_mark_ttl: Duration,
@@ -68,6 +70,7 @@ impl Instances {
                 addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), crate::os::free_port()?),
                 redis_url: shared.redis_url.clone(),
                 redis_cluster: shared.redis_cluster.clone(),
+                sentinels: shared.sentinels.clone(),
                 lock_stores: shared.lock_stores.clone(),
                 request_ttl: shared.request_ttl,
                 sold_out_mark_ttl: shared.sold_out_mark_ttl,
@@ -107,6 +110,7 @@ struct InstanceSpec {
     addr: SocketAddr,
     redis_url: String,
     redis_cluster: Vec<String>,
+    sentinels: Vec<String>,
     lock_stores: crate::lock::LockStoresConfig,
     request_ttl: Duration,
     sold_out_mark_ttl: Duration,
@@ -141,6 +145,9 @@ impl InstanceSpec {
             .arg(&self.public_url);
         if !self.redis_cluster.is_empty() {
             command.arg(format!("--redis-cluster={}", self.redis_cluster.join(",")));
+        }
+        if !self.sentinels.is_empty() {
+            command.arg(format!("--sentinel={}", self.sentinels.join(",")));
         }
         command.args(self.lock_stores.to_args());
         command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));

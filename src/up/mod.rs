@@ -1,6 +1,8 @@
 //! `stocklock up`: the whole stack on one machine, supervised.
 //!
-//! Starts redis-server (unless `--redis-url` names one), N instances of this
+//! Starts redis-server (unless `--redis-url` names one; with `--replica`
+//! also its replica, the replication relay and three Sentinels, and the
+//! instances then find the master through the Sentinels), N instances of this
 //! same binary, and nginx in front of them, all on loopback and all as
 //! children. It waits until everything answers, gives the lab's SKUs their
 //! stock, prints the URL and the admin token, restarts an instance that dies,
@@ -11,6 +13,9 @@
 //! ```text
 //! redis: pid 123 redis://127.0.0.1:PORT          (again after every restart)
 //! redis cluster: pids 1,2,3 redis://127.0.0.1:P1,redis://127.0.0.1:P2,...  (--cluster)
+//! redis replica: pid 129 redis://127.0.0.1:PORT   (--replica: the main Redis's replica)
+//! replication relay: pid 130 127.0.0.1:PORT       (--replica: what the replica replicates through)
+//! sentinel 1: pid 131 127.0.0.1:PORT              (--replica: one line per Sentinel, three)
 //! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
 //! etcd member 1: pid 128 http://127.0.0.1:PORT    (one line per member; --etcd N)
 //! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
@@ -37,6 +42,8 @@ mod instances;
 pub mod nginx;
 pub mod process;
 pub mod redis;
+pub mod relay;
+pub mod sentinel;
 mod stores;
 pub mod zookeeper;
 
@@ -128,6 +135,14 @@ pub struct UpConfig {
     /// it Redis keeps nothing on disk and a restart comes back empty.
     #[arg(long, conflicts_with_all = ["redis_url", "cluster"])]
     pub persist: bool,
+    /// Run the main Redis with one replica and three Sentinels (Debian's
+    /// redis-sentinel) that fail over to the replica when the master dies;
+    /// the instances find the master through them and follow a failover.
+    /// The replica replicates through a relay process (`replication relay:
+    /// pid N`): SIGSTOP it to hold replication back, and a lock taken on the
+    /// master is lost in the failover. The master is not restarted.
+    #[arg(long, conflicts_with_all = ["redis_url", "cluster", "persist"])]
+    pub replica: bool,
     /// How long the instances remember a request_id's outcome for retries.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub request_ttl: Duration,
@@ -150,6 +165,9 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     if config.redis_url.is_none() {
         process::require_program("redis-server", "redis-server")?;
     }
+    if config.replica {
+        process::require_program("redis-sentinel", "redis-sentinel")?;
+    }
     let front = Front::parse(&config)?;
     let run_dir = tempfile::Builder::new().prefix("stocklock-up-").tempdir()?;
     // nginx's workers run as another user when started by root; let them in.
@@ -165,6 +183,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         &Shared {
             redis_url: stores.redis_url.clone(),
             redis_cluster: stores.cluster_urls(),
+            sentinels: stores.sentinel_addrs(),
             lock_stores: stores.lock_stores(),
             request_ttl: config.request_ttl,
             sold_out_mark_ttl: config.sold_out_mark_ttl,
@@ -172,7 +191,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             default_variant: config.default_variant,
             public_url: front.public_url.clone(),
             chaos: !config.no_chaos,
-            owns_redis: stores.redis.is_some(),
+            owns_redis: stores.restarts_redis(),
         },
         &config.clock_skew_ms,
     )
@@ -265,7 +284,8 @@ pub fn scrape_config(targets: &[String]) -> String {
 }
 
 /// Runs until asked to stop or nginx dies; our Redis is restarted on its
-/// port whenever it exits (chaos mode's "restart Redis" relies on it).
+/// port whenever it exits (chaos mode's "restart Redis" relies on it),
+/// but under `--replica`, where the Sentinels fail over instead.
 /// What ended it, for the log.
 async fn until_stopped(nginx: &mut Nginx, stores: &mut Stores) -> anyhow::Result<String> {
     let shutdown = shutdown_signal();

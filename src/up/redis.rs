@@ -97,6 +97,27 @@ impl RedisServer {
         .await
     }
 
+    /// Starts a redis-server on a free port that replicates from `master`
+    /// (`replicaof`; `up --replica` points it at the replication relay)
+    /// and tells its master and the Sentinels its own loopback address
+    /// (`replica-announce-ip`; the port it announces is its own, so
+    /// Sentinel reaches it directly, never through the relay). Ready once
+    /// it listens; [`wait_replicating`] waits for the link.
+    pub async fn start_replica(master: std::net::SocketAddr) -> anyhow::Result<Self> {
+        let (ip, port) = (master.ip().to_string(), master.port().to_string());
+        Self::start_with(
+            None,
+            &[
+                "--replicaof",
+                &ip,
+                &port,
+                "--replica-announce-ip",
+                "127.0.0.1",
+            ],
+        )
+        .await
+    }
+
     async fn start_with(port: Option<u16>, extra: &[&str]) -> anyhow::Result<Self> {
         let binary = process::require_program("redis-server", "redis-server")?;
         let attempts = if port.is_some() { 1 } else { 3 };
@@ -181,6 +202,31 @@ impl RedisServer {
     /// Resolves when the server exits by itself (or is killed by someone else).
     pub async fn exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
         self.child.wait().await
+    }
+}
+
+/// Waits (bounded by `within`) until the replica at `url` says
+/// `master_link_status:up` in `INFO replication`: it has synced with its
+/// master and receives its writes.
+pub async fn wait_replicating(url: &str, within: Duration) -> anyhow::Result<()> {
+    let client = redis::Client::open(url)?;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let info: String = match client.get_multiplexed_async_connection().await {
+            Ok(mut conn) => redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if info.contains("master_link_status:up") {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("the replica {url} did not sync within {within:?}: {info}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -1,11 +1,13 @@
 //! The stack's stores: the main Redis (one server, the user's, or a
-//! cluster), Redlock's nodes, the etcd cluster and the ZooKeeper servers;
-//! each started, announced on stdout and stopped.
+//! cluster; with `--replica`, its replica, relay and Sentinels), Redlock's
+//! nodes, the etcd cluster and the ZooKeeper servers; each started,
+//! announced on stdout and stopped.
 
 use std::path::{Path, PathBuf};
 
 use super::etcd::EtcdCluster;
 use super::redis::RedisServer;
+use super::sentinel::ReplicaSet;
 use super::zookeeper::ZooKeeperServer;
 use super::{CLUSTER_MASTERS, UpConfig};
 use crate::store::Store;
@@ -19,6 +21,9 @@ pub(super) struct Stores {
     persist_dir: Option<PathBuf>,
     /// What the instances are given as `--redis-url`.
     pub(super) redis_url: String,
+    /// `--replica`: the replica, its relay and the Sentinels; our Redis is
+    /// then not restarted when it dies (the Sentinels fail over instead).
+    replica_set: Option<ReplicaSet>,
     cluster: Vec<RedisServer>,
     /// Redlock's nodes: independent, unsupervised (a node that dies stays
     /// down, which is what the lab's Redlock scenarios are about).
@@ -61,6 +66,10 @@ impl Stores {
             }
             (None, None) => cluster.first().map(RedisServer::url).unwrap_or_default(),
         };
+        let replica_set = match (&redis, config.replica) {
+            (Some(master), true) => Some(start_replica_set(master, run_dir).await?),
+            _ => None,
+        };
         let redlock = futures_util::future::try_join_all(
             (0..config.redlock).map(|_| RedisServer::start(None)),
         )
@@ -79,6 +88,7 @@ impl Stores {
             redis,
             persist_dir,
             redis_url,
+            replica_set,
             cluster,
             redlock,
             etcd,
@@ -114,16 +124,32 @@ impl Stores {
         }
     }
 
+    /// The Sentinels' `127.0.0.1:PORT` under `--replica` (else none): the
+    /// instances find the master through them.
+    pub(super) fn sentinel_addrs(&self) -> Vec<String> {
+        self.replica_set
+            .as_ref()
+            .map(ReplicaSet::addresses)
+            .unwrap_or_default()
+    }
+
+    /// Whether `up` restarts our Redis when it dies (not under `--replica`:
+    /// the Sentinels fail over to the replica instead).
+    pub(super) fn restarts_redis(&self) -> bool {
+        self.redis.is_some() && self.replica_set.is_none()
+    }
+
     /// The store the instances sell from.
     pub(super) fn store(&self) -> anyhow::Result<Store> {
         Ok(Store::open_either(&self.redis_url, &self.cluster_urls())?)
     }
 
-    /// Resolves when our Redis exits; never without one.
+    /// Resolves when our Redis exits; never without one, nor under
+    /// `--replica` (nothing restarts it; it is reaped when `up` stops).
     pub(super) async fn redis_exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
         match self.redis.as_mut() {
-            Some(server) => server.exited().await,
-            None => std::future::pending().await,
+            Some(server) if self.replica_set.is_none() => server.exited().await,
+            _ => std::future::pending().await,
         }
     }
 
@@ -140,6 +166,9 @@ impl Stores {
     }
 
     pub(super) async fn stop(&mut self) {
+        if let Some(set) = self.replica_set.as_mut() {
+            set.stop().await;
+        }
         if let Some(server) = self.redis.as_mut() {
             server.stop().await;
         }
@@ -153,6 +182,30 @@ impl Stores {
             server.stop().await;
         }
     }
+}
+
+/// The replica of `master`, its relay and the Sentinels, announced.
+async fn start_replica_set(master: &RedisServer, run_dir: &Path) -> anyhow::Result<ReplicaSet> {
+    let set = ReplicaSet::start(master, run_dir).await?;
+    say!(
+        "redis replica: pid {} {}",
+        set.replica.pid().unwrap_or(0),
+        set.replica.url()
+    );
+    say!(
+        "replication relay: pid {} {}",
+        set.relay.pid().unwrap_or(0),
+        set.relay.listen()
+    );
+    for (index, sentinel) in set.sentinels.iter().enumerate() {
+        say!(
+            "sentinel {}: pid {} {}",
+            index + 1,
+            sentinel.pid().unwrap_or(0),
+            sentinel.address()
+        );
+    }
+    Ok(set)
 }
 
 /// `members` etcd members with their data in the run directory, announced

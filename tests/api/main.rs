@@ -9,6 +9,7 @@ mod cluster;
 mod dashboard;
 mod docker;
 mod etcd;
+mod failover;
 mod helpers;
 mod instance;
 mod lab;

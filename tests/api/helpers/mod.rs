@@ -160,6 +160,8 @@ impl Stack {
         children.extend(self.redis_pid);
         children.extend(self.etcd_members.iter().map(|m| m.pid));
         children.extend(self.zookeeper.iter().map(|server| server.pid));
+        children.extend(self.replica.iter().chain(&self.relay).map(|node| node.pid));
+        children.extend(self.sentinels.iter().map(|sentinel| sentinel.pid));
         let status = self.0.stop().await.expect("up did not stop within 20 s");
         assert!(status.success(), "up exited with {status}");
         for child in children {
