@@ -205,33 +205,28 @@ impl Chaos {
         Ok(())
     }
 
-    /// Announces that a section has read the stock (chaos mode): the event
-    /// the lab waits for before it strikes, so that its faults land inside
-    /// the gap. Awaited together with the read, polled after it: the read
-    /// is sent first on the same connection, so Redis runs it first (on a
-    /// cluster the two may go to different nodes: the announcement may
-    /// then come a moment before the read, with the lock already held).
-    pub async fn announce_entry(&self, mut conn: Conn, keys: &Keys) -> Result<(), StoreError> {
-        if self.enabled {
-            let _: i64 = conn.publish(section_channel(keys), "entered").await?;
-        }
-        Ok(())
-    }
-
     /// Called (chaos mode) when a section has read the stock and found
-    /// some: crashes if a crash after acquire is armed, and takes the
-    /// faults armed for this section. One round trip while an arming was
-    /// heard of, none otherwise.
-    pub async fn in_the_gap(&self, conn: &mut Conn) -> Result<Faults, StoreError> {
+    /// some: takes the faults armed for this section and announces, on the
+    /// SKU's section channel, that it is in the gap between its read and
+    /// its write, in one round trip (the announcement last, so that whoever
+    /// strikes on hearing it strikes after the look); then crashes if a
+    /// crash after acquire was armed. Only the announcement while no arming
+    /// was heard of.
+    pub async fn in_the_gap(&self, conn: &mut Conn, keys: &Keys) -> Result<Faults, StoreError> {
+        if !self.enabled {
+            return Ok(Faults::default());
+        }
         let Some(seen) = self.may_be_armed() else {
+            let _: i64 = conn.publish(section_channel(keys), "entered").await?;
             return Ok(Faults::default());
         };
         // One pipeline: the keys share a hash tag (one slot on a cluster).
-        let (pause, crash_now, crash_later): (Option<u64>, Option<String>, Option<String>) =
+        let (pause, crash_now, crash_later, _): (Option<u64>, Option<String>, Option<String>, i64) =
             redis::pipe()
                 .get_del(PAUSE_HOLDER)
                 .get_del(CRASH_AFTER_ACQUIRE)
                 .get_del(CRASH_AFTER_WRITE)
+                .publish(section_channel(keys), "entered")
                 .query_async(conn)
                 .await?;
         if crash_now.is_some() {

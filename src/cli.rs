@@ -51,6 +51,11 @@ pub enum Command {
     /// Measure costs side by side on a running stack: our generator vs oha,
     /// lua vs /healthz, watchdog vs the lock hand-off ceiling, memory.
     Bench(BenchConfig),
+    /// Article 000's lock-store table, measured on a stack of its own:
+    /// uncontended lock pairs/s per store (Redis, Redlock, etcd,
+    /// ZooKeeper), contended sales/s with p50/p99 through nginx, and each
+    /// store's failover verdict.
+    Compare(crate::compare::CompareConfig),
     /// Run the failure scenarios end to end on a stack of its own and print
     /// the teaching matrix: expected vs observed, with the evidence.
     Lab(LabArgs),
@@ -254,6 +259,10 @@ async fn run(command: Command) -> anyhow::Result<bool> {
         Command::Bench(config) => {
             telemetry::init("warn");
             crate::load::bench::run(config).await.map(|()| true)
+        }
+        Command::Compare(config) => {
+            telemetry::init("warn");
+            crate::compare::run(config).await.map(|()| true)
         }
         Command::Up(config) => {
             telemetry::init("info");

@@ -180,7 +180,18 @@ pub struct Knobs {
     /// SKU is known sold out; `None`: the variant's default (on for the
     /// scripted variants, off for the lock variants).
     pub sold_out_mark: Option<bool>,
+    /// After taking its lock on the main Redis (`token`, `watchdog`,
+    /// `fenced`), `WAIT` for this many replicas to acknowledge it, up to
+    /// [`REPLICA_WAIT`]; fewer: the lock is released and nothing is sold
+    /// (busy, `not_replicated`). `None` or 0: no WAIT.
+    pub replicas: Option<u8>,
 }
+
+/// The most replicas a request can ask to acknowledge its lock.
+pub const MAX_REPLICAS: u64 = 5;
+
+/// How long a lock waits for its replicas (`replicas`).
+pub const REPLICA_WAIT: Duration = Duration::from_millis(100);
 
 /// An idempotency key: `[A-Za-z0-9_-]{1,128}`. A retry with the same key
 /// gets the first attempt's answer and never sells twice.
@@ -258,10 +269,30 @@ impl DeductRequest {
                         }
                     })
                 }
+                "replicas" => {
+                    let refuse = || {
+                        InputError::new(
+                            name,
+                            format!(
+                                "must be a whole number of replicas from 0 to {MAX_REPLICAS}, got {}",
+                                quoted(value)
+                            ),
+                        )
+                    };
+                    let digits = !value.is_empty() && value.len() <= 3;
+                    if !digits || !value.bytes().all(|b| b.is_ascii_digit()) {
+                        return Err(refuse());
+                    }
+                    let n: u64 = value.parse().map_err(|_| refuse())?;
+                    if n > MAX_REPLICAS {
+                        return Err(refuse());
+                    }
+                    request.knobs.replicas = Some(n as u8);
+                }
                 other => {
                     return Err(InputError::new(
                         quoted(other),
-                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms, request_id, sold_out_mark",
+                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms, request_id, sold_out_mark, replicas",
                     ));
                 }
             }

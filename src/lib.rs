@@ -25,6 +25,7 @@
 //! - [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
 //! - [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! - [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix.
+//! - [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, N instances and nginx as children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness.
 //! - [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
@@ -40,7 +41,7 @@
 //!    [`ledger`], [`lock`], [`marks`], [`section`], [`variants`], [`sale`]. It never imports
 //!    transport or tools;
 //! 3. the tools: [`args`], [`client`], [`load`], [`up`], [`lab`] (below the dashboard, which
-//!    starts runs and scenarios);
+//!    starts runs and scenarios), [`compare`];
 //! 4. HTTP: [`web`], [`dashboard`], [`http`], [`server`];
 //! 5. [`cli`].
 
@@ -48,6 +49,7 @@ pub mod args;
 pub mod chaos;
 pub mod cli;
 pub mod client;
+pub mod compare;
 pub mod dashboard;
 pub mod http;
 pub mod knobs;

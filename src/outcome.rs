@@ -79,6 +79,10 @@ pub enum BusyReason {
     /// Redlock's nodes answered; etcd or ZooKeeper without a quorum, or
     /// unreachable): nobody can take the lock until they come back.
     NoQuorum,
+    /// The lock was taken on the master, but fewer replicas than asked
+    /// (`replicas`) acknowledged it within 100 ms: a failover now could
+    /// lose it, so it was released and nothing was sold.
+    NotReplicated,
     /// The SKU was reset between this request's read and its write: the
     /// write was refused, so no sale of the old stock lands in the new ledger.
     Reset,
@@ -94,6 +98,7 @@ impl BusyReason {
             BusyReason::InProgress => "in_progress",
             BusyReason::NoQuorum => "no_quorum",
             BusyReason::Reset => "reset",
+            BusyReason::NotReplicated => "not_replicated",
         }
     }
 }

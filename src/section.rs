@@ -160,13 +160,6 @@ struct Read {
     epoch: Option<String>,
 }
 
-async fn read(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, StoreError> {
-    let announce = ctx.chaos.announce_entry(ctx.conn.clone(), ctx.keys);
-    let (read, announced) = tokio::join!(read_stock(ctx, fence), announce);
-    announced?;
-    read
-}
-
 async fn read_stock(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, StoreError> {
     let keys = ctx.keys;
     let (stock, epoch): (Option<i64>, Option<String>) = match fence {
@@ -201,7 +194,7 @@ async fn section<F: Fn() -> bool>(
     guard: &Guard<'_, F>,
 ) -> Result<Answer, StoreError> {
     let unrecorded = |outcome| Ok(Answer::unrecorded(outcome));
-    let Some(read) = read(ctx, guard.fence).await? else {
+    let Some(read) = read_stock(ctx, guard.fence).await? else {
         return unrecorded(Outcome::Busy(BusyReason::StaleToken));
     };
     let Some(epoch) = read.epoch else {
@@ -211,7 +204,7 @@ async fn section<F: Fn() -> bool>(
     if current <= 0 {
         return unrecorded(Outcome::SoldOut { remaining: current });
     }
-    let faults = ctx.chaos.in_the_gap(&mut ctx.conn).await?;
+    let faults = ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
     if !ctx.knobs.work.is_zero() {
         tokio::time::sleep(ctx.knobs.work).await;
     }

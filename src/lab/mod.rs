@@ -23,6 +23,7 @@
 //! - this module: the runner, and the moves the scenarios share (a
 //!   duel between two buyers, killing and restarting nodes, ...).
 
+mod failover;
 pub mod judge;
 pub mod report;
 pub mod scenario;
@@ -398,6 +399,27 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
     }
     report::print_failures(&cells);
     Ok(cells.iter().all(|c| c.pass))
+}
+
+/// The `failover` cell of each lock store, for `stocklock compare`: the
+/// `token` lock on a replicated Redis (`redis`), `etcd` and `zookeeper`,
+/// each on a stack of its own.
+pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
+    let mut cells = Vec::new();
+    for (store, variant) in [
+        ("redis", Variant::Token),
+        ("etcd", Variant::Etcd),
+        ("zookeeper", Variant::ZooKeeper),
+    ] {
+        eprintln!("compare: failover, {store} ({variant})");
+        let judgement = failover::play(variant, false).await?;
+        let claim = Scenario::Failover.claim(variant);
+        cells.push((
+            store,
+            Cell::new(Scenario::Failover, variant, &claim, judgement),
+        ));
+    }
+    Ok(cells)
 }
 
 /// The stack to play on: `target`, or a Redis and a chaos-mode stack of

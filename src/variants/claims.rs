@@ -126,6 +126,13 @@ pub struct Claims {
     pub redlock_majority_down: Claim,
     /// A node that granted the lock restarts empty under a frozen holder.
     pub redlock_restart_without_persistence: Claim,
+    /// The lock store fails over under a holder: the Redis master dies
+    /// before the lock reached its replica and Sentinel promotes the
+    /// replica; etcd's leader, a ZooKeeper server of three, is killed.
+    pub failover: Claim,
+    /// The same Redis failover, the holder having asked `WAIT` for one
+    /// replica after taking the lock (`replicas=1`).
+    pub failover_wait: Claim,
 }
 
 #[cfg(test)]

@@ -62,6 +62,8 @@ DELETE lock/{sku}/LEASE; LEASE REVOKE <lease>"#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::safe("the lock outlives the leader"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -48,6 +48,8 @@ EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::safe("stale token refused"),
+        failover: Claim::oversells("the fence counter failed over with the lock"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

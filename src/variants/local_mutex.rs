@@ -39,6 +39,8 @@ critical_section().await"#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable("the lock is in the process"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

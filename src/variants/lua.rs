@@ -49,6 +49,8 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable("no lock"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

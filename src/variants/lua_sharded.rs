@@ -57,6 +57,8 @@ sold_out"#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable("no lock"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

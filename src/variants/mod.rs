@@ -332,6 +332,31 @@ async fn count_tenure(
     Ok(())
 }
 
+/// `replicas=N`: once the lock is taken on the main Redis, `WAIT`s up to
+/// [`crate::knobs::REPLICA_WAIT`] for N replicas to have it. `true` when
+/// they do (or none was asked for). WAIT blocks the connection it is sent
+/// on, so the requests sharing it wait as long: the price of asking.
+async fn replicated(ctx: &mut Ctx<'_>) -> Result<bool, StoreError> {
+    let Some(wanted) = ctx.knobs.replicas.filter(|n| *n > 0).map(i64::from) else {
+        return Ok(true);
+    };
+    let acked =
+        crate::store::wait_replicas(&mut ctx.conn, wanted, crate::knobs::REPLICA_WAIT).await?;
+    if acked < wanted {
+        tracing::warn!(
+            acked,
+            wanted,
+            "the lock did not reach enough replicas; released"
+        );
+    }
+    Ok(acked >= wanted)
+}
+
+/// The answer of a lock released because too few replicas had it.
+fn not_replicated() -> Result<Answer, StoreError> {
+    Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NotReplicated)))
+}
+
 /// A busy answer (not counted yet) that says whether the request waited at all.
 fn not_acquired(wait: Duration) -> Result<Answer, StoreError> {
     Ok(Answer::unrecorded(Outcome::Busy(if wait.is_zero() {

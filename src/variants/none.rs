@@ -39,6 +39,8 @@ if stock > 0 {
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable("no lock to lose"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -56,6 +56,8 @@ unlock_all()                                       // compare-and-delete on ever
         redlock_minority_down: Claim::keeps_selling(""),
         redlock_majority_down: Claim::busy("no quorum; sells again when the nodes return"),
         redlock_restart_without_persistence: Claim::oversells("a second owner finds a majority"),
+        failover: Claim::not_applicable("its nodes are not replicated"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -55,6 +55,8 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable("token shows it"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: Some(Reason {
         en: "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",

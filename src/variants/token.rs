@@ -45,6 +45,8 @@ EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::oversells("the lock never reached the replica"),
+        failover_wait: Claim::safe("WAIT saw no replica: released"),
     },
     undersells: Some(Reason {
         en: "fails fast (wait_ms=0 unless asked to wait): a buyer who finds the lock held is turned away while stock is left",
@@ -73,6 +75,14 @@ impl Protection for TokenLock {
         timer.waited(granted.is_some());
         if granted.is_none() {
             return not_acquired(wait);
+        }
+        match super::replicated(ctx).await {
+            Ok(true) => {}
+            not => {
+                let _ = lock.unlock_surely(&owner, Instant::now() + lease).await;
+                timer.released();
+                return not.and_then(|_| super::not_replicated());
+            }
         }
         // No local deadline on purpose: this is the articles' SET NX PX lock,
         // and what the lab shows with it is the lease running out under slow

@@ -46,6 +46,8 @@ dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::oversells("the lock never reached the replica"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };
@@ -90,6 +92,14 @@ pub(super) async fn renewed_lock(
     let Some(grant) = granted else {
         return not_acquired(wait);
     };
+    match super::replicated(ctx).await {
+        Ok(true) => {}
+        not => {
+            let _ = lock.unlock_all_surely(&owner, Instant::now() + lease).await;
+            timer.released();
+            return not.and_then(|_| super::not_replicated());
+        }
+    }
     let token = grant.token;
     let holder = match grant.token {
         Some(token) => format!("{owner}#{token}"),

@@ -60,6 +60,8 @@ DELETE me"#,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::safe("the lock outlives a server"),
+        failover_wait: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

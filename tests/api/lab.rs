@@ -106,6 +106,7 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             Scenario::LockVanishes,
             Scenario::ClockSkew,
             Scenario::RedlockRestartWithoutPersistence,
+            Scenario::Failover,
         ]
     );
 
@@ -166,6 +167,22 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             Variant::Fenced,
             "safe",
         ),
+        // Article 000's table: AP Redis loses the lock in a failover, CP
+        // etcd and ZooKeeper keep it.
+        (
+            Scenario::Failover,
+            Variant::Token,
+            "oversells",
+            Variant::Etcd,
+            "safe",
+        ),
+        (
+            Scenario::Failover,
+            Variant::Fenced,
+            "oversells",
+            Variant::ZooKeeper,
+            "safe",
+        ),
     ] {
         assert_eq!(observed(scenario, fails), failure, "{scenario} / {fails}");
         assert_eq!(observed(scenario, holds), success, "{scenario} / {holds}");
@@ -214,6 +231,14 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             "announced from inside its section",
         ),
         (Scenario::RedisRestart, Variant::Lua, "while down: 503"),
+        (Scenario::Failover, Variant::Token, "Sentinel promoted"),
+        (Scenario::Failover, Variant::Etcd, "etcd leader"),
+        (Scenario::Failover, Variant::ZooKeeper, "ZooKeeper leader"),
+        (
+            Scenario::FailoverWait,
+            Variant::Token,
+            "holder answered 429 not_replicated",
+        ),
     ] {
         let text = evidence(scenario, variant);
         assert!(text.contains(cause), "{scenario} / {variant}: {text}");

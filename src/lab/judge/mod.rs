@@ -19,13 +19,15 @@
 //!   (`pause-holder`, `lock-vanishes`, `clock-skew`, a forgotten lock);
 //! - `recovery`: a holder that died, and the buyer after it
 //!   (`kill-instance`, `crash-after-acquire`);
-//! - `outage`: a store that went away (`redis-restart`, Redlock's nodes).
+//! - `outage`: a store that went away (`redis-restart`, Redlock's nodes);
+//! - `failover`: a lock's store that failed over under its holder.
 //!
 //! This module holds what they share: the evidence ([`Reply`], [`Ledger`])
 //! and the order they decide in (`decide`).
 
 mod crowd;
 mod duel;
+mod failover;
 mod outage;
 mod recovery;
 #[cfg(test)]
@@ -36,6 +38,7 @@ use std::time::Duration;
 
 pub use self::crowd::{race, retry_storm, slow_business};
 pub use self::duel::{Duel, clock_skew, forgotten_lock, lock_vanishes, pause_holder};
+pub use self::failover::{Failover, failover};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
 pub use self::recovery::{Recovery, recovery};
 use crate::client::Deduction;
@@ -93,9 +96,9 @@ impl Judgement {
 }
 
 /// A fact that must hold, or the reason it does not.
-type Check = Result<(), String>;
+pub(super) type Check = Result<(), String>;
 
-fn check(holds: bool, otherwise: impl FnOnce() -> String) -> Check {
+pub(super) fn check(holds: bool, otherwise: impl FnOnce() -> String) -> Check {
     if holds { Ok(()) } else { Err(otherwise()) }
 }
 

@@ -34,11 +34,13 @@ pub enum Scenario {
     RedlockMinorityDown,
     RedlockMajorityDown,
     RedlockRestartWithoutPersistence,
+    Failover,
+    FailoverWait,
 }
 
 impl Scenario {
     /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 12] = [
+    pub const ALL: [Scenario; 14] = [
         Scenario::Race,
         Scenario::SlowBusiness,
         Scenario::CrashAfterAcquire,
@@ -51,6 +53,8 @@ impl Scenario {
         Scenario::RedlockMinorityDown,
         Scenario::RedlockMajorityDown,
         Scenario::RedlockRestartWithoutPersistence,
+        Scenario::Failover,
+        Scenario::FailoverWait,
     ];
 
     /// The name on the command line, in the matrix and in the JSON.
@@ -68,6 +72,8 @@ impl Scenario {
             Scenario::RedlockMinorityDown => "redlock-minority-down",
             Scenario::RedlockMajorityDown => "redlock-majority-down",
             Scenario::RedlockRestartWithoutPersistence => "redlock-restart-without-persistence",
+            Scenario::Failover => "failover",
+            Scenario::FailoverWait => "failover-wait",
         }
     }
 
@@ -107,6 +113,12 @@ impl Scenario {
             Scenario::RedlockRestartWithoutPersistence => {
                 "a node that granted the lock restarts empty under a frozen holder"
             }
+            Scenario::Failover => {
+                "the lock's store fails over under its holder: the Redis master dies before the lock reached its replica and Sentinel promotes the replica (etcd: the leader dies; ZooKeeper: the leader of three)"
+            }
+            Scenario::FailoverWait => {
+                "the same Redis failover, the holder having asked WAIT for one replica after taking its lock (replicas=1)"
+            }
         }
     }
 
@@ -128,6 +140,8 @@ impl Scenario {
             Scenario::RedlockRestartWithoutPersistence => {
                 claims.redlock_restart_without_persistence
             }
+            Scenario::Failover => claims.failover,
+            Scenario::FailoverWait => claims.failover_wait,
         }
     }
 
@@ -154,6 +168,8 @@ impl Scenario {
             Scenario::RedlockRestartWithoutPersistence => {
                 play::restart_without_persistence(lab, variant).await
             }
+            Scenario::Failover => super::failover::play(variant, false).await,
+            Scenario::FailoverWait => super::failover::play(variant, true).await,
         }
     }
 }

@@ -287,7 +287,8 @@ fn resident_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-fn utc_now() -> String {
+/// Now, in UTC (`YYYY-MM-DD HH:MM UTC`).
+pub fn utc_now() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -296,7 +297,7 @@ fn utc_now() -> String {
 }
 
 /// This machine: its cores, its CPU's model, how busy it already is.
-fn machine() -> Machine {
+pub fn machine() -> Machine {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {

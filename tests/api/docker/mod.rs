@@ -173,6 +173,10 @@ fn compose_file_is_valid() {
         "redlock-3",
         "redlock-4",
         "redlock-5",
+        "etcd-1",
+        "etcd-2",
+        "etcd-3",
+        "zookeeper",
         "prometheus",
         "grafana",
     ] {
@@ -192,6 +196,17 @@ fn compose_file_is_valid() {
                 "{nodes}"
             );
         }
+        // ... and the etcd members and ZooKeeper by theirs.
+        let etcd = environment_value(&block, "STOCKLOCK_ETCD_ENDPOINTS")
+            .unwrap_or_else(|| panic!("{app} has no STOCKLOCK_ETCD_ENDPOINTS:\n{block}"));
+        for i in 1..=3 {
+            assert!(etcd.contains(&format!("http://etcd-{i}:2379")), "{etcd}");
+        }
+        assert_eq!(
+            environment_value(&block, "STOCKLOCK_ZOOKEEPER").as_deref(),
+            Some("zookeeper:2181"),
+            "{block}"
+        );
     }
     let nginx = service_block(&config, "nginx").unwrap();
     assert!(

@@ -1,0 +1,271 @@
+//! The `failover` and `failover-wait` scenarios: the lock's store fails
+//! over under a holder inside its section.
+//!
+//! Each cell runs on a stack of its own (a failover cannot be undone):
+//!
+//! - **Redis** (`token`, `watchdog`, `fenced`): `up --replica`. The reset
+//!   reaches the replica (`WAIT 1`), then replication is held back (the
+//!   relay between master and replica is stopped, so what the master
+//!   writes from now on never reaches the replica). The holder on instance
+//!   a takes its lock on the master and works 6 s; the master and the
+//!   relay are SIGKILLed; Sentinel promotes the replica, which never saw
+//!   the lock; a newcomer on instance b takes the same lock there and
+//!   sells; then the holder writes too. With `failover-wait` the holder
+//!   asks `WAIT` for one replica after taking the lock (`replicas=1`),
+//!   sees none, releases and sells nothing.
+//! - **etcd**: three members; the leader is SIGKILLed while the holder
+//!   works. **ZooKeeper**: three servers; the leader is SIGKILLed. The
+//!   newcomer must wait for the holder's release: the lock survived.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::sys::signal::Signal;
+
+use super::Lab;
+use super::judge::{self, Failover, Judgement, check};
+use super::stack::{Stack, UpOptions};
+use crate::os::signal;
+use crate::store::Store;
+use crate::up::{relay, sentinel};
+use crate::variants::Variant;
+
+/// How long the Redis holder works: the failover (about 2.2 s from the
+/// kill to a promoted replica, measured) and the newcomer's sale fit in it.
+const REDIS_WORK: Duration = Duration::from_millis(6_000);
+/// How long the etcd and ZooKeeper holders work after their leader died.
+const CP_WORK: Duration = Duration::from_millis(3_000);
+/// How long a failover may take before the cell gives up.
+const PROMOTION_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Plays one failover cell of `variant` on a stack of its own; `wait`:
+/// the holder asks `WAIT` for one replica (`failover-wait`).
+pub(super) async fn play(variant: Variant, wait: bool) -> anyhow::Result<Judgement> {
+    let args: &[&str] = match variant {
+        Variant::Etcd => &["--etcd", "3", "--zookeeper", "0"],
+        Variant::ZooKeeper => &["--etcd", "0", "--zookeeper", "3"],
+        _ => &["--replica", "--etcd", "0", "--zookeeper", "0"],
+    };
+    let mut lab = own_lab(args).await?;
+    let played = match variant {
+        Variant::Etcd | Variant::ZooKeeper => leader_dies(&mut lab, variant).await,
+        _ => master_dies(&mut lab, variant, wait).await,
+    };
+    lab.stack.stop().await;
+    Ok(judge::failover(&played?))
+}
+
+/// A chaos-mode stack of two instances with `args`, and a lab on it.
+async fn own_lab(args: &[&str]) -> anyhow::Result<Lab> {
+    let mut all = vec!["--chaos", "--instances", "2", "--redlock", "0"];
+    all.extend_from_slice(args);
+    let stack = Stack::start(&UpOptions {
+        args: all.into_iter().map(str::to_owned).collect(),
+        ..UpOptions::default()
+    })
+    .await?;
+    let redis_url = stack
+        .redis_url
+        .clone()
+        .context("the failover stack announced no Redis")?;
+    Ok(Lab {
+        store: Store::open(&redis_url)?,
+        stack,
+        redis: None,
+        redis_url,
+        restarted_nodes: Vec::new(),
+        deaths: 0,
+    })
+}
+
+fn query(v: &str, knobs: &str) -> String {
+    format!("/deductStock/{v}?sku={v}&{knobs}")
+}
+
+/// The Redis cells: the master dies before the lock reached its replica.
+async fn master_dies(lab: &mut Lab, variant: Variant, wait: bool) -> anyhow::Result<Failover> {
+    let v = variant.name();
+    let relay = lab
+        .stack
+        .relay
+        .clone()
+        .context("up --replica announced no relay")?;
+    let sentinels = lab.stack.sentinel_addrs();
+    let old: SocketAddr = lab
+        .redis_url
+        .trim_start_matches("redis://")
+        .parse()
+        .context("the master's address")?;
+    lab.client().reset(v, 5, 0).await?;
+    let mut master = lab.store.conn().await?;
+    let replicated = crate::store::wait_replicas(&mut master, 1, Duration::from_secs(5)).await?;
+    if replicated < 1 {
+        bail!("the replica did not acknowledge the reset within 5 s");
+    }
+    relay::hold(relay.pid).await?;
+
+    let replicas = if wait { "&replicas=1" } else { "" };
+    let holder_knobs = format!(
+        "lease_ms=30000&work_ms={}&wait_ms=0{replicas}",
+        REDIS_WORK.as_millis()
+    );
+    let entered = lab.section_entered(v).await?;
+    let holder_sent = Instant::now();
+    let mut holder_task = lab.send(&lab.instance(0).url, &query(v, &holder_knobs));
+    // With WAIT the holder never enters its section: its answer comes first.
+    let (early, in_section) = if wait {
+        (Some((&mut holder_task).await?), false)
+    } else {
+        (None, entered.await)
+    };
+
+    let kill_started = Instant::now();
+    signal(lab.stack.redis_pid.unwrap_or(0), Signal::SIGKILL);
+    signal(relay.pid, Signal::SIGKILL);
+    let promoted =
+        sentinel::wait_new_master(&sentinels, sentinel::MASTER_NAME, old, PROMOTION_TIMEOUT)
+            .await?;
+    let promotion = kill_started.elapsed();
+    lab.store = Store::open(&promoted)?;
+    lab.redis_url = promoted.clone();
+
+    // Both instances find the new master through the Sentinels: the
+    // newcomer buys there (it has no replica of its own left to WAIT for).
+    for index in [1, 0] {
+        serving_again(lab, index, v).await?;
+    }
+    let newcomer_sent = Instant::now();
+    let newcomer = lab
+        .send(
+            &lab.instance(1).url,
+            &query(v, "lease_ms=30000&work_ms=0&wait_ms=5000"),
+        )
+        .await?;
+    let holder = match early {
+        Some(reply) => reply,
+        None => holder_task.await?,
+    };
+    let newcomer_after_holder = newcomer_sent + newcomer.took > holder_sent + holder.took;
+    let landed = if wait {
+        check(holder.refused("not_replicated") || holder.sold(), || {
+            format!(
+                "the holder answered {}: it never took the lock",
+                holder.answer()
+            )
+        })
+    } else {
+        check(in_section, || {
+            "the holder never entered its section before the master died".to_owned()
+        })
+    };
+    let ledger = lab.ledger(v).await?;
+    Ok(Failover {
+        fault: format!(
+            "replication held back, master {old} killed in the holder's section; Sentinel promoted {promoted} after {:.2} s",
+            promotion.as_secs_f64()
+        ),
+        landed,
+        holder,
+        newcomer,
+        newcomer_after_holder,
+        asked_replica: wait,
+        ledger,
+    })
+}
+
+/// Waits until instance `index` reads `v`'s state again (from the new
+/// master: it asks the Sentinels again after losing the old one).
+async fn serving_again(lab: &Lab, index: usize, v: &str) -> anyhow::Result<()> {
+    let instance = lab.client().at(&lab.instance(index).url);
+    let deadline = Instant::now() + PROMOTION_TIMEOUT;
+    loop {
+        match instance.state(v).await {
+            Ok(_) => return Ok(()),
+            Err(err) if Instant::now() > deadline => {
+                return Err(err.context(format!(
+                    "instance {} did not serve from the new master within {PROMOTION_TIMEOUT:?}",
+                    lab.instance(index).name
+                )));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// The etcd and ZooKeeper cells: the leader dies while the holder works.
+async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover> {
+    let v = variant.name();
+    lab.client().reset(v, 5, 0).await?;
+    let entered = lab.section_entered(v).await?;
+    let holder_sent = Instant::now();
+    let holder = lab.send(
+        &lab.instance(0).url,
+        &query(
+            v,
+            &format!("lease_ms=5000&work_ms={}&wait_ms=0", CP_WORK.as_millis()),
+        ),
+    );
+    let in_section = entered.await;
+    let (name, pid) = if variant == Variant::Etcd {
+        etcd_leader(&lab.stack).await?
+    } else {
+        zookeeper_leader(&lab.stack).await?
+    };
+    signal(pid, Signal::SIGKILL);
+    let newcomer_sent = Instant::now();
+    let newcomer = lab
+        .send(
+            &lab.instance(1).url,
+            &query(v, "lease_ms=5000&work_ms=0&wait_ms=15000"),
+        )
+        .await?;
+    let holder = holder.await?;
+    let ledger = lab.ledger(v).await?;
+    Ok(Failover {
+        fault: format!("{name} (pid {pid}) killed in the holder's section"),
+        landed: check(in_section, || {
+            "the holder never entered its section before the leader died".to_owned()
+        }),
+        newcomer_after_holder: newcomer_sent + newcomer.took > holder_sent + holder.took,
+        holder,
+        newcomer,
+        asked_replica: false,
+        ledger,
+    })
+}
+
+/// The etcd member that leads now: its name and pid.
+async fn etcd_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()?;
+    for (index, member) in stack.etcd_members.iter().enumerate() {
+        let status: serde_json::Value = http
+            .post(format!("{}/v3/maintenance/status", member.url))
+            .body("{}")
+            .send()
+            .await?
+            .json()
+            .await?;
+        if status["leader"] == status["header"]["member_id"] {
+            return Ok((format!("etcd leader (member {})", index + 1), member.pid));
+        }
+    }
+    bail!("no etcd member says it leads")
+}
+
+/// The ZooKeeper server that leads now: its name and pid.
+async fn zookeeper_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
+    for (index, server) in stack.zookeeper.iter().enumerate() {
+        let port = server.port().context("a ZooKeeper server's port")?;
+        let srvr = crate::up::zookeeper::four_letter_word(port, "srvr").await?;
+        if srvr.contains("Mode: leader") {
+            return Ok((
+                format!("ZooKeeper leader (server {})", index + 1),
+                server.pid,
+            ));
+        }
+    }
+    bail!("no ZooKeeper server says it leads")
+}
