@@ -25,6 +25,8 @@ use nix::sys::signal::Signal;
 
 use super::Lab;
 use super::judge::{self, Failover, Judgement, check};
+use super::report::Cell;
+use super::scenario::Scenario;
 use super::stack::{Stack, UpOptions};
 use crate::os::signal;
 use crate::store::Store;
@@ -54,6 +56,27 @@ pub(super) async fn play(variant: Variant, wait: bool) -> anyhow::Result<Judgeme
     };
     lab.stack.stop().await;
     Ok(judge::failover(&played?))
+}
+
+/// The `failover` cell of each lock store, for `stocklock compare`: the
+/// `token` lock on a replicated Redis (`redis`), `etcd` and `zookeeper`,
+/// each on a stack of its own.
+pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
+    let mut cells = Vec::new();
+    for (store, variant) in [
+        ("redis", Variant::Token),
+        ("etcd", Variant::Etcd),
+        ("zookeeper", Variant::ZooKeeper),
+    ] {
+        eprintln!("compare: failover, {store} ({variant})");
+        let judgement = play(variant, false).await?;
+        let claim = Scenario::Failover.claim(variant);
+        cells.push((
+            store,
+            Cell::new(Scenario::Failover, variant, &claim, judgement),
+        ));
+    }
+    Ok(cells)
 }
 
 /// A chaos-mode stack of two instances with `args`, and a lab on it.

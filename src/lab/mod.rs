@@ -29,6 +29,8 @@ pub mod report;
 pub mod scenario;
 pub mod stack;
 
+pub use self::failover::failover_by_store;
+
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -399,27 +401,6 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
     }
     report::print_failures(&cells);
     Ok(cells.iter().all(|c| c.pass))
-}
-
-/// The `failover` cell of each lock store, for `stocklock compare`: the
-/// `token` lock on a replicated Redis (`redis`), `etcd` and `zookeeper`,
-/// each on a stack of its own.
-pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
-    let mut cells = Vec::new();
-    for (store, variant) in [
-        ("redis", Variant::Token),
-        ("etcd", Variant::Etcd),
-        ("zookeeper", Variant::ZooKeeper),
-    ] {
-        eprintln!("compare: failover, {store} ({variant})");
-        let judgement = failover::play(variant, false).await?;
-        let claim = Scenario::Failover.claim(variant);
-        cells.push((
-            store,
-            Cell::new(Scenario::Failover, variant, &claim, judgement),
-        ));
-    }
-    Ok(cells)
 }
 
 /// The stack to play on: `target`, or a Redis and a chaos-mode stack of

@@ -9,7 +9,6 @@ use axum::http::{Request, StatusCode};
 use stocklock::chaos::Chaos;
 use stocklock::store::Store;
 use stocklock::up::redis::RedisServer;
-use stocklock::variants::Variant;
 
 use crate::helpers::{self, InProcess};
 
@@ -223,17 +222,7 @@ async fn redlock_without_nodes_is_a_clear_503() {
     let instance = InProcess::with(
         &store,
         stocklock::lock::Wakeups::new(),
-        stocklock::http::InstanceConfig {
-            instance: "t".to_owned(),
-            admin_token: helpers::ADMIN_TOKEN.to_owned(),
-            default_variant: Variant::Lua,
-            public_url: "http://127.0.0.1:9".to_owned(),
-            own_url: "http://127.0.0.1:9".to_owned(),
-            chaos: Chaos::off(),
-            lock_stores: Default::default(),
-            request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
-            sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
-        },
+        helpers::in_process_config("t"),
     );
     instance.reset("r", 3, 0).await;
     let before = instance.state("r").await;

@@ -6,6 +6,7 @@ mod bench;
 mod browser;
 mod chaos;
 mod cluster;
+mod compare;
 mod dashboard;
 mod docker;
 mod etcd;

@@ -201,3 +201,99 @@ async fn the_redlock_card_shows_the_lock_as_its_nodes_hold_it() {
     assert_eq!(lock.unlock(&owner).await, 5);
     assert!(!board(instance).await.held);
 }
+
+/// The etcd and zookeeper cards show the lock where it lives: the holder's
+/// lease and revision (the fencing token) on etcd, with its time to live;
+/// the holder's znode on ZooKeeper. Real servers, an in-process instance
+/// given them.
+#[tokio::test]
+async fn the_etcd_and_zookeeper_cards_show_the_lock_where_it_lives() {
+    let Some(mut etcd) = crate::etcd::one_member().await else {
+        return;
+    };
+    let Some(zookeeper) = crate::zookeeper::Servers::start(1).await else {
+        etcd.stop().await;
+        return;
+    };
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let wakeups = stocklock::lock::Wakeups::new();
+    let instance = InProcess::with(
+        &store,
+        wakeups,
+        stocklock::http::InstanceConfig {
+            lock_stores: stocklock::lock::LockStoresConfig {
+                redlock_nodes: Vec::new(),
+                etcd_endpoints: etcd.urls(),
+                zookeeper: Some(zookeeper.connect_string()),
+            },
+            ..helpers::in_process_config("t")
+        },
+    );
+    let card = |instance: InProcess, sku: &'static str| async move {
+        let (status, _, body) = instance.page("/api/board").await;
+        assert_eq!(status, 200);
+        let board: stocklock::wire::Board = serde_json::from_str(&body).unwrap();
+        board
+            .variants
+            .into_iter()
+            .find(|v| v.sku == sku)
+            .unwrap()
+            .lock
+    };
+    assert!(!card(instance.clone(), "etcd").await.held);
+    assert!(!card(instance.clone(), "zookeeper").await.held);
+
+    // A holder in each, working 3 s inside its section.
+    for sku in ["etcd", "zookeeper"] {
+        instance.reset(sku, 5, 0).await;
+    }
+    let holders: Vec<_> = ["etcd", "zookeeper"]
+        .map(|sku| {
+            let instance = instance.clone();
+            tokio::spawn(async move {
+                instance
+                    .get(&format!(
+                        "/deductStock/{sku}?sku={sku}&work_ms=3000&lease_ms=5000"
+                    ))
+                    .await
+            })
+        })
+        .into_iter()
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    let (etcd_card, zookeeper_card) = loop {
+        let shown = (
+            card(instance.clone(), "etcd").await,
+            card(instance.clone(), "zookeeper").await,
+        );
+        if shown.0.held && shown.1.held {
+            break shown;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the holders never showed: {shown:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let holder = etcd_card.holder.unwrap();
+    assert!(
+        holder.starts_with("lease ") && holder.contains("revision ") && holder.contains("1 queued"),
+        "{holder}"
+    );
+    let ttl = etcd_card.ttl_ms.unwrap();
+    assert!(ttl > 0 && ttl <= 5_000, "{ttl}");
+    let znode = zookeeper_card.holder.unwrap();
+    assert!(
+        znode.starts_with("/stocklock/locks/lock:zookeeper/") && znode.contains("-lock-"),
+        "{znode}"
+    );
+    for holder in holders {
+        let (status, body) = holder.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    assert!(!card(instance.clone(), "etcd").await.held);
+    assert!(!card(instance, "zookeeper").await.held);
+    zookeeper.stop().await;
+    etcd.stop().await;
+}

@@ -46,6 +46,20 @@ async fn cluster() -> Option<EtcdCluster> {
     )
 }
 
+/// A one-member cluster, for tests that need an etcd but not its quorum;
+/// `None` (SKIPPED, a failure under CI=true) when etcd is not installed.
+pub(crate) async fn one_member() -> Option<EtcdCluster> {
+    if stocklock::os::find_program("etcd").is_none() {
+        helpers::missing_tool("etcd is not installed (scripts/deps.sh etcd-server)");
+        return None;
+    }
+    Some(
+        EtcdCluster::start(1, None)
+            .await
+            .expect("start 1 etcd member"),
+    )
+}
+
 fn client(cluster: &EtcdCluster) -> EtcdClient {
     EtcdClient::new(cluster.urls()).unwrap()
 }

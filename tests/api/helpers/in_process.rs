@@ -23,18 +23,12 @@ impl InProcess {
             store,
             wakeups,
             InstanceConfig {
-                instance: instance.to_owned(),
-                admin_token: ADMIN_TOKEN.to_owned(),
-                default_variant: Variant::Lua,
-                public_url: "http://127.0.0.1:9".to_owned(),
-                own_url: "http://127.0.0.1:9".to_owned(),
                 chaos,
                 lock_stores: stocklock::lock::LockStoresConfig {
                     redlock_nodes: redlock_on(store),
                     ..Default::default()
                 },
-                request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
-                sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
+                ..in_process_config(instance)
             },
         )
     }
@@ -120,4 +114,20 @@ impl InProcess {
 pub(crate) fn redlock_on(store: &Store) -> Vec<String> {
     let addr = store.client().get_connection_info().addr().to_string();
     (1..=5).map(|db| format!("redis://{addr}/{db}")).collect()
+}
+
+/// The configuration of an in-process instance called `name`: chaos off,
+/// no lock store beside its Redis, the default TTLs.
+pub(crate) fn in_process_config(name: &str) -> InstanceConfig {
+    InstanceConfig {
+        instance: name.to_owned(),
+        admin_token: ADMIN_TOKEN.to_owned(),
+        default_variant: Variant::Lua,
+        public_url: "http://127.0.0.1:9".to_owned(),
+        own_url: "http://127.0.0.1:9".to_owned(),
+        chaos: Chaos::off(),
+        lock_stores: Default::default(),
+        request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
+        sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
+    }
 }

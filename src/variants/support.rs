@@ -1,0 +1,203 @@
+//! What the lock variants share around their critical section: the
+//! answers they give when no lock was had, the clean-up after it, the
+//! metrics of a wait and a hold, and the naive locks' polling.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use super::Variant;
+use crate::metrics::WaitOutcome;
+use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::store::{Keys, StoreError};
+
+/// The error of a lock variant whose store this instance was not given
+/// (the seller refuses such requests first: this is a second line).
+pub(super) fn unconfigured(store: &str, flag: &str) -> StoreError {
+    StoreError(redis::RedisError::from((
+        redis::ErrorKind::InvalidClientConfig,
+        "lock store not configured",
+        format!("{store}: this instance was started without {flag}"),
+    )))
+}
+
+/// A lock store (etcd, ZooKeeper) failed in a way that is not "busy": a
+/// 503 whose detail names the store.
+pub(super) fn lock_store_error(store: &str, err: &dyn std::fmt::Display) -> StoreError {
+    StoreError(redis::RedisError::from((
+        redis::ErrorKind::Io,
+        "lock store unavailable",
+        format!("{store}: {err}"),
+    )))
+}
+
+/// After a lock was released: counts its lease's renewals and, when it
+/// was lost while held, a lost lock (metrics and the SKU's ledger).
+pub(super) async fn count_tenure(
+    ctx: &mut Ctx<'_>,
+    variant: Variant,
+    renewals: u64,
+    lost: bool,
+) -> Result<(), StoreError> {
+    if renewals > 0 {
+        crate::metrics::renewals(variant.name(), renewals);
+        crate::ledger::add(
+            &mut ctx.conn,
+            ctx.keys,
+            crate::ledger::Counter::Renewals,
+            renewals,
+        )
+        .await?;
+    }
+    if lost {
+        crate::metrics::lost(variant.name());
+        crate::ledger::add(
+            &mut ctx.conn,
+            ctx.keys,
+            crate::ledger::Counter::LostLocks,
+            1,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// `replicas=N`: once the lock is taken on the main Redis, `WAIT`s up to
+/// [`crate::knobs::REPLICA_WAIT`] for N replicas to have it. `true` when
+/// they do (or none was asked for). WAIT blocks the connection it is sent
+/// on, so the requests sharing it wait as long: the price of asking.
+pub(super) async fn replicated(ctx: &mut Ctx<'_>) -> Result<bool, StoreError> {
+    let Some(wanted) = ctx.knobs.replicas.filter(|n| *n > 0).map(i64::from) else {
+        return Ok(true);
+    };
+    let acked =
+        crate::store::wait_replicas(&mut ctx.conn, wanted, crate::knobs::REPLICA_WAIT).await?;
+    if acked < wanted {
+        tracing::warn!(
+            acked,
+            wanted,
+            "the lock did not reach enough replicas; released"
+        );
+    }
+    Ok(acked >= wanted)
+}
+
+/// The answer of a lock released because too few replicas had it.
+pub(super) fn not_replicated() -> Result<Answer, StoreError> {
+    Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NotReplicated)))
+}
+
+/// A busy answer (not counted yet) that says whether the request waited at all.
+pub(super) fn not_acquired(wait: Duration) -> Result<Answer, StoreError> {
+    Ok(Answer::unrecorded(Outcome::Busy(if wait.is_zero() {
+        BusyReason::LockHeld
+    } else {
+        BusyReason::WaitTimedOut
+    })))
+}
+
+/// The section's answer, whatever the clean-up after it (release, publish,
+/// counting renewals) met: once a sale is written, a failed release leaves
+/// a lease to run out, never an answer that hides the sale.
+pub(super) fn after_release<T, E: fmt::Display>(
+    answer: Result<Answer, StoreError>,
+    cleanup: Result<T, E>,
+    what: &str,
+) -> Result<Answer, StoreError> {
+    if let Err(err) = cleanup {
+        tracing::warn!(%err, "{what} failed after the section; its answer stands");
+    }
+    answer
+}
+
+/// Measures, for the metrics, how long a request waited for its lock (and
+/// how the wait ended), how long it held it, and counts it among the
+/// lock's waiters while it waits.
+pub(super) struct LockTimer {
+    variant: &'static str,
+    started: Instant,
+    /// `Some` while the request waits: it counts in the waiters gauge.
+    waiting: Option<crate::metrics::Waiting>,
+    acquired: Option<Instant>,
+}
+
+impl LockTimer {
+    /// The request starts waiting for the lock of `keys`' SKU.
+    pub(super) fn start(variant: Variant, keys: &Keys) -> Self {
+        Self {
+            variant: variant.name(),
+            started: Instant::now(),
+            waiting: Some(crate::metrics::waiting(variant.name(), &keys.tag)),
+            acquired: None,
+        }
+    }
+
+    /// The wait is over, with or without the lock.
+    pub(super) fn waited(&mut self, got_it: bool) {
+        let outcome = if got_it {
+            WaitOutcome::Acquired
+        } else {
+            WaitOutcome::GaveUp
+        };
+        self.wait_over(outcome);
+    }
+
+    fn wait_over(&mut self, outcome: WaitOutcome) {
+        if self.waiting.take().is_none() {
+            return;
+        }
+        let now = Instant::now();
+        crate::metrics::lock_waited(self.variant, outcome, now - self.started);
+        if outcome == WaitOutcome::Acquired {
+            self.acquired = Some(now);
+        }
+    }
+
+    pub(super) fn released(&self) {
+        if let Some(acquired) = self.acquired {
+            crate::metrics::lock_hold(self.variant, acquired.elapsed());
+        }
+    }
+}
+
+impl Drop for LockTimer {
+    /// A wait left without [`LockTimer::waited`] ended in a store error (a
+    /// `?` while waiting): counted as such, and no longer a waiter.
+    fn drop(&mut self) {
+        self.wait_over(WaitOutcome::Error);
+    }
+}
+
+/// How naive locks wait: try, sleep 10 ms, try again, until `wait` is over
+/// (the better locks are woken by pub/sub instead).
+pub(super) struct Spin {
+    deadline: tokio::time::Instant,
+    timer: LockTimer,
+}
+
+impl Spin {
+    const EVERY: Duration = Duration::from_millis(10);
+
+    pub(super) fn start(variant: Variant, keys: &Keys, wait: Duration) -> Self {
+        Self {
+            deadline: tokio::time::Instant::now() + wait,
+            timer: LockTimer::start(variant, keys),
+        }
+    }
+
+    /// After a failed try: sleeps and returns `true` to try again, or
+    /// `false` when the wait is over.
+    pub(super) async fn again(&mut self) -> bool {
+        if tokio::time::Instant::now() + Self::EVERY > self.deadline {
+            self.timer.waited(false);
+            return false;
+        }
+        tokio::time::sleep(Self::EVERY).await;
+        true
+    }
+
+    /// The try succeeded: the lock is held from now.
+    pub(super) fn acquired(mut self) -> LockTimer {
+        self.timer.waited(true);
+        self.timer
+    }
+}
