@@ -90,7 +90,7 @@ pub struct CompareReport {
 /// The variant that sells through each store's lock.
 fn variant_of(store: PairStore) -> Variant {
     match store {
-        PairStore::Redis => Variant::Watchdog,
+        PairStore::Redis | PairStore::RedisWait => Variant::Watchdog,
         PairStore::Redlock => Variant::Redlock,
         PairStore::Etcd => Variant::Etcd,
         PairStore::ZooKeeper => Variant::ZooKeeper,
@@ -99,23 +99,32 @@ fn variant_of(store: PairStore) -> Variant {
 
 /// Runs the comparison and prints the table.
 pub async fn run(config: CompareConfig) -> anyhow::Result<()> {
+    // A replica (and its Sentinels) for the WAIT row, when Sentinel is here.
+    let replica = crate::os::find_program("redis-sentinel").is_some();
     eprintln!(
-        "compare: starting a stack with every lock store (Redis, 5 Redlock nodes, 3 etcd members, 1 ZooKeeper)"
+        "compare: starting a stack with every lock store (Redis{}, 5 Redlock nodes, 3 etcd members, 1 ZooKeeper)",
+        if replica {
+            " with a replica"
+        } else {
+            "; no replica: redis-sentinel is not installed"
+        }
     );
+    let mut args = vec![
+        "--instances",
+        "2",
+        "--no-chaos",
+        "--redlock",
+        "5",
+        "--etcd",
+        "3",
+        "--zookeeper",
+        "1",
+    ];
+    if replica {
+        args.push("--replica");
+    }
     let stack = Stack::start(&UpOptions {
-        args: [
-            "--instances",
-            "2",
-            "--no-chaos",
-            "--redlock",
-            "5",
-            "--etcd",
-            "3",
-            "--zookeeper",
-            "1",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
+        args: args.into_iter().map(str::to_owned).collect(),
         ..UpOptions::default()
     })
     .await?;
@@ -160,6 +169,7 @@ async fn measure(stack: &Stack, config: &CompareConfig) -> anyhow::Result<Vec<St
             let servers: Vec<&str> = stack.zookeeper.iter().map(|n| n.url.as_str()).collect();
             servers.join(",")
         }),
+        replica: stack.replica.is_some(),
     };
     let mut rows: Vec<StoreRow> = PairStore::ALL
         .iter()
@@ -189,6 +199,9 @@ async fn measure(stack: &Stack, config: &CompareConfig) -> anyhow::Result<Vec<St
             }
         }
         for (index, &store) in PairStore::ALL.iter().enumerate() {
+            if store == PairStore::RedisWait && !stores.replica {
+                continue;
+            }
             let variant = variant_of(store);
             eprintln!(
                 "compare: run {run}: {variant} sales, {} clients",
@@ -198,7 +211,10 @@ async fn measure(stack: &Stack, config: &CompareConfig) -> anyhow::Result<Vec<St
             load.stock = Some(1_000_000);
             load.duration = Some(config.duration);
             load.concurrency = config.concurrency;
-            load.sku = Some(format!("compare-{variant}"));
+            load.sku = Some(format!("compare-{}", store.name().replace('+', "-")));
+            if store == PairStore::RedisWait {
+                load.replicas = Some(1);
+            }
             let report = Runner::connect(load)
                 .await?
                 .run_variant(&variant.info(), &Progress::default())
@@ -250,6 +266,7 @@ mod tests {
         assert_eq!(
             variants,
             [
+                Variant::Watchdog,
                 Variant::Watchdog,
                 Variant::Redlock,
                 Variant::Etcd,

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use crate::knobs::REPLICA_WAIT;
 use crate::lock::etcd::{EtcdClient, EtcdLock, Session};
 use crate::lock::{LeaseLock, OwnerId, RedlockNodes, Wakeups, ZooKeeperSession};
-use crate::store::Store;
+use crate::store::{Store, wait_replicas};
 
 /// The lease of every pair: long enough never to run out during one.
 const LEASE: Duration = Duration::from_secs(30);
@@ -21,20 +22,25 @@ pub struct Stores {
     pub redlock: Vec<String>,
     pub etcd: Vec<String>,
     pub zookeeper: Option<String>,
+    /// The main Redis has a replica (`up --replica`).
+    pub replica: bool,
 }
 
 /// One store's lock and release, again and again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PairStore {
     Redis,
+    /// The Redis lock, then `WAIT 1 100` for the replica to have it.
+    RedisWait,
     Redlock,
     Etcd,
     ZooKeeper,
 }
 
 impl PairStore {
-    pub const ALL: [PairStore; 4] = [
+    pub const ALL: [PairStore; 5] = [
         PairStore::Redis,
+        PairStore::RedisWait,
         PairStore::Redlock,
         PairStore::Etcd,
         PairStore::ZooKeeper,
@@ -43,6 +49,7 @@ impl PairStore {
     pub fn name(self) -> &'static str {
         match self {
             PairStore::Redis => "redis",
+            PairStore::RedisWait => "redis+wait",
             PairStore::Redlock => "redlock",
             PairStore::Etcd => "etcd",
             PairStore::ZooKeeper => "zookeeper",
@@ -70,6 +77,23 @@ pub async fn pairs_per_second(
                     lock.try_lock(&owner, LEASE).await?,
                     "the redis lock was held"
                 );
+                lock.unlock(&owner).await?;
+                pairs += 1;
+            }
+        }
+        PairStore::RedisWait => {
+            if !stores.replica {
+                return Ok(None);
+            }
+            let mut conn = Store::open(&stores.redis_url)?.conn().await?;
+            let lock = LeaseLock::new(conn.clone(), key, Wakeups::new());
+            while started.elapsed() < period {
+                anyhow::ensure!(
+                    lock.try_lock(&owner, LEASE).await?,
+                    "the redis lock was held"
+                );
+                let acked = wait_replicas(&mut conn, 1, REPLICA_WAIT).await?;
+                anyhow::ensure!(acked >= 1, "the replica did not acknowledge the lock");
                 lock.unlock(&owner).await?;
                 pairs += 1;
             }

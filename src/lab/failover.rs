@@ -59,22 +59,21 @@ pub(super) async fn play(variant: Variant, wait: bool) -> anyhow::Result<Judgeme
 }
 
 /// The `failover` cell of each lock store, for `stocklock compare`: the
-/// `token` lock on a replicated Redis (`redis`), `etcd` and `zookeeper`,
+/// `token` lock on a replicated Redis (`redis`; `redis+wait`: its holder
+/// WAITs for the replica), `etcd` and `zookeeper`,
 /// each on a stack of its own.
 pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
     let mut cells = Vec::new();
-    for (store, variant) in [
-        ("redis", Variant::Token),
-        ("etcd", Variant::Etcd),
-        ("zookeeper", Variant::ZooKeeper),
+    for (store, variant, scenario) in [
+        ("redis", Variant::Token, Scenario::Failover),
+        ("redis+wait", Variant::Token, Scenario::FailoverWait),
+        ("etcd", Variant::Etcd, Scenario::Failover),
+        ("zookeeper", Variant::ZooKeeper, Scenario::Failover),
     ] {
-        eprintln!("compare: failover, {store} ({variant})");
-        let judgement = play(variant, false).await?;
-        let claim = Scenario::Failover.claim(variant);
-        cells.push((
-            store,
-            Cell::new(Scenario::Failover, variant, &claim, judgement),
-        ));
+        eprintln!("compare: {scenario}, {store} ({variant})");
+        let judgement = play(variant, scenario == Scenario::FailoverWait).await?;
+        let claim = scenario.claim(variant);
+        cells.push((store, Cell::new(scenario, variant, &claim, judgement)));
     }
     Ok(cells)
 }

@@ -88,6 +88,10 @@ pub struct LoadConfig {
     /// How long to wait for the lock (passed as wait_ms).
     #[arg(long)]
     pub wait_ms: Option<u64>,
+    /// After a Redis lock is taken, WAIT for this many replicas to have it
+    /// (passed as replicas; the stack needs a replica: up --replica).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=5))]
+    pub replicas: Option<u8>,
     /// Per-request timeout.
     #[arg(long, default_value = "150s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -139,6 +143,7 @@ impl LoadConfig {
             work_ms: None,
             lease_ms: None,
             wait_ms: None,
+            replicas: None,
             timeout: Duration::from_secs(150),
             path: None,
             json: None,

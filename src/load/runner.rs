@@ -164,6 +164,7 @@ fn deduct_path(variant: &str, sku: &str, config: &LoadConfig) -> String {
         ("work_ms", config.work_ms),
         ("lease_ms", config.lease_ms),
         ("wait_ms", config.wait_ms),
+        ("replicas", config.replicas.map(u64::from)),
     ] {
         if let Some(value) = value {
             path.push_str(&format!("&{name}={value}"));
