@@ -206,39 +206,48 @@ impl Chaos {
     }
 
     /// Called (chaos mode) when a section has read the stock and found
-    /// some: takes the faults armed for this section and announces, on the
-    /// SKU's section channel, that it is in the gap between its read and
-    /// its write, in one round trip (the announcement last, so that whoever
-    /// strikes on hearing it strikes after the look); then crashes if a
-    /// crash after acquire was armed. Only the announcement while no arming
-    /// was heard of.
+    /// some: takes the faults armed for this section (one round trip while
+    /// an arming was heard of, none otherwise), then announces on the SKU's
+    /// section channel that it is in the gap between its read and its
+    /// write. The announcement is sent after every answer the section
+    /// waits for before its work, and not waited for itself: whoever
+    /// strikes on hearing it (kills Redis, pauses this process) cannot
+    /// meet a command of this section before its write. A holder armed to
+    /// crash here announces first, then crashes.
     pub async fn in_the_gap(&self, conn: &mut Conn, keys: &Keys) -> Result<Faults, StoreError> {
         if !self.enabled {
             return Ok(Faults::default());
         }
-        let Some(seen) = self.may_be_armed() else {
-            let _: i64 = conn.publish(section_channel(keys), "entered").await?;
-            return Ok(Faults::default());
-        };
-        // One pipeline: the keys share a hash tag (one slot on a cluster).
-        let (pause, crash_now, crash_later, _): (Option<u64>, Option<String>, Option<String>, i64) =
-            redis::pipe()
-                .get_del(PAUSE_HOLDER)
-                .get_del(CRASH_AFTER_ACQUIRE)
-                .get_del(CRASH_AFTER_WRITE)
-                .publish(section_channel(keys), "entered")
-                .query_async(conn)
-                .await?;
-        if crash_now.is_some() {
-            crash("holding the lock, before the write, as armed");
+        let mut faults = Faults::default();
+        if let Some(seen) = self.may_be_armed() {
+            // One pipeline: the keys share a hash tag (one slot on a cluster).
+            let (pause, crash_now, crash_later): (Option<u64>, Option<String>, Option<String>) =
+                redis::pipe()
+                    .get_del(PAUSE_HOLDER)
+                    .get_del(CRASH_AFTER_ACQUIRE)
+                    .get_del(CRASH_AFTER_WRITE)
+                    .query_async(conn)
+                    .await?;
+            if crash_now.is_some() {
+                let _: Result<i64, _> = conn.publish(section_channel(keys), "entered").await;
+                crash("holding the lock, before the write, as armed");
+            }
+            if pause.is_none() && crash_later.is_none() {
+                self.found_none(seen);
+            }
+            faults = Faults {
+                pause: pause.map(Duration::from_millis),
+                crash_after_write: crash_later.is_some(),
+            };
         }
-        if pause.is_none() && crash_later.is_none() {
-            self.found_none(seen);
-        }
-        Ok(Faults {
-            pause: pause.map(Duration::from_millis),
-            crash_after_write: crash_later.is_some(),
-        })
+        let (mut announcer, channel) = (conn.clone(), section_channel(keys));
+        tokio::spawn(async move {
+            let announced: Result<i64, _> = announcer.publish(channel, "entered").await;
+            if let Err(err) = announced {
+                tracing::debug!(%err, "could not announce a section's gap");
+            }
+        });
+        Ok(faults)
     }
 
     /// Freezes the whole process (every thread, the watchdog's included)

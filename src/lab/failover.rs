@@ -184,7 +184,12 @@ async fn master_dies(lab: &mut Lab, variant: Variant, wait: bool) -> anyhow::Res
     let ledger = lab.ledger(v).await?;
     Ok(Failover {
         fault: format!(
-            "replication held back, master {old} killed in the holder's section; Sentinel promoted {promoted} after {:.2} s",
+            "replication held back, master {old} killed {}; Sentinel promoted {promoted} after {:.2} s",
+            if wait {
+                "once the holder had answered"
+            } else {
+                "in the holder's section"
+            },
             promotion.as_secs_f64()
         ),
         landed,

@@ -177,6 +177,10 @@ fn compose_file_is_valid() {
         "etcd-2",
         "etcd-3",
         "zookeeper",
+        "redis-replica",
+        "sentinel-1",
+        "sentinel-2",
+        "sentinel-3",
         "prometheus",
         "grafana",
     ] {
@@ -205,6 +209,12 @@ fn compose_file_is_valid() {
         assert_eq!(
             environment_value(&block, "STOCKLOCK_ZOOKEEPER").as_deref(),
             Some("zookeeper:2181"),
+            "{block}"
+        );
+        // ... and find the master through the three Sentinels.
+        assert_eq!(
+            environment_value(&block, "STOCKLOCK_SENTINEL").as_deref(),
+            Some("sentinel-1:26379,sentinel-2:26379,sentinel-3:26379"),
             "{block}"
         );
     }
