@@ -65,7 +65,7 @@ async fn read_unbounded(variant: Variant, keys: &Keys, stores: &LockStores) -> O
                 .session(BOARD_SESSION)
                 .await
                 .ok()?;
-            let name: String = keys.lock.chars().filter(|c| !"{}".contains(*c)).collect();
+            let name = crate::lock::zookeeper::lock_name(&keys.lock);
             let holder = session.lock(&name).ok()?.holder().await.ok()?;
             Some(LockState {
                 held: holder.is_some(),

@@ -19,9 +19,9 @@
 use std::time::Duration;
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
-use crate::lock::OwnerId;
+
 use crate::lock::etcd::{EtcdError, EtcdLock, LockError, Session};
-use crate::section::{Answer, BusyReason, Ctx, Guard, Outcome, critical_section};
+use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -98,13 +98,7 @@ impl Protection for EtcdVariant {
             }
         };
         timer.waited(true);
-        let holder = format!("{}#{}", OwnerId::new(ctx.instance), held.token);
-        let guard = Guard {
-            holder: Some(&holder),
-            fence: Some(held.token),
-            still_held: || !session.is_lost(),
-        };
-        let answer = critical_section(ctx, guard).await;
+        let answer = super::fenced_section(ctx, held.token, || !session.is_lost()).await;
         let lost = session.is_lost();
         let renewals = session.renewals();
         let released = lock.release(&held, session).await;

@@ -52,8 +52,8 @@ use std::time::Duration;
 
 pub use self::claims::{Behaviour, Claim, Claims};
 use self::support::{
-    LockTimer, Spin, after_release, count_tenure, lock_store_error, not_acquired, not_replicated,
-    replicated, unconfigured,
+    LockTimer, Spin, after_release, count_tenure, fenced_section, lock_store_error, not_acquired,
+    not_replicated, replicated, unconfigured,
 };
 use crate::knobs::Knobs;
 use crate::section::{Answer, Ctx};

@@ -86,6 +86,24 @@ pub(super) fn not_replicated() -> Result<Answer, StoreError> {
     Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NotReplicated)))
 }
 
+/// The critical section under a lock whose own store issued `token`
+/// (etcd's revision, ZooKeeper's zxid): the stock is read and written
+/// through the fenced scripts, which refuse a token older than the newest
+/// they have seen.
+pub(super) async fn fenced_section(
+    ctx: &mut Ctx<'_>,
+    token: i64,
+    still_held: impl Fn() -> bool,
+) -> Result<Answer, StoreError> {
+    let holder = format!("{}#{token}", crate::lock::OwnerId::new(ctx.instance));
+    let guard = crate::section::Guard {
+        holder: Some(&holder),
+        fence: Some(token),
+        still_held,
+    };
+    crate::section::critical_section(ctx, guard).await
+}
+
 /// A busy answer (not counted yet) that says whether the request waited at all.
 pub(super) fn not_acquired(wait: Duration) -> Result<Answer, StoreError> {
     Ok(Answer::unrecorded(Outcome::Busy(if wait.is_zero() {

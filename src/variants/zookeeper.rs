@@ -17,8 +17,9 @@
 use std::time::{Duration, Instant};
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
-use crate::lock::{OwnerId, ZooKeeperLockError};
-use crate::section::{Answer, BusyReason, Ctx, Guard, Outcome, critical_section};
+use crate::lock::ZooKeeperLockError;
+use crate::lock::zookeeper::lock_name;
+use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -80,14 +81,7 @@ impl Protection for ZooKeeperVariant {
             Ok(session) => session,
             Err(err) => return refused(err),
         };
-        // ZooKeeper paths take no `{` or `}`: the lock key's hash tag goes.
-        let name: String = ctx
-            .keys
-            .lock
-            .chars()
-            .filter(|c| !"{}".contains(*c))
-            .collect();
-        let lock = match session.lock(&name) {
+        let lock = match session.lock(&lock_name(&ctx.keys.lock)) {
             Ok(lock) => lock,
             Err(err) => return Err(super::lock_store_error("zookeeper", &err)),
         };
@@ -103,14 +97,8 @@ impl Protection for ZooKeeperVariant {
             }
         };
         timer.waited(true);
-        let holder = format!("{}#{}", OwnerId::new(ctx.instance), hold.token);
-        let guard = Guard {
-            holder: Some(&holder),
-            fence: Some(hold.token),
-            still_held: || !session.may_be_lost(),
-        };
         let held_since = Instant::now();
-        let answer = critical_section(ctx, guard).await;
+        let answer = super::fenced_section(ctx, hold.token, || !session.may_be_lost()).await;
         let held_for = held_since.elapsed();
         let unlocked = lock.unlock(&hold).await;
         timer.released();

@@ -54,6 +54,12 @@ pub use sessions::ZooKeeperSessions;
 /// Where every lock lives: `{LOCKS_ROOT}/{name}`.
 pub const LOCKS_ROOT: &str = "/stocklock/locks";
 
+/// The ZooKeeper lock name of a Redis lock key: ZooKeeper paths take no
+/// `{` or `}`, so the key's hash tag goes (`lock:{sku}` → `lock:sku`).
+pub fn lock_name(key: &str) -> String {
+    key.chars().filter(|c| !"{}".contains(*c)).collect()
+}
+
 /// What went wrong talking to ZooKeeper (a lock being busy is not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum ZooKeeperLockError {
