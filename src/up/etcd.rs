@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tempfile::TempDir;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-use super::process::{self, OutputTail};
+use super::process::{self, Running};
 use crate::os::free_port;
 
 /// How long a new cluster may take to elect a leader and say healthy.
@@ -33,11 +33,12 @@ const ELECTION_MS: u32 = 500;
 /// One running member. Stopped by pid ([`EtcdMember::stop`]); killed when
 /// dropped.
 pub struct EtcdMember {
-    child: Child,
+    process: Running,
     name: String,
     client_port: u16,
-    output: OutputTail,
 }
+
+process::runs_as_process!(EtcdMember);
 
 impl EtcdMember {
     /// `http://127.0.0.1:PORT`: where clients (and the JSON gateway) talk to it.
@@ -47,26 +48,6 @@ impl EtcdMember {
 
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// The process id (`None` once it has been reaped).
-    pub fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
-    /// What etcd printed (the last lines: warnings and errors).
-    pub fn log(&self) -> String {
-        self.output.text()
-    }
-
-    /// Stops the member (SIGTERM, then SIGKILL) and waits until it has exited.
-    pub async fn stop(&mut self) {
-        process::stop(&mut self.child, Duration::from_secs(5)).await;
-    }
-
-    /// Kills the member at once (SIGKILL, by pid) and reaps it: a crash.
-    pub async fn kill(&mut self) {
-        let _ = self.child.kill().await;
     }
 }
 
@@ -145,10 +126,9 @@ impl EtcdCluster {
             let stderr = child.stderr.take().context("etcd stderr")?;
             let (output, _) = process::watch_output(stderr, None, None);
             members.push(EtcdMember {
-                child,
+                process: Running::new(child, output),
                 name: name.clone(),
                 client_port,
-                output,
             });
         }
         let mut cluster = Self { members, _dir: dir };
@@ -191,7 +171,7 @@ async fn wait_healthy(
 ) -> anyhow::Result<()> {
     let url = format!("{}/health", member.url());
     loop {
-        if let Some(status) = member.child.try_wait()? {
+        if let Some(status) = member.has_exited()? {
             anyhow::bail!(
                 "etcd {} exited ({status}) before it was healthy:\n{}",
                 member.name,

@@ -293,7 +293,7 @@ async fn until_stopped(nginx: &mut Nginx, stores: &mut Stores) -> anyhow::Result
     loop {
         tokio::select! {
             _ = &mut shutdown => return Ok("a stop signal".to_owned()),
-            status = nginx.child.wait() => {
+            status = nginx.exited() => {
                 return Ok(format!("nginx exiting ({status:?}):\n{}", nginx.log()));
             }
             status = stores.redis_exited() => {

@@ -6,9 +6,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-use super::process::{self, OutputTail};
+use super::process::{self, Running};
 
 /// The template, compiled in so `up` works from any directory.
 pub const TEMPLATE: &str = include_str!("../../nginx/nginx.conf");
@@ -30,9 +30,10 @@ pub fn render(listen: &str, upstreams: &[SocketAddr], run_dir: &Path) -> String 
 
 /// A running nginx master process.
 pub struct Nginx {
-    pub child: Child,
-    output: OutputTail,
+    process: Running,
 }
+
+process::runs_as_process!(Nginx);
 
 impl Nginx {
     /// Writes the config into `run_dir`, checks it with `nginx -t`, starts
@@ -102,27 +103,15 @@ impl Nginx {
                     .id()
                     .is_some_and(|pid| crate::os::listens_on(pid, listen))
             {
-                return Ok(Self { child, output });
+                return Ok(Self {
+                    process: Running::new(child, output),
+                });
             }
             if tokio::time::Instant::now() > deadline {
                 bail!("nginx did not accept connections on {listen} within {READY_TIMEOUT:?}");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
-    /// What nginx printed on stderr.
-    pub fn log(&self) -> String {
-        self.output.text()
-    }
-
-    /// Fast shutdown (SIGTERM), then SIGKILL after a grace period.
-    pub async fn stop(&mut self) {
-        process::stop(&mut self.child, Duration::from_secs(5)).await;
     }
 }
 

@@ -20,6 +20,68 @@ pub fn require_program(name: &str, package: &str) -> anyhow::Result<PathBuf> {
     })
 }
 
+/// A child process and the tail of what it printed: every server `up`
+/// starts is one (its own type derefs to it for these).
+pub struct Running {
+    child: Child,
+    output: OutputTail,
+}
+
+impl Running {
+    pub fn new(child: Child, output: OutputTail) -> Self {
+        Self { child, output }
+    }
+
+    /// The process id (`None` once it has been reaped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// What it printed (the last lines).
+    pub fn log(&self) -> String {
+        self.output.text()
+    }
+
+    /// Stops it (SIGTERM, then SIGKILL after 5 s) and waits until it has exited.
+    pub async fn stop(&mut self) {
+        stop(&mut self.child, Duration::from_secs(5)).await;
+    }
+
+    /// Kills it at once (SIGKILL) and reaps it: a crash.
+    pub async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    /// Resolves when it exits by itself (or is killed by someone else).
+    pub async fn exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Its exit status if it has exited, without waiting.
+    pub fn has_exited(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        self.child.try_wait()
+    }
+}
+
+/// Gives a server type `pid`, `log`, `stop`, ... of its [`Running`] field
+/// `process`.
+macro_rules! runs_as_process {
+    ($server:ty) => {
+        impl std::ops::Deref for $server {
+            type Target = $crate::up::process::Running;
+            fn deref(&self) -> &Self::Target {
+                &self.process
+            }
+        }
+        impl std::ops::DerefMut for $server {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.process
+            }
+        }
+    };
+}
+pub(crate) use runs_as_process;
+
 /// The last lines a child printed, kept for error messages.
 #[derive(Clone, Default)]
 pub struct OutputTail(Arc<Mutex<Vec<String>>>);

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tempfile::TempDir;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-use super::process::{self, OutputTail};
+use super::process::{self, Running};
 use crate::os::free_port;
 
 /// How long redis-server may take to say it is ready.
@@ -23,9 +23,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// [`stop`]: RedisServer::stop
 pub struct RedisServer {
-    child: Child,
+    process: Running,
     port: u16,
-    output: OutputTail,
     /// Where it keeps its files: its own temporary directory (removed with
     /// it), or the caller's directory of an append-only file.
     dir: DataDir,
@@ -44,6 +43,8 @@ impl DataDir {
         }
     }
 }
+
+process::runs_as_process!(RedisServer);
 
 impl RedisServer {
     /// Starts redis-server on `port`, or on a free port when `None` (trying
@@ -168,9 +169,8 @@ impl RedisServer {
             process::watch_output(stdout, Some("Ready to accept connections"), None);
         process::wait_ready(&mut child, ready, &output, "redis-server", READY_TIMEOUT).await?;
         Ok(Self {
-            child,
+            process: Running::new(child, output),
             port,
-            output,
             dir,
         })
     }
@@ -182,26 +182,6 @@ impl RedisServer {
     /// `redis://127.0.0.1:PORT`
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// The process id (`None` once it has been reaped).
-    pub fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
-    /// What redis-server printed (the last lines).
-    pub fn log(&self) -> String {
-        self.output.text()
-    }
-
-    /// Stops the server and waits until it has exited.
-    pub async fn stop(&mut self) {
-        process::stop(&mut self.child, Duration::from_secs(5)).await;
-    }
-
-    /// Resolves when the server exits by itself (or is killed by someone else).
-    pub async fn exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        self.child.wait().await
     }
 }
 

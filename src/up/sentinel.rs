@@ -19,9 +19,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-use super::process::{self, OutputTail};
+use super::process::{self, Running};
 use super::redis::RedisServer;
 use super::relay::Relay;
 use crate::os::free_port;
@@ -42,10 +42,11 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running Sentinel.
 pub struct SentinelServer {
-    child: Child,
+    process: Running,
     port: u16,
-    output: OutputTail,
 }
+
+process::runs_as_process!(SentinelServer);
 
 impl SentinelServer {
     /// Starts a Sentinel on a free port with its config file in `dir`,
@@ -75,9 +76,8 @@ impl SentinelServer {
             {
                 Ok(_) => {
                     return Ok(SentinelServer {
-                        child,
+                        process: Running::new(child, output),
                         port,
-                        output,
                     });
                 }
                 Err(err) => last = Some(err),
@@ -89,20 +89,6 @@ impl SentinelServer {
     /// `127.0.0.1:PORT`
     pub fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
-    }
-
-    /// The process id (`None` once it has been reaped).
-    pub fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
-    /// What it printed (its log: `+sdown`, `+switch-master`, ...).
-    pub fn log(&self) -> String {
-        self.output.text()
-    }
-
-    pub async fn stop(&mut self) {
-        process::stop(&mut self.child, Duration::from_secs(5)).await;
     }
 }
 

@@ -20,9 +20,9 @@ use std::time::Duration;
 use anyhow::Context;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-use super::process::{self, OutputTail};
+use super::process::{self, Running};
 use crate::os::free_port;
 
 /// How long a server (or a whole ensemble, which must elect a leader) may
@@ -43,11 +43,10 @@ const TICK_MS: u32 = 100;
 ///
 /// [`stop`]: ZooKeeperServer::stop
 pub struct ZooKeeperServer {
-    child: Child,
+    process: Running,
     /// Its `myid` in the ensemble (1 for a standalone server).
     id: usize,
     port: u16,
-    output: OutputTail,
     /// Its `zoo.cfg` and data (snapshots, transaction log), removed with it.
     dir: TempDir,
 }
@@ -59,6 +58,8 @@ struct MemberPorts {
     quorum: u16,
     election: u16,
 }
+
+process::runs_as_process!(ZooKeeperServer);
 
 impl ZooKeeperServer {
     /// Starts `count` servers under `parent` (each in its own directory):
@@ -123,10 +124,9 @@ impl ZooKeeperServer {
         let stderr = child.stderr.take().context("zookeeper stderr")?;
         let (output, _) = process::watch_output(stderr, None, None);
         Ok(Self {
-            child,
+            process: Running::new(child, output),
             id,
             port,
-            output,
             dir,
         })
     }
@@ -137,11 +137,11 @@ impl ZooKeeperServer {
     async fn wait_ready(&mut self) -> anyhow::Result<()> {
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
         loop {
-            if let Some(status) = self.child.try_wait()? {
+            if let Some(status) = self.has_exited()? {
                 anyhow::bail!(
                     "zookeeper {} exited ({status}) before it served:\n{}",
                     self.id,
-                    self.output.text()
+                    self.log()
                 );
             }
             let answer = self.srvr().await.unwrap_or_default();
@@ -153,7 +153,7 @@ impl ZooKeeperServer {
                     "zookeeper {} did not serve on port {} after {READY_TIMEOUT:?} (srvr: {answer:?}):\n{}",
                     self.id,
                     self.port,
-                    self.output.text()
+                    self.log()
                 );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -189,24 +189,9 @@ impl ZooKeeperServer {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// The process id (`None` once it has been reaped).
-    pub fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
     /// Its directory (`zoo.cfg`, `data/`).
     pub fn dir(&self) -> &Path {
         self.dir.path()
-    }
-
-    /// What the server printed (the last lines).
-    pub fn log(&self) -> String {
-        self.output.text()
-    }
-
-    /// Stops the server and waits until it has exited.
-    pub async fn stop(&mut self) {
-        process::stop(&mut self.child, Duration::from_secs(5)).await;
     }
 }
 
