@@ -29,6 +29,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// A part of the stack turned on or off (`--orders on|off`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+impl Switch {
+    pub fn is_on(self) -> bool {
+        self == Switch::On
+    }
+}
+
 /// Parses a variant's name, or says which names there are.
 pub fn parse_variant(name: &str) -> Result<Variant, String> {
     name.parse().map_err(|_| {

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::args::{generate_token, parse_duration, parse_variant};
@@ -139,6 +140,11 @@ pub struct ServeArgs {
     /// The lock stores beside the main Redis (Redlock's nodes, etcd, ZooKeeper).
     #[command(flatten)]
     pub lock_stores: crate::lock::LockStoresConfig,
+    /// The orders' PostgreSQL (`postgresql://user@host:port/database`;
+    /// `up` prints its own). The instance migrates its schema at start and
+    /// does not start when it cannot. Unset: no orders.
+    #[arg(long, env = "STOCKLOCK_POSTGRES_URL", hide_env_values = true)]
+    pub postgres_url: Option<String>,
     /// How long a request_id's outcome is remembered for retries (a retry
     /// later than this is a new request). Old ids are forgotten a few at a
     /// time as new ones come, so Redis holds about rate × this many.
@@ -284,6 +290,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             token
         }
     };
+    if let Some(url) = &args.postgres_url {
+        let mut client = crate::orders::connect(url).await?;
+        let applied = crate::orders::migrate(&mut client)
+            .await
+            .context("cannot migrate the orders' schema")?;
+        tracing::info!(?applied, "orders' schema is current");
+    }
     if let Some(stock) = args.seed_stock {
         let stock = crate::knobs::parse_stock(stock)?;
         let store = crate::store::Store::open_any(

@@ -12,6 +12,7 @@
 //! - [`store`]: the Redis handle (one server or a Redis Cluster) and the key layout of one SKU (all keys share a hash tag).
 //! - [`outcome`]: what an attempt ends as (sold, sold out, busy and why, unknown), below both the section and the ledger.
 //! - [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
+//! - [`orders`]: orders in PostgreSQL: the connection and the schema's migrations (embedded SQL files), run by each instance at start.
 //! - [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
 //! - [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
 //! - [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
@@ -26,7 +27,7 @@
 //! - [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! - [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix.
 //! - [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
-//! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, N instances and nginx as children.
+//! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness.
 //! - [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
 //! - [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
@@ -38,7 +39,7 @@
 //!
 //! 1. [`os`] and [`telemetry`];
 //! 2. the domain: [`knobs`], [`wire`], [`metrics`], [`store`], [`chaos`], [`outcome`],
-//!    [`ledger`], [`lock`], [`marks`], [`section`], [`variants`], [`sale`]. It never imports
+//!    [`ledger`], [`orders`], [`lock`], [`marks`], [`section`], [`variants`], [`sale`]. It never imports
 //!    transport or tools;
 //! 3. the tools: [`args`], [`client`], [`load`], [`up`], [`lab`] (below the dashboard, which
 //!    starts runs and scenarios), [`compare`];
@@ -59,6 +60,7 @@ pub mod load;
 pub mod lock;
 pub mod marks;
 pub mod metrics;
+pub mod orders;
 pub mod os;
 pub mod outcome;
 pub mod sale;

@@ -119,6 +119,8 @@ pub async fn run(config: CompareConfig) -> anyhow::Result<()> {
         "3",
         "--zookeeper",
         "1",
+        "--orders",
+        "off",
     ];
     if replica {
         args.push("--replica");

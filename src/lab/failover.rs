@@ -80,7 +80,15 @@ pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
 
 /// A chaos-mode stack of two instances with `args`, and a lab on it.
 async fn own_lab(args: &[&str]) -> anyhow::Result<Lab> {
-    let mut all = vec!["--chaos", "--instances", "2", "--redlock", "0"];
+    let mut all = vec![
+        "--chaos",
+        "--instances",
+        "2",
+        "--redlock",
+        "0",
+        "--orders",
+        "off",
+    ];
     all.extend_from_slice(args);
     let stack = Stack::start(&UpOptions {
         args: all.into_iter().map(str::to_owned).collect(),

@@ -421,7 +421,10 @@ async fn start(target: Option<&Target>) -> anyhow::Result<Lab> {
             let redis = RedisServer::start(None).await?;
             let stack = Stack::start(&UpOptions {
                 redis_url: Some(redis.url()),
-                args: ["--chaos", "--instances", "2"].map(str::to_owned).to_vec(),
+                // No scenario of the lab sells into orders yet.
+                args: ["--chaos", "--instances", "2", "--orders", "off"]
+                    .map(str::to_owned)
+                    .to_vec(),
                 ..UpOptions::default()
             })
             .await?;

@@ -50,6 +50,9 @@ pub struct Stack {
     pub relay: Option<Node>,
     /// `up --replica`: the Sentinels, in order (`url`: `127.0.0.1:PORT`).
     pub sentinels: Vec<Node>,
+    /// The PostgreSQL `up` started for the orders (`url`:
+    /// `postgresql://stocklock@127.0.0.1:PORT/stocklock`).
+    pub postgres: Option<Node>,
     /// `host:port` of each instance as `up` prints them for Prometheus
     /// (empty for an attached stack).
     pub prometheus_targets: Vec<String>,
@@ -167,6 +170,7 @@ impl Stack {
             .args(&options.args)
             .env_remove("STOCKLOCK_ADMIN_TOKEN")
             .env_remove("STOCKLOCK_REDIS_URL")
+            .env_remove("STOCKLOCK_POSTGRES_URL")
             .env("RUST_LOG", if options.echo { "warn" } else { "error" })
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -209,6 +213,7 @@ impl Stack {
             replica: None,
             relay: None,
             sentinels: Vec::new(),
+            postgres: None,
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             // The port asked for; the token comes with up's last line.
@@ -276,6 +281,9 @@ impl Stack {
                 })
             });
             self.zookeeper.extend(server);
+        } else if let Some(rest) = line.strip_prefix("postgres: pid ") {
+            // `postgres: pid 132 postgresql://stocklock@127.0.0.1:PORT/stocklock`
+            self.postgres = parse_node(rest);
         } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
             self.nginx_pid = pid_of(rest).unwrap_or(0);
         } else if let Some(rest) = line.strip_prefix("stocklock is up: ") {
@@ -339,6 +347,7 @@ impl Stack {
             replica: None,
             relay: None,
             sentinels: Vec::new(),
+            postgres: None,
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             client,

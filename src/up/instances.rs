@@ -30,6 +30,8 @@ pub(super) struct Shared {
     /// `--replica`: the Sentinels the instances find the master through.
     pub(super) sentinels: Vec<String>,
     pub(super) lock_stores: crate::lock::LockStoresConfig,
+    /// The orders' PostgreSQL (`None`: orders off).
+    pub(super) postgres_url: Option<String>,
     pub(super) request_ttl: Duration,
     pub(super) sold_out_mark_ttl: Duration,
     pub(super) admin_token: String,
@@ -72,6 +74,7 @@ impl Instances {
                 redis_cluster: shared.redis_cluster.clone(),
                 sentinels: shared.sentinels.clone(),
                 lock_stores: shared.lock_stores.clone(),
+                postgres_url: shared.postgres_url.clone(),
                 request_ttl: shared.request_ttl,
                 sold_out_mark_ttl: shared.sold_out_mark_ttl,
                 admin_token: shared.admin_token.clone(),
@@ -112,6 +115,7 @@ struct InstanceSpec {
     redis_cluster: Vec<String>,
     sentinels: Vec<String>,
     lock_stores: crate::lock::LockStoresConfig,
+    postgres_url: Option<String>,
     request_ttl: Duration,
     sold_out_mark_ttl: Duration,
     admin_token: String,
@@ -150,6 +154,12 @@ impl InstanceSpec {
             command.arg(format!("--sentinel={}", self.sentinels.join(",")));
         }
         command.args(self.lock_stores.to_args());
+        // Through the environment, not the command line: a user's URL may
+        // carry a password. Removed when off: up's own may be set.
+        match &self.postgres_url {
+            Some(url) => command.env("STOCKLOCK_POSTGRES_URL", url),
+            None => command.env_remove("STOCKLOCK_POSTGRES_URL"),
+        };
         command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));
         command.arg(format!(
             "--sold-out-mark-ttl={}ms",

@@ -2,7 +2,9 @@
 //!
 //! Starts redis-server (unless `--redis-url` names one; with `--replica`
 //! also its replica, the replication relay and three Sentinels, and the
-//! instances then find the master through the Sentinels), N instances of this
+//! instances then find the master through the Sentinels), the lock stores,
+//! PostgreSQL for the orders (unless `--orders off` or `--postgres-url`
+//! names one; each instance migrates its schema at start), N instances of this
 //! same binary, and nginx in front of them, all on loopback and all as
 //! children. It waits until everything answers, gives the lab's SKUs their
 //! stock, prints the URL and the admin token, restarts an instance that dies,
@@ -19,6 +21,7 @@
 //! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
 //! etcd member 1: pid 128 http://127.0.0.1:PORT    (one line per member; --etcd N)
 //! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
+//! postgres: pid 132 postgresql://stocklock@127.0.0.1:PORT/stocklock  (orders on, no --postgres-url)
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
@@ -40,6 +43,7 @@ macro_rules! say {
 pub mod etcd;
 mod instances;
 pub mod nginx;
+pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod relay;
@@ -56,7 +60,7 @@ use self::instances::{Instances, Shared};
 use self::nginx::Nginx;
 use self::redis::RedisServer;
 use self::stores::Stores;
-use crate::args::{generate_token, parse_duration, parse_variant};
+use crate::args::{Switch, generate_token, parse_duration, parse_variant};
 use crate::knobs::{DEFAULT_SKU, Sku, parse_stock};
 use crate::ledger;
 use crate::os::shutdown_signal;
@@ -124,6 +128,17 @@ pub struct UpConfig {
     /// runs without it.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(0..=7))]
     pub zookeeper: u16,
+    /// Orders: `on` runs PostgreSQL (the one `--postgres-url` names, or
+    /// one `up` starts: initdb into a temporary directory, a free loopback
+    /// port) and gives it to the instances, which migrate its schema at
+    /// start; `off` runs none. When PostgreSQL is not installed, `up` says
+    /// so and runs without orders.
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub orders: Switch,
+    /// Use this PostgreSQL for the orders instead of starting one
+    /// (`postgresql://user[:password]@host:port/database`).
+    #[arg(long, env = "STOCKLOCK_POSTGRES_URL", hide_env_values = true)]
+    pub postgres_url: Option<String>,
     /// Start a local 3-master Redis Cluster (redis-server in cluster mode and
     /// `redis-cli --cluster create`) and run the instances on it, instead of
     /// one redis-server. Chaos mode then cannot pause or restart Redis.
@@ -185,6 +200,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             redis_cluster: stores.cluster_urls(),
             sentinels: stores.sentinel_addrs(),
             lock_stores: stores.lock_stores(),
+            postgres_url: stores.postgres_url.clone(),
             request_ttl: config.request_ttl,
             sold_out_mark_ttl: config.sold_out_mark_ttl,
             admin_token: admin_token.clone(),

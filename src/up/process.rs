@@ -47,6 +47,13 @@ impl Running {
         stop(&mut self.child, Duration::from_secs(5)).await;
     }
 
+    /// Stops it with `signal` (the one a server reads as "stop now", when
+    /// that is not SIGTERM), then SIGKILL after 5 s, and waits until it has
+    /// exited.
+    pub async fn stop_with(&mut self, signal: Signal) {
+        stop_with(&mut self.child, signal, Duration::from_secs(5)).await;
+    }
+
     /// Kills it at once (SIGKILL) and reaps it: a crash.
     pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
@@ -169,10 +176,16 @@ pub async fn wait_ready(
 /// Asks a child to stop with SIGTERM, and kills it if it has not exited
 /// after `grace`.
 pub async fn stop(child: &mut Child, grace: Duration) {
+    stop_with(child, Signal::SIGTERM, grace).await;
+}
+
+/// Asks a child to stop with `first`, and kills it if it has not exited
+/// after `grace`.
+pub async fn stop_with(child: &mut Child, first: Signal, grace: Duration) {
     let Some(pid) = child.id() else {
         return; // already reaped
     };
-    signal(pid, Signal::SIGTERM);
+    signal(pid, first);
     if tokio::time::timeout(grace, child.wait()).await.is_err() {
         signal(pid, Signal::SIGKILL);
         let _ = child.wait().await;

@@ -1,11 +1,12 @@
 //! The stack's stores: the main Redis (one server, the user's, or a
 //! cluster; with `--replica`, its replica, relay and Sentinels), Redlock's
-//! nodes, the etcd cluster and the ZooKeeper servers; each started,
-//! announced on stdout and stopped.
+//! nodes, the etcd cluster, the ZooKeeper servers and the orders'
+//! PostgreSQL; each started, announced on stdout and stopped.
 
 use std::path::{Path, PathBuf};
 
 use super::etcd::EtcdCluster;
+use super::postgres::PostgresServer;
 use super::redis::RedisServer;
 use super::sentinel::ReplicaSet;
 use super::zookeeper::ZooKeeperServer;
@@ -33,6 +34,11 @@ pub(super) struct Stores {
     /// ZooKeeper's servers (one, or an ensemble), unsupervised like
     /// Redlock's nodes: a server that dies stays down.
     zookeeper: Vec<ZooKeeperServer>,
+    /// The PostgreSQL `up` started for the orders (`None`: the user's, or
+    /// orders off), unsupervised: a server that dies stays down.
+    postgres: Option<PostgresServer>,
+    /// What the instances are given as `--postgres-url` (`None`: orders off).
+    pub(super) postgres_url: Option<String>,
 }
 
 impl Stores {
@@ -84,6 +90,19 @@ impl Stores {
         }
         let etcd = start_etcd(config.etcd, run_dir).await?;
         let zookeeper = start_zookeeper(config.zookeeper, run_dir).await?;
+        let postgres = match (config.orders.is_on(), &config.postgres_url) {
+            (true, None) => start_postgres(run_dir).await?,
+            _ => None,
+        };
+        let postgres_url = match (config.orders.is_on(), &config.postgres_url) {
+            (true, Some(url)) => Some(url.clone()),
+            (true, None) => postgres.as_ref().map(PostgresServer::url),
+            (false, Some(_)) => {
+                tracing::warn!("--orders off: the PostgreSQL of --postgres-url is not used");
+                None
+            }
+            (false, None) => None,
+        };
         Ok(Stores {
             redis,
             persist_dir,
@@ -93,6 +112,8 @@ impl Stores {
             redlock,
             etcd,
             zookeeper,
+            postgres,
+            postgres_url,
         })
     }
 
@@ -181,6 +202,9 @@ impl Stores {
         for server in self.zookeeper.iter_mut() {
             server.stop().await;
         }
+        if let Some(server) = self.postgres.as_mut() {
+            server.stop().await;
+        }
     }
 }
 
@@ -263,6 +287,30 @@ async fn start_zookeeper(count: u16, run_dir: &Path) -> anyhow::Result<Vec<ZooKe
         );
     }
     Ok(servers)
+}
+
+/// A PostgreSQL server for the orders, in the run directory, announced;
+/// none, with a warning, when PostgreSQL is not installed (the stack then
+/// runs without orders).
+async fn start_postgres(run_dir: &Path) -> anyhow::Result<Option<PostgresServer>> {
+    if !super::postgres::installed() {
+        say!(
+            "postgres: not installed, orders off (install postgresql, or pass --orders off to silence this)"
+        );
+        return Ok(None);
+    }
+    let server = PostgresServer::start(Some(run_dir)).await?;
+    tracing::info!(
+        "postgres: initdb took {:?}, the server answered {:?} after its start",
+        server.timings.initdb,
+        server.timings.start
+    );
+    say!(
+        "postgres: pid {} {}",
+        server.pid().unwrap_or(0),
+        server.url()
+    );
+    Ok(Some(server))
 }
 
 /// A redis-server on `port` (a free one when `None`): persistent in `dir`

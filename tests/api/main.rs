@@ -19,6 +19,7 @@ mod load;
 mod lock;
 mod lock_safety;
 mod marks;
+mod orders;
 mod prometheus;
 mod redlock;
 mod stack;

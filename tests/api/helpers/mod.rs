@@ -105,13 +105,17 @@ impl Stack {
         extra: &[&str],
     ) -> Stack {
         let mut args = vec!["--instances".to_owned(), instances.to_string()];
-        // No etcd cluster or ZooKeeper unless a test asks for one
+        // No etcd cluster, ZooKeeper or PostgreSQL unless a test asks for one
         // ([`LOCK_STORES`]): they add seconds (and a JVM) to a stack's start.
         if !extra.contains(&"--etcd") {
             args.extend(["--etcd".to_owned(), "0".to_owned()]);
         }
         if !extra.contains(&"--zookeeper") {
             args.extend(["--zookeeper".to_owned(), "0".to_owned()]);
+        }
+        // No PostgreSQL either unless asked for (initdb alone takes a second).
+        if !extra.contains(&"--orders") && !extra.contains(&"--postgres-url") {
+            args.extend(["--orders".to_owned(), "off".to_owned()]);
         }
         args.extend(extra.iter().map(|a| a.to_string()));
         let options = UpOptions {
@@ -162,6 +166,7 @@ impl Stack {
         children.extend(self.zookeeper.iter().map(|server| server.pid));
         children.extend(self.replica.iter().chain(&self.relay).map(|node| node.pid));
         children.extend(self.sentinels.iter().map(|sentinel| sentinel.pid));
+        children.extend(self.postgres.iter().map(|server| server.pid));
         let status = self.0.stop().await.expect("up did not stop within 20 s");
         assert!(status.success(), "up exited with {status}");
         for child in children {

@@ -1,0 +1,151 @@
+//! Orders in PostgreSQL: where a sale ends up (issue 15's pipeline). For
+//! now the connection and the schema: [`connect`] to the database an
+//! instance is given with `--postgres-url`, and [`migrate`] it to the
+//! schema this build expects at start.
+//!
+//! Migrations are SQL files under `migrations/` (`NNNN_name.sql`), embedded
+//! in the binary ([`MIGRATIONS`], in order). [`migrate`] applies the ones
+//! not yet applied, in order, in one transaction, and records each in
+//! `schema_migrations`; it first takes a transaction-scoped advisory lock,
+//! so instances starting at once apply each file once: the others wait for
+//! the lock and then find it recorded.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+pub use tokio_postgres::Client;
+use tokio_postgres::NoTls;
+
+/// One embedded migration: `migrations/{version:04}_{name}.sql`.
+#[derive(Clone, Copy, Debug)]
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, in the order they are applied.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "orders",
+    sql: include_str!("../../migrations/0001_orders.sql"),
+}];
+
+/// The advisory lock [`migrate`] holds for its transaction (`stockloc` in
+/// ASCII): one migrating instance at a time.
+const MIGRATION_LOCK: i64 = 0x7374_6f63_6b6c_6f63;
+
+/// How long a connection may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connects to the database at `url` (`postgresql://user@host:port/db`,
+/// no TLS: loopback or a private network). The connection runs in a task
+/// of its own until the client is dropped.
+pub async fn connect(url: &str) -> anyhow::Result<Client> {
+    let mut config = tokio_postgres::Config::from_str(url)
+        .with_context(|| format!("bad PostgreSQL URL {url:?}"))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .with_context(|| format!("cannot connect to PostgreSQL at {}", shown(url)))?;
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            tracing::warn!("PostgreSQL connection ended: {err}");
+        }
+    });
+    Ok(client)
+}
+
+/// `url` without its password, for messages.
+fn shown(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((user, host)) => {
+                let user = user.split(':').next().unwrap_or_default();
+                format!("{scheme}://{user}@{host}")
+            }
+            None => url.to_owned(),
+        },
+        None => "the URL given".to_owned(),
+    }
+}
+
+/// Applies the migrations the database lacks, in order, in one
+/// transaction, recording each in `schema_migrations`; returns the versions
+/// it applied (none when the schema was already current).
+pub async fn migrate(client: &mut Client) -> anyhow::Result<Vec<i64>> {
+    let transaction = client.transaction().await?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .context("cannot take the migrations' lock")?;
+    // Not the notice that schema_migrations exists, every start but the first.
+    transaction
+        .batch_execute("SET LOCAL client_min_messages = warning")
+        .await?;
+    transaction
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                 version bigint PRIMARY KEY,
+                 name text NOT NULL,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             )",
+        )
+        .await?;
+    let applied = transaction
+        .query("SELECT version FROM schema_migrations", &[])
+        .await?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<Vec<i64>, _>>()
+        .context("schema_migrations is another tool's table")?;
+    let mut now_applied = Vec::new();
+    for migration in MIGRATIONS {
+        if applied.contains(&migration.version) {
+            continue;
+        }
+        transaction
+            .batch_execute(migration.sql)
+            .await
+            .with_context(|| {
+                format!(
+                    "migration {:04}_{} failed",
+                    migration.version, migration.name
+                )
+            })?;
+        transaction
+            .execute(
+                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                &[&migration.version, &migration.name],
+            )
+            .await?;
+        now_applied.push(migration.version);
+    }
+    transaction.commit().await?;
+    Ok(now_applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_in_order() {
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version, index as i64 + 1);
+        }
+    }
+
+    #[test]
+    fn a_password_is_not_shown() {
+        assert_eq!(
+            shown("postgresql://me:secret@db:5432/x"),
+            "postgresql://me@db:5432/x"
+        );
+        assert_eq!(shown("postgresql://db/x"), "postgresql://db/x");
+    }
+}

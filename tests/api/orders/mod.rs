@@ -1,0 +1,296 @@
+//! The orders' PostgreSQL, real: a server started on a free loopback port
+//! (initdb into a temporary directory) and stopped by pid, the schema's
+//! migrations (applied once per file however often and however many
+//! instances run them), the unique constraints that refuse a duplicate
+//! order, and `stocklock up` with orders on.
+//!
+//! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
+
+use std::future::Future;
+use std::time::Duration;
+
+use stocklock::orders::{self, Client, MIGRATIONS};
+use stocklock::up::postgres::PostgresServer;
+use tokio_postgres::error::SqlState;
+
+use crate::helpers;
+
+/// Each test's own bound: it fails rather than hangs.
+const BOUND: Duration = Duration::from_secs(120);
+
+async fn bounded<T>(body: impl Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, body)
+        .await
+        .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
+}
+
+/// A measured figure, on stderr itself (the harness captures `eprintln!`).
+fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// A fresh PostgreSQL server; `None` (SKIPPED, a failure under CI=true)
+/// when PostgreSQL is not installed.
+pub(crate) async fn postgres() -> Option<PostgresServer> {
+    if !stocklock::up::postgres::installed() {
+        helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return None;
+    }
+    let server = PostgresServer::start(None).await.expect("start postgres");
+    note(&format!(
+        "postgres on port {}: initdb {:?}, start to first answer {:?}",
+        server.port(),
+        server.timings.initdb,
+        server.timings.start
+    ));
+    Some(server)
+}
+
+/// Stops the server and checks its process is gone.
+async fn stop(mut server: PostgresServer) {
+    let pid = server.pid().expect("a running server has a pid");
+    server.stop().await;
+    assert_eq!(server.pid(), None, "postgres was not reaped");
+    assert!(!helpers::alive(pid), "postgres pid {pid} still running");
+}
+
+/// A client of the server's `stocklock` database, migrated.
+async fn migrated(server: &PostgresServer) -> Client {
+    let mut client = orders::connect(&server.url()).await.unwrap();
+    orders::migrate(&mut client).await.unwrap();
+    client
+}
+
+/// `migrations/*.sql`, as on disk: what must be embedded and applied.
+fn migration_files() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".sql"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_migration_file_is_embedded_in_order() {
+    let embedded: Vec<String> = MIGRATIONS
+        .iter()
+        .map(|m| format!("{:04}_{}.sql", m.version, m.name))
+        .collect();
+    assert_eq!(embedded, migration_files());
+}
+
+#[tokio::test]
+async fn postgres_serves_on_loopback_and_stops_by_pid() {
+    bounded(async {
+        let Some(server) = postgres().await else {
+            return;
+        };
+        let client = orders::connect(&server.url()).await.unwrap();
+        let row = client
+            .query_one(
+                "SELECT current_user::text, current_database()::text,
+                        current_setting('listen_addresses'), current_setting('fsync'),
+                        current_setting('port')",
+                &[],
+            )
+            .await
+            .unwrap();
+        let (user, database): (String, String) = (row.get(0), row.get(1));
+        assert_eq!(
+            (user.as_str(), database.as_str()),
+            ("stocklock", "stocklock")
+        );
+        assert_eq!(row.get::<_, String>(2), "127.0.0.1");
+        assert_eq!(row.get::<_, String>(3), "on", "fsync is left on");
+        assert_eq!(row.get::<_, String>(4), server.port().to_string());
+        // Its unix socket is in its own directory, not /var/run/postgresql.
+        let socket = server
+            .dir()
+            .join("socket")
+            .join(format!(".s.PGSQL.{}", server.port()));
+        assert!(socket.exists(), "no socket at {}", socket.display());
+        drop(client);
+        let port = server.port();
+        stop(server).await;
+        assert!(
+            orders::connect(&format!(
+                "postgresql://stocklock@127.0.0.1:{port}/stocklock"
+            ))
+            .await
+            .is_err(),
+            "something still answers on {port}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn migrations_applied_twice_and_at_once_leave_one_row_per_file() {
+    bounded(async {
+        let Some(server) = postgres().await else {
+            return;
+        };
+        // Two instances starting at once: each migrates on its own connection.
+        let migrating = (0..2).map(|_| {
+            let url = server.url();
+            tokio::spawn(async move {
+                let mut client = orders::connect(&url).await.unwrap();
+                orders::migrate(&mut client).await.unwrap()
+            })
+        });
+        let applied: Vec<Vec<i64>> = futures_util::future::join_all(migrating)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let every: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
+        // One of them applied every file; the other, after its lock, none.
+        let mut sorted = applied.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![Vec::new(), every.clone()], "{applied:?}");
+        // And again, later: nothing to do.
+        let mut client = orders::connect(&server.url()).await.unwrap();
+        assert_eq!(
+            orders::migrate(&mut client).await.unwrap(),
+            Vec::<i64>::new()
+        );
+        let rows = client
+            .query(
+                "SELECT version, name FROM schema_migrations ORDER BY version",
+                &[],
+            )
+            .await
+            .unwrap();
+        let recorded: Vec<String> = rows
+            .iter()
+            .map(|row| {
+                format!(
+                    "{:04}_{}.sql",
+                    row.get::<_, i64>(0),
+                    row.get::<_, String>(1)
+                )
+            })
+            .collect();
+        assert_eq!(recorded, migration_files(), "one row per file");
+        drop(client);
+        stop(server).await;
+    })
+    .await;
+}
+
+/// Inserts one order; the database's answer.
+async fn insert(
+    client: &Client,
+    sku: &str,
+    unit: i64,
+    request_id: Option<&str>,
+) -> Result<u64, tokio_postgres::Error> {
+    client
+        .execute(
+            "INSERT INTO orders (sku, unit, request_id, status) VALUES ($1, $2, $3, 'pending_payment')",
+            &[&sku, &unit, &request_id],
+        )
+        .await
+}
+
+/// The unique constraint a refused insert violated.
+fn violated(refused: Result<u64, tokio_postgres::Error>) -> String {
+    let err = refused.expect_err("the duplicate was accepted");
+    let db = err.as_db_error().expect("an error from the database");
+    assert_eq!(db.code(), &SqlState::UNIQUE_VIOLATION, "{db}");
+    db.constraint().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn the_database_refuses_a_duplicate_order() {
+    bounded(async {
+        let Some(server) = postgres().await else {
+            return;
+        };
+        let client = migrated(&server).await;
+        assert_eq!(insert(&client, "00001", 50, Some("r1")).await.unwrap(), 1);
+        // The same unit of the same SKU again, under another request id.
+        assert_eq!(
+            violated(insert(&client, "00001", 50, Some("r2")).await),
+            "orders_sku_unit_key"
+        );
+        // The same request id for another unit.
+        assert_eq!(
+            violated(insert(&client, "00001", 49, Some("r1")).await),
+            "orders_request_id_key"
+        );
+        // The same unit of another SKU, and orders without a request id, are fine.
+        assert_eq!(insert(&client, "00002", 50, None).await.unwrap(), 1);
+        assert_eq!(insert(&client, "00002", 49, None).await.unwrap(), 1);
+        let row = client
+            .query_one(
+                "SELECT count(*), count(*) FILTER (WHERE status = 'pending_payment'
+                     AND created_at IS NOT NULL AND pay_by IS NULL) FROM orders",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (3, 3));
+        // A status outside the three is refused too.
+        let err = client
+            .execute("UPDATE orders SET status = 'lost' WHERE unit = 49", &[])
+            .await
+            .expect_err("an unknown status was accepted");
+        assert_eq!(
+            err.as_db_error().map(|db| db.code()),
+            Some(&SqlState::CHECK_VIOLATION)
+        );
+        drop(client);
+        stop(server).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn up_with_orders_runs_postgres_and_its_instances_migrate_it() {
+    if !stocklock::up::postgres::installed() {
+        helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return;
+    }
+    let stack = helpers::Stack::start_with(2, None, &["--orders", "on"]).await;
+    let postgres = stack
+        .postgres
+        .clone()
+        .expect("up announced no postgres line");
+    assert!(
+        postgres
+            .url
+            .starts_with("postgresql://stocklock@127.0.0.1:")
+            && postgres.url.ends_with("/stocklock"),
+        "{}",
+        postgres.url
+    );
+    assert!(helpers::alive(postgres.pid));
+    let client = orders::connect(&postgres.url).await.unwrap();
+    let versions: Vec<i64> = client
+        .query(
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions.len(), migration_files().len(), "{versions:?}");
+    let orders: i64 = client
+        .query_one("SELECT count(*) FROM orders", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(orders, 0);
+    drop(client);
+    let pid = postgres.pid;
+    // Stop checks that no child, postgres included, is left running.
+    stack.stop().await;
+    assert!(!helpers::alive(pid));
+}
