@@ -24,6 +24,9 @@ for package in "$@"; do
     redis-sentinel) has redis-sentinel || extra+=(redis-sentinel) ;;
     # The server's jar and a Java to run it (the package pulls in a JRE).
     zookeeper) has java && [ -f /usr/share/java/zookeeper.jar ] || extra+=(zookeeper) ;;
+    # The orders' database: initdb and postgres under /usr/lib/postgresql/N/bin
+    # (Debian's packages put them there, not on PATH).
+    postgresql) ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || has postgres || extra+=(postgresql) ;;
     *) dpkg -s "$package" >/dev/null 2>&1 || extra+=("$package") ;;
   esac
 done
@@ -47,8 +50,15 @@ if [ ${#extra[@]} -gt 0 ]; then
 fi
 # Debian starts the packaged services; the lab and the tests run their own
 # on other ports.
-for service in nginx redis-server redis-sentinel prometheus etcd zookeeper; do
+for service in nginx redis-server redis-sentinel prometheus etcd zookeeper postgresql; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
     "${sudo[@]}" systemctl disable --now "$service" >/dev/null 2>&1 || true
   fi
 done
+# Without systemd, Debian's postinst starts PostgreSQL's main cluster itself.
+if [[ " ${extra[*]} " == *" postgresql "* ]] && command -v pg_ctlcluster >/dev/null 2>&1; then
+  pg_lsclusters --no-header 2>/dev/null | awk '$4 == "online" {print $1, $2}' |
+    while read -r version cluster; do
+      "${sudo[@]}" pg_ctlcluster "$version" "$cluster" stop >/dev/null 2>&1 || true
+    done
+fi

@@ -6,13 +6,13 @@
 # prometheus, whose server scrapes a stack and whose promtool checks the
 # shipped config and dashboard; chromium, its driver and a CJK font for
 # the browser test; zookeeper, whose servers the ZooKeeper lock's tests
-# start), checks the code as STYLE.md asks (rustfmt, clippy
+# start; postgresql, whose servers the orders' tests start), checks the code as STYLE.md asks (rustfmt, clippy
 # with warnings as errors), then cargo test. The tests start their own
-# redis-server, nginx, prometheus and chromedriver on free loopback ports
+# redis-server, nginx, prometheus, PostgreSQL and chromedriver on free loopback ports
 # and stop them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper
+scripts/deps.sh docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper postgresql
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   # A minimal rustup profile has neither; the default one has both.
   rustup component add rustfmt clippy ||

@@ -183,6 +183,7 @@ fn compose_file_is_valid() {
         "sentinel-3",
         "prometheus",
         "grafana",
+        "postgres",
     ] {
         assert!(
             service_block(&config, service).is_some(),
@@ -211,6 +212,24 @@ fn compose_file_is_valid() {
             Some("zookeeper:2181"),
             "{block}"
         );
+        // ... and the orders' PostgreSQL by its, once it is healthy.
+        let postgres = environment_value(&block, "STOCKLOCK_POSTGRES_URL")
+            .unwrap_or_else(|| panic!("{app} has no STOCKLOCK_POSTGRES_URL:\n{block}"));
+        assert!(
+            postgres.starts_with("postgresql://stocklock")
+                && postgres.ends_with("@postgres:5432/stocklock"),
+            "{postgres}"
+        );
+        let waits = block
+            .lines()
+            .map(str::trim)
+            .skip_while(|line| *line != "postgres:")
+            .nth(1)
+            .is_some_and(|line| line == "condition: service_healthy");
+        assert!(
+            waits,
+            "{app} does not wait for a healthy postgres:\n{block}"
+        );
         // ... and find the master through the three Sentinels.
         assert_eq!(
             environment_value(&block, "STOCKLOCK_SENTINEL").as_deref(),
@@ -218,6 +237,21 @@ fn compose_file_is_valid() {
             "{block}"
         );
     }
+    // PostgreSQL: a pinned image (its versions since 10 are x.y: 15.10 is
+    // a release, 15 a moving tag), a health check, no port on the host.
+    let postgres = service_block(&config, "postgres").unwrap();
+    assert!(
+        pinned(&postgres, 2),
+        "postgres's image is not pinned to a release x.y:\n{postgres}"
+    );
+    assert!(
+        postgres.contains("healthcheck:") && postgres.contains("pg_isready"),
+        "postgres has no pg_isready health check:\n{postgres}"
+    );
+    assert!(
+        !postgres.contains("ports:"),
+        "postgres is published:\n{postgres}"
+    );
     let nginx = service_block(&config, "nginx").unwrap();
     assert!(
         publishes(&nginx, 8080),
@@ -235,17 +269,27 @@ fn compose_file_is_valid() {
             publishes_only_on_loopback(&block),
             "{service} publishes a port beyond 127.0.0.1:\n{block}"
         );
-        let image = block
-            .lines()
-            .find_map(|line| line.trim().strip_prefix("image:"))
-            .unwrap_or_else(|| panic!("{service} has no image:\n{block}"))
-            .trim();
-        let tag = image.rsplit_once(':').map(|(_, tag)| tag).unwrap_or("");
         assert!(
-            tag != "latest" && tag.chars().filter(|c| *c == '.').count() == 2,
-            "{service}'s image {image:?} is not pinned to a version x.y.z"
+            pinned(&block, 3),
+            "{service}'s image is not pinned to a version x.y.z:\n{block}"
         );
     }
+}
+
+/// Whether a service block's image is pinned to a version of `parts`
+/// numbers (`x.y.z` for 3), not a moving tag.
+fn pinned(block: &str, parts: usize) -> bool {
+    let image = block
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("image:"))
+        .unwrap_or_default()
+        .trim();
+    let tag = image.rsplit_once(':').map(|(_, tag)| tag).unwrap_or("");
+    let numbers: Vec<&str> = tag.trim_start_matches('v').split('.').collect();
+    numbers.len() == parts
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Whether every port a service block publishes is bound to 127.0.0.1
