@@ -129,6 +129,13 @@ impl Stack {
             .await
             .expect("stocklock up did not come up (see its output above)");
         assert_eq!(stack.instances.len(), instances as usize);
+        if options
+            .args
+            .windows(2)
+            .any(|pair| pair == ["--orders", "off"])
+        {
+            assert_eq!(stack.postgres, None, "--orders off started PostgreSQL");
+        }
         Stack(stack, turn)
     }
 

@@ -50,7 +50,9 @@ pub(crate) async fn postgres() -> Option<PostgresServer> {
 /// Stops the server and checks its process is gone.
 async fn stop(mut server: PostgresServer) {
     let pid = server.pid().expect("a running server has a pid");
+    let started = std::time::Instant::now();
     server.stop().await;
+    note(&format!("postgres stopped in {:?}", started.elapsed()));
     assert_eq!(server.pid(), None, "postgres was not reaped");
     assert!(!helpers::alive(pid), "postgres pid {pid} still running");
 }
@@ -293,4 +295,28 @@ async fn up_with_orders_runs_postgres_and_its_instances_migrate_it() {
     // Stop checks that no child, postgres included, is left running.
     stack.stop().await;
     assert!(!helpers::alive(pid));
+}
+
+#[tokio::test]
+async fn up_with_a_postgres_url_starts_none_and_its_instances_migrate_that_one() {
+    bounded(async {
+        let Some(server) = postgres().await else {
+            return;
+        };
+        let stack = helpers::Stack::start_with(1, None, &["--postgres-url", &server.url()]).await;
+        assert_eq!(stack.postgres, None, "up started a PostgreSQL of its own");
+        let client = orders::connect(&server.url()).await.unwrap();
+        let migrations: i64 = client
+            .query_one("SELECT count(*) FROM schema_migrations", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(migrations as usize, migration_files().len());
+        drop(client);
+        stack.stop().await;
+        // The stack leaves the user's PostgreSQL running.
+        assert!(helpers::alive(server.pid().unwrap()));
+        stop(server).await;
+    })
+    .await;
 }
