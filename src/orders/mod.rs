@@ -44,7 +44,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// of its own until the client is dropped.
 pub async fn connect(url: &str) -> anyhow::Result<Client> {
     let mut config = tokio_postgres::Config::from_str(url)
-        .with_context(|| format!("bad PostgreSQL URL {url:?}"))?;
+        .with_context(|| format!("bad PostgreSQL URL {}", shown(url)))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
