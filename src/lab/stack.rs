@@ -197,28 +197,11 @@ impl Stack {
                 }
             }
         });
-        let mut stack = Stack {
-            child: Some(child),
-            lines: Some(lines),
-            url: String::new(),
-            token: String::new(),
-            instances: Vec::new(),
-            nginx_pid: 0,
-            redis_pid: None,
-            redis_url: None,
-            cluster: Vec::new(),
-            redlock_nodes: Vec::new(),
-            etcd_members: Vec::new(),
-            zookeeper: Vec::new(),
-            replica: None,
-            relay: None,
-            sentinels: Vec::new(),
-            postgres: None,
-            prometheus_targets: Vec::new(),
-            prometheus_config: None,
-            // The port asked for; the token comes with up's last line.
-            client: StackClient::new(&format!("http://127.0.0.1:{port}"), None, ANSWER_TIMEOUT)?,
-        };
+        // The port asked for; the token comes with up's last line.
+        let client = StackClient::new(&format!("http://127.0.0.1:{port}"), None, ANSWER_TIMEOUT)?;
+        let mut stack = Stack::known_as(String::new(), String::new(), client);
+        stack.child = Some(child);
+        stack.lines = Some(lines);
         if stack
             .next_line("admin token: ", Duration::from_secs(60))
             .await
@@ -331,12 +314,20 @@ impl Stack {
                 instances.len()
             );
         }
-        Ok(Stack {
+        let mut stack = Stack::known_as(url, token.to_owned(), client);
+        stack.instances = instances;
+        Ok(stack)
+    }
+
+    /// A stack known only by its URL, token and client: no process, no
+    /// line read yet, nothing announced.
+    fn known_as(url: String, token: String, client: StackClient) -> Stack {
+        Stack {
             child: None,
             lines: None,
             url,
-            token: token.to_owned(),
-            instances,
+            token,
+            instances: Vec::new(),
             nginx_pid: 0,
             redis_pid: None,
             redis_url: None,
@@ -351,7 +342,7 @@ impl Stack {
             prometheus_targets: Vec::new(),
             prometheus_config: None,
             client,
-        })
+        }
     }
 
     /// The Sentinels' `127.0.0.1:PORT` (`up --replica`), for

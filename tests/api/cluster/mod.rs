@@ -32,9 +32,7 @@ use crate::helpers::{Stack, alive};
 const BOUND: Duration = Duration::from_secs(300);
 
 async fn bounded<T>(body: impl Future<Output = T>) -> T {
-    tokio::time::timeout(BOUND, body)
-        .await
-        .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
+    crate::helpers::within(BOUND, body).await
 }
 
 /// `stocklock up --cluster` with two instances behind nginx.

@@ -19,6 +19,7 @@ use stocklock::up::etcd::EtcdCluster;
 use tokio::sync::Mutex;
 
 use crate::helpers;
+use crate::helpers::note;
 
 /// A lease no test outlives.
 const LONG: Duration = Duration::from_secs(30);
@@ -27,9 +28,7 @@ const BOUND: Duration = Duration::from_secs(90);
 
 /// Runs a test body, failing it if it takes longer than [`BOUND`].
 async fn bounded<T>(body: impl Future<Output = T>) -> T {
-    tokio::time::timeout(BOUND, body)
-        .await
-        .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
+    crate::helpers::within(BOUND, body).await
 }
 
 /// A healthy 3-member cluster; `None` (SKIPPED, a failure under CI=true)
@@ -75,12 +74,6 @@ async fn stop(mut cluster: EtcdCluster) {
             member.name()
         );
     }
-}
-
-/// A measured figure, on stderr itself (the harness captures `eprintln!`).
-fn note(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Waits (bounded, by looking at etcd's own queue) until `n` contenders

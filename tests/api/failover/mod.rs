@@ -24,6 +24,7 @@ use stocklock::store::wait_replicas;
 use stocklock::up::relay::hold;
 use stocklock::up::sentinel::{MASTER_NAME, master_addr, wait_new_master};
 
+use crate::helpers::note;
 use crate::helpers::{self, Stack, alive};
 
 /// Each test's own bound: it fails rather than hangs.
@@ -34,15 +35,7 @@ const BOUND: Duration = Duration::from_secs(180);
 const FAILOVER_WITHIN: Duration = Duration::from_secs(60);
 
 async fn bounded<T>(body: impl Future<Output = T>) -> T {
-    tokio::time::timeout(BOUND, body)
-        .await
-        .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
-}
-
-/// A measured figure, on stderr itself (the harness captures `eprintln!`).
-fn note(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    crate::helpers::within(BOUND, body).await
 }
 
 /// `stocklock up --replica` with `instances` instances and no other

@@ -79,6 +79,23 @@ impl std::ops::DerefMut for Stack {
     }
 }
 
+/// Runs a test's body, failing the test if it takes longer than `bound`:
+/// a test fails rather than hangs.
+pub(crate) async fn within<T>(
+    bound: std::time::Duration,
+    body: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::time::timeout(bound, body)
+        .await
+        .unwrap_or_else(|_| panic!("the test did not finish within {bound:?}"))
+}
+
+/// A measured figure, on stderr itself (the harness captures `eprintln!`).
+pub(crate) fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// `up`'s flags for the smallest etcd cluster and ZooKeeper (one member,
 /// one server): for the stacks of tests that run every variant.
 pub(crate) const LOCK_STORES: &[&str] = &["--etcd", "1", "--zookeeper", "1"];

@@ -14,20 +14,13 @@ use stocklock::up::postgres::PostgresServer;
 use tokio_postgres::error::SqlState;
 
 use crate::helpers;
+use crate::helpers::note;
 
 /// Each test's own bound: it fails rather than hangs.
 const BOUND: Duration = Duration::from_secs(120);
 
 async fn bounded<T>(body: impl Future<Output = T>) -> T {
-    tokio::time::timeout(BOUND, body)
-        .await
-        .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
-}
-
-/// A measured figure, on stderr itself (the harness captures `eprintln!`).
-fn note(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    crate::helpers::within(BOUND, body).await
 }
 
 /// A fresh PostgreSQL server; `None` (SKIPPED, a failure under CI=true)

@@ -44,9 +44,7 @@ const BOUND: Duration = Duration::from_secs(60);
 
 /// Runs a test body, failing it if it takes longer than [`BOUND`].
 async fn bounded<T>(body: impl Future<Output = T>) -> T {
-    tokio::time::timeout(BOUND, body)
-        .await
-        .unwrap_or_else(|_| panic!("the test did not finish within {BOUND:?}"))
+    crate::helpers::within(BOUND, body).await
 }
 
 /// `n` independent redis-servers, one after the other (each on a free port).
