@@ -272,30 +272,17 @@ async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover
 
 /// The etcd member that leads now: its name and pid.
 async fn etcd_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()?;
-    for (index, member) in stack.etcd_members.iter().enumerate() {
-        let status: serde_json::Value = http
-            .post(format!("{}/v3/maintenance/status", member.url))
-            .body("{}")
-            .send()
-            .await?
-            .json()
-            .await?;
-        if status["leader"] == status["header"]["member_id"] {
-            return Ok((format!("etcd leader (member {})", index + 1), member.pid));
-        }
-    }
-    bail!("no etcd member says it leads")
+    let urls: Vec<String> = stack.etcd_members.iter().map(|m| m.url.clone()).collect();
+    let index = crate::up::etcd::leader(&urls).await?;
+    let member = &stack.etcd_members[index];
+    Ok((format!("etcd leader (member {})", index + 1), member.pid))
 }
 
 /// The ZooKeeper server that leads now: its name and pid.
 async fn zookeeper_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
     for (index, server) in stack.zookeeper.iter().enumerate() {
         let port = server.port().context("a ZooKeeper server's port")?;
-        let srvr = crate::up::zookeeper::four_letter_word(port, "srvr").await?;
-        if srvr.contains("Mode: leader") {
+        if crate::up::zookeeper::mode_at(port).await.as_deref() == Some("leader") {
             return Ok((
                 format!("ZooKeeper leader (server {})", index + 1),
                 server.pid,

@@ -51,6 +51,25 @@ impl EtcdMember {
     }
 }
 
+/// Which of the members at `urls` leads now, as they say themselves
+/// (`/v3/maintenance/status`: its member id is the leader's); its index.
+pub async fn leader(urls: &[String]) -> anyhow::Result<usize> {
+    let http = reqwest::Client::builder().timeout(HEALTH_TIMEOUT).build()?;
+    for (index, url) in urls.iter().enumerate() {
+        let status: serde_json::Value = http
+            .post(format!("{url}/v3/maintenance/status"))
+            .body("{}")
+            .send()
+            .await?
+            .json()
+            .await?;
+        if status["leader"] == status["header"]["member_id"] {
+            return Ok(index);
+        }
+    }
+    anyhow::bail!("no etcd member says it leads")
+}
+
 /// A cluster of etcd members that know each other from the start
 /// (`--initial-cluster-state new`, a token of its own so two clusters on one
 /// machine never join).

@@ -168,11 +168,7 @@ impl ZooKeeperServer {
     /// `standalone`, `leader` or `follower` (from `srvr`), or `None` when
     /// it does not serve.
     pub async fn mode(&self) -> Option<String> {
-        let answer = self.srvr().await.ok()?;
-        answer
-            .lines()
-            .find_map(|line| line.strip_prefix("Mode: "))
-            .map(str::to_owned)
+        mode_at(self.port).await
     }
 
     /// Its `myid` (1 for a standalone server).
@@ -197,6 +193,16 @@ impl ZooKeeperServer {
 
 /// The connect string of `servers` (`127.0.0.1:P1,127.0.0.1:P2,...`), what
 /// a ZooKeeper client is given.
+/// The mode of the server answering on `port`: `standalone`, `leader` or
+/// `follower` (from `srvr`), or `None` when it does not serve.
+pub async fn mode_at(port: u16) -> Option<String> {
+    let answer = four_letter_word(port, "srvr").await.ok()?;
+    answer
+        .lines()
+        .find_map(|line| line.strip_prefix("Mode: "))
+        .map(str::to_owned)
+}
+
 pub fn connect_string(servers: &[ZooKeeperServer]) -> String {
     servers
         .iter()

@@ -8,7 +8,6 @@
 //! client. A session that ended (expired while its process was frozen,
 //! closed) is replaced by a new one on the next request.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,14 +60,5 @@ impl ZooKeeperSessions {
         }
         open.push((lease, session.clone()));
         Ok(session)
-    }
-
-    /// The sessions open now, by the timeout asked for (for the dashboard).
-    pub async fn open_sessions(&self) -> HashMap<Duration, i64> {
-        let open = self.open.lock().await;
-        open.iter()
-            .filter(|(_, session)| !session.has_ended())
-            .map(|(timeout, session)| (*timeout, session.session_id()))
-            .collect()
     }
 }

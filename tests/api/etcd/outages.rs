@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use stocklock::lock::etcd::{EtcdClient, EtcdError, EtcdLock, LockError, Session};
 use stocklock::up::etcd::EtcdCluster;
 
@@ -163,23 +162,9 @@ async fn etcd_lock_with_two_members_of_three_down_is_refused_without_a_hang() {
     .await;
 }
 
-/// The index of the member that leads, as the members say
-/// (`/v3/maintenance/status`).
+/// The index of the member that leads, as the members say.
 async fn leader(cluster: &EtcdCluster) -> usize {
-    let http = reqwest::Client::new();
-    for (index, member) in cluster.members.iter().enumerate() {
-        let status: Value = http
-            .post(format!("{}/v3/maintenance/status", member.url()))
-            .body("{}")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if status["leader"] == status["header"]["member_id"] {
-            return index;
-        }
-    }
-    panic!("no member leads");
+    stocklock::up::etcd::leader(&cluster.urls())
+        .await
+        .expect("a member that leads")
 }

@@ -90,6 +90,29 @@ pub(crate) async fn within<T>(
         .unwrap_or_else(|_| panic!("the test did not finish within {bound:?}"))
 }
 
+/// A plain connection to the Redis at `redis_url`.
+pub(crate) async fn redis_conn(redis_url: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(redis_url).unwrap();
+    client.get_multiplexed_async_connection().await.unwrap()
+}
+
+/// Returns once Redis is paused: a PING on `probe`, a connection made
+/// before the pause, goes unanswered for 50 ms (within 5 s, or the test fails).
+pub(crate) async fn until_paused(probe: &mut redis::aio::MultiplexedConnection) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let ping = redis::cmd("PING");
+        let answer = ping.query_async::<String>(probe);
+        if tokio::time::timeout(std::time::Duration::from_millis(50), answer)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "Redis never paused");
+    }
+}
+
 /// A measured figure, on stderr itself (the harness captures `eprintln!`).
 pub(crate) fn note(line: &str) {
     use std::io::Write;

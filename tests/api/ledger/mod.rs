@@ -19,7 +19,7 @@ use stocklock::ledger::CLAIM_GRACE;
 use stocklock::os::signal;
 use stocklock::variants::Variant;
 
-use crate::helpers::{Stack, holder_in_section, request_records, sections_entered};
+use crate::helpers::{Stack, holder_in_section, redis_conn, request_records, sections_entered};
 
 /// Whether an answer settles its request id: sold, sold out, or busy for a
 /// reason of its own (nothing sold, the id free again). Unknown, unavailable,
@@ -82,12 +82,6 @@ async fn resolve(client: StackClient, id: String, path: String, bound: Duration)
         took: started.elapsed(),
         last_in_progress,
     }
-}
-
-/// A plain connection to the stack's Redis, with no response timeout.
-async fn redis_conn(redis_url: &str) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(redis_url).unwrap();
-    client.get_multiplexed_async_connection().await.unwrap()
 }
 
 /// Milliseconds on Redis's clock (claims' deadlines are on it).
@@ -289,18 +283,7 @@ async fn with_persist_a_redis_killed_mid_run_loses_no_acknowledged_sale() {
                 .query_async(&mut sleeper)
                 .await;
         });
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let ping = redis::cmd("PING");
-            let answer = ping.query_async::<String>(&mut probe);
-            if tokio::time::timeout(Duration::from_millis(50), answer)
-                .await
-                .is_err()
-            {
-                break;
-            }
-            assert!(Instant::now() < deadline, "Redis never paused");
-        }
+        crate::helpers::until_paused(&mut probe).await;
         let pid = stack.redis_pid.unwrap();
         signal(pid, Signal::SIGKILL);
         let line = stack

@@ -11,13 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use stocklock::client::StackClient;
 
-use crate::helpers::{Stack, holder_in_section};
-
-/// A plain connection to the stack's Redis, with no response timeout.
-async fn redis_conn(redis_url: &str) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(redis_url).unwrap();
-    client.get_multiplexed_async_connection().await.unwrap()
-}
+use crate::helpers::{Stack, holder_in_section, redis_conn};
 
 /// Resolves once Redis answers again (a PING waits out a pause).
 async fn redis_back(redis_url: &str) {
@@ -34,18 +28,7 @@ async fn pause_redis(stack: &Stack, redis_url: &str, ms: u64) {
     stack
         .chaos(json!({"action": "pause_redis", "ms": ms}))
         .await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let ping = redis::cmd("PING");
-        let answer = ping.query_async::<String>(&mut probe);
-        if tokio::time::timeout(Duration::from_millis(50), answer)
-            .await
-            .is_err()
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "Redis never paused");
-    }
+    crate::helpers::until_paused(&mut probe).await;
 }
 
 /// How long after `since` the SKU's lock key stays: polled every 20 ms (a
