@@ -18,6 +18,12 @@
 //! - `lock_vanishes` (`sku`): the lock key is deleted, whoever holds it (the
 //!   stand-in for a failover or a clock jump);
 //! - `crash`: the instance that takes this request aborts right after answering;
+//! - `crash_before_enqueue`: the next sale of an order variant aborts its
+//!   process right after its sale script, before anything else (for
+//!   `lua-then-queue` that is before its `XADD`: the unit is lost; for
+//!   `lua-stream` the order is already on its stream);
+//! - `worker_crash_before_ack`: the next order worker to commit a batch of
+//!   orders aborts its process before it acks the messages;
 //! - `pause_redis` (`ms`) and `restart_redis`: the Redis that `up` owns
 //!   freezes (`DEBUG SLEEP`) or stops (`up` starts it again).
 //!
@@ -49,6 +55,11 @@ const CRASH_AFTER_WRITE: &str = "{stocklock:chaos}:crash_after_write";
 const PAUSE_HOLDER: &str = "{stocklock:chaos}:pause_holder";
 /// Every armed fault's key, for clearing them all.
 pub const ARMED_KEYS: [&str; 3] = [CRASH_AFTER_ACQUIRE, CRASH_AFTER_WRITE, PAUSE_HOLDER];
+// The order pipeline's faults: looked for by every order sale and every
+// worker batch in chaos mode (one GETDEL), not through the sections'
+// arming announcements.
+const CRASH_BEFORE_ENQUEUE: &str = "{stocklock:chaos}:crash_before_enqueue";
+const WORKER_CRASH_BEFORE_ACK: &str = "{stocklock:chaos}:worker_crash_before_ack";
 /// Where an arming is announced, so that instances look for armed faults.
 pub const ARMED_CHANNEL: &str = "stocklock:chaos:armed";
 /// How many sections the witness keeps per SKU.
@@ -306,7 +317,38 @@ pub async fn arm_crash_after_write(conn: &mut Conn) -> Result<(), StoreError> {
 /// Clears every armed fault (one that was armed and never triggered).
 pub async fn disarm(conn: &mut Conn) -> Result<(), StoreError> {
     let _: i64 = conn.del(&ARMED_KEYS[..]).await?;
+    let _: i64 = conn
+        .del(&[CRASH_BEFORE_ENQUEUE, WORKER_CRASH_BEFORE_ACK][..])
+        .await?;
     Ok(())
+}
+
+/// Arms the next sale of an order variant to crash right after its script.
+pub async fn arm_crash_before_enqueue(conn: &mut Conn) -> Result<(), StoreError> {
+    let _: () = conn.set(CRASH_BEFORE_ENQUEUE, 1).await?;
+    Ok(())
+}
+
+/// Arms the next order worker's batch to crash between commit and ack.
+pub async fn arm_worker_crash_before_ack(conn: &mut Conn) -> Result<(), StoreError> {
+    let _: () = conn.set(WORKER_CRASH_BEFORE_ACK, 1).await?;
+    Ok(())
+}
+
+/// Whether this sale is the one armed to crash before its enqueue (and
+/// disarms it): a GETDEL.
+pub async fn take_crash_before_enqueue(conn: &mut Conn) -> Result<bool, StoreError> {
+    take(conn, CRASH_BEFORE_ENQUEUE).await
+}
+
+/// Whether this batch is the one armed to crash before its ack (and disarms it).
+pub async fn take_worker_crash(conn: &mut Conn) -> Result<bool, StoreError> {
+    take(conn, WORKER_CRASH_BEFORE_ACK).await
+}
+
+async fn take(conn: &mut Conn, key: &str) -> Result<bool, StoreError> {
+    let armed: Option<String> = conn.get_del(key).await?;
+    Ok(armed.is_some())
 }
 
 /// Aborts the process now: a real crash, as chaos mode armed it.

@@ -57,6 +57,10 @@ pub enum Command {
     /// ZooKeeper), contended sales/s with p50/p99 through nginx, and each
     /// store's failover verdict.
     Compare(crate::compare::CompareConfig),
+    /// Compare the Redis ledger with the orders in PostgreSQL, per SKU: units
+    /// sold with no order (lost), orders with no sale (phantom), units
+    /// ordered twice, units returned twice. Exit 0 only when all match.
+    Reconcile(crate::orders::command::ReconcileArgs),
     /// Run the failure scenarios end to end on a stack of its own and print
     /// the teaching matrix: expected vs observed, with the evidence.
     Lab(LabArgs),
@@ -145,6 +149,16 @@ pub struct ServeArgs {
     /// does not start when it cannot. Unset: no orders.
     #[arg(long, env = "STOCKLOCK_POSTGRES_URL", hide_env_values = true)]
     pub postgres_url: Option<String>,
+    /// How long a reservation (an order pending payment) waits to be paid
+    /// (POST /api/orders/{id}/pay); past it the order expires and its unit
+    /// goes back to the stock, once.
+    #[arg(long, default_value = "15m", value_parser = parse_duration, env = "STOCKLOCK_PAY_WITHIN")]
+    pub pay_within: std::time::Duration,
+    /// How long an order message may sit unacked with a worker before a
+    /// live worker claims it (XAUTOCLAIM): how soon a dead worker's
+    /// orders are written by another.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, env = "STOCKLOCK_CLAIM_IDLE")]
+    pub claim_idle: std::time::Duration,
     /// How long a request_id's outcome is remembered for retries (a retry
     /// later than this is a new request). Old ids are forgotten a few at a
     /// time as new ones come, so Redis holds about rate × this many.
@@ -253,6 +267,10 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             })
             .await
         }
+        Command::Reconcile(args) => {
+            telemetry::init("warn");
+            crate::orders::command::run(args).await
+        }
         Command::Resume { pid, after_ms } => {
             crate::chaos::resume(pid, std::time::Duration::from_millis(after_ms));
             Ok(true)
@@ -334,6 +352,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         lock_stores: args.lock_stores,
         request_ttl: args.request_ttl,
         sold_out_mark_ttl: args.sold_out_mark_ttl,
+        orders: args
+            .postgres_url
+            .clone()
+            .map(|postgres_url| crate::orders::OrdersConfig {
+                postgres_url,
+                pay_within: args.pay_within,
+                claim_idle: args.claim_idle,
+            }),
     })
     .await?;
     // `up` and the tests wait for these lines.

@@ -16,6 +16,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::http::orders::{OrderView, OrdersView};
+use crate::orders::expiry::Expired;
 use crate::wire::{
     Board, DeductResponse, ErrorBody, Health, ResetRequest, StateSnapshot, VariantInfo,
 };
@@ -94,6 +96,61 @@ impl StackClient {
             }
         }
         Ok(states)
+    }
+
+    /// `GET /api/orders?sku=`: the SKU's orders and their reconciliation
+    /// with the ledger (orders on).
+    pub async fn orders(&self, sku: &str) -> anyhow::Result<OrdersView> {
+        self.get_json(&format!("/api/orders?sku={sku}")).await
+    }
+
+    /// `GET /api/orders/find`: the order `request_id` became; `None` while
+    /// no worker has written it yet (404).
+    pub async fn find_order(
+        &self,
+        sku: &str,
+        request_id: &str,
+    ) -> anyhow::Result<Option<OrderView>> {
+        let path = format!("/api/orders/find?sku={sku}&request_id={request_id}");
+        let url = self.url(&path);
+        let response = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|err| self.unreachable(&url, err))?;
+        match response.status() {
+            reqwest::StatusCode::NOT_FOUND => Ok(None),
+            status if status.is_success() => response
+                .json()
+                .await
+                .map(Some)
+                .with_context(|| format!("GET {url}: unexpected answer")),
+            status => bail!(
+                "GET {url}: {status}: {}",
+                response.text().await.unwrap_or_default()
+            ),
+        }
+    }
+
+    /// `POST /api/orders/{id}/pay`: the status (200 paid, 409 expired, 404
+    /// no such order; 0 when no answer came).
+    pub async fn pay(&self, id: i64) -> u16 {
+        match self
+            .http
+            .post(self.url(&format!("/api/orders/{id}/pay")))
+            .send()
+            .await
+        {
+            Ok(response) => response.status().as_u16(),
+            Err(_) => 0,
+        }
+    }
+
+    /// `POST /api/admin/orders/expire`: one expiry pass now; what it did.
+    pub async fn expire_orders(&self) -> anyhow::Result<Expired> {
+        self.admin("/api/admin/orders/expire", &serde_json::json!({}))
+            .await
     }
 
     /// `GET /healthz` (through nginx: whichever instance nginx picks).

@@ -40,6 +40,8 @@ pub struct ServeConfig {
     pub request_ttl: std::time::Duration,
     /// How long a sold-out mark lives (zero: no marks).
     pub sold_out_mark_ttl: std::time::Duration,
+    /// The order pipeline (`None`: orders off).
+    pub orders: Option<crate::orders::OrdersConfig>,
 }
 
 /// A bound, not yet serving, instance.
@@ -87,6 +89,7 @@ impl Application {
                 lock_stores: config.lock_stores,
                 request_ttl: config.request_ttl,
                 sold_out_mark_ttl: config.sold_out_mark_ttl,
+                orders: config.orders,
             },
             wakeups,
         );

@@ -54,6 +54,16 @@ pub struct Keys {
     pub fence: String,
     /// `sections:{sku}`: the overlap witness's list of critical sections (chaos mode).
     pub sections: String,
+    /// `orders:{sku}`: the order pipeline's stream of sales (`lua-stream`,
+    /// `lua-then-queue`), read by the workers' consumer group.
+    pub orders: String,
+    /// `returns:{sku}`: hash of sale number → unit, one field per expired
+    /// reservation whose unit went back to the stock (a second return of
+    /// the same sale finds its field and changes nothing).
+    pub returns: String,
+    /// `returned_units:{sku}`: list of the units given back and not yet sold
+    /// again; the order variants sell these first.
+    pub returned_units: String,
     /// The hash tag's content: the SKU, or `SKU#b` for bucket b of a sharded SKU.
     pub tag: String,
 }
@@ -70,6 +80,12 @@ impl Keys {
         Self::tagged(&format!("{}#{b}", self.tag))
     }
 
+    /// The keys of the SKU or bucket whose hash tag holds `name` (a SKU
+    /// read back from Redis, already checked when it was written).
+    pub fn tagged_with(name: &str) -> Self {
+        Self::tagged(name)
+    }
+
     fn tagged(name: &str) -> Self {
         let tag = format!("{{{name}}}");
         Self {
@@ -82,6 +98,9 @@ impl Keys {
             request_times: format!("request_times:{tag}"),
             fence: format!("fence:{tag}"),
             sections: format!("sections:{tag}"),
+            orders: format!("orders:{tag}"),
+            returns: format!("returns:{tag}"),
+            returned_units: format!("returned_units:{tag}"),
             tag: name.to_owned(),
         }
     }

@@ -75,6 +75,10 @@ pub enum AppError {
     Unavailable(StoreError),
     /// 503: this instance was not given what the request needs (Redlock's nodes).
     NotConfigured(String),
+    /// 404: no such thing (an order), with what to do.
+    Missing(String),
+    /// 503: the orders' database is away (or the instance has none).
+    DatabaseUnavailable(String),
     /// 500: a bug of ours (a panicked task). Never caused by input.
     Internal(String),
 }
@@ -171,6 +175,16 @@ impl IntoResponse for AppError {
                 None,
             ),
             AppError::Conflict(detail) => (StatusCode::CONFLICT, "conflict", detail, None),
+            AppError::Missing(detail) => (StatusCode::NOT_FOUND, "not_found", detail, None),
+            AppError::DatabaseUnavailable(detail) => {
+                tracing::warn!(%detail, "orders' database unavailable");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "database_unavailable",
+                    detail,
+                    None,
+                )
+            }
             AppError::Forbidden(detail) => (StatusCode::FORBIDDEN, "forbidden", detail, None),
             AppError::NotConfigured(detail) => (
                 StatusCode::SERVICE_UNAVAILABLE,

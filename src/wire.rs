@@ -93,8 +93,12 @@ pub struct StateSnapshot {
     pub remaining: i64,
     /// Sales acknowledged with 200, counted by the ledger.
     pub sold: i64,
-    /// `sold - (initial - remaining)`: sales that no stock backs.
+    /// `sold - returned - (initial - remaining)`: sales that no stock backs.
     pub oversold: i64,
+    /// Units given back to the stock by expired reservations (the order
+    /// pipeline), each once; they may be sold again.
+    #[serde(default)]
+    pub returned: i64,
     /// Units sold more than once.
     pub duplicates: i64,
     /// Requests answered 429.
@@ -169,6 +173,10 @@ pub struct VariantInfo {
     /// The same, in Chinese.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undersells_zh: Option<String>,
+    /// Its sales become orders in PostgreSQL (`lua-then-queue`,
+    /// `lua-stream`): `GET /api/orders?sku=` shows them.
+    #[serde(default)]
+    pub orders: bool,
 }
 
 /// `GET /healthz`. Deliberately touches nothing but the process, so it is
@@ -251,6 +259,10 @@ pub struct RunReport {
     /// Set when the verdict contradicts the expectation under this load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contradiction: Option<String>,
+    /// An order variant on a stack with orders on: the run's orders,
+    /// reconciled with the ledger once the pipeline caught up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orders: Option<crate::load::orders::OrdersCheck>,
     pub elapsed_s: f64,
     /// Each SKU's numbers after the run, when it was spread over several
     /// (`--skus`); the totals above are their sums.
@@ -287,6 +299,7 @@ impl StateSnapshot {
         self.replays += other.replays;
         self.renewals += other.renewals;
         self.unknown += other.unknown;
+        self.returned += other.returned;
         for (instance, n) in &other.per_instance {
             *self.per_instance.entry(instance.clone()).or_default() += n;
         }
@@ -429,6 +442,11 @@ pub enum ChaosAction {
     LockVanishes { sku: String },
     /// The instance that takes this request aborts right after answering.
     Crash,
+    /// The next sale of an order variant (`lua-then-queue`, `lua-stream`)
+    /// crashes its process right after its sale script.
+    CrashBeforeEnqueue,
+    /// The next order worker to commit a batch crashes before acking it.
+    WorkerCrashBeforeAck,
     /// Redis stops answering for `ms` (DEBUG SLEEP). Only when `up` owns the Redis.
     PauseRedis { ms: u64 },
     /// Redis shuts down without saving; `up` starts it again, empty. Only

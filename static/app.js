@@ -29,6 +29,9 @@ const I18N = {
     chaos_pause_redis: 'Pause Redis', chaos_restart_redis: 'Restart Redis',
     scenarios: 'Scenarios', lab_running: 'running the failure scenarios on a stack of their own…',
     lab_failed: 'the scenarios could not run: {error}', expected_short: 'expected',
+    orders_waiting: 'orders: –', orders_off: 'orders: off on this stack (up --orders on)',
+    orders_line: 'orders: reserved {reserved} · paid {paid} · expired {expired} · returned {returned} · lag p50 {p50} / p99 {p99} ms',
+    orders_clean: 'reconcile: clean', orders_wrong: 'reconcile: {verdict}',
   },
   zh: {
     subtitle: '秒杀库存保护实验室',
@@ -55,6 +58,9 @@ const I18N = {
     chaos_pause_redis: '暂停 Redis', chaos_restart_redis: '重启 Redis',
     scenarios: '故障场景', lab_running: '正在独立的环境中运行故障场景…',
     lab_failed: '场景无法运行:{error}', expected_short: '预期',
+    orders_waiting: '订单:–', orders_off: '订单:本环境未开启(up --orders on)',
+    orders_line: '订单:待付款 {reserved} · 已付款 {paid} · 已过期 {expired} · 已退回库存 {returned} · 延迟 p50 {p50} / p99 {p99} 毫秒',
+    orders_clean: '对账:一致', orders_wrong: '对账:{verdict}',
   },
 };
 
@@ -354,6 +360,37 @@ setInterval(() => {
   }
   lastServed = now;
 }, 500);
+
+// The order panel of the order variants' cards: their orders in
+// PostgreSQL and the reconciliation with the ledger, asked every second.
+async function renderOrders() {
+  for (const panel of document.querySelectorAll('[data-field="orders"]')) {
+    const sku = panel.closest('.card').dataset.variant;
+    try {
+      const response = await fetch(`/api/orders?sku=${encodeURIComponent(sku)}`);
+      if (!response.ok) {
+        panel.textContent = t('orders_off');
+        panel.classList.remove('bad');
+        continue;
+      }
+      const view = await response.json();
+      const s = view.summary;
+      const r = view.reconciliation;
+      const ms = (v) => (v == null ? '–' : v.toFixed(1));
+      const line = t('orders_line', {
+        reserved: s.reserved, paid: s.paid, expired: s.expired, returned: r.returned,
+        p50: ms(s.lag_p50_ms), p99: ms(s.lag_p99_ms),
+      });
+      const wrong = r.lost.length + r.phantom.length + r.ordered_twice.length +
+        r.unreturned.length + r.returned_unexpired.length > 0 || r.stock_drift !== 0;
+      panel.textContent = `${line} · ${wrong ? t('orders_wrong', { verdict: view.verdict }) : t('orders_clean')}`;
+      panel.classList.toggle('bad', wrong);
+    } catch (_) {
+      // The next second tries again.
+    }
+  }
+}
+setInterval(renderOrders, 1000);
 
 // ---- live board
 function connect() {

@@ -93,6 +93,14 @@ pub(super) async fn chaos_action(
             chaos::restart_redis(state.store()).await?;
             serde_json::json!({"restarting_redis": true})
         }
+        ChaosAction::CrashBeforeEnqueue => {
+            chaos::arm_crash_before_enqueue(&mut conn).await?;
+            serde_json::json!({"armed": "crash_before_enqueue"})
+        }
+        ChaosAction::WorkerCrashBeforeAck => {
+            chaos::arm_worker_crash_before_ack(&mut conn).await?;
+            serde_json::json!({"armed": "worker_crash_before_ack"})
+        }
         ChaosAction::Crash => {
             chaos::crash_soon();
             serde_json::json!({"crashing": state.instance()})

@@ -11,6 +11,7 @@
 mod admin;
 mod deduct;
 mod info;
+pub mod orders;
 
 use std::sync::Arc;
 
@@ -39,6 +40,8 @@ struct Shared {
     admin: AdminToken,
     /// The page's state: handed what it shows, it reads nothing of ours.
     dashboard: Dashboard,
+    /// The orders' database (`None`: orders off).
+    orders: Option<crate::orders::Database>,
 }
 
 /// Who this instance is and how it is reached.
@@ -63,6 +66,8 @@ pub struct InstanceConfig {
     pub request_ttl: std::time::Duration,
     /// How long a sold-out mark lives (zero: no marks).
     pub sold_out_mark_ttl: std::time::Duration,
+    /// The order pipeline (`None`: orders off).
+    pub orders: Option<crate::orders::OrdersConfig>,
 }
 
 impl AppState {
@@ -103,7 +108,9 @@ impl AppState {
             requests: seller.requests(),
             metrics,
         });
+        let orders = config.orders.clone().map(crate::orders::Database::new);
         Self(Arc::new(Shared {
+            orders,
             store,
             config,
             seller: Arc::new(seller),
@@ -119,7 +126,25 @@ impl AppState {
         let mut tasks = self.0.dashboard.start_background();
         tasks.push(self.0.seller.keep_counting_local());
         tasks.push(self.0.seller.listen_to_announcements());
+        if let Some(orders) = &self.0.config.orders {
+            tasks.push(tokio::spawn(crate::orders::worker::run(
+                self.0.store.clone(),
+                orders.clone(),
+                self.0.config.instance.clone(),
+                self.0.config.chaos.clone(),
+            )));
+            tasks.push(tokio::spawn(crate::orders::expiry::run(
+                self.0.store.clone(),
+                orders.postgres_url.clone(),
+                orders.expiry_every(),
+            )));
+        }
         tasks
+    }
+
+    /// The orders' database, when orders are on.
+    pub fn orders(&self) -> Option<&crate::orders::Database> {
+        self.0.orders.as_ref()
     }
 
     pub fn store(&self) -> &Store {
@@ -173,6 +198,10 @@ pub fn app(state: AppState) -> Router {
         .route("/api/variants", get(info::variants))
         .route("/api/admin/reset", post(admin::reset))
         .route("/api/admin/chaos", post(admin::chaos_action))
+        .route("/api/orders", get(orders::view))
+        .route("/api/orders/find", get(orders::find))
+        .route("/api/orders/{id}/pay", post(orders::pay))
+        .route("/api/admin/orders/expire", post(orders::expire))
         .route("/healthz", get(info::healthz))
         .with_state(state)
         .merge(dashboard)

@@ -20,16 +20,23 @@
 //! - [`report`]: the cells, the printed matrix and the JSON.
 //! - [`stack`]: the stack harness (shared with the test suite); its API
 //!   through [`crate::client::StackClient`].
-//! - this module: the runner, and the moves the scenarios share (a
-//!   duel between two buyers, killing and restarting nodes, ...).
+//! - `runner`: which cells to play, on which stack, and the report.
+//! - `failover`, `orders`: the scenarios that need a stack of their own
+//!   for each cell (a store that fails over; the order pipeline, with
+//!   PostgreSQL).
+//! - this module: what the lab is asked for, and the moves the scenarios
+//!   share (a duel between two buyers, killing and restarting nodes, ...).
 
 mod failover;
 pub mod judge;
+mod orders;
 pub mod report;
+mod runner;
 pub mod scenario;
 pub mod stack;
 
 pub use self::failover::failover_by_store;
+pub use self::runner::run;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -39,10 +46,10 @@ use anyhow::Context;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use self::judge::{Duel, Judgement, Ledger, Observed, Reply};
+use self::judge::{Duel, Ledger, Reply};
 pub use self::report::{Cell, LabReport};
 pub use self::scenario::Scenario;
-use self::stack::{Instance, Stack, UpOptions};
+use self::stack::{Instance, Stack};
 use crate::chaos;
 use crate::client::StackClient;
 use crate::knobs::Sku;
@@ -227,14 +234,7 @@ impl Lab {
     /// The pid `victim` was restarted as, once `up` (or, attached, the
     /// board) shows it back; `None` if it did not come back.
     async fn restarted(&mut self, victim: &Instance) -> Option<u32> {
-        let deadline = Instant::now() + RESTART_TIMEOUT;
-        loop {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            let instance = self.stack.next_instance(left).await?;
-            if instance.name == victim.name && instance.pid != victim.pid {
-                return Some(instance.pid);
-            }
-        }
+        self.stack.restarted(victim, RESTART_TIMEOUT).await
     }
 
     /// Kills Redlock nodes (SIGKILL, by index from 0) and waits until their
@@ -317,128 +317,4 @@ impl Lab {
             eprintln!("lab: cannot set instance b's clock back: {err:#}");
         }
     }
-}
-
-/// Runs the lab and prints the matrix; `Ok(false)` if any cell failed
-/// (a contradiction, or an inconclusive cell).
-pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
-    let scenarios = if config.scenarios.is_empty() {
-        Scenario::ALL.to_vec()
-    } else {
-        config.scenarios.clone()
-    };
-    let variants: Vec<Variant> = if config.variants.is_empty() {
-        Variant::ALL.to_vec()
-    } else {
-        config
-            .variants
-            .iter()
-            .map(|name| {
-                name.parse::<Variant>().map_err(|_| {
-                    anyhow::anyhow!(
-                        "no variant {name:?}; valid: {}",
-                        Variant::names().join(", ")
-                    )
-                })
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
-
-    let mut lab = start(config.target.as_ref()).await?;
-    let started = Instant::now();
-    let mut cells = Vec::new();
-    for &scenario in &scenarios {
-        for &variant in &variants {
-            let claim = scenario.claim(variant);
-            if !claim.applies() {
-                continue;
-            }
-            if let Some(why) = lab.cannot_play(scenario, variant) {
-                eprintln!("lab: skipping {scenario} / {variant}: {why}");
-                continue;
-            }
-            let cell_started = Instant::now();
-            let judgement =
-                match tokio::time::timeout(CELL_TIMEOUT, scenario.play(&mut lab, variant)).await {
-                    Ok(Ok(judgement)) => judgement,
-                    Ok(Err(err)) => Judgement {
-                        observed: Observed::Error,
-                        evidence: format!("{err:#}"),
-                    },
-                    Err(_) => Judgement {
-                        observed: Observed::Error,
-                        evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
-                    },
-                };
-            lab.tidy(scenario).await;
-            let cell = Cell::new(scenario, variant, &claim, judgement);
-            eprintln!("{}", cell.line(cell_started.elapsed().as_secs_f64()));
-            cells.push(cell);
-        }
-    }
-    lab.stack.stop().await;
-    if let Some(mut redis) = lab.redis.take() {
-        redis.stop().await;
-    }
-    for node in lab.restarted_nodes.iter_mut() {
-        node.stop().await;
-    }
-
-    report::print_matrix(&scenarios, &variants, &cells);
-    println!(
-        "{} cells in {:.0} s",
-        cells.len(),
-        started.elapsed().as_secs_f64()
-    );
-    if let Some(path) = &config.json {
-        std::fs::write(
-            path,
-            serde_json::to_string_pretty(&LabReport {
-                cells: cells.clone(),
-            })?,
-        )
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    report::print_failures(&cells);
-    Ok(cells.iter().all(|c| c.pass))
-}
-
-/// The stack to play on: `target`, or a Redis and a chaos-mode stack of
-/// the lab's own. Every instance's clock is true; only `clock-skew` moves
-/// one, for its own cells.
-async fn start(target: Option<&Target>) -> anyhow::Result<Lab> {
-    let (stack, redis, redis_url) = match target {
-        Some(target) => {
-            eprintln!(
-                "lab: using the stack at {} (it must run up --chaos; redis-restart is skipped)",
-                target.url
-            );
-            let stack = Stack::attach(&target.url, &target.admin_token).await?;
-            (stack, None, target.redis_url.clone())
-        }
-        None => {
-            eprintln!("lab: starting redis-server and a chaos-mode stack (2 instances)");
-            let redis = RedisServer::start(None).await?;
-            let stack = Stack::start(&UpOptions {
-                redis_url: Some(redis.url()),
-                // No scenario of the lab sells into orders yet.
-                args: ["--chaos", "--instances", "2", "--orders", "off"]
-                    .map(str::to_owned)
-                    .to_vec(),
-                ..UpOptions::default()
-            })
-            .await?;
-            let url = redis.url();
-            (stack, Some(redis), url)
-        }
-    };
-    let store = Store::open(&redis_url)?;
-    Ok(Lab {
-        stack,
-        redis,
-        redis_url,
-        store,
-        restarted_nodes: Vec::new(),
-        deaths: 0,
-    })
 }

@@ -352,6 +352,19 @@ impl Stack {
         self.sentinels.iter().map(|s| s.url.clone()).collect()
     }
 
+    /// The pid `victim` was restarted as, once `up` (or, attached, the
+    /// board) shows it back within `within`; `None` if it did not come back.
+    pub async fn restarted(&mut self, victim: &Instance, within: Duration) -> Option<u32> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            let instance = self.next_instance(left).await?;
+            if instance.name == victim.name && instance.pid != victim.pid {
+                return Some(instance.pid);
+            }
+        }
+    }
+
     /// Waits until an instance has (re)started: announced by `up` for a
     /// stack the lab started; seen on the board with a new pid otherwise.
     pub async fn next_instance(&mut self, within: Duration) -> Option<Instance> {

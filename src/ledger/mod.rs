@@ -263,10 +263,10 @@ pub async fn add_local<C: ConnectionLike>(
 }
 
 /// (stock, initial, sold, duplicates, busy, lost_locks, renewals,
-/// fenced_rejections, replays, buckets, unknown), pttl, type of the lock,
-/// holder, served.
+/// fenced_rejections, replays, buckets, unknown, returned), pttl, type of
+/// the lock, holder, served.
 type RawState = (
-    (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64),
+    (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64),
     i64,
     String,
     Option<String>,
@@ -286,7 +286,7 @@ pub async fn snapshot<C: ConnectionLike>(
         total.absorb(&snapshot_one(conn, &keys.bucket(b), sku).await?);
     }
     // One SKU: its oversell is derived from the sums, not summed.
-    total.oversold = total.sold - (total.initial - total.remaining);
+    total.oversold = total.sold - total.returned - (total.initial - total.remaining);
     Ok(total)
 }
 
@@ -308,6 +308,7 @@ async fn snapshot_one<C: ConnectionLike>(
             replays,
             buckets,
             unknown,
+            returned,
         ),
         pttl,
         kind,
@@ -331,7 +332,8 @@ async fn snapshot_one<C: ConnectionLike>(
         initial,
         remaining,
         sold,
-        oversold: sold - (initial - remaining),
+        oversold: sold - returned - (initial - remaining),
+        returned,
         duplicates,
         busy,
         lost_locks,

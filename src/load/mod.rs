@@ -19,6 +19,7 @@
 pub mod bench;
 pub mod engine;
 mod http1;
+pub mod orders;
 mod progress;
 pub mod report;
 mod runner;
@@ -225,6 +226,22 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote {}", path.display());
+    }
+    for report in &reports {
+        if let Some(orders) = &report.orders {
+            let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
+            println!(
+                "orders {}: {} orders, lag p50 {} ms p99 {} ms, {} orders/s; reconcile: {}",
+                report.variant,
+                orders.orders,
+                ms(orders.lag_p50_ms),
+                ms(orders.lag_p99_ms),
+                orders
+                    .orders_per_s
+                    .map_or("-".to_owned(), |v| format!("{v:.0}")),
+                orders.verdict
+            );
+        }
     }
     let mut ok = true;
     for report in &reports {

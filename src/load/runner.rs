@@ -125,7 +125,20 @@ impl Runner {
             .expect
             .clone()
             .unwrap_or_else(|| info.expected.two_instances.clone());
+        let is_order_variant = info
+            .name
+            .parse::<crate::variants::Variant>()
+            .is_ok_and(|v| v.orders());
+        let orders = match (is_order_variant, skus.as_slice()) {
+            (true, [one]) => super::orders::check(&self.client, one).await,
+            _ => None,
+        };
+        let mut contradiction = contradiction(&expected, &judgement.verdict, designed_to_race);
+        if let Some(check) = orders.as_ref().filter(|c| !c.clean) {
+            contradiction.get_or_insert_with(|| format!("reconcile: {}", check.verdict));
+        }
         Ok(RunReport {
+            orders,
             variant: info.name.clone(),
             sku,
             requests: tally.requests,
@@ -146,7 +159,7 @@ impl Runner {
             oversold: after.oversold,
             duplicates: after.duplicates,
             per_instance,
-            contradiction: contradiction(&expected, &judgement.verdict, designed_to_race),
+            contradiction,
             verdict: judgement.to_string(),
             unsold: judgement.unsold,
             expected,

@@ -1,7 +1,12 @@
-//! Orders in PostgreSQL: where a sale ends up (issue 15's pipeline). For
-//! now the connection and the schema: [`connect`] to the database an
-//! instance is given with `--postgres-url`, and [`migrate`] it to the
-//! schema this build expects at start.
+//! Orders in PostgreSQL: where a sale ends up.
+//!
+//! The pipeline: an order variant's sale puts a message on its SKU's
+//! stream ([`message`]); every instance's [`worker`] turns messages into
+//! order rows and acks them after the commit; reservations not paid in
+//! time expire and give their unit back ([`expiry`]); [`reconcile`]
+//! compares the ledger with the rows. Here: the connection ([`connect`]),
+//! the schema ([`migrate`], run by each instance at start) and what an
+//! instance is told about it ([`OrdersConfig`]).
 //!
 //! Migrations are SQL files under `migrations/` (`NNNN_name.sql`), embedded
 //! in the binary ([`MIGRATIONS`], in order). [`migrate`] applies the ones
@@ -10,12 +15,89 @@
 //! so instances starting at once apply each file once: the others wait for
 //! the lock and then find it recorded.
 
+pub mod command;
+pub mod expiry;
+pub mod message;
+pub mod reconcile;
+pub mod summary;
+pub mod worker;
+
 use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context;
 pub use tokio_postgres::Client;
 use tokio_postgres::NoTls;
+
+pub use message::{OrderMessage, enqueue, register};
+
+/// What an instance with orders on knows of them.
+#[derive(Clone, Debug)]
+pub struct OrdersConfig {
+    pub postgres_url: String,
+    /// How long a reservation waits for its payment.
+    pub pay_within: Duration,
+    /// How long a message may sit with a consumer, unacked, before
+    /// another worker claims it.
+    pub claim_idle: Duration,
+}
+
+/// The order pipeline's two timings, as `up` hands them to its instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    pub pay_within: Duration,
+    pub claim_idle: Duration,
+}
+
+impl Timing {
+    /// The instance's flags that set them.
+    pub fn to_args(self) -> [String; 2] {
+        [
+            format!("--pay-within={}ms", self.pay_within.as_millis()),
+            format!("--claim-idle={}ms", self.claim_idle.as_millis()),
+        ]
+    }
+}
+
+/// A reservation's default time to pay (`--pay-within`).
+pub const DEFAULT_PAY_WITHIN: Duration = Duration::from_secs(15 * 60);
+/// The default idle time before a dead worker's messages are claimed.
+pub const DEFAULT_CLAIM_IDLE: Duration = Duration::from_secs(5);
+
+impl OrdersConfig {
+    /// How often the expiry pass looks for overdue reservations: often
+    /// enough for a short deadline (the lab's), at most every second.
+    pub fn expiry_every(&self) -> Duration {
+        (self.pay_within / 4).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    }
+}
+
+/// The database as an instance's handlers use it: one connection, opened
+/// when first needed and again after it broke.
+pub struct Database {
+    pub config: OrdersConfig,
+    client: tokio::sync::Mutex<Option<std::sync::Arc<Client>>>,
+}
+
+impl Database {
+    pub fn new(config: OrdersConfig) -> Self {
+        Self {
+            config,
+            client: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The connection, (re)opened if need be.
+    pub async fn client(&self) -> anyhow::Result<std::sync::Arc<Client>> {
+        let mut client = self.client.lock().await;
+        if let Some(open) = client.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(open.clone());
+        }
+        let open = std::sync::Arc::new(connect(&self.config.postgres_url).await?);
+        *client = Some(open.clone());
+        Ok(open)
+    }
+}
 
 /// One embedded migration: `migrations/{version:04}_{name}.sql`.
 #[derive(Clone, Copy, Debug)]
@@ -26,11 +108,18 @@ pub struct Migration {
 }
 
 /// Every migration, in the order they are applied.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "orders",
-    sql: include_str!("../../migrations/0001_orders.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "orders",
+        sql: include_str!("../../migrations/0001_orders.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "pipeline",
+        sql: include_str!("../../migrations/0002_pipeline.sql"),
+    },
+];
 
 /// The advisory lock [`migrate`] holds for its transaction (`stockloc` in
 /// ASCII): one migrating instance at a time.

@@ -1,11 +1,18 @@
 -- The `lua` variant: the whole critical section as one script. Redis runs a
 -- script to the end before it serves anything else, so no lock is needed.
--- KEYS: stock, ledger, units, served, requests, request_times
+-- KEYS: stock, ledger, units, served, requests, request_times, orders,
+-- returned_units
 -- ARGV: instance, request_id ('' for none), final ('1'; '0' when a sold-out
 -- answer here is not final: lua-sharded tries the next bucket, and only the
 -- last one tried records the request), buckets (lua-sharded: the bucket
 -- count the caller believes the SKU has; '' for no check), how long
--- request ids are remembered (ms)
+-- request ids are remembered (ms), orders ('' for none; 'queue': the sale
+-- becomes an order, which the caller enqueues itself; 'stream': this
+-- script enqueues it, XADD to the orders stream, in the same atomic step)
+-- With orders, units given back by expired reservations (returned_units)
+-- are sold first, and a sale returns two more numbers: its sale number in
+-- the epoch (the ledger's sold after it) and the epoch, then Redis's time
+-- of the sale (ms).
 -- Returns {kind, unit, remaining}: kind 1 sold, 0 sold out, 2 / 3 for a
 -- retry of an earlier sale / sold-out, repeated and not sold again, 4 when
 -- the caller's bucket count is out of date (unit = the right one; nothing
@@ -16,7 +23,7 @@
 -- its answer (`served`) itself and adds it to the ledger later (every
 -- second, and before anyone reads a state); with one, this script counts
 -- it, with the request's record.
-local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets')
+local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch')
 if ARGV[4] ~= '' then
   local buckets = l[2] or '0'
   if buckets ~= ARGV[4] then return {4, tonumber(buckets), 0} end
@@ -58,11 +65,25 @@ if stock <= 0 then
   end
   return {0, 0, stock}
 end
-redis.call('HINCRBY', KEYS[2], 'sold', 1)
-sold_unit(KEYS[2], KEYS[3], stock, l[1])
+local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
+-- The unit: one given back (the stock counts it) or the next one down.
+local unit = stock
+if ARGV[6] ~= '' then
+  local back = redis.call('LPOP', KEYS[8])
+  if back then unit = tonumber(back) end
+end
+sold_unit(KEYS[2], KEYS[3], unit, l[1])
 if ARGV[2] ~= '' then
   redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
-  redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. stock .. ':' .. (stock - 1))
+  redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. unit .. ':' .. (stock - 1))
   remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
 end
-return {1, stock, stock - 1}
+if ARGV[6] == '' then return {1, unit, stock - 1} end
+local at = now
+if at == 0 then at = now_ms() end
+local epoch = l[3] or '0'
+if ARGV[6] == 'stream' then
+  redis.call('XADD', KEYS[7], '*', 'unit', unit, 'sale', sale, 'epoch', epoch,
+    'request_id', ARGV[2], 'instance', ARGV[1], 'at', at)
+end
+return {1, unit, stock - 1, sale, tonumber(epoch), at}

@@ -1,8 +1,9 @@
--- KEYS: stock, ledger, units, served, lock, requests, sections, request_times
+-- KEYS: stock, ledger, units, served, lock, requests, sections, request_times,
+-- orders, returns, returned_units
 -- ARGV: stock, only_if_absent (1|0), buckets (how many buckets the SKU's
 -- stock is split into, recorded on every ledger of it: lua-sharded's check)
 -- Resets one SKU: stock, ledger, lock, remembered requests and witness,
--- atomically. What fencing knows survives it: the token counter (tokens
+-- the order stream and the units given back, atomically. What fencing knows survives it: the token counter (tokens
 -- only ever grow) and the newest token the store has seen, so a holder
 -- frozen across a reset is still refused once a newer one came. The epoch
 -- grows by one: a section that read the stock before the reset finds its
@@ -13,7 +14,8 @@ if ARGV[2] == '1' and redis.call('EXISTS', KEYS[1]) == 1
 end
 local kept = redis.call('HMGET', KEYS[2], 'epoch', 'fence_seen')
 local epoch = tonumber(kept[1] or '0') + 1
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+  KEYS[9], KEYS[10], KEYS[11])
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[2], 'initial', ARGV[1], 'buckets', ARGV[3], 'epoch', epoch)
 if kept[2] then redis.call('HSET', KEYS[2], 'fence_seen', kept[2]) end

@@ -34,6 +34,7 @@ pub(super) struct Shared {
     pub(super) postgres_url: Option<String>,
     pub(super) request_ttl: Duration,
     pub(super) sold_out_mark_ttl: Duration,
+    pub(super) order_timing: crate::orders::Timing,
     pub(super) admin_token: String,
     pub(super) default_variant: Variant,
     pub(super) public_url: String,
@@ -77,6 +78,7 @@ impl Instances {
                 postgres_url: shared.postgres_url.clone(),
                 request_ttl: shared.request_ttl,
                 sold_out_mark_ttl: shared.sold_out_mark_ttl,
+                order_timing: shared.order_timing,
                 admin_token: shared.admin_token.clone(),
                 default_variant: shared.default_variant,
                 public_url: shared.public_url.clone(),
@@ -118,6 +120,7 @@ struct InstanceSpec {
     postgres_url: Option<String>,
     request_ttl: Duration,
     sold_out_mark_ttl: Duration,
+    order_timing: crate::orders::Timing,
     admin_token: String,
     default_variant: Variant,
     public_url: String,
@@ -161,6 +164,7 @@ impl InstanceSpec {
             None => command.env_remove("STOCKLOCK_POSTGRES_URL"),
         };
         command.arg(format!("--request-ttl={}ms", self.request_ttl.as_millis()));
+        command.args(self.order_timing.to_args());
         command.arg(format!(
             "--sold-out-mark-ttl={}ms",
             self.sold_out_mark_ttl.as_millis()

@@ -21,7 +21,7 @@
 //! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
 //! etcd member 1: pid 128 http://127.0.0.1:PORT    (one line per member; --etcd N)
 //! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
-//! postgres: pid 132 postgresql://stocklock@127.0.0.1:PORT/stocklock  (orders on, no --postgres-url)
+//! postgres: pid 132 postgresql://stocklock@127.0.0.1:PORT/stocklock  (orders on, no --postgres-url; again after every restart)
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
@@ -59,7 +59,7 @@ use anyhow::Context;
 use self::instances::{Instances, Shared};
 use self::nginx::Nginx;
 use self::redis::RedisServer;
-use self::stores::Stores;
+use self::stores::{Exited, Stores};
 use crate::args::{Switch, generate_token, parse_duration, parse_variant};
 use crate::knobs::{DEFAULT_SKU, Sku, parse_stock};
 use crate::ledger;
@@ -165,6 +165,14 @@ pub struct UpConfig {
     /// see `stocklock serve --help`.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub sold_out_mark_ttl: Duration,
+    /// How long a reservation waits to be paid before it expires and its
+    /// unit goes back to the stock; see `stocklock serve --help`.
+    #[arg(long, default_value = "15m", value_parser = parse_duration)]
+    pub pay_within: Duration,
+    /// How long a dead worker's order messages sit before a live worker
+    /// claims them; see `stocklock serve --help`.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub claim_idle: Duration,
 }
 
 /// Masters of the cluster `up --cluster` starts.
@@ -203,6 +211,10 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             postgres_url: stores.postgres_url.clone(),
             request_ttl: config.request_ttl,
             sold_out_mark_ttl: config.sold_out_mark_ttl,
+            order_timing: crate::orders::Timing {
+                pay_within: config.pay_within,
+                claim_idle: config.claim_idle,
+            },
             admin_token: admin_token.clone(),
             default_variant: config.default_variant,
             public_url: front.public_url.clone(),
@@ -301,7 +313,8 @@ pub fn scrape_config(targets: &[String]) -> String {
 
 /// Runs until asked to stop or nginx dies; our Redis is restarted on its
 /// port whenever it exits (chaos mode's "restart Redis" relies on it),
-/// but under `--replica`, where the Sentinels fail over instead.
+/// but under `--replica`, where the Sentinels fail over instead; our
+/// PostgreSQL likewise, with its data.
 /// What ended it, for the log.
 async fn until_stopped(nginx: &mut Nginx, stores: &mut Stores) -> anyhow::Result<String> {
     let shutdown = shutdown_signal();
@@ -312,11 +325,17 @@ async fn until_stopped(nginx: &mut Nginx, stores: &mut Stores) -> anyhow::Result
             status = nginx.exited() => {
                 return Ok(format!("nginx exiting ({status:?}):\n{}", nginx.log()));
             }
-            status = stores.redis_exited() => {
-                let port = stores.redis.as_ref().map(RedisServer::port).unwrap_or(0);
-                tracing::warn!(?status, "redis-server exited; restarting it on port {port}");
-                stores.restart_redis().await?;
-            }
+            exited = stores.exited() => match exited {
+                Exited::Redis(status) => {
+                    let port = stores.redis.as_ref().map(RedisServer::port).unwrap_or(0);
+                    tracing::warn!(?status, "redis-server exited; restarting it on port {port}");
+                    stores.restart_redis().await?;
+                }
+                Exited::Postgres(status) => {
+                    tracing::warn!(?status, "postgres exited; restarting it on its port");
+                    stores.restart_postgres().await;
+                }
+            },
         }
     }
 }

@@ -130,6 +130,24 @@ impl PostgresServer {
             .await;
     }
 
+    /// Starts it again, after it stopped or died, on its port and with its
+    /// data (every committed order kept): a restart, as a managed database
+    /// would be restarted. Returns once the database answers.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        // Reaps the old process (a no-op once it has been reaped).
+        self.stop().await;
+        let binaries = require_postgres()?;
+        let started = Instant::now();
+        let (mut process, line) = spawn(&binaries, self.dir.path(), self.port)?;
+        if let Err(err) = ready(&mut process, line, self.port).await {
+            process.stop_with(nix::sys::signal::Signal::SIGINT).await;
+            return Err(err.context(format!("postgres did not restart on port {}", self.port)));
+        }
+        self.process = process;
+        self.timings.start = started.elapsed();
+        Ok(())
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }

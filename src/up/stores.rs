@@ -35,10 +35,18 @@ pub(super) struct Stores {
     /// Redlock's nodes: a server that dies stays down.
     zookeeper: Vec<ZooKeeperServer>,
     /// The PostgreSQL `up` started for the orders (`None`: the user's, or
-    /// orders off), unsupervised: a server that dies stays down.
+    /// orders off), restarted on its port with its data when it exits.
     postgres: Option<PostgresServer>,
+    /// Our PostgreSQL could not be restarted: it stays down, unwatched.
+    postgres_given_up: bool,
     /// What the instances are given as `--postgres-url` (`None`: orders off).
     pub(super) postgres_url: Option<String>,
+}
+
+/// Which of the servers `up` restarts exited, and how.
+pub(super) enum Exited {
+    Redis(std::io::Result<std::process::ExitStatus>),
+    Postgres(std::io::Result<std::process::ExitStatus>),
 }
 
 impl Stores {
@@ -113,6 +121,7 @@ impl Stores {
             etcd,
             zookeeper,
             postgres,
+            postgres_given_up: false,
             postgres_url,
         })
     }
@@ -165,12 +174,28 @@ impl Stores {
         Ok(Store::open_either(&self.redis_url, &self.cluster_urls())?)
     }
 
-    /// Resolves when our Redis exits; never without one, nor under
-    /// `--replica` (nothing restarts it; it is reaped when `up` stops).
-    pub(super) async fn redis_exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        match self.redis.as_mut() {
-            Some(server) if self.replica_set.is_none() => server.exited().await,
-            _ => std::future::pending().await,
+    /// Resolves when our Redis (never without one, nor under `--replica`:
+    /// nothing restarts it; it is reaped when `up` stops) or our
+    /// PostgreSQL (never without one, nor once its restart failed) exits.
+    pub(super) async fn exited(&mut self) -> Exited {
+        let watch_redis = self.replica_set.is_none();
+        let watch_postgres = !self.postgres_given_up;
+        let (redis, postgres) = (&mut self.redis, &mut self.postgres);
+        let redis = async {
+            match redis.as_mut() {
+                Some(server) if watch_redis => server.exited().await,
+                _ => std::future::pending().await,
+            }
+        };
+        let postgres = async {
+            match postgres.as_mut() {
+                Some(server) if watch_postgres => server.exited().await,
+                _ => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            status = redis => Exited::Redis(status),
+            status = postgres => Exited::Postgres(status),
         }
     }
 
@@ -184,6 +209,34 @@ impl Stores {
         announce_redis(&server);
         self.redis = Some(server);
         Ok(())
+    }
+
+    /// Starts our PostgreSQL again on its port, with its data (every
+    /// committed order kept), as a managed database would be; the workers
+    /// reconnect and write the orders that waited in the streams. A few
+    /// tries: the backends of a killed server take a moment to leave.
+    pub(super) async fn restart_postgres(&mut self) {
+        let Some(server) = self.postgres.as_mut() else {
+            return;
+        };
+        for attempt in 1..=3 {
+            match server.restart().await {
+                Ok(()) => {
+                    say!(
+                        "postgres: pid {} {}",
+                        server.pid().unwrap_or(0),
+                        server.url()
+                    );
+                    return;
+                }
+                Err(err) => {
+                    tracing::warn!("postgres did not restart (attempt {attempt}): {err:#}");
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+            }
+        }
+        tracing::error!("postgres stays down: it did not restart");
+        self.postgres_given_up = true;
     }
 
     pub(super) async fn stop(&mut self) {

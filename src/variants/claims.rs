@@ -26,6 +26,9 @@ pub enum Behaviour {
     /// Refuses every buyer, with a reason, while the fault lasts, and sells
     /// again when it is over.
     Busy,
+    /// Units sold that no order will ever name, or given back to nobody:
+    /// stock that can no longer be sold (under-selling, 少卖).
+    LosesUnits,
 }
 
 impl Behaviour {
@@ -40,6 +43,7 @@ impl Behaviour {
             Behaviour::Recovers => "recovers",
             Behaviour::KeepsSelling => "keeps selling",
             Behaviour::Busy => "busy",
+            Behaviour::LosesUnits => "loses units",
         }
     }
 }
@@ -78,6 +82,9 @@ impl Claim {
     }
     pub const fn busy(note: &'static str) -> Claim {
         Claim::new(Behaviour::Busy, note)
+    }
+    pub const fn loses_units(note: &'static str) -> Claim {
+        Claim::new(Behaviour::LosesUnits, note)
     }
 
     const fn new(behaviour: Behaviour, note: &'static str) -> Claim {
@@ -133,6 +140,15 @@ pub struct Claims {
     /// The same Redis failover, the holder having asked `WAIT` for one
     /// replica after taking the lock (`replicas=1`).
     pub failover_wait: Claim,
+    /// The instance crashes right after a sale's script, before anything
+    /// else of that request runs (`lua-then-queue`: before its `XADD`).
+    pub crash_before_enqueue: Claim,
+    /// The order worker that committed a batch dies before acking it.
+    pub worker_crash_before_ack: Claim,
+    /// PostgreSQL stops while buyers buy, and comes back.
+    pub postgres_restart: Claim,
+    /// Reservations not paid within `--pay-within` expire; half are paid.
+    pub reservation_expiry: Claim,
 }
 
 #[cfg(test)]

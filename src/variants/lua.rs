@@ -51,6 +51,10 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
         failover: Claim::not_applicable("no lock"),
         failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::NOT_APPLICABLE,
+        worker_crash_before_ack: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::NOT_APPLICABLE,
+        reservation_expiry: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };
@@ -58,10 +62,34 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
 static DEDUCT: LazyLock<Script> =
     LazyLock::new(|| ledger::with_ledger(include_str!("../scripts/deduct.lua")));
 
+/// Whether a sale becomes an order, and who enqueues it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Orders {
+    /// No order (`lua`, `lua-sharded`).
+    None,
+    /// The caller enqueues the order after the script (`lua-then-queue`).
+    Caller,
+    /// The script enqueues it itself, in the same atomic step (`lua-stream`).
+    Script,
+}
+
+impl Orders {
+    fn arg(self) -> &'static str {
+        match self {
+            Orders::None => "",
+            Orders::Caller => "queue",
+            Orders::Script => "stream",
+        }
+    }
+}
+
 /// What one run of the atomic script says.
 pub(super) enum Deducted {
     /// Decided and counted by the script.
     Answer(Answer),
+    /// A sale that becomes an order (asked with [`Orders::Caller`] or
+    /// [`Orders::Script`]): the answer, and the order's message.
+    Order(Answer, crate::orders::OrderMessage),
     /// The caller's bucket count is out of date; the SKU has this many.
     /// Nothing was read or recorded.
     StaleBuckets(u32),
@@ -69,27 +97,49 @@ pub(super) enum Deducted {
 
 /// Runs `deduct.lua` on `keys`: `final_try` false when a sold-out answer
 /// here is not the request's last word (lua-sharded tries the next bucket),
-/// `buckets` the count a sharded caller believes in.
+/// `buckets` the count a sharded caller believes in, `orders` whether a
+/// sale becomes an order.
 pub(super) async fn run_deduct(
     ctx: &mut Ctx<'_>,
     keys: &crate::store::Keys,
     final_try: bool,
     buckets: Option<u32>,
+    orders: Orders,
 ) -> Result<Deducted, StoreError> {
-    let (kind, unit, remaining): (i64, i64, i64) = DEDUCT
+    let answer: Vec<i64> = DEDUCT
         .key(&keys.stock)
         .key(&keys.ledger)
         .key(&keys.units)
         .key(&keys.served)
         .key(&keys.requests)
         .key(&keys.request_times)
+        .key(&keys.orders)
+        .key(&keys.returned_units)
         .arg(ctx.instance)
         .arg(ctx.request_id.unwrap_or(""))
         .arg(if final_try { "1" } else { "0" })
         .arg(buckets.map(|k| k.to_string()).unwrap_or_default())
         .arg(ledger::millis(ctx.request_ttl))
+        .arg(orders.arg())
         .invoke_async(&mut ctx.conn)
         .await?;
+    let (kind, unit, remaining) = match answer[..] {
+        [kind, unit, remaining, ..] => (kind, unit, remaining),
+        _ => return Err(short_answer(&answer)),
+    };
+    if let [1, unit, remaining, sale, epoch, at_ms] = answer[..] {
+        let message = crate::orders::OrderMessage {
+            sku: keys.tag.clone(),
+            epoch,
+            unit,
+            sale,
+            request_id: ctx.request_id.map(str::to_owned),
+            instance: ctx.instance.to_owned(),
+            at_ms,
+        };
+        let sold = Answer::recorded(Outcome::Sold { unit, remaining }, false);
+        return Ok(Deducted::Order(sold, message));
+    }
     let answer = |outcome, replayed| Ok(Deducted::Answer(Answer::recorded(outcome, replayed)));
     match kind {
         1 => answer(Outcome::Sold { unit, remaining }, false),
@@ -102,6 +152,27 @@ pub(super) async fn run_deduct(
         5 => answer(Outcome::Busy(BusyReason::InProgress), false),
         _ => answer(Outcome::NotStocked, false),
     }
+}
+
+/// The answer of a run of the script, whatever it said (an order's
+/// message left to the caller that asked for it, before this).
+pub(super) fn answer_of(deducted: Result<Deducted, StoreError>) -> Result<Answer, StoreError> {
+    match deducted {
+        Ok(Deducted::Answer(answer) | Deducted::Order(answer, _)) => Ok(answer),
+        // Only lua-sharded asks with a bucket count; a SKU whose layout
+        // changed under the request is a reset it met.
+        Ok(Deducted::StaleBuckets(_)) => Ok(Answer::unrecorded(Outcome::Busy(BusyReason::Reset))),
+        Err(err) => unsent_or_unknown(err),
+    }
+}
+
+/// The script answered with fewer numbers than it always gives.
+fn short_answer(answer: &[i64]) -> StoreError {
+    StoreError(redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "the sale script's answer is too short",
+        format!("{answer:?}"),
+    )))
 }
 
 /// A failed script: refused before it was sent (nothing happened: the
@@ -119,14 +190,6 @@ pub(super) struct LuaScript;
 impl Protection for LuaScript {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let keys = ctx.keys;
-        match run_deduct(ctx, keys, true, None).await {
-            Ok(Deducted::Answer(answer)) => Ok(answer),
-            // Only lua-sharded asks with a bucket count; a SKU whose layout
-            // changed under the request is a reset it met.
-            Ok(Deducted::StaleBuckets(_)) => {
-                Ok(Answer::unrecorded(Outcome::Busy(BusyReason::Reset)))
-            }
-            Err(err) => unsent_or_unknown(err),
-        }
+        answer_of(run_deduct(ctx, keys, true, None, Orders::None).await)
     }
 }

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::lua::{Deducted, run_deduct, unsent_or_unknown};
+use super::lua::{Deducted, Orders, run_deduct, unsent_or_unknown};
 use super::{About, Claim, Claims, Protection};
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
@@ -59,6 +59,10 @@ sold_out"#,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
         failover: Claim::not_applicable("no lock"),
         failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::NOT_APPLICABLE,
+        worker_crash_before_ack: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::NOT_APPLICABLE,
+        reservation_expiry: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };
@@ -137,9 +141,9 @@ async fn walk(ctx: &mut Ctx<'_>, k: u32) -> Result<Walk, StoreError> {
         } else {
             ctx.keys.bucket(b)
         };
-        let mut answer = match run_deduct(ctx, &keys, step + 1 == n, Some(k)).await? {
+        let mut answer = match run_deduct(ctx, &keys, step + 1 == n, Some(k), Orders::None).await? {
             Deducted::StaleBuckets(actual) => return Ok(Walk::Stale(actual)),
-            Deducted::Answer(answer) => answer,
+            Deducted::Answer(answer) | Deducted::Order(answer, _) => answer,
         };
         match answer.outcome {
             Outcome::Sold { unit, remaining } => {

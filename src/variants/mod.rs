@@ -20,7 +20,8 @@
 //!    [`Protections`] if it keeps state in the process. If it splits the
 //!    stock, [`Variant::buckets`] (and the bucket count the k6 script's
 //!    reset gives it); if the whole sale is one script that records its own
-//!    request id, [`Variant::scripted`].
+//!    request id, [`Variant::scripted`]; if its sales become orders,
+//!    [`Variant::orders`].
 //! 3. By hand, outside the code: the variant tables and the printed matrix
 //!    of `README.md`, the default list of `loadtest/oha.sh`, and any test
 //!    list of a specific kind of variant it belongs to (e.g. the ones that
@@ -37,6 +38,8 @@ mod fenced;
 mod local_mutex;
 mod lua;
 mod lua_sharded;
+mod lua_stream;
+mod lua_then_queue;
 mod none;
 mod redlock;
 mod setnx;
@@ -75,11 +78,13 @@ pub enum Variant {
     ZooKeeper,
     Lua,
     LuaSharded,
+    LuaThenQueue,
+    LuaStream,
 }
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 12] = [
+    pub const ALL: [Variant; 14] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
@@ -92,6 +97,8 @@ impl Variant {
         Variant::ZooKeeper,
         Variant::Lua,
         Variant::LuaSharded,
+        Variant::LuaThenQueue,
+        Variant::LuaStream,
     ];
 
     /// The name in URLs, JSON and on the dashboard.
@@ -109,6 +116,8 @@ impl Variant {
             Variant::ZooKeeper => "zookeeper",
             Variant::Lua => "lua",
             Variant::LuaSharded => "lua-sharded",
+            Variant::LuaThenQueue => "lua-then-queue",
+            Variant::LuaStream => "lua-stream",
         }
     }
 
@@ -127,6 +136,8 @@ impl Variant {
             Variant::ZooKeeper => &zookeeper::ABOUT,
             Variant::Lua => &lua::ABOUT,
             Variant::LuaSharded => &lua_sharded::ABOUT,
+            Variant::LuaThenQueue => &lua_then_queue::ABOUT,
+            Variant::LuaStream => &lua_stream::ABOUT,
         }
     }
 
@@ -135,10 +146,20 @@ impl Variant {
         Self::ALL.iter().map(|v| v.name().to_owned()).collect()
     }
 
-    /// Whether the whole sale is one script (`lua`, `lua-sharded`): it
-    /// checks and records its request id itself, with no claim before it.
+    /// Whether the whole sale is one script (`lua`, `lua-sharded` and the
+    /// order variants): it checks and records its request id itself, with
+    /// no claim before it.
     pub fn scripted(self) -> bool {
-        matches!(self, Variant::Lua | Variant::LuaSharded)
+        matches!(
+            self,
+            Variant::Lua | Variant::LuaSharded | Variant::LuaThenQueue | Variant::LuaStream
+        )
+    }
+
+    /// Whether its sales become orders (`lua-then-queue`, `lua-stream`):
+    /// `stocklock reconcile` and the order panel concern these.
+    pub fn orders(self) -> bool {
+        matches!(self, Variant::LuaThenQueue | Variant::LuaStream)
     }
 
     /// Whether it takes a lock (so its requests wait for one, hold it, and
@@ -154,7 +175,11 @@ impl Variant {
             | Variant::Redlock
             | Variant::Etcd
             | Variant::ZooKeeper => true,
-            Variant::None | Variant::Lua | Variant::LuaSharded => false,
+            Variant::None
+            | Variant::Lua
+            | Variant::LuaSharded
+            | Variant::LuaThenQueue
+            | Variant::LuaStream => false,
         }
     }
 
@@ -212,6 +237,7 @@ impl Variant {
             },
             undersells: about.undersells.as_ref().map(|r| r.en.to_owned()),
             undersells_zh: about.undersells.as_ref().map(|r| r.zh.to_owned()),
+            orders: self.orders(),
         }
     }
 }
@@ -295,11 +321,13 @@ trait Protection {
 
 /// The variants' process-wide state, one field per variant that keeps any
 /// (`local-mutex`: a mutex per SKU; `lua-sharded`: each SKU's bucket count
-/// as last seen), and the dispatch of a request to its variant.
+/// as last seen; `lua-stream`: when it last put each SKU in the workers'
+/// registry), and the dispatch of a request to its variant.
 #[derive(Default)]
 pub struct Protections {
     local_mutex: local_mutex::LocalMutex,
     sharded: lua_sharded::ShardedScript,
+    stream: lua_stream::LuaStream,
 }
 
 impl Protections {
@@ -322,6 +350,8 @@ impl Protections {
             Variant::ZooKeeper => zookeeper::ZooKeeperVariant.deduct(ctx).await,
             Variant::Lua => lua::LuaScript.deduct(ctx).await,
             Variant::LuaSharded => self.sharded.deduct(ctx).await,
+            Variant::LuaThenQueue => lua_then_queue::LuaThenQueue.deduct(ctx).await,
+            Variant::LuaStream => self.stream.deduct(ctx).await,
         }
     }
 }

@@ -41,6 +41,10 @@ if stock > 0 {
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
         failover: Claim::not_applicable("no lock to lose"),
         failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::NOT_APPLICABLE,
+        worker_crash_before_ack: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::NOT_APPLICABLE,
+        reservation_expiry: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -58,6 +58,10 @@ unlock_all()                                       // compare-and-delete on ever
         redlock_restart_without_persistence: Claim::oversells("a second owner finds a majority"),
         failover: Claim::not_applicable("its nodes are not replicated"),
         failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::NOT_APPLICABLE,
+        worker_crash_before_ack: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::NOT_APPLICABLE,
+        reservation_expiry: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -10,7 +10,7 @@ use stocklock::variants::Variant;
 
 /// Runs `stocklock lab ARGS --json FILE` (with `env` added); its output,
 /// printed, and the report.
-async fn lab(
+pub(crate) async fn lab(
     args: &[&str],
     env: &[(&str, &str)],
     within: Duration,
@@ -43,7 +43,7 @@ async fn lab(
     (output, report)
 }
 
-fn find(cells: &[Value], scenario: Scenario, variant: Variant) -> Option<&Value> {
+pub(crate) fn find(cells: &[Value], scenario: Scenario, variant: Variant) -> Option<&Value> {
     cells
         .iter()
         .find(|c| c["scenario"] == scenario.name() && c["variant"] == variant.name())
@@ -107,6 +107,7 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             Scenario::ClockSkew,
             Scenario::RedlockRestartWithoutPersistence,
             Scenario::Failover,
+            Scenario::CrashBeforeEnqueue,
         ]
     );
 

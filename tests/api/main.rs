@@ -14,6 +14,7 @@ mod failover;
 mod helpers;
 mod instance;
 mod lab;
+mod lab_orders;
 mod ledger;
 mod load;
 mod lock;

@@ -20,7 +20,9 @@
 //! - `recovery`: a holder that died, and the buyer after it
 //!   (`kill-instance`, `crash-after-acquire`);
 //! - `outage`: a store that went away (`redis-restart`, Redlock's nodes);
-//! - `failover`: a lock's store that failed over under its holder.
+//! - `failover`: a lock's store that failed over under its holder;
+//! - `orders`: the order pipeline, judged from the reconciliation of the
+//!   ledger with the orders (`crash-before-enqueue`, ...).
 //!
 //! This module holds what they share: the evidence ([`Reply`], [`Ledger`])
 //! and the order they decide in (`decide`).
@@ -28,6 +30,7 @@
 mod crowd;
 mod duel;
 mod failover;
+mod orders;
 mod outage;
 mod recovery;
 #[cfg(test)]
@@ -39,6 +42,7 @@ use std::time::Duration;
 pub use self::crowd::{race, retry_storm, slow_business};
 pub use self::duel::{Duel, clock_skew, forgotten_lock, lock_vanishes, pause_holder};
 pub use self::failover::{Failover, failover};
+pub use self::orders::{Books, books};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
 pub use self::recovery::{Recovery, recovery};
 use crate::client::Deduction;

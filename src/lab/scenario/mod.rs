@@ -36,11 +36,15 @@ pub enum Scenario {
     RedlockRestartWithoutPersistence,
     Failover,
     FailoverWait,
+    CrashBeforeEnqueue,
+    WorkerCrashBeforeAck,
+    PostgresRestart,
+    ReservationExpiry,
 }
 
 impl Scenario {
     /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 14] = [
+    pub const ALL: [Scenario; 18] = [
         Scenario::Race,
         Scenario::SlowBusiness,
         Scenario::CrashAfterAcquire,
@@ -55,6 +59,10 @@ impl Scenario {
         Scenario::RedlockRestartWithoutPersistence,
         Scenario::Failover,
         Scenario::FailoverWait,
+        Scenario::CrashBeforeEnqueue,
+        Scenario::WorkerCrashBeforeAck,
+        Scenario::PostgresRestart,
+        Scenario::ReservationExpiry,
     ];
 
     /// The name on the command line, in the matrix and in the JSON.
@@ -74,6 +82,10 @@ impl Scenario {
             Scenario::RedlockRestartWithoutPersistence => "redlock-restart-without-persistence",
             Scenario::Failover => "failover",
             Scenario::FailoverWait => "failover-wait",
+            Scenario::CrashBeforeEnqueue => "crash-before-enqueue",
+            Scenario::WorkerCrashBeforeAck => "worker-crash-before-ack",
+            Scenario::PostgresRestart => "postgres-restart",
+            Scenario::ReservationExpiry => "reservation-expiry",
         }
     }
 
@@ -119,6 +131,18 @@ impl Scenario {
             Scenario::FailoverWait => {
                 "the same Redis failover, the holder having asked WAIT for one replica after taking its lock (replicas=1)"
             }
+            Scenario::CrashBeforeEnqueue => {
+                "an instance crashes right after one sale's script (lua-then-queue: before its XADD); the orders reconciled with the sales"
+            }
+            Scenario::WorkerCrashBeforeAck => {
+                "the order worker that committed a batch dies before its XACK; its messages are delivered again (claim idle 1 s)"
+            }
+            Scenario::PostgresRestart => {
+                "PostgreSQL stops while three units sell, then starts again; every sale must end up as one order"
+            }
+            Scenario::ReservationExpiry => {
+                "six reservations (pay within 2 s), three paid; the other three expire and give their unit back, once"
+            }
         }
     }
 
@@ -142,6 +166,10 @@ impl Scenario {
             }
             Scenario::Failover => claims.failover,
             Scenario::FailoverWait => claims.failover_wait,
+            Scenario::CrashBeforeEnqueue => claims.crash_before_enqueue,
+            Scenario::WorkerCrashBeforeAck => claims.worker_crash_before_ack,
+            Scenario::PostgresRestart => claims.postgres_restart,
+            Scenario::ReservationExpiry => claims.reservation_expiry,
         }
     }
 
@@ -150,8 +178,39 @@ impl Scenario {
         Self::ALL.iter().map(|s| s.name()).collect()
     }
 
-    /// Plays this scenario against `variant` and judges what it saw.
-    pub(super) async fn play(self, lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
+    /// Whether each of its cells runs on a stack of its own (the failover
+    /// ones, a failover cannot be undone; the order ones, which need
+    /// PostgreSQL and timings of their own), not on the lab's main stack.
+    pub fn own_stack(self) -> bool {
+        matches!(
+            self,
+            Scenario::Failover
+                | Scenario::FailoverWait
+                | Scenario::CrashBeforeEnqueue
+                | Scenario::WorkerCrashBeforeAck
+                | Scenario::PostgresRestart
+                | Scenario::ReservationExpiry
+        )
+    }
+
+    /// Plays this scenario against `variant` and judges what it saw: on
+    /// the lab's main stack (`lab`; `None` when no chosen scenario needs
+    /// it), or on a stack of its own ([`Scenario::own_stack`]).
+    pub(super) async fn play(
+        self,
+        lab: Option<&mut Lab>,
+        variant: Variant,
+    ) -> anyhow::Result<Judgement> {
+        match self {
+            Scenario::Failover => return super::failover::play(variant, false).await,
+            Scenario::FailoverWait => return super::failover::play(variant, true).await,
+            Scenario::CrashBeforeEnqueue
+            | Scenario::WorkerCrashBeforeAck
+            | Scenario::PostgresRestart
+            | Scenario::ReservationExpiry => return super::orders::play(self, variant).await,
+            _ => {}
+        }
+        let lab = lab.ok_or_else(|| anyhow::anyhow!("{self} needs the lab's main stack"))?;
         let v = variant.name();
         match self {
             Scenario::Race => play::race(lab, variant).await,
@@ -168,8 +227,14 @@ impl Scenario {
             Scenario::RedlockRestartWithoutPersistence => {
                 play::restart_without_persistence(lab, variant).await
             }
-            Scenario::Failover => super::failover::play(variant, false).await,
-            Scenario::FailoverWait => super::failover::play(variant, true).await,
+            Scenario::Failover
+            | Scenario::FailoverWait
+            | Scenario::CrashBeforeEnqueue
+            | Scenario::WorkerCrashBeforeAck
+            | Scenario::PostgresRestart
+            | Scenario::ReservationExpiry => {
+                anyhow::bail!("{self} plays on a stack of its own")
+            }
         }
     }
 }

@@ -73,6 +73,13 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
         .filter(|v| v.info().undersells.is_some())
         .count();
     assert_eq!(undersells, 3, "setnx, setnx-expiry and token fail fast");
+    // The order variants' cards, and only theirs, have the order panel.
+    let order_variants = Variant::ALL.iter().filter(|v| v.orders()).count();
+    assert_eq!(order_variants, 2, "lua-then-queue and lua-stream");
+    assert_eq!(
+        html.matches("data-field=\"orders\"").count(),
+        order_variants
+    );
     assert_eq!(html.matches("class=\"undersells\"").count(), undersells);
     assert!(html.contains("快速失败"));
     for action in ["run", "reset", "scenarios", "clear-lock"] {

@@ -129,5 +129,6 @@ pub(crate) fn in_process_config(name: &str) -> InstanceConfig {
         lock_stores: Default::default(),
         request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
         sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
+        orders: None,
     }
 }

@@ -6,6 +6,8 @@
 //!
 //! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
 
+mod pipeline;
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -177,17 +179,20 @@ async fn migrations_applied_twice_and_at_once_leave_one_row_per_file() {
     .await;
 }
 
-/// Inserts one order; the database's answer.
+/// Inserts one order of epoch 1: unit `unit` of `sku`, its sale number
+/// `sale`; the database's answer.
 async fn insert(
     client: &Client,
     sku: &str,
     unit: i64,
+    sale: i64,
     request_id: Option<&str>,
 ) -> Result<u64, tokio_postgres::Error> {
     client
         .execute(
-            "INSERT INTO orders (sku, unit, request_id, status) VALUES ($1, $2, $3, 'pending_payment')",
-            &[&sku, &unit, &request_id],
+            "INSERT INTO orders (sku, epoch, unit, sale, request_id, status)
+             VALUES ($1, 1, $2, $3, $4, 'pending_payment')",
+            &[&sku, &unit, &sale, &request_id],
         )
         .await
 }
@@ -207,20 +212,44 @@ async fn the_database_refuses_a_duplicate_order() {
             return;
         };
         let client = migrated(&server).await;
-        assert_eq!(insert(&client, "00001", 50, Some("r1")).await.unwrap(), 1);
-        // The same unit of the same SKU again, under another request id.
         assert_eq!(
-            violated(insert(&client, "00001", 50, Some("r2")).await),
-            "orders_sku_unit_key"
+            insert(&client, "00001", 50, 1, Some("r1")).await.unwrap(),
+            1
+        );
+        // The same unit of the same SKU again, under another sale and request id.
+        assert_eq!(
+            violated(insert(&client, "00001", 50, 2, Some("r2")).await),
+            "orders_live_unit_key"
+        );
+        // The same sale again (a redelivered message), for whatever unit.
+        assert_eq!(
+            violated(insert(&client, "00001", 49, 1, Some("r3")).await),
+            "orders_sale_key"
         );
         // The same request id for another unit.
         assert_eq!(
-            violated(insert(&client, "00001", 49, Some("r1")).await),
+            violated(insert(&client, "00001", 49, 2, Some("r1")).await),
             "orders_request_id_key"
         );
+        // Once its reservation expired, the unit may be sold and ordered again.
+        client
+            .execute(
+                "UPDATE orders SET status = 'expired' WHERE sku = '00001'",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            insert(&client, "00001", 50, 2, Some("r2")).await.unwrap(),
+            1
+        );
+        client
+            .execute("DELETE FROM orders WHERE status = 'expired'", &[])
+            .await
+            .unwrap();
         // The same unit of another SKU, and orders without a request id, are fine.
-        assert_eq!(insert(&client, "00002", 50, None).await.unwrap(), 1);
-        assert_eq!(insert(&client, "00002", 49, None).await.unwrap(), 1);
+        assert_eq!(insert(&client, "00002", 50, 1, None).await.unwrap(), 1);
+        assert_eq!(insert(&client, "00002", 49, 2, None).await.unwrap(), 1);
         let row = client
             .query_one(
                 "SELECT count(*), count(*) FILTER (WHERE status = 'pending_payment'
@@ -288,6 +317,45 @@ async fn up_with_orders_runs_postgres_and_its_instances_migrate_it() {
     // Stop checks that no child, postgres included, is left running.
     stack.stop().await;
     assert!(!helpers::alive(pid));
+}
+
+/// `up` restarts its PostgreSQL when it exits, on its port and with its
+/// data (the schema and every committed order are still there).
+#[tokio::test]
+async fn up_restarts_its_postgres_with_its_data_when_it_exits() {
+    if !stocklock::up::postgres::installed() {
+        helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return;
+    }
+    let mut stack = helpers::Stack::start_with(1, None, &["--orders", "on"]).await;
+    let before = stack
+        .postgres
+        .clone()
+        .expect("up announced no postgres line");
+    // Fast shutdown, as `pg_ctl stop -m fast` would: the server exits by itself.
+    stocklock::os::signal(before.pid, nix::sys::signal::Signal::SIGINT);
+    stack
+        .next_line("postgres: ", Duration::from_secs(60))
+        .await
+        .expect("up did not restart postgres");
+    let after = stack.postgres.clone().unwrap();
+    assert_ne!(after.pid, before.pid);
+    assert_eq!(after.url, before.url, "not on its port");
+    assert!(!helpers::alive(before.pid));
+    let client = orders::connect(&after.url).await.unwrap();
+    let migrations: i64 = client
+        .query_one("SELECT count(*) FROM schema_migrations", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        migrations as usize,
+        migration_files().len(),
+        "its data is gone"
+    );
+    drop(client);
+    stack.stop().await;
+    assert!(!helpers::alive(after.pid));
 }
 
 #[tokio::test]

@@ -1,0 +1,170 @@
+//! The orders' routes: a SKU's orders and their reconciliation, finding a
+//! buyer's order by its request id, paying it, and (admin) an expiry pass.
+//! An instance started without `--postgres-url` answers 503 not_configured.
+
+use axum::Json;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use crate::knobs::Sku;
+use crate::orders::expiry::{self, Expired, Paid};
+use crate::orders::reconcile::{Reconciliation, reconcile};
+use crate::orders::summary::{OrderSummary, summary};
+use crate::orders::{Client, Database};
+use crate::web::AppError;
+
+/// `GET /api/orders?sku=S`: the SKU's orders at a glance and the books compared.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OrdersView {
+    pub summary: OrderSummary,
+    pub reconciliation: Reconciliation,
+    /// The reconciliation's verdict, in words.
+    pub verdict: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SkuQuery {
+    sku: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FindQuery {
+    sku: String,
+    request_id: String,
+}
+
+/// One order, as its buyer sees it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OrderView {
+    pub id: i64,
+    pub sku: String,
+    pub unit: i64,
+    pub status: String,
+    /// Milliseconds left to pay (0 once past the deadline); none once paid or expired.
+    pub pay_within_ms: Option<i64>,
+}
+
+fn database(state: &AppState) -> Result<&Database, AppError> {
+    state.orders().ok_or_else(|| {
+        AppError::NotConfigured(
+            "orders are off on this instance: start it with --postgres-url (stocklock up starts PostgreSQL unless --orders off)"
+                .to_owned(),
+        )
+    })
+}
+
+async fn client(db: &Database) -> Result<std::sync::Arc<Client>, AppError> {
+    db.client()
+        .await
+        .map_err(|err| AppError::DatabaseUnavailable(format!("PostgreSQL: {err:#}")))
+}
+
+fn unavailable(err: anyhow::Error) -> AppError {
+    match err.downcast::<crate::store::StoreError>() {
+        Ok(err) => AppError::Unavailable(err),
+        Err(err) => AppError::DatabaseUnavailable(format!("PostgreSQL: {err:#}")),
+    }
+}
+
+/// `GET /api/orders?sku=S`
+pub(super) async fn view(
+    State(state): State<AppState>,
+    query: Result<Query<SkuQuery>, QueryRejection>,
+) -> Result<Json<OrdersView>, AppError> {
+    let sku = Sku::parse(&query?.0.sku)?;
+    let db = client(database(&state)?).await?;
+    let mut conn = state.store().conn().await?;
+    let reconciliation = reconcile(&mut conn, &db, sku.as_str())
+        .await
+        .map_err(unavailable)?;
+    let summary = summary(&db, sku.as_str(), reconciliation.epoch)
+        .await
+        .map_err(unavailable)?;
+    Ok(Json(OrdersView {
+        verdict: reconciliation.verdict(),
+        summary,
+        reconciliation,
+    }))
+}
+
+/// `GET /api/orders/find?sku=S&request_id=R`: the order a request became.
+pub(super) async fn find(
+    State(state): State<AppState>,
+    query: Result<Query<FindQuery>, QueryRejection>,
+) -> Result<Json<OrderView>, AppError> {
+    let Query(query) = query?;
+    let sku = Sku::parse(&query.sku)?;
+    let db = client(database(&state)?).await?;
+    let row = db
+        .query_opt(
+            "SELECT id, unit, status,
+                    CASE WHEN status = 'pending_payment'
+                         THEN greatest(0, extract(epoch FROM pay_by - clock_timestamp()) * 1000)::bigint END
+             FROM orders WHERE sku = $1 AND request_id = $2 ORDER BY epoch DESC LIMIT 1",
+            &[&sku.as_str(), &query.request_id],
+        )
+        .await
+        .map_err(|err| unavailable(err.into()))?;
+    let row = row.ok_or_else(|| {
+        AppError::Missing(
+            "no order for this request id (yet: a worker writes it a moment after the sale)"
+                .to_owned(),
+        )
+    })?;
+    let get = |err: tokio_postgres::Error| unavailable(err.into());
+    Ok(Json(OrderView {
+        id: row.try_get(0).map_err(get)?,
+        sku: sku.as_str().to_owned(),
+        unit: row.try_get(1).map_err(get)?,
+        status: row.try_get(2).map_err(get)?,
+        pay_within_ms: row.try_get(3).map_err(get)?,
+    }))
+}
+
+/// `POST /api/orders/{id}/pay`: 200 paid (again: a retry), 409 expired, 404.
+pub(super) async fn pay(
+    State(state): State<AppState>,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Json<serde_json::Value>, AppError> {
+    let Path(id) = id?;
+    let id: i64 = id.parse().map_err(|_| {
+        AppError::Malformed(format!(
+            "path: the order id must be a number, not {:?}",
+            id.chars().take(40).collect::<String>()
+        ))
+    })?;
+    let db = client(database(&state)?).await?;
+    match expiry::pay(&db, id).await.map_err(unavailable)? {
+        Paid::Paid { sku, unit, again } => Ok(Json(serde_json::json!({
+            "id": id, "status": "paid", "sku": sku, "unit": unit, "again": again,
+        }))),
+        Paid::Expired => Err(AppError::Conflict(
+            "the reservation expired: its unit went back to the stock".to_owned(),
+        )),
+        Paid::NotFound => Err(AppError::Missing(format!("no order {id}"))),
+    }
+}
+
+/// `POST /api/admin/orders/expire`: one expiry pass now (the instances run
+/// them by themselves too); what it did.
+pub(super) async fn expire(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Expired>, AppError> {
+    state.authorize(&headers)?;
+    let db = database(&state)?;
+    let mut client = crate::orders::connect(&db.config.postgres_url)
+        .await
+        .map_err(unavailable)?;
+    let mut conn = state.store().conn().await?;
+    Ok(Json(
+        expiry::expire(&mut client, &mut conn)
+            .await
+            .map_err(unavailable)?,
+    ))
+}

@@ -1,0 +1,194 @@
+//! The order pipeline's scenarios, judged by the reconciliation of the
+//! ledger with the orders in PostgreSQL (`judge::books`).
+//!
+//! Each cell runs on a stack of its own: orders on, chaos mode, two
+//! instances, `--claim-idle 1s` (a dead worker's messages are claimed by
+//! the live one after a second); `reservation-expiry` with
+//! `--pay-within 2s`; `postgres-restart` on a PostgreSQL of the lab's own,
+//! which it stops and starts again itself (as `redis-restart` does its
+//! Redis), so buyers buy while it is down for certain. SKU stock 10.
+//!
+//! - `crash-before-enqueue`: two sales; chaos `crash_before_enqueue` armed;
+//!   a sale sent to instance a itself, which crashes right after the sale's
+//!   script; `up` restarts it; two more sales on instance b.
+//! - `worker-crash-before-ack`: chaos `worker_crash_before_ack` armed; four
+//!   sales at once; the first worker to commit aborts before its XACK, and
+//!   `up` restarts its instance; a sale that got no answer is retried with
+//!   its request id once the instance is back.
+//! - `postgres-restart`: two sales, written; PostgreSQL stopped (fast
+//!   shutdown); three sales; PostgreSQL started again on its port, with its
+//!   data.
+//! - `reservation-expiry`: six sales with request ids; each one's order
+//!   found, three paid; once the others' deadline passed, an expiry pass
+//!   (the instances run their own too), and a second one that must give
+//!   nothing back.
+//!
+//! Each then waits until the pipeline settled: no message on its way, none
+//! delivered and never acked.
+//!
+//! This module: the cell's stack and the moves its scenarios share
+//! (selling, waiting for a restart, settling); `play`: the scenarios.
+
+mod play;
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::judge::{self, Check, Judgement, Reply};
+use super::scenario::Scenario;
+use super::stack::{Instance, Stack, UpOptions};
+use crate::client::StackClient;
+use crate::orders::message::GROUP;
+use crate::orders::reconcile::Reconciliation;
+use crate::store::{Keys, Store};
+use crate::up::postgres::PostgresServer;
+use crate::variants::Variant;
+
+/// Every cell's stock.
+pub(super) const STOCK: i64 = 10;
+/// How long the pipeline may take to settle after a cell's fault.
+pub(super) const SETTLE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a crashed instance has to come back.
+pub(super) const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
+/// `reservation-expiry`'s `--pay-within`.
+pub(super) const PAY_WITHIN: &str = "2s";
+/// How often a settling pipeline is looked at (no event says a worker wrote).
+pub(super) const POLL: Duration = Duration::from_millis(50);
+
+/// A stack of the cell's own, and the PostgreSQL the lab started for it.
+pub(super) struct OrdersCell {
+    pub(super) stack: Stack,
+    store: Store,
+    pub(super) postgres: Option<PostgresServer>,
+}
+
+/// Plays one order cell of `variant` on a stack of its own.
+pub(super) async fn play(scenario: Scenario, variant: Variant) -> anyhow::Result<Judgement> {
+    let mut cell = OrdersCell::start(scenario).await?;
+    let v = variant.name();
+    let played = match scenario {
+        Scenario::CrashBeforeEnqueue => play::crash_before_enqueue(&mut cell, v).await,
+        Scenario::WorkerCrashBeforeAck => play::worker_crash_before_ack(&mut cell, v).await,
+        Scenario::PostgresRestart => play::postgres_restart(&mut cell, v).await,
+        Scenario::ReservationExpiry => play::reservation_expiry(&cell, v).await,
+        other => Err(anyhow::anyhow!("{other} is not an order scenario")),
+    };
+    cell.stack.stop().await;
+    if let Some(postgres) = cell.postgres.as_mut() {
+        postgres.stop().await;
+    }
+    Ok(judge::books(&played?))
+}
+
+impl OrdersCell {
+    async fn start(scenario: Scenario) -> anyhow::Result<OrdersCell> {
+        let postgres = match scenario {
+            Scenario::PostgresRestart => Some(PostgresServer::start(None).await?),
+            _ => None,
+        };
+        let mut args: Vec<String> = [
+            "--chaos",
+            "--instances",
+            "2",
+            "--redlock",
+            "0",
+            "--etcd",
+            "0",
+            "--zookeeper",
+            "0",
+            "--orders",
+            "on",
+            "--claim-idle",
+            "1s",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        if let Some(postgres) = &postgres {
+            args.extend(["--postgres-url".to_owned(), postgres.url()]);
+        }
+        if scenario == Scenario::ReservationExpiry {
+            args.extend(["--pay-within".to_owned(), PAY_WITHIN.to_owned()]);
+        }
+        let stack = Stack::start(&UpOptions {
+            args,
+            ..UpOptions::default()
+        })
+        .await?;
+        if postgres.is_none() && stack.postgres.is_none() {
+            anyhow::bail!("stocklock up started no PostgreSQL: is it installed?");
+        }
+        let redis_url = stack
+            .redis_url
+            .clone()
+            .context("the stack announced no Redis")?;
+        Ok(OrdersCell {
+            store: Store::open(&redis_url)?,
+            stack,
+            postgres,
+        })
+    }
+
+    pub(super) fn client(&self) -> &StackClient {
+        &self.stack.client
+    }
+
+    pub(super) fn instance(&self, index: usize) -> Instance {
+        self.stack.instances[index].clone()
+    }
+
+    /// One sale at `base` (nginx, or an instance's own URL).
+    pub(super) async fn sell(&self, base: &str, v: &str, request_id: &str) -> Reply {
+        let path = format!("/deductStock/{v}?sku={v}&request_id={request_id}");
+        Reply::from(self.client().at(base).deduct(&path).await)
+    }
+
+    /// The pid `victim` was restarted as, once `up` announced it.
+    pub(super) async fn restarted(&mut self, victim: &Instance) -> Option<u32> {
+        self.stack.restarted(victim, RESTART_TIMEOUT).await
+    }
+
+    /// Messages of `v`'s stream delivered to a worker and never acked.
+    async fn unacked(&self, v: &str) -> anyhow::Result<i64> {
+        let mut conn = self.store.conn().await?;
+        let reply: Result<(i64, redis::Value, redis::Value, redis::Value), _> =
+            redis::cmd("XPENDING")
+                .arg(Keys::tagged_with(v).orders)
+                .arg(GROUP)
+                .query_async(&mut conn)
+                .await;
+        match reply {
+            Ok((count, ..)) => Ok(count),
+            // No group yet: nothing was ever delivered.
+            Err(err) if err.code() == Some("NOGROUP") => Ok(0),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Waits until `v`'s pipeline settled (nothing in flight, nothing
+    /// unacked); the books then, or when [`SETTLE_TIMEOUT`] ran out, and
+    /// whether it settled.
+    pub(super) async fn settle(&self, v: &str) -> anyhow::Result<(Reconciliation, Check)> {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            let books = self.client().orders(v).await;
+            let unacked = self.unacked(v).await?;
+            let late = Instant::now() > deadline;
+            match books {
+                Ok(view) if view.reconciliation.in_flight == 0 && unacked == 0 => {
+                    return Ok((view.reconciliation, Ok(())));
+                }
+                Ok(view) if late => {
+                    let why = format!(
+                        "after {SETTLE_TIMEOUT:?}: {} messages on their way, {unacked} delivered and never acked",
+                        view.reconciliation.in_flight
+                    );
+                    return Ok((view.reconciliation, Err(why)));
+                }
+                Err(err) if late => return Err(err.context("the orders never answered")),
+                // An instance restarting, PostgreSQL reconnecting: look again.
+                _ => tokio::time::sleep(POLL).await,
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The order scenarios: what each does to its cell's stack, and the
+//! evidence it hands `judge::books`.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::{OrdersCell, PAY_WITHIN, POLL, RESTART_TIMEOUT, SETTLE_TIMEOUT, STOCK};
+use crate::lab::judge::{Books, Reply, check};
+use crate::orders::expiry::Expired;
+use crate::wire::ChaosAction;
+
+/// What an expiry pass did, for people.
+fn pass(done: &Expired) -> String {
+    format!(
+        "expired {}, returned {} (again {}, stale {})",
+        done.expired, done.returned, done.again, done.stale
+    )
+}
+
+/// The answers of `replies` that are not sales.
+fn not_sold(replies: &[Reply]) -> Vec<String> {
+    replies
+        .iter()
+        .filter(|r| !r.sold())
+        .map(Reply::answer)
+        .collect()
+}
+
+pub(super) async fn crash_before_enqueue(c: &mut OrdersCell, v: &str) -> anyhow::Result<Books> {
+    c.client().reset(v, STOCK, 0).await?;
+    let (victim, other) = (c.instance(0), c.instance(1));
+    let mut normal = Vec::new();
+    for i in 0..2 {
+        normal.push(c.sell(&c.stack.url, v, &format!("before-{i}")).await);
+    }
+    c.client().chaos(&ChaosAction::CrashBeforeEnqueue).await?;
+    // Sales are one at a time: the armed one sells the third unit.
+    let struck = STOCK - 2;
+    let armed = c.sell(&victim.url, v, "armed").await;
+    let back = c.restarted(&victim).await;
+    for i in 0..2 {
+        normal.push(c.sell(&other.url, v, &format!("after-{i}")).await);
+    }
+    let sold = c.client().at(&other.url).state(v).await?.sold;
+    let (books, settled) = c.settle(v).await?;
+    let refused = not_sold(&normal);
+    let landed = check(armed.status == 0, || {
+        format!("the armed sale answered {}: no crash", armed.answer())
+    })
+    .and_then(|()| {
+        check(back.is_some(), || {
+            format!("instance {} did not come back", victim.name)
+        })
+    })
+    .and_then(|()| {
+        check(sold == 5 && refused.is_empty(), || {
+            format!("the ledger counts {sold} sales of 5 (other answers: {refused:?})")
+        })
+    });
+    Ok(Books {
+        fault: format!(
+            "instance {} (pid {}) crashed after the script of the armed sale (unit {struck}), back as pid {}",
+            victim.name,
+            victim.pid,
+            back.unwrap_or(0)
+        ),
+        landed,
+        struck: Some(struck),
+        books,
+        settled,
+        refused: Vec::new(),
+        returned_again: 0,
+        earned: Ok(()),
+    })
+}
+
+pub(super) async fn worker_crash_before_ack(c: &mut OrdersCell, v: &str) -> anyhow::Result<Books> {
+    c.client().reset(v, STOCK, 0).await?;
+    c.client().chaos(&ChaosAction::WorkerCrashBeforeAck).await?;
+    let ids: Vec<String> = (0..4).map(|i| format!("sale-{i}")).collect();
+    let mut replies =
+        futures_util::future::join_all(ids.iter().map(|id| c.sell(&c.stack.url, v, id))).await;
+    let died = c.stack.next_instance(RESTART_TIMEOUT).await;
+    // A sale whose instance died under it is asked again, as a buyer
+    // would: its request id makes the retry return the first outcome.
+    let mut retried = 0;
+    for (id, reply) in ids.iter().zip(replies.iter_mut()) {
+        if !reply.sold() {
+            retried += 1;
+            *reply = c.sell(&c.stack.url, v, id).await;
+        }
+    }
+    let (books, settled) = c.settle(v).await?;
+    let refused = not_sold(&replies);
+    let landed = check(died.is_some(), || {
+        "no instance died: the armed worker crash never struck".to_owned()
+    })
+    .and_then(|()| {
+        check(refused.is_empty(), || {
+            format!("sales not made: {refused:?}")
+        })
+    });
+    let fault = match &died {
+        Some(i) => format!(
+            "a worker aborted after its commit, before its XACK: instance {} restarted as pid {}; {retried} sales asked again",
+            i.name, i.pid
+        ),
+        None => "the armed worker crash did not strike".to_owned(),
+    };
+    Ok(Books {
+        fault,
+        landed,
+        struck: None,
+        books,
+        settled,
+        refused: Vec::new(),
+        returned_again: 0,
+        earned: Ok(()),
+    })
+}
+
+pub(super) async fn postgres_restart(c: &mut OrdersCell, v: &str) -> anyhow::Result<Books> {
+    c.client().reset(v, STOCK, 0).await?;
+    for i in 0..2 {
+        c.sell(&c.stack.url, v, &format!("before-{i}")).await;
+    }
+    let (_, before) = c.settle(v).await?;
+    let postgres = c.postgres.as_mut().context("the cell's PostgreSQL")?;
+    let url = postgres.url();
+    postgres.stop().await;
+    let down = crate::orders::connect(&url).await.is_err();
+    let mut during = Vec::new();
+    for i in 0..3 {
+        during.push(c.sell(&c.stack.url, v, &format!("down-{i}")).await);
+    }
+    let (view, _) = c.client().get(&format!("/api/orders?sku={v}")).await;
+    let still_down = crate::orders::connect(&url).await.is_err();
+    let postgres = c.postgres.as_mut().context("the cell's PostgreSQL")?;
+    postgres.restart().await?;
+    let port = postgres.port();
+    let back = Instant::now();
+    let (books, settled) = c.settle(v).await?;
+    let took = back.elapsed();
+    let landed = before
+        .map_err(|why| format!("the first two orders were not written: {why}"))
+        .and_then(|()| {
+            check(down && still_down, || {
+                "PostgreSQL answered while it should have been down".to_owned()
+            })
+        });
+    Ok(Books {
+        fault: format!(
+            "PostgreSQL stopped (fast shutdown) before 3 sales (answers {}), the orders' view answered {view} meanwhile; started again on port {}, settled {:.2} s later",
+            during
+                .iter()
+                .map(Reply::answer)
+                .collect::<Vec<_>>()
+                .join(", "),
+            port,
+            took.as_secs_f64()
+        ),
+        landed,
+        struck: None,
+        books,
+        settled,
+        refused: not_sold(&during),
+        returned_again: 0,
+        earned: Ok(()),
+    })
+}
+
+pub(super) async fn reservation_expiry(c: &OrdersCell, v: &str) -> anyhow::Result<Books> {
+    const SALES: usize = 6;
+    const PAID: usize = 3;
+    c.client().reset(v, STOCK, 0).await?;
+    let ids: Vec<String> = (0..SALES).map(|i| format!("reserve-{i}")).collect();
+    let mut sold = Vec::new();
+    for id in &ids {
+        sold.push(c.sell(&c.stack.url, v, id).await);
+    }
+    // Each order once a worker wrote it; when its deadline passes.
+    let mut orders = Vec::new();
+    let found_by = Instant::now() + SETTLE_TIMEOUT;
+    for id in &ids {
+        let order = loop {
+            if let Some(order) = c.client().find_order(v, id).await? {
+                break order;
+            }
+            anyhow::ensure!(Instant::now() < found_by, "no order for {id}");
+            tokio::time::sleep(POLL).await;
+        };
+        let due = Instant::now() + Duration::from_millis(order.pay_within_ms.unwrap_or(0) as u64);
+        orders.push((order, due));
+    }
+    let mut paid = Vec::new();
+    for (order, _) in &orders[..PAID] {
+        paid.push(c.client().pay(order.id).await);
+    }
+    // Waiting for a deadline is waiting for a time: nothing to listen to.
+    if let Some(due) = orders[PAID..].iter().map(|(_, due)| *due).max() {
+        tokio::time::sleep_until((due + Duration::from_millis(50)).into()).await;
+    }
+    let first = c.client().expire_orders().await?;
+    // The instances' own passes may hold some of the rows: wait for theirs.
+    let expired_by = Instant::now() + SETTLE_TIMEOUT;
+    while c.client().orders(v).await?.reconciliation.expired < (SALES - PAID) as i64
+        && Instant::now() < expired_by
+    {
+        tokio::time::sleep(POLL).await;
+    }
+    let second = c.client().expire_orders().await?;
+    let mut still_paid = 0;
+    for id in &ids[..PAID] {
+        let now = c.client().find_order(v, id).await?;
+        if now.is_some_and(|o| o.status == "paid") {
+            still_paid += 1;
+        }
+    }
+    let (books, settled) = c.settle(v).await?;
+    let unpaid = (SALES - PAID) as i64;
+    let landed = check(not_sold(&sold).is_empty(), || {
+        format!("sales not made: {:?}", not_sold(&sold))
+    })
+    .and_then(|()| {
+        check(paid.iter().all(|&s| s == 200), || {
+            format!("payments answered {paid:?}: paid after the deadline?")
+        })
+    });
+    let earned = check(books.expired == unpaid && books.returned == unpaid, || {
+        format!(
+            "{} expired and {} returned of {unpaid} unpaid",
+            books.expired, books.returned
+        )
+    })
+    .and_then(|()| {
+        check(still_paid == PAID && books.paid == PAID as i64, || {
+            format!("{still_paid} of {PAID} paid orders still paid")
+        })
+    })
+    .and_then(|()| {
+        check(books.stock == STOCK - SALES as i64 + unpaid, || {
+            format!(
+                "stock {}, not {}",
+                books.stock,
+                STOCK - SALES as i64 + unpaid
+            )
+        })
+    });
+    Ok(Books {
+        fault: format!(
+            "{SALES} reservations (pay within {PAY_WITHIN}), {PAID} paid; after the deadline the first expiry pass {}, the second {}",
+            pass(&first),
+            pass(&second)
+        ),
+        landed,
+        struck: None,
+        books,
+        settled,
+        refused: Vec::new(),
+        returned_again: second.returned,
+        earned,
+    })
+}

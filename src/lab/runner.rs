@@ -1,0 +1,159 @@
+//! The lab's runner: which cells to play, on which stack, and the report.
+//!
+//! The main stack (a Redis and a chaos-mode stack of two instances, or the
+//! `--target`) is started only when a chosen scenario plays on it: the
+//! failover and order scenarios start a stack of their own for each cell.
+
+use std::time::Instant;
+
+use anyhow::Context;
+
+use super::judge::{Judgement, Observed};
+use super::report::{self, Cell, LabReport};
+use super::scenario::Scenario;
+use super::stack::{Stack, UpOptions};
+use super::{CELL_TIMEOUT, Lab, LabConfig, Target};
+use crate::store::Store;
+use crate::up::redis::RedisServer;
+use crate::variants::Variant;
+
+/// Runs the lab and prints the matrix; `Ok(false)` if any cell failed
+/// (a contradiction, or an inconclusive cell).
+pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
+    let scenarios = if config.scenarios.is_empty() {
+        Scenario::ALL.to_vec()
+    } else {
+        config.scenarios.clone()
+    };
+    let variants: Vec<Variant> = if config.variants.is_empty() {
+        Variant::ALL.to_vec()
+    } else {
+        config
+            .variants
+            .iter()
+            .map(|name| {
+                name.parse::<Variant>().map_err(|_| {
+                    anyhow::anyhow!(
+                        "no variant {name:?}; valid: {}",
+                        Variant::names().join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+
+    let needs_main_stack = scenarios
+        .iter()
+        .any(|s| !s.own_stack() && variants.iter().any(|&v| s.claim(v).applies()));
+    let mut lab = match needs_main_stack {
+        true => Some(start(config.target.as_ref()).await?),
+        false => None,
+    };
+    let started = Instant::now();
+    let mut cells = Vec::new();
+    for &scenario in &scenarios {
+        for &variant in &variants {
+            let claim = scenario.claim(variant);
+            if !claim.applies() {
+                continue;
+            }
+            if let Some(why) = lab
+                .as_ref()
+                .and_then(|lab| lab.cannot_play(scenario, variant))
+            {
+                eprintln!("lab: skipping {scenario} / {variant}: {why}");
+                continue;
+            }
+            let cell_started = Instant::now();
+            let judgement = match tokio::time::timeout(
+                CELL_TIMEOUT,
+                scenario.play(lab.as_mut(), variant),
+            )
+            .await
+            {
+                Ok(Ok(judgement)) => judgement,
+                Ok(Err(err)) => Judgement {
+                    observed: Observed::Error,
+                    evidence: format!("{err:#}"),
+                },
+                Err(_) => Judgement {
+                    observed: Observed::Error,
+                    evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
+                },
+            };
+            if let Some(lab) = &lab {
+                lab.tidy(scenario).await;
+            }
+            let cell = Cell::new(scenario, variant, &claim, judgement);
+            eprintln!("{}", cell.line(cell_started.elapsed().as_secs_f64()));
+            cells.push(cell);
+        }
+    }
+    if let Some(mut lab) = lab {
+        lab.stack.stop().await;
+        if let Some(mut redis) = lab.redis.take() {
+            redis.stop().await;
+        }
+        for node in lab.restarted_nodes.iter_mut() {
+            node.stop().await;
+        }
+    }
+
+    report::print_matrix(&scenarios, &variants, &cells);
+    println!(
+        "{} cells in {:.0} s",
+        cells.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(path) = &config.json {
+        std::fs::write(
+            path,
+            serde_json::to_string_pretty(&LabReport {
+                cells: cells.clone(),
+            })?,
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    report::print_failures(&cells);
+    Ok(cells.iter().all(|c| c.pass))
+}
+
+/// The stack to play on: `target`, or a Redis and a chaos-mode stack of
+/// the lab's own. Every instance's clock is true; only `clock-skew` moves
+/// one, for its own cells.
+async fn start(target: Option<&Target>) -> anyhow::Result<Lab> {
+    let (stack, redis, redis_url) = match target {
+        Some(target) => {
+            eprintln!(
+                "lab: using the stack at {} (it must run up --chaos; redis-restart is skipped)",
+                target.url
+            );
+            let stack = Stack::attach(&target.url, &target.admin_token).await?;
+            (stack, None, target.redis_url.clone())
+        }
+        None => {
+            eprintln!("lab: starting redis-server and a chaos-mode stack (2 instances)");
+            let redis = RedisServer::start(None).await?;
+            let stack = Stack::start(&UpOptions {
+                redis_url: Some(redis.url()),
+                // No scenario of the lab sells into orders yet.
+                args: ["--chaos", "--instances", "2", "--orders", "off"]
+                    .map(str::to_owned)
+                    .to_vec(),
+                ..UpOptions::default()
+            })
+            .await?;
+            let url = redis.url();
+            (stack, Some(redis), url)
+        }
+    };
+    let store = Store::open(&redis_url)?;
+    Ok(Lab {
+        stack,
+        redis,
+        redis_url,
+        store,
+        restarted_nodes: Vec::new(),
+        deaths: 0,
+    })
+}

@@ -1,0 +1,55 @@
+//! After a run of an order variant (`lua-stream`, `lua-then-queue`) on a
+//! stack with orders on: wait for the pipeline to write the run's orders,
+//! then take the stack's reconciliation of the ledger with them.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::StackClient;
+use crate::http::orders::OrdersView;
+
+/// How long the pipeline gets to catch up with the sales.
+const SETTLE: Duration = Duration::from_secs(15);
+
+/// The orders of one run, as `load` reports them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OrdersCheck {
+    /// `reconcile`'s verdict in words.
+    pub verdict: String,
+    /// Every sale has its order, nothing is on its way, nothing is wrong.
+    pub clean: bool,
+    /// Orders of the SKU's epoch (the run reset it with `--stock`).
+    pub orders: i64,
+    /// From sale to order row, milliseconds.
+    pub lag_p50_ms: Option<f64>,
+    pub lag_p99_ms: Option<f64>,
+    /// Orders written per second, from the first sale to the last row.
+    pub orders_per_s: Option<f64>,
+}
+
+/// The check of `sku` once nothing is in flight (or after [`SETTLE`]);
+/// `None` when the stack runs without orders.
+pub async fn check(client: &StackClient, sku: &str) -> Option<OrdersCheck> {
+    let start = Instant::now();
+    loop {
+        let (status, body) = client.get(&format!("/api/orders?sku={sku}")).await;
+        if status != 200 {
+            return None;
+        }
+        let view: OrdersView = serde_json::from_value(body).ok()?;
+        let r = &view.reconciliation;
+        if r.in_flight == 0 || start.elapsed() >= SETTLE {
+            return Some(OrdersCheck {
+                clean: r.clean(),
+                orders: r.pending_payment + r.paid + r.expired,
+                verdict: view.verdict,
+                lag_p50_ms: view.summary.lag_p50_ms,
+                lag_p99_ms: view.summary.lag_p99_ms,
+                orders_per_s: view.summary.orders_per_s,
+            });
+        }
+        // The workers' pace: nothing to wait on but their progress.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,191 @@
+//! Reservations that expire (拍下减库存 with a payment deadline). An order
+//! is `pending_payment` until it is paid ([`pay`]); past its `pay_by` it is
+//! cancelled and its unit goes back to the stock, exactly once.
+//!
+//! An expiry pass ([`expire`]) locks the overdue reservations (`FOR UPDATE
+//! SKIP LOCKED`: passes of several instances share the work), gives each
+//! unit back in Redis (`give_back.lua`: idempotent per sale, so a pass that
+//! dies before its commit and is run again gives nothing twice), then
+//! marks them expired and commits. A payment is refused once `pay_by` has
+//! passed, and row locks order a payment and an expiry of the same order:
+//! a unit is never both paid for and back in stock.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::Script;
+use serde::{Deserialize, Serialize};
+
+use super::Client;
+use crate::store::{Conn, Keys, StoreError};
+
+static GIVE_BACK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../scripts/give_back.lua")));
+
+/// Reservations handled by one pass at most.
+const PASS: i64 = 500;
+
+/// What giving a unit back did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GiveBack {
+    /// Back in stock now.
+    Returned,
+    /// Given back before: nothing changed.
+    Again,
+    /// The SKU was reset since the sale: nothing changed.
+    Stale,
+}
+
+/// Gives the unit of sale `sale` (epoch `epoch`) back to the stock, once.
+pub async fn give_back(
+    conn: &mut Conn,
+    keys: &Keys,
+    epoch: i64,
+    sale: i64,
+    unit: i64,
+) -> Result<GiveBack, StoreError> {
+    let answer: String = GIVE_BACK
+        .key(&keys.stock)
+        .key(&keys.ledger)
+        .key(&keys.units)
+        .key(&keys.returns)
+        .key(&keys.returned_units)
+        .arg(epoch)
+        .arg(sale)
+        .arg(unit)
+        .invoke_async(conn)
+        .await?;
+    Ok(match answer.as_str() {
+        "returned" => GiveBack::Returned,
+        "again" => GiveBack::Again,
+        _ => GiveBack::Stale,
+    })
+}
+
+/// What one expiry pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expired {
+    /// Reservations cancelled.
+    pub expired: u64,
+    /// Of these, units given back to the stock now.
+    pub returned: u64,
+    /// Units given back by an earlier pass that did not get to commit.
+    pub again: u64,
+    /// Reservations of a stock since reset (nothing to give back).
+    pub stale: u64,
+}
+
+/// One expiry pass: every reservation past its deadline (up to a few
+/// hundred) is cancelled and its unit given back.
+pub async fn expire(db: &mut Client, conn: &mut Conn) -> anyhow::Result<Expired> {
+    let transaction = db.transaction().await?;
+    let overdue = transaction
+        .query(
+            "SELECT id, sku, epoch, sale, unit FROM orders
+             WHERE status = 'pending_payment' AND pay_by < clock_timestamp()
+             ORDER BY pay_by LIMIT $1 FOR UPDATE SKIP LOCKED",
+            &[&PASS],
+        )
+        .await?;
+    let mut done = Expired::default();
+    let mut ids = Vec::with_capacity(overdue.len());
+    for row in &overdue {
+        let (id, sku, epoch, sale, unit): (i64, String, i64, i64, i64) = (
+            row.try_get(0)?,
+            row.try_get(1)?,
+            row.try_get(2)?,
+            row.try_get(3)?,
+            row.try_get(4)?,
+        );
+        match give_back(conn, &Keys::tagged_with(&sku), epoch, sale, unit).await? {
+            GiveBack::Returned => done.returned += 1,
+            GiveBack::Again => done.again += 1,
+            GiveBack::Stale => done.stale += 1,
+        }
+        ids.push(id);
+    }
+    if ids.is_empty() {
+        return Ok(done);
+    }
+    done.expired = transaction
+        .execute(
+            "UPDATE orders SET status = 'expired', expired_at = clock_timestamp() WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await?;
+    transaction.commit().await?;
+    Ok(done)
+}
+
+/// How a payment went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Paid {
+    /// Paid now, or paid before (a retry): the order's SKU and unit.
+    Paid {
+        sku: String,
+        unit: i64,
+        again: bool,
+    },
+    /// Past its deadline, or already cancelled: the unit went back.
+    Expired,
+    NotFound,
+}
+
+/// Pays order `id`, if its reservation still stands.
+pub async fn pay(db: &Client, id: i64) -> anyhow::Result<Paid> {
+    let paid = db
+        .query_opt(
+            "UPDATE orders SET status = 'paid', paid_at = clock_timestamp()
+             WHERE id = $1 AND status = 'pending_payment' AND pay_by >= clock_timestamp()
+             RETURNING sku, unit",
+            &[&id],
+        )
+        .await?;
+    if let Some(row) = paid {
+        return Ok(Paid::Paid {
+            sku: row.try_get(0)?,
+            unit: row.try_get(1)?,
+            again: false,
+        });
+    }
+    let row = db
+        .query_opt("SELECT status, sku, unit FROM orders WHERE id = $1", &[&id])
+        .await?;
+    Ok(match row {
+        None => Paid::NotFound,
+        Some(row) => match row.try_get::<_, String>(0)?.as_str() {
+            "paid" => Paid::Paid {
+                sku: row.try_get(1)?,
+                unit: row.try_get(2)?,
+                again: true,
+            },
+            _ => Paid::Expired,
+        },
+    })
+}
+
+/// Runs expiry passes every `every` until the process ends (each instance
+/// runs one; they share the work).
+pub async fn run(store: crate::store::Store, url: String, every: Duration) {
+    loop {
+        let pass = async {
+            let mut db = super::connect(&url).await?;
+            let mut conn = store.conn().await?;
+            loop {
+                let done = expire(&mut db, &mut conn).await?;
+                if done.expired > 0 {
+                    tracing::info!(?done, "expired reservations");
+                } else {
+                    tokio::time::sleep(every).await;
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), anyhow::Error>(())
+        };
+        if let Err(err) = pass.await {
+            tracing::warn!("expiry pass: {err:#}; trying again");
+        }
+        tokio::time::sleep(every.max(Duration::from_millis(250))).await;
+    }
+}

@@ -1,0 +1,342 @@
+//! The worker: every instance runs one, a consumer of the `workers` group
+//! on each SKU's order stream. It inserts a batch of orders in one
+//! transaction and `XACK`s the messages only after the commit, so:
+//!
+//! - a worker that dies between its commit and its ack leaves the messages
+//!   pending; they are delivered again (to itself after a restart: it reads
+//!   its own pending entries first; to a live worker, which claims them
+//!   with `XAUTOCLAIM` once they have been idle for `claim_idle`), and the
+//!   unique constraints make the second insert a no-op: no duplicate order;
+//! - PostgreSQL down: the batch is not acked and is tried again until it
+//!   commits, while new messages wait in the stream; buyers' answers never
+//!   wait for any of this.
+//!
+//! Chaos mode's `worker_crash_before_ack` aborts the process right after a
+//! commit, before its ack.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionLike;
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
+use tokio_postgres::types::ToSql;
+
+use super::message::{GROUP, OrderMessage, REGISTRY};
+use super::{Client, OrdersConfig};
+use crate::chaos::Chaos;
+use crate::store::{Conn, Keys, Store, StoreError};
+
+/// Messages read at once.
+const BATCH: usize = 256;
+/// How long a read waits for new messages before the worker looks at its
+/// registry and its pending entries again.
+const BLOCK: Duration = Duration::from_millis(200);
+/// How long the worker waits before trying again after a failure.
+const BACKOFF: Duration = Duration::from_millis(250);
+
+/// Inserts one order; nothing when an order of the same sale, of the same
+/// live unit or of the same request id exists (a redelivered message).
+const INSERT: &str = "INSERT INTO orders
+        (sku, epoch, unit, sale, request_id, instance, status, sold_at, created_at, pay_by)
+    VALUES ($1, $2, $3, $4, $5, $6, 'pending_payment',
+        to_timestamp($7::float8 / 1000), clock_timestamp(),
+        clock_timestamp() + $8::float8 * interval '1 millisecond')
+    ON CONFLICT DO NOTHING";
+
+/// Runs the worker of instance `consumer` until the process ends.
+pub async fn run(store: Store, config: OrdersConfig, consumer: String, chaos: Chaos) {
+    let mut worker = Worker {
+        store,
+        config,
+        consumer,
+        chaos,
+        skus: BTreeSet::new(),
+        looked: None,
+        claimed: None,
+        own_pending: true,
+    };
+    loop {
+        if let Err(err) = worker.serve().await {
+            tracing::warn!("order worker: {err:#}; trying again");
+            // Whatever it held when it failed is read again from its pending entries.
+            worker.own_pending = true;
+            tokio::time::sleep(BACKOFF).await;
+        }
+    }
+}
+
+struct Worker {
+    store: Store,
+    config: OrdersConfig,
+    consumer: String,
+    chaos: Chaos,
+    /// The SKUs whose streams it reads, and when it last asked the registry.
+    skus: BTreeSet<String>,
+    looked: Option<Instant>,
+    /// When it last claimed the idle entries of dead consumers.
+    claimed: Option<Instant>,
+    /// Whether it must read its own pending entries before new ones.
+    own_pending: bool,
+}
+
+impl Worker {
+    /// Connects and works until something fails.
+    async fn serve(&mut self) -> anyhow::Result<()> {
+        let mut db = super::connect(&self.config.postgres_url).await?;
+        let mut conn = self.store.conn().await?;
+        // Blocking reads on a connection of their own: a blocked read
+        // would hold up every command pipelined behind it.
+        let mut reader: Option<Conn> = None;
+        loop {
+            self.look_for_streams(&mut conn).await?;
+            if self.skus.is_empty() {
+                tokio::time::sleep(BLOCK).await;
+                continue;
+            }
+            let claim_due = self
+                .claimed
+                .is_none_or(|at| at.elapsed() >= self.config.claim_idle / 2);
+            if claim_due {
+                self.claimed = Some(Instant::now());
+                for sku in self.skus.clone() {
+                    let entries = self.claim_idle(&mut conn, &sku).await?;
+                    self.process(&mut conn, &mut db, &sku, entries).await?;
+                }
+            }
+            let own = self.own_pending;
+            let batches = if own || self.store.is_cluster() {
+                self.read(&mut conn, own, None).await?
+            } else {
+                if reader.is_none() {
+                    let client = self.store.master_client().await?;
+                    reader = Some(Conn::Plain(
+                        client.get_multiplexed_async_connection().await?,
+                    ));
+                }
+                let read = match reader.as_mut() {
+                    Some(reader) => self.read(reader, false, Some(BLOCK)).await,
+                    None => Ok(Vec::new()),
+                };
+                if read.is_err() {
+                    reader = None;
+                }
+                read?
+            };
+            if own && batches.iter().all(|(_, entries)| entries.is_empty()) {
+                self.own_pending = false;
+            }
+            if self.store.is_cluster() && !own && batches.iter().all(|(_, e)| e.is_empty()) {
+                tokio::time::sleep(BLOCK).await;
+            }
+            for (sku, entries) in batches {
+                self.process(&mut conn, &mut db, &sku, entries).await?;
+            }
+        }
+    }
+
+    /// Reads the registry (at most every `BLOCK`) and makes sure each new
+    /// SKU's stream has the group (created at the stream's start: a group
+    /// made after the first sales still reads them).
+    async fn look_for_streams(&mut self, conn: &mut Conn) -> Result<(), StoreError> {
+        if self.looked.is_some_and(|at| at.elapsed() < BLOCK) {
+            return Ok(());
+        }
+        self.looked = Some(Instant::now());
+        let skus: BTreeSet<String> = redis::cmd("SMEMBERS")
+            .arg(REGISTRY)
+            .query_async(conn)
+            .await?;
+        for sku in &skus {
+            ensure_group(conn, &Keys::tagged_with(sku)).await?;
+        }
+        self.skus = skus;
+        Ok(())
+    }
+
+    /// Reads the next entries of every stream: its own pending ones
+    /// (`own`: delivered to it and never acked) or new ones, waiting up to
+    /// `block` for some.
+    async fn read(
+        &mut self,
+        conn: &mut Conn,
+        own: bool,
+        block: Option<Duration>,
+    ) -> Result<Vec<(String, Vec<StreamId>)>, StoreError> {
+        let start = if own { "0" } else { ">" };
+        let groups: Vec<Vec<String>> = if self.store.is_cluster() {
+            self.skus.iter().map(|sku| vec![sku.clone()]).collect()
+        } else {
+            vec![self.skus.iter().cloned().collect()]
+        };
+        let mut batches = Vec::new();
+        for skus in groups {
+            let mut cmd = redis::cmd("XREADGROUP");
+            cmd.arg("GROUP").arg(GROUP).arg(&self.consumer);
+            cmd.arg("COUNT").arg(BATCH);
+            if let Some(block) = block {
+                cmd.arg("BLOCK").arg(block.as_millis() as u64);
+            }
+            cmd.arg("STREAMS");
+            for sku in &skus {
+                cmd.arg(Keys::tagged_with(sku).orders);
+            }
+            for _ in &skus {
+                cmd.arg(start);
+            }
+            let reply: Result<Option<StreamReadReply>, _> = cmd.query_async(conn).await;
+            let reply = match reply {
+                Ok(reply) => reply,
+                // A stream reset away (with its group), under a blocked
+                // read or before it: look again at once.
+                Err(err) if stream_gone(&err) => {
+                    self.looked = None;
+                    continue;
+                }
+                Err(err) => return Err(err.into()),
+            };
+            for key in reply.map(|r| r.keys).unwrap_or_default() {
+                if let Some(sku) = skus.iter().find(|s| Keys::tagged_with(s).orders == key.key) {
+                    batches.push((sku.clone(), key.ids));
+                }
+            }
+        }
+        Ok(batches)
+    }
+
+    /// Takes over the entries of `sku`'s stream that another consumer was
+    /// given and has not acked for `claim_idle` (it died, or is stuck).
+    async fn claim_idle(
+        &mut self,
+        conn: &mut Conn,
+        sku: &str,
+    ) -> Result<Vec<StreamId>, StoreError> {
+        let keys = Keys::tagged_with(sku);
+        let reply: Result<StreamAutoClaimReply, _> = redis::cmd("XAUTOCLAIM")
+            .arg(&keys.orders)
+            .arg(GROUP)
+            .arg(&self.consumer)
+            .arg(self.config.claim_idle.as_millis() as u64)
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(BATCH)
+            .query_async(conn)
+            .await;
+        match reply {
+            Ok(reply) => {
+                if !reply.claimed.is_empty() {
+                    tracing::info!(
+                        sku,
+                        claimed = reply.claimed.len(),
+                        "order worker: claimed idle messages"
+                    );
+                }
+                Ok(reply.claimed)
+            }
+            Err(err) if stream_gone(&err) => {
+                self.looked = None;
+                Ok(Vec::new())
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Inserts the orders of `entries` in one transaction, then acks them.
+    async fn process(
+        &mut self,
+        conn: &mut Conn,
+        db: &mut Client,
+        sku: &str,
+        entries: Vec<StreamId>,
+    ) -> anyhow::Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let messages: Vec<OrderMessage> = entries
+            .iter()
+            .filter_map(|entry| OrderMessage::parse(sku, &entry.map))
+            .collect();
+        if messages.len() < entries.len() {
+            tracing::warn!(
+                sku,
+                "order worker: acking {} unreadable messages",
+                entries.len() - messages.len()
+            );
+        }
+        if let Err(err) = insert(db, &messages, self.config.pay_within).await {
+            // Not acked: read again from the pending entries once PostgreSQL answers.
+            self.own_pending = true;
+            return Err(err.context("cannot insert orders; they wait in the stream"));
+        }
+        if self.chaos.enabled() && crate::chaos::take_worker_crash(conn).await? {
+            crate::chaos::crash("after inserting orders, before acking them, as armed");
+        }
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        let _: i64 = redis::cmd("XACK")
+            .arg(Keys::tagged_with(sku).orders)
+            .arg(GROUP)
+            .arg(&ids)
+            .query_async(conn)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Inserts `messages` as orders in one transaction (a message whose order
+/// exists inserts nothing); how many were new. The inserts are pipelined.
+pub async fn insert(
+    db: &mut Client,
+    messages: &[OrderMessage],
+    pay_within: Duration,
+) -> anyhow::Result<u64> {
+    let transaction = db.transaction().await?;
+    let statement = transaction.prepare(INSERT).await?;
+    let pay_ms = pay_within.as_millis() as f64;
+    let at: Vec<f64> = messages.iter().map(|m| m.at_ms as f64).collect();
+    let params: Vec<[&(dyn ToSql + Sync); 8]> = messages
+        .iter()
+        .zip(&at)
+        .map(|(m, at)| -> [&(dyn ToSql + Sync); 8] {
+            [
+                &m.sku,
+                &m.epoch,
+                &m.unit,
+                &m.sale,
+                &m.request_id,
+                &m.instance,
+                at,
+                &pay_ms,
+            ]
+        })
+        .collect();
+    let inserted = futures_util::future::try_join_all(
+        params.iter().map(|p| transaction.execute(&statement, p)),
+    )
+    .await?;
+    transaction.commit().await?;
+    Ok(inserted.iter().sum())
+}
+
+/// Whether Redis said the stream or its group is gone (a reset deleted
+/// them): `NOGROUP`, or `UNBLOCKED` for a read blocked on it.
+fn stream_gone(err: &redis::RedisError) -> bool {
+    let text = err.to_string();
+    text.contains("NOGROUP") || text.contains("UNBLOCKED")
+}
+
+/// Creates the workers' group on a SKU's stream (and the stream), reading
+/// from its start; nothing if it exists.
+pub async fn ensure_group<C: ConnectionLike>(conn: &mut C, keys: &Keys) -> Result<(), StoreError> {
+    let created: Result<String, redis::RedisError> = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(&keys.orders)
+        .arg(GROUP)
+        .arg("0")
+        .arg("MKSTREAM")
+        .query_async(conn)
+        .await;
+    match created {
+        Ok(_) => Ok(()),
+        Err(err) if err.code() == Some("BUSYGROUP") => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}

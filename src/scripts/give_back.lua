@@ -1,0 +1,18 @@
+-- An expired reservation gives its unit back to the stock, once.
+-- KEYS: stock, ledger, units, returns, returned_units
+-- ARGV: epoch, sale, unit
+-- Returns 'returned', 'again' (this sale's unit was given back before:
+-- nothing changes) or 'stale' (the SKU was reset since the sale: its unit
+-- belongs to old stock, nothing changes).
+-- The unit joins returned_units, which the order variants sell first; the
+-- stock counts it again; the ledger counts the return and the unit's sales
+-- go down by one, so that selling it again is not a duplicate.
+local l = redis.call('HMGET', KEYS[2], 'epoch', 'initial')
+if l[1] ~= ARGV[1] then return 'stale' end
+if redis.call('HSETNX', KEYS[4], ARGV[2], ARGV[3]) == 0 then return 'again' end
+redis.call('INCR', KEYS[1])
+redis.call('RPUSH', KEYS[5], ARGV[3])
+redis.call('HINCRBY', KEYS[2], 'returned', 1)
+redis.call('BITFIELD', KEYS[3], 'OVERFLOW', 'SAT',
+  'INCRBY', 'u2', '#' .. (tonumber(l[2]) - tonumber(ARGV[3])), -1)
+return 'returned'

@@ -1,0 +1,73 @@
+//! `lua-then-queue`: the `lua` sale, then the order message in a second
+//! command: the naive road from stock to order.
+//!
+//! The sale is as safe as `lua`'s: one script decrements and records. But
+//! the order is enqueued afterwards, with its own `XADD`, and anything that
+//! stops the instance between the two (a crash, a deploy, a client that
+//! hangs up and cancels the handler) leaves a unit that Redis says is sold
+//! and that no order will ever name: under-selling (少卖). The lab's
+//! `crash-before-enqueue` shows it; `stocklock reconcile` finds the unit.
+
+use super::lua::{Deducted, Orders, answer_of, run_deduct};
+use super::{About, Claim, Claims, Protection};
+use crate::section::{Answer, Ctx};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "the lua sale, then a separate XADD of the order: a crash in between loses the unit",
+    explanation: "The sale is the lua script: atomic, it never oversells. The order is sent afterwards, by a second command \
+        (XADD to the SKU's order stream) that a worker turns into an order row in PostgreSQL. Between the two the unit \
+        is sold in Redis and nowhere else: an instance that crashes there, or a handler cancelled because its client \
+        hung up, leaves a unit sold with no order ever to come (under-selling). The lab's crash-before-enqueue arms a \
+        crash at exactly that point; stocklock reconcile lists the lost unit. The fix is lua-stream: the XADD inside \
+        the script.",
+    protection_zh: "先用 lua 扣减,再单独 XADD 订单消息:两步之间崩溃就丢了这件商品",
+    explanation_zh: "扣减就是 lua 脚本:原子的,不会超卖。订单消息随后由第二条命令(XADD 到该 SKU 的订单流)发出,由 worker 写成 PostgreSQL 里的订单行。两步之间,这件商品在 Redis 里已卖出,别处却没有记录:实例在这里崩溃,或客户端断开导致处理被取消,这件商品就卖出了却永远不会有订单(少卖)。实验的 crash-before-enqueue 恰好在这一点安排崩溃;stocklock reconcile 会列出丢失的商品。修正办法是 lua-stream:把 XADD 放进脚本里。",
+    code: r#"
+let sold = EVAL deduct.lua stock:{sku} ...;   // atomic: decrement + ledger
+// <- a crash here: sold in Redis, no order ever
+XADD orders:{sku} * unit .. sale .. epoch ..; // a second command"#,
+    default_lease: None,
+    default_wait: None,
+    claims: Claims {
+        race: Claim::safe(""),
+        slow_business: Claim::NOT_APPLICABLE,
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::not_applicable("no gap in the sale: one script"),
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes: Claim::NOT_APPLICABLE,
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::recovers(""),
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable("no lock"),
+        failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::loses_units("the crash comes between the sale and its XADD"),
+        worker_crash_before_ack: Claim::safe("redelivered, inserted once"),
+        postgres_restart: Claim::safe("orders wait in the stream"),
+        reservation_expiry: Claim::safe("each unpaid unit returned once"),
+    },
+    undersells: None,
+};
+
+pub(super) struct LuaThenQueue;
+
+impl Protection for LuaThenQueue {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
+        let keys = ctx.keys;
+        match run_deduct(ctx, keys, true, None, Orders::Caller).await {
+            Ok(Deducted::Order(answer, message)) => {
+                if ctx.chaos.enabled()
+                    && crate::chaos::take_crash_before_enqueue(&mut ctx.conn).await?
+                {
+                    crate::chaos::crash("after the sale, before its XADD, as armed");
+                }
+                crate::orders::enqueue(&mut ctx.conn, keys, &message).await?;
+                Ok(answer)
+            }
+            other => answer_of(other),
+        }
+    }
+}
