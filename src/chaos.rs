@@ -53,13 +53,17 @@ use crate::store::{Conn, Keys, Store, StoreError};
 const CRASH_AFTER_ACQUIRE: &str = "{stocklock:chaos}:crash_after_acquire";
 const CRASH_AFTER_WRITE: &str = "{stocklock:chaos}:crash_after_write";
 const PAUSE_HOLDER: &str = "{stocklock:chaos}:pause_holder";
-/// Every armed fault's key, for clearing them all.
-pub const ARMED_KEYS: [&str; 3] = [CRASH_AFTER_ACQUIRE, CRASH_AFTER_WRITE, PAUSE_HOLDER];
-// The order pipeline's faults: looked for by every order sale and every
-// worker batch in chaos mode (one GETDEL), not through the sections'
-// arming announcements.
+// The order pipeline's faults (an order sale, a worker's batch).
 const CRASH_BEFORE_ENQUEUE: &str = "{stocklock:chaos}:crash_before_enqueue";
 const WORKER_CRASH_BEFORE_ACK: &str = "{stocklock:chaos}:worker_crash_before_ack";
+/// Every armed fault's key, for clearing them all.
+pub const ARMED_KEYS: [&str; 5] = [
+    CRASH_AFTER_ACQUIRE,
+    CRASH_AFTER_WRITE,
+    PAUSE_HOLDER,
+    CRASH_BEFORE_ENQUEUE,
+    WORKER_CRASH_BEFORE_ACK,
+];
 /// Where an arming is announced, so that instances look for armed faults.
 pub const ARMED_CHANNEL: &str = "stocklock:chaos:armed";
 /// How many sections the witness keeps per SKU.
@@ -232,18 +236,23 @@ impl Chaos {
         let mut faults = Faults::default();
         if let Some(seen) = self.may_be_armed() {
             // One pipeline: the keys share a hash tag (one slot on a cluster).
-            let (pause, crash_now, crash_later): (Option<u64>, Option<String>, Option<String>) =
-                redis::pipe()
-                    .get_del(PAUSE_HOLDER)
-                    .get_del(CRASH_AFTER_ACQUIRE)
-                    .get_del(CRASH_AFTER_WRITE)
-                    .query_async(conn)
-                    .await?;
+            let (pause, crash_now, crash_later, others): (
+                Option<u64>,
+                Option<String>,
+                Option<String>,
+                i64,
+            ) = redis::pipe()
+                .get_del(PAUSE_HOLDER)
+                .get_del(CRASH_AFTER_ACQUIRE)
+                .get_del(CRASH_AFTER_WRITE)
+                .exists(&ARMED_KEYS[3..])
+                .query_async(conn)
+                .await?;
             if crash_now.is_some() {
                 let _: Result<i64, _> = conn.publish(section_channel(keys), "entered").await;
                 crash("holding the lock, before the write, as armed");
             }
-            if pause.is_none() && crash_later.is_none() {
+            if pause.is_none() && crash_later.is_none() && others == 0 {
                 self.found_none(seen);
             }
             faults = Faults {
@@ -266,6 +275,36 @@ impl Chaos {
         if let Some(binary) = &self.binary {
             freeze(binary, pause);
         }
+    }
+
+    /// Whether this order sale is the one armed to crash right after its
+    /// script (and disarms it). Free while nothing is armed: a round trip
+    /// only after an arming was heard, as for the sections' faults.
+    pub async fn crash_before_enqueue(&self, conn: &mut Conn) -> Result<bool, StoreError> {
+        self.take(conn, CRASH_BEFORE_ENQUEUE).await
+    }
+
+    /// Whether this worker's batch is the one armed to crash between its
+    /// commit and its ack (and disarms it); free while nothing is armed.
+    pub async fn worker_crash_before_ack(&self, conn: &mut Conn) -> Result<bool, StoreError> {
+        self.take(conn, WORKER_CRASH_BEFORE_ACK).await
+    }
+
+    /// Takes the armed fault `key`, if an arming was heard and it is still
+    /// there; stops looking once no fault at all is left.
+    async fn take(&self, conn: &mut Conn, key: &str) -> Result<bool, StoreError> {
+        let Some(seen) = self.may_be_armed() else {
+            return Ok(false);
+        };
+        let (armed, left): (Option<String>, i64) = redis::pipe()
+            .get_del(key)
+            .exists(&ARMED_KEYS[..])
+            .query_async(conn)
+            .await?;
+        if left == 0 {
+            self.found_none(seen);
+        }
+        Ok(armed.is_some())
     }
 
     /// The monotonic clock, when the witness records (chaos mode).
@@ -317,38 +356,17 @@ pub async fn arm_crash_after_write(conn: &mut Conn) -> Result<(), StoreError> {
 /// Clears every armed fault (one that was armed and never triggered).
 pub async fn disarm(conn: &mut Conn) -> Result<(), StoreError> {
     let _: i64 = conn.del(&ARMED_KEYS[..]).await?;
-    let _: i64 = conn
-        .del(&[CRASH_BEFORE_ENQUEUE, WORKER_CRASH_BEFORE_ACK][..])
-        .await?;
     Ok(())
 }
 
 /// Arms the next sale of an order variant to crash right after its script.
 pub async fn arm_crash_before_enqueue(conn: &mut Conn) -> Result<(), StoreError> {
-    let _: () = conn.set(CRASH_BEFORE_ENQUEUE, 1).await?;
-    Ok(())
+    arm(conn, CRASH_BEFORE_ENQUEUE, 1).await
 }
 
 /// Arms the next order worker's batch to crash between commit and ack.
 pub async fn arm_worker_crash_before_ack(conn: &mut Conn) -> Result<(), StoreError> {
-    let _: () = conn.set(WORKER_CRASH_BEFORE_ACK, 1).await?;
-    Ok(())
-}
-
-/// Whether this sale is the one armed to crash before its enqueue (and
-/// disarms it): a GETDEL.
-pub async fn take_crash_before_enqueue(conn: &mut Conn) -> Result<bool, StoreError> {
-    take(conn, CRASH_BEFORE_ENQUEUE).await
-}
-
-/// Whether this batch is the one armed to crash before its ack (and disarms it).
-pub async fn take_worker_crash(conn: &mut Conn) -> Result<bool, StoreError> {
-    take(conn, WORKER_CRASH_BEFORE_ACK).await
-}
-
-async fn take(conn: &mut Conn, key: &str) -> Result<bool, StoreError> {
-    let armed: Option<String> = conn.get_del(key).await?;
-    Ok(armed.is_some())
+    arm(conn, WORKER_CRASH_BEFORE_ACK, 1).await
 }
 
 /// Aborts the process now: a real crash, as chaos mode armed it.

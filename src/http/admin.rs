@@ -111,6 +111,8 @@ pub(super) async fn chaos_action(
         ChaosAction::CrashAfterAcquire
             | ChaosAction::CrashAfterWrite
             | ChaosAction::PauseHolder { .. }
+            | ChaosAction::CrashBeforeEnqueue
+            | ChaosAction::WorkerCrashBeforeAck
     ) {
         // Returns once every instance has heard of the arming (its
         // listener hears the arming before this call to count in), so the

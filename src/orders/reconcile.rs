@@ -242,9 +242,10 @@ pub async fn reconcile(conn: &mut Conn, db: &Client, sku: &str) -> anyhow::Resul
     Ok(r)
 }
 
-/// The ids of the stream's entries the workers' group acked: delivered
-/// (not after its last delivered id) and not pending. Read again with the
-/// stream, atomically, so that both describe one moment.
+/// The ids of `stream`'s entries the workers' group has acked: delivered
+/// (not after its last delivered id) and not pending; the group's last
+/// delivered id and pending list are read in one atomic step after the
+/// stream, so an entry acked by then has its row committed.
 async fn acked(
     conn: &mut Conn,
     keys: &Keys,
@@ -253,18 +254,8 @@ async fn acked(
     if stream.ids.is_empty() {
         return Ok(BTreeSet::new());
     }
-    let first = &stream.ids[0].id;
-    let last = &stream.ids[stream.ids.len() - 1].id;
-    let read: Result<
-        (
-            StreamRangeReply,
-            StreamInfoGroupsReply,
-            StreamPendingCountReply,
-        ),
-        _,
-    > = redis::pipe()
+    let read: Result<(StreamInfoGroupsReply, StreamPendingCountReply), _> = redis::pipe()
         .atomic()
-        .xrange(&keys.orders, first, last)
         .xinfo_groups(&keys.orders)
         .xpending_count(
             &keys.orders,
@@ -275,7 +266,7 @@ async fn acked(
         )
         .query_async(conn)
         .await;
-    let (again, groups, pending) = match read {
+    let (groups, pending) = match read {
         Ok(read) => read,
         // No group yet (no worker has looked): nothing is acked.
         // (In a pipeline the error carries the code in its text.)
@@ -291,7 +282,7 @@ async fn acked(
     };
     let delivered = stream_id(&group.last_delivered_id);
     let pending: BTreeSet<&str> = pending.ids.iter().map(|p| p.id.as_str()).collect();
-    Ok(again
+    Ok(stream
         .ids
         .iter()
         .filter(|e| stream_id(&e.id) <= delivered && !pending.contains(e.id.as_str()))

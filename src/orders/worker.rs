@@ -82,7 +82,7 @@ struct Worker {
 impl Worker {
     /// Connects and works until something fails.
     async fn serve(&mut self) -> anyhow::Result<()> {
-        let mut db = super::connect(&self.config.postgres_url).await?;
+        let mut db = Orders::prepare(super::connect(&self.config.postgres_url).await?).await?;
         let mut conn = self.store.conn().await?;
         // Blocking reads on a connection of their own: a blocked read
         // would hold up every command pipelined behind it.
@@ -141,12 +141,15 @@ impl Worker {
         if self.looked.is_some_and(|at| at.elapsed() < BLOCK) {
             return Ok(());
         }
+        let forced = self.looked.is_none();
         self.looked = Some(Instant::now());
         let skus: BTreeSet<String> = redis::cmd("SMEMBERS")
             .arg(REGISTRY)
             .query_async(conn)
             .await?;
-        for sku in &skus {
+        // The new SKUs' groups; every one's after a stream was found gone
+        // (a reset deletes the stream with its group).
+        for sku in skus.iter().filter(|s| forced || !self.skus.contains(*s)) {
             ensure_group(conn, &Keys::tagged_with(sku)).await?;
         }
         self.skus = skus;
@@ -244,7 +247,7 @@ impl Worker {
     async fn process(
         &mut self,
         conn: &mut Conn,
-        db: &mut Client,
+        db: &mut Orders,
         sku: &str,
         entries: Vec<StreamId>,
     ) -> anyhow::Result<()> {
@@ -262,12 +265,12 @@ impl Worker {
                 entries.len() - messages.len()
             );
         }
-        if let Err(err) = insert(db, &messages, self.config.pay_within).await {
+        if let Err(err) = db.insert(&messages, self.config.pay_within).await {
             // Not acked: read again from the pending entries once PostgreSQL answers.
             self.own_pending = true;
             return Err(err.context("cannot insert orders; they wait in the stream"));
         }
-        if self.chaos.enabled() && crate::chaos::take_worker_crash(conn).await? {
+        if self.chaos.worker_crash_before_ack(conn).await? {
             crate::chaos::crash("after inserting orders, before acking them, as armed");
         }
         let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
@@ -281,39 +284,54 @@ impl Worker {
     }
 }
 
-/// Inserts `messages` as orders in one transaction (a message whose order
-/// exists inserts nothing); how many were new. The inserts are pipelined.
-pub async fn insert(
-    db: &mut Client,
-    messages: &[OrderMessage],
-    pay_within: Duration,
-) -> anyhow::Result<u64> {
-    let transaction = db.transaction().await?;
-    let statement = transaction.prepare(INSERT).await?;
-    let pay_ms = pay_within.as_millis() as f64;
-    let at: Vec<f64> = messages.iter().map(|m| m.at_ms as f64).collect();
-    let params: Vec<[&(dyn ToSql + Sync); 8]> = messages
-        .iter()
-        .zip(&at)
-        .map(|(m, at)| -> [&(dyn ToSql + Sync); 8] {
-            [
-                &m.sku,
-                &m.epoch,
-                &m.unit,
-                &m.sale,
-                &m.request_id,
-                &m.instance,
-                at,
-                &pay_ms,
-            ]
-        })
-        .collect();
-    let inserted = futures_util::future::try_join_all(
-        params.iter().map(|p| transaction.execute(&statement, p)),
-    )
-    .await?;
-    transaction.commit().await?;
-    Ok(inserted.iter().sum())
+/// A worker's connection to the orders' database, with its insert
+/// prepared once.
+struct Orders {
+    client: Client,
+    insert: tokio_postgres::Statement,
+}
+
+impl Orders {
+    async fn prepare(client: Client) -> anyhow::Result<Self> {
+        let insert = client.prepare(INSERT).await?;
+        Ok(Self { client, insert })
+    }
+
+    /// Inserts `messages` as orders in one transaction (a message whose
+    /// order exists inserts nothing); how many were new. The inserts are
+    /// pipelined.
+    async fn insert(
+        &mut self,
+        messages: &[OrderMessage],
+        pay_within: Duration,
+    ) -> anyhow::Result<u64> {
+        let statement = &self.insert;
+        let transaction = self.client.transaction().await?;
+        let pay_ms = pay_within.as_millis() as f64;
+        let at: Vec<f64> = messages.iter().map(|m| m.at_ms as f64).collect();
+        let params: Vec<[&(dyn ToSql + Sync); 8]> = messages
+            .iter()
+            .zip(&at)
+            .map(|(m, at)| -> [&(dyn ToSql + Sync); 8] {
+                [
+                    &m.sku,
+                    &m.epoch,
+                    &m.unit,
+                    &m.sale,
+                    &m.request_id,
+                    &m.instance,
+                    at,
+                    &pay_ms,
+                ]
+            })
+            .collect();
+        let inserted = futures_util::future::try_join_all(
+            params.iter().map(|p| transaction.execute(statement, p)),
+        )
+        .await?;
+        transaction.commit().await?;
+        Ok(inserted.iter().sum())
+    }
 }
 
 /// Whether Redis said the stream or its group is gone (a reset deleted

@@ -90,9 +90,7 @@ impl Protection for LuaStream {
         let keys = ctx.keys;
         match run_deduct(ctx, keys, true, None, Orders::Script).await {
             Ok(Deducted::Order(answer, _)) => {
-                if ctx.chaos.enabled()
-                    && crate::chaos::take_crash_before_enqueue(&mut ctx.conn).await?
-                {
+                if ctx.chaos.crash_before_enqueue(&mut ctx.conn).await? {
                     crate::chaos::crash(
                         "after the sale script (its order already on the stream), as armed",
                     );

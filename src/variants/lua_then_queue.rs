@@ -59,9 +59,7 @@ impl Protection for LuaThenQueue {
         let keys = ctx.keys;
         match run_deduct(ctx, keys, true, None, Orders::Caller).await {
             Ok(Deducted::Order(answer, message)) => {
-                if ctx.chaos.enabled()
-                    && crate::chaos::take_crash_before_enqueue(&mut ctx.conn).await?
-                {
+                if ctx.chaos.crash_before_enqueue(&mut ctx.conn).await? {
                     crate::chaos::crash("after the sale, before its XADD, as armed");
                 }
                 crate::orders::enqueue(&mut ctx.conn, keys, &message).await?;

@@ -21,6 +21,30 @@ async fn stack_with_orders(pay_within: &str) -> Option<Stack> {
     Some(Stack::start_with(2, None, &["--orders", "on", "--pay-within", pay_within]).await)
 }
 
+/// The stack's orders' database.
+async fn database(stack: &Stack) -> stocklock::orders::Client {
+    stocklock::orders::connect(&stack.postgres.as_ref().unwrap().url)
+        .await
+        .unwrap()
+}
+
+/// A connection to the stack's Redis.
+async fn redis(stack: &Stack) -> stocklock::store::Conn {
+    let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
+    store.conn().await.unwrap()
+}
+
+/// Messages of `keys`' order stream delivered to a worker and not acked.
+async fn pending(conn: &mut stocklock::store::Conn, keys: &Keys) -> usize {
+    let pending: redis::streams::StreamPendingReply = redis::cmd("XPENDING")
+        .arg(&keys.orders)
+        .arg("workers")
+        .query_async(conn)
+        .await
+        .unwrap();
+    pending.count()
+}
+
 /// `stocklock reconcile` on the stack's stores: its exit code and JSON.
 async fn reconcile(stack: &Stack, sku: &str) -> (i32, Value) {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
@@ -57,9 +81,7 @@ async fn the_lua_stream_race_makes_one_order_per_unit_and_reconcile_agrees() {
         for list in ["lost", "phantom", "ordered_twice", "unreturned"] {
             assert_eq!(r[list], serde_json::json!([]), "{list}: {r}");
         }
-        let db = stocklock::orders::connect(&stack.postgres.as_ref().unwrap().url)
-            .await
-            .unwrap();
+        let db = database(&stack).await;
         let row = db
             .query_one(
                 "SELECT count(*), count(DISTINCT unit), count(DISTINCT instance)
@@ -181,13 +203,10 @@ async fn unpaid_reservations_give_their_unit_back_once_and_paid_ones_never() {
         // A second pass, and a retried return of an expired sale, change nothing.
         let again = stack.client.expire_orders().await.unwrap();
         assert_eq!((again.expired, again.returned), (0, 0), "{again:?}");
-        let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
-        let mut conn = store.conn().await.unwrap();
+        let mut conn = redis(&stack).await;
         let expired = &orders[10];
         let keys = Keys::tagged_with(sku);
-        let db = stocklock::orders::connect(&stack.postgres.as_ref().unwrap().url)
-            .await
-            .unwrap();
+        let db = database(&stack).await;
         let row = db
             .query_one(
                 "SELECT epoch, sale, status FROM orders WHERE id = $1",
@@ -230,8 +249,7 @@ async fn a_dead_consumers_messages_are_claimed_and_written_by_a_live_worker() {
         // sit in its pending list, never acked.
         let sku = "lua-stream";
         stack.reset(sku, 10).await;
-        let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
-        let mut conn = store.conn().await.unwrap();
+        let mut conn = redis(&stack).await;
         let keys = Keys::tagged_with(sku);
         let ghost_sales = [101i64, 102, 103];
         // The stream, its group and the SKU in the workers' registry; the
@@ -272,17 +290,13 @@ async fn a_dead_consumers_messages_are_claimed_and_written_by_a_live_worker() {
             .arg(">")
             .ignore();
         let () = pipe.query_async(&mut conn).await.unwrap();
-        let pending: redis::streams::StreamPendingReply = redis::cmd("XPENDING")
-            .arg(&keys.orders)
-            .arg("workers")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        assert_eq!(pending.count(), 3, "the ghost holds its three");
+        assert_eq!(
+            pending(&mut conn, &keys).await,
+            3,
+            "the ghost holds its three"
+        );
         // Past --claim-idle (5 s by default) a live worker claims them.
-        let db = stocklock::orders::connect(&stack.postgres.as_ref().unwrap().url)
-            .await
-            .unwrap();
+        let db = database(&stack).await;
         let written = loop {
             let row = db
                 .query_one(
@@ -301,13 +315,7 @@ async fn a_dead_consumers_messages_are_claimed_and_written_by_a_live_worker() {
             written, "ghost",
             "the ghost's messages, as it received them"
         );
-        let pending: redis::streams::StreamPendingReply = redis::cmd("XPENDING")
-            .arg(&keys.orders)
-            .arg("workers")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        assert_eq!(pending.count(), 0, "acked once written");
+        assert_eq!(pending(&mut conn, &keys).await, 0, "acked once written");
         stack.stop().await;
     })
     .await;
