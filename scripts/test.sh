@@ -4,7 +4,7 @@
 # etcd-server, whose members the etcd lock's tests start;
 # redis-sentinel, whose Sentinels the failover tests start (up --replica);
 # prometheus, whose server scrapes a stack and whose promtool checks the
-# shipped config and dashboard; chromium, its driver and a CJK font for
+# shipped config and dashboard; nodejs, which checks the pages' scripts; chromium, its driver and a CJK font for
 # the browser test; zookeeper, whose servers the ZooKeeper lock's tests
 # start; postgresql, whose servers the orders' tests start), checks the code as STYLE.md asks (rustfmt, clippy
 # with warnings as errors), then cargo test. The tests start their own
@@ -12,7 +12,7 @@
 # and stop them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper postgresql
+scripts/deps.sh nodejs docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper postgresql
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   # A minimal rustup profile has neither; the default one has both.
   rustup component add rustfmt clippy ||

@@ -35,8 +35,8 @@
 //!
 //! Chaos mode also lets an instance run with a skewed clock
 //! (`--clock-skew-ms`, or the `clock_skew` action sent to the instance
-//! itself; read by `setnx-expiry`) and records every critical section on
-//! the host's monotonic clock (the overlap witness).
+//! itself; read by `setnx-expiry`). Every fault that strikes is recorded
+//! as an event on the timeline ([`crate::timeline`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,7 +44,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use serde::{Deserialize, Serialize};
 
 use crate::store::{Conn, Keys, Store, StoreError};
 
@@ -66,34 +65,6 @@ pub const ARMED_KEYS: [&str; 5] = [
 ];
 /// Where an arming is announced, so that instances look for armed faults.
 pub const ARMED_CHANNEL: &str = "stocklock:chaos:armed";
-/// How many sections the witness keeps per SKU.
-const WITNESS_KEEP: isize = 10_000;
-
-/// One critical section as the witness saw it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Section {
-    pub instance: String,
-    /// The lock owner (and fencing token) when the variant has one.
-    pub holder: Option<String>,
-    /// CLOCK_MONOTONIC nanoseconds: one clock for every process of the host.
-    pub enter_ns: u64,
-    pub exit_ns: u64,
-    pub outcome: String,
-}
-
-impl Section {
-    /// A section that entered at `enter_ns` and exits now.
-    pub fn timed(instance: &str, holder: Option<&str>, enter_ns: u64, outcome: &str) -> Section {
-        Section {
-            instance: instance.to_owned(),
-            holder: holder.map(str::to_owned),
-            enter_ns,
-            exit_ns: monotonic_ns(),
-            outcome: outcome.to_owned(),
-        }
-    }
-}
-
 /// The faults armed for the section that just entered its gap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Faults {
@@ -111,6 +82,8 @@ pub struct Chaos {
     clock_skew_ms: Arc<AtomicI64>,
     /// Whether the Redis may be paused and restarted (`up` owns it).
     redis_control: bool,
+    /// The instance's name, for the events it records on the timeline.
+    instance: String,
     /// This program, to start the SIGCONT helper.
     binary: Option<PathBuf>,
     /// Odd while faults may be armed: sections look for them. Every
@@ -131,6 +104,7 @@ impl Chaos {
             enabled: true,
             clock_skew_ms: Arc::new(AtomicI64::new(clock_skew_ms)),
             redis_control: false,
+            instance: String::new(),
             binary: std::env::current_exe().ok(),
             armed: Arc::new(AtomicU64::new(1)),
         }
@@ -140,6 +114,25 @@ impl Chaos {
     pub fn with_redis_control(mut self, allowed: bool) -> Self {
         self.redis_control = allowed;
         self
+    }
+
+    /// Names the instance in the events it records on the timeline.
+    pub fn named(mut self, instance: &str) -> Self {
+        self.instance = instance.to_owned();
+        self
+    }
+
+    /// Records a fault that strikes this instance (for `sku`, or all of
+    /// them) as an event on the timeline.
+    pub async fn record(&self, conn: &mut Conn, kind: &str, sku: Option<&str>, detail: &str) {
+        let instance = (!self.instance.is_empty()).then_some(self.instance.as_str());
+        crate::timeline::event(conn, kind, instance, sku, detail.to_owned()).await;
+    }
+
+    /// Records the crash on the timeline, then aborts the process.
+    pub async fn crash_recorded(&self, conn: &mut Conn, sku: &str, when: &str) {
+        self.record(conn, "crash", Some(sku), when).await;
+        crash(when)
     }
 
     pub fn redis_control(&self) -> bool {
@@ -202,7 +195,11 @@ impl Chaos {
     /// `setnx` asks between its SETNX and its EXPIRE. Locks that do not ask
     /// crash in the gap instead ([`Chaos::in_the_gap`]), holding the lock
     /// with nothing written.
-    pub async fn crash_if_armed_after_acquire(&self, conn: &mut Conn) -> Result<(), StoreError> {
+    pub async fn crash_if_armed_after_acquire(
+        &self,
+        conn: &mut Conn,
+        keys: &Keys,
+    ) -> Result<(), StoreError> {
         let Some(seen) = self.may_be_armed() else {
             return Ok(());
         };
@@ -212,7 +209,8 @@ impl Chaos {
             .query_async(conn)
             .await?;
         if armed.is_some() {
-            crash("between SETNX and EXPIRE, as armed");
+            self.crash_recorded(conn, &keys.tag, "between SETNX and EXPIRE, as armed")
+                .await;
         }
         if others == 0 {
             self.found_none(seen);
@@ -250,7 +248,12 @@ impl Chaos {
                 .await?;
             if crash_now.is_some() {
                 let _: Result<i64, _> = conn.publish(section_channel(keys), "entered").await;
-                crash("holding the lock, before the write, as armed");
+                self.crash_recorded(
+                    conn,
+                    &keys.tag,
+                    "holding the lock, before the write, as armed",
+                )
+                .await;
             }
             if pause.is_none() && crash_later.is_none() && others == 0 {
                 self.found_none(seen);
@@ -305,29 +308,6 @@ impl Chaos {
             self.found_none(seen);
         }
         Ok(armed.is_some())
-    }
-
-    /// The monotonic clock, when the witness records (chaos mode).
-    pub fn witness_clock(&self) -> Option<u64> {
-        self.enabled.then(monotonic_ns)
-    }
-
-    /// Records one critical section for the lab's overlap check.
-    pub async fn witness(
-        &self,
-        conn: &mut Conn,
-        keys: &Keys,
-        section: &Section,
-    ) -> Result<(), StoreError> {
-        let json = serde_json::to_string(section).unwrap_or_default();
-        let _: () = redis::pipe()
-            .rpush(&keys.sections, json)
-            .ignore()
-            .ltrim(&keys.sections, -WITNESS_KEEP, -1)
-            .ignore()
-            .query_async(conn)
-            .await?;
-        Ok(())
     }
 }
 
@@ -429,37 +409,6 @@ pub fn crash_soon() {
         eprintln!("chaos: crashing, as asked");
         std::process::abort();
     });
-}
-
-/// The sections the witness recorded for a SKU, oldest first.
-pub async fn sections(conn: &mut Conn, keys: &Keys) -> Result<Vec<Section>, StoreError> {
-    let raw: Vec<String> = conn.lrange(&keys.sections, 0, -1).await?;
-    Ok(raw
-        .iter()
-        .filter_map(|s| serde_json::from_str(s).ok())
-        .collect())
-}
-
-/// Pairs of sections that overlapped in time: two holders at once.
-pub fn overlaps(sections: &[Section]) -> Vec<(Section, Section)> {
-    let mut sorted: Vec<&Section> = sections.iter().collect();
-    sorted.sort_by_key(|s| s.enter_ns);
-    let mut pairs = Vec::new();
-    for (i, a) in sorted.iter().enumerate() {
-        for b in &sorted[i + 1..] {
-            if b.enter_ns >= a.exit_ns {
-                break;
-            }
-            pairs.push(((*a).clone(), (*b).clone()));
-        }
-    }
-    pairs
-}
-
-fn monotonic_ns() -> u64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
-        .unwrap_or(0)
 }
 
 /// Stops this whole process (every thread, the watchdog's included) with

@@ -50,7 +50,8 @@ pub enum Command {
     /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n or STUCK.
     Load(LoadConfig),
     /// Measure costs side by side on a running stack: our generator vs oha,
-    /// lua vs /healthz, watchdog vs the lock hand-off ceiling, memory.
+    /// lua vs /healthz, what the timeline costs lua, sold-out answers,
+    /// watchdog vs the lock hand-off ceiling, Redlock, memory.
     Bench(BenchConfig),
     /// Article 000's lock-store table, measured on a stack of its own:
     /// uncontended lock pairs/s per store (Redis, Redlock, etcd,
@@ -97,6 +98,11 @@ pub struct LabArgs {
     /// Write every cell as JSON: {"cells":[{scenario, variant, expected, observed, pass, evidence}]}.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Write each cell's timeline (its critical sections, overlaps and
+    /// chaos events, as the page draws them) into this directory, one
+    /// self-contained HTML file a cell, named in the cell's evidence.
+    #[arg(long, value_name = "DIR")]
+    pub timelines: Option<std::path::PathBuf>,
     /// Use this running stack (nginx URL) instead of starting one. It must
     /// run `stocklock up --chaos` with two instances (clock-skew sets
     /// instance b's clock itself); needs --admin-token and --redis-url;
@@ -108,6 +114,10 @@ pub struct LabArgs {
     /// The target stack's Redis (stocklock up prints it).
     #[arg(long)]
     pub redis_url: Option<String>,
+    /// Run for the lesson page: write the cell to the target's Redis as
+    /// this lesson step's result (how an instance runs a step's experiment).
+    #[arg(long, hide = true, requires = "target")]
+    pub lesson: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -252,10 +262,21 @@ async fn run(command: Command) -> anyhow::Result<bool> {
         Command::Serve(args) => serve(args).await.map(|()| true),
         Command::Lab(args) => {
             telemetry::init("error");
-            crate::lab::run(crate::lab::LabConfig {
+            let lesson = args.lesson.clone().zip(args.redis_url.clone());
+            // A lesson's cells are read back from a JSON file of our own.
+            let dir = match &lesson {
+                Some(_) => Some(tempfile::tempdir()?),
+                None => None,
+            };
+            let json = match &dir {
+                Some(dir) => Some(dir.path().join("lab.json")),
+                None => args.json,
+            };
+            let ran = crate::lab::run(crate::lab::LabConfig {
                 scenarios: args.scenarios,
                 variants: args.variant,
-                json: args.json,
+                json: json.clone(),
+                timelines: args.timelines,
                 target: match (args.target, args.admin_token, args.redis_url) {
                     (Some(url), Some(admin_token), Some(redis_url)) => Some(crate::lab::Target {
                         url,
@@ -265,7 +286,17 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                     _ => None,
                 },
             })
-            .await
+            .await;
+            let Some((id, redis_url)) = lesson else {
+                return ran;
+            };
+            let cells = ran.and_then(|_| {
+                let path = json.unwrap_or_default();
+                let bytes = std::fs::read(&path)?;
+                Ok(serde_json::from_slice::<crate::lab::LabReport>(&bytes)?.cells)
+            });
+            crate::lessons::finish(&redis_url, &id, cells).await?;
+            Ok(true)
         }
         Command::Reconcile(args) => {
             telemetry::init("warn");
@@ -342,7 +373,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         default_variant: args.default_variant,
         public_url: args.public_url,
         chaos: if args.chaos {
-            crate::chaos::Chaos::on(args.clock_skew_ms).with_redis_control(args.chaos_redis)
+            crate::chaos::Chaos::on(args.clock_skew_ms)
+                .with_redis_control(args.chaos_redis)
+                .named(&instance)
         } else {
             crate::chaos::Chaos::off()
         },

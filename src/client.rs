@@ -86,6 +86,18 @@ impl StackClient {
         self.get_json(&format!("/api/state?sku={sku}")).await
     }
 
+    /// A SKU's timeline since its last reset (`/api/timeline`).
+    pub async fn timeline(&self, sku: &str) -> anyhow::Result<crate::timeline::Timeline> {
+        self.get_json(&format!("/api/timeline?sku={sku}")).await
+    }
+
+    /// A SKU's timeline as one self-contained HTML file (`/api/timeline/export`).
+    pub async fn timeline_export(&self, sku: &str) -> anyhow::Result<String> {
+        let url = self.url(&format!("/api/timeline/export?sku={sku}"));
+        let response = self.http.get(&url).send().await?.error_for_status()?;
+        Ok(response.text().await?)
+    }
+
     /// The states of `skus`, 16 requests at a time.
     pub async fn states(&self, skus: &[String]) -> anyhow::Result<Vec<StateSnapshot>> {
         let mut states = Vec::with_capacity(skus.len());
@@ -171,17 +183,20 @@ impl StackClient {
         stock: i64,
         buckets: u32,
     ) -> anyhow::Result<StateSnapshot> {
-        let body = ResetRequest {
+        self.reset_as(&ResetRequest {
             sku: sku.to_owned(),
             stock,
             buckets,
-        };
-        self.post(
-            "/api/admin/reset",
-            &body,
-            &format!("reset of {sku} refused"),
-        )
+            timeline: None,
+        })
         .await
+    }
+
+    /// `POST /api/admin/reset` with every field of the request.
+    pub async fn reset_as(&self, body: &ResetRequest) -> anyhow::Result<StateSnapshot> {
+        let sku = &body.sku;
+        self.post("/api/admin/reset", body, &format!("reset of {sku} refused"))
+            .await
     }
 
     /// `POST /api/admin/chaos` (a [`crate::wire::ChaosAction`], or its

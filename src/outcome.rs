@@ -5,8 +5,6 @@
 //! and the ledger (which records them and replays them to retries), so that
 //! neither has to import the other's types.
 
-use crate::chaos;
-
 /// What one attempt to buy ended as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -114,9 +112,10 @@ pub struct Answer {
     /// decided it). Answers decided outside any script (the lock was not
     /// had) are counted by the caller.
     pub recorded: bool,
-    /// The critical section as the witness timed it (chaos mode), written
-    /// once the variant has released its lock.
-    pub witnessed: Option<chaos::Section>,
+    /// The critical section as the timeline keeps it, recorded once the
+    /// variant has released its lock.
+    /// Boxed: a section is several times the size of the rest.
+    pub witnessed: Option<Box<crate::timeline::Section>>,
 }
 
 impl Answer {
@@ -128,6 +127,21 @@ impl Answer {
             recorded: false,
             witnessed: None,
         }
+    }
+
+    /// The same answer, its section marked with the watchdog's renewals
+    /// (instants of this process, placed on the timeline's clock).
+    pub fn renewed_at(mut self, renewals: &[std::time::Instant]) -> Self {
+        if let Some(section) = &mut self.witnessed {
+            let (now, now_ns) = (std::time::Instant::now(), crate::timeline::now_ns());
+            section.renewals_ns = renewals
+                .iter()
+                .map(|at| {
+                    now_ns.saturating_sub(now.saturating_duration_since(*at).as_nanos() as u64)
+                })
+                .collect();
+        }
+        self
     }
 
     /// An answer the script that decided it also counted.

@@ -28,11 +28,12 @@ use std::time::Duration;
 
 use redis::Script;
 
-use crate::chaos::{self, Chaos};
+use crate::chaos::Chaos;
 use crate::knobs::Knobs;
 use crate::ledger::{self, AnswerKind, Claim};
 use crate::lock::{LockStores, Wakeups};
 use crate::store::{Conn, Keys, StoreError};
+use crate::timeline;
 
 /// What the section ends as, defined below the ledger (which records it)
 /// and offered here, where every variant looks for it.
@@ -71,6 +72,18 @@ pub struct Guard<'a, F: Fn() -> bool> {
     /// (the watchdog's failed renewal) backs off instead of writing; locks
     /// that cannot know always answer `true`.
     pub still_held: F,
+    /// The lease the lock was taken with, for the timeline; `None`: no lease.
+    pub lease: Option<Duration>,
+}
+
+impl<F: Fn() -> bool> Guard<'_, F> {
+    /// The same guard, its lock taken with `lease` (for the timeline).
+    pub fn leased(self, lease: Duration) -> Self {
+        Self {
+            lease: Some(lease),
+            ..self
+        }
+    }
 }
 
 /// The section with no lock around it, or a lock that cannot know it was lost.
@@ -79,6 +92,7 @@ pub fn unguarded() -> Guard<'static, fn() -> bool> {
         holder: None,
         fence: None,
         still_held: || true,
+        lease: None,
     }
 }
 
@@ -110,19 +124,36 @@ pub async fn critical_section<F: Fn() -> bool>(
     ctx: &mut Ctx<'_>,
     guard: Guard<'_, F>,
 ) -> Result<Answer, StoreError> {
-    let enter = ctx.chaos.witness_clock();
+    let enter = timeline::now_ns();
     let mut answer = section(ctx, &guard).await?;
     if !answer.recorded {
         settle(ctx, &answer).await;
         answer.recorded = true;
     }
-    // Timed now, written after the lock is released (off the critical
+    // Timed now, recorded after the lock is released (off the critical
     // path); a SKU never stocked leaves nothing behind, not even this.
-    let enter = enter.filter(|_| answer.outcome != Outcome::NotStocked);
-    answer.witnessed = enter.map(|enter| {
-        chaos::Section::timed(ctx.instance, guard.holder, enter, answer.outcome.kind())
-    });
+    if answer.outcome != Outcome::NotStocked {
+        answer.witnessed = Some(Box::new(witnessed(ctx, &guard, enter, &answer.outcome)));
+    }
     Ok(answer)
+}
+
+/// The section as the timeline keeps it, ending now.
+fn witnessed<F: Fn() -> bool>(
+    ctx: &Ctx<'_>,
+    guard: &Guard<'_, F>,
+    enter: u64,
+    outcome: &Outcome,
+) -> timeline::Section {
+    let mut section = timeline::Section::timed(ctx.instance, guard.holder, enter, outcome.kind());
+    section.request_id = ctx.request_id.map(str::to_owned);
+    section.lease_ms = guard.lease.map(|lease| lease.as_millis() as u64);
+    match outcome {
+        Outcome::Sold { unit, .. } => section.unit = Some(*unit),
+        Outcome::Busy(reason) => section.reason = Some(reason.as_str().to_owned()),
+        _ => {}
+    }
+    section
 }
 
 /// Counts an answer the section decided without a script, and settles the
@@ -214,6 +245,10 @@ async fn section<F: Fn() -> bool>(
     if let Some(pause) = faults.pause {
         // After the last check, before the write: whatever the lock learns
         // while the process is frozen comes too late.
+        let detail = format!("{} ms, right before the write", pause.as_millis());
+        ctx.chaos
+            .record(&mut ctx.conn, "freeze", Some(&ctx.keys.tag), &detail)
+            .await;
         ctx.chaos.stop_the_world(pause);
     }
     let sale = write(ctx, current, &epoch, guard.fence).await;
@@ -228,7 +263,10 @@ async fn section<F: Fn() -> bool>(
     match kind.as_str() {
         "sold" => {
             if faults.crash_after_write {
-                chaos::crash("right after the write, before the answer");
+                let when = "right after the write, before the answer";
+                ctx.chaos
+                    .crash_recorded(&mut ctx.conn, &ctx.keys.tag, when)
+                    .await;
             }
             Ok(Answer::recorded(
                 Outcome::Sold {

@@ -52,7 +52,8 @@ pub struct Keys {
     pub request_times: String,
     /// `fence:{sku}`: the fencing token counter (INCR at every acquisition; never reset).
     pub fence: String,
-    /// `sections:{sku}`: the overlap witness's list of critical sections (chaos mode).
+    /// `sections:{sku}`: the timeline's list of critical sections, in
+    /// batches (`crate::timeline`), the overlap witness.
     pub sections: String,
     /// `orders:{sku}`: the order pipeline's stream of sales (`lua-stream`,
     /// `lua-then-queue`), read by the workers' consumer group.
@@ -179,6 +180,8 @@ pub struct Store {
     client: Client,
     backend: Backend,
     conn: Arc<OnceCell<Conn>>,
+    /// The URL of a single Redis, as given (`None`: a cluster or Sentinel).
+    url: Option<String>,
 }
 
 impl Store {
@@ -189,6 +192,7 @@ impl Store {
             client: resp3_client(url)?,
             backend: Backend::Single,
             conn: Arc::new(OnceCell::new()),
+            url: Some(url.to_owned()),
         })
     }
 
@@ -210,6 +214,7 @@ impl Store {
             client: resp3_client(first)?,
             backend: Backend::Cluster(Box::new(cluster)),
             conn: Arc::new(OnceCell::new()),
+            url: None,
         })
     }
 
@@ -223,6 +228,7 @@ impl Store {
             client: resp3_client(&sentinel::sentinel_url(first))?,
             backend: Backend::Sentinel(Arc::new(follower)),
             conn: Arc::new(OnceCell::new()),
+            url: None,
         })
     }
 
@@ -253,6 +259,12 @@ impl Store {
     }
 
     /// Whether this store is a Redis Cluster.
+    /// The URL of a single Redis, as it was opened (`None`: a cluster or
+    /// Sentinel): what a tool started for this store connects to.
+    pub fn single_url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
     pub fn is_cluster(&self) -> bool {
         matches!(self.backend, Backend::Cluster(_))
     }

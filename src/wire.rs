@@ -134,6 +134,11 @@ pub struct ResetRequest {
     /// Split the stock over this many buckets (`lua-sharded`; 0 or absent: one key).
     #[serde(default)]
     pub buckets: u32,
+    /// `false`: the `lua` family's scripts record no sections on this SKU's
+    /// timeline (what the bench compares against); absent: they do. Lock
+    /// variants always record theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<bool>,
 }
 
 /// What the teaching matrix expects of a variant, one field per column of

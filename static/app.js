@@ -6,6 +6,7 @@
 const I18N = {
   en: {
     subtitle: 'flash-sale stock protection lab',
+    nav_lessons: 'Lessons', nav_timeline: 'Timeline', timeline_link: 'timeline',
     connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…',
     controls: 'Controls', stock: 'stock', requests: 'requests', concurrency: 'concurrency',
     default: 'default', race_all: 'Race all', reset_all: 'Reset all', instances: 'Instances',
@@ -35,6 +36,7 @@ const I18N = {
   },
   zh: {
     subtitle: '秒杀库存保护实验室',
+    nav_lessons: '课程', nav_timeline: '时间线', timeline_link: '时间线',
     connecting: '连接中…', live: '实时', reconnecting: '重新连接中…',
     controls: '控制', stock: '库存', requests: '请求数', concurrency: '并发',
     default: '默认', race_all: '全部同时压测', reset_all: '全部重置', instances: '实例',
@@ -64,39 +66,20 @@ const I18N = {
   },
 };
 
-let lang = localStorage.getItem('stocklock.lang') === 'zh' ? 'zh' : 'en';
 let lastBoard = null;
 
 function t(key, vars) {
-  let text = (I18N[lang] && I18N[lang][key]) || I18N.en[key] || key;
-  for (const [name, value] of Object.entries(vars || {})) text = text.replace(`{${name}}`, value);
-  return text;
+  return StocklockPage.translate(I18N, key, vars);
 }
 
 function applyLang() {
-  document.documentElement.lang = lang;
-  for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
-  for (const el of document.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
-  document.getElementById('lang').textContent = lang === 'en' ? '中文' : 'English';
+  StocklockPage.applyLang(t);
   if (lastBoard) render(lastBoard);
 }
 
-// ---- the admin token: from the URL fragment (#token=...), kept for this tab.
-(function takeTokenFromFragment() {
-  const match = location.hash.match(/token=([^&]+)/);
-  if (match) {
-    sessionStorage.setItem('stocklock.token', decodeURIComponent(match[1]));
-    history.replaceState(null, '', location.pathname + location.search);
-  }
-})();
-
+// ---- the admin token (common.js takes it from the URL fragment).
 function adminToken() {
-  let token = sessionStorage.getItem('stocklock.token');
-  if (!token) {
-    token = window.prompt(t('ask_token')) || '';
-    if (token) sessionStorage.setItem('stocklock.token', token.trim());
-  }
-  return token;
+  return StocklockPage.adminToken(t('ask_token'));
 }
 
 function say(text) {
@@ -116,7 +99,7 @@ async function admin(path, body) {
   });
   const answer = await response.json().catch(() => ({}));
   if (response.status === 401) {
-    sessionStorage.removeItem('stocklock.token');
+    StocklockPage.forgetToken();
     say(t('bad_token'));
     return null;
   }
@@ -167,8 +150,7 @@ document.getElementById('load-form').addEventListener('submit', (event) => {
 });
 document.getElementById('reset-all').addEventListener('click', () => reset(allVariants()));
 document.getElementById('lang').addEventListener('click', () => {
-  lang = lang === 'en' ? 'zh' : 'en';
-  localStorage.setItem('stocklock.lang', lang);
+  StocklockPage.toggleLang();
   applyLang();
 });
 async function chaos(action) {

@@ -11,6 +11,7 @@
 
 mod board;
 pub mod labs;
+mod lessons;
 mod locks;
 mod page;
 pub mod runs;
@@ -47,6 +48,8 @@ pub struct Parts {
     /// Requests this instance answered, announced in its heartbeat.
     pub requests: Arc<AtomicU64>,
     pub metrics: &'static PrometheusHandle,
+    /// Chaos mode: the lessons' experiments need it.
+    pub chaos: bool,
 }
 
 /// What the dashboard's handlers and tasks share. Cheap to clone.
@@ -125,12 +128,15 @@ impl Dashboard {
 pub fn router(dashboard: Dashboard) -> Router {
     Router::new()
         .route("/", get(page::index))
-        .route("/static/app.js", get(page::app_js))
-        .route("/static/style.css", get(page::style_css))
+        .route("/lessons", get(lessons::page))
+        .route("/timeline", get(page::timeline))
+        .route("/static/{asset}", get(page::asset_named))
         .route("/api/board", get(board::board))
         .route("/api/events", get(board::events))
         .route("/api/admin/run", post(runs::start))
         .route("/api/admin/lab", post(labs::start))
+        .route("/api/lessons", get(lessons::statuses))
+        .route("/api/admin/lessons/{id}", post(lessons::run))
         .route("/metrics", get(page::metrics))
         .with_state(dashboard)
 }

@@ -3,7 +3,8 @@
 //! the instance's metrics.
 
 use askama::Template;
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 
@@ -57,28 +58,69 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
         .map_err(|err| AppError::Internal(format!("template: {err}")))
 }
 
-/// The page's assets, compiled into the binary so an instance needs no
+/// The pages' assets, compiled into the binary so an instance needs no
 /// files beside it (containers, `up` from any directory).
-const APP_JS: &str = include_str!("../../static/app.js");
-const STYLE_CSS: &str = include_str!("../../static/style.css");
-
-fn asset(body: &'static str, content_type: &'static str) -> Response {
+const ASSETS: [(&str, &str, &str); 8] = [
+    ("common.js", include_str!("../../static/common.js"), JS),
+    ("app.js", include_str!("../../static/app.js"), JS),
+    ("style.css", include_str!("../../static/style.css"), CSS),
+    ("timeline.js", include_str!("../../static/timeline.js"), JS),
     (
+        "timeline.css",
+        include_str!("../../static/timeline.css"),
+        CSS,
+    ),
+    (
+        "timeline_page.js",
+        include_str!("../../static/timeline_page.js"),
+        JS,
+    ),
+    ("lessons.js", include_str!("../../static/lessons.js"), JS),
+    ("lessons.css", include_str!("../../static/lessons.css"), CSS),
+];
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+
+/// `GET /static/{asset}`
+pub(super) async fn asset_named(Path(name): Path<String>) -> Result<Response, AppError> {
+    let (_, body, content_type) = ASSETS
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .ok_or(AppError::NotFound(format!("/static/{name}")))?;
+    Ok((
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        body,
+        *body,
     )
-        .into_response()
+        .into_response())
 }
 
-pub(super) async fn app_js() -> Response {
-    asset(APP_JS, "text/javascript; charset=utf-8")
+/// The timeline page.
+#[derive(Template)]
+#[template(path = "timeline.html")]
+struct TimelinePage {
+    /// The SKU asked for (may be empty: the page asks).
+    sku: String,
+    skus: Vec<String>,
 }
 
-pub(super) async fn style_css() -> Response {
-    asset(STYLE_CSS, "text/css; charset=utf-8")
+/// `GET /timeline?sku=`: the page; its script reads `/api/timeline`.
+pub(super) async fn timeline(
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<Html<String>, AppError> {
+    let sku = match query?.0.iter().find(|(name, _)| name == "sku") {
+        Some((_, sku)) => crate::knobs::Sku::parse(sku)?.as_str().to_owned(),
+        None => String::new(),
+    };
+    TimelinePage {
+        sku,
+        skus: Variant::names(),
+    }
+    .render()
+    .map(Html)
+    .map_err(|err| AppError::Internal(format!("template: {err}")))
 }
 
 /// `GET /metrics`

@@ -33,6 +33,11 @@ pub(super) async fn reset(
     // Answers given without Redis before the reset belong to the old books.
     state.seller().flush_everywhere().await;
     ledger::reset_sku(&mut conn, &keys, stock, buckets, false).await?;
+    if request.timeline == Some(false) {
+        ledger::timeline_off(&mut conn, &keys, buckets).await?;
+    }
+    let detail = format!("stock {stock}");
+    crate::timeline::event(&mut conn, "reset", None, Some(sku.as_str()), detail).await;
     tracing::info!(%sku, stock, buckets, "reset");
     Ok(Json(
         ledger::snapshot(&mut conn, &keys, sku.as_str()).await?,
@@ -75,6 +80,19 @@ pub(super) async fn chaos_action(
         ChaosAction::LockVanishes { sku } => {
             let sku = Sku::parse(sku)?;
             let deleted = chaos::vanish_lock(&mut conn, &Keys::new(&sku)).await?;
+            let detail = if deleted {
+                "its lock key deleted"
+            } else {
+                "no lock to delete"
+            };
+            crate::timeline::event(
+                &mut conn,
+                "lock_vanishes",
+                None,
+                Some(sku.as_str()),
+                detail.to_owned(),
+            )
+            .await;
             serde_json::json!({"deleted": deleted, "sku": sku.as_str()})
         }
         ChaosAction::PauseRedis { .. } | ChaosAction::RestartRedis
@@ -86,10 +104,19 @@ pub(super) async fn chaos_action(
         }
         ChaosAction::PauseRedis { ms } => {
             let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;
+            crate::timeline::event(&mut conn, "pause_redis", None, None, format!("{ms} ms")).await;
             chaos::pause_redis(state.store(), Duration::from_millis(ms));
             serde_json::json!({"pausing_redis_ms": ms})
         }
         ChaosAction::RestartRedis => {
+            crate::timeline::event(
+                &mut conn,
+                "restart_redis",
+                None,
+                None,
+                "SHUTDOWN NOSAVE".to_owned(),
+            )
+            .await;
             chaos::restart_redis(state.store()).await?;
             serde_json::json!({"restarting_redis": true})
         }
@@ -102,6 +129,10 @@ pub(super) async fn chaos_action(
             serde_json::json!({"armed": "worker_crash_before_ack"})
         }
         ChaosAction::Crash => {
+            state
+                .chaos()
+                .record(&mut conn, "crash", None, "the crash action")
+                .await;
             chaos::crash_soon();
             serde_json::json!({"crashing": state.instance()})
         }

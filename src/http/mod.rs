@@ -12,6 +12,7 @@ mod admin;
 mod deduct;
 mod info;
 pub mod orders;
+mod timeline;
 
 use std::sync::Arc;
 
@@ -107,6 +108,7 @@ impl AppState {
             stores: seller.stores().clone(),
             requests: seller.requests(),
             metrics,
+            chaos: config.chaos.enabled(),
         });
         let orders = config.orders.clone().map(crate::orders::Database::new);
         Self(Arc::new(Shared {
@@ -202,6 +204,8 @@ pub fn app(state: AppState) -> Router {
         .route("/api/orders/find", get(orders::find))
         .route("/api/orders/{id}/pay", post(orders::pay))
         .route("/api/admin/orders/expire", post(orders::expire))
+        .route("/api/timeline", get(timeline::view))
+        .route("/api/timeline/export", get(timeline::export))
         .route("/healthz", get(info::healthz))
         .with_state(state)
         .merge(dashboard)

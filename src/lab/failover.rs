@@ -106,6 +106,9 @@ async fn own_lab(args: &[&str]) -> anyhow::Result<Lab> {
         redis_url,
         restarted_nodes: Vec::new(),
         deaths: 0,
+        timelines: None,
+        lasts: false,
+        cell: String::new(),
     })
 }
 

@@ -74,6 +74,9 @@ pub struct LabConfig {
     /// Variant names; empty: all.
     pub variants: Vec<String>,
     pub json: Option<PathBuf>,
+    /// Write each cell's timeline here, one HTML file a cell
+    /// (`SCENARIO-VARIANT.html`), and name it in the cell's evidence.
+    pub timelines: Option<PathBuf>,
     /// A running stack to use instead of starting one: its URL (nginx),
     /// which must run `up --chaos` with two instances, its admin token and
     /// its Redis.
@@ -100,6 +103,12 @@ struct Lab {
     restarted_nodes: Vec<RedisServer>,
     /// Instances the lab has killed so far (see [`Lab::next_victim`]).
     deaths: usize,
+    /// Where each cell's timeline is written (`--timelines`).
+    timelines: Option<PathBuf>,
+    /// The stack outlives the lab (`--target`): its pages can be linked to.
+    lasts: bool,
+    /// The cell being played, `SCENARIO-VARIANT`: its timeline's file name.
+    cell: String,
 }
 
 impl Lab {
@@ -116,30 +125,44 @@ impl Lab {
         self.client().state(sku).await
     }
 
-    /// The SKU's ledger and overlap witness now.
+    /// The SKU's ledger and overlap witness now: its timeline, from the
+    /// stack's own endpoint (`/api/timeline`), which the page draws.
     async fn ledger(&self, sku: &str) -> anyhow::Result<Ledger> {
-        self.ledger_of(self.state(sku).await?).await
-    }
-
-    /// `state`, with the overlapping critical sections the witness recorded
-    /// for its SKU: how many pairs, and the first pair's holders.
-    async fn ledger_of(&self, state: StateSnapshot) -> anyhow::Result<Ledger> {
-        let mut conn = self.store.conn().await?;
-        let keys = Keys::new(&Sku::parse(&state.sku)?);
-        let sections = chaos::sections(&mut conn, &keys).await?;
-        let pairs = chaos::overlaps(&sections);
-        let holder = |s: &chaos::Section| {
+        let timeline = self.client().timeline(sku).await?;
+        let holder = |i: usize| {
+            let s = &timeline.sections[i];
             s.holder
                 .clone()
                 .unwrap_or_else(|| format!("{} (no owner)", s.instance))
         };
         Ok(Ledger {
-            state,
-            overlaps: pairs.len(),
-            overlap_example: pairs
+            overlaps: timeline.overlaps.len(),
+            overlap_example: timeline
+                .overlaps
                 .first()
-                .map(|(a, b)| format!("{} with {}", holder(a), holder(b))),
+                .map(|&(a, b)| format!("{} with {}", holder(a), holder(b))),
+            timeline: self.timeline_of(sku).await?,
+            state: timeline.state,
         })
+    }
+
+    /// Where the cell's timeline of `sku` can be seen: the file written
+    /// into `--timelines`, or the target's page (a stack of the lab's own
+    /// is gone once the lab ends).
+    async fn timeline_of(&self, sku: &str) -> anyhow::Result<Option<String>> {
+        if let Some(dir) = &self.timelines {
+            let path = dir.join(format!("{}.html", self.cell));
+            let html = self.client().timeline_export(sku).await?;
+            std::fs::write(&path, html)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            return Ok(Some(path.display().to_string()));
+        }
+        Ok(self.lasts.then(|| format!("/timeline?sku={sku}")))
+    }
+
+    /// [`Lab::ledger`] of the SKU `state` was read of.
+    async fn ledger_of(&self, state: StateSnapshot) -> anyhow::Result<Ledger> {
+        self.ledger(&state.sku).await
     }
 
     /// Resolves to `true` when a holder of `sku`'s lock has read the stock:

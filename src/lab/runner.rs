@@ -4,6 +4,7 @@
 //! `--target`) is started only when a chosen scenario plays on it: the
 //! failover and order scenarios start a stack of their own for each cell.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -46,7 +47,7 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
         .iter()
         .any(|s| !s.own_stack() && variants.iter().any(|&v| s.claim(v).applies()));
     let mut lab = match needs_main_stack {
-        true => Some(start(config.target.as_ref()).await?),
+        true => Some(start(config.target.as_ref(), config.timelines.clone()).await?),
         false => None,
     };
     let started = Instant::now();
@@ -63,6 +64,9 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             {
                 eprintln!("lab: skipping {scenario} / {variant}: {why}");
                 continue;
+            }
+            if let Some(lab) = &mut lab {
+                lab.cell = format!("{scenario}-{variant}");
             }
             let cell_started = Instant::now();
             let judgement = match tokio::time::timeout(
@@ -121,7 +125,10 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
 /// The stack to play on: `target`, or a Redis and a chaos-mode stack of
 /// the lab's own. Every instance's clock is true; only `clock-skew` moves
 /// one, for its own cells.
-async fn start(target: Option<&Target>) -> anyhow::Result<Lab> {
+async fn start(target: Option<&Target>, timelines: Option<PathBuf>) -> anyhow::Result<Lab> {
+    if let Some(dir) = &timelines {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     let (stack, redis, redis_url) = match target {
         Some(target) => {
             eprintln!(
@@ -155,5 +162,8 @@ async fn start(target: Option<&Target>) -> anyhow::Result<Lab> {
         store,
         restarted_nodes: Vec::new(),
         deaths: 0,
+        timelines,
+        lasts: target.is_some(),
+        cell: String::new(),
     })
 }

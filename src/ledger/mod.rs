@@ -25,7 +25,7 @@ use crate::wire::{LockState, StateSnapshot};
 
 mod reset;
 
-pub use reset::{RESET_CHANNEL, bucket_share, reset_sku, reset_sku_unannounced};
+pub use reset::{RESET_CHANNEL, bucket_share, reset_sku, reset_sku_unannounced, timeline_off};
 
 /// The shared Lua functions of the ledger (`record(...)`) and of request
 /// ids (`now_ms()`, `claim_deadline(...)`, `owns(...)`); scripts that record

@@ -71,6 +71,27 @@ pub async fn reset_sku<C: ConnectionLike>(
     Ok(true)
 }
 
+/// Tells the `lua` family's scripts to record no sections of this SKU (on
+/// each of its buckets) until its next reset.
+pub async fn timeline_off<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    buckets: u32,
+) -> Result<(), StoreError> {
+    // One by one: the buckets live in other slots.
+    for ledger in
+        std::iter::once(keys.ledger.clone()).chain((0..buckets).map(|b| keys.bucket(b).ledger))
+    {
+        redis::cmd("HSET")
+            .arg(ledger)
+            .arg("timeline")
+            .arg(0)
+            .query_async::<i64>(conn)
+            .await?;
+    }
+    Ok(())
+}
+
 /// [`reset_sku`] without its announcement: what an instance sees of a
 /// reset whose announcement it missed (the tests of sold-out marks).
 pub async fn reset_sku_unannounced<C: ConnectionLike>(

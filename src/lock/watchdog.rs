@@ -36,7 +36,12 @@ pub struct Tenure {
     lost: AtomicBool,
     lost_signal: Notify,
     renewals: AtomicU64,
+    /// When the last [`RENEWALS_KEPT`] confirmed renewals were sent.
+    renewed: std::sync::Mutex<Vec<Instant>>,
 }
+
+/// How many renewal instants a [`Tenure`] keeps.
+const RENEWALS_KEPT: usize = 256;
 
 impl Tenure {
     fn new(deadline: Instant) -> Self {
@@ -47,6 +52,7 @@ impl Tenure {
             lost: AtomicBool::new(false),
             lost_signal: Notify::new(),
             renewals: AtomicU64::new(0),
+            renewed: std::sync::Mutex::default(),
         };
         tenure.extend_to(deadline);
         tenure
@@ -96,6 +102,25 @@ impl Tenure {
     pub fn renewals(&self) -> u64 {
         self.renewals.load(Ordering::Relaxed)
     }
+
+    /// When the confirmed renewals were sent (the last 256), oldest first.
+    pub fn renewed_at(&self) -> Vec<Instant> {
+        self.renewed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn renewed(&self, sent: Instant) {
+        self.renewals.fetch_add(1, Ordering::Relaxed);
+        let mut renewed = self
+            .renewed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if renewed.len() < RENEWALS_KEPT {
+            renewed.push(sent);
+        }
+    }
 }
 
 /// A running watchdog. Dropping it stops the renewals.
@@ -134,7 +159,7 @@ impl Watchdog {
                     Ok(true) => {
                         // The store extended the lease no earlier than the send.
                         shared.extend_to(sent + lease.saturating_sub(drift(lease)));
-                        shared.renewals.fetch_add(1, Ordering::Relaxed);
+                        shared.renewed(sent);
                     }
                     Ok(false) => {
                         tracing::warn!(

@@ -271,7 +271,8 @@ impl Worker {
             return Err(err.context("cannot insert orders; they wait in the stream"));
         }
         if self.chaos.worker_crash_before_ack(conn).await? {
-            crate::chaos::crash("after inserting orders, before acking them, as armed");
+            let when = "after inserting orders, before acking them, as armed";
+            self.chaos.crash_recorded(conn, sku, when).await;
         }
         let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
         let _: i64 = redis::cmd("XACK")

@@ -7,6 +7,7 @@
 //! announcements (a reset, a chaos arming, a call to count in) are acted
 //! on here too.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -16,13 +17,26 @@ use crate::knobs::Sku;
 use crate::ledger;
 use crate::lock::Heard;
 use crate::store::Keys;
+use crate::timeline;
 
-/// Answers an instance gave without writing them to Redis.
-#[derive(Clone, Copy, Debug, Default)]
+/// Answers an instance gave without writing them to Redis, and the
+/// critical sections it ran, not yet on the timeline.
+#[derive(Clone, Debug, Default)]
 pub(super) struct Local {
     pub(super) unknown: u64,
     /// Every such answer: its share of the SKU's answers (`served`).
     pub(super) served: u64,
+    /// The last [`timeline::KEEP`] at most: the list keeps no more.
+    pub(super) sections: VecDeque<timeline::Section>,
+}
+
+impl Local {
+    pub(super) fn keep(&mut self, section: timeline::Section) {
+        if self.sections.len() >= timeline::KEEP {
+            self.sections.pop_front();
+        }
+        self.sections.push_back(section);
+    }
 }
 
 /// Where a state read asks every instance to count its answers in now
@@ -52,7 +66,11 @@ const FLUSH_WAIT: Duration = Duration::from_secs(1);
 impl Seller {
     pub(super) fn count_local(&self, sku: &Sku, count: impl FnOnce(&mut Local)) {
         let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        count(local.entry(sku.clone()).or_default());
+        // The SKU's key is cloned only the first time in a second.
+        match local.get_mut(sku) {
+            Some(entry) => count(entry),
+            None => count(local.entry(sku.clone()).or_default()),
+        }
     }
 
     /// Adds the answers given without Redis so far to their SKUs' ledgers,
@@ -69,20 +87,32 @@ impl Seller {
         }
         let mut left = Vec::new();
         let conn = self.store.conn().await;
-        for (sku, n) in pending {
-            let counted = match &conn {
-                Ok(conn) => ledger::add_local(
+        for (sku, mut n) in pending {
+            let Ok(conn) = &conn else {
+                left.push((sku, n));
+                continue;
+            };
+            let keys = Keys::new(&sku);
+            if (n.unknown > 0 || n.served > 0)
+                && ledger::add_local(
                     &mut conn.clone(),
-                    &Keys::new(&sku),
+                    &keys,
                     &self.instance,
                     n.unknown,
                     n.served,
                 )
                 .await
-                .is_ok(),
-                Err(_) => false,
-            };
-            if !counted {
+                .is_ok()
+            {
+                (n.unknown, n.served) = (0, 0);
+            }
+            if timeline::append(&mut conn.clone(), &keys, n.sections.make_contiguous())
+                .await
+                .is_ok()
+            {
+                n.sections.clear();
+            }
+            if n.unknown > 0 || n.served > 0 || !n.sections.is_empty() {
                 left.push((sku, n));
             }
         }
@@ -91,6 +121,11 @@ impl Seller {
             let entry = local.entry(sku).or_default();
             entry.unknown += n.unknown;
             entry.served += n.served;
+            // Older than whatever came meanwhile.
+            let newer = std::mem::replace(&mut entry.sections, n.sections);
+            for section in newer {
+                entry.keep(section);
+            }
         }
     }
 

@@ -34,6 +34,7 @@ use crate::lock::{LockStores, Wakeups};
 use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, Store, StoreError};
+use crate::timeline;
 use crate::variants::{Protections, Variant};
 
 mod local;
@@ -232,18 +233,6 @@ impl Seller {
         {
             self.marks.set(sku, sharded, *remaining, generation);
         }
-        // The script counts the answers of requests with an id; the others
-        // are counted here, one Redis call fewer per sale.
-        if let Ok(sale) = &sale
-            && variant.scripted()
-            && sale.request_id.is_none()
-            && matches!(
-                sale.outcome,
-                Outcome::Sold { .. } | Outcome::SoldOut { .. } | Outcome::Unknown
-            )
-        {
-            self.count_local(&sale.sku, |local| local.served += 1);
-        }
         let kind = match &sale {
             Ok(sale) => sale.outcome.kind(),
             Err(_) => "unavailable",
@@ -333,13 +322,32 @@ impl Seller {
                 tracing::warn!(%err, "a busy answer could not be counted");
             }
         }
-        if answer.outcome == Outcome::Unknown {
-            self.count_local(&request.sku, |local| local.unknown += 1);
-        }
-        if let Some(section) = &answer.witnessed
-            && let Err(err) = self.chaos.witness(&mut ctx.conn, keys, section).await
-        {
-            tracing::warn!(%err, "the witness could not record a section");
+        let mut answer = answer;
+        let unknown = answer.outcome == Outcome::Unknown;
+        // The script counts the answers of requests with an id; the others
+        // are counted here, one Redis call fewer per sale.
+        let served = variant.scripted()
+            && request.request_id.is_none()
+            && matches!(
+                answer.outcome,
+                Outcome::Sold { .. } | Outcome::SoldOut { .. } | Outcome::Unknown
+            );
+        let section = answer.witnessed.take().map(|mut section| {
+            // The variant has let go of its lock by now.
+            if !section.atomic {
+                section.release_ns = Some(timeline::now_ns());
+            }
+            section
+        });
+        if unknown || served || section.is_some() {
+            // One lock of the counts for all three.
+            self.count_local(&request.sku, |local| {
+                local.unknown += u64::from(unknown);
+                local.served += u64::from(served);
+                if let Some(section) = section {
+                    local.keep(*section);
+                }
+            });
         }
         Ok(sale(answer))
     }

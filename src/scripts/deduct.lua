@@ -10,26 +10,40 @@
 -- becomes an order, which the caller enqueues itself; 'stream': this
 -- script enqueues it, XADD to the orders stream, in the same atomic step)
 -- With orders, units given back by expired reservations (returned_units)
--- are sold first, and a sale returns two more numbers: its sale number in
--- the epoch (the ledger's sold after it) and the epoch, then Redis's time
--- of the sale (ms).
--- Returns {kind, unit, remaining}: kind 1 sold, 0 sold out, 2 / 3 for a
--- retry of an earlier sale / sold-out, repeated and not sold again, 4 when
--- the caller's bucket count is out of date (unit = the right one; nothing
--- was read or recorded), 5 when another attempt holds the request id's
--- claim (busy), 6 when the SKU was never stocked (nothing recorded).
--- The hot path (a sale without a request id) makes four calls: HMGET,
--- DECR, HINCRBY and BITFIELD. Without a request id the instance counts
--- its answer (`served`) itself and adds it to the ledger later (every
--- second, and before anyone reads a state); with one, this script counts
--- it, with the request's record.
-local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch')
+-- are sold first.
+-- Returns {kind, unit, remaining, started, sale, epoch, at}.
+-- Kind: 1 sold, 0 sold out, 2 / 3 for a retry of an earlier sale /
+-- sold-out, repeated and not sold again, 4 when the caller's bucket count
+-- is out of date (unit = the right one; nothing was read or recorded), 5
+-- when another attempt holds the request id's claim (busy), 6 when the SKU
+-- was never stocked (nothing recorded). Started: when the script ran, for
+-- the timeline, on Redis's clock (TIME, microseconds since the Unix epoch;
+-- 0 when the SKU's ledger has timeline = '0', and for kinds 4 and 6). The
+-- script is one moment on the timeline: Redis runs one at a time, for a few
+-- microseconds, and a second TIME at its end would cost a sale more than
+-- that instant tells. For a sale that becomes an order: its sale number in
+-- the epoch (the ledger's sold after it), the epoch, and Redis's time of
+-- the sale (ms); 0 otherwise.
+-- The hot path (a sale without a request id) makes five calls: HMGET,
+-- TIME, DECR, HINCRBY and BITFIELD. Without a request id the
+-- instance counts its answer (`served`) itself and adds it to the ledger
+-- later (every second, and before anyone reads a state); with one, this
+-- script counts it, with the request's record.
+local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch', 'timeline')
+local started = 0
+if l[4] ~= '0' then
+  local t = redis.call('TIME')
+  started = t[1] * 1000000 + t[2]
+end
+local function done(kind, unit, remaining, sale, epoch, at)
+  return {kind, unit, remaining, started, sale or 0, epoch or 0, at or 0}
+end
 if ARGV[4] ~= '' then
   local buckets = l[2] or '0'
-  if buckets ~= ARGV[4] then return {4, tonumber(buckets), 0} end
+  if buckets ~= ARGV[4] then return {4, tonumber(buckets), 0, 0, 0, 0, 0} end
 end
 -- A reset writes initial, buckets and epoch together.
-if not l[1] then return {6, 0, 0} end
+if not l[1] then return {6, 0, 0, 0, 0, 0, 0} end
 local now = 0
 if ARGV[2] ~= '' then
   now = now_ms()
@@ -40,13 +54,13 @@ if ARGV[2] ~= '' then
       record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'replay', '')
       local kind, a, b = string.match(earlier, '^(%a[%a_]*):(-?%d+):?(-?%d*)$')
       if kind == 'sold' then
-        return {2, tonumber(a), tonumber(b)}
+        return done(2, tonumber(a), tonumber(b))
       end
-      return {3, 0, tonumber(a)}
+      return done(3, 0, tonumber(a))
     end
     if deadline > now then
       record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'busy', '')
-      return {5, 0, 0}
+      return done(5, 0, 0)
     end
     -- The claim of an attempt presumed dead: this one decides the id now.
   end
@@ -57,13 +71,13 @@ end
 local stock = redis.call('DECR', KEYS[1]) + 1
 if stock <= 0 then
   redis.call('INCR', KEYS[1])
-  if ARGV[3] == '0' then return {0, 0, stock} end
+  if ARGV[3] == '0' then return done(0, 0, stock) end
   if ARGV[2] ~= '' then
     record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold_out', '')
     redis.call('HSET', KEYS[5], ARGV[2], 'sold_out:' .. stock)
     remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
   end
-  return {0, 0, stock}
+  return done(0, 0, stock)
 end
 local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
 -- The unit: one given back (the stock counts it) or the next one down.
@@ -78,7 +92,7 @@ if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. unit .. ':' .. (stock - 1))
   remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
 end
-if ARGV[6] == '' then return {1, unit, stock - 1} end
+if ARGV[6] == '' then return done(1, unit, stock - 1) end
 local at = now
 if at == 0 then at = now_ms() end
 local epoch = l[3] or '0'
@@ -86,4 +100,4 @@ if ARGV[6] == 'stream' then
   redis.call('XADD', KEYS[7], '*', 'unit', unit, 'sale', sale, 'epoch', epoch,
     'request_id', ARGV[2], 'instance', ARGV[1], 'at', at)
 end
-return {1, unit, stock - 1, sale, tonumber(epoch), at}
+return done(1, unit, stock - 1, sale, tonumber(epoch), at)

@@ -109,6 +109,9 @@ impl Claim {
 /// scenarios themselves are described in `crate::lab::scenario`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claims {
+    /// The race sent to one instance only (one process, as article 001
+    /// begins: a `synchronized` block is enough there).
+    pub one_instance: Claim,
     /// Two instances behind nginx, 400 buyers, 64 at once.
     pub race: Claim,
     /// The business work outlives the lease.

@@ -50,6 +50,7 @@ DELETE lock/{sku}/LEASE; LEASE REVOKE <lease>"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::safe("lease kept alive"),
         crash_after_acquire: Claim::frees("after the lease"),

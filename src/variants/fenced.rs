@@ -36,6 +36,7 @@ EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::safe("renewed"),
         crash_after_acquire: Claim::frees("after lease"),

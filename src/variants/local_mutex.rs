@@ -27,6 +27,7 @@ critical_section().await"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
+        one_instance: Claim::safe("one process, one mutex"),
         race: Claim::oversells("one mutex per process"),
         slow_business: Claim::oversells(""),
         crash_after_acquire: Claim::NOT_APPLICABLE,

@@ -37,6 +37,7 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
     default_lease: None,
     default_wait: None,
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::NOT_APPLICABLE,
         crash_after_acquire: Claim::NOT_APPLICABLE,
@@ -123,11 +124,29 @@ pub(super) async fn run_deduct(
         .arg(orders.arg())
         .invoke_async(&mut ctx.conn)
         .await?;
-    let (kind, unit, remaining) = match answer[..] {
-        [kind, unit, remaining, ..] => (kind, unit, remaining),
-        _ => return Err(short_answer(&answer)),
+    let [kind, unit, remaining, started, sale, epoch, at_ms] = answer[..] else {
+        return Err(short_answer(&answer));
     };
-    if let [1, unit, remaining, sale, epoch, at_ms] = answer[..] {
+    // The script's moment, as Redis timed it (none when the SKU's timeline is off).
+    let answer = |outcome: Outcome, replayed| {
+        let mut answer = Answer::recorded(outcome, replayed);
+        if started > 0 {
+            let at = started as u64 * 1000;
+            let mut section =
+                crate::timeline::Section::timed(ctx.instance, None, at, outcome.kind());
+            section.exit_ns = at;
+            section.atomic = true;
+            section.request_id = ctx.request_id.map(str::to_owned);
+            match outcome {
+                Outcome::Sold { unit, .. } => section.unit = Some(unit),
+                Outcome::Busy(reason) => section.reason = Some(reason.as_str().to_owned()),
+                _ => {}
+            }
+            answer.witnessed = Some(Box::new(section));
+        }
+        answer
+    };
+    if kind == 1 && orders != Orders::None {
         let message = crate::orders::OrderMessage {
             sku: keys.tag.clone(),
             epoch,
@@ -137,10 +156,10 @@ pub(super) async fn run_deduct(
             instance: ctx.instance.to_owned(),
             at_ms,
         };
-        let sold = Answer::recorded(Outcome::Sold { unit, remaining }, false);
+        let sold = answer(Outcome::Sold { unit, remaining }, false);
         return Ok(Deducted::Order(sold, message));
     }
-    let answer = |outcome, replayed| Ok(Deducted::Answer(Answer::recorded(outcome, replayed)));
+    let answer = |outcome, replayed| Ok(Deducted::Answer(answer(outcome, replayed)));
     match kind {
         1 => answer(Outcome::Sold { unit, remaining }, false),
         2 => answer(Outcome::Sold { unit, remaining }, true),

@@ -45,6 +45,7 @@ sold_out"#,
     default_lease: None,
     default_wait: None,
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::NOT_APPLICABLE,
         crash_after_acquire: Claim::NOT_APPLICABLE,

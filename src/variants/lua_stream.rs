@@ -39,6 +39,7 @@ return {1, unit, stock - 1, sale, epoch, at}"#,
     default_lease: None,
     default_wait: None,
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::NOT_APPLICABLE,
         crash_after_acquire: Claim::NOT_APPLICABLE,
@@ -91,9 +92,10 @@ impl Protection for LuaStream {
         match run_deduct(ctx, keys, true, None, Orders::Script).await {
             Ok(Deducted::Order(answer, _)) => {
                 if ctx.chaos.crash_before_enqueue(&mut ctx.conn).await? {
-                    crate::chaos::crash(
-                        "after the sale script (its order already on the stream), as armed",
-                    );
+                    let when = "after the sale script (its order already on the stream), as armed";
+                    ctx.chaos
+                        .crash_recorded(&mut ctx.conn, &keys.tag, when)
+                        .await;
                 }
                 if self.due(&keys.tag) {
                     crate::orders::register(&mut ctx.conn, &keys.tag).await?;

@@ -30,6 +30,7 @@ XADD orders:{sku} * unit .. sale .. epoch ..; // a second command"#,
     default_lease: None,
     default_wait: None,
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::NOT_APPLICABLE,
         crash_after_acquire: Claim::NOT_APPLICABLE,
@@ -60,7 +61,10 @@ impl Protection for LuaThenQueue {
         match run_deduct(ctx, keys, true, None, Orders::Caller).await {
             Ok(Deducted::Order(answer, message)) => {
                 if ctx.chaos.crash_before_enqueue(&mut ctx.conn).await? {
-                    crate::chaos::crash("after the sale, before its XADD, as armed");
+                    let when = "after the sale, before its XADD, as armed";
+                    ctx.chaos
+                        .crash_recorded(&mut ctx.conn, &keys.tag, when)
+                        .await;
                 }
                 crate::orders::enqueue(&mut ctx.conn, keys, &message).await?;
                 Ok(answer)

@@ -27,6 +27,7 @@ if stock > 0 {
     default_lease: None,
     default_wait: None,
     claims: Claims {
+        one_instance: Claim::oversells(""),
         race: Claim::oversells(""),
         slow_business: Claim::oversells(""),
         crash_after_acquire: Claim::NOT_APPLICABLE,

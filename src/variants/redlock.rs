@@ -44,6 +44,7 @@ unlock_all()                                       // compare-and-delete on ever
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::safe("renewed"),
         crash_after_acquire: Claim::frees("after lease"),
@@ -101,9 +102,11 @@ impl Protection for RedlockLock {
             holder: Some(owner.as_str()),
             fence: None,
             still_held: || !tenure.is_lost(),
+            lease: Some(lease),
         };
         let answer = critical_section(ctx, guard).await;
         dog.stop();
+        let answer = answer.map(|a| a.renewed_at(&tenure.renewed_at()));
         // The stock lives on another server than the lock. A write whose
         // answer never came may still land there (a paused Redis runs it
         // when it wakes, and not necessarily before commands that come on

@@ -43,6 +43,7 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::oversells("frees others' locks"),
         crash_after_acquire: Claim::deadlock("lock never expires"),
@@ -84,12 +85,12 @@ impl Protection for SetnxLock {
         let timer = spin.acquired();
         // The gap the articles warn about: a crash here leaves a lock no one expires.
         ctx.chaos
-            .crash_if_armed_after_acquire(&mut ctx.conn)
+            .crash_if_armed_after_acquire(&mut ctx.conn, keys)
             .await?;
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let _: bool = ctx.conn.pexpire(&keys.lock, lease_ms).await?;
 
-        let answer = critical_section(ctx, unguarded()).await;
+        let answer = critical_section(ctx, unguarded().leased(lease)).await;
 
         let released = release(&mut ctx.conn, keys).await;
         timer.released();

@@ -45,6 +45,7 @@ DEL lock:{sku}                                    // whoever's lock it is"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::oversells(""),
         crash_after_acquire: Claim::frees("after expiry"),
@@ -97,7 +98,8 @@ impl SetnxExpiryLock {
 impl Protection for SetnxExpiryLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let keys = ctx.keys;
-        let lease_ms = i64::try_from(ctx.lease(&ABOUT).as_millis()).unwrap_or(i64::MAX / 2);
+        let lease = ctx.lease(&ABOUT);
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
         let wait = ctx.wait(&ABOUT);
         let mut spin = Spin::start(Variant::SetnxExpiry, keys, wait);
         while !Self::try_once(ctx, lease_ms).await? {
@@ -106,7 +108,7 @@ impl Protection for SetnxExpiryLock {
             }
         }
         let timer = spin.acquired();
-        let answer = critical_section(ctx, unguarded()).await;
+        let answer = critical_section(ctx, unguarded().leased(lease)).await;
         // No owner: this deletes whatever lock is there by now.
         let released = ctx.conn.del::<_, i64>(&keys.lock).await;
         timer.released();

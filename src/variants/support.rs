@@ -100,6 +100,7 @@ pub(super) async fn fenced_section(
         holder: Some(&holder),
         fence: Some(token),
         still_held,
+        lease: None,
     };
     crate::section::critical_section(ctx, guard).await
 }

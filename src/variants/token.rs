@@ -33,6 +33,7 @@ EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::oversells(""),
         crash_after_acquire: Claim::frees("after lease"),
@@ -95,6 +96,7 @@ impl Protection for TokenLock {
             holder: Some(owner.as_str()),
             fence: None,
             still_held: || true,
+            lease: Some(lease),
         };
         let answer = critical_section(ctx, guard).await;
         let released = lock.unlock_surely(&owner, Instant::now() + lease).await;

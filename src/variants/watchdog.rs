@@ -34,6 +34,7 @@ dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::safe("renewed"),
         crash_after_acquire: Claim::frees("after lease"),
@@ -115,9 +116,11 @@ pub(super) async fn renewed_lock(
         holder: Some(&holder),
         fence: token,
         still_held: || !tenure.is_lost(),
+        lease: Some(lease),
     };
     let answer = critical_section(ctx, guard).await;
     dog.stop();
+    let answer = answer.map(|a| a.renewed_at(&tenure.renewed_at()));
     let unlocked = lock.unlock_all_surely(&owner, Instant::now() + lease).await;
     timer.released();
     let released_as_owner = !matches!(unlocked, Ok(Unlocked::NotOwner));

@@ -49,6 +49,7 @@ DELETE me"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::safe("session kept alive"),
         crash_after_acquire: Claim::frees("after the session"),

@@ -47,6 +47,7 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     // Every row, unless oha is missing here (then it says it skipped it).
     let mut expected = vec![
         "lua-vs-healthz",
+        "timeline-cost",
         "sold-out-vs-healthz",
         "watchdog-vs-handoff-ceiling",
         "redlock-vs-watchdog",

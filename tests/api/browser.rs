@@ -14,8 +14,10 @@ use tokio::process::{Child, Command};
 use crate::helpers::Stack;
 
 /// A chromedriver child and one browser session.
-struct Browser {
+pub(crate) struct Browser {
     driver: Child,
+    /// chromedriver's process group: Chromium's processes are in it too.
+    group: nix::unistd::Pid,
     http: reqwest::Client,
     session: String,
     _profile: tempfile::TempDir,
@@ -24,7 +26,7 @@ struct Browser {
 impl Browser {
     /// `None` (and a visible note; a failure under `CI=true`) when
     /// Chromium or its driver is missing.
-    async fn start() -> Option<Browser> {
+    pub(crate) async fn start() -> Option<Browser> {
         let (Some(chromium), Some(chromedriver)) =
             (find_program("chromium"), find_program("chromedriver"))
         else {
@@ -40,8 +42,11 @@ impl Browser {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
+            // Its own group, so that a failed test takes Chromium down too.
+            .process_group(0)
             .spawn()
             .expect("run chromedriver");
+        let group = nix::unistd::Pid::from_raw(driver.id().expect("chromedriver's pid") as i32);
         let stdout = driver.stdout.take().unwrap();
         let (output, ready) = watch_output(stdout, Some("started successfully"), None);
         wait_ready(
@@ -84,6 +89,7 @@ impl Browser {
             .to_owned();
         let browser = Browser {
             driver,
+            group,
             http,
             session: format!("{base}/session/{session}"),
             _profile: profile,
@@ -108,11 +114,11 @@ impl Browser {
         answer["value"].clone()
     }
 
-    async fn goto(&self, url: &str) {
+    pub(crate) async fn goto(&self, url: &str) {
         self.call("POST", "/url", json!({ "url": url })).await;
     }
 
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let element = self
             .call(
                 "POST",
@@ -133,18 +139,23 @@ impl Browser {
             .await;
     }
 
-    async fn run(&self, script: &str) -> Value {
+    pub(crate) async fn run(&self, script: &str) -> Value {
+        self.run_with(script, json!([])).await
+    }
+
+    /// Runs `script` with `args` (its `arguments`).
+    pub(crate) async fn run_with(&self, script: &str, args: Value) -> Value {
         self.call(
             "POST",
             "/execute/sync",
-            json!({"script": script, "args": []}),
+            json!({"script": script, "args": args}),
         )
         .await
     }
 
     /// Runs `condition` (a JS expression) whenever the page's DOM changes,
     /// until it is true: an event, not a poll.
-    async fn wait_until(&self, condition: &str) {
+    pub(crate) async fn wait_until(&self, condition: &str) {
         let script = format!(
             "const done = arguments[arguments.length - 1];
              const check = () => {{ try {{ return {condition}; }} catch (e) {{ return false; }} }};
@@ -162,7 +173,7 @@ impl Browser {
         assert_eq!(answer, json!(true), "{condition}");
     }
 
-    async fn screenshot(&self, name: &str) -> PathBuf {
+    pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         use base64_decode::decode;
         let png = self.call("GET", "/screenshot", Value::Null).await;
         let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -171,9 +182,17 @@ impl Browser {
         path
     }
 
-    async fn quit(mut self) {
+    pub(crate) async fn quit(mut self) {
         let _ = self.http.delete(&self.session).send().await;
         let _ = self.driver.kill().await;
+    }
+}
+
+impl Drop for Browser {
+    /// A test that panicked never called [`Browser::quit`]: killing
+    /// chromedriver alone would leave Chromium running, orphaned.
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(self.group, nix::sys::signal::Signal::SIGKILL);
     }
 }
 

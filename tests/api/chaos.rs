@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::Value;
-use stocklock::chaos::{self, Chaos};
+use stocklock::chaos::Chaos;
 use stocklock::knobs::Sku;
 use stocklock::store::{Keys, Store};
 
@@ -44,10 +44,11 @@ async fn work_longer_than_the_lease_oversells_exactly_the_locks_without_renewal(
             assert_eq!(status, 200, "{variant}: {body}");
         }
         let state = instance.state(variant).await;
-        let sections = chaos::sections(&mut conn, &Keys::new(&Sku::parse(variant).unwrap()))
-            .await
-            .unwrap();
-        let overlaps = chaos::overlaps(&sections);
+        let sections =
+            stocklock::timeline::sections(&mut conn, &Keys::new(&Sku::parse(variant).unwrap()))
+                .await
+                .unwrap();
+        let overlaps = stocklock::timeline::overlaps(&sections);
         eprintln!(
             "{variant:>12}: oversold {} duplicates {} overlapping sections {}",
             state.oversold,

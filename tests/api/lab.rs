@@ -99,6 +99,7 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
     assert_eq!(
         discriminating,
         [
+            Scenario::OneInstance,
             Scenario::Race,
             Scenario::SlowBusiness,
             Scenario::CrashAfterAcquire,
@@ -119,6 +120,13 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             .to_owned()
     };
     for (scenario, fails, failure, holds, success) in [
+        (
+            Scenario::OneInstance,
+            Variant::None,
+            "oversells",
+            Variant::LocalMutex,
+            "safe",
+        ),
         (
             Scenario::Race,
             Variant::None,
@@ -255,8 +263,15 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
 /// instances) must fail its pause-holder cell, and the run with it.
 #[tokio::test]
 async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
+    let timelines = tempfile::tempdir().unwrap();
     let (output, report) = lab(
-        &["pause-holder", "--variant", "fenced"],
+        &[
+            "pause-holder",
+            "--variant",
+            "fenced",
+            "--timelines",
+            timelines.path().to_str().unwrap(),
+        ],
         &[("STOCKLOCK_SABOTAGE", "skip-fence")],
         Duration::from_secs(120),
     )
@@ -270,6 +285,17 @@ async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("CONTRADICTION pause-holder / fenced")
     );
+    // The cell's evidence names its timeline: the two holders at once, the freeze.
+    let file = timelines.path().join("pause-holder-fenced.html");
+    let evidence = cells[0]["evidence"].as_str().unwrap();
+    assert!(
+        evidence.ends_with(&format!("timeline {}", file.display())),
+        "{evidence}"
+    );
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert!(html.contains("\"kind\":\"freeze\""), "the freeze is drawn");
+    let data = &html[html.find("\"overlaps\":[[").expect("an overlapping pair")..];
+    assert!(data.starts_with("\"overlaps\":[[0,1]]"), "{}", &data[..40]);
 }
 
 /// `--target`: the lab runs its scenarios on a stack it did not start,

@@ -11,6 +11,29 @@ use crate::variants::Behaviour;
 /// shown beside the verdict, with the variant's reason for it if it
 /// claims one (`undersells`).
 pub fn race(ledger: &Ledger, undersells: Option<&str>) -> Judgement {
+    crowd(ledger, undersells, |answering| {
+        check(answering.len() >= 2, || {
+            format!("only {answering:?} answered: no race between instances")
+        })
+    })
+}
+
+/// `one-instance`: the race, every buyer on one instance (one process).
+pub fn one_instance(ledger: &Ledger, undersells: Option<&str>) -> Judgement {
+    crowd(ledger, undersells, |answering| {
+        check(answering.len() == 1, || {
+            format!("{answering:?} answered: not one process")
+        })
+    })
+}
+
+/// A crowd of buyers judged from the ledger, once `landed` says (from the
+/// instances that answered) that the crowd came as the scenario meant.
+fn crowd(
+    ledger: &Ledger,
+    undersells: Option<&str>,
+    landed: impl FnOnce(&[&String]) -> Result<(), String>,
+) -> Judgement {
     let answering: Vec<&String> = ledger
         .state
         .per_instance
@@ -36,9 +59,7 @@ pub fn race(ledger: &Ledger, undersells: Option<&str>) -> Judgement {
     } else {
         String::new()
     };
-    let landed = check(answering.len() >= 2, || {
-        format!("only {answering:?} answered: no race between instances")
-    });
+    let landed = landed(&answering);
     decide(
         landed,
         ledger,

@@ -39,7 +39,7 @@ mod tests;
 use std::fmt;
 use std::time::Duration;
 
-pub use self::crowd::{race, retry_storm, slow_business};
+pub use self::crowd::{one_instance, race, retry_storm, slow_business};
 pub use self::duel::{Duel, clock_skew, forgotten_lock, lock_vanishes, pause_holder};
 pub use self::failover::{Failover, failover};
 pub use self::orders::{Books, books};
@@ -178,6 +178,8 @@ pub struct Ledger {
     pub overlaps: usize,
     /// The first such pair's holders (owner#fencing token).
     pub overlap_example: Option<String>,
+    /// Where its timeline can be seen (a page of the stack), if it lasts.
+    pub timeline: Option<String>,
 }
 
 impl Ledger {
@@ -208,7 +210,11 @@ impl fmt::Display for Ledger {
             f,
             ", sold {} of {}, busy {}, renewals {}, lost leases {}, stale writes refused {}",
             s.sold, s.initial, s.busy, s.renewals, s.lost_locks, s.fenced_rejections
-        )
+        )?;
+        if let Some(timeline) = &self.timeline {
+            write!(f, "; timeline {timeline}")?;
+        }
+        Ok(())
     }
 }
 

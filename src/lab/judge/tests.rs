@@ -63,6 +63,31 @@ fn race_needs_both_instances() {
 }
 
 #[test]
+fn one_instance_needs_exactly_one() {
+    let mut alone = state(50, 0, 50);
+    alone.per_instance = [("a".into(), 400), ("b".into(), 0)].into();
+    assert_eq!(
+        observed(one_instance(&ledger(alone.clone()), None)),
+        Observed::Seen(Safe)
+    );
+    let mut oversold = state(50, 0, 61);
+    oversold.per_instance = alone.per_instance.clone();
+    assert_eq!(
+        observed(one_instance(&ledger(oversold), None)),
+        Observed::Seen(Oversells)
+    );
+    let mut both = alone;
+    both.per_instance = [("a".into(), 200), ("b".into(), 200)].into();
+    let judgement = one_instance(&ledger(both), None);
+    assert_eq!(judgement.observed, Observed::Inconclusive);
+    assert!(
+        judgement.evidence.contains("not one process"),
+        "{}",
+        judgement.evidence
+    );
+}
+
+#[test]
 fn race_shows_under_selling() {
     let mut undersold = state(50, 45, 5);
     undersold.busy = 395;

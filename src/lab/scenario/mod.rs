@@ -22,6 +22,7 @@ use crate::variants::{Claim, Variant};
 /// Every failure scenario of the lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scenario {
+    OneInstance,
     Race,
     SlowBusiness,
     CrashAfterAcquire,
@@ -44,7 +45,8 @@ pub enum Scenario {
 
 impl Scenario {
     /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 18] = [
+    pub const ALL: [Scenario; 19] = [
+        Scenario::OneInstance,
         Scenario::Race,
         Scenario::SlowBusiness,
         Scenario::CrashAfterAcquire,
@@ -68,6 +70,7 @@ impl Scenario {
     /// The name on the command line, in the matrix and in the JSON.
     pub fn name(self) -> &'static str {
         match self {
+            Scenario::OneInstance => "one-instance",
             Scenario::Race => "race",
             Scenario::SlowBusiness => "slow-business",
             Scenario::CrashAfterAcquire => "crash-after-acquire",
@@ -101,6 +104,9 @@ impl Scenario {
     /// One line: the fault, for `stocklock lab --help`.
     pub fn summary(self) -> &'static str {
         match self {
+            Scenario::OneInstance => {
+                "the race sent to one instance only: 400 buyers (64 at once, work_ms=2) for 50 units"
+            }
             Scenario::Race => "two instances, 400 buyers (64 at once, work_ms=2) for 50 units",
             Scenario::SlowBusiness => {
                 "three buyers whose work (600 ms) outlives the lease (200 ms; etcd: 3 s and its shortest, 1 s)"
@@ -150,6 +156,7 @@ impl Scenario {
     pub fn claim(self, variant: Variant) -> Claim {
         let claims = &variant.about().claims;
         match self {
+            Scenario::OneInstance => claims.one_instance,
             Scenario::Race => claims.race,
             Scenario::SlowBusiness => claims.slow_business,
             Scenario::CrashAfterAcquire => claims.crash_after_acquire,
@@ -213,6 +220,7 @@ impl Scenario {
         let lab = lab.ok_or_else(|| anyhow::anyhow!("{self} needs the lab's main stack"))?;
         let v = variant.name();
         match self {
+            Scenario::OneInstance => play::one_instance(lab, variant).await,
             Scenario::Race => play::race(lab, variant).await,
             Scenario::SlowBusiness => play::slow_business(lab, v).await,
             Scenario::CrashAfterAcquire => play::crash_after_acquire(lab, v).await,

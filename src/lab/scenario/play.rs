@@ -55,24 +55,34 @@ fn vanish(sku: &str) -> ChaosAction {
     }
 }
 
+/// The race sent to instance a only: one process.
+pub(super) async fn one_instance(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
+    let state = race_load(lab, &lab.instance(0).url, variant).await?;
+    Ok(judge::one_instance(
+        &lab.ledger_of(state).await?,
+        variant.about().undersells.as_ref().map(|r| r.en),
+    ))
+}
+
 /// Two instances, 400 buyers, 64 at once, `work_ms=2`, stock 50.
 pub(super) async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
-    let state = race_load(lab, variant).await?;
+    let state = race_load(lab, &lab.stack.url, variant).await?;
     Ok(judge::race(
         &lab.ledger_of(state).await?,
         variant.about().undersells.as_ref().map(|r| r.en),
     ))
 }
 
-/// The race's load; the SKU's state after it.
-async fn race_load(lab: &Lab, variant: Variant) -> anyhow::Result<StateSnapshot> {
+/// The race's load, sent to `url` (nginx, or one instance); the SKU's
+/// state after it.
+async fn race_load(lab: &Lab, url: &str, variant: Variant) -> anyhow::Result<StateSnapshot> {
     let config = LoadConfig {
         variants: vec![variant.name().to_owned()],
         stock: Some(50),
         requests: Some(400),
         work_ms: Some(2),
         timeout: Duration::from_secs(60),
-        ..LoadConfig::new(&lab.stack.url, Some(lab.stack.token.clone()))
+        ..LoadConfig::new(url, Some(lab.stack.token.clone()))
     };
     Runner::connect(config)
         .await?
@@ -289,7 +299,7 @@ pub(super) async fn redlock_minority_down(
     variant: Variant,
 ) -> anyhow::Result<Judgement> {
     let killed = lab.kill_nodes(&[3, 4]).await;
-    let state = race_load(lab, variant).await;
+    let state = race_load(lab, &lab.stack.url, variant).await;
     lab.restart_nodes(&[3, 4]).await?;
     Ok(judge::minority_down(&killed, &lab.ledger_of(state?).await?))
 }

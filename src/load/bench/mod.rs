@@ -7,12 +7,14 @@
 //!    generator the bottleneck?);
 //! 2. `lua-vs-healthz`: the `lua` variant vs `/healthz` through the same
 //!    nginx (what a sale costs over a bare request);
-//! 3. `sold-out-vs-healthz`: `lua` on a SKU with no stock, every answer
+//! 3. `timeline-cost`: `lua` vs `lua` on a SKU reset with its timeline
+//!    off (what recording every critical section costs a sale);
+//! 4. `sold-out-vs-healthz`: `lua` on a SKU with no stock, every answer
 //!    409 sold out, vs `/healthz` (what the crowd costs once the sale is over);
-//! 4. `watchdog-vs-handoff-ceiling`: the `watchdog` variant under many
+//! 5. `watchdog-vs-handoff-ceiling`: the `watchdog` variant under many
 //!    waiting clients vs the lock hand-off ceiling 1 / (4 × Redis round
 //!    trip) measured in the same run;
-//! 5. `redlock-vs-watchdog`: both with many waiting clients (what a lock on
+//! 6. `redlock-vs-watchdog`: both with many waiting clients (what a lock on
 //!    a majority of five servers costs over one Redis; skipped when the
 //!    stack has no Redlock nodes).
 //!
@@ -73,10 +75,26 @@ pub struct BenchConfig {
     /// the memory as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Only these rows (comma-separated), e.g. `--rows timeline-cost --runs 15`
+    /// to measure one small difference with many more runs. Default: all.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub rows: Vec<RowName>,
+}
+
+/// The bench's rows, by the names its table prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RowName {
+    GeneratorVsOha,
+    LuaVsHealthz,
+    TimelineCost,
+    SoldOutVsHealthz,
+    WatchdogVsHandoffCeiling,
+    RedlockVsWatchdog,
 }
 
 /// The SKUs the rows sell, each given its stock before the rows.
 const LUA_SKU: &str = "bench-lua";
+const UNTIMED_SKU: &str = "bench-lua-untimed";
 const SOLD_OUT_SKU: &str = "bench-sold-out";
 const WATCHDOG_SKU: &str = "bench-watchdog";
 const REDLOCK_SKU: &str = "bench-redlock";
@@ -127,7 +145,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         redis,
         report,
     };
-    bench.generator_vs_oha().await?;
+    if bench.wants(RowName::GeneratorVsOha) {
+        bench.generator_vs_oha().await?;
+    }
     for (sku, stock) in [
         (LUA_SKU, PLENTY),
         (SOLD_OUT_SKU, 0),
@@ -136,10 +156,30 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     ] {
         bench.client.reset(sku, stock, 0).await?;
     }
-    bench.lua_vs_healthz().await?;
-    bench.sold_out_vs_healthz().await?;
-    bench.watchdog_vs_ceiling().await?;
-    bench.redlock_vs_watchdog().await?;
+    bench
+        .client
+        .reset_as(&crate::wire::ResetRequest {
+            sku: UNTIMED_SKU.to_owned(),
+            stock: PLENTY,
+            buckets: 0,
+            timeline: Some(false),
+        })
+        .await?;
+    if bench.wants(RowName::LuaVsHealthz) {
+        bench.lua_vs_healthz().await?;
+    }
+    if bench.wants(RowName::TimelineCost) {
+        bench.timeline_cost().await?;
+    }
+    if bench.wants(RowName::SoldOutVsHealthz) {
+        bench.sold_out_vs_healthz().await?;
+    }
+    if bench.wants(RowName::WatchdogVsHandoffCeiling) {
+        bench.watchdog_vs_ceiling().await?;
+    }
+    if bench.wants(RowName::RedlockVsWatchdog) {
+        bench.redlock_vs_watchdog().await?;
+    }
     bench.memory().await?;
 
     if let Some(path) = &bench.config.json {
@@ -176,6 +216,30 @@ impl Bench {
 
     async fn rps(&self, path: &str) -> anyhow::Result<f64> {
         Ok(self.ours(path).await?.rps())
+    }
+
+    /// One run of our engine on `path`, its CPU added to `usage`.
+    async fn measured(
+        &self,
+        path: &str,
+        watched: &Watched,
+        usage: &mut Usage,
+    ) -> anyhow::Result<Tally> {
+        let before = cpu::sample(watched);
+        let started = Instant::now();
+        let tally = self.ours(path).await?;
+        usage.add(
+            &before,
+            &cpu::sample(watched),
+            started.elapsed().as_secs_f64(),
+            tally.requests,
+        );
+        Ok(tally)
+    }
+
+    /// Whether `--rows` asks for this row (no `--rows`: every row).
+    fn wants(&self, row: RowName) -> bool {
+        self.config.rows.is_empty() || self.config.rows.contains(&row)
     }
 
     fn add(&mut self, row: Row) {

@@ -42,6 +42,17 @@ impl BenchRedis {
         Ok(median(times))
     }
 
+    /// How many critical sections a SKU's timeline holds.
+    pub(super) async fn sections(&mut self, sku: &str) -> anyhow::Result<i64> {
+        let keys = crate::store::Keys::new(&crate::knobs::Sku::parse(sku)?);
+        let held: Option<i64> = redis::cmd("HGET")
+            .arg(&keys.ledger)
+            .arg("timeline_sections")
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(held.unwrap_or(0))
+    }
+
     /// `CONFIG RESETSTAT`: the command statistics start again from zero.
     pub(super) async fn reset_stats(&mut self) -> anyhow::Result<()> {
         let _: () = redis::cmd("CONFIG")

@@ -26,7 +26,7 @@ pub struct Row {
     pub ratio: f64,
     /// Each run's pair of figures, in the order they ran: `[ours, theirs]`.
     pub runs: Vec<[f64; 2]>,
-    /// The ratio issue 13 aims at, when it set one (a goal, never checked here).
+    /// The ratio an issue aims at, when one set it (a goal, never checked here).
     pub goal: Option<f64>,
     /// What else the row measured, in words (the Redis round trip, ...).
     pub note: Option<String>,

@@ -37,17 +37,13 @@ impl Bench {
         let mut runs = Vec::new();
         for _ in 0..self.config.runs {
             self.redis.reset_stats().await?;
-            let before = cpu::sample(&watched);
-            let started = Instant::now();
             let sales = self
-                .ours(&format!("/deductStock/lua?sku={LUA_SKU}"))
+                .measured(
+                    &format!("/deductStock/lua?sku={LUA_SKU}"),
+                    &watched,
+                    &mut usage,
+                )
                 .await?;
-            usage.add(
-                &before,
-                &cpu::sample(&watched),
-                started.elapsed().as_secs_f64(),
-                sales.requests,
-            );
             if let Some(evalsha) = self.redis.evalsha().await? {
                 per_call.push(evalsha.usec_per_call);
                 calls += evalsha.calls;
@@ -68,7 +64,71 @@ impl Bench {
         Ok(())
     }
 
-    /// Row 3: sold-out answers vs `/healthz`.
+    /// Row 3: `lua` recording its sections vs `lua` on a SKU whose
+    /// timeline is off, alternated.
+    pub(super) async fn timeline_cost(&mut self) -> anyhow::Result<()> {
+        let (recorded, untimed) = (
+            format!("/deductStock/lua?sku={LUA_SKU}"),
+            format!("/deductStock/lua?sku={UNTIMED_SKU}"),
+        );
+        let watched = self.watched().await?;
+        // What each side cost the stack in CPU per answer, on the
+        // processes' own clocks: steadier than a rate on a shared machine.
+        let (mut on, mut off) = (Usage::default(), Usage::default());
+        let mut runs = Vec::new();
+        for run in 0..self.config.runs {
+            // The difference is small: every other pair runs the other side
+            // first, so that neither side always runs on a warmer stack.
+            let pair = if run % 2 == 0 {
+                let first = self.measured(&recorded, &watched, &mut on).await?.rps();
+                [
+                    first,
+                    self.measured(&untimed, &watched, &mut off).await?.rps(),
+                ]
+            } else {
+                let first = self.measured(&untimed, &watched, &mut off).await?.rps();
+                [
+                    self.measured(&recorded, &watched, &mut on).await?.rps(),
+                    first,
+                ]
+            };
+            runs.push(pair);
+        }
+        let stack_usec = |usage: &Usage| {
+            cpu::shares(&watched, usage, cpu::cores())
+                .processes
+                .iter()
+                .filter(|share| share.kind == "instances" || share.kind == "redis")
+                .filter_map(|share| share.cpu_usec_per_answer)
+                .sum::<f64>()
+        };
+        let (cpu_on, cpu_off) = (stack_usec(&on), stack_usec(&off));
+        // Both sides did what they say: one recorded, the other not.
+        let (kept, none) = (
+            self.redis.sections(LUA_SKU).await?,
+            self.redis.sections(UNTIMED_SKU).await?,
+        );
+        if kept == 0 || none != 0 {
+            bail!(
+                "{LUA_SKU} kept {kept} sections and {UNTIMED_SKU} {none}: the sides are not what they say"
+            );
+        }
+        self.add(
+            Row::new(
+                "timeline-cost",
+                ["lua", "lua, timeline off"],
+                runs,
+                Some(0.97),
+            )
+            .with_note(format!(
+                "every critical section recorded (the timeline holds {kept} now) vs none (reset with timeline: false); \
+                 CPU of the instances and Redis per answer: {cpu_on:.1} us vs {cpu_off:.1} us"
+            )),
+        );
+        Ok(())
+    }
+
+    /// Row 4: sold-out answers vs `/healthz`.
     pub(super) async fn sold_out_vs_healthz(&mut self) -> anyhow::Result<()> {
         let path = format!("/deductStock/lua?sku={SOLD_OUT_SKU}");
         let mut runs = Vec::new();
@@ -96,7 +156,7 @@ impl Bench {
         Ok(())
     }
 
-    /// Row 4: `watchdog` hand-offs vs 1 / (4 × RTT).
+    /// Row 5: `watchdog` hand-offs vs 1 / (4 × RTT).
     pub(super) async fn watchdog_vs_ceiling(&mut self) -> anyhow::Result<()> {
         let (mut runs, mut rtts) = (Vec::new(), Vec::new());
         for _ in 0..self.config.runs {
@@ -125,7 +185,7 @@ impl Bench {
         Ok(())
     }
 
-    /// Row 5: `redlock` vs `watchdog`, many waiting clients each.
+    /// Row 6: `redlock` vs `watchdog`, many waiting clients each.
     pub(super) async fn redlock_vs_watchdog(&mut self) -> anyhow::Result<()> {
         // No answer, or 503 not_configured: no Redlock nodes.
         let probe = self

@@ -1,0 +1,201 @@
+//! The guided lesson path (`GET /lessons`): article 001's story in eleven
+//! steps, each one experiment of the lab run on the live stack.
+//!
+//! A step's button asks any instance (`POST /api/admin/lessons/{id}`) to
+//! run `stocklock lab --target <this stack> --variant V S` as a process of
+//! its own, detached from the instance: some experiments crash an instance
+//! of the stack, maybe the very one that started them. The lab process
+//! writes the step's result to Redis itself (`lab --lesson ID`), where every
+//! instance reads it (`GET /api/lessons`); the page then draws the SKU's
+//! timeline from `/api/timeline`. One experiment at a time, stack-wide.
+
+mod steps;
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+pub use self::steps::{STEPS, Step, find};
+use crate::lab::Cell;
+use crate::store::{Store, StoreError};
+
+/// Hash of step id → [`Status`] as JSON.
+pub const STATUS_KEY: &str = "stocklock:lessons";
+/// Held while an experiment runs (expires after [`RUN_LIMIT_S`], should
+/// the lab process die without a word).
+const RUNNING_KEY: &str = "stocklock:lessons:running";
+const RUN_LIMIT_S: u64 = 120;
+
+/// One step's last run, as the page shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// `running`, `done` or `failed`.
+    pub state: String,
+    /// The lab's cell: what the articles expect, what was observed, the evidence.
+    #[serde(default)]
+    pub cell: Option<Cell>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `GET /api/lessons`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lessons {
+    pub steps: BTreeMap<String, Status>,
+}
+
+/// Every step's last run.
+pub async fn read(store: &Store) -> Result<Lessons, StoreError> {
+    let mut conn = store.conn().await?;
+    let raw: BTreeMap<String, String> = conn.hgetall(STATUS_KEY).await?;
+    Ok(Lessons {
+        steps: raw
+            .into_iter()
+            .filter_map(|(id, json)| Some((id, serde_json::from_str(&json).ok()?)))
+            .collect(),
+    })
+}
+
+/// Why an experiment cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("another lesson experiment is running; wait for it to finish")]
+    Busy,
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Where the stack is, for the lab process.
+pub struct Stack<'a> {
+    /// nginx.
+    pub url: &'a str,
+    pub admin_token: &'a str,
+    pub redis_url: &'a str,
+}
+
+/// Starts `step`'s experiment on `stack`; its status says `running` until
+/// the lab process writes the result.
+pub async fn start(store: &Store, step: &Step, stack: &Stack<'_>) -> Result<Status, StartError> {
+    let mut conn = store.conn().await?;
+    let claimed: Option<String> = redis::cmd("SET")
+        .arg(RUNNING_KEY)
+        .arg(step.id)
+        .arg("NX")
+        .arg("EX")
+        .arg(RUN_LIMIT_S)
+        .query_async(&mut conn)
+        .await
+        .map_err(StoreError::from)?;
+    if claimed.is_none() {
+        return Err(StartError::Busy);
+    }
+    let running = Status {
+        state: "running".to_owned(),
+        ..Status::default()
+    };
+    write(&mut conn, step.id, &running).await?;
+    let binary = std::env::current_exe()
+        .map_err(|err| StartError::Unavailable(format!("cannot find this program: {err}")))?;
+    // Not a child that dies with this instance: the lab may crash it.
+    let spawned = std::process::Command::new(binary)
+        .args(["lab", "--variant", step.variant, step.scenario])
+        .args(["--target", stack.url, "--redis-url", stack.redis_url])
+        .args(["--lesson", step.id])
+        .env("STOCKLOCK_ADMIN_TOKEN", stack.admin_token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match spawned {
+        // Reaped in the background: the instance must not keep a zombie.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+            Ok(running)
+        }
+        Err(err) => {
+            let failed = Status {
+                state: "failed".to_owned(),
+                cell: None,
+                error: Some(format!("cannot start the lab: {err}")),
+            };
+            write(&mut conn, step.id, &failed).await?;
+            let _: i64 = conn.del(RUNNING_KEY).await.map_err(StoreError::from)?;
+            Err(StartError::Unavailable(format!(
+                "cannot start the lab: {err}"
+            )))
+        }
+    }
+}
+
+async fn write(conn: &mut crate::store::Conn, id: &str, status: &Status) -> Result<(), StoreError> {
+    let json = serde_json::to_string(status).unwrap_or_default();
+    let _: i64 = conn.hset(STATUS_KEY, id, json).await?;
+    Ok(())
+}
+
+/// The lab process's last word on a lesson (`lab --lesson ID`): the cell
+/// it played, or why it failed; the next experiment may start.
+pub async fn finish(
+    redis_url: &str,
+    id: &str,
+    outcome: anyhow::Result<Vec<Cell>>,
+) -> anyhow::Result<()> {
+    let status = match outcome {
+        Ok(cells) => match cells.into_iter().next() {
+            Some(cell) => Status {
+                state: "done".to_owned(),
+                cell: Some(cell),
+                error: None,
+            },
+            None => Status {
+                state: "failed".to_owned(),
+                cell: None,
+                error: Some(
+                    "the lab played no cell (is the stack a chaos-mode stack of two instances?)"
+                        .to_owned(),
+                ),
+            },
+        },
+        Err(err) => Status {
+            state: "failed".to_owned(),
+            cell: None,
+            error: Some(format!("{err:#}")),
+        },
+    };
+    let store = Store::open(redis_url)?;
+    let mut conn = store.conn().await?;
+    write(&mut conn, id, &status).await?;
+    let _: i64 = conn.del(RUNNING_KEY).await.map_err(StoreError::from)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::Scenario;
+    use crate::variants::Variant;
+
+    #[test]
+    fn every_step_plays_a_cell_the_lab_has() {
+        for step in &STEPS {
+            let variant: Variant = step.variant.parse().unwrap();
+            let scenario: Scenario = step.scenario.parse().unwrap();
+            assert!(
+                scenario.claim(variant).applies(),
+                "{}: {} claims nothing of {}",
+                step.id,
+                step.variant,
+                step.scenario
+            );
+            assert!(
+                !scenario.own_stack(),
+                "{}: plays on the live stack",
+                step.id
+            );
+        }
+    }
+}

@@ -1,0 +1,58 @@
+// What every page of stocklock shares: the language (kept across pages and
+// visits) and the admin token (taken from the URL fragment #token=..., kept
+// for this tab, asked for once when missing).
+'use strict';
+
+const StocklockPage = (() => {
+  let lang = localStorage.getItem('stocklock.lang') === 'zh' ? 'zh' : 'en';
+
+  // The token leaves the address bar at once: it is not to be bookmarked or shared.
+  const match = location.hash.match(/token=([^&]+)/);
+  if (match) {
+    sessionStorage.setItem('stocklock.token', decodeURIComponent(match[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+
+  return {
+    lang: () => lang,
+
+    /// Switches to the other language, for every page from now on.
+    toggleLang() {
+      lang = lang === 'en' ? 'zh' : 'en';
+      localStorage.setItem('stocklock.lang', lang);
+      return lang;
+    },
+
+    /// `key` of `dictionary` in the page's language (English when missing),
+    /// its `{name}`s replaced by `vars`.
+    translate(dictionary, key, vars) {
+      let text = (dictionary[lang] && dictionary[lang][key]) || dictionary.en[key] || key;
+      for (const [name, value] of Object.entries(vars || {})) text = text.replace(`{${name}}`, value);
+      return text;
+    },
+
+    /// Sets the page's language: its `lang`, every `data-i18n` text and
+    /// placeholder through `t`, and the language button.
+    applyLang(t) {
+      document.documentElement.lang = lang;
+      for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+      for (const el of document.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
+      document.getElementById('lang').textContent = lang === 'en' ? '中文' : 'English';
+    },
+
+    /// The admin token, asked for (with `question`) when this tab has none.
+    adminToken(question) {
+      let token = sessionStorage.getItem('stocklock.token');
+      if (!token) {
+        token = (window.prompt(question) || '').trim();
+        if (token) sessionStorage.setItem('stocklock.token', token);
+      }
+      return token;
+    },
+
+    /// Forgets a token the server refused: the next action asks again.
+    forgetToken() {
+      sessionStorage.removeItem('stocklock.token');
+    },
+  };
+})();

@@ -1,0 +1,391 @@
+// stocklock lessons: article 001's story as eleven experiments. Each Run
+// button asks the stack to play one (variant, scenario) pair of the lab,
+// polls /api/lessons until it is over, then shows the lab's cell, the
+// SKU's ledger and its timeline. No framework, no build step.
+'use strict';
+
+const I18N = {
+  en: {
+    subtitle: 'article 001, in eleven experiments',
+    nav_dashboard: 'dashboard', nav_timeline: 'timeline',
+    variant: 'variant', scenario: 'scenario',
+    run: 'Run this experiment',
+    observed: 'observed', expected: 'expected', as_predicted: 'as predicted?',
+    initial: 'initial', sold: 'sold', remaining: 'remaining', oversold: 'oversold',
+    open: 'open', export: 'export', look: 'What to look at:',
+    served_by: 'page served by instance',
+    progress: '{done} of {total} done',
+    pass_yes: 'as the articles say',
+    pass_no: 'unexpected!',
+    pass_inconclusive: 'inconclusive: the fault did not land',
+    status_running: 'running on this stack…',
+    status_waiting: 'waiting for the other experiment to finish…',
+    status_done: 'done',
+    status_failed: 'failed',
+    failed: 'the experiment failed: {error}',
+    refused: 'not started: {detail}',
+    ask_token: 'Admin token (printed by stocklock up):',
+    need_token: 'Running an experiment needs the admin token.',
+    bad_token: 'The admin token was refused; it will be asked again.',
+    unreachable: 'the stack does not answer: {error}',
+    no_timeline: 'the timeline could not be loaded: {error}',
+    no_timeline_js: 'the timeline view is not available (timeline.js did not load)',
+    too_long: 'no result after {minutes} minutes; reload the page to look again',
+  },
+  zh: {
+    subtitle: '文章 001,拆成十一个实验',
+    nav_dashboard: '仪表盘', nav_timeline: '时间线',
+    variant: '变体', scenario: '场景',
+    run: '运行这个实验',
+    observed: '实际结果', expected: '预期', as_predicted: '是否符合预期?',
+    initial: '初始', sold: '已售', remaining: '剩余', oversold: '超卖',
+    open: '打开', export: '导出', look: '看哪里:',
+    served_by: '本页面由实例提供:',
+    progress: '已完成 {done} / {total}',
+    pass_yes: '与文章所说一致',
+    pass_no: '出乎意料!',
+    pass_inconclusive: '无法判断:故障没有生效',
+    status_running: '正在当前环境上运行…',
+    status_waiting: '等待另一个实验结束…',
+    status_done: '已完成',
+    status_failed: '失败',
+    failed: '实验失败:{error}',
+    refused: '未能开始:{detail}',
+    ask_token: '管理令牌(stocklock up 启动时打印):',
+    need_token: '运行实验需要管理令牌。',
+    bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
+    unreachable: '环境没有响应:{error}',
+    no_timeline: '无法加载时间线:{error}',
+    no_timeline_js: '时间线视图不可用(timeline.js 没有加载)',
+    too_long: '{minutes} 分钟后仍没有结果;请刷新页面再看',
+  },
+};
+
+const POLL_MS = 400;
+const POLL_LIMIT_MS = 10 * 60 * 1000;
+
+// What each rendered step showed, to redraw it in the other language:
+// id -> { cell, timeline }.
+const shown = {};
+// The step this page is waiting for (one at a time), or null.
+let active = null;
+
+function t(key, vars) {
+  return StocklockPage.translate(I18N, key, vars);
+}
+
+function say(text) {
+  document.getElementById('message').textContent = text || '';
+}
+
+function sections() {
+  return [...document.querySelectorAll('section.step')];
+}
+
+function sectionOf(id) {
+  return document.querySelector(`section.step[data-step="${CSS.escape(id)}"]`);
+}
+
+function field(section, name) {
+  return section.querySelector(`[data-field="${name}"]`);
+}
+
+// ---- language
+function applyLang() {
+  StocklockPage.applyLang(t);
+  for (const section of sections()) {
+    const status = field(section, 'status');
+    if (status.dataset.key) status.textContent = t(status.dataset.key, JSON.parse(status.dataset.vars || '{}'));
+    const seen = shown[section.dataset.step];
+    if (seen && seen.cell) fillPass(section, seen.cell);
+    if (seen && seen.timeline) mountTimeline(section, seen.timeline);
+  }
+  updateProgress();
+}
+
+document.getElementById('lang').addEventListener('click', () => {
+  StocklockPage.toggleLang();
+  applyLang();
+});
+
+// ---- the admin token (common.js takes it from the URL fragment).
+function adminToken() {
+  return StocklockPage.adminToken(t('ask_token'));
+}
+
+// ---- status line of a step (kept as a key, so the language can change)
+function setStatus(section, key, vars) {
+  const status = field(section, 'status');
+  if (!key) {
+    delete status.dataset.key;
+    delete status.dataset.vars;
+    status.textContent = '';
+    return;
+  }
+  status.dataset.key = key;
+  status.dataset.vars = JSON.stringify(vars || {});
+  status.textContent = t(key, vars);
+}
+
+function updateProgress() {
+  const all = sections();
+  const done = all.filter((s) => s.dataset.state === 'done').length;
+  const progress = document.getElementById('progress');
+  progress.dataset.done = String(done);
+  progress.dataset.total = String(all.length);
+  progress.textContent = t('progress', { done, total: all.length });
+}
+
+function setButtons() {
+  for (const section of sections()) {
+    section.querySelector('[data-action="run"]').disabled = active !== null;
+  }
+}
+
+// ---- rendering a result
+function fillPass(section, cell) {
+  const pass = field(section, 'pass');
+  const inconclusive = !cell.pass && cell.observed === 'inconclusive';
+  pass.dataset.pass = cell.pass ? 'true' : inconclusive ? 'inconclusive' : 'false';
+  pass.textContent = cell.pass ? t('pass_yes') : inconclusive ? t('pass_inconclusive') : t('pass_no');
+  section.dataset.pass = pass.dataset.pass;
+}
+
+function fillCell(section, cell) {
+  field(section, 'result').hidden = false;
+  const verdict = field(section, 'verdict');
+  verdict.textContent = cell.observed;
+  verdict.dataset.observed = cell.observed;
+  field(section, 'expected').textContent = cell.expected;
+  field(section, 'evidence').textContent = cell.evidence;
+  field(section, 'evidence').classList.remove('error');
+  fillPass(section, cell);
+}
+
+function number(value) {
+  return typeof value === 'number' && Number.isFinite(value) ? String(value) : '–';
+}
+
+function fillLedger(section, state) {
+  const s = state || {};
+  field(section, 'initial').textContent = number(s.initial);
+  field(section, 'sold').textContent = number(s.sold);
+  const remaining = field(section, 'remaining');
+  remaining.textContent = number(s.remaining);
+  remaining.classList.toggle('bad', typeof s.remaining === 'number' && s.remaining < 0);
+  const oversold = field(section, 'oversold');
+  oversold.textContent = number(s.oversold);
+  oversold.classList.toggle('bad', typeof s.oversold === 'number' && s.oversold !== 0);
+}
+
+function mountTimeline(section, data) {
+  const el = field(section, 'timeline');
+  if (!window.StocklockTimeline || typeof window.StocklockTimeline.mount !== 'function') {
+    el.textContent = t('no_timeline_js');
+    return;
+  }
+  el.replaceChildren();
+  try {
+    window.StocklockTimeline.mount(el, data, { lang: StocklockPage.lang() });
+  } catch (err) {
+    el.textContent = t('no_timeline', { error: err && err.message ? err.message : String(err) });
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function fetchTimeline(sku) {
+  let last = null;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    try {
+      const response = await fetch(`/api/timeline?sku=${encodeURIComponent(sku)}`, { cache: 'no-store' });
+      if (response.ok) return { data: await response.json() };
+      const answer = await response.json().catch(() => ({}));
+      last = answer.detail || answer.error || `${response.status}`;
+    } catch (err) {
+      last = err && err.message ? err.message : String(err);
+    }
+    await sleep(300);
+  }
+  return { error: last };
+}
+
+// Fills every field of a finished step, then (and only then) marks it done.
+async function renderDone(section, status) {
+  const id = section.dataset.step;
+  const cell = status.cell || {
+    observed: 'error', expected: '', pass: false, evidence: status.error || '',
+  };
+  fillCell(section, cell);
+  shown[id] = { cell, timeline: null };
+  const timeline = await fetchTimeline(section.dataset.variant);
+  if (timeline.data) {
+    fillLedger(section, timeline.data.state);
+    shown[id].timeline = timeline.data;
+    mountTimeline(section, timeline.data);
+  } else {
+    fillLedger(section, null);
+    field(section, 'timeline').textContent = t('no_timeline', { error: timeline.error || '?' });
+  }
+  setStatus(section, 'status_done');
+  section.dataset.state = 'done';
+  updateProgress();
+}
+
+function renderFailed(section, status) {
+  field(section, 'result').hidden = false;
+  const evidence = field(section, 'evidence');
+  evidence.textContent = t('failed', { error: (status && status.error) || '?' });
+  evidence.classList.add('error');
+  setStatus(section, 'status_failed');
+  section.dataset.state = 'failed';
+  updateProgress();
+}
+
+// ---- the server's view of every step
+async function lessons() {
+  const response = await fetch('/api/lessons', { cache: 'no-store' });
+  if (!response.ok) {
+    const answer = await response.json().catch(() => ({}));
+    throw new Error(answer.detail || answer.error || `${response.status}`);
+  }
+  const answer = await response.json();
+  return (answer && answer.steps) || {};
+}
+
+// Polls until step `id` is done or failed, then renders it.
+async function follow(id) {
+  const section = sectionOf(id);
+  if (!section) return;
+  active = id;
+  setButtons();
+  section.dataset.state = 'running';
+  setStatus(section, 'status_running');
+  const started = Date.now();
+  try {
+    for (;;) {
+      await sleep(POLL_MS);
+      let status;
+      try {
+        status = (await lessons())[id];
+      } catch (err) {
+        // A restarting instance, a hiccup: nginx sends the next poll elsewhere.
+        say(t('unreachable', { error: err.message }));
+        if (Date.now() - started > POLL_LIMIT_MS) throw err;
+        continue;
+      }
+      say('');
+      const state = status ? status.state : 'idle';
+      if (state === 'done') {
+        await renderDone(section, status);
+        return;
+      }
+      if (state === 'failed') {
+        renderFailed(section, status);
+        return;
+      }
+      if (Date.now() - started > POLL_LIMIT_MS) {
+        renderFailed(section, { error: t('too_long', { minutes: POLL_LIMIT_MS / 60000 }) });
+        return;
+      }
+    }
+  } catch (err) {
+    renderFailed(section, { error: err && err.message ? err.message : String(err) });
+  } finally {
+    active = null;
+    setButtons();
+  }
+}
+
+// ---- running a step
+async function run(section) {
+  if (active !== null) return;
+  const id = section.dataset.step;
+  const token = adminToken();
+  if (!token) {
+    say(t('need_token'));
+    return;
+  }
+  const before = section.dataset.state;
+  // Running from the click on: a result shown before is not this run's.
+  active = id;
+  setButtons();
+  section.dataset.state = 'running';
+  setStatus(section, 'status_running');
+  say('');
+  const refused = (text) => {
+    section.dataset.state = before === 'running' ? 'idle' : before;
+    setStatus(section, 'refused', { detail: text });
+    say(t('refused', { detail: text }));
+    active = null;
+    setButtons();
+  };
+  let response;
+  try {
+    response = await fetch(`/api/admin/lessons/${encodeURIComponent(id)}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+      body: '{}',
+    });
+  } catch (err) {
+    refused(t('unreachable', { error: err && err.message ? err.message : String(err) }));
+    return;
+  }
+  const answer = await response.json().catch(() => ({}));
+  if (response.status === 401) {
+    StocklockPage.forgetToken();
+    refused(t('bad_token'));
+    return;
+  }
+  if (!response.ok) {
+    // 409: another lesson experiment runs; 503: e.g. chaos mode off.
+    refused(answer.detail || answer.error || `${response.status}`);
+    return;
+  }
+  if (answer.state === 'done') {
+    active = null;
+    await renderDone(section, answer);
+    setButtons();
+    return;
+  }
+  if (answer.state === 'failed') {
+    active = null;
+    renderFailed(section, answer);
+    setButtons();
+    return;
+  }
+  await follow(id);
+}
+
+for (const section of sections()) {
+  section.querySelector('[data-action="run"]').addEventListener('click', () => run(section));
+}
+
+// ---- on load: what this stack already ran
+async function start() {
+  applyLang();
+  let steps;
+  try {
+    steps = await lessons();
+  } catch (err) {
+    say(t('unreachable', { error: err.message }));
+    return;
+  }
+  let running = null;
+  const renders = [];
+  for (const section of sections()) {
+    const status = steps[section.dataset.step];
+    if (!status) continue;
+    if (status.state === 'done') renders.push(renderDone(section, status));
+    else if (status.state === 'failed') renderFailed(section, status);
+    else if (status.state === 'running') running = section.dataset.step;
+  }
+  // One started elsewhere (another tab, before a reload): follow it too.
+  if (running !== null && active === null) {
+    renders.push(follow(running));
+  }
+  await Promise.all(renders);
+  updateProgress();
+}
+
+start();

@@ -1,0 +1,249 @@
+//! The timeline's endpoint and export on a real Redis: every section of a
+//! run, always recorded; its overlaps; the lease, the renewals and the
+//! chaos events; the export as one self-contained file; bad input refused.
+
+use std::time::Duration;
+
+use serde_json::json;
+use stocklock::chaos::Chaos;
+use stocklock::knobs::Sku;
+use stocklock::store::{Keys, Store};
+use stocklock::timeline::{self, Timeline};
+
+use crate::helpers::{self, ADMIN_TOKEN, InProcess, within};
+
+/// `n` buyers of `uri` at once; every answer's status.
+async fn crowd(instance: &InProcess, n: usize, uri: &str) -> Vec<u16> {
+    let buyers: Vec<_> = (0..n)
+        .map(|_| {
+            let (instance, uri) = (instance.clone(), uri.to_owned());
+            tokio::spawn(async move { instance.get(&uri).await.0.as_u16() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for buyer in buyers {
+        statuses.push(buyer.await.unwrap());
+    }
+    statuses
+}
+
+async fn timeline_of(instance: &InProcess, query: &str) -> Timeline {
+    let (status, body) = instance.get(&format!("/api/timeline?{query}")).await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_value(body).unwrap()
+}
+
+#[tokio::test]
+async fn every_section_is_recorded_without_chaos_mode_with_its_overlaps_lease_and_renewals() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    // Chaos off: the timeline records all the same.
+    let instance = InProcess::start(&store, "t", Chaos::off()).await;
+    within(Duration::from_secs(60), async {
+        // No lock at all, work 100 ms: the three buyers are in the section together.
+        instance.reset("none", 5, 0).await;
+        let statuses = crowd(&instance, 3, "/deductStock/none?sku=none&work_ms=100").await;
+        assert_eq!(statuses, [200, 200, 200]);
+        let t = timeline_of(&instance, "sku=none").await;
+        assert_eq!(t.sections.len(), 3, "{t:?}");
+        assert_eq!(
+            t.overlaps.len(),
+            3,
+            "three sections, each overlapping the others"
+        );
+        assert_eq!(t.verdict, format!("OVERSOLD {}", t.state.oversold));
+        assert!(t.state.oversold > 0);
+        for s in &t.sections {
+            assert!(
+                s.enter_ns + 100_000_000 <= s.exit_ns,
+                "the work is inside: {s:?}"
+            );
+            assert!(s.exit_ns <= s.release_ns.unwrap());
+            assert_eq!((s.outcome.as_str(), s.instance.as_str()), ("sold", "t"));
+            assert!(s.unit.is_some());
+        }
+        assert!(t.from_ns <= t.sections[0].enter_ns && t.sections[2].exit_ns <= t.to_ns);
+        assert!(
+            t.events
+                .iter()
+                .any(|e| e.kind == "reset" && e.sku.as_deref() == Some("none"))
+        );
+        // The witness's count is the endpoint's.
+        let mut conn = store.conn().await.unwrap();
+        let keys = Keys::new(&Sku::parse("none").unwrap());
+        let recorded = timeline::sections(&mut conn, &keys).await.unwrap();
+        assert_eq!(timeline::overlaps(&recorded).len(), t.overlaps.len());
+
+        // The watchdog renews a 150 ms lease under 400 ms of work, one holder at a time.
+        instance.reset("watchdog", 5, 0).await;
+        let uri = "/deductStock/watchdog?sku=watchdog&lease_ms=150&work_ms=400&wait_ms=5000";
+        assert_eq!(crowd(&instance, 2, uri).await, [200, 200]);
+        let t = timeline_of(&instance, "sku=watchdog").await;
+        assert_eq!((t.sections.len(), t.overlaps.len()), (2, 0), "{t:?}");
+        for s in &t.sections {
+            assert_eq!(s.lease_ms, Some(150));
+            assert!(
+                s.holder.as_deref().is_some_and(|h| h.starts_with("t:")),
+                "{s:?}"
+            );
+            assert!(s.renewals_ns.len() >= 2, "renewed under the work: {s:?}");
+            // Placed on the timeline's clock from the process's own: within a millisecond.
+            let (from, to) = (s.enter_ns - 1_000_000, s.exit_ns + 1_000_000);
+            assert!(s.renewals_ns.iter().all(|&r| from <= r && r <= to), "{s:?}");
+        }
+
+        // lua: the script's own run inside Redis, one at a time.
+        instance.reset("lua", 20, 0).await;
+        crowd(&instance, 30, "/deductStock/lua?sku=lua").await;
+        let t = timeline_of(&instance, "sku=lua").await;
+        assert!(
+            t.sections.len() >= 20 && t.sections.iter().all(|s| s.atomic),
+            "{t:?}"
+        );
+        assert_eq!(
+            t.sections.iter().filter(|s| s.outcome == "sold").count(),
+            20
+        );
+        assert!(t.overlaps.is_empty());
+        // Reset with the timeline off: the scripts record nothing.
+        let body = json!({"sku": "untimed", "stock": 5, "timeline": false}).to_string();
+        let (status, _) = instance
+            .reset_with(&body, Some(&format!("Bearer {ADMIN_TOKEN}")))
+            .await;
+        assert_eq!(status, 200);
+        crowd(&instance, 5, "/deductStock/lua?sku=untimed").await;
+        let t = timeline_of(&instance, "sku=untimed").await;
+        assert_eq!((t.state.sold, t.sections.len()), (5, 0), "{t:?}");
+        // The last seconds only: nothing older.
+        let t = timeline_of(&instance, "sku=none&seconds=1").await;
+        assert!(t.sections.iter().all(|s| s.exit_ns >= t.from_ns));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn chaos_events_land_on_the_timeline_of_their_sku() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let instance = InProcess::start(&store, "t", Chaos::on(0)).await;
+    instance.reset("token", 5, 0).await;
+    let request = axum::http::Request::post("/api/admin/chaos")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+        .body(axum::body::Body::from(
+            json!({"action": "lock_vanishes", "sku": "token"}).to_string(),
+        ))
+        .unwrap();
+    let (status, body) = instance.call(request).await;
+    assert_eq!(status, 200, "{body}");
+    let t = timeline_of(&instance, "sku=token").await;
+    let kinds: Vec<&str> = t.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["reset", "lock_vanishes"], "{t:?}");
+    // Another SKU's timeline does not show it.
+    instance.reset("setnx", 5, 0).await;
+    let t = timeline_of(&instance, "sku=setnx").await;
+    assert!(t.events.iter().all(|e| e.kind != "lock_vanishes"), "{t:?}");
+}
+
+#[tokio::test]
+async fn the_export_is_one_self_contained_html_file() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let instance = InProcess::start(&store, "t", Chaos::off()).await;
+    instance.reset("none", 3, 0).await;
+    crowd(&instance, 2, "/deductStock/none?sku=none&work_ms=50").await;
+    let response = instance
+        .send(
+            axum::http::Request::get("/api/timeline/export?sku=none")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-disposition"],
+        "attachment; filename=\"stocklock-timeline-none.html\""
+    );
+    use http_body_util::BodyExt;
+    let html = String::from_utf8(
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    // Nothing fetched from elsewhere: no external script, style or image.
+    for external in [
+        "<script src",
+        "<link",
+        "<img",
+        "@import",
+        "http://",
+        "https://",
+    ] {
+        assert!(!html.contains(external), "{external} in the export");
+    }
+    assert!(
+        html.contains("StocklockTimeline"),
+        "the drawing script is inline"
+    );
+    // The data is in it, as the endpoint serves it.
+    let start = html.find("\"sections\":").expect("the data");
+    assert!(html[start..].contains("\"outcome\":\"sold\""));
+}
+
+#[tokio::test]
+async fn bad_timeline_queries_get_a_clear_400() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let instance = InProcess::start(&store, "t", Chaos::off()).await;
+    for (query, field) in [
+        ("", "sku"),
+        ("sku=", "sku"),
+        ("sku=a%20b", "sku"),
+        ("sku=lua&seconds=0", "seconds"),
+        ("sku=lua&seconds=86401", "seconds"),
+        ("sku=lua&seconds=x", "seconds"),
+        ("sku=lua&sku=none", "sku"),
+        ("sku=lua&colour=red", "colour"),
+    ] {
+        for path in ["/api/timeline", "/api/timeline/export"] {
+            let (status, body) = instance.get(&format!("{path}?{query}")).await;
+            assert_eq!(status, 400, "{path}?{query}: {body}");
+            assert_eq!(body["error"], json!("invalid_input"), "{body}");
+            assert!(
+                body["detail"].as_str().unwrap().contains(field),
+                "{path}?{query}: {body}"
+            );
+        }
+    }
+}
+
+/// The page's drawing script computes the overlaps itself (to highlight
+/// them): its pure functions, tested with node on the Rust rule's cases;
+/// and the lessons' script parses.
+#[test]
+fn the_timeline_script_counts_overlaps_as_the_witness_does() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for script in ["common.js", "lessons.js", "timeline_page.js", "timeline.js"] {
+        helpers::node_check(&root.join("static").join(script), false);
+    }
+    let Some(node) = stocklock::os::find_program("node") else {
+        helpers::missing_tool("node scripts/timeline_test.js: node is not installed");
+        return;
+    };
+    let out = std::process::Command::new(node)
+        .arg(root.join("scripts/timeline_test.js"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(" 0 failed"), "{text}");
+}
