@@ -142,9 +142,60 @@ type RedisSide = (
     StreamRangeReply,
 );
 
+/// How many times [`reconcile`] reads both sides again when the ledger
+/// moved while it read them.
+const READS: usize = 20;
+
 /// Reconciles one SKU.
+///
+/// Redis's side is read in one atomic step, the orders after it. Whatever
+/// happens between the two reads would show as a false alarm: an expiry
+/// pass giving a unit back and marking its order expired (an order expired
+/// whose return the first read did not see, and its unit sold with no live
+/// order), a sale whose order is written meanwhile (an order with no sale).
+/// Both move the ledger's counters, which are read again after the orders:
+/// if they moved, both sides are read again, up to 20 times (a sale
+/// still selling may never hold still: then the last reading is returned,
+/// as it is).
 pub async fn reconcile(conn: &mut Conn, db: &Client, sku: &str) -> anyhow::Result<Reconciliation> {
     let keys = Keys::tagged_with(sku);
+    let mut last = None;
+    for _ in 0..READS {
+        let reading = read_once(conn, db, sku, &keys).await?;
+        let (initial, sold, returned, epoch): (Option<i64>, Option<i64>, Option<i64>, Option<i64>) =
+            redis::cmd("HMGET")
+                .arg(&keys.ledger)
+                .arg(&["initial", "sold", "returned", "epoch"])
+                .query_async(conn)
+                .await?;
+        let after = (
+            initial.unwrap_or(0),
+            sold.unwrap_or(0),
+            returned.unwrap_or(0),
+            epoch.unwrap_or(0),
+        );
+        if after
+            == (
+                reading.initial,
+                reading.sold,
+                reading.returned,
+                reading.epoch,
+            )
+        {
+            return Ok(reading);
+        }
+        last = Some(reading);
+    }
+    Ok(last.unwrap_or_default())
+}
+
+/// Both sides read once: [`reconcile`]'s work.
+async fn read_once(
+    conn: &mut Conn,
+    db: &Client,
+    sku: &str,
+    keys: &Keys,
+) -> anyhow::Result<Reconciliation> {
     // One read of Redis's side: MULTI keeps it consistent.
     let ((initial, sold, returned, epoch), stock, bits, returns, stream): RedisSide = redis::pipe()
         .atomic()
@@ -160,7 +211,7 @@ pub async fn reconcile(conn: &mut Conn, db: &Client, sku: &str) -> anyhow::Resul
     // Which of those messages a worker is done with (acked), read in the
     // same atomic step; the rows are read after it, so a message acked
     // there has its row committed (a worker acks after its commit).
-    let done = acked(conn, &keys, &stream).await?;
+    let done = acked(conn, keys, &stream).await?;
     let mut r = Reconciliation {
         sku: sku.to_owned(),
         epoch: epoch.unwrap_or(0),
