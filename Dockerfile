@@ -39,8 +39,10 @@ RUN cargo build --release --locked \
 # ---- runtime ----------------------------------------------------------------
 FROM debian:bookworm-slim AS runtime
 
+# redis-server and nginx: a dashboard card's Scenarios button runs the lab
+# on a stack of its own, which `stocklock up` starts inside this container.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates \
+    && apt-get install -y --no-install-recommends ca-certificates redis-server nginx-light \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --no-create-home \
         --home-dir /nonexistent --shell /usr/sbin/nologin stocklock

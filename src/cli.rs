@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::args::{generate_token, parse_duration, parse_variant};
@@ -184,7 +184,7 @@ pub struct ServeArgs {
     #[arg(long, env = "STOCKLOCK_INSTANCE")]
     pub instance: Option<String>,
     /// Token for /api/admin/* (Authorization: Bearer TOKEN). A random one is
-    /// generated and printed when unset.
+    /// generated and printed when unset; the placeholder `change-me` is refused.
     #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// The variant served at /deductStock with no name.
@@ -198,8 +198,8 @@ pub struct ServeArgs {
     /// their load. Default: this instance's own address.
     #[arg(long, env = "STOCKLOCK_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Chaos mode: accept the fault actions of /api/admin/chaos and record
-    /// every critical section (the lab's overlap witness). Off by default.
+    /// Chaos mode: accept the fault actions of /api/admin/chaos (and the
+    /// lessons' experiments). Off by default.
     #[arg(long)]
     pub chaos: bool,
     /// Chaos mode: run this instance's clock this many milliseconds ahead
@@ -326,12 +326,20 @@ async fn run(command: Command) -> anyhow::Result<bool> {
     }
 }
 
+/// The well-known token older compose files defaulted to: refused.
+const PLACEHOLDER_TOKEN: &str = "change-me";
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init("info");
     let instance = args
         .instance
         .unwrap_or_else(|| format!("pid{}", std::process::id()));
     let admin_token = match args.admin_token {
+        Some(token) if token == PLACEHOLDER_TOKEN => bail!(
+            "the admin token is `{PLACEHOLDER_TOKEN}`, a placeholder anyone who read the \
+             compose file knows: set a secret of your own (e.g. STOCKLOCK_ADMIN_TOKEN=$(openssl rand -hex 16)), \
+             or leave it unset and one is generated and printed"
+        ),
         Some(token) if !token.is_empty() => token,
         _ => {
             let token = generate_token();

@@ -16,8 +16,13 @@ pub const TEMPLATE: &str = include_str!("../../nginx/nginx.conf");
 /// How long nginx may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Fills in the template's placeholders.
-pub fn render(listen: &str, upstreams: &[SocketAddr], run_dir: &Path) -> String {
+/// Who may reach `/api/admin/` under `stocklock up`: this machine only.
+pub const LOOPBACK_ONLY: &str = "allow 127.0.0.1; allow ::1;";
+
+/// Fills in the template's placeholders; `admin_allow` is nginx `allow`
+/// lines for `/api/admin/` ([`LOOPBACK_ONLY`] under `up`; the compose file
+/// sets its own).
+pub fn render(listen: &str, upstreams: &[SocketAddr], run_dir: &Path, admin_allow: &str) -> String {
     let servers: Vec<String> = upstreams
         .iter()
         .map(|addr| format!("server {addr} max_fails=1 fail_timeout=1s;"))
@@ -26,6 +31,7 @@ pub fn render(listen: &str, upstreams: &[SocketAddr], run_dir: &Path) -> String 
         .replace("${STOCKLOCK_LISTEN}", listen)
         .replace("${STOCKLOCK_UPSTREAMS}", &servers.join("\n        "))
         .replace("${STOCKLOCK_RUN_DIR}", &run_dir.display().to_string())
+        .replace("${STOCKLOCK_ADMIN_ALLOW}", admin_allow)
 }
 
 /// A running nginx master process.
@@ -37,15 +43,28 @@ process::runs_as_process!(Nginx);
 
 impl Nginx {
     /// Writes the config into `run_dir`, checks it with `nginx -t`, starts
-    /// nginx, and waits until `listen` accepts connections.
+    /// nginx, and waits until `listen` accepts connections. `/api/admin/`
+    /// from loopback only.
     pub async fn start(
         run_dir: &Path,
         listen: SocketAddr,
         upstreams: &[SocketAddr],
     ) -> anyhow::Result<Self> {
+        Self::start_with(run_dir, listen, upstreams, LOOPBACK_ONLY).await
+    }
+
+    /// [`Nginx::start`] with `/api/admin/` open to `admin_allow` (nginx
+    /// `allow` lines, as the compose file renders the template).
+    pub async fn start_with(
+        run_dir: &Path,
+        listen: SocketAddr,
+        upstreams: &[SocketAddr],
+        admin_allow: &str,
+    ) -> anyhow::Result<Self> {
         let binary = process::require_program("nginx", "nginx-light")?;
         let conf = run_dir.join("nginx.conf");
-        std::fs::write(&conf, render(&listen.to_string(), upstreams, run_dir))?;
+        let config = render(&listen.to_string(), upstreams, run_dir, admin_allow);
+        std::fs::write(&conf, config)?;
         let error_log = run_dir.join("error.log");
 
         let check = Command::new(&binary)
@@ -125,11 +144,17 @@ mod tests {
             "127.0.0.1:4001".parse().unwrap(),
             "127.0.0.1:4002".parse().unwrap(),
         ];
-        let conf = render("127.0.0.1:8080", &upstreams, Path::new("/tmp/x"));
+        let conf = render(
+            "127.0.0.1:8080",
+            &upstreams,
+            Path::new("/tmp/x"),
+            LOOPBACK_ONLY,
+        );
         assert!(!conf.contains("${STOCKLOCK_"), "{conf}");
         assert!(conf.contains("server 127.0.0.1:4001 max_fails=1 fail_timeout=1s;"));
         assert!(conf.contains("server 127.0.0.1:4002 "));
         assert!(conf.contains("listen 127.0.0.1:8080"));
         assert!(conf.contains("pid /tmp/x/nginx.pid"));
+        assert!(conf.contains("allow 127.0.0.1; allow ::1;\n            deny all;"));
     }
 }

@@ -20,17 +20,27 @@ fn compose_command() -> Option<Command> {
     None
 }
 
+/// The admin token the compose tests give: compose refuses to start without one.
+const TOKEN: &str = "a-token-of-the-tests";
+
 fn compose(args: &[&str]) -> Option<Output> {
+    compose_with_token(args, Some(TOKEN))
+}
+
+/// `compose args` with STOCKLOCK_ADMIN_TOKEN set to `token` (or unset).
+fn compose_with_token(args: &[&str], token: Option<&str>) -> Option<Output> {
     let file = project_file("docker-compose.yml");
     let mut command = compose_command()?;
-    let output = command
+    command
         .arg("-f")
         .arg(&file)
         .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run compose");
-    Some(output)
+        .env_remove("STOCKLOCK_ADMIN_TOKEN")
+        .stdin(Stdio::null());
+    if let Some(token) = token {
+        command.env("STOCKLOCK_ADMIN_TOKEN", token);
+    }
+    Some(command.output().expect("run compose"))
 }
 
 /// The lines of one service in compose YAML (`config` output or the file
@@ -209,11 +219,36 @@ fn compose_file_is_valid() {
         !postgres.contains("ports:"),
         "postgres is published:\n{postgres}"
     );
+    // nginx: on the host's loopback only, since it lets /api/admin/
+    // through from the Docker network.
     let nginx = service_block(&config, "nginx").unwrap();
     assert!(
         publishes(&nginx, 8080),
         "the nginx service does not publish port 8080:\n{nginx}"
     );
+    assert!(
+        publishes_only_on_loopback(&nginx),
+        "nginx publishes port 8080 beyond 127.0.0.1:\n{nginx}"
+    );
+    // The instances: the token given, chaos mode on (the dashboard's fault
+    // buttons), the dashboard's runs sent through nginx.
+    for app in ["app-a", "app-b"] {
+        let block = service_block(&config, app).unwrap();
+        assert_eq!(
+            environment_value(&block, "STOCKLOCK_ADMIN_TOKEN").as_deref(),
+            Some(TOKEN),
+            "{block}"
+        );
+        assert_eq!(
+            environment_value(&block, "STOCKLOCK_PUBLIC_URL").as_deref(),
+            Some("http://nginx:8080"),
+            "{block}"
+        );
+        assert!(
+            block.lines().any(|line| line.trim() == "- --chaos"),
+            "{app} does not run in chaos mode:\n{block}"
+        );
+    }
     // Prometheus and Grafana: pinned images, published on loopback only
     // (neither asks for a password to read).
     for (service, port) in [("prometheus", 9090), ("grafana", 3001)] {
@@ -276,4 +311,63 @@ fn publishes_only_on_loopback(block: &str) -> bool {
             .trim_matches(['"', '\''])
             .starts_with("127.0.0.1:")
     })
+}
+
+/// No well-known admin token: without STOCKLOCK_ADMIN_TOKEN compose refuses
+/// to start the stack, and says what to set.
+#[test]
+fn compose_refuses_to_start_without_an_admin_token() {
+    let Some(refused) = compose_with_token(&["config", "-q"], None) else {
+        skipped(
+            "compose_refuses_to_start_without_an_admin_token: docker-compose is not installed \
+             (apt-get install docker-compose)",
+        );
+        return;
+    };
+    assert!(!refused.status.success(), "compose started without a token");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("set STOCKLOCK_ADMIN_TOKEN to a secret of your own"),
+        "{said}"
+    );
+    // With one, the same file is valid.
+    let given = compose_with_token(&["config", "-q"], Some(TOKEN)).unwrap();
+    assert!(
+        given.status.success(),
+        "{}",
+        String::from_utf8_lossy(&given.stderr)
+    );
+    // The file itself names no default, the old `change-me` least of all.
+    let file = read(&project_file("docker-compose.yml"));
+    assert!(!file.contains("STOCKLOCK_ADMIN_TOKEN:-"), "a default token");
+    assert!(
+        file.lines()
+            .filter(|line| !line.trim_start().starts_with('#'))
+            .all(|line| !line.contains("change-me")),
+        "change-me is still in docker-compose.yml"
+    );
+}
+
+/// The instances refuse the placeholder older compose files defaulted to,
+/// before they touch anything, and say what to do instead.
+#[test]
+fn serve_refuses_the_placeholder_token() {
+    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--redis-url",
+            "redis://127.0.0.1:9",
+        ])
+        .env("STOCKLOCK_ADMIN_TOKEN", "change-me")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run stocklock serve");
+    assert!(!output.status.success(), "serve started with change-me");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("placeholder") && said.contains("openssl rand -hex 16"),
+        "{said}"
+    );
 }

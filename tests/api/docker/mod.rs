@@ -1,7 +1,8 @@
 //! The Docker packaging, checked without a Docker engine: docker-compose.yml
 //! must be a valid compose file (`docker-compose config` works offline), the
 //! nginx.conf its nginx service renders from nginx/nginx.conf must pass
-//! `nginx -t`, prometheus/prometheus.yml must scrape the instances nginx
+//! `nginx -t` and, run, serve `/api/admin/` to a client of the Docker
+//! network with the token only (`admin.rs`), prometheus/prometheus.yml must scrape the instances nginx
 //! fronts (and pass `promtool check config`), and Grafana's provisioning
 //! must point at that Prometheus and a dashboard whose queries parse
 //! (`promtool check rules`) and name only metrics the instances export
@@ -13,18 +14,20 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod admin;
 mod compose;
 use compose::{environment_value, service_block};
 mod observability;
 
 pub(crate) use observability::{concrete_query, dashboard_queries};
 
-/// The three placeholders of nginx/nginx.conf, the only names the compose
+/// The four placeholders of nginx/nginx.conf, the only names the compose
 /// file's envsubst may replace: every other `$name` is nginx's own.
-const PLACEHOLDERS: [&str; 3] = [
+const PLACEHOLDERS: [&str; 4] = [
     "STOCKLOCK_LISTEN",
     "STOCKLOCK_UPSTREAMS",
     "STOCKLOCK_RUN_DIR",
+    "STOCKLOCK_ADMIN_ALLOW",
 ];
 
 fn project_file(relative: &str) -> PathBuf {
@@ -112,7 +115,7 @@ fn compose_nginx_template_renders_to_a_valid_config() {
     let compose_text = read(&project_file("docker-compose.yml"));
     let service =
         service_block(&compose_text, "nginx").expect("an nginx service in docker-compose.yml");
-    // The compose command must substitute exactly the three placeholders
+    // The compose command must substitute exactly the four placeholders
     // (`$$` is compose's escape for `$`), or nginx's $remote_addr,
     // $upstream_addr, ... would be blanked.
     let envsubst = format!(
@@ -146,7 +149,12 @@ fn compose_nginx_template_renders_to_a_valid_config() {
     let template = read(&project_file("nginx/nginx.conf"));
     let mut rendered = template.clone();
     let mut replaced = 0;
-    for (name, replacement) in PLACEHOLDERS.iter().zip([&listen, &upstreams, &run_path]) {
+    let admin_allow = value("STOCKLOCK_ADMIN_ALLOW");
+    for (name, replacement) in
+        PLACEHOLDERS
+            .iter()
+            .zip([&listen, &upstreams, &run_path, &admin_allow])
+    {
         let placeholder = format!("${{{name}}}");
         let count = rendered.matches(&placeholder).count();
         assert!(count > 0, "nginx/nginx.conf has no {placeholder}");
