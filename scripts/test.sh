@@ -7,7 +7,7 @@
 # shipped config and dashboard; nodejs, which checks the pages' scripts; chromium, its driver and a CJK font for
 # the browser test; zookeeper, whose servers the ZooKeeper lock's tests
 # start; postgresql, whose servers the orders' tests start), checks the code as STYLE.md asks (rustfmt, clippy
-# with warnings as errors), then cargo test. The tests start their own
+# with warnings as errors, rustdoc without warnings), then cargo test. The tests start their own
 # redis-server, nginx, prometheus, PostgreSQL and chromedriver on free loopback ports
 # and stop them.
 set -euo pipefail
@@ -20,4 +20,7 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
 fi
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
+# The library's documentation builds without a warning (its examples are
+# doctests, compiled by cargo test; examples/ is built by cargo test too).
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps
 exec cargo test --locked "$@"

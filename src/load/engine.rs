@@ -6,7 +6,7 @@
 //! measures as much of a small machine as it can: one connection per worker
 //! (no pool to contend on), each request prepared once as bytes and written
 //! with one system call, answers read into the connection's own buffer by
-//! a small HTTP/1.1 client ([`super::http1`]) in the worker's own task, and
+//! a small HTTP/1.1 client (`load/http1.rs`) in the worker's own task, and
 //! each worker keeps its own counters and histogram until the end.
 
 use std::net::SocketAddr;
@@ -185,7 +185,7 @@ impl Tickets {
 /// machine leaves more CPU to the servers being measured.
 ///
 /// Panics when a path of the plan is not a request path (callers build
-/// them, or check the user's `--path` with [`Prepared`]'s rules first).
+/// them, or check the user's `--path` with the rules requests are prepared by first).
 pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
     let concurrency = plan.concurrency.max(1);
     // One worker thread per core measured fastest here: a single thread (2

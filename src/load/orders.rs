@@ -28,7 +28,7 @@ pub struct OrdersCheck {
     pub orders_per_s: Option<f64>,
 }
 
-/// The check of `sku` once nothing is in flight (or after [`SETTLE`]);
+/// The check of `sku` once nothing is in flight (or after a few seconds);
 /// `None` when the stack runs without orders.
 pub async fn check(client: &StackClient, sku: &str) -> Option<OrdersCheck> {
     let start = Instant::now();

@@ -25,7 +25,41 @@ static RELEASE: LazyLock<Script> =
 static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/lease_renew.lua")));
 
-/// A lease lock on one key. Cheap to clone.
+/// A lease lock on one key: `SET NX PX` with the owner's token, released
+/// by a compare-and-delete script (nobody releases a lock that is not
+/// theirs), renewable ([`Lease::renew`]). Cheap to clone.
+///
+/// What it guarantees: one owner at a time *while the lease lasts*, and
+/// the owner knows until when ([`Grant::deadline`]). What it does not:
+/// work that outlives the lease (the lab's `slow-business`: `token`
+/// oversells) or a pause past it (`pause-holder`); a [`Watchdog`] covers
+/// the first, only fencing the second ([`ReentrantLock::fenced`]).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock::lock::{LeaseLock, OwnerId, Wakeups};
+/// use stocklock::store::Store;
+///
+/// # async fn example() -> anyhow::Result<()> {
+/// let store = Store::open("redis://127.0.0.1:6379")?;
+/// let wakeups = Wakeups::new();
+/// let _listener = wakeups.listen(store.client().clone()); // wakes waiters on release
+/// let lock = LeaseLock::new(store.conn().await?, "lock:{order-42}", wakeups);
+/// let me = OwnerId::new("worker-1");
+/// // Wait up to 2 s for it, woken by the holder's release; hold it for 10 s at most.
+/// if let Some(grant) = lock.lock(&me, Duration::from_secs(10), Duration::from_secs(2)).await? {
+///     // ... work, and check std::time::Instant::now() < grant.deadline() before writing ...
+///     let released = lock.unlock(&me).await?; // false: the lease had run out
+///     # let _ = (grant, released);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// [`Lease::renew`]: super::Lease::renew
+/// [`Grant::deadline`]: super::Grant::deadline
+/// [`Watchdog`]: super::Watchdog
+/// [`ReentrantLock::fenced`]: super::ReentrantLock::fenced
 #[derive(Clone)]
 pub struct LeaseLock {
     conn: Conn,

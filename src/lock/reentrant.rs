@@ -38,7 +38,46 @@ pub enum Unlocked {
     NotOwner,
 }
 
-/// A reentrant lock on one key. Cheap to clone.
+/// A reentrant lock on one key: a hash of owner → hold count with a lease,
+/// taken, renewed and released by scripts; optionally fenced
+/// ([`ReentrantLock::fenced`]). Cheap to clone.
+///
+/// With a [`Watchdog`] the lease is renewed while the owner works, and the
+/// owner learns when it is lost ([`Tenure::is_lost`], [`Tenure::lost`]):
+/// the lab's `slow-business` is safe with it, and `lock-vanishes` answers
+/// `lock_lost` instead of writing. A pause of the whole process past the
+/// lease still breaks it (`pause-holder`: `watchdog` oversells): fence.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock::lock::{OwnerId, ReentrantLock, Wakeups, Watchdog};
+/// use stocklock::store::Store;
+///
+/// # async fn example() -> anyhow::Result<()> {
+/// let store = Store::open("redis://127.0.0.1:6379")?;
+/// let wakeups = Wakeups::new();
+/// let _listener = wakeups.listen(store.client().clone());
+/// let lock = ReentrantLock::new(store.conn().await?, "lock:{order-42}", wakeups);
+/// let me = OwnerId::new("worker-1");
+/// let lease = Duration::from_secs(30);
+/// let Some(grant) = lock.lock(&me, lease, Duration::from_secs(5)).await? else {
+///     anyhow::bail!("busy");
+/// };
+/// let dog = Watchdog::for_grant(lock.clone(), me.clone(), &grant); // renews every lease/3
+/// // ... long work ...
+/// if dog.tenure().is_lost() {
+///     // A renewal was refused or never confirmed in time: someone else
+///     // may hold the lock now. Do not write.
+/// }
+/// dog.stop();
+/// lock.unlock(&me, lease).await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// [`Watchdog`]: super::Watchdog
+/// [`Tenure::is_lost`]: super::Tenure::is_lost
+/// [`Tenure::lost`]: super::Tenure::lost
 #[derive(Clone)]
 pub struct ReentrantLock {
     conn: Conn,
@@ -60,6 +99,34 @@ impl ReentrantLock {
 
     /// The same lock, fenced: every grant also takes a fencing token from
     /// `INCR fence_key`, in the acquire script itself ([`Grant::token`]).
+    /// The store that takes the holder's writes must refuse a token older
+    /// than the newest it has seen: then even a holder paused past its
+    /// lease cannot overwrite its successor (the lab's `pause-holder`:
+    /// `fenced` is safe). The fence key survives resets; keep it.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use stocklock::lock::{OwnerId, ReentrantLock, Wakeups};
+    /// use stocklock::store::Store;
+    ///
+    /// # async fn example() -> anyhow::Result<()> {
+    /// let store = Store::open("redis://127.0.0.1:6379")?;
+    /// let lock = ReentrantLock::new(store.conn().await?, "lock:{order-42}", Wakeups::new())
+    ///     .fenced("fence:{order-42}");
+    /// let me = OwnerId::new("worker-1");
+    /// let lease = Duration::from_secs(30);
+    /// if let Some(grant) = lock.lock(&me, lease, Duration::from_secs(5)).await? {
+    ///     let token = grant.token.expect("a fenced lock's grant has a token");
+    ///     // Send `token` with the write; the store keeps the newest token it
+    ///     // accepted and refuses older ones (examples/fenced.rs does it in Lua).
+    ///     # let _ = token;
+    ///     lock.unlock(&me, lease).await?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// [`Grant::token`]: super::Grant::token
     pub fn fenced(mut self, fence_key: impl Into<String>) -> Self {
         self.fence = Some(fence_key.into());
         self

@@ -36,7 +36,7 @@ use crate::wire::StateSnapshot;
 
 /// How many sections the list keeps per SKU.
 pub const KEEP: usize = 10_000;
-/// Where chaos events are kept (the last [`EVENTS_KEEP`]), for every SKU.
+/// Where chaos events are kept (the last thousand), for every SKU.
 pub const EVENTS_KEY: &str = "stocklock:timeline:events";
 const EVENTS_KEEP: isize = 1_000;
 

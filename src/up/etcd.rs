@@ -30,8 +30,10 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 const HEARTBEAT_MS: u32 = 100;
 const ELECTION_MS: u32 = 500;
 
-/// One running member. Stopped by pid ([`EtcdMember::stop`]); killed when
-/// dropped.
+/// One running member. Stopped by pid ([`Running::stop`], through
+/// `Deref`); killed when dropped.
+///
+/// [`Running::stop`]: super::process::Running::stop
 pub struct EtcdMember {
     process: Running,
     name: String,

@@ -21,7 +21,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A running redis-server. Stopped (SIGTERM, then SIGKILL) by [`stop`],
 /// killed by pid when dropped.
 ///
-/// [`stop`]: RedisServer::stop
+/// [`stop`]: super::process::Running::stop
 pub struct RedisServer {
     process: Running,
     port: u16,

@@ -41,7 +41,7 @@ const TICK_MS: u32 = 100;
 /// A running ZooKeeper server. Stopped (SIGTERM, then SIGKILL) by [`stop`],
 /// killed by pid when dropped.
 ///
-/// [`stop`]: ZooKeeperServer::stop
+/// [`stop`]: super::process::Running::stop
 pub struct ZooKeeperServer {
     process: Running,
     /// Its `myid` in the ensemble (1 for a standalone server).

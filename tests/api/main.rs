@@ -10,6 +10,7 @@ mod compare;
 mod dashboard;
 mod docker;
 mod etcd;
+mod examples;
 mod failover;
 mod helpers;
 mod instance;

@@ -50,6 +50,31 @@ impl Node {
 
 /// The independent Redis servers of one deployment (`--redlock-nodes`).
 /// Cheap to clone; connections are made on first use.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock::lock::{OwnerId, RedlockNodes, Refused, Watchdog};
+///
+/// # async fn example() -> anyhow::Result<()> {
+/// let urls: Vec<String> = (1..=5).map(|i| format!("redis://redlock-{i}:6379")).collect();
+/// let lock = RedlockNodes::open(&urls)?.lock("lock:{order-42}");
+/// let me = OwnerId::new("worker-1");
+/// match lock.lock(&me, Duration::from_secs(10), Duration::from_secs(2)).await? {
+///     Ok(grant) => {
+///         // Held on a majority until grant.deadline(); renewed on all of them:
+///         let dog = Watchdog::for_grant(lock.clone(), me.clone(), &grant);
+///         // ... work, checking !dog.tenure().is_lost() before writing ...
+///         dog.stop();
+///         lock.unlock(&me).await; // on every node
+///     }
+///     Err(Refused::Held) => { /* someone else holds it on a majority */ }
+///     Err(Refused::NoQuorum { answered, quorum }) => {
+///         anyhow::bail!("{answered} nodes answered, {quorum} needed");
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct RedlockNodes {
     nodes: std::sync::Arc<[Node]>,
