@@ -41,6 +41,20 @@ pub struct Nginx {
 
 process::runs_as_process!(Nginx);
 
+impl Drop for Nginx {
+    /// Dropped without [`Running::stop`] (a failed start, a panicking
+    /// test): the master is SIGKILLed by its handle, and its workers,
+    /// which would outlive it, with it: they are in its process group.
+    ///
+    /// [`Running::stop`]: super::process::Running::stop
+    fn drop(&mut self) {
+        if let Some(pid) = self.process.pid() {
+            let group = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
 impl Nginx {
     /// Writes the config into `run_dir`, checks it with `nginx -t`, starts
     /// nginx, and waits until `listen` accepts connections. `/api/admin/`
@@ -98,6 +112,8 @@ impl Nginx {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            // Its own process group, workers included (see `Drop`).
+            .process_group(0)
             .spawn()
             .with_context(|| format!("cannot run {}", binary.display()))?;
         let stderr = child.stderr.take().context("nginx stderr")?;
