@@ -145,9 +145,22 @@ fn witnessed<F: Fn() -> bool>(
     enter: u64,
     outcome: &Outcome,
 ) -> timeline::Section {
-    let mut section = timeline::Section::timed(ctx.instance, guard.holder, enter, outcome.kind());
-    section.request_id = ctx.request_id.map(str::to_owned);
+    let mut section = ended_as(ctx, guard.holder, enter, outcome);
     section.lease_ms = guard.lease.map(|lease| lease.as_millis() as u64);
+    section
+}
+
+/// A section of this request that entered at `enter_ns`, ends now and
+/// ended as `outcome` (its unit, or why it was busy): the one way a
+/// section is described, with a lock around it or inside a script.
+pub fn ended_as(
+    ctx: &Ctx<'_>,
+    holder: Option<&str>,
+    enter_ns: u64,
+    outcome: &Outcome,
+) -> timeline::Section {
+    let mut section = timeline::Section::timed(ctx.instance, holder, enter_ns, outcome.kind());
+    section.request_id = ctx.request_id.map(str::to_owned);
     match outcome {
         Outcome::Sold { unit, .. } => section.unit = Some(*unit),
         Outcome::Busy(reason) => section.reason = Some(reason.as_str().to_owned()),

@@ -132,16 +132,10 @@ pub(super) async fn run_deduct(
         let mut answer = Answer::recorded(outcome, replayed);
         if started > 0 {
             let at = started as u64 * 1000;
-            let mut section =
-                crate::timeline::Section::timed(ctx.instance, None, at, outcome.kind());
+            let mut section = crate::section::ended_as(ctx, None, at, &outcome);
+            // A moment inside Redis: it began and ended there.
             section.exit_ns = at;
             section.atomic = true;
-            section.request_id = ctx.request_id.map(str::to_owned);
-            match outcome {
-                Outcome::Sold { unit, .. } => section.unit = Some(unit),
-                Outcome::Busy(reason) => section.reason = Some(reason.as_str().to_owned()),
-                _ => {}
-            }
             answer.witnessed = Some(Box::new(section));
         }
         answer
