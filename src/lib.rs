@@ -13,6 +13,7 @@
 //! - [`outcome`]: what an attempt ends as (sold, sold out, busy and why, unknown), below both the section and the ledger.
 //! - [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
 //! - [`orders`]: orders in PostgreSQL: the connection and the schema's migrations (embedded SQL files), run by each instance at start.
+//! - [`timeline`]: every critical section and chaos event of a SKU on one clock, kept in a capped list, and the overlaps (two holders at once).
 //! - [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
 //! - [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
 //! - [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
@@ -26,6 +27,7 @@
 //! - [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
 //! - [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! - [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix.
+//! - [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
 //! - [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //! - [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
 //! - [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness.
@@ -38,11 +40,11 @@
 //! listed before it, so no two import each other.
 //!
 //! 1. [`os`] and [`telemetry`];
-//! 2. the domain: [`knobs`], [`wire`], [`metrics`], [`store`], [`chaos`], [`outcome`],
+//! 2. the domain: [`knobs`], [`wire`], [`metrics`], [`store`], [`timeline`], [`chaos`], [`outcome`],
 //!    [`ledger`], [`orders`], [`lock`], [`marks`], [`section`], [`variants`], [`sale`]. It never imports
 //!    transport or tools;
 //! 3. the tools: [`args`], [`client`], [`load`], [`up`], [`lab`] (below the dashboard, which
-//!    starts runs and scenarios), [`compare`];
+//!    starts runs and scenarios), [`lessons`], [`compare`];
 //! 4. HTTP: [`web`], [`dashboard`], [`http`], [`server`];
 //! 5. [`cli`].
 

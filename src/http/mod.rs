@@ -10,6 +10,7 @@
 
 mod admin;
 mod deduct;
+mod export;
 mod info;
 pub mod orders;
 mod timeline;

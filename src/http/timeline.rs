@@ -76,7 +76,7 @@ pub(super) async fn export(
     query: Result<Query<Pairs>, QueryRejection>,
 ) -> Result<Response, AppError> {
     let timeline = read(&state, &query?.0).await?;
-    let html = timeline::export::render(&timeline)?;
+    let html = super::export::render(&timeline)?;
     let disposition = format!(
         "attachment; filename=\"stocklock-timeline-{}.html\"",
         timeline.sku

@@ -22,7 +22,6 @@
 //! critical section at once: [`overlaps`], the witness the lab judges by and
 //! the page highlights.
 
-pub mod export;
 mod store;
 
 pub use self::store::{append, sections};

@@ -4,7 +4,7 @@
 
 use askama::Template;
 
-use super::Timeline;
+use crate::timeline::Timeline;
 use crate::web::AppError;
 
 #[derive(Template)]
@@ -20,7 +20,7 @@ struct Export {
 }
 
 /// The export of `timeline`.
-pub fn render(timeline: &Timeline) -> Result<String, AppError> {
+pub(super) fn render(timeline: &Timeline) -> Result<String, AppError> {
     let json = serde_json::to_string(timeline)
         .map_err(|err| AppError::Internal(format!("timeline: {err}")))?;
     let s = &timeline.state;
