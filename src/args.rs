@@ -29,6 +29,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// As [`parse_duration`], and also `0` (in any unit): the flags whose
+/// zero means "off" (`--sold-out-mark-ttl 0`: no marks).
+pub fn parse_duration_or_zero(text: &str) -> Result<Duration, String> {
+    let number = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    if number.parse::<f64>().is_ok_and(|value| value == 0.0) {
+        parse_duration(&format!("1{}", &text[number.len()..]))?;
+        return Ok(Duration::ZERO);
+    }
+    parse_duration(text)
+}
+
 /// A part of the stack turned on or off (`--orders on|off`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Switch {
@@ -56,4 +67,24 @@ pub fn parse_variant(name: &str) -> Result<Variant, String> {
 /// none is given, and print it.
 pub fn generate_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_is_a_duration_only_where_it_means_off() {
+        for zero in ["0", "0ms", "0s", "0.0m"] {
+            assert_eq!(parse_duration_or_zero(zero), Ok(Duration::ZERO), "{zero}");
+            assert!(parse_duration(zero).is_err(), "{zero}");
+        }
+        assert_eq!(
+            parse_duration_or_zero("250ms"),
+            Ok(Duration::from_millis(250))
+        );
+        for bad in ["0x", "-1", "", "ms", "2d"] {
+            assert!(parse_duration_or_zero(bad).is_err(), "{bad}");
+        }
+    }
 }

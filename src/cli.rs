@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
-use crate::args::{generate_token, parse_duration, parse_variant};
+use crate::args::{generate_token, parse_duration, parse_duration_or_zero, parse_variant};
 use crate::load::LoadConfig;
 use crate::load::bench::BenchConfig;
 use crate::server::{Application, ServeConfig};
@@ -178,7 +178,7 @@ pub struct ServeArgs {
     /// this instance answers its next buyers "sold out" itself for this
     /// long (lua and lua-sharded; others with sold_out_mark=1). A reset
     /// clears it at once when its announcement arrives; 0 turns marks off.
-    #[arg(long, default_value = "1s", value_parser = parse_duration, env = "STOCKLOCK_SOLD_OUT_MARK_TTL")]
+    #[arg(long, default_value = "1s", value_parser = parse_duration_or_zero, env = "STOCKLOCK_SOLD_OUT_MARK_TTL")]
     pub sold_out_mark_ttl: std::time::Duration,
     /// This instance's name, reported in every answer.
     #[arg(long, env = "STOCKLOCK_INSTANCE")]

@@ -60,7 +60,7 @@ use self::instances::{Instances, Shared};
 use self::nginx::Nginx;
 use self::redis::RedisServer;
 use self::stores::{Exited, Stores};
-use crate::args::{Switch, generate_token, parse_duration, parse_variant};
+use crate::args::{Switch, generate_token, parse_duration, parse_duration_or_zero, parse_variant};
 use crate::knobs::{DEFAULT_SKU, Sku, parse_stock};
 use crate::ledger;
 use crate::os::shutdown_signal;
@@ -163,7 +163,7 @@ pub struct UpConfig {
     pub request_ttl: Duration,
     /// How long an instance's sold-out mark of a SKU lives (0: no marks);
     /// see `stocklock serve --help`.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_duration_or_zero)]
     pub sold_out_mark_ttl: Duration,
     /// How long a reservation waits to be paid before it expires and its
     /// unit goes back to the stock; see `stocklock serve --help`.

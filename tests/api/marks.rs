@@ -2,7 +2,7 @@
 //! answers its next buyers itself. A mark may only refuse, never sell; a
 //! reset clears it on every instance when its announcement arrives, a lost
 //! announcement heals within the mark's TTL, a lost subscription clears all
-//! marks, and the books still balance when read.
+//! marks, and the books still balance when read. A TTL of 0 turns marks off.
 
 use std::time::{Duration, Instant};
 
@@ -230,4 +230,46 @@ async fn marks_are_opt_in_for_lock_variants_and_never_answer_a_request_id() {
     // Every answer counted, the marks' ones too.
     let state = instance.state("opt2").await;
     assert_eq!(state.per_instance.get("t"), Some(&8), "{state:?}");
+}
+
+/// `--sold-out-mark-ttl 0` turns marks off, as `--help` and the README
+/// say: `serve` and `up` both take it through the real command line, and a
+/// stack's instance started so asks Redis for every buyer.
+#[tokio::test]
+async fn a_zero_mark_ttl_is_taken_and_no_answer_comes_from_a_mark() {
+    use clap::Parser;
+    use stocklock::cli::{Cli, Command};
+    for line in [
+        ["stocklock", "serve", "--sold-out-mark-ttl", "0"],
+        ["stocklock", "up", "--sold-out-mark-ttl", "0ms"],
+    ] {
+        let cli = Cli::try_parse_from(line).unwrap_or_else(|err| panic!("{line:?}: {err}"));
+        let ttl = match cli.command {
+            Command::Serve(args) => args.sold_out_mark_ttl,
+            Command::Up(config) => config.sold_out_mark_ttl,
+            other => panic!("{line:?} parsed as {other:?}"),
+        };
+        assert_eq!(ttl, Duration::ZERO, "{line:?}");
+    }
+    // `up` hands the TTL on to its instances' own command lines.
+    let stack = Stack::start_with(1, None, &["--sold-out-mark-ttl", "0"]).await;
+    let sku = "mark0";
+    stack.reset(sku, 1).await;
+    let mut answers = Vec::new();
+    for _ in 0..10 {
+        answers.push(
+            stack
+                .client
+                .get(&format!("/deductStock/lua?sku={sku}"))
+                .await,
+        );
+    }
+    assert_eq!(answers[0].0, 200, "{answers:?}");
+    assert!(
+        answers[1..]
+            .iter()
+            .all(|(status, body)| *status == 409 && !from_mark(body)),
+        "marks are off: every refusal comes from Redis: {answers:?}"
+    );
+    stack.stop().await;
 }
