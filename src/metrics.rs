@@ -9,6 +9,7 @@
 //! | `stocklock_lock_hold_seconds` | histogram | variant | time from acquire to release |
 //! | `stocklock_lock_renewals_total` | counter | variant | leases the watchdog renewed |
 //! | `stocklock_lock_lost_total` | counter | variant | leases the watchdog could not keep |
+//! | `stocklock_post_sale_failures_total` | counter | variant, step | steps after a written sale that failed (`chaos_check`, `enqueue`, `register`); the sale was answered sold |
 //!
 //! Every series carries the instance's name as the `instance` label, so a
 //! Prometheus scraping each instance keeps it with `honor_labels: true`
@@ -46,9 +47,17 @@ const LOCK_WAITERS: &str = "stocklock_lock_waiters";
 const LOCK_HOLD: &str = "stocklock_lock_hold_seconds";
 const RENEWALS: &str = "stocklock_lock_renewals_total";
 const LOST: &str = "stocklock_lock_lost_total";
+const POST_SALE_FAILURES: &str = "stocklock_post_sale_failures_total";
 
 /// Every counter and gauge an instance exports, by name.
-pub const COUNTERS_AND_GAUGES: [&str; 5] = [REQUESTS, BUSY, LOCK_WAITERS, RENEWALS, LOST];
+pub const COUNTERS_AND_GAUGES: [&str; 6] = [
+    REQUESTS,
+    BUSY,
+    LOCK_WAITERS,
+    RENEWALS,
+    LOST,
+    POST_SALE_FAILURES,
+];
 /// Every histogram an instance exports; each is the series
 /// `NAME_bucket`, `NAME_sum` and `NAME_count` on the page.
 pub const HISTOGRAMS: [&str; 2] = [LOCK_WAIT, LOCK_HOLD];
@@ -118,6 +127,10 @@ fn describe() {
     );
     describe_counter!(RENEWALS, "leases the watchdog renewed");
     describe_counter!(LOST, "leases the watchdog could not keep");
+    describe_counter!(
+        POST_SALE_FAILURES,
+        "steps after a written sale that failed, by variant and step; the sale was answered sold"
+    );
 }
 
 /// Every `outcome` of `stocklock_requests_total`: [`crate::outcome::Outcome`]'s
@@ -249,6 +262,12 @@ pub fn lost(variant: &'static str) {
     metrics::counter!(LOST, "variant" => variant).increment(1);
 }
 
+/// A step after a written sale failed (`step`: `chaos_check`, `enqueue`,
+/// `register`); the sale stood.
+pub fn post_sale_failure(variant: &'static str, step: &'static str) {
+    metrics::counter!(POST_SALE_FAILURES, "variant" => variant, "step" => step).increment(1);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +293,7 @@ mod tests {
             lock_hold("watchdog", Duration::from_millis(2));
             renewals("watchdog", 2);
             lost("watchdog");
+            post_sale_failure("lua-stream", "register");
             let first = waiting("watchdog", "sku-1");
             let second = waiting("watchdog", "sku-1");
             drop(first);

@@ -120,6 +120,16 @@ pub struct StateSnapshot {
     /// The other numbers are then the sums over the buckets.
     #[serde(default)]
     pub buckets: u32,
+    /// Buyers an instance refused from its sold-out mark, without asking
+    /// Redis (counted in `per_instance` too). Refusals while the SKU had
+    /// stock (a reset or a give-back whose announcement had not arrived)
+    /// are under-selling by marks.
+    #[serde(default)]
+    pub mark_refusals: i64,
+    /// Steps after a written sale that failed (its order's enqueue or
+    /// registration, a chaos check): each sale stood and was answered sold.
+    #[serde(default)]
+    pub post_sale_failures: i64,
     /// Requests answered, by instance.
     pub per_instance: BTreeMap<String, i64>,
     pub lock: LockState,
@@ -305,6 +315,8 @@ impl StateSnapshot {
         self.renewals += other.renewals;
         self.unknown += other.unknown;
         self.returned += other.returned;
+        self.mark_refusals += other.mark_refusals;
+        self.post_sale_failures += other.post_sale_failures;
         for (instance, n) in &other.per_instance {
             *self.per_instance.entry(instance.clone()).or_default() += n;
         }

@@ -211,6 +211,9 @@ pub enum Counter {
     LostLocks,
     /// Renewals a watchdog made while its owner held the lock.
     Renewals,
+    /// Steps after a written sale that failed (its order's enqueue or
+    /// registration, a chaos check): the sale stood and was answered sold.
+    PostSaleFailures,
 }
 
 impl Counter {
@@ -219,6 +222,7 @@ impl Counter {
             Counter::Unknown => "unknown",
             Counter::LostLocks => "lost_locks",
             Counter::Renewals => "renewals",
+            Counter::PostSaleFailures => "post_sale_failures",
         }
     }
 }
@@ -264,13 +268,14 @@ pub async fn add_local<C: ConnectionLike>(
 
 /// (stock, initial, sold, duplicates, busy, lost_locks, renewals,
 /// fenced_rejections, replays, buckets, unknown, returned), pttl, type of
-/// the lock, holder, served.
+/// the lock, holder, served, (mark_refusals, post_sale_failures).
 type RawState = (
     (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64),
     i64,
     String,
     Option<String>,
     Vec<String>,
+    (Option<i64>, Option<i64>),
 );
 
 /// A snapshot of a SKU: one script; for a SKU split into buckets, the sum
@@ -314,6 +319,7 @@ async fn snapshot_one<C: ConnectionLike>(
         kind,
         holder,
         served,
+        (mark_refusals, post_sale_failures),
     ): RawState = STATE
         .key(&keys.stock)
         .key(&keys.ledger)
@@ -342,6 +348,8 @@ async fn snapshot_one<C: ConnectionLike>(
         renewals,
         unknown,
         buckets: u32::try_from(buckets).unwrap_or(0).min(MAX_BUCKETS),
+        mark_refusals: mark_refusals.unwrap_or(0),
+        post_sale_failures: post_sale_failures.unwrap_or(0),
         per_instance,
         lock: LockState {
             held,

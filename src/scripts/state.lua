@@ -17,4 +17,5 @@ return {
    tonumber(l[10] or '0'), tonumber(l[11] or '0')},
   redis.call('PTTL', KEYS[5]), kind, holder,
   redis.call('HGETALL', KEYS[4]),
+  redis.call('HMGET', KEYS[2], 'mark_refusals', 'post_sale_failures'),
 }

@@ -12,9 +12,9 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::knobs::MAX_BUCKETS;
-use crate::ledger;
+use crate::ledger::{self, Counter};
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
 use crate::store::StoreError;
 
@@ -176,6 +176,26 @@ pub(super) fn answer_of(deducted: Result<Deducted, StoreError>) -> Result<Answer
         // changed under the request is a reset it met.
         Ok(Deducted::StaleBuckets(_)) => Ok(Answer::unrecorded(Outcome::Busy(BusyReason::Reset))),
         Err(err) => unsent_or_unknown(err),
+    }
+}
+
+/// A step after the sale script sold failed (`step`: `chaos_check`,
+/// `enqueue`, `register`). The sale is written, so the buyer is still told
+/// `sold`: a 503 "nothing was sold" would send them back to buy twice. The
+/// failure is logged and counted: a metric, and the ledger's
+/// `post_sale_failures` if Redis takes it.
+pub(super) async fn after_sale_failed(
+    ctx: &mut Ctx<'_>,
+    variant: Variant,
+    step: &'static str,
+    err: &StoreError,
+) {
+    let variant = variant.name();
+    tracing::error!(%err, variant, step, sku = %ctx.keys.tag, "a step after a written sale failed; the sale stands");
+    crate::metrics::post_sale_failure(variant, step);
+    let counted = ledger::add(&mut ctx.conn, ctx.keys, Counter::PostSaleFailures, 1).await;
+    if let Err(err) = counted {
+        tracing::warn!(%err, "a failure after a sale could not be counted in the ledger");
     }
 }
 

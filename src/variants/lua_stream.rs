@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::lua::{Deducted, Orders, answer_of, run_deduct};
-use super::{About, Claim, Claims, Protection};
+use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
@@ -90,15 +90,26 @@ impl Protection for LuaStream {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let keys = ctx.keys;
         match run_deduct(ctx, keys, true, None, Orders::Script).await {
+            // Sold and enqueued: whatever fails from here on is counted,
+            // never answered as "nothing was sold".
             Ok(Deducted::Order(answer, _)) => {
-                if ctx.chaos.crash_before_enqueue(&mut ctx.conn).await? {
-                    let when = "after the sale script (its order already on the stream), as armed";
-                    ctx.chaos
-                        .crash_recorded(&mut ctx.conn, &keys.tag, when)
-                        .await;
+                match ctx.chaos.crash_before_enqueue(&mut ctx.conn).await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        let when =
+                            "after the sale script (its order already on the stream), as armed";
+                        ctx.chaos
+                            .crash_recorded(&mut ctx.conn, &keys.tag, when)
+                            .await;
+                    }
+                    Err(err) => {
+                        after_sale_failed(ctx, Variant::LuaStream, "chaos_check", &err).await
+                    }
                 }
-                if self.due(&keys.tag) {
-                    crate::orders::register(&mut ctx.conn, &keys.tag).await?;
+                if self.due(&keys.tag)
+                    && let Err(err) = crate::orders::register(&mut ctx.conn, &keys.tag).await
+                {
+                    after_sale_failed(ctx, Variant::LuaStream, "register", &err).await;
                 }
                 Ok(answer)
             }

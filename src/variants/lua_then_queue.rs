@@ -8,8 +8,8 @@
 //! and that no order will ever name: under-selling (少卖). The lab's
 //! `crash-before-enqueue` shows it; `stocklock reconcile` finds the unit.
 
-use super::lua::{Deducted, Orders, answer_of, run_deduct};
-use super::{About, Claim, Claims, Protection};
+use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
@@ -59,14 +59,25 @@ impl Protection for LuaThenQueue {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let keys = ctx.keys;
         match run_deduct(ctx, keys, true, None, Orders::Caller).await {
+            // Sold: whatever fails from here on is counted, never answered
+            // as "nothing was sold". A failed XADD is a unit sold with no
+            // order, this variant's lesson, which reconcile lists.
             Ok(Deducted::Order(answer, message)) => {
-                if ctx.chaos.crash_before_enqueue(&mut ctx.conn).await? {
-                    let when = "after the sale, before its XADD, as armed";
-                    ctx.chaos
-                        .crash_recorded(&mut ctx.conn, &keys.tag, when)
-                        .await;
+                match ctx.chaos.crash_before_enqueue(&mut ctx.conn).await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        let when = "after the sale, before its XADD, as armed";
+                        ctx.chaos
+                            .crash_recorded(&mut ctx.conn, &keys.tag, when)
+                            .await;
+                    }
+                    Err(err) => {
+                        after_sale_failed(ctx, Variant::LuaThenQueue, "chaos_check", &err).await
+                    }
                 }
-                crate::orders::enqueue(&mut ctx.conn, keys, &message).await?;
+                if let Err(err) = crate::orders::enqueue(&mut ctx.conn, keys, &message).await {
+                    after_sale_failed(ctx, Variant::LuaThenQueue, "enqueue", &err).await;
+                }
                 Ok(answer)
             }
             other => answer_of(other),

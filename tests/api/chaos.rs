@@ -379,3 +379,50 @@ async fn lua_sharded_survives_a_bucket_count_changed_by_another_instance() {
         "{state:?}"
     );
 }
+
+/// Once the sale script sold, nothing after it takes the sale back: the
+/// registry write after it fails every time (a key of the wrong type makes
+/// its SADD answer WRONGTYPE), and the buyer is still told `sold`, the
+/// ledger holds exactly that one sale with its order on the stream, and the
+/// failure is counted.
+#[tokio::test]
+async fn a_failure_after_the_sale_script_is_answered_sold_and_counted() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let instance = InProcess::start(&store, "t", Chaos::off()).await;
+    let mut conn = store.conn().await.unwrap();
+    let registry = stocklock::orders::message::REGISTRY;
+    let _: () = redis::cmd("SET")
+        .arg(registry)
+        .arg("not a set")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    for variant in ["lua-stream", "lua-then-queue"] {
+        instance.reset(variant, 5, 0).await;
+        let (status, body) = instance
+            .get(&format!("/deductStock/{variant}?sku={variant}"))
+            .await;
+        assert_eq!(
+            (status.as_u16(), body["outcome"].as_str()),
+            (200, Some("sold")),
+            "{variant}: {body}"
+        );
+        let state = instance.state(variant).await;
+        assert_eq!(
+            (state.sold, state.remaining, state.post_sale_failures),
+            (1, 4, 1),
+            "{variant}: one sale, its failure counted: {state:?}"
+        );
+        let keys = Keys::new(&Sku::parse(variant).unwrap());
+        let orders: i64 = redis::cmd("XLEN")
+            .arg(&keys.orders)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(
+            orders, 1,
+            "{variant}: its order was enqueued before the failure"
+        );
+    }
+}
