@@ -7,8 +7,9 @@
 //! get wrong is a SKU restocked meanwhile, whose buyers it then refuses
 //! (undersells) until it goes. Three things bound that:
 //!
-//! - a reset announces itself ([`crate::ledger::RESET_CHANNEL`]) and every instance drops
-//!   the SKU's marks on hearing it;
+//! - a reset announces itself ([`crate::ledger::RESET_CHANNEL`]), and so does
+//!   a unit an expired reservation gave back ([`GIVEN_BACK_CHANNEL`]); every
+//!   instance drops the SKU's marks on hearing either;
 //! - a mark lives for a short TTL at most, so an announcement lost (the
 //!   subscription reconnecting) heals by itself;
 //! - a mark is only set from an answer whose request started after the
@@ -19,6 +20,8 @@
 //! The scripted variants (`lua`, `lua-sharded`) use marks by default; the
 //! lock variants only when a request asks (`sold_out_mark=1`), so that what
 //! they teach (every buyer takes the lock) is unchanged unless asked.
+//! Every buyer a mark refused is counted in the SKU's ledger
+//! (`mark_refusals`), so that under-selling by marks shows.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +32,10 @@ use crate::knobs::Sku;
 
 /// How long a mark lives by default.
 pub const DEFAULT_MARK_TTL: Duration = Duration::from_secs(1);
+
+/// Where `give_back.lua` announces a unit back in stock (the message: the
+/// SKU), so that every instance drops the SKU's marks as on a reset.
+pub const GIVEN_BACK_CHANNEL: &str = "stocklock:given_back";
 
 /// How many SKUs an instance keeps marks for before it starts over.
 const MARKS_KEPT: usize = 10_000;
@@ -103,7 +110,8 @@ impl SoldOutMarks {
             Some(Mark { remaining, until });
     }
 
-    /// A reset of `sku` was announced: its marks go.
+    /// A reset of `sku`, or a unit given back to its stock, was announced:
+    /// its marks go.
     pub fn reset(&self, sku: &Sku) {
         let mut marks = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
         self.generation.fetch_add(1, Ordering::AcqRel);

@@ -24,6 +24,8 @@ const I18N = {
     chaos: 'Chaos (needs up --chaos)', chaos_crash_acquire: 'Crash the next holder right after it acquires (SETNX: before EXPIRE)',
     chaos_crash_write: 'Crash the next holder right after its write',
     unsold: 'unsold {n} while {m} buyers were refused', unknown: '{n} answers of unknown outcome',
+    mark_refusals: '{n} buyers refused by a sold-out mark (without Redis)',
+    post_sale_failures: '{n} failures after a written sale (each answered sold)',
     broken: 'LEDGER BROKEN: oversold {n} (stock left without a recorded sale)',
     pause_ms: 'pause ms', chaos_pause: 'Freeze the next holder', chaos_crash: 'Crash an instance',
     clear_lock: 'Delete lock', chaos_done: 'chaos: {what}',
@@ -54,6 +56,8 @@ const I18N = {
     chaos: '混沌(需 up --chaos)', chaos_crash_acquire: '让下一个持有者加锁后立即崩溃(SETNX:在 EXPIRE 前)',
     chaos_crash_write: '让下一个持有者写入后立即崩溃',
     unsold: '仍有 {n} 件未售出,却拒绝了 {m} 个买家', unknown: '{n} 个结果未知的应答',
+    mark_refusals: '{n} 个买家被售罄标记拒绝(未询问 Redis)',
+    post_sale_failures: '售出写入后有 {n} 个步骤失败(每次都答复已售)',
     broken: '账本损坏:超卖 {n}(库存减少却没有售出记录)',
     pause_ms: '停顿毫秒', chaos_pause: '冻结下一个持有者', chaos_crash: '让一个实例崩溃',
     clear_lock: '删除锁', chaos_done: '混沌:{what}',
@@ -217,6 +221,12 @@ function renderCard(state) {
   field(card, 'unsold').textContent =
     state.remaining > 0 && state.busy > 0 ? t('unsold', { n: state.remaining, m: state.busy }) : '';
   field(card, 'unknown').textContent = state.unknown > 0 ? t('unknown', { n: state.unknown }) : '';
+  // Refusals by a mark while stock was back (a reset or a give-back not yet
+  // announced) are under-selling that no busy answer shows.
+  field(card, 'mark_refusals').textContent =
+    state.mark_refusals > 0 ? t('mark_refusals', { n: state.mark_refusals }) : '';
+  field(card, 'post_sale_failures').textContent =
+    state.post_sale_failures > 0 ? t('post_sale_failures', { n: state.post_sale_failures }) : '';
 
   const share = state.initial > 0 ? Math.max(0, Math.min(1, state.remaining / state.initial)) : 0;
   card.querySelector('.stockbar .fill').setAttribute('width', (share * 100).toFixed(1));

@@ -214,6 +214,9 @@ pub enum Counter {
     /// Steps after a written sale that failed (its order's enqueue or
     /// registration, a chaos check): the sale stood and was answered sold.
     PostSaleFailures,
+    /// Buyers an instance refused from its sold-out mark (counted after
+    /// the fact, with its other answers given without Redis).
+    MarkRefusals,
 }
 
 impl Counter {
@@ -223,6 +226,7 @@ impl Counter {
             Counter::LostLocks => "lost_locks",
             Counter::Renewals => "renewals",
             Counter::PostSaleFailures => "post_sale_failures",
+            Counter::MarkRefusals => "mark_refusals",
         }
     }
 }

@@ -4,8 +4,8 @@
 //! and the scripted variants' answers to requests without an id are
 //! counted here and added to the ledger every second, and at once when
 //! someone reads a state ([`Seller::flush_everywhere`]). The listener's
-//! announcements (a reset, a chaos arming, a call to count in) are acted
-//! on here too.
+//! announcements (a reset, a unit given back, a chaos arming, a call to
+//! count in) are acted on here too.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +26,8 @@ pub(super) struct Local {
     pub(super) unknown: u64,
     /// Every such answer: its share of the SKU's answers (`served`).
     pub(super) served: u64,
+    /// Of these, the buyers refused from a sold-out mark.
+    pub(super) mark_refusals: u64,
     /// The last [`timeline::KEEP`] at most: the list keeps no more.
     pub(super) sections: VecDeque<timeline::Section>,
 }
@@ -47,6 +49,7 @@ pub const FLUSHED_CHANNEL: &str = "stocklock:flushed";
 /// The channels an instance's listener hears besides lock releases.
 pub const CHANNELS: &[&str] = &[
     ledger::RESET_CHANNEL,
+    crate::marks::GIVEN_BACK_CHANNEL,
     FLUSH_CHANNEL,
     FLUSHED_CHANNEL,
     crate::chaos::ARMED_CHANNEL,
@@ -106,13 +109,25 @@ impl Seller {
             {
                 (n.unknown, n.served) = (0, 0);
             }
+            if n.mark_refusals > 0
+                && ledger::add(
+                    &mut conn.clone(),
+                    &keys,
+                    ledger::Counter::MarkRefusals,
+                    n.mark_refusals,
+                )
+                .await
+                .is_ok()
+            {
+                n.mark_refusals = 0;
+            }
             if timeline::append(&mut conn.clone(), &keys, n.sections.make_contiguous())
                 .await
                 .is_ok()
             {
                 n.sections.clear();
             }
-            if n.unknown > 0 || n.served > 0 || !n.sections.is_empty() {
+            if n.unknown > 0 || n.served > 0 || n.mark_refusals > 0 || !n.sections.is_empty() {
                 left.push((sku, n));
             }
         }
@@ -121,6 +136,7 @@ impl Seller {
             let entry = local.entry(sku).or_default();
             entry.unknown += n.unknown;
             entry.served += n.served;
+            entry.mark_refusals += n.mark_refusals;
             // Older than whatever came meanwhile.
             let newer = std::mem::replace(&mut entry.sections, n.sections);
             for section in newer {
@@ -142,8 +158,8 @@ impl Seller {
         })
     }
 
-    /// Acts on what the listener hears: a reset drops the SKU's marks, a
-    /// lost subscription all of them (a reset may have gone unheard), an
+    /// Acts on what the listener hears: a reset or a give-back drops the
+    /// SKU's marks, a lost subscription all of them (a reset may have gone unheard), an
     /// arming of chaos faults makes sections look for them, and a state
     /// read's call to count in is answered once counted (after every
     /// message heard before it: one subscription delivers in order).
@@ -154,10 +170,12 @@ impl Seller {
             loop {
                 match heard.recv().await {
                     Ok(Heard::Message { channel, message }) => match channel.as_str() {
-                        ledger::RESET_CHANNEL => match Sku::parse(&message) {
-                            Ok(sku) => seller.marks.reset(&sku),
-                            Err(_) => seller.marks.forget_all(),
-                        },
+                        ledger::RESET_CHANNEL | crate::marks::GIVEN_BACK_CHANNEL => {
+                            match Sku::parse(&message) {
+                                Ok(sku) => seller.marks.reset(&sku),
+                                Err(_) => seller.marks.forget_all(),
+                            }
+                        }
                         crate::chaos::ARMED_CHANNEL => seller.chaos.heard_armed(),
                         FLUSH_CHANNEL => {
                             seller.flush_local().await;

@@ -197,7 +197,10 @@ impl Seller {
         let mark = request.request_id.is_none()
             && request.knobs.sold_out_mark.unwrap_or(variant.scripted());
         if mark && let Some(remaining) = self.marks.check(&request.sku, sharded) {
-            self.count_local(&request.sku, |local| local.served += 1);
+            self.count_local(&request.sku, |local| {
+                local.served += 1;
+                local.mark_refusals += 1;
+            });
             crate::metrics::answered(variant.name(), "sold_out");
             return Ok(Sale {
                 variant,

@@ -15,4 +15,7 @@ redis.call('RPUSH', KEYS[5], ARGV[3])
 redis.call('HINCRBY', KEYS[2], 'returned', 1)
 redis.call('BITFIELD', KEYS[3], 'OVERFLOW', 'SAT',
   'INCRBY', 'u2', '#' .. (tonumber(l[2]) - tonumber(ARGV[3])), -1)
+-- Announced like a reset (marks.rs's GIVEN_BACK_CHANNEL, the message the
+-- SKU): the instances' sold-out marks of the SKU hide this unit otherwise.
+redis.call('PUBLISH', 'stocklock:given_back', string.match(KEYS[1], '{(.*)}'))
 return 'returned'

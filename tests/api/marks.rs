@@ -273,3 +273,74 @@ async fn a_zero_mark_ttl_is_taken_and_no_answer_comes_from_a_mark() {
     );
     stack.stop().await;
 }
+
+/// Units an expired reservation gave back are announced like a reset:
+/// with marks living a minute, every instance sells them again within the
+/// announcement, not the TTL. Every buyer a mark refused is counted in the
+/// SKU's state.
+#[tokio::test]
+async fn a_give_back_clears_every_instances_mark_and_refusals_are_counted() {
+    let stack = Stack::start_with(2, None, &["--sold-out-mark-ttl", "60s"]).await;
+    let sku = "mark3";
+    stack.reset(sku, 2).await;
+    for _ in 0..2 {
+        let (status, body) = stack
+            .client
+            .get(&format!("/deductStock/lua?sku={sku}"))
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let mut refused_by_marks = 0;
+    for instance in &stack.instances {
+        let at = stack.client.at(&instance.url);
+        let seen = buy_until(&at, sku, (5, Duration::ZERO), |_, body| from_mark(body)).await;
+        refused_by_marks += seen.iter().filter(|(_, body)| from_mark(body)).count();
+    }
+
+    // Both reservations expire: the expiry pass's give-back, as it runs it.
+    let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
+    let mut conn = store.conn().await.unwrap();
+    let keys = Keys::new(&stocklock::knobs::Sku::parse(sku).unwrap());
+    let epoch: i64 = redis::cmd("HGET")
+        .arg(&keys.ledger)
+        .arg("epoch")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    for (sale, unit) in [(1, 2), (2, 1)] {
+        let given = stocklock::orders::expiry::give_back(&mut conn, &keys, epoch, sale, unit)
+            .await
+            .unwrap();
+        assert_eq!(given, stocklock::orders::expiry::GiveBack::Returned);
+    }
+    let given_back = Instant::now();
+    for instance in &stack.instances {
+        let at = stack.client.at(&instance.url);
+        // The announcement is on its way when the give-back returns: a
+        // buyer may still meet the old mark (refused, nothing sold).
+        let seen = buy_until(&at, sku, (200, Duration::ZERO), |status, _| status == 200).await;
+        let refused = &seen[..seen.len() - 1];
+        assert!(
+            refused
+                .iter()
+                .all(|(status, body)| *status == 409 && from_mark(body)),
+            "{refused:?}"
+        );
+        refused_by_marks += refused.len();
+    }
+    eprintln!(
+        "both instances sold the given-back units {:?} after the give-back (marks live 60 s)",
+        given_back.elapsed()
+    );
+    let state = stack.state(sku).await;
+    assert_eq!(
+        (state.sold, state.returned, state.remaining, state.oversold),
+        (4, 2, 0, 0),
+        "{state:?}"
+    );
+    assert_eq!(
+        state.mark_refusals, refused_by_marks as i64,
+        "every buyer a mark refused is counted: {state:?}"
+    );
+    stack.stop().await;
+}
