@@ -205,10 +205,17 @@ impl Store {
                 "a cluster needs at least one node URL",
             )))
         })?;
+        // No retries: redis-rs's cluster client sends a request again on a
+        // new connection when its connection drops, and a sale script (or
+        // a lock's SET NX) that ran before the drop would run twice. As on
+        // one server, a request whose answer never came fails, and a sale
+        // sent is answered `unknown`. (A MOVED or ASK is not followed
+        // either: that request fails once while the client refreshes its
+        // slot map for the next.)
         let cluster = ClusterClient::builder(urls.iter().map(String::as_str))
             .connection_timeout(Duration::from_millis(500))
             .response_timeout(Duration::from_secs(1))
-            .retries(2)
+            .retries(0)
             .build()?;
         Ok(Self {
             client: resp3_client(first)?,

@@ -7,9 +7,11 @@
 //! error there, so finding it proves where it lives.
 //!
 //! This file: the fixtures and the safe variants over 100 SKUs;
-//! `lua_sharded.rs`: one hot SKU split over buckets on several masters.
+//! `lua_sharded.rs`: one hot SKU split over buckets on several masters;
+//! `retries.rs`: a sale held up on its master is never sent twice.
 
 mod lua_sharded;
+mod retries;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
