@@ -26,9 +26,9 @@ pub(super) const ABOUT: About = About {
         business work cannot run inside Redis (work_ms is ignored): it fits stock counters and checks, not calls to other \
         systems. Safe in every scenario of the lab. Once Redis said the SKU is sold out, an instance answers the next \
         buyers itself from a sold-out mark (from_mark in the answer): no round trip, at the price of refusing buyers of \
-        stock added meanwhile until the reset's announcement arrives or the mark's TTL (1 s) is over; a mark never sells.",
+        stock added meanwhile until the announcement of the reset (or of a unit given back) arrives or the mark's TTL (1 s) is over; a mark never sells.",
     protection_zh: "不加锁:一个原子 Lua 脚本完成检查、扣减和记账",
-    explanation_zh: "完全不用锁。一个 Lua 脚本读取库存、检查、扣减,并在账本中记录这次售出;Redis 会把脚本执行完才处理其他命令,所以读和写之间没有任何缝隙。没有租期会到期,停顿和崩溃也打不开缺口,只需一次往返。它的局限是业务逻辑不能在 Redis 里执行(work_ms 被忽略):适合库存计数和检查,不适合调用其他系统。在本实验的所有场景中都安全。Redis 说过该 SKU 已售罄之后,实例凭「售罄标记」自己回答后面的买家(答复中的 from_mark):省去一次往返,代价是在重置的通知到达或标记的 TTL(1 秒)过去之前,会拒绝其间补货的买家;标记永远不会卖出。",
+    explanation_zh: "完全不用锁。一个 Lua 脚本读取库存、检查、扣减,并在账本中记录这次售出;Redis 会把脚本执行完才处理其他命令,所以读和写之间没有任何缝隙。没有租期会到期,停顿和崩溃也打不开缺口,只需一次往返。它的局限是业务逻辑不能在 Redis 里执行(work_ms 被忽略):适合库存计数和检查,不适合调用其他系统。在本实验的所有场景中都安全。Redis 说过该 SKU 已售罄之后,实例凭「售罄标记」自己回答后面的买家(答复中的 from_mark):省去一次往返,代价是在重置(或商品退回库存)的通知到达或标记的 TTL(1 秒)过去之前,会拒绝其间补货的买家;标记永远不会卖出。",
     code: r#"
 EVAL "local s = redis.call('DECR', KEYS[1]) + 1
       if s <= 0 then redis.call('INCR', KEYS[1]) return {0, 0, s} end
