@@ -23,6 +23,7 @@ mod lock;
 mod lock_safety;
 mod marks;
 mod orders;
+mod post_sale;
 mod prometheus;
 mod redlock;
 mod stack;
