@@ -198,8 +198,10 @@ async fn a_sale_whose_connection_dropped_after_the_script_is_unknown_and_ran_onc
 
 /// A sale script held up on its master (writes paused) past the client's
 /// response timeout: answered `unknown`, run once when the master resumes.
+/// (Passes with the client's default retries too: its overall timeout,
+/// equal to the response timeout, ends the request before a retry.)
 #[tokio::test]
-async fn a_sale_held_up_past_the_timeout_is_unknown_and_runs_at_most_once() {
+async fn a_sale_held_up_past_the_timeout_is_unknown_and_runs_once() {
     bounded(async {
         let (nodes, relays) = cluster_behind_relays(&Faults::default()).await;
         let instance = instance_on(&relays).await;
@@ -245,13 +247,10 @@ async fn a_sale_held_up_past_the_timeout_is_unknown_and_runs_at_most_once() {
             "{body}"
         );
         let state = instance.state(sku).await;
-        assert!(
-            state.sold <= 2 && state.sold + state.remaining == 5,
-            "the held-up script ran more than once: {state:?}"
-        );
-        eprintln!(
-            "held-up sale answered unknown; the ledger counts {} sale(s) after the first",
-            state.sold - 1
+        assert_eq!(
+            (state.sold, state.remaining),
+            (2, 3),
+            "the held-up script ran once, when the master resumed: {state:?}"
         );
     })
     .await;
