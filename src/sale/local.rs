@@ -159,10 +159,10 @@ impl Seller {
     }
 
     /// Acts on what the listener hears: a reset or a give-back drops the
-    /// SKU's marks, a lost subscription all of them (a reset may have gone unheard), an
-    /// arming of chaos faults makes sections look for them, and a state
-    /// read's call to count in is answered once counted (after every
-    /// message heard before it: one subscription delivers in order).
+    /// SKU's marks, a lost subscription all of them (a reset may have gone
+    /// unheard), an arming of chaos faults makes sections look for them,
+    /// and a state read's call to count in is answered once counted (after
+    /// every message heard before it: one subscription delivers in order).
     pub fn listen_to_announcements(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let seller = self.clone();
         let mut heard = self.wakeups.heard();
