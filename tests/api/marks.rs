@@ -344,3 +344,36 @@ async fn a_give_back_clears_every_instances_mark_and_refusals_are_counted() {
     );
     stack.stop().await;
 }
+
+/// The dashboard's card shows how many buyers marks refused, as the
+/// ledger counts them.
+#[tokio::test]
+async fn the_card_shows_the_buyers_marks_refused() {
+    let Some(browser) = crate::browser::Browser::start().await else {
+        return;
+    };
+    let stack = Stack::start(1, None).await;
+    browser
+        .goto(&format!("{}/#token={}", stack.url, stack.token))
+        .await;
+    browser
+        .wait_until("document.querySelector('#live').dataset.live === 'true'")
+        .await;
+    stack.reset("lua", 0).await;
+    // The first sold-out answer comes from Redis, the next three from the mark.
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.push(stack.client.get("/deductStock/lua?sku=lua").await);
+    }
+    let refused = seen.iter().filter(|(_, body)| from_mark(body)).count();
+    assert_eq!(refused, 3, "{seen:?}");
+    let state = stack.state("lua").await;
+    assert_eq!(state.mark_refusals, 3, "{state:?}");
+    browser
+        .wait_until(
+            "document.querySelector('[data-variant=lua] [data-field=mark_refusals]').textContent.startsWith('3 ')",
+        )
+        .await;
+    browser.quit().await;
+    stack.stop().await;
+}
