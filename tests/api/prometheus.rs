@@ -247,8 +247,16 @@ async fn prometheus_scrapes_each_instance_and_counts_every_answer_once() {
     let per_instance = "sum by (instance) (stocklock_requests_total)";
     // Before any sale every instance's answers are there, at zero: a
     // series that first appeared with its value would lose it to rate().
-    let before = prometheus.by("instance", per_instance).await;
+    // A target is reported up before the samples of its scrape are
+    // committed: wait until both instances' series can be queried.
     let names: Vec<&str> = stack.instances.iter().map(|i| i.name.as_str()).collect();
+    let before = loop {
+        let before = prometheus.by("instance", per_instance).await;
+        if before.len() >= names.len() || tokio::time::Instant::now() >= deadline {
+            break before;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(
         before,
         names.iter().map(|n| (n.to_string(), 0.0)).collect(),
