@@ -51,7 +51,7 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<bool> {
     let mut conn = store.conn().await.context("cannot reach Redis")?;
     let db = super::connect(&args.postgres_url).await?;
     let skus = if args.sku.is_empty() {
-        order_skus(&mut conn).await?
+        order_skus(&mut conn, &db).await?
     } else {
         args.sku
             .iter()

@@ -19,6 +19,7 @@ pub mod command;
 pub mod expiry;
 pub mod message;
 pub mod reconcile;
+pub mod reconciliation;
 pub mod summary;
 pub mod worker;
 

@@ -143,10 +143,27 @@ impl Worker {
         }
         let forced = self.looked.is_none();
         self.looked = Some(Instant::now());
-        let skus: BTreeSet<String> = redis::cmd("SMEMBERS")
+        let mut skus: BTreeSet<String> = redis::cmd("SMEMBERS")
             .arg(REGISTRY)
             .query_async(conn)
             .await?;
+        // Nothing removes a SKU from the registry: one it lacks was lost
+        // with Redis's data, and a `lua-stream` instance registers a SKU
+        // again only now and then. Put back now, the sales made since the
+        // loss are read at once instead of waiting on the stream.
+        let forgotten: Vec<&String> = self.skus.difference(&skus).collect();
+        if !forgotten.is_empty() {
+            let _: i64 = redis::cmd("SADD")
+                .arg(REGISTRY)
+                .arg(&forgotten)
+                .query_async(conn)
+                .await?;
+            tracing::warn!(
+                ?forgotten,
+                "order worker: SKUs put back in the lost registry"
+            );
+            skus.extend(self.skus.iter().cloned());
+        }
         // The new SKUs' groups; every one's after a stream was found gone
         // (a reset deletes the stream with its group).
         for sku in skus.iter().filter(|s| forced || !self.skus.contains(*s)) {

@@ -6,6 +6,7 @@
 //!
 //! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
 
+mod data_loss;
 mod pipeline;
 
 use std::future::Future;
