@@ -17,6 +17,7 @@
 
 pub mod command;
 pub mod expiry;
+mod insert;
 pub mod message;
 pub mod reconcile;
 pub mod reconciliation;
@@ -119,6 +120,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 2,
         name: "pipeline",
         sql: include_str!("../../migrations/0002_pipeline.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "expiry_commits_first",
+        sql: include_str!("../../migrations/0003_expiry_commits_first.sql"),
     },
 ];
 

@@ -210,6 +210,8 @@ async fn read_once(
     }
     r.returned_unexpired.sort_unstable();
     orphans(conn, db, keys, &mut r).await?;
+    let refused: Option<i64> = conn.hget(&keys.ledger, "order_conflicts").await?;
+    r.order_conflicts = refused.unwrap_or(0);
     Ok(r)
 }
 

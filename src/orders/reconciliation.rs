@@ -36,6 +36,11 @@ pub struct Reconciliation {
     /// The ledger lost its history: some orders name an epoch it never opened.
     #[serde(default)]
     pub ledger_lost: bool,
+    /// Inserts the workers were refused by another order's identity (each
+    /// retried, its message kept): a sign of trouble, not a wrong book by
+    /// itself (a message still refused shows as lost or on its way).
+    #[serde(default)]
+    pub order_conflicts: i64,
 }
 
 impl Reconciliation {
@@ -76,9 +81,17 @@ impl Reconciliation {
 
     /// The verdict on the current epoch alone.
     fn epoch_verdict(&self) -> String {
+        let refused = if self.order_conflicts > 0 {
+            format!(
+                "; {} order inserts refused by a conflict (retried)",
+                self.order_conflicts
+            )
+        } else {
+            String::new()
+        };
         if self.matches_epoch() && self.in_flight == 0 {
             return format!(
-                "clean: {} sold, {} orders ({} paid, {} pending, {} expired), {} returned",
+                "clean: {} sold, {} orders ({} paid, {} pending, {} expired), {} returned{refused}",
                 self.sold,
                 self.pending_payment + self.paid + self.expired,
                 self.paid,
@@ -109,7 +122,7 @@ impl Reconciliation {
         if self.in_flight > 0 {
             wrong.push(format!("{} messages still on their way", self.in_flight));
         }
-        wrong.join("; ")
+        wrong.join("; ") + &refused
     }
 }
 

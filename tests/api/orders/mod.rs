@@ -6,7 +6,9 @@
 //!
 //! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
 
+mod conflict;
 mod data_loss;
+mod expiry;
 mod pipeline;
 
 use std::future::Future;

@@ -36,13 +36,13 @@ pub(super) async fn database(stack: &Stack) -> stocklock::orders::Client {
 }
 
 /// A connection to the stack's Redis.
-async fn redis(stack: &Stack) -> stocklock::store::Conn {
+pub(super) async fn redis(stack: &Stack) -> stocklock::store::Conn {
     let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
     store.conn().await.unwrap()
 }
 
 /// Messages of `keys`' order stream delivered to a worker and not acked.
-async fn pending(conn: &mut stocklock::store::Conn, keys: &Keys) -> usize {
+pub(super) async fn pending(conn: &mut stocklock::store::Conn, keys: &Keys) -> usize {
     let pending: redis::streams::StreamPendingReply = redis::cmd("XPENDING")
         .arg(&keys.orders)
         .arg("workers")
