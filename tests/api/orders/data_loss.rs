@@ -93,3 +93,43 @@ async fn lua_stream_sales_after_redis_lost_its_data_still_become_orders() {
 async fn lua_then_queue_sales_after_redis_lost_its_data_still_become_orders() {
     sales_after_redis_lost_its_data_still_become_orders("lua-then-queue", "c2").await;
 }
+
+/// Epochs grow at every reset, also after Redis lost everything (FLUSHALL
+/// stands in for a restart without persistence), stay exact integers below
+/// 2^53 (Lua's numbers) and are each kept in `epochs:{sku}`.
+#[tokio::test]
+async fn epochs_are_never_reused_even_by_an_emptied_redis() {
+    let redis = crate::helpers::redis().await;
+    let store = stocklock::store::Store::open(&redis.url()).unwrap();
+    let mut conn = store.conn().await.unwrap();
+    let keys = stocklock::store::Keys::tagged_with("ep");
+    let mut epochs = Vec::new();
+    for flush in [false, false, true, false] {
+        if flush {
+            let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+        }
+        stocklock::ledger::reset_sku(&mut conn, &keys, 3, 0, false)
+            .await
+            .unwrap();
+        let epoch: String = redis::cmd("HGET")
+            .arg(&keys.ledger)
+            .arg("epoch")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let number: i64 = epoch.parse().unwrap_or_else(|_| panic!("{epoch:?}"));
+        assert!(number < 1 << 53, "{number}");
+        assert_eq!(number.to_string(), epoch, "written exactly");
+        epochs.push(number);
+    }
+    assert!(epochs.windows(2).all(|w| w[0] < w[1]), "{epochs:?}");
+    let kept: Vec<i64> = redis::cmd("ZRANGE")
+        .arg(&keys.epochs)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // The flush took the first two with it; the two since are kept.
+    assert_eq!(kept, epochs[2..].to_vec());
+}

@@ -2,9 +2,12 @@
 //! unit must never be back in the stock while its order still stands. The
 //! failure is armed in PostgreSQL itself: a trigger refuses to mark an
 //! order expired while a row of `expiry_fault` exists, as a PostgreSQL
-//! restart between the give-back and the commit would.
+//! restart between the give-back and the commit would. And a pass cut
+//! after its commit, before the give-back, is finished by the next one.
 
 use std::time::Duration;
+
+use stocklock::orders::expiry;
 
 use super::pipeline::{database, reconcile, stack_with};
 use crate::helpers::within;
@@ -80,6 +83,70 @@ async fn a_failed_expiry_never_leaves_a_pending_order_whose_unit_is_back_in_stoc
         assert_eq!(code, 0, "{r}");
         assert_eq!((r["sold"].as_i64(), r["expired"].as_i64()), (Some(2), Some(1)), "{r}");
         stack.stop().await;
+    })
+    .await;
+}
+
+/// The other side of the order: a pass that committed its cancellations
+/// and died before giving the units back (the failure can now only come
+/// there) leaves expired orders whose units are still sold, never sold
+/// again; the next pass gives them back, once.
+#[tokio::test]
+async fn a_pass_cut_after_its_commit_is_finished_by_the_next_one() {
+    within(Duration::from_secs(60), async {
+        let Some(server) = super::postgres().await else {
+            return;
+        };
+        let mut db = super::migrated(&server).await;
+        let redis = crate::helpers::redis().await;
+        let store = stocklock::store::Store::open(&redis.url()).unwrap();
+        let a = crate::helpers::InProcess::start(&store, "a", stocklock::chaos::Chaos::off()).await;
+        a.reset("g1", 1, 0).await;
+        assert_eq!(a.get("/deductStock/lua?sku=g1").await.0, 200);
+        let mut conn = store.conn().await.unwrap();
+        let keys = stocklock::store::Keys::tagged_with("g1");
+        let epoch: i64 = redis::cmd("HGET")
+            .arg(&keys.ledger)
+            .arg("epoch")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        db.execute(
+            "INSERT INTO orders (sku, epoch, unit, sale, status, pay_by)
+             VALUES ('g1', $1, 1, 1, 'pending_payment', now() - interval '1 second')",
+            &[&epoch],
+        )
+        .await
+        .unwrap();
+        // The pass's first step, committed; the process dies here.
+        assert_eq!(expiry::cancel_overdue(&db).await.unwrap(), 1);
+        let stock = |conn: &mut stocklock::store::Conn| {
+            let mut conn = conn.clone();
+            let key = keys.stock.clone();
+            async move {
+                redis::cmd("GET")
+                    .arg(key)
+                    .query_async::<i64>(&mut conn)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(stock(&mut conn).await, 0, "not back before the give-back");
+        // The next pass: nothing overdue, the unit given back.
+        let done = expiry::expire(&mut db, &mut conn).await.unwrap();
+        assert_eq!((done.expired, done.returned), (0, 1), "{done:?}");
+        assert_eq!(stock(&mut conn).await, 1);
+        let given: bool = db
+            .query_one("SELECT given_back_at IS NOT NULL FROM orders", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(given);
+        let again = expiry::expire(&mut db, &mut conn).await.unwrap();
+        assert_eq!(again, expiry::Expired::default());
+        assert_eq!(stock(&mut conn).await, 1);
+        drop(db);
+        super::stop(server).await;
     })
     .await;
 }
