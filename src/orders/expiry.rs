@@ -70,9 +70,10 @@ pub async fn give_back(
 /// What one expiry pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expired {
-    /// Reservations cancelled.
+    /// Reservations cancelled by this pass.
     pub expired: u64,
-    /// Of these, units given back to the stock now.
+    /// Units of cancelled reservations (this pass's, or an interrupted
+    /// earlier one's) given back to the stock now.
     pub returned: u64,
     /// Units given back before, by a pass that did not get to record it.
     pub again: u64,
