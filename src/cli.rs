@@ -60,7 +60,8 @@ pub enum Command {
     Compare(crate::compare::CompareConfig),
     /// Compare the Redis ledger with the orders in PostgreSQL, per SKU: units
     /// sold with no order (lost), orders with no sale (phantom), units
-    /// ordered twice, units returned twice. Exit 0 only when all match.
+    /// ordered twice, units returned twice, and orders of epochs the ledger
+    /// lost (LEDGER_LOST: Redis lost its data). Exit 0 only when all match.
     Reconcile(crate::orders::command::ReconcileArgs),
     /// Run the failure scenarios end to end on a stack of its own and print
     /// the teaching matrix: expected vs observed, with the evidence.

@@ -65,6 +65,10 @@ pub struct Keys {
     /// `returned_units:{sku}`: list of the units given back and not yet sold
     /// again; the order variants sell these first.
     pub returned_units: String,
+    /// `epochs:{sku}`: sorted set of every epoch a reset opened (score: the
+    /// epoch), kept across resets, so that reconcile can tell an order of a
+    /// past epoch from one whose ledger Redis lost.
+    pub epochs: String,
     /// The hash tag's content: the SKU, or `SKU#b` for bucket b of a sharded SKU.
     pub tag: String,
 }
@@ -102,6 +106,7 @@ impl Keys {
             orders: format!("orders:{tag}"),
             returns: format!("returns:{tag}"),
             returned_units: format!("returned_units:{tag}"),
+            epochs: format!("epochs:{tag}"),
             tag: name.to_owned(),
         }
     }

@@ -32,6 +32,7 @@ async fn reset<C: ConnectionLike>(
         .key(&keys.orders)
         .key(&keys.returns)
         .key(&keys.returned_units)
+        .key(&keys.epochs)
         .arg(stock)
         .arg(if only_if_absent { "1" } else { "0" })
         .arg(buckets)

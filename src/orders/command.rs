@@ -1,6 +1,7 @@
 //! `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per
 //! SKU, straight from the two stores (no instance in between). Exit 0 only
-//! when every SKU matches and nothing is still on its way.
+//! when every SKU matches, nothing is still on its way and no order names
+//! an epoch the ledger lost (`LEDGER_LOST`).
 
 use std::time::{Duration, Instant};
 
@@ -32,7 +33,8 @@ pub struct ReconcileArgs {
     /// before judging (0: judge at once).
     #[arg(long, default_value = "10s", value_parser = parse_wait)]
     pub wait: Duration,
-    /// Print the reconciliations as JSON: [{sku, epoch, sold, ..., lost, phantom, ...}].
+    /// Print the reconciliations as JSON: [{sku, epoch, sold, ..., lost, phantom, ...,
+    /// orphaned, ledger_lost}].
     #[arg(long)]
     pub json: bool,
 }
@@ -51,7 +53,7 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<bool> {
     let mut conn = store.conn().await.context("cannot reach Redis")?;
     let db = super::connect(&args.postgres_url).await?;
     let skus = if args.sku.is_empty() {
-        order_skus(&mut conn).await?
+        order_skus(&mut conn, &db).await?
     } else {
         args.sku
             .iter()

@@ -2,13 +2,17 @@
 //! is `pending_payment` until it is paid ([`pay`]); past its `pay_by` it is
 //! cancelled and its unit goes back to the stock, exactly once.
 //!
-//! An expiry pass ([`expire`]) locks the overdue reservations (`FOR UPDATE
-//! SKIP LOCKED`: passes of several instances share the work), gives each
-//! unit back in Redis (`give_back.lua`: idempotent per sale, so a pass that
-//! dies before its commit and is run again gives nothing twice), then
-//! marks them expired and commits. A payment is refused once `pay_by` has
-//! passed, and row locks order a payment and an expiry of the same order:
-//! a unit is never both paid for and back in stock.
+//! An expiry pass ([`expire`]) first marks the overdue reservations
+//! expired and commits ([`cancel_overdue`]: `FOR UPDATE SKIP LOCKED`, so
+//! passes of several instances share the work), then gives each unit back
+//! in Redis and records it (`given_back_at`, [`give_back_cancelled`]).
+//! In that order, a failure in between (PostgreSQL or Redis gone, the
+//! process killed) leaves an expired order whose unit is not back yet,
+//! which the next pass gives back (`give_back.lua` is idempotent per sale);
+//! never a pending order whose unit is back in stock and sold again, whose
+//! new order the live-unit constraint would refuse. A payment is refused
+//! once `pay_by` has passed, and row locks order a payment and an expiry
+//! of the same order: a unit is never both paid for and back in stock.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -66,31 +70,56 @@ pub async fn give_back(
 /// What one expiry pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expired {
-    /// Reservations cancelled.
+    /// Reservations cancelled by this pass.
     pub expired: u64,
-    /// Of these, units given back to the stock now.
+    /// Units of cancelled reservations (this pass's, or an interrupted
+    /// earlier one's) given back to the stock now.
     pub returned: u64,
-    /// Units given back by an earlier pass that did not get to commit.
+    /// Units given back before, by a pass that did not get to record it.
     pub again: u64,
     /// Reservations of a stock since reset (nothing to give back).
     pub stale: u64,
 }
 
 /// One expiry pass: every reservation past its deadline (up to a few
-/// hundred) is cancelled and its unit given back.
+/// hundred) is cancelled, then the units of cancelled reservations not
+/// yet given back are given back.
 pub async fn expire(db: &mut Client, conn: &mut Conn) -> anyhow::Result<Expired> {
-    let transaction = db.transaction().await?;
-    let overdue = transaction
+    let expired = cancel_overdue(db).await?;
+    let mut done = give_back_cancelled(db, conn).await?;
+    done.expired = expired;
+    Ok(done)
+}
+
+/// Marks the overdue reservations expired, committed (one statement); how
+/// many. Their units are still sold: [`give_back_cancelled`] returns them.
+pub async fn cancel_overdue(db: &Client) -> anyhow::Result<u64> {
+    Ok(db
+        .execute(
+            "UPDATE orders SET status = 'expired', expired_at = clock_timestamp()
+             WHERE id IN (SELECT id FROM orders
+                 WHERE status = 'pending_payment' AND pay_by < clock_timestamp()
+                 ORDER BY pay_by LIMIT $1 FOR UPDATE SKIP LOCKED)",
+            &[&PASS],
+        )
+        .await?)
+}
+
+/// Gives back the units of expired orders not given back yet (cancelled
+/// by this pass, or by one that failed before this step), then records
+/// them given back. Two passes at once may give the same one back: the
+/// second finds it given (`again`) and changes nothing.
+pub async fn give_back_cancelled(db: &Client, conn: &mut Conn) -> anyhow::Result<Expired> {
+    let cancelled = db
         .query(
             "SELECT id, sku, epoch, sale, unit FROM orders
-             WHERE status = 'pending_payment' AND pay_by < clock_timestamp()
-             ORDER BY pay_by LIMIT $1 FOR UPDATE SKIP LOCKED",
+             WHERE status = 'expired' AND given_back_at IS NULL ORDER BY id LIMIT $1",
             &[&PASS],
         )
         .await?;
     let mut done = Expired::default();
-    let mut ids = Vec::with_capacity(overdue.len());
-    for row in &overdue {
+    let mut ids = Vec::with_capacity(cancelled.len());
+    for row in &cancelled {
         let (id, sku, epoch, sale, unit): (i64, String, i64, i64, i64) = (
             row.try_get(0)?,
             row.try_get(1)?,
@@ -105,16 +134,13 @@ pub async fn expire(db: &mut Client, conn: &mut Conn) -> anyhow::Result<Expired>
         }
         ids.push(id);
     }
-    if ids.is_empty() {
-        return Ok(done);
-    }
-    done.expired = transaction
-        .execute(
-            "UPDATE orders SET status = 'expired', expired_at = clock_timestamp() WHERE id = ANY($1)",
+    if !ids.is_empty() {
+        db.execute(
+            "UPDATE orders SET given_back_at = clock_timestamp() WHERE id = ANY($1)",
             &[&ids],
         )
         .await?;
-    transaction.commit().await?;
+    }
     Ok(done)
 }
 
@@ -174,7 +200,7 @@ pub async fn run(store: crate::store::Store, url: String, every: Duration) {
             let mut conn = store.conn().await?;
             loop {
                 let done = expire(&mut db, &mut conn).await?;
-                if done.expired > 0 {
+                if done.expired + done.returned + done.again + done.stale > 0 {
                     tracing::info!(?done, "expired reservations");
                 } else {
                     tokio::time::sleep(every).await;

@@ -2,9 +2,12 @@
 //!
 //! The pipeline: an order variant's sale puts a message on its SKU's
 //! stream ([`message`]); every instance's [`worker`] turns messages into
-//! order rows and acks them after the commit; reservations not paid in
-//! time expire and give their unit back ([`expiry`]); [`reconcile`]
-//! compares the ledger with the rows. Here: the connection ([`connect`]),
+//! order rows (its insert refuses any order that is not the message's
+//! own) and acks them after the commit; reservations not paid in time
+//! expire, committed, and give their unit back after ([`expiry`]);
+//! [`reconcile`] compares the ledger with the rows, epoch by epoch
+//! ([`reconciliation`]: what it found, `LEDGER_LOST` when Redis lost the
+//! history some orders name). Here: the connection ([`connect`]),
 //! the schema ([`migrate`], run by each instance at start) and what an
 //! instance is told about it ([`OrdersConfig`]).
 //!
@@ -17,8 +20,10 @@
 
 pub mod command;
 pub mod expiry;
+mod insert;
 pub mod message;
 pub mod reconcile;
+pub mod reconciliation;
 pub mod summary;
 pub mod worker;
 
@@ -118,6 +123,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 2,
         name: "pipeline",
         sql: include_str!("../../migrations/0002_pipeline.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "expiry_commits_first",
+        sql: include_str!("../../migrations/0003_expiry_commits_first.sql"),
     },
 ];
 

@@ -1,5 +1,6 @@
 //! `stocklock reconcile`: the Redis ledger against the orders in
-//! PostgreSQL, per SKU, for the SKU's current epoch.
+//! PostgreSQL, per SKU, for the SKU's current epoch; and the orders of
+//! epochs the ledger no longer knows.
 //!
 //! The ledger knows how many times each unit is sold now (sales minus the
 //! returns of its expired reservations), the units given back (one field
@@ -17,107 +18,25 @@
 //!
 //! Messages still on their way are not an error, but neither are they
 //! matched: [`Reconciliation::clean`] wants none.
+//!
+//! A reset opens a new epoch and the ledger keeps every epoch it opened
+//! (`epochs:{sku}`), so the orders of a past epoch are known to be closed
+//! books. Orders of an epoch the ledger never opened are **orphaned**: Redis
+//! lost its data (restarted empty, or from an older snapshot) and with it
+//! the sales those orders came from. Nothing can check them any more, and
+//! the sales answered before the loss whose message was still on the
+//! stream are gone without a trace: the verdict is `LEDGER_LOST`, whatever
+//! the current epoch says.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use redis::AsyncCommands;
 use redis::streams::{StreamInfoGroupsReply, StreamPendingCountReply, StreamRangeReply};
-use serde::{Deserialize, Serialize};
 
 use super::Client;
 use super::message::OrderMessage;
+pub use super::reconciliation::Reconciliation;
 use crate::store::{Conn, Keys};
-
-/// The books of one SKU, compared.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reconciliation {
-    pub sku: String,
-    pub epoch: i64,
-    /// The ledger: stock set by the reset, sales, units given back, stock left.
-    pub initial: i64,
-    pub sold: i64,
-    pub returned: i64,
-    pub stock: i64,
-    /// Orders of this epoch by status.
-    pub pending_payment: i64,
-    pub paid: i64,
-    pub expired: i64,
-    /// Messages on their way: on the stream, not yet acked by a worker.
-    pub in_flight: i64,
-    pub lost: Vec<i64>,
-    pub phantom: Vec<i64>,
-    pub ordered_twice: Vec<i64>,
-    pub unreturned: Vec<i64>,
-    pub returned_unexpired: Vec<i64>,
-    /// `stock - (initial - sold + returned)`.
-    pub stock_drift: i64,
-}
-
-impl Reconciliation {
-    /// Everything matches, and nothing is on its way.
-    pub fn clean(&self) -> bool {
-        self.matches() && self.in_flight == 0
-    }
-
-    /// Nothing is wrong (messages may still be on their way).
-    pub fn matches(&self) -> bool {
-        self.lost.is_empty()
-            && self.phantom.is_empty()
-            && self.ordered_twice.is_empty()
-            && self.unreturned.is_empty()
-            && self.returned_unexpired.is_empty()
-            && self.stock_drift == 0
-    }
-
-    /// One line: the verdict.
-    pub fn verdict(&self) -> String {
-        if self.clean() {
-            return format!(
-                "clean: {} sold, {} orders ({} paid, {} pending, {} expired), {} returned",
-                self.sold,
-                self.pending_payment + self.paid + self.expired,
-                self.paid,
-                self.pending_payment,
-                self.expired,
-                self.returned
-            );
-        }
-        let mut wrong = Vec::new();
-        let mut list = |what: &str, units: &[i64]| {
-            if !units.is_empty() {
-                wrong.push(format!("{} {what} {}", units.len(), shown(units)));
-            }
-        };
-        list("lost (sold, no order)", &self.lost);
-        list("phantom (order, no sale)", &self.phantom);
-        list("ordered twice", &self.ordered_twice);
-        list("expired, never returned", &self.unreturned);
-        list("returned, not expired", &self.returned_unexpired);
-        if self.stock_drift != 0 {
-            wrong.push(format!(
-                "stock drift {:+} (stock {}, expected {})",
-                self.stock_drift,
-                self.stock,
-                self.initial - self.sold + self.returned
-            ));
-        }
-        if self.in_flight > 0 {
-            wrong.push(format!("{} messages still on their way", self.in_flight));
-        }
-        wrong.join("; ")
-    }
-}
-
-/// A few units, then how many more.
-fn shown(units: &[i64]) -> String {
-    let head: Vec<String> = units.iter().take(8).map(i64::to_string).collect();
-    let more = units.len().saturating_sub(8);
-    if more > 0 {
-        format!("(units {}, and {more} more)", head.join(", "))
-    } else {
-        format!("(units {})", head.join(", "))
-    }
-}
 
 /// How many times each unit is sold now: the ledger's bitfield, two bits
 /// per unit, unit `initial - i` at field `i`.
@@ -290,7 +209,49 @@ async fn read_once(
         }
     }
     r.returned_unexpired.sort_unstable();
+    orphans(conn, db, keys, &mut r).await?;
+    let refused: Option<i64> = conn.hget(&keys.ledger, "order_conflicts").await?;
+    r.order_conflicts = refused.unwrap_or(0);
     Ok(r)
+}
+
+/// Counts the orders of `r.sku` whose epoch is neither the current one nor
+/// one the ledger opened before ([`Keys::epochs`]): orphaned, the ledger
+/// lost their history.
+async fn orphans(
+    conn: &mut Conn,
+    db: &Client,
+    keys: &Keys,
+    r: &mut Reconciliation,
+) -> anyhow::Result<()> {
+    let rows = db
+        .query(
+            "SELECT epoch, count(*) FROM orders WHERE sku = $1 AND epoch <> $2
+             GROUP BY epoch ORDER BY epoch",
+            &[&r.sku, &r.epoch],
+        )
+        .await?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let epochs: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect::<Result<_, tokio_postgres::Error>>()?;
+    // One score per epoch asked, nil for one never opened.
+    let known: Vec<Option<f64>> = redis::cmd("ZMSCORE")
+        .arg(&keys.epochs)
+        .arg(epochs.iter().map(|(epoch, _)| *epoch).collect::<Vec<_>>())
+        .query_async(conn)
+        .await?;
+    for ((epoch, orders), known) in epochs.into_iter().zip(known) {
+        if known.is_none() {
+            r.orphaned += orders;
+            r.orphaned_epochs.push(epoch);
+        }
+    }
+    r.ledger_lost = r.orphaned > 0;
+    Ok(())
 }
 
 /// The ids of `stream`'s entries the workers' group has acked: delivered
@@ -347,9 +308,13 @@ fn stream_id(id: &str) -> (u64, u64) {
     (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
 }
 
-/// The SKUs whose sales became orders (the workers' registry).
-pub async fn order_skus(conn: &mut Conn) -> anyhow::Result<Vec<String>> {
-    let skus: BTreeSet<String> = conn.smembers(super::message::REGISTRY).await?;
+/// The SKUs whose sales became orders: the workers' registry, and every
+/// SKU with an order (a Redis that lost its data lost the registry too).
+pub async fn order_skus(conn: &mut Conn, db: &Client) -> anyhow::Result<Vec<String>> {
+    let mut skus: BTreeSet<String> = conn.smembers(super::message::REGISTRY).await?;
+    for row in db.query("SELECT DISTINCT sku FROM orders", &[]).await? {
+        skus.insert(row.try_get(0)?);
+    }
     Ok(skus.into_iter().collect())
 }
 
@@ -363,24 +328,5 @@ mod tests {
         let bits = [0b01_00_10_11u8, 0b01_000000];
         let sold = sold_units(10, &bits);
         assert_eq!(sold, BTreeMap::from([(10, 1), (8, 2), (7, 3), (6, 1)]));
-    }
-
-    #[test]
-    fn a_verdict_names_what_is_wrong() {
-        let mut r = Reconciliation {
-            sold: 3,
-            initial: 3,
-            ..Default::default()
-        };
-        r.pending_payment = 3;
-        assert!(r.clean(), "{}", r.verdict());
-        r.lost = vec![2];
-        r.stock_drift = 1;
-        r.stock = 1;
-        assert!(!r.matches());
-        assert_eq!(
-            r.verdict(),
-            "1 lost (sold, no order) (units 2); stock drift +1 (stock 1, expected 0)"
-        );
     }
 }

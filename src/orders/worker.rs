@@ -6,7 +6,13 @@
 //!   pending; they are delivered again (to itself after a restart: it reads
 //!   its own pending entries first; to a live worker, which claims them
 //!   with `XAUTOCLAIM` once they have been idle for `claim_idle`), and the
-//!   unique constraints make the second insert a no-op: no duplicate order;
+//!   second insert finds the order of its own sale and inserts nothing;
+//! - an insert that meets another order (its sale taken by another unit or
+//!   request id, its unit live in another order, its request id used) is
+//!   refused, never dropped: its message stays pending and is retried at
+//!   every claim, each refusal logged and counted in the SKU's ledger
+//!   (`order_conflicts`, which reconcile shows), while the rest of its
+//!   batch is written and acked;
 //! - PostgreSQL down: the batch is not acked and is tried again until it
 //!   commits, while new messages wait in the stream; buyers' answers never
 //!   wait for any of this.
@@ -19,10 +25,10 @@ use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
-use tokio_postgres::types::ToSql;
 
+use super::OrdersConfig;
+use super::insert::{Orders, is_conflict};
 use super::message::{GROUP, OrderMessage, REGISTRY};
-use super::{Client, OrdersConfig};
 use crate::chaos::Chaos;
 use crate::store::{Conn, Keys, Store, StoreError};
 
@@ -33,15 +39,6 @@ const BATCH: usize = 256;
 const BLOCK: Duration = Duration::from_millis(200);
 /// How long the worker waits before trying again after a failure.
 const BACKOFF: Duration = Duration::from_millis(250);
-
-/// Inserts one order; nothing when an order of the same sale, of the same
-/// live unit or of the same request id exists (a redelivered message).
-const INSERT: &str = "INSERT INTO orders
-        (sku, epoch, unit, sale, request_id, instance, status, sold_at, created_at, pay_by)
-    VALUES ($1, $2, $3, $4, $5, $6, 'pending_payment',
-        to_timestamp($7::float8 / 1000), clock_timestamp(),
-        clock_timestamp() + $8::float8 * interval '1 millisecond')
-    ON CONFLICT DO NOTHING";
 
 /// Runs the worker of instance `consumer` until the process ends.
 pub async fn run(store: Store, config: OrdersConfig, consumer: String, chaos: Chaos) {
@@ -54,6 +51,7 @@ pub async fn run(store: Store, config: OrdersConfig, consumer: String, chaos: Ch
         looked: None,
         claimed: None,
         own_pending: true,
+        refused: BTreeSet::new(),
     };
     loop {
         if let Err(err) = worker.serve().await {
@@ -77,6 +75,9 @@ struct Worker {
     claimed: Option<Instant>,
     /// Whether it must read its own pending entries before new ones.
     own_pending: bool,
+    /// The entries whose insert was refused (they stay pending): reading
+    /// its own pending entries is done once only these come back.
+    refused: BTreeSet<String>,
 }
 
 impl Worker {
@@ -122,7 +123,10 @@ impl Worker {
                 }
                 read?
             };
-            if own && batches.iter().all(|(_, entries)| entries.is_empty()) {
+            let only_refused = |entries: &Vec<StreamId>| {
+                entries.iter().all(|entry| self.refused.contains(&entry.id))
+            };
+            if own && batches.iter().all(|(_, entries)| only_refused(entries)) {
                 self.own_pending = false;
             }
             if self.store.is_cluster() && !own && batches.iter().all(|(_, e)| e.is_empty()) {
@@ -143,10 +147,27 @@ impl Worker {
         }
         let forced = self.looked.is_none();
         self.looked = Some(Instant::now());
-        let skus: BTreeSet<String> = redis::cmd("SMEMBERS")
+        let mut skus: BTreeSet<String> = redis::cmd("SMEMBERS")
             .arg(REGISTRY)
             .query_async(conn)
             .await?;
+        // Nothing removes a SKU from the registry: one it lacks was lost
+        // with Redis's data, and a `lua-stream` instance registers a SKU
+        // again only now and then. Put back now, the sales made since the
+        // loss are read at once instead of waiting on the stream.
+        let forgotten: Vec<&String> = self.skus.difference(&skus).collect();
+        if !forgotten.is_empty() {
+            let _: i64 = redis::cmd("SADD")
+                .arg(REGISTRY)
+                .arg(&forgotten)
+                .query_async(conn)
+                .await?;
+            tracing::warn!(
+                ?forgotten,
+                "order worker: SKUs put back in the lost registry"
+            );
+            skus.extend(self.skus.iter().cloned());
+        }
         // The new SKUs' groups; every one's after a stream was found gone
         // (a reset deletes the stream with its group).
         for sku in skus.iter().filter(|s| forced || !self.skus.contains(*s)) {
@@ -244,6 +265,8 @@ impl Worker {
     }
 
     /// Inserts the orders of `entries` in one transaction, then acks them.
+    /// A batch refused by a conflict is written message by message: the
+    /// others are acked, each refused one stays pending (a claim retries it).
     async fn process(
         &mut self,
         conn: &mut Conn,
@@ -254,9 +277,9 @@ impl Worker {
         if entries.is_empty() {
             return Ok(());
         }
-        let messages: Vec<OrderMessage> = entries
+        let messages: Vec<(&str, OrderMessage)> = entries
             .iter()
-            .filter_map(|entry| OrderMessage::parse(sku, &entry.map))
+            .filter_map(|entry| Some((entry.id.as_str(), OrderMessage::parse(sku, &entry.map)?)))
             .collect();
         if messages.len() < entries.len() {
             tracing::warn!(
@@ -265,16 +288,59 @@ impl Worker {
                 entries.len() - messages.len()
             );
         }
-        if let Err(err) = db.insert(&messages, self.config.pay_within).await {
-            // Not acked: read again from the pending entries once PostgreSQL answers.
-            self.own_pending = true;
-            return Err(err.context("cannot insert orders; they wait in the stream"));
+        let all: Vec<OrderMessage> = messages.iter().map(|(_, m)| m.clone()).collect();
+        let mut refused = BTreeSet::new();
+        if let Err(err) = db.insert(&all, self.config.pay_within).await {
+            if !is_conflict(&err) {
+                // Not acked: read again from the pending entries once PostgreSQL answers.
+                self.own_pending = true;
+                return Err(err.context("cannot insert orders; they wait in the stream"));
+            }
+            for (id, message) in &messages {
+                match db
+                    .insert(std::slice::from_ref(message), self.config.pay_within)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(err) if is_conflict(&err) => {
+                        refused.insert(*id);
+                        self.refused.insert((*id).to_owned());
+                        tracing::error!(
+                            sku,
+                            epoch = message.epoch,
+                            sale = message.sale,
+                            unit = message.unit,
+                            "order worker: insert refused, not acked, retried at the next claim: {err:#}"
+                        );
+                        let _: i64 = redis::cmd("HINCRBY")
+                            .arg(Keys::tagged_with(sku).ledger)
+                            .arg("order_conflicts")
+                            .arg(1)
+                            .query_async(conn)
+                            .await?;
+                    }
+                    Err(err) => {
+                        self.own_pending = true;
+                        return Err(err.context("cannot insert orders; they wait in the stream"));
+                    }
+                }
+            }
         }
         if self.chaos.worker_crash_before_ack(conn).await? {
             let when = "after inserting orders, before acking them, as armed";
             self.chaos.crash_recorded(conn, sku, when).await;
         }
-        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        let ids: Vec<&str> = entries
+            .iter()
+            .map(|e| e.id.as_str())
+            .filter(|id| !refused.contains(id))
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        for id in &ids {
+            self.refused.remove(*id);
+        }
         let _: i64 = redis::cmd("XACK")
             .arg(Keys::tagged_with(sku).orders)
             .arg(GROUP)
@@ -282,56 +348,6 @@ impl Worker {
             .query_async(conn)
             .await?;
         Ok(())
-    }
-}
-
-/// A worker's connection to the orders' database, with its insert
-/// prepared once.
-struct Orders {
-    client: Client,
-    insert: tokio_postgres::Statement,
-}
-
-impl Orders {
-    async fn prepare(client: Client) -> anyhow::Result<Self> {
-        let insert = client.prepare(INSERT).await?;
-        Ok(Self { client, insert })
-    }
-
-    /// Inserts `messages` as orders in one transaction (a message whose
-    /// order exists inserts nothing); how many were new. The inserts are
-    /// pipelined.
-    async fn insert(
-        &mut self,
-        messages: &[OrderMessage],
-        pay_within: Duration,
-    ) -> anyhow::Result<u64> {
-        let statement = &self.insert;
-        let transaction = self.client.transaction().await?;
-        let pay_ms = pay_within.as_millis() as f64;
-        let at: Vec<f64> = messages.iter().map(|m| m.at_ms as f64).collect();
-        let params: Vec<[&(dyn ToSql + Sync); 8]> = messages
-            .iter()
-            .zip(&at)
-            .map(|(m, at)| -> [&(dyn ToSql + Sync); 8] {
-                [
-                    &m.sku,
-                    &m.epoch,
-                    &m.unit,
-                    &m.sale,
-                    &m.request_id,
-                    &m.instance,
-                    at,
-                    &pay_ms,
-                ]
-            })
-            .collect();
-        let inserted = futures_util::future::try_join_all(
-            params.iter().map(|p| transaction.execute(statement, p)),
-        )
-        .await?;
-        transaction.commit().await?;
-        Ok(inserted.iter().sum())
     }
 }
 

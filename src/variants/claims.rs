@@ -152,6 +152,9 @@ pub struct Claims {
     pub postgres_restart: Claim,
     /// Reservations not paid within `--pay-within` expire; half are paid.
     pub reservation_expiry: Claim,
+    /// Redis restarts empty with orders on their way, then a reset and
+    /// more sales: judged by reconcile, which must report what was lost.
+    pub redis_data_loss: Claim,
 }
 
 #[cfg(test)]

@@ -69,6 +69,7 @@ DELETE lock/{sku}/LEASE; LEASE REVOKE <lease>"#,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
         postgres_restart: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -56,6 +56,7 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
         postgres_restart: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

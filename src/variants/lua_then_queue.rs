@@ -49,6 +49,9 @@ XADD orders:{sku} * unit .. sale .. epoch ..; // a second command"#,
         worker_crash_before_ack: Claim::safe("redelivered, inserted once"),
         postgres_restart: Claim::safe("orders wait in the stream"),
         reservation_expiry: Claim::safe("each unpaid unit returned once"),
+        redis_data_loss: Claim::loses_units(
+            "in-flight orders go with Redis; reconcile says LEDGER_LOST",
+        ),
     },
     undersells: None,
 };

@@ -46,6 +46,7 @@ if stock > 0 {
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
         postgres_restart: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -63,6 +63,7 @@ unlock_all()                                       // compare-and-delete on ever
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
         postgres_restart: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

@@ -62,6 +62,7 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
         postgres_restart: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: Some(Reason {
         en: "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",

@@ -68,6 +68,7 @@ DELETE me"#,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
         postgres_restart: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
 };

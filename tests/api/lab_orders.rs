@@ -142,3 +142,31 @@ async fn expired_reservations_return_their_unit_once_and_paid_ones_never() {
     )
     .await;
 }
+
+/// Redis comes back empty with three orders in flight: they are gone with
+/// it (the buyers were told sold), and reconcile says so: the two orders
+/// written before are orphaned (`LEDGER_LOST`), the three sales after the
+/// reset each have their order.
+#[tokio::test]
+async fn a_redis_that_lost_its_data_is_reported_by_reconcile_never_clean() {
+    let Some((queue, stream)) = cells(
+        Scenario::RedisDataLoss,
+        Behaviour::LosesUnits,
+        Behaviour::LosesUnits,
+    )
+    .await
+    else {
+        return;
+    };
+    for cell in [&queue, &stream] {
+        let text = evidence(cell);
+        for piece in [
+            "3 sales (200 sold, 200 sold, 200 sold) in flight when Redis restarted empty",
+            "books: LEDGER_LOST: orphaned epochs: 2 orders (of 1 epochs the ledger never opened: ",
+            "this epoch: clean: 3 sold, 3 orders",
+            "5 orders in PostgreSQL for 8 sales answered sold (2 written before the loss, 3 in flight, 3 after the reset)",
+        ] {
+            assert!(text.contains(piece), "{piece:?} not in {text}");
+        }
+    }
+}

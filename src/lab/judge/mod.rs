@@ -42,7 +42,7 @@ use std::time::Duration;
 pub use self::crowd::{one_instance, race, retry_storm, slow_business};
 pub use self::duel::{Duel, clock_skew, forgotten_lock, lock_vanishes, pause_holder};
 pub use self::failover::{Failover, failover};
-pub use self::orders::{Books, books};
+pub use self::orders::{Books, LostLedger, books, ledger_lost};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
 pub use self::recovery::{Recovery, recovery};
 use crate::client::Deduction;

@@ -1,7 +1,7 @@
 //! Judge of the order pipeline's scenarios (`crash-before-enqueue`,
-//! `worker-crash-before-ack`, `postgres-restart`, `reservation-expiry`):
-//! the reconciliation of the ledger with the orders is the truth, the way
-//! the ledger is for the stock.
+//! `worker-crash-before-ack`, `postgres-restart`, `reservation-expiry`,
+//! `redis-data-loss`): the reconciliation of the ledger with the orders is
+//! the truth, the way the ledger is for the stock.
 //!
 //! The books fail two ways, the two the articles' readers fear:
 //! - **oversells**: more promised than stock backs: an order no sale backs
@@ -122,6 +122,82 @@ pub fn books(c: &Books) -> Judgement {
     }
 }
 
+/// What `redis-data-loss` saw: the books after it (the new epoch's, and
+/// the orders of the epoch Redis forgot), and how many sales came when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostLedger {
+    pub books: Books,
+    /// Orders written before Redis lost its data.
+    pub written_before: i64,
+    /// Sales answered `sold` whose orders were on their way (PostgreSQL
+    /// down) when Redis lost them.
+    pub in_flight: i64,
+    /// Sales answered `sold` after the reset.
+    pub sold_after: i64,
+    /// The SKU's orders in PostgreSQL, of every epoch.
+    pub orders: i64,
+}
+
+/// `redis-data-loss`: the new epoch's books are judged as any order cell's;
+/// then every sale answered `sold` must have exactly one order or be
+/// reported: the orders written before the loss as orphaned
+/// (`LEDGER_LOST`), the in-flight ones, which no order will ever name, by
+/// that same verdict (observed: loses units).
+pub fn ledger_lost(c: &LostLedger) -> Judgement {
+    let b = &c.books.books;
+    let evidence = format!(
+        "{}; books: {}; {} orders in PostgreSQL for {} sales answered sold ({} written before the loss, {} in flight, {} after the reset)",
+        c.books.fault,
+        b.verdict(),
+        c.orders,
+        c.written_before + c.in_flight + c.sold_after,
+        c.written_before,
+        c.in_flight,
+        c.sold_after
+    );
+    if let Err(why) = &c.books.landed {
+        return Judgement::inconclusive(why, evidence);
+    }
+    // The new epoch alone, as any cell's books.
+    let this_epoch = Books {
+        books: Reconciliation {
+            ledger_lost: false,
+            orphaned: 0,
+            orphaned_epochs: Vec::new(),
+            ..b.clone()
+        },
+        ..c.books.clone()
+    };
+    let judged = books(&this_epoch);
+    if judged.observed != Observed::Seen(Behaviour::Safe) {
+        return Judgement::new(
+            judged.observed,
+            format!("the new epoch: {}", judged.evidence),
+        );
+    }
+    let reported = super::check(b.ledger_lost, || {
+        "reconcile did not report the ledger Redis lost".to_owned()
+    })
+    .and_then(|()| {
+        super::check(b.orphaned == c.written_before, || {
+            format!(
+                "{} orphaned orders, not the {} written before the loss",
+                b.orphaned, c.written_before
+            )
+        })
+    })
+    .and_then(|()| {
+        super::check(c.orders == c.written_before + c.sold_after, || {
+            "a sale with no order or two, or an order no sale made".to_owned()
+        })
+    });
+    match reported {
+        Err(why) => Judgement::inconclusive(&why, evidence),
+        Ok(()) if c.in_flight > 0 => Judgement::seen(Behaviour::LosesUnits, evidence),
+        Ok(()) => Judgement::seen(Behaviour::Safe, evidence),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +286,55 @@ mod tests {
             ..clean()
         };
         assert_eq!(observed(&stuck), Observed::Stuck);
+    }
+
+    /// `redis-data-loss`: 2 written, 3 in flight, 3 after the reset.
+    fn lost_ledger() -> LostLedger {
+        let mut books = clean();
+        books.struck = None;
+        books.books.sold = 3;
+        books.books.stock = 7;
+        books.books.pending_payment = 3;
+        books.books.ledger_lost = true;
+        books.books.orphaned = 2;
+        books.books.orphaned_epochs = vec![1];
+        LostLedger {
+            books,
+            written_before: 2,
+            in_flight: 3,
+            sold_after: 3,
+            orders: 5,
+        }
+    }
+
+    #[test]
+    fn a_lost_ledger_reported_is_lost_units_and_one_unreported_fails() {
+        let seen = ledger_lost(&lost_ledger());
+        assert_eq!(
+            seen.observed,
+            Observed::Seen(Behaviour::LosesUnits),
+            "{}",
+            seen.evidence
+        );
+        assert!(
+            seen.evidence
+                .contains("LEDGER_LOST: orphaned epochs: 2 orders"),
+            "{}",
+            seen.evidence
+        );
+        // Reconcile said clean (the epoch reused, two orders dropped).
+        let mut unreported = lost_ledger();
+        unreported.books.books.ledger_lost = false;
+        unreported.books.books.orphaned = 0;
+        unreported.orders = 3;
+        let seen = ledger_lost(&unreported);
+        assert_eq!(seen.observed, Observed::Inconclusive, "{}", seen.evidence);
+        // A sale after the reset without its order is the new epoch's loss.
+        let mut lost = lost_ledger();
+        lost.books.books.lost = vec![8];
+        assert_eq!(
+            ledger_lost(&lost).observed,
+            Observed::Seen(Behaviour::LosesUnits)
+        );
     }
 }

@@ -22,6 +22,11 @@
 //!   found, three paid; once the others' deadline passed, an expiry pass
 //!   (the instances run their own too), and a second one that must give
 //!   nothing back.
+//! - `redis-data-loss` (on a PostgreSQL of the lab's own too): two sales,
+//!   written; PostgreSQL stopped; three sales, their orders in flight for
+//!   certain; chaos `restart_redis` (Redis comes back empty, the stream
+//!   with it); PostgreSQL started again; a reset and three sales. Judged
+//!   by `judge::ledger_lost`: reconcile must report the lost ledger.
 //!
 //! Each then waits until the pipeline settled: no message on its way, none
 //! delivered and never acked.
@@ -67,24 +72,30 @@ pub(super) struct OrdersCell {
 pub(super) async fn play(scenario: Scenario, variant: Variant) -> anyhow::Result<Judgement> {
     let mut cell = OrdersCell::start(scenario).await?;
     let v = variant.name();
+    let books = |played: anyhow::Result<judge::Books>| played.map(|b| judge::books(&b));
     let played = match scenario {
-        Scenario::CrashBeforeEnqueue => play::crash_before_enqueue(&mut cell, v).await,
-        Scenario::WorkerCrashBeforeAck => play::worker_crash_before_ack(&mut cell, v).await,
-        Scenario::PostgresRestart => play::postgres_restart(&mut cell, v).await,
-        Scenario::ReservationExpiry => play::reservation_expiry(&cell, v).await,
+        Scenario::CrashBeforeEnqueue => books(play::crash_before_enqueue(&mut cell, v).await),
+        Scenario::WorkerCrashBeforeAck => books(play::worker_crash_before_ack(&mut cell, v).await),
+        Scenario::PostgresRestart => books(play::postgres_restart(&mut cell, v).await),
+        Scenario::ReservationExpiry => books(play::reservation_expiry(&cell, v).await),
+        Scenario::RedisDataLoss => play::redis_data_loss(&mut cell, v)
+            .await
+            .map(|lost| judge::ledger_lost(&lost)),
         other => Err(anyhow::anyhow!("{other} is not an order scenario")),
     };
     cell.stack.stop().await;
     if let Some(postgres) = cell.postgres.as_mut() {
         postgres.stop().await;
     }
-    Ok(judge::books(&played?))
+    played
 }
 
 impl OrdersCell {
     async fn start(scenario: Scenario) -> anyhow::Result<OrdersCell> {
         let postgres = match scenario {
-            Scenario::PostgresRestart => Some(PostgresServer::start(None).await?),
+            Scenario::PostgresRestart | Scenario::RedisDataLoss => {
+                Some(PostgresServer::start(None).await?)
+            }
             _ => None,
         };
         let mut args: Vec<String> = [

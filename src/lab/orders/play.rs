@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::{OrdersCell, PAY_WITHIN, POLL, RESTART_TIMEOUT, SETTLE_TIMEOUT, STOCK};
-use crate::lab::judge::{Books, Reply, check};
+use crate::lab::judge::{Books, LostLedger, Reply, check};
 use crate::orders::expiry::Expired;
 use crate::wire::ChaosAction;
 
@@ -260,5 +260,94 @@ pub(super) async fn reservation_expiry(c: &OrdersCell, v: &str) -> anyhow::Resul
         refused: Vec::new(),
         returned_again: second.returned,
         earned,
+    })
+}
+
+pub(super) async fn redis_data_loss(c: &mut OrdersCell, v: &str) -> anyhow::Result<LostLedger> {
+    c.client().reset(v, STOCK, 0).await?;
+    let mut before = Vec::new();
+    for i in 0..2 {
+        before.push(c.sell(&c.stack.url, v, &format!("before-{i}")).await);
+    }
+    let (_, written) = c.settle(v).await?;
+    // PostgreSQL down: the next sales' orders wait in the stream, in
+    // flight for certain when Redis loses them.
+    let postgres = c.postgres.as_mut().context("the cell's PostgreSQL")?;
+    let url = postgres.url();
+    postgres.stop().await;
+    let mut in_flight = Vec::new();
+    for i in 0..3 {
+        in_flight.push(c.sell(&c.stack.url, v, &format!("in-flight-{i}")).await);
+    }
+    let old_redis = c.stack.redis_pid;
+    c.client().chaos(&ChaosAction::RestartRedis).await?;
+    let restarted = c
+        .stack
+        .next_line("redis: pid ", RESTART_TIMEOUT)
+        .await
+        .is_some()
+        && c.stack.redis_pid != old_redis;
+    let postgres = c.postgres.as_mut().context("the cell's PostgreSQL")?;
+    postgres.restart().await?;
+    // The instances reconnect to the empty Redis by themselves.
+    let reset_by = Instant::now() + RESTART_TIMEOUT;
+    while let Err(err) = c.client().reset(v, STOCK, 0).await {
+        if Instant::now() > reset_by {
+            return Err(err.context("no reset after Redis came back"));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let mut after = Vec::new();
+    for i in 0..3 {
+        after.push(c.sell(&c.stack.url, v, &format!("after-{i}")).await);
+    }
+    let (books, settled) = c.settle(v).await?;
+    let db = crate::orders::connect(&url).await?;
+    let orders: i64 = db
+        .query_one("SELECT count(*) FROM orders WHERE sku = $1", &[&v])
+        .await?
+        .try_get(0)?;
+    let refused = not_sold(&[before, in_flight.clone(), after.clone()].concat());
+    let landed = written
+        .map_err(|why| format!("the first two orders were not written: {why}"))
+        .and_then(|()| {
+            check(restarted, || {
+                "Redis did not restart: the chaos action never struck".to_owned()
+            })
+        })
+        .and_then(|()| {
+            check(refused.is_empty(), || {
+                format!("sales not made: {refused:?}")
+            })
+        });
+    Ok(LostLedger {
+        books: Books {
+            fault: format!(
+                "2 orders written; PostgreSQL stopped; 3 sales ({}) in flight when Redis restarted empty (pid {} after {}); a reset and 3 sales ({})",
+                in_flight
+                    .iter()
+                    .map(Reply::answer)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.stack.redis_pid.unwrap_or(0),
+                old_redis.unwrap_or(0),
+                after
+                    .iter()
+                    .map(Reply::answer)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            landed,
+            struck: None,
+            books,
+            settled,
+            refused: Vec::new(),
+            returned_again: 0,
+            earned: Ok(()),
+        },
+        written_before: 2,
+        in_flight: in_flight.len() as i64,
+        sold_after: after.iter().filter(|r| r.sold()).count() as i64,
+        orders,
     })
 }

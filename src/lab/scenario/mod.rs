@@ -41,11 +41,12 @@ pub enum Scenario {
     WorkerCrashBeforeAck,
     PostgresRestart,
     ReservationExpiry,
+    RedisDataLoss,
 }
 
 impl Scenario {
     /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 19] = [
+    pub const ALL: [Scenario; 20] = [
         Scenario::OneInstance,
         Scenario::Race,
         Scenario::SlowBusiness,
@@ -65,6 +66,7 @@ impl Scenario {
         Scenario::WorkerCrashBeforeAck,
         Scenario::PostgresRestart,
         Scenario::ReservationExpiry,
+        Scenario::RedisDataLoss,
     ];
 
     /// The name on the command line, in the matrix and in the JSON.
@@ -89,6 +91,7 @@ impl Scenario {
             Scenario::WorkerCrashBeforeAck => "worker-crash-before-ack",
             Scenario::PostgresRestart => "postgres-restart",
             Scenario::ReservationExpiry => "reservation-expiry",
+            Scenario::RedisDataLoss => "redis-data-loss",
         }
     }
 
@@ -149,6 +152,9 @@ impl Scenario {
             Scenario::ReservationExpiry => {
                 "six reservations (pay within 2 s), three paid; the other three expire and give their unit back, once"
             }
+            Scenario::RedisDataLoss => {
+                "Redis restarts empty with three orders in flight (PostgreSQL down), then a reset and three sales; reconcile must report what the ledger lost"
+            }
         }
     }
 
@@ -177,6 +183,7 @@ impl Scenario {
             Scenario::WorkerCrashBeforeAck => claims.worker_crash_before_ack,
             Scenario::PostgresRestart => claims.postgres_restart,
             Scenario::ReservationExpiry => claims.reservation_expiry,
+            Scenario::RedisDataLoss => claims.redis_data_loss,
         }
     }
 
@@ -197,6 +204,7 @@ impl Scenario {
                 | Scenario::WorkerCrashBeforeAck
                 | Scenario::PostgresRestart
                 | Scenario::ReservationExpiry
+                | Scenario::RedisDataLoss
         )
     }
 
@@ -214,7 +222,8 @@ impl Scenario {
             Scenario::CrashBeforeEnqueue
             | Scenario::WorkerCrashBeforeAck
             | Scenario::PostgresRestart
-            | Scenario::ReservationExpiry => return super::orders::play(self, variant).await,
+            | Scenario::ReservationExpiry
+            | Scenario::RedisDataLoss => return super::orders::play(self, variant).await,
             _ => {}
         }
         let lab = lab.ok_or_else(|| anyhow::anyhow!("{self} needs the lab's main stack"))?;
@@ -240,7 +249,8 @@ impl Scenario {
             | Scenario::CrashBeforeEnqueue
             | Scenario::WorkerCrashBeforeAck
             | Scenario::PostgresRestart
-            | Scenario::ReservationExpiry => {
+            | Scenario::ReservationExpiry
+            | Scenario::RedisDataLoss => {
                 anyhow::bail!("{self} plays on a stack of its own")
             }
         }

@@ -14,28 +14,35 @@ use crate::helpers::{Stack, burst, within};
 /// A stack with orders on, or `None` (SKIPPED; a failure under CI=true)
 /// without PostgreSQL.
 async fn stack_with_orders(pay_within: &str) -> Option<Stack> {
+    stack_with(&["--pay-within", pay_within]).await
+}
+
+/// A stack of two instances with orders on and `extra` flags, or `None`
+/// (SKIPPED; a failure under CI=true) without PostgreSQL.
+pub(super) async fn stack_with(extra: &[&str]) -> Option<Stack> {
     if !stocklock::up::postgres::installed() {
         crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
         return None;
     }
-    Some(Stack::start_with(2, None, &["--orders", "on", "--pay-within", pay_within]).await)
+    let args: Vec<&str> = ["--orders", "on"].iter().chain(extra).copied().collect();
+    Some(Stack::start_with(2, None, &args).await)
 }
 
 /// The stack's orders' database.
-async fn database(stack: &Stack) -> stocklock::orders::Client {
+pub(super) async fn database(stack: &Stack) -> stocklock::orders::Client {
     stocklock::orders::connect(&stack.postgres.as_ref().unwrap().url)
         .await
         .unwrap()
 }
 
 /// A connection to the stack's Redis.
-async fn redis(stack: &Stack) -> stocklock::store::Conn {
+pub(super) async fn redis(stack: &Stack) -> stocklock::store::Conn {
     let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
     store.conn().await.unwrap()
 }
 
 /// Messages of `keys`' order stream delivered to a worker and not acked.
-async fn pending(conn: &mut stocklock::store::Conn, keys: &Keys) -> usize {
+pub(super) async fn pending(conn: &mut stocklock::store::Conn, keys: &Keys) -> usize {
     let pending: redis::streams::StreamPendingReply = redis::cmd("XPENDING")
         .arg(&keys.orders)
         .arg("workers")
@@ -46,7 +53,7 @@ async fn pending(conn: &mut stocklock::store::Conn, keys: &Keys) -> usize {
 }
 
 /// `stocklock reconcile` on the stack's stores: its exit code and JSON.
-async fn reconcile(stack: &Stack, sku: &str) -> (i32, Value) {
+pub(super) async fn reconcile(stack: &Stack, sku: &str) -> (i32, Value) {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
         .args(["reconcile", "--json", "--sku", sku, "--wait", "10s"])
         .args(["--redis-url", stack.redis_url.as_deref().unwrap()])
