@@ -66,8 +66,8 @@ pub struct Guard<'a, F: Fn() -> bool> {
     /// `None` for variants without an owner.
     pub holder: Option<&'a str>,
     /// The fencing token the store must admit for the read and the write
-    /// (`fenced`); `None`: plain reads, unfenced writes.
-    pub fence: Option<i64>,
+    /// (`fenced`, `etcd`, `zookeeper`); `None`: plain reads, unfenced writes.
+    pub fence: Option<Fence<'a>>,
     /// Asked right before the write: a lock that knows it lost its lease
     /// (the watchdog's failed renewal) backs off instead of writing; locks
     /// that cannot know always answer `true`.
@@ -84,6 +84,21 @@ impl<F: Fn() -> bool> Guard<'_, F> {
             ..self
         }
     }
+}
+
+/// A fencing token and the clock that issued it. The store compares a
+/// token only with tokens of the same source and store: the `fenced`
+/// counter, etcd's revisions and ZooKeeper's czxids count differently, and
+/// a fresh etcd or ZooKeeper starts counting again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fence<'a> {
+    /// The variant whose lock issued it (`fenced`, `etcd`, `zookeeper`).
+    pub source: &'a str,
+    /// Which store of that source: etcd's cluster id, the ZooKeeper
+    /// ensemble's id; empty for `fenced`, whose counter lives beside the
+    /// stock (a Redis that lost it lost the ledger too).
+    pub store: &'a str,
+    pub token: i64,
 }
 
 /// The section with no lock around it, or a lock that cannot know it was lost.
@@ -204,7 +219,10 @@ struct Read {
     epoch: Option<String>,
 }
 
-async fn read_stock(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, StoreError> {
+async fn read_stock(
+    ctx: &mut Ctx<'_>,
+    fence: Option<Fence<'_>>,
+) -> Result<Option<Read>, StoreError> {
     let keys = ctx.keys;
     let (stock, epoch): (Option<i64>, Option<String>) = match fence {
         None => {
@@ -214,11 +232,13 @@ async fn read_stock(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read
                 .query_async(&mut ctx.conn)
                 .await?
         }
-        Some(token) => {
+        Some(fence) => {
             let read: Option<(Option<i64>, Option<String>)> = FENCED_READ
                 .key(&keys.stock)
                 .key(&keys.ledger)
-                .arg(token)
+                .arg(fence.source)
+                .arg(fence.store)
+                .arg(fence.token)
                 .invoke_async(&mut ctx.conn)
                 .await?;
             match read {
@@ -312,7 +332,7 @@ async fn write(
     ctx: &mut Ctx<'_>,
     unit: i64,
     epoch: &str,
-    fence: Option<i64>,
+    fence: Option<Fence<'_>>,
 ) -> Result<(String, String), StoreError> {
     let keys = ctx.keys;
     let claim = ctx.claim.as_ref();
@@ -328,7 +348,9 @@ async fn write(
         .arg(epoch)
         .arg(claim.map_or("", |c| c.id))
         .arg(claim.map_or("", |c| c.token.as_str()))
-        .arg(fence.map(|t| t.to_string()).unwrap_or_default())
+        .arg(fence.map(|f| f.token.to_string()).unwrap_or_default())
+        .arg(fence.map_or("", |f| f.source))
+        .arg(fence.map_or("", |f| f.store))
         .invoke_async(&mut ctx.conn)
         .await?)
 }

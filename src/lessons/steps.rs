@@ -249,8 +249,11 @@ let sale = write(ctx, current, &epoch, guard.fence).await;"#,
         code: r#"-- src/lock/scripts/reentrant_acquire.lua (the grant)
 if ARGV[3] == '1' then token = redis.call('INCR', KEYS[2]) end
 -- src/scripts/fence.lua (every read and write of the stock)
-local seen = tonumber(redis.call('HGET', ledger, 'fence_seen') or '0')
-if token < seen then
+local kept = redis.call('HMGET', ledger, seen_field, store_field)
+local same_store = (kept[2] or '') == store
+local seen = 0
+if same_store then seen = tonumber(kept[1] or '0') end
+if number < seen then
   redis.call('HINCRBY', ledger, 'fenced_rejections', 1)
   return false
 end"#,

@@ -2,7 +2,8 @@
 -- it, and a sale is recorded by the same script that writes the stock, so
 -- no variant's lock (or lack of one) can separate a sale from its record.
 --   ledger: hash initial, epoch, buckets, sold, duplicates, busy, replays,
---           unknown, lost_locks, renewals, fence_seen, fenced_rejections
+--           unknown, lost_locks, renewals, fenced_rejections, and per
+--           fencing token source fence_seen:SOURCE, fence_store:SOURCE
 --   units:  bitfield, two bits per unit: how many times it was sold (0 to
 --           3, saturating), unit u at field #(initial - u), so that the
 --           field grows with the units sold, not with the stock

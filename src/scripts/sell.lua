@@ -3,13 +3,14 @@
 -- shape (read, work, write); only their write is this script.
 -- KEYS: stock, ledger, units, served, requests
 -- ARGV: new stock, unit sold, instance, epoch the stock was read in,
---       request_id ('' for none), claim token, fencing token ('' for none)
+--       request_id ('' for none), claim token, fencing token ('' for none),
+--       the token's source and store (see fence.lua)
 -- Returns {'sold', ''}; {'stale', ''} when the fencing token is older than
 -- the newest seen; {'reset', ''} when the SKU was reset since the read;
 -- {'claim_lost', record} when the request id is no longer this attempt's.
 -- The fence comes first: a holder whose lock was taken over is told so,
 -- whatever else changed meanwhile.
-if ARGV[7] ~= '' and not admit(KEYS[2], ARGV[7]) then
+if ARGV[7] ~= '' and not admit(KEYS[2], ARGV[8], ARGV[9], ARGV[7]) then
   return {'stale', ''}
 end
 if (redis.call('HGET', KEYS[2], 'epoch') or '') ~= ARGV[4] then

@@ -21,7 +21,7 @@ use std::time::Duration;
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 
 use crate::lock::etcd::{EtcdError, EtcdLock, LockError, Session};
-use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -103,7 +103,12 @@ impl Protection for EtcdVariant {
             }
         };
         timer.waited(true);
-        let answer = super::fenced_section(ctx, held.token, || !session.is_lost()).await;
+        let fence = Fence {
+            source: Variant::Etcd.name(),
+            store: &held.cluster,
+            token: held.token,
+        };
+        let answer = super::fenced_section(ctx, fence, || !session.is_lost()).await;
         let lost = session.is_lost();
         let renewals = session.renewals();
         let released = lock.release(&held, session).await;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::ZooKeeperLockError;
 use crate::lock::zookeeper::lock_name;
-use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -86,6 +86,11 @@ impl Protection for ZooKeeperVariant {
             Ok(session) => session,
             Err(err) => return refused(err),
         };
+        // Whose czxids the fence counts (read once per session).
+        let ensemble = match session.ensemble_id().await {
+            Ok(ensemble) => ensemble,
+            Err(err) => return refused(err),
+        };
         let lock = match session.lock(&lock_name(&ctx.keys.lock)) {
             Ok(lock) => lock,
             Err(err) => return Err(super::lock_store_error("zookeeper", &err)),
@@ -103,7 +108,12 @@ impl Protection for ZooKeeperVariant {
         };
         timer.waited(true);
         let held_since = Instant::now();
-        let answer = super::fenced_section(ctx, hold.token, || !session.may_be_lost()).await;
+        let fence = Fence {
+            source: Variant::ZooKeeper.name(),
+            store: &ensemble,
+            token: hold.token,
+        };
+        let answer = super::fenced_section(ctx, fence, || !session.may_be_lost()).await;
         let held_for = held_since.elapsed();
         let unlocked = lock.unlock(&hold).await;
         timer.released();
