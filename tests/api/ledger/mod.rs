@@ -6,6 +6,7 @@
 //! `attempts.rs`: attempts that die, crash or freeze around their write
 //! and the retries that follow them.
 
+mod atomic;
 mod attempts;
 
 use std::collections::{BTreeMap, BTreeSet};
