@@ -356,11 +356,14 @@ async fn write(
         .await?)
 }
 
-/// Whether a failed command certainly never reached Redis: only a refused
-/// connection says so. A timeout or a dropped connection may come after
-/// Redis ran the command, so it proves nothing.
+/// Whether a failed command certainly changed nothing: a refused
+/// connection (it never reached Redis), or Redis's own error reply (`ERR`):
+/// every script here checks all that can fail before its first write, so a
+/// script that answers an error wrote nothing. A timeout or a dropped
+/// connection may come after Redis ran the command, so it proves nothing.
 pub fn nothing_sent(err: &StoreError) -> bool {
     err.0.is_connection_refusal()
+        || err.0.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError)
 }
 
 /// A test's seam: a section of a SKU held right after its read of the

@@ -8,12 +8,20 @@
 -- Returns {'sold', ''}; {'stale', ''} when the fencing token is older than
 -- the newest seen; {'reset', ''} when the SKU was reset since the read;
 -- {'claim_lost', record} when the request id is no longer this attempt's.
--- The fence comes first: a holder whose lock was taken over is told so,
+-- What can fail is checked before the first write (Redis keeps the writes
+-- a script made before an error): the new stock is an integer and, in the
+-- epoch the stock was read in, the unit has a place among the ledger's
+-- units. Then the fence: a holder whose lock was taken over is told so,
 -- whatever else changed meanwhile.
+local l = redis.call('HMGET', KEYS[2], 'epoch', 'initial')
+local new_stock = tonumber(ARGV[1])
+if not new_stock or new_stock % 1 ~= 0 then error('the new stock is not an integer: nothing written') end
+local same_epoch = (l[1] or '') == ARGV[4]
+local offset = same_epoch and unit_offset(l[2], ARGV[2])
 if ARGV[7] ~= '' and not admit(KEYS[2], ARGV[8], ARGV[9], ARGV[7]) then
   return {'stale', ''}
 end
-if (redis.call('HGET', KEYS[2], 'epoch') or '') ~= ARGV[4] then
+if not same_epoch then
   return {'reset', ''}
 end
 if ARGV[5] ~= '' then
@@ -21,7 +29,7 @@ if ARGV[5] ~= '' then
   if not owns(entry, ARGV[6]) then return {'claim_lost', entry or ''} end
 end
 redis.call('SET', KEYS[1], ARGV[1])
-record(KEYS[2], KEYS[3], KEYS[4], ARGV[3], 'sold', ARGV[2])
+record(KEYS[2], KEYS[3], KEYS[4], ARGV[3], 'sold', offset)
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[5], ARGV[5], 'sold:' .. ARGV[2] .. ':' .. ARGV[1])
 end
