@@ -304,7 +304,8 @@ async fn section<F: Fn() -> bool>(
             }
             Ok(Answer::recorded(
                 Outcome::Sold {
-                    unit: current,
+                    // A unit given back is sold before the one read.
+                    unit: record.parse().unwrap_or(current),
                     remaining: current - 1,
                 },
                 false,
@@ -325,10 +326,10 @@ async fn section<F: Fn() -> bool>(
 }
 
 /// The write: one script sets the stock to `unit - 1` and records the sale
-/// of `unit` (with the request id's outcome), if the SKU was not reset
-/// since the read, the claim is still this attempt's and the fence admits
-/// the token. Returns the script's verdict and, when the claim was lost,
-/// the id's record.
+/// of `unit`, or of a unit given back before it (with the request id's
+/// outcome), if the SKU was not reset since the read, the claim is still
+/// this attempt's and the fence admits the token. Returns the script's
+/// verdict and the unit sold or, when the claim was lost, the id's record.
 async fn write(
     ctx: &mut Ctx<'_>,
     unit: i64,
@@ -343,6 +344,7 @@ async fn write(
         .key(&keys.units)
         .key(&keys.served)
         .key(&keys.requests)
+        .key(&keys.returned_units)
         .arg(unit - 1)
         .arg(unit)
         .arg(ctx.instance)

@@ -9,8 +9,8 @@
 -- request ids are remembered (ms), orders ('' for none; 'queue': the sale
 -- becomes an order, which the caller enqueues itself; 'stream': this
 -- script enqueues it, XADD to the orders stream, in the same atomic step)
--- With orders, units given back by expired reservations (returned_units)
--- are sold first.
+-- Units given back by expired reservations (returned_units) are sold
+-- first, with orders or without.
 -- Returns {kind, unit, remaining, started, sale, epoch, at}.
 -- Kind: 1 sold, 0 sold out, 2 / 3 for a retry of an earlier sale /
 -- sold-out, repeated and not sold again, 4 when the caller's bucket count
@@ -30,7 +30,7 @@
 -- instance counts its answer (`served`) itself and adds it to the ledger
 -- later (every second, and before anyone reads a state); with one, this
 -- script counts it, with the request's record.
-local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch', 'timeline')
+local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch', 'timeline', 'returned')
 local started = 0
 if l[4] ~= '0' then
   local t = redis.call('TIME')
@@ -86,8 +86,11 @@ if stock <= 0 then
   return done(0, 0, stock)
 end
 -- The unit: one given back (the stock counts it) or the next one down.
+-- Only a SKU that ever had a unit given back (the ledger's `returned`)
+-- looks for one: the hot path pays nothing for it. lua-sharded's buckets
+-- never have any (only order SKUs give units back, and they are not split).
 local unit, back = stock, false
-if ARGV[6] ~= '' then
+if (l[5] or '0') ~= '0' then
   back = redis.call('LINDEX', KEYS[8], 0)
   if back then unit = tonumber(back) or back end
 end

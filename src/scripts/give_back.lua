@@ -4,7 +4,7 @@
 -- Returns 'returned', 'again' (this sale's unit was given back before:
 -- nothing changes) or 'stale' (the SKU was reset since the sale: its unit
 -- belongs to old stock, nothing changes).
--- The unit joins returned_units, which the order variants sell first; the
+-- The unit joins returned_units, which every sale path sells first; the
 -- stock counts it again; the ledger counts the return and the unit's sales
 -- go down by one, so that selling it again is not a duplicate.
 local l = redis.call('HMGET', KEYS[2], 'epoch', 'initial')

@@ -8,6 +8,7 @@
 
 mod atomic;
 mod attempts;
+mod returns;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
