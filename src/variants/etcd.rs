@@ -9,7 +9,8 @@
 //! (no herd). The owner key's `create_revision` is the fencing token: the
 //! position of its transaction in the cluster's log, larger for every later
 //! holder. The stock is read and written through the `fenced` scripts,
-//! which refuse a revision older than the newest they have seen.
+//! which refuse a revision older than the newest they have seen from the
+//! same cluster (its id comes with every answer).
 //!
 //! A dead holder's keep-alives stop and etcd deletes its key when the lease
 //! runs out (`kill-instance`); a dead member, the leader included, loses no

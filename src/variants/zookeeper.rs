@@ -11,7 +11,8 @@
 //! deleted (`kill-instance`, `pause-holder`); the czxid of the owner's znode
 //! (the zxid that created it, strictly growing across leader changes) is the
 //! fencing token the stock scripts check, so a frozen holder's late write is
-//! refused. Not reentrant: the recipe keeps no hold count (Curator's
+//! refused; it is compared only with czxids of the same ensemble (its id in
+//! `/stocklock/ensemble`), never with another source's tokens. Not reentrant: the recipe keeps no hold count (Curator's
 //! reentrancy is a per-thread counter in the JVM, not in ZooKeeper).
 
 use std::time::{Duration, Instant};

@@ -132,3 +132,34 @@ async fn a_fresh_etcd_against_an_old_redis_starts_clean() {
     );
     fresh.stop().await;
 }
+
+/// A fresh ZooKeeper against an old Redis: its zxids start again, below
+/// the czxids the SKU saw from the old server, and must not be refused for
+/// them (the ensemble's id is part of the source).
+#[tokio::test]
+async fn a_fresh_zookeeper_against_an_old_redis_starts_clean() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let sku = "fresh-zookeeper";
+    let Some(old) = Servers::start(1).await else {
+        return;
+    };
+    let instance = instance_with(&store, None, Some(&old)).await;
+    instance.reset(sku, 10, 0).await;
+    for _ in 0..5 {
+        sold(&instance, "zookeeper", sku).await;
+    }
+    old.stop().await;
+    let Some(fresh) = Servers::start(1).await else {
+        return;
+    };
+    let instance = instance_with(&store, None, Some(&fresh)).await;
+    sold(&instance, "zookeeper", sku).await;
+    let state = instance.state(sku).await;
+    assert_eq!(
+        (state.sold, state.remaining, state.fenced_rejections),
+        (6, 4, 0),
+        "{state:?}"
+    );
+    fresh.stop().await;
+}
