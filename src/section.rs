@@ -66,8 +66,8 @@ pub struct Guard<'a, F: Fn() -> bool> {
     /// `None` for variants without an owner.
     pub holder: Option<&'a str>,
     /// The fencing token the store must admit for the read and the write
-    /// (`fenced`); `None`: plain reads, unfenced writes.
-    pub fence: Option<i64>,
+    /// (`fenced`, `etcd`, `zookeeper`); `None`: plain reads, unfenced writes.
+    pub fence: Option<Fence<'a>>,
     /// Asked right before the write: a lock that knows it lost its lease
     /// (the watchdog's failed renewal) backs off instead of writing; locks
     /// that cannot know always answer `true`.
@@ -84,6 +84,21 @@ impl<F: Fn() -> bool> Guard<'_, F> {
             ..self
         }
     }
+}
+
+/// A fencing token and the clock that issued it. The store compares a
+/// token only with tokens of the same source and store: the `fenced`
+/// counter, etcd's revisions and ZooKeeper's czxids count differently, and
+/// a fresh etcd or ZooKeeper starts counting again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fence<'a> {
+    /// The variant whose lock issued it (`fenced`, `etcd`, `zookeeper`).
+    pub source: &'a str,
+    /// Which store of that source: etcd's cluster id, the ZooKeeper
+    /// ensemble's id; empty for `fenced`, whose counter lives beside the
+    /// stock (a Redis that lost it lost the ledger too).
+    pub store: &'a str,
+    pub token: i64,
 }
 
 /// The section with no lock around it, or a lock that cannot know it was lost.
@@ -103,6 +118,7 @@ static SELL: LazyLock<Script> = LazyLock::new(|| {
         include_str!("scripts/sell.lua")
     ))
 });
+static READ: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read.lua")));
 static FENCED_READ: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{}\n{}",
@@ -204,21 +220,25 @@ struct Read {
     epoch: Option<String>,
 }
 
-async fn read_stock(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read>, StoreError> {
+async fn read_stock(
+    ctx: &mut Ctx<'_>,
+    fence: Option<Fence<'_>>,
+) -> Result<Option<Read>, StoreError> {
     let keys = ctx.keys;
     let (stock, epoch): (Option<i64>, Option<String>) = match fence {
         None => {
-            redis::pipe()
-                .get(&keys.stock)
-                .hget(&keys.ledger, "epoch")
-                .query_async(&mut ctx.conn)
+            READ.key(&keys.stock)
+                .key(&keys.ledger)
+                .invoke_async(&mut ctx.conn)
                 .await?
         }
-        Some(token) => {
+        Some(fence) => {
             let read: Option<(Option<i64>, Option<String>)> = FENCED_READ
                 .key(&keys.stock)
                 .key(&keys.ledger)
-                .arg(token)
+                .arg(fence.source)
+                .arg(fence.store)
+                .arg(fence.token)
                 .invoke_async(&mut ctx.conn)
                 .await?;
             match read {
@@ -227,6 +247,7 @@ async fn read_stock(ctx: &mut Ctx<'_>, fence: Option<i64>) -> Result<Option<Read
             }
         }
     };
+    seam::after_read(&keys.tag).await;
     Ok(Some(Read {
         stock: stock.unwrap_or(0),
         epoch,
@@ -283,7 +304,8 @@ async fn section<F: Fn() -> bool>(
             }
             Ok(Answer::recorded(
                 Outcome::Sold {
-                    unit: current,
+                    // A unit given back is sold before the one read.
+                    unit: record.parse().unwrap_or(current),
                     remaining: current - 1,
                 },
                 false,
@@ -304,15 +326,15 @@ async fn section<F: Fn() -> bool>(
 }
 
 /// The write: one script sets the stock to `unit - 1` and records the sale
-/// of `unit` (with the request id's outcome), if the SKU was not reset
-/// since the read, the claim is still this attempt's and the fence admits
-/// the token. Returns the script's verdict and, when the claim was lost,
-/// the id's record.
+/// of `unit`, or of a unit given back before it (with the request id's
+/// outcome), if the SKU was not reset since the read, the claim is still
+/// this attempt's and the fence admits the token. Returns the script's
+/// verdict and the unit sold or, when the claim was lost, the id's record.
 async fn write(
     ctx: &mut Ctx<'_>,
     unit: i64,
     epoch: &str,
-    fence: Option<i64>,
+    fence: Option<Fence<'_>>,
 ) -> Result<(String, String), StoreError> {
     let keys = ctx.keys;
     let claim = ctx.claim.as_ref();
@@ -322,20 +344,81 @@ async fn write(
         .key(&keys.units)
         .key(&keys.served)
         .key(&keys.requests)
+        .key(&keys.returned_units)
         .arg(unit - 1)
         .arg(unit)
         .arg(ctx.instance)
         .arg(epoch)
         .arg(claim.map_or("", |c| c.id))
         .arg(claim.map_or("", |c| c.token.as_str()))
-        .arg(fence.map(|t| t.to_string()).unwrap_or_default())
+        .arg(fence.map(|f| f.token.to_string()).unwrap_or_default())
+        .arg(fence.map_or("", |f| f.source))
+        .arg(fence.map_or("", |f| f.store))
         .invoke_async(&mut ctx.conn)
         .await?)
 }
 
-/// Whether a failed command certainly never reached Redis: only a refused
-/// connection says so. A timeout or a dropped connection may come after
-/// Redis ran the command, so it proves nothing.
+/// Whether a failed command certainly changed nothing: a refused
+/// connection (it never reached Redis), or Redis's own error reply (`ERR`):
+/// every script here checks all that can fail before its first write, so a
+/// script that answers an error wrote nothing. A timeout or a dropped
+/// connection may come after Redis ran the command, so it proves nothing.
 pub fn nothing_sent(err: &StoreError) -> bool {
     err.0.is_connection_refusal()
+        || err.0.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError)
+}
+
+/// A test's seam: a section of a SKU held right after its read of the
+/// stock, until the test lets it go, so that a test can change the SKU
+/// there (a reset) deterministically instead of by timing luck. Costs a
+/// section one atomic load while no test holds any SKU.
+#[doc(hidden)]
+pub mod seam {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, LazyLock, Mutex};
+
+    use tokio::sync::Notify;
+
+    static ANY: AtomicBool = AtomicBool::new(false);
+    static HELD: LazyLock<Mutex<HashMap<String, Arc<ReadGate>>>> = LazyLock::new(Default::default);
+
+    /// Where the next section of one SKU waits after its read.
+    #[derive(Default)]
+    pub struct ReadGate {
+        reached: Notify,
+        go: Notify,
+    }
+
+    impl ReadGate {
+        /// Resolves once a section of the SKU has read its stock and waits.
+        pub async fn reached(&self) {
+            self.reached.notified().await;
+        }
+
+        /// Lets the waiting section go on.
+        pub fn release(&self) {
+            self.go.notify_one();
+        }
+    }
+
+    /// Holds the next section of `sku` after its read (once).
+    pub fn hold_after_read(sku: &str) -> Arc<ReadGate> {
+        let gate = Arc::new(ReadGate::default());
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        held.insert(sku.to_owned(), gate.clone());
+        ANY.store(true, Ordering::Release);
+        gate
+    }
+
+    pub(super) async fn after_read(tag: &str) {
+        if !ANY.load(Ordering::Acquire) {
+            return;
+        }
+        let gate = HELD.lock().unwrap_or_else(|e| e.into_inner()).remove(tag);
+        if let Some(gate) = gate {
+            gate.reached.notify_one();
+            gate.go.notified().await;
+        }
+    }
 }

@@ -63,7 +63,7 @@ pub struct Keys {
     /// the same sale finds its field and changes nothing).
     pub returns: String,
     /// `returned_units:{sku}`: list of the units given back and not yet sold
-    /// again; the order variants sell these first.
+    /// again; every sale path sells these first.
     pub returned_units: String,
     /// `epochs:{sku}`: sorted set of every epoch a reset opened (score: the
     /// epoch), kept across resets, so that reconcile can tell an order of a

@@ -249,8 +249,11 @@ let sale = write(ctx, current, &epoch, guard.fence).await;"#,
         code: r#"-- src/lock/scripts/reentrant_acquire.lua (the grant)
 if ARGV[3] == '1' then token = redis.call('INCR', KEYS[2]) end
 -- src/scripts/fence.lua (every read and write of the stock)
-local seen = tonumber(redis.call('HGET', ledger, 'fence_seen') or '0')
-if token < seen then
+local kept = redis.call('HMGET', ledger, seen_field, store_field)
+local same_store = (kept[2] or '') == store
+local seen = 0
+if same_store then seen = tonumber(kept[1] or '0') end
+if number < seen then
   redis.call('HINCRBY', ledger, 'fenced_rejections', 1)
   return false
 end"#,
@@ -270,13 +273,14 @@ end"#,
             lua 变体正是这么做的:一个脚本完成扣减、检查和记账,Redis 执行完这个脚本才会处理别的命令,第二个买家根本无缝可钻。\
             两个实例的同一场抢购,50 件商品每件恰好卖出一次,没有锁,没有租期,每个买家只需一次往返。",
         code: r#"-- src/scripts/deduct.lua
-local stock = redis.call('DECR', KEYS[1]) + 1
+local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
 if stock <= 0 then
-  redis.call('INCR', KEYS[1])
-  return {0, 0, stock}
+  return done(0, 0, stock)
 end
+local offset = unit_offset(l[1], unit)
+redis.call('DECR', KEYS[1])
 local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
-sold_unit(KEYS[2], KEYS[3], unit, l[1])"#,
+sold_unit(KEYS[2], KEYS[3], offset)"#,
         look: "Every section is a single atomic step, none overlaps another, and sold equals the initial stock with 0 remaining.",
         look_zh: "每个临界区都只是一个原子步骤,没有任何重叠;已售数等于初始库存,剩余为 0。",
     },

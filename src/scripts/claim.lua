@@ -6,6 +6,9 @@
 -- Returns {'claimed', ''}; {'done', record} (a retry: the first answer,
 -- counted as a replay); {'pending', ''} (another attempt holds the claim:
 -- counted busy).
+-- Checked before the first write (Redis keeps the writes a script made
+-- before an error).
+if not (tonumber(ARGV[3]) and tonumber(ARGV[5])) then error('bad hold or ttl: nothing written') end
 local entry = redis.call('HGET', KEYS[1], ARGV[1])
 local now = now_ms()
 if entry then

@@ -9,8 +9,8 @@
 -- request ids are remembered (ms), orders ('' for none; 'queue': the sale
 -- becomes an order, which the caller enqueues itself; 'stream': this
 -- script enqueues it, XADD to the orders stream, in the same atomic step)
--- With orders, units given back by expired reservations (returned_units)
--- are sold first.
+-- Units given back by expired reservations (returned_units) are sold
+-- first, with orders or without.
 -- Returns {kind, unit, remaining, started, sale, epoch, at}.
 -- Kind: 1 sold, 0 sold out, 2 / 3 for a retry of an earlier sale /
 -- sold-out, repeated and not sold again, 4 when the caller's bucket count
@@ -24,12 +24,13 @@
 -- that instant tells. For a sale that becomes an order: its sale number in
 -- the epoch (the ledger's sold after it), the epoch, and Redis's time of
 -- the sale (ms); 0 otherwise.
--- The hot path (a sale without a request id) makes five calls: HMGET,
--- TIME, DECR, HINCRBY and BITFIELD. Without a request id the
+-- The hot path (a sale without a request id) makes six calls: HMGET,
+-- TIME, GET, DECR, HINCRBY and BITFIELD (the GET, so that the unit is
+-- checked before anything is written). Without a request id the
 -- instance counts its answer (`served`) itself and adds it to the ledger
 -- later (every second, and before anyone reads a state); with one, this
 -- script counts it, with the request's record.
-local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch', 'timeline')
+local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch', 'timeline', 'returned')
 local started = 0
 if l[4] ~= '0' then
   local t = redis.call('TIME')
@@ -65,12 +66,17 @@ if ARGV[2] ~= '' then
     -- The claim of an attempt presumed dead: this one decides the id now.
   end
 end
--- Decremented first and given back when there was nothing to take: one
--- call for a sale instead of a read and a write (the script is atomic, so
--- nobody sees the stock in between).
-local stock = redis.call('DECR', KEYS[1]) + 1
+-- Everything that can fail is checked before the first write (Redis keeps
+-- the writes a script made before an error): the stock is a number and the
+-- unit to sell has a place among the ledger's units.
+local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
+if not stock or stock % 1 ~= 0 then error('the stock is not an integer: nothing written') end
+if ARGV[2] ~= '' and not tonumber(ARGV[5]) then error('bad request id ttl: nothing written') end
+if ARGV[6] == 'stream' then
+  local kind = redis.call('TYPE', KEYS[7])['ok']
+  if kind ~= 'stream' and kind ~= 'none' then error('the orders key is not a stream: nothing written') end
+end
 if stock <= 0 then
-  redis.call('INCR', KEYS[1])
   if ARGV[3] == '0' then return done(0, 0, stock) end
   if ARGV[2] ~= '' then
     record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold_out', '')
@@ -79,14 +85,21 @@ if stock <= 0 then
   end
   return done(0, 0, stock)
 end
-local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
 -- The unit: one given back (the stock counts it) or the next one down.
-local unit = stock
-if ARGV[6] ~= '' then
-  local back = redis.call('LPOP', KEYS[8])
-  if back then unit = tonumber(back) end
+-- Only a SKU that ever had a unit given back (the ledger's `returned`)
+-- looks for one: the hot path pays nothing for it. lua-sharded's buckets
+-- never have any (only order SKUs give units back, and they are not split).
+local unit, back = stock, false
+if (l[5] or '0') ~= '0' then
+  back = redis.call('LINDEX', KEYS[8], 0)
+  if back then unit = tonumber(back) or back end
 end
-sold_unit(KEYS[2], KEYS[3], unit, l[1])
+local offset = unit_offset(l[1], unit)
+-- The writes.
+if back then redis.call('LPOP', KEYS[8]) end
+redis.call('DECR', KEYS[1])
+local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
+sold_unit(KEYS[2], KEYS[3], offset)
 if ARGV[2] ~= '' then
   redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
   redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. unit .. ':' .. (stock - 1))

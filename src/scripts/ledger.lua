@@ -2,27 +2,45 @@
 -- it, and a sale is recorded by the same script that writes the stock, so
 -- no variant's lock (or lack of one) can separate a sale from its record.
 --   ledger: hash initial, epoch, buckets, sold, duplicates, busy, replays,
---           unknown, lost_locks, renewals, fence_seen, fenced_rejections
+--           unknown, lost_locks, renewals, fenced_rejections, and per
+--           fencing token source fence_seen:SOURCE, fence_store:SOURCE
 --   units:  bitfield, two bits per unit: how many times it was sold (0 to
 --           3, saturating), unit u at field #(initial - u), so that the
 --           field grows with the units sold, not with the stock
 --   served: hash instance -> requests answered
 -- The second sale of a unit makes it a duplicate; the third does not count
--- again. Returns nothing; `initial` is the ledger's (read if not given).
-local function sold_unit(ledger, units, unit, initial)
-  initial = initial or redis.call('HGET', ledger, 'initial') or '0'
+-- again. Every script checks all that can fail before its first write
+-- (Redis keeps the writes a script made before an error): a sale takes its
+-- unit's offset from unit_offset first, which raises the error, and writes
+-- after.
+
+-- The bitfield offset of `unit` among the `initial` units of the stock
+-- (1 to initial), or an error for a unit that has no place there (a stock
+-- set above the ledger's initial by hand).
+local function unit_offset(initial, unit)
+  local i, u = tonumber(initial), tonumber(unit)
+  if not (i and u) or u < 1 or u > i or u % 1 ~= 0 then
+    error('unit ' .. tostring(unit) .. ' is not one of the ' .. tostring(initial)
+      .. ' units of the stock: nothing written')
+  end
+  return '#' .. (i - u)
+end
+
+-- Counts one sale of the unit at `offset` (from unit_offset).
+local function sold_unit(ledger, units, offset)
   local times = redis.call('BITFIELD', units, 'OVERFLOW', 'SAT',
-    'INCRBY', 'u2', '#' .. (tonumber(initial) - tonumber(unit)), 1)[1]
+    'INCRBY', 'u2', offset, 1)[1]
   if times == 2 then
     redis.call('HINCRBY', ledger, 'duplicates', 1)
   end
 end
 
-local function record(ledger, units, served, instance, outcome, unit)
+-- `offset`: the sold unit's (from unit_offset), for a sale only.
+local function record(ledger, units, served, instance, outcome, offset)
   redis.call('HINCRBY', served, instance, 1)
   if outcome == 'sold' then
     redis.call('HINCRBY', ledger, 'sold', 1)
-    sold_unit(ledger, units, unit, nil)
+    sold_unit(ledger, units, offset)
   elseif outcome == 'busy' then
     redis.call('HINCRBY', ledger, 'busy', 1)
   elseif outcome == 'replay' then

@@ -6,9 +6,12 @@
 -- 'timeline_sections' field counts what the list holds; a reset clears it
 -- with the list)
 -- ARGV: the batch ("COUNT|JSON"), its count, keep
+-- The numbers are checked before the first write (Redis keeps the writes
+-- a script made before an error).
+local keep = tonumber(ARGV[3])
+if not (keep and tonumber(ARGV[2])) then error('bad count or keep: nothing written') end
 redis.call('RPUSH', KEYS[1], ARGV[1])
 local total = redis.call('HINCRBY', KEYS[2], 'timeline_sections', ARGV[2])
-local keep = tonumber(ARGV[3])
 while total > keep do
   local first = redis.call('LINDEX', KEYS[1], 0)
   if not first then break end

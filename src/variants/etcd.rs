@@ -9,7 +9,8 @@
 //! (no herd). The owner key's `create_revision` is the fencing token: the
 //! position of its transaction in the cluster's log, larger for every later
 //! holder. The stock is read and written through the `fenced` scripts,
-//! which refuse a revision older than the newest they have seen.
+//! which refuse a revision older than the newest they have seen from the
+//! same cluster (its id comes with every answer).
 //!
 //! A dead holder's keep-alives stop and etcd deletes its key when the lease
 //! runs out (`kill-instance`); a dead member, the leader included, loses no
@@ -21,7 +22,7 @@ use std::time::Duration;
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 
 use crate::lock::etcd::{EtcdError, EtcdLock, LockError, Session};
-use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -104,7 +105,12 @@ impl Protection for EtcdVariant {
             }
         };
         timer.waited(true);
-        let answer = super::fenced_section(ctx, held.token, || !session.is_lost()).await;
+        let fence = Fence {
+            source: Variant::Etcd.name(),
+            store: &held.cluster,
+            token: held.token,
+        };
+        let answer = super::fenced_section(ctx, fence, || !session.is_lost()).await;
         let lost = session.is_lost();
         let renewals = session.renewals();
         let released = lock.release(&held, session).await;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Variant;
 use crate::metrics::WaitOutcome;
-use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::{Keys, StoreError};
 
 /// The error of a lock variant whose store this instance was not given
@@ -86,19 +86,23 @@ pub(super) fn not_replicated() -> Result<Answer, StoreError> {
     Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NotReplicated)))
 }
 
-/// The critical section under a lock whose own store issued `token`
+/// The critical section under a lock whose own store issued `fence`
 /// (etcd's revision, ZooKeeper's zxid): the stock is read and written
 /// through the fenced scripts, which refuse a token older than the newest
-/// they have seen.
+/// they have seen from the same source and store.
 pub(super) async fn fenced_section(
     ctx: &mut Ctx<'_>,
-    token: i64,
+    fence: Fence<'_>,
     still_held: impl Fn() -> bool,
 ) -> Result<Answer, StoreError> {
-    let holder = format!("{}#{token}", crate::lock::OwnerId::new(ctx.instance));
+    let holder = format!(
+        "{}#{}",
+        crate::lock::OwnerId::new(ctx.instance),
+        fence.token
+    );
     let guard = crate::section::Guard {
         holder: Some(&holder),
-        fence: Some(token),
+        fence: Some(fence),
         still_held,
         lease: None,
     };

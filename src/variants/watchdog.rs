@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
-use crate::section::{Answer, Ctx, Guard, critical_section};
+use crate::section::{Answer, Ctx, Fence, Guard, critical_section};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -115,7 +115,11 @@ pub(super) async fn renewed_lock(
     let tenure = dog.tenure().clone();
     let guard = Guard {
         holder: Some(&holder),
-        fence: token,
+        fence: token.map(|token| Fence {
+            source: variant.name(),
+            store: "",
+            token,
+        }),
         still_held: || !tenure.is_lost(),
         lease: Some(lease),
     };

@@ -11,7 +11,8 @@
 //! deleted (`kill-instance`, `pause-holder`); the czxid of the owner's znode
 //! (the zxid that created it, strictly growing across leader changes) is the
 //! fencing token the stock scripts check, so a frozen holder's late write is
-//! refused. Not reentrant: the recipe keeps no hold count (Curator's
+//! refused; it is compared only with czxids of the same ensemble (its id in
+//! `/stocklock/ensemble`), never with another source's tokens. Not reentrant: the recipe keeps no hold count (Curator's
 //! reentrancy is a per-thread counter in the JVM, not in ZooKeeper).
 
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::ZooKeeperLockError;
 use crate::lock::zookeeper::lock_name;
-use crate::section::{Answer, BusyReason, Ctx, Outcome};
+use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -87,6 +88,11 @@ impl Protection for ZooKeeperVariant {
             Ok(session) => session,
             Err(err) => return refused(err),
         };
+        // Whose czxids the fence counts (read once per session).
+        let ensemble = match session.ensemble_id().await {
+            Ok(ensemble) => ensemble,
+            Err(err) => return refused(err),
+        };
         let lock = match session.lock(&lock_name(&ctx.keys.lock)) {
             Ok(lock) => lock,
             Err(err) => return Err(super::lock_store_error("zookeeper", &err)),
@@ -104,7 +110,12 @@ impl Protection for ZooKeeperVariant {
         };
         timer.waited(true);
         let held_since = Instant::now();
-        let answer = super::fenced_section(ctx, hold.token, || !session.may_be_lost()).await;
+        let fence = Fence {
+            source: Variant::ZooKeeper.name(),
+            store: &ensemble,
+            token: hold.token,
+        };
+        let answer = super::fenced_section(ctx, fence, || !session.may_be_lost()).await;
         let held_for = held_since.elapsed();
         let unlocked = lock.unlock(&hold).await;
         timer.released();

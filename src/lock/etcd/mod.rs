@@ -61,6 +61,10 @@ pub struct Held {
     pub key: String,
     /// The key's `create_revision`: the fencing token.
     pub token: i64,
+    /// The cluster's id (every answer's `header.cluster_id`): whose
+    /// revisions the token counts, so that a store fencing with it can tell
+    /// a fresh cluster, counting from 1 again, from the one it knew.
+    pub cluster: String,
     /// When the transaction that queued the key was sent.
     pub sent: Instant,
 }
@@ -102,7 +106,7 @@ impl EtcdLock {
         let deadline = Instant::now() + wait;
         let key = format!("{}{:016x}", self.prefix, session.lease());
         let sent = Instant::now();
-        let (token, owner) = loop {
+        let (token, owner, cluster) = loop {
             match self.queue(&key, session.lease()).await {
                 Ok(queued) => break queued,
                 Err(EtcdError::Unavailable(why)) if Instant::now() < deadline => {
@@ -115,7 +119,12 @@ impl EtcdLock {
                 Err(err) => return Err(err.into()),
             }
         };
-        let held = Held { key, token, sent };
+        let held = Held {
+            key,
+            token,
+            cluster,
+            sent,
+        };
         if owner == Some(token) {
             return Ok(held);
         }
@@ -195,8 +204,9 @@ impl EtcdLock {
     }
 
     /// Puts our key unless it is there (one transaction), and reads the
-    /// queue's first key: our key's create revision, and the owner's.
-    async fn queue(&self, key: &str, lease: i64) -> Result<(i64, Option<i64>), EtcdError> {
+    /// queue's first key: our key's create revision, the owner's, and the
+    /// cluster's id.
+    async fn queue(&self, key: &str, lease: i64) -> Result<(i64, Option<i64>, String), EtcdError> {
         let owner = json!({"request_range": self.first_created(None, "ASCEND")});
         let txn = json!({
             "compare": [{"target": "CREATE", "key": b64(key), "create_revision": "0", "result": "EQUAL"}],
@@ -219,7 +229,12 @@ impl EtcdLock {
             Some(kv) => Some(int(&kv["create_revision"])?),
             None => None,
         };
-        Ok((mine, owner))
+        // A 64-bit id the gateway sends as a string: kept as sent.
+        let cluster = match &answer["header"]["cluster_id"] {
+            Value::String(id) => id.clone(),
+            other => other.to_string(),
+        };
+        Ok((mine, owner, cluster))
     }
 
     /// Waits until no key created before `mine` is left, watching each time

@@ -4,6 +4,9 @@
 -- KEYS: lock   ARGV: owner, lease ms, release channel, all ('1' | '0'),
 --               the message to publish (the releasing process)
 -- Returns -1 when we do not hold it, else the holds left (0 = released).
+-- The lease is checked before the first write (Redis keeps the writes a
+-- script made before an error).
+if not tonumber(ARGV[2]) then error('the lease is not a number: nothing written') end
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
   return -1
 end

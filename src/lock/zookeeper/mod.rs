@@ -54,6 +54,9 @@ pub use sessions::ZooKeeperSessions;
 /// Where every lock lives: `{LOCKS_ROOT}/{name}`.
 pub const LOCKS_ROOT: &str = "/stocklock/locks";
 
+/// The znode holding the ensemble's id ([`ZooKeeperSession::ensemble_id`]).
+pub const ENSEMBLE_ID: &str = "/stocklock/ensemble";
+
 /// The ZooKeeper lock name of a Redis lock key: ZooKeeper paths take no
 /// `{` or `}`, so the key's hash tag goes (`lock:{sku}` → `lock:sku`).
 pub fn lock_name(key: &str) -> String {
@@ -77,6 +80,8 @@ pub enum ZooKeeperLockError {
 #[derive(Clone, Debug)]
 pub struct ZooKeeperSession {
     client: zk::Client,
+    /// The ensemble's id, read once per session.
+    ensemble: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
 
 impl ZooKeeperSession {
@@ -95,7 +100,42 @@ impl ZooKeeperSession {
         let client = tokio::time::timeout(connect_timeout, connect)
             .await
             .map_err(|_| ZooKeeperLockError::Timeout(connect_timeout))??;
-        Ok(Self { client })
+        Ok(Self {
+            client,
+            ensemble: Default::default(),
+        })
+    }
+
+    /// The ensemble's identity: a random id that the first client to ask
+    /// writes in [`ENSEMBLE_ID`], the same for every client of the
+    /// ensemble and another for a fresh one. A store fencing with czxids
+    /// needs it: a fresh ensemble's zxids count again from the start, so
+    /// they compare only with tokens of the same ensemble. (The czxid of a
+    /// znode of ours would not do: two fresh ensembles that did the same
+    /// few writes give it the same value.)
+    pub async fn ensemble_id(&self) -> Result<String, ZooKeeperLockError> {
+        let id = self
+            .ensemble
+            .get_or_try_init(|| async {
+                let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                let parent = &ENSEMBLE_ID[..ENSEMBLE_ID.rfind('/').unwrap_or(0)];
+                self.client.mkdir(parent, &persistent).await?;
+                let fresh = uuid::Uuid::new_v4().simple().to_string();
+                match self
+                    .client
+                    .create(ENSEMBLE_ID, fresh.as_bytes(), &persistent)
+                    .await
+                {
+                    Ok(_) => Ok(fresh),
+                    Err(zk::Error::NodeExists) => {
+                        let (id, _) = self.client.get_data(ENSEMBLE_ID).await?;
+                        Ok::<_, ZooKeeperLockError>(String::from_utf8_lossy(&id).into_owned())
+                    }
+                    Err(err) => Err(err.into()),
+                }
+            })
+            .await?;
+        Ok(id.clone())
     }
 
     /// The session timeout the server granted: how long after the owner's

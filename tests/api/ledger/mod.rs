@@ -6,7 +6,9 @@
 //! `attempts.rs`: attempts that die, crash or freeze around their write
 //! and the retries that follow them.
 
+mod atomic;
 mod attempts;
+mod returns;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

@@ -1,9 +1,11 @@
 //! The correct locks, as a reviewer of distributed locks reads them: a
 //! holder knows when it may no longer count on its lock, no error path
-//! leaves a lock behind, a fencing token survives a reset, an instance is
-//! ready only once it can be woken, and no client can grow Redis or an
-//! instance without bound (`growth.rs`).
+//! leaves a lock behind, a holder frozen across a reset sells nothing, an
+//! instance is ready only once it can be woken, no client can grow Redis
+//! or an instance without bound (`growth.rs`), and fencing tokens are
+//! compared only within their source (`fences.rs`).
 
+mod fences;
 mod growth;
 
 use std::time::{Duration, Instant};
@@ -137,10 +139,10 @@ async fn no_error_path_leaves_a_correct_lock_behind() {
 }
 
 /// A fenced holder frozen across a reset: a newer holder sells, the SKU is
-/// reset, and the frozen one wakes: its write is refused for its stale
-/// token, because the newest token seen survives the reset (the reset
-/// forgetting it would let the frozen holder through); tokens never go
-/// backwards across the reset either.
+/// reset, and the frozen one wakes. The reset forgot the newest token seen
+/// (with the rest of the ledger), so the fence admits the frozen token; its
+/// write is refused all the same, by the epoch it read the stock in, and
+/// sells nothing. The token counter never goes backwards across the reset.
 #[tokio::test]
 async fn a_fenced_holder_frozen_across_a_reset_is_refused() {
     let stack = Stack::start_with(2, None, &["--chaos"]).await;
@@ -181,7 +183,7 @@ async fn a_fenced_holder_frozen_across_a_reset_is_refused() {
     );
     let (status, late) = frozen.await.unwrap();
     assert_eq!(status, 429, "{late}");
-    assert_eq!(late["reason"], "stale_token", "{late}");
+    assert_eq!(late["reason"], "reset", "{late}");
     let state = stack.state(v).await;
     assert_eq!(
         (
@@ -190,8 +192,8 @@ async fn a_fenced_holder_frozen_across_a_reset_is_refused() {
             state.oversold,
             state.fenced_rejections
         ),
-        (0, 5, 0, 1),
-        "the new ledger sold nothing and counted the refusal: {state:?}"
+        (0, 5, 0, 0),
+        "the new ledger sold nothing and refused nothing by its fence: {state:?}"
     );
     stack.stop().await;
 }
