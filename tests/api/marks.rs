@@ -301,12 +301,7 @@ async fn a_give_back_clears_every_instances_mark_and_refusals_are_counted() {
     let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
     let mut conn = store.conn().await.unwrap();
     let keys = Keys::new(&stocklock::knobs::Sku::parse(sku).unwrap());
-    let epoch: i64 = redis::cmd("HGET")
-        .arg(&keys.ledger)
-        .arg("epoch")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let epoch = crate::helpers::epoch(&mut conn, &keys).await;
     for (sale, unit) in [(1, 2), (2, 1)] {
         let given = stocklock::orders::expiry::give_back(&mut conn, &keys, epoch, sale, unit)
             .await

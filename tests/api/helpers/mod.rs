@@ -346,3 +346,16 @@ pub(crate) fn node_check(file: &std::path::Path, module: bool) -> bool {
     );
     true
 }
+
+/// The SKU's current epoch (what a reset opened), read from its ledger.
+pub(crate) async fn epoch<C: redis::aio::ConnectionLike>(
+    conn: &mut C,
+    keys: &stocklock::store::Keys,
+) -> i64 {
+    redis::cmd("HGET")
+        .arg(&keys.ledger)
+        .arg("epoch")
+        .query_async(conn)
+        .await
+        .expect("the SKU's epoch")
+}

@@ -148,12 +148,7 @@ async fn a_script_that_fails_its_check_changes_nothing() {
             );
         }
     }
-    let epoch: i64 = redis::cmd("HGET")
-        .arg(Keys::tagged_with(sku).ledger)
-        .arg("epoch")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let epoch = crate::helpers::epoch(&mut conn, &Keys::tagged_with(sku)).await;
     let given_back = stocklock::orders::expiry::give_back(
         &mut store.conn().await.unwrap(),
         &Keys::tagged_with(sku),

@@ -37,12 +37,8 @@ async fn every_sale_path_sells_a_returned_unit_first() {
         ]
         .into();
         assert_eq!(units, [3, 2, 1]);
-        let epoch: i64 = redis::cmd("HGET")
-            .arg(&keys.ledger)
-            .arg("epoch")
-            .query_async(&mut helpers::redis_conn(&redis.url()).await)
-            .await
-            .unwrap();
+        let epoch =
+            crate::helpers::epoch(&mut helpers::redis_conn(&redis.url()).await, &keys).await;
         let mut conn = store.conn().await.unwrap();
         let back = give_back(&mut conn, &keys, epoch, 1, 3).await.unwrap();
         assert_eq!(back, GiveBack::Returned);

@@ -21,12 +21,7 @@ async fn an_insert_refused_by_another_order_is_retried_and_counted_never_acked()
         stack.reset(sku, 5).await;
         let mut conn = redis(&stack).await;
         let keys = Keys::tagged_with(sku);
-        let epoch: i64 = redis::cmd("HGET")
-            .arg(&keys.ledger)
-            .arg("epoch")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let epoch = crate::helpers::epoch(&mut conn, &keys).await;
         // Sale 1 of this epoch is taken by an order of another unit.
         let db = database(&stack).await;
         db.execute(

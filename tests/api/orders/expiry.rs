@@ -105,12 +105,7 @@ async fn a_pass_cut_after_its_commit_is_finished_by_the_next_one() {
         assert_eq!(a.get("/deductStock/lua?sku=g1").await.0, 200);
         let mut conn = store.conn().await.unwrap();
         let keys = stocklock::store::Keys::tagged_with("g1");
-        let epoch: i64 = redis::cmd("HGET")
-            .arg(&keys.ledger)
-            .arg("epoch")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let epoch = crate::helpers::epoch(&mut conn, &keys).await;
         db.execute(
             "INSERT INTO orders (sku, epoch, unit, sale, status, pay_by)
              VALUES ('g1', $1, 1, 1, 'pending_payment', now() - interval '1 second')",

@@ -266,12 +266,7 @@ async fn a_dead_consumers_messages_are_claimed_and_written_by_a_live_worker() {
             .await
             .unwrap();
         stocklock::orders::register(&mut conn, sku).await.unwrap();
-        let epoch: i64 = redis::cmd("HGET")
-            .arg(&keys.ledger)
-            .arg("epoch")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let epoch = crate::helpers::epoch(&mut conn, &keys).await;
         let mut pipe = redis::pipe();
         pipe.atomic();
         for (i, sale) in ghost_sales.iter().enumerate() {
