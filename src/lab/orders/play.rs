@@ -18,6 +18,15 @@ fn pass(done: &Expired) -> String {
     )
 }
 
+/// The answers of `replies`, in order, for the evidence.
+fn answers(replies: &[Reply]) -> String {
+    replies
+        .iter()
+        .map(Reply::answer)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The answers of `replies` that are not sales.
 fn not_sold(replies: &[Reply]) -> Vec<String> {
     replies
@@ -152,11 +161,7 @@ pub(super) async fn postgres_restart(c: &mut OrdersCell, v: &str) -> anyhow::Res
     Ok(Books {
         fault: format!(
             "PostgreSQL stopped (fast shutdown) before 3 sales (answers {}), the orders' view answered {view} meanwhile; started again on port {}, settled {:.2} s later",
-            during
-                .iter()
-                .map(Reply::answer)
-                .collect::<Vec<_>>()
-                .join(", "),
+            answers(&during),
             port,
             took.as_secs_f64()
         ),
@@ -324,18 +329,10 @@ pub(super) async fn redis_data_loss(c: &mut OrdersCell, v: &str) -> anyhow::Resu
         books: Books {
             fault: format!(
                 "2 orders written; PostgreSQL stopped; 3 sales ({}) in flight when Redis restarted empty (pid {} after {}); a reset and 3 sales ({})",
-                in_flight
-                    .iter()
-                    .map(Reply::answer)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                answers(&in_flight),
                 c.stack.redis_pid.unwrap_or(0),
                 old_redis.unwrap_or(0),
-                after
-                    .iter()
-                    .map(Reply::answer)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                answers(&after)
             ),
             landed,
             struck: None,
