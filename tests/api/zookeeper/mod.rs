@@ -8,6 +8,7 @@
 //! This file: the fixtures and the servers; `lock.rs`: the lock.
 
 mod lock;
+mod sessions;
 
 use std::time::{Duration, Instant};
 
