@@ -85,6 +85,9 @@ pub enum Command {
         #[arg(long)]
         to: SocketAddr,
     },
+    /// (internal) How `up` owns its children: `__child`, `__guard-group`.
+    #[command(flatten)]
+    Owned(up::process::Owned),
 }
 
 #[derive(Args, Debug)]
@@ -231,6 +234,9 @@ pub struct ServeArgs {
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Owned(owned) = &cli.command {
+        return owned.run(); // an exec or a wait: no runtime
+    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Command::Serve(ServeArgs {
         worker_threads: Some(n),
@@ -308,6 +314,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             Ok(true)
         }
         Command::Relay { listen, to } => up::relay::run(listen, to).await.map(|()| true),
+        Command::Owned(_) => anyhow::bail!("`main` runs it before any runtime"),
         Command::Load(config) => {
             telemetry::init("warn");
             crate::load::run(config).await

@@ -15,23 +15,84 @@ pub fn signal(pid: u32, signal: Signal) {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+/// Resolves on Ctrl-C, SIGTERM or SIGHUP: a closed terminal is a stop
+/// asked for too, and its default action would kill us before we stop our
+/// children. The handlers are installed when this is called, not when it
+/// is first polled: a signal in between is kept, not fatal.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{Signal as Stream, SignalKind, signal};
+    let streams = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ]
+    .map(|kind| signal(kind).ok());
+    async fn received(stream: Option<Stream>) {
+        match stream {
+            Some(mut stream) => {
+                stream.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
     }
+    let [interrupt, terminate, hangup] = streams;
+    async move {
+        tokio::select! {
+            _ = received(interrupt) => {},
+            _ = received(terminate) => {},
+            _ = received(hangup) => {},
+        }
+    }
+}
+
+/// Becomes `program` with `args`, killed by the kernel when `parent` dies
+/// (PR_SET_PDEATHSIG), however it dies: `up` starts every child through
+/// this (its hidden `__child` subcommand), since a SIGKILLed `up` cannot stop
+/// them itself. Returns only on failure.
+pub fn exec_owned(
+    parent: u32,
+    program: &std::ffi::OsStr,
+    args: &[std::ffi::OsString],
+) -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    if let Err(err) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
+        return anyhow::anyhow!("cannot ask to die with the parent: {err}");
+    }
+    // The parent may have died before the line above: we were then
+    // reparented and no signal will come.
+    if i32::try_from(parent).ok() != Some(nix::unistd::getppid().as_raw()) {
+        return anyhow::anyhow!("the parent (pid {parent}) is gone");
+    }
+    let err = std::process::Command::new(program).args(args).exec();
+    anyhow::anyhow!("cannot run {}: {err}", Path::new(program).display())
+}
+
+/// Waits for `parent` to die, then SIGKILLs process group `group`: the
+/// processes a child of `up` forks (nginx's workers) are not `up`'s
+/// children, outlive their master's death signal and keep its port. `up`
+/// starts one of these (its hidden `__guard-group` subcommand) per such
+/// group and SIGKILLs it on a clean stop. Runs before any thread exists.
+pub fn guard_group(parent: u32, group: u32) -> anyhow::Result<()> {
+    use nix::sys::signal::SigSet;
+    let mut death = SigSet::empty();
+    death.add(Signal::SIGTERM);
+    // Blocked before it is asked for, so that it waits in the queue.
+    death.thread_block()?;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+    if i32::try_from(parent).ok() == Some(nix::unistd::getppid().as_raw()) {
+        // SIGTERM is all it waits for: the parent's death, or a `kill`.
+        death.wait()?;
+    }
+    let group = i32::try_from(group)?;
+    let _ = nix::sys::signal::killpg(Pid::from_raw(group), Signal::SIGKILL);
+    Ok(())
+}
+
+/// Whether a process with this pid exists (zombies included).
+pub fn is_alive(pid: u32) -> bool {
+    // Another user's process answers EPERM: it exists all the same.
+    i32::try_from(pid)
+        .is_ok_and(|pid| pid > 0 && kill(Pid::from_raw(pid), None) != Err(nix::errno::Errno::ESRCH))
 }
 
 /// Finds `name` on `PATH`, then in the sbin directories that a non-root

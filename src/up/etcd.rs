@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tempfile::TempDir;
-use tokio::process::Command;
 
 use super::process::{self, Running};
 use crate::os::free_port;
@@ -123,7 +122,7 @@ impl EtcdCluster {
         for (name, &(client_port, peer_port)) in names.iter().zip(&ports) {
             let client = format!("http://127.0.0.1:{client_port}");
             let peer = format!("http://127.0.0.1:{peer_port}");
-            let mut child = Command::new(&binary)
+            let mut child = process::command(&binary)
                 .args(["--name", name])
                 .arg("--data-dir")
                 .arg(root.join(name))

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -135,7 +135,7 @@ struct InstanceSpec {
 
 impl InstanceSpec {
     fn spawn(&self) -> std::io::Result<Child> {
-        let mut command = Command::new(&self.binary);
+        let mut command = process::command(&self.binary);
         command
             .arg("serve")
             .arg("--listen")

@@ -8,7 +8,10 @@
 //! same binary, and nginx in front of them, all on loopback and all as
 //! children. It waits until everything answers, gives the lab's SKUs their
 //! stock, prints the URL and the admin token, restarts an instance that dies,
-//! and on Ctrl-C or SIGTERM stops every child and removes its files.
+//! and on Ctrl-C, SIGTERM or SIGHUP stops every child and removes its files.
+//! Each child runs in its own process group (a terminal's Ctrl-C reaches
+//! `up` alone) and dies with `up` even when `up` is SIGKILLed; the next
+//! `up` then removes the run directory the dead one left.
 //!
 //! Lines on stdout other programs can rely on (the tests do):
 //!
@@ -47,6 +50,7 @@ pub mod postgres;
 pub mod process;
 pub mod redis;
 pub mod relay;
+mod run_dir;
 pub mod sentinel;
 mod stores;
 pub mod zookeeper;
@@ -178,7 +182,7 @@ pub struct UpConfig {
 /// Masters of the cluster `up --cluster` starts.
 pub const CLUSTER_MASTERS: usize = 3;
 
-/// Runs the stack until Ctrl-C or SIGTERM: its stores, its instances and
+/// Runs the stack until Ctrl-C, SIGTERM or SIGHUP: its stores, its instances and
 /// nginx in front, supervised; then stops them all.
 pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     let stock = parse_stock(config.stock)?;
@@ -192,12 +196,11 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
         process::require_program("redis-sentinel", "redis-sentinel")?;
     }
     let front = Front::parse(&config)?;
-    let run_dir = tempfile::Builder::new().prefix("stocklock-up-").tempdir()?;
-    // nginx's workers run as another user when started by root; let them in.
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(run_dir.path(), std::fs::Permissions::from_mode(0o755))?;
-    }
+    // From here a stop signal waits for `until_stopped` (our children die
+    // with us either way, but the run directory would stay).
+    let shutdown = shutdown_signal();
+    process::children_die_with_us()?;
+    let run_dir = run_dir::create(None)?;
 
     let mut stores = Stores::start(&config, run_dir.path()).await?;
     seed_stock(&stores.store()?, stock).await?;
@@ -227,7 +230,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     let mut nginx = Nginx::start(run_dir.path(), front.listen, &instances.addrs).await?;
     front.announce(&nginx, &instances.addrs, !config.no_chaos, &admin_token);
 
-    let ended_by = until_stopped(&mut nginx, &mut stores).await?;
+    let ended_by = until_stopped(shutdown, &mut nginx, &mut stores).await?;
     tracing::info!("stopping after {ended_by}");
     nginx.stop().await;
     instances.stop().await;
@@ -316,8 +319,11 @@ pub fn scrape_config(targets: &[String]) -> String {
 /// but under `--replica`, where the Sentinels fail over instead; our
 /// PostgreSQL likewise, with its data.
 /// What ended it, for the log.
-async fn until_stopped(nginx: &mut Nginx, stores: &mut Stores) -> anyhow::Result<String> {
-    let shutdown = shutdown_signal();
+async fn until_stopped(
+    shutdown: impl std::future::Future<Output = ()>,
+    nginx: &mut Nginx,
+    stores: &mut Stores,
+) -> anyhow::Result<String> {
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

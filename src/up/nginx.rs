@@ -37,6 +37,8 @@ pub fn render(listen: &str, upstreams: &[SocketAddr], run_dir: &Path, admin_allo
 /// A running nginx master process.
 pub struct Nginx {
     process: Running,
+    /// SIGKILLs the workers if `up` dies (see [`process::guard_group`]).
+    _workers_guard: Option<tokio::process::Child>,
 }
 
 process::runs_as_process!(Nginx);
@@ -101,7 +103,7 @@ impl Nginx {
             );
         }
 
-        let mut child = Command::new(&binary)
+        let mut child = process::command(&binary)
             .arg("-p")
             .arg(run_dir)
             .arg("-e")
@@ -118,6 +120,10 @@ impl Nginx {
             .with_context(|| format!("cannot run {}", binary.display()))?;
         let stderr = child.stderr.take().context("nginx stderr")?;
         let (output, _) = process::watch_output(stderr, None, Some("nginx: ".to_owned()));
+        let workers_guard = match child.id() {
+            Some(pid) => process::guard_group(pid)?,
+            None => None,
+        };
 
         // nginx says nothing when it is ready; its port answering is the
         // event, once the socket that answers is ours: a port picked as
@@ -140,6 +146,7 @@ impl Nginx {
             {
                 return Ok(Self {
                     process: Running::new(child, output),
+                    _workers_guard: workers_guard,
                 });
             }
             if tokio::time::Instant::now() > deadline {

@@ -171,7 +171,7 @@ fn url(port: u16, database: &str) -> String {
 /// A command for one of PostgreSQL's programs: as the `postgres` user when
 /// we are root, with English messages, in `dir` (a directory it may enter).
 fn command(binaries: &Binaries, program: &Path, dir: &Path) -> Command {
-    let mut command = Command::new(program);
+    let mut command = process::command(program);
     command
         .current_dir(dir)
         .env("LC_ALL", "C")

@@ -1,17 +1,124 @@
-//! Child processes: requiring programs, waiting for their "ready" line, and
+//! Child processes: starting them owned (each dies with `up`, and only `up`
+//! signals it), requiring programs, waiting for their "ready" line, and
 //! stopping them. Finding programs, free ports and signals are [`crate::os`]'s.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::process::Child;
+use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
 use crate::os::{find_program, signal};
+
+/// This binary, once `up` has said its children are to die with it.
+static WRAPPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// From now on every [`command`] starts its program through this binary's
+/// `__child` wrapper, which has the kernel SIGKILL it when this process
+/// dies, however it dies. `up` calls it first; a library user (a test
+/// starting a Redis) runs its children plainly.
+pub fn children_die_with_us() -> anyhow::Result<()> {
+    let binary = std::env::current_exe().context("cannot find this program's own path")?;
+    let _ = WRAPPER.set(binary);
+    Ok(())
+}
+
+/// A command for `program`, in a process group of its own: a Ctrl-C at the
+/// terminal reaches `up` alone, which stops its children itself (the whole
+/// group's SIGINT would race the supervisor's restarts). Under `up`, through
+/// the `__child` wrapper (see [`children_die_with_us`]): the process keeps
+/// the pid the wrapper had, so signalling the child reaches the program.
+///
+/// The kernel's death signal follows the *thread* that spawned the child:
+/// these are spawned from `up`'s main thread and tokio's worker threads,
+/// which all live as long as `up` (never from `spawn_blocking`).
+pub fn command(program: impl AsRef<OsStr>) -> Command {
+    let mut command = match WRAPPER.get() {
+        Some(wrapper) => {
+            let mut command = Command::new(wrapper);
+            command
+                .arg("__child")
+                .arg("--parent")
+                .arg(std::process::id().to_string())
+                .arg(program.as_ref())
+                .arg("--");
+            command
+        }
+        None => Command::new(program),
+    };
+    command.process_group(0);
+    command
+}
+
+/// Under `up` (see [`children_die_with_us`]), a guard that SIGKILLs process
+/// group `group` when `up` dies: for a child whose own children (nginx's
+/// workers) no death signal reaches. SIGKILLed itself when dropped, doing
+/// nothing then.
+pub fn guard_group(group: u32) -> anyhow::Result<Option<Child>> {
+    let Some(wrapper) = WRAPPER.get() else {
+        return Ok(None);
+    };
+    let guard = Command::new(wrapper)
+        .arg("__guard-group")
+        .arg("--parent")
+        .arg(std::process::id().to_string())
+        .arg("--group")
+        .arg(group.to_string())
+        .stdin(std::process::Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot start nginx's group guard")?;
+    Ok(Some(guard))
+}
+
+/// The hidden subcommands [`command`] and [`guard_group`] run, before any
+/// runtime or thread exists.
+#[derive(clap::Subcommand, Debug)]
+pub enum Owned {
+    /// (internal) Sets PR_SET_PDEATHSIG so that this process dies with
+    /// `up` (even a SIGKILLed one), then becomes PROGRAM.
+    #[command(name = "__child", hide = true)]
+    Child {
+        /// `up`'s pid: if it is already gone, do not start.
+        #[arg(long)]
+        parent: u32,
+        program: std::ffi::OsString,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// (internal) SIGKILLs process group GROUP when `up` (PARENT) dies.
+    #[command(name = "__guard-group", hide = true)]
+    GuardGroup {
+        #[arg(long)]
+        parent: u32,
+        #[arg(long)]
+        group: u32,
+    },
+}
+
+impl Owned {
+    pub fn run(&self) -> std::process::ExitCode {
+        let failed = match self {
+            Owned::Child {
+                parent,
+                program,
+                args,
+            } => crate::os::exec_owned(*parent, program, args),
+            Owned::GuardGroup { parent, group } => match crate::os::guard_group(*parent, *group) {
+                Ok(()) => return std::process::ExitCode::SUCCESS,
+                Err(err) => err,
+            },
+        };
+        eprintln!("stocklock: {failed:#}");
+        std::process::ExitCode::from(127)
+    }
+}
 
 /// Finds a required program or says how to install it.
 pub fn require_program(name: &str, package: &str) -> anyhow::Result<PathBuf> {

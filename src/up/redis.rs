@@ -145,7 +145,7 @@ impl RedisServer {
         extra: &[&str],
         dir: DataDir,
     ) -> anyhow::Result<Self> {
-        let mut child = Command::new(binary)
+        let mut child = process::command(binary)
             .args(["--port", &port.to_string()])
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])

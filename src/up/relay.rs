@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use super::process;
 use crate::os::free_port;
@@ -108,7 +108,7 @@ impl Relay {
         let mut last = None;
         for _ in 0..3 {
             let listen = SocketAddr::from(([127, 0, 0, 1], free_port()?));
-            let mut child = Command::new(&binary)
+            let mut child = process::command(&binary)
                 .arg("relay")
                 .arg("--listen")
                 .arg(listen.to_string())
@@ -156,7 +156,7 @@ mod tests {
 
     #[tokio::test]
     async fn hold_returns_once_the_process_is_stopped_and_release_lets_it_run() {
-        let mut child = Command::new("sleep")
+        let mut child = tokio::process::Command::new("sleep")
             .arg("30")
             .kill_on_drop(true)
             .spawn()

@@ -19,7 +19,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tokio::process::Command;
 
 use super::process::{self, Running};
 use super::redis::RedisServer;
@@ -61,7 +60,7 @@ impl SentinelServer {
             let config = dir.join("sentinel.conf");
             std::fs::write(&config, sentinel_conf(port, dir, master))
                 .with_context(|| format!("cannot write {}", config.display()))?;
-            let mut child = Command::new(&binary)
+            let mut child = process::command(&binary)
                 .arg(&config)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())

@@ -20,7 +20,6 @@ use std::time::Duration;
 use anyhow::Context;
 use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 
 use super::process::{self, Running};
 use crate::os::free_port;
@@ -105,7 +104,7 @@ impl ZooKeeperServer {
     }
 
     fn spawn(java: &Path, jar: &Path, id: usize, port: u16, dir: TempDir) -> anyhow::Result<Self> {
-        let mut child = Command::new(java)
+        let mut child = process::command(java)
             // A lock store for a lab: small heap, the collector that costs
             // least on two cores.
             .args(["-Xmx128m", "-XX:+UseSerialGC"])

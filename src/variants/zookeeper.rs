@@ -84,7 +84,7 @@ impl Protection for ZooKeeperVariant {
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
         let mut timer = LockTimer::start(Variant::ZooKeeper, ctx.keys);
-        let session = match sessions.session(lease).await {
+        let session = match sessions.session_within(lease, wait).await {
             Ok(session) => session,
             Err(err) => return refused(err),
         };

@@ -28,4 +28,5 @@ mod prometheus;
 mod redlock;
 mod stack;
 mod timeline;
+mod up_processes;
 mod zookeeper;

@@ -243,8 +243,17 @@ impl ZooKeeperLock {
 
     /// Releases `hold`: deletes its znode. `false` when it was already gone
     /// (its session expired: the lock had been lost before this release).
+    /// A release that fails (a lost connection: the session lives on, and
+    /// so would the znode, blocking every waiter) is retried in the
+    /// background, as a failed acquisition's znode is.
     pub async fn unlock(&self, hold: &ZooKeeperHold) -> Result<bool, ZooKeeperLockError> {
-        self.delete_own(&hold.path).await
+        let deleted = self.delete_own(&hold.path).await;
+        if deleted.is_err()
+            && let Some(owner) = owner_of(&hold.path)
+        {
+            self.forget_in_background(owner.to_owned());
+        }
+        deleted
     }
 
     /// The current holder's znode (the lowest), if any.
@@ -365,6 +374,12 @@ impl ZooKeeperLock {
     }
 }
 
+/// The owner a contender's znode was created for (`{dir}/{owner}-lock-N`).
+fn owner_of(path: &str) -> Option<&str> {
+    let name = path.rsplit('/').next()?;
+    name.rsplit_once("-lock-").map(|(owner, _)| owner)
+}
+
 /// The sequence number the server appended to a contender's znode name.
 fn sequence_of(name: &str) -> Option<i64> {
     let (_, digits) = name.rsplit_once("-lock-")?;
@@ -381,5 +396,11 @@ mod tests {
         assert_eq!(sequence_of("/a/b/0a-lock-0000000010"), Some(10));
         assert_eq!(sequence_of("no-sequence"), None);
         assert_eq!(sequence_of("x-lock-12a"), None);
+    }
+
+    #[test]
+    fn the_owner_is_read_back_from_a_contenders_path() {
+        assert_eq!(owner_of("/locks/lock:a/0af3-lock-0000000007"), Some("0af3"));
+        assert_eq!(owner_of("/locks/lock:a/no-sequence"), None);
     }
 }

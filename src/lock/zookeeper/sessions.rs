@@ -8,26 +8,39 @@
 //! client. A session that ended (expired while its process was frozen,
 //! closed) is replaced by a new one on the next request.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Mutex;
+use tokio::time::Instant;
 
 use super::{ZooKeeperLockError, ZooKeeperSession};
 
 /// How many different leases keep a session open at once; beyond that the
-/// oldest session not in use is closed.
+/// oldest is forgotten (requests still using it keep their clone; it closes
+/// after them).
 const MAX_SESSIONS: usize = 8;
 
-/// How long connecting a session may take before the request gives up.
+/// How long connecting a session may take at most, whatever the wait.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a request that waits less (`wait_ms=0`) still lets a connect take.
+const MIN_CONNECT: Duration = Duration::from_millis(500);
+
+/// One lease's session, opened by one request at a time: the others wait
+/// for it (and share it) rather than open their own, each no longer than
+/// its own wait.
+type Slot = Arc<Mutex<Option<ZooKeeperSession>>>;
 
 /// The sessions of one instance on one ensemble. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct ZooKeeperSessions {
     connect: Arc<str>,
-    /// Session timeout asked for → the session, in the order they were opened.
-    open: Arc<Mutex<Vec<(Duration, ZooKeeperSession)>>>,
+    /// Session timeout asked for → its slot, in the order they were made.
+    /// Held only to find a slot, never across a connect: a connect to a
+    /// ZooKeeper that is down takes seconds, and requests for every lease
+    /// would queue behind it.
+    slots: Arc<std::sync::Mutex<Vec<(Duration, Slot)>>>,
 }
 
 impl ZooKeeperSessions {
@@ -36,7 +49,7 @@ impl ZooKeeperSessions {
     pub fn new(connect_string: &str) -> Self {
         Self {
             connect: connect_string.into(),
-            open: Arc::default(),
+            slots: Arc::default(),
         }
     }
 
@@ -46,19 +59,49 @@ impl ZooKeeperSessions {
     }
 
     /// A live session whose timeout is `lease` (as the server grants it),
-    /// opening one if none is.
+    /// opening one if none is, within [`CONNECT_TIMEOUT`].
     pub async fn session(&self, lease: Duration) -> Result<ZooKeeperSession, ZooKeeperLockError> {
-        let mut open = self.open.lock().await;
-        open.retain(|(_, session)| !session.has_ended());
-        if let Some((_, session)) = open.iter().find(|(timeout, _)| *timeout == lease) {
+        self.session_within(lease, CONNECT_TIMEOUT).await
+    }
+
+    /// [`Self::session`] for a request that waits `wait` for its lock: it
+    /// gives up after that long (at least [`MIN_CONNECT`], at most
+    /// [`CONNECT_TIMEOUT`]), whether connecting itself or waiting for
+    /// another request's connect to the same lease.
+    pub async fn session_within(
+        &self,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<ZooKeeperSession, ZooKeeperLockError> {
+        let limit = wait.clamp(MIN_CONNECT, CONNECT_TIMEOUT);
+        let deadline = Instant::now() + limit;
+        let slot = self.slot(lease);
+        let mut current = tokio::time::timeout_at(deadline, slot.lock())
+            .await
+            .map_err(|_| ZooKeeperLockError::Timeout(limit))?;
+        if let Some(session) = current.as_ref().filter(|session| !session.has_ended()) {
             return Ok(session.clone());
         }
-        let session = ZooKeeperSession::connect(&self.connect, lease, CONNECT_TIMEOUT).await?;
-        if open.len() >= MAX_SESSIONS {
-            // Requests still using it keep their clone; it closes after them.
-            open.remove(0);
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ZooKeeperLockError::Timeout(limit));
         }
-        open.push((lease, session.clone()));
+        let session = ZooKeeperSession::connect(&self.connect, lease, left).await?;
+        *current = Some(session.clone());
         Ok(session)
+    }
+
+    /// `lease`'s slot, made if there is none.
+    fn slot(&self, lease: Duration) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, slot)) = slots.iter().find(|(timeout, _)| *timeout == lease) {
+            return slot.clone();
+        }
+        if slots.len() >= MAX_SESSIONS {
+            slots.remove(0);
+        }
+        let slot = Slot::default();
+        slots.push((lease, slot.clone()));
+        slot
     }
 }
