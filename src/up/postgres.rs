@@ -171,16 +171,20 @@ fn url(port: u16, database: &str) -> String {
 /// A command for one of PostgreSQL's programs: as the `postgres` user when
 /// we are root, with English messages, in `dir` (a directory it may enter).
 fn command(binaries: &Binaries, program: &Path, dir: &Path) -> Command {
-    let mut command = process::command(program);
+    let mut command = match binaries.run_as {
+        Some((uid, gid)) => {
+            let mut command = process::command_as(program, uid, gid);
+            command.env("HOME", dir);
+            command
+        }
+        None => process::command(program),
+    };
     command
         .current_dir(dir)
         .env("LC_ALL", "C")
         .env_remove("PGDATA")
         .stdin(Stdio::null())
         .kill_on_drop(true);
-    if let Some((uid, gid)) = binaries.run_as {
-        command.uid(uid).gid(gid).env("HOME", dir);
-    }
     command
 }
 
@@ -230,7 +234,14 @@ fn spawn(
         .with_context(|| format!("cannot run {}", binaries.postgres.display()))?;
     let stderr = child.stderr.take().context("postgres stderr")?;
     let (output, ready) = process::watch_output(stderr, Some(READY_LINE), None);
-    Ok((Running::new(child, output), ready))
+    let mut running = Running::new(child, output);
+    if binaries.run_as.is_some() {
+        // Run as `postgres`, it is not held by the `__child` wrapper: a
+        // guard kills the server and its backends (its process group) if
+        // `up` dies.
+        running = running.guarded()?;
+    }
+    Ok((running, ready))
 }
 
 /// Waits for the server's ready line, then makes a real connection and

@@ -55,6 +55,18 @@ pub fn command(program: impl AsRef<OsStr>) -> Command {
     command
 }
 
+/// A command for `program` run as another user (`uid`, `gid`): in a process
+/// group of its own, but never through the `__child` wrapper. The kernel
+/// forgets a death signal when a process's credentials change, and the
+/// other user may not even be allowed to run this binary (a checkout under
+/// `/root`). Such a child is held by a [`guard_group`] instead
+/// ([`Running::guarded`]).
+pub fn command_as(program: impl AsRef<OsStr>, uid: u32, gid: u32) -> Command {
+    let mut command = Command::new(program);
+    command.process_group(0).uid(uid).gid(gid);
+    command
+}
+
 /// Under `up` (see [`children_die_with_us`]), a guard that SIGKILLs process
 /// group `group` when `up` dies: for a child whose own children (nginx's
 /// workers) no death signal reaches. SIGKILLed itself when dropped, doing
@@ -73,7 +85,7 @@ pub fn guard_group(group: u32) -> anyhow::Result<Option<Child>> {
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .context("cannot start nginx's group guard")?;
+        .context("cannot start a process group's guard")?;
     Ok(Some(guard))
 }
 
@@ -132,11 +144,27 @@ pub fn require_program(name: &str, package: &str) -> anyhow::Result<PathBuf> {
 pub struct Running {
     child: Child,
     output: OutputTail,
+    /// Kills the child's process group if `up` dies, for a child the
+    /// `__child` wrapper cannot hold ([`command_as`]); killed with it.
+    _guard: Option<Child>,
 }
 
 impl Running {
     pub fn new(child: Child, output: OutputTail) -> Self {
-        Self { child, output }
+        Self {
+            child,
+            output,
+            _guard: None,
+        }
+    }
+
+    /// The same, its process group SIGKILLed if `up` dies (under `up`; a
+    /// library user's child is left as it is).
+    pub fn guarded(mut self) -> anyhow::Result<Self> {
+        if let Some(pid) = self.pid() {
+            self._guard = guard_group(pid)?;
+        }
+        Ok(self)
     }
 
     /// The process id (`None` once it has been reaped).
