@@ -85,16 +85,27 @@ pub enum Claimed<'a> {
 /// is a new request.
 pub const DEFAULT_REQUEST_TTL: Duration = Duration::from_secs(3600);
 
+/// How many request ids a SKU remembers at most unless an instance is told
+/// otherwise (`--request-ids-per-sku`): a new id past it is answered busy
+/// (`request_ids_full`, 429), so distinct ids cannot grow Redis without
+/// bound (~250 bytes an id: 25 MB a SKU).
+pub const DEFAULT_REQUEST_IDS_PER_SKU: u64 = 100_000;
+
+/// How long a sold-out answer's record is kept: repeating it is safe (it
+/// sold nothing), so it need not hold a place for the whole TTL.
+pub const SOLD_OUT_KEEP: Duration = Duration::from_secs(10);
+
 /// Claims `id` for one attempt for `hold` (then a retry may take it over),
 /// or answers from its record. One script, counting the answers it gives;
-/// it also forgets a few ids older than `ttl`.
+/// it also forgets a few ids older than `ttl`, and refuses a new id when
+/// the SKU remembers `cap` already.
 pub async fn claim<'a, C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     instance: &str,
     id: &'a str,
     hold: Duration,
-    ttl: Duration,
+    (ttl, cap): (Duration, u64),
 ) -> Result<Claimed<'a>, StoreError> {
     let token = uuid::Uuid::new_v4().simple().to_string();
     let (kind, record): (String, String) = CLAIM
@@ -107,11 +118,16 @@ pub async fn claim<'a, C: ConnectionLike>(
         .arg(millis(hold))
         .arg(instance)
         .arg(millis(ttl))
+        .arg(cap)
         .invoke_async(conn)
         .await?;
     let in_progress = || Answer::recorded(Outcome::Busy(BusyReason::InProgress), false);
     Ok(match kind.as_str() {
         "claimed" => Claimed::Yes(Claim { id, token }),
+        "full" => Claimed::Decided(Answer::recorded(
+            Outcome::Busy(BusyReason::RequestIdsFull),
+            false,
+        )),
         "done" => Claimed::Decided(match Outcome::decode(&record) {
             Some(outcome) => Answer::recorded(outcome, true),
             None => in_progress(),
