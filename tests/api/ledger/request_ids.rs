@@ -193,3 +193,25 @@ async fn a_sold_out_record_is_kept_briefly_and_a_sale_for_the_ttl() {
         "{body}"
     );
 }
+
+/// The Redis `up` starts (the tests' too) has a memory limit and evicts
+/// nothing: at the limit a write fails, the ledger stays whole.
+#[tokio::test]
+async fn our_redis_has_a_memory_limit_and_never_evicts() {
+    let redis = helpers::redis().await;
+    let mut conn = helpers::redis_conn(&redis.url()).await;
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(field("maxmemory"), (1u64 << 30).to_string(), "{info}");
+    assert_eq!(field("maxmemory_policy"), "noeviction", "{info}");
+}
