@@ -298,6 +298,25 @@ type RawState = (
     (Option<i64>, Option<i64>),
 );
 
+/// Redis's memory in use and its limit (`INFO memory`); `None` when Redis
+/// does not say (a cluster answers per node), which a state shows as absent.
+pub async fn redis_memory<C: ConnectionLike>(conn: &mut C) -> Option<crate::wire::RedisMemory> {
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(conn)
+        .await
+        .ok()?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|value| value.trim().parse().ok())
+    };
+    Some(crate::wire::RedisMemory {
+        used_bytes: field("used_memory")?,
+        max_bytes: field("maxmemory")?,
+    })
+}
+
 /// A snapshot of a SKU: one script; for a SKU split into buckets, the sum
 /// of its buckets (each read by one script: consistent per bucket, not
 /// across them).

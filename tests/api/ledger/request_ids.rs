@@ -195,9 +195,10 @@ async fn a_sold_out_record_is_kept_briefly_and_a_sale_for_the_ttl() {
 }
 
 /// The Redis `up` starts (the tests' too) has a memory limit and evicts
-/// nothing: at the limit a write fails, the ledger stays whole.
+/// nothing: at the limit a write fails, the ledger stays whole; the state
+/// shows how close it is.
 #[tokio::test]
-async fn our_redis_has_a_memory_limit_and_never_evicts() {
+async fn our_redis_has_a_memory_limit_never_evicts_and_the_state_shows_it() {
     let redis = helpers::redis().await;
     let mut conn = helpers::redis_conn(&redis.url()).await;
     let info: String = redis::cmd("INFO")
@@ -214,4 +215,20 @@ async fn our_redis_has_a_memory_limit_and_never_evicts() {
     };
     assert_eq!(field("maxmemory"), (1u64 << 30).to_string(), "{info}");
     assert_eq!(field("maxmemory_policy"), "noeviction", "{info}");
+
+    let store = Store::open(&redis.url()).unwrap();
+    let instance = InProcess::start(&store, "t", Chaos::off()).await;
+    instance.reset("lua", 5, 0).await;
+    let (status, state) = instance.get("/api/state?sku=lua").await;
+    assert_eq!(status, 200, "{state}");
+    assert_eq!(
+        state["redis_memory"]["max_bytes"],
+        json!(1u64 << 30),
+        "{state}"
+    );
+    assert!(
+        state["redis_memory"]["used_bytes"].as_u64().unwrap() > 0,
+        "{state}"
+    );
+    assert_eq!(state["sold"], json!(0), "the snapshot beside it: {state}");
 }
