@@ -204,10 +204,10 @@ async fn settle(ctx: &mut Ctx<'_>, answer: &Answer) {
     if let Err(err) = ledger::record_answer(
         &mut ctx.conn,
         ctx.keys,
-        ctx.instance,
-        kind,
+        (ctx.instance, kind),
         claim,
         &answer.outcome,
+        ctx.request_ttl,
     )
     .await
     {

@@ -161,16 +161,18 @@ impl AnswerKind {
 
 /// Counts one answer that sold nothing, and settles the request id's claim
 /// when `claim` is this attempt's: a final `outcome` (sold out) is kept for
-/// retries, anything else frees the id for a retry to try again.
+/// retries ([`SOLD_OUT_KEEP`] of the `ttl` ids are remembered), anything
+/// else frees the id for a retry to try again.
 pub async fn record_answer<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
-    instance: &str,
-    kind: AnswerKind,
+    (instance, kind): (&str, AnswerKind),
     claim: Option<&Claim<'_>>,
     outcome: &Outcome,
+    ttl: Duration,
 ) -> Result<(), StoreError> {
-    answered(conn, keys, instance, kind, claim, outcome.encode()).await
+    let record = outcome.encode().map(|record| (record, ttl));
+    answered(conn, keys, instance, kind, claim, record).await
 }
 
 /// Frees a request id this attempt claimed and never got to use (nothing
@@ -184,24 +186,29 @@ pub async fn free_claim<C: ConnectionLike>(
 }
 
 /// `answered.lua`: counts `kind` for `instance`, and settles `claim` by
-/// keeping `record` for the id (`None`: frees the id).
+/// keeping `record` for the id, ids being remembered for the duration given
+/// with it (`None`: frees the id).
 async fn answered<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     instance: &str,
     kind: AnswerKind,
     claim: Option<&Claim<'_>>,
-    record: Option<String>,
+    record: Option<(String, Duration)>,
 ) -> Result<(), StoreError> {
+    let (record, ttl) = record.unzip();
     let _: i64 = ANSWERED
         .key(&keys.ledger)
         .key(&keys.served)
         .key(&keys.requests)
+        .key(&keys.request_times)
         .arg(instance)
         .arg(kind.as_str())
         .arg(claim.map_or("", |c| c.id))
         .arg(claim.map_or("", |c| c.token.as_str()))
         .arg(record.unwrap_or_default())
+        .arg(ttl.map_or(0, millis))
+        .arg(millis(SOLD_OUT_KEEP))
         .invoke_async(conn)
         .await?;
     Ok(())

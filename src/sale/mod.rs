@@ -319,10 +319,10 @@ impl Seller {
             if let Err(err) = ledger::record_answer(
                 &mut ctx.conn,
                 keys,
-                &self.instance,
-                kind,
+                (&self.instance, kind),
                 ctx.claim.as_ref(),
                 &answer.outcome,
+                ctx.request_ttl,
             )
             .await
             {

@@ -183,6 +183,21 @@ async fn a_sold_out_record_is_kept_briefly_and_a_sale_for_the_ttl() {
         (now_ms() - (ttl - keep) - sold_out as i64).abs() < 5_000,
         "{sold_out}"
     );
+    // A lock variant's sold-out record, settled after its claim: the same.
+    instance.reset("none", 0, 0).await;
+    instance
+        .get("/deductStock/none?sku=none&request_id=third")
+        .await;
+    let third: f64 = redis::cmd("ZSCORE")
+        .arg("request_times:{none}")
+        .arg("third")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        (now_ms() - (ttl - keep) - third as i64).abs() < 5_000,
+        "{third}"
+    );
     // Within the keep, the retry repeats the answer.
     let (status, body) = instance
         .get("/deductStock/lua?sku=lua&request_id=second")
