@@ -82,6 +82,12 @@ test('epoch-sized numbers (beyond 2^53) still work', () => {
   assert.ok(Math.abs(prepared.enter[1] - 1e6) <= 512, "relative to from_ns, within a few hundred ns");
   assert.strictEqual(prepared.server.agree, true);
   assert.strictEqual(T._prepare({ from_ns: base, to_ns: base + 1e9, sections: s, overlaps: [] }).server.agree, false);
+  // The server lists its first pairs only; overlap_count is the whole.
+  const crowd = [at('a', 0, 100), at('b', 10, 100), at('c', 20, 100)];
+  const first = T._prepare({ from_ns: 0, to_ns: 100, sections: crowd, overlaps: [[0, 1]], overlap_count: 3 }).server;
+  assert.deepStrictEqual(first, { count: 3, agree: true });
+  assert.strictEqual(T._prepare({ from_ns: 0, to_ns: 100, sections: crowd, overlaps: [[0, 1]], overlap_count: 4 }).server.agree, false);
+  assert.strictEqual(T._prepare({ from_ns: 0, to_ns: 100, sections: crowd, overlaps: [[1, 2]], overlap_count: 3 }).server.agree, true);
 });
 
 test('summary counts cross-instance pairs', () => {

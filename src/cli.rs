@@ -178,6 +178,14 @@ pub struct ServeArgs {
     /// time as new ones come, so Redis holds about rate × this many.
     #[arg(long, default_value = "1h", value_parser = parse_duration, env = "STOCKLOCK_REQUEST_TTL")]
     pub request_ttl: std::time::Duration,
+    /// How many request ids a SKU remembers at most: a request with a new
+    /// id past it is answered busy (429, reason request_ids_full) and sells
+    /// nothing; ids already known are answered as ever. A sold-out answer's
+    /// record is kept 10 s only (repeating it is safe), and past the cap a
+    /// sold-out answer is given without one. Bounds what distinct ids cost
+    /// Redis (~250 bytes each).
+    #[arg(long, default_value_t = crate::ledger::DEFAULT_REQUEST_IDS_PER_SKU, value_parser = clap::value_parser!(u64).range(1..), env = "STOCKLOCK_REQUEST_IDS_PER_SKU")]
+    pub request_ids_per_sku: u64,
     /// How long a sold-out mark lives: once Redis said a SKU is sold out,
     /// this instance answers its next buyers "sold out" itself for this
     /// long (lua and lua-sharded; others with sold_out_mark=1). A reset
@@ -400,6 +408,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         sentinel_master: args.sentinel_master,
         lock_stores: args.lock_stores,
         request_ttl: args.request_ttl,
+        request_ids_per_sku: args.request_ids_per_sku,
         sold_out_mark_ttl: args.sold_out_mark_ttl,
         orders: args
             .postgres_url

@@ -73,6 +73,9 @@ pub enum BusyReason {
     StaleToken,
     /// Another attempt with the same `request_id` holds its claim right now.
     InProgress,
+    /// The request's id is new and its SKU remembers as many ids as it may
+    /// (`--request-ids-per-sku`): retry without an id, or later.
+    RequestIdsFull,
     /// The lock store has no majority to serve (fewer than a majority of
     /// Redlock's nodes answered; etcd or ZooKeeper without a quorum, or
     /// unreachable): nobody can take the lock until they come back.
@@ -94,6 +97,7 @@ impl BusyReason {
             BusyReason::LockLost => "lock_lost",
             BusyReason::StaleToken => "stale_token",
             BusyReason::InProgress => "in_progress",
+            BusyReason::RequestIdsFull => "request_ids_full",
             BusyReason::NoQuorum => "no_quorum",
             BusyReason::Reset => "reset",
             BusyReason::NotReplicated => "not_replicated",

@@ -54,6 +54,8 @@ pub struct Ctx<'a> {
     pub request_id: Option<&'a str>,
     /// How long request ids are remembered.
     pub request_ttl: Duration,
+    /// How many request ids a SKU remembers at most.
+    pub request_ids_per_sku: u64,
     /// The claim this attempt holds on its request id (taken before any
     /// lock): the section's write and answers settle it.
     pub claim: Option<Claim<'a>>,
@@ -202,10 +204,10 @@ async fn settle(ctx: &mut Ctx<'_>, answer: &Answer) {
     if let Err(err) = ledger::record_answer(
         &mut ctx.conn,
         ctx.keys,
-        ctx.instance,
-        kind,
+        (ctx.instance, kind),
         claim,
         &answer.outcome,
+        ctx.request_ttl,
     )
     .await
     {

@@ -38,6 +38,8 @@ pub struct ServeConfig {
     pub lock_stores: crate::lock::LockStoresConfig,
     /// How long request ids are remembered for retries.
     pub request_ttl: std::time::Duration,
+    /// How many request ids a SKU remembers at most.
+    pub request_ids_per_sku: u64,
     /// How long a sold-out mark lives (zero: no marks).
     pub sold_out_mark_ttl: std::time::Duration,
     /// The order pipeline (`None`: orders off).
@@ -88,6 +90,7 @@ impl Application {
                 own_url: format!("http://{local}"),
                 lock_stores: config.lock_stores,
                 request_ttl: config.request_ttl,
+                request_ids_per_sku: config.request_ids_per_sku,
                 sold_out_mark_ttl: config.sold_out_mark_ttl,
                 orders: config.orders,
             },

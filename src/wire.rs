@@ -141,6 +141,27 @@ pub struct StateSnapshot {
     pub lock: LockState,
 }
 
+/// `GET /api/state`: the SKU's snapshot, and Redis's memory beside it (not
+/// part of the snapshot: two reads of an unchanged SKU stay equal).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateView {
+    #[serde(flatten)]
+    pub snapshot: StateSnapshot,
+    /// `None`: Redis did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_memory: Option<RedisMemory>,
+}
+
+/// How close Redis is to refusing writes: it evicts nothing
+/// (`noeviction`), so at `max_bytes` every sale fails (503) until memory
+/// is freed (a reset, ids forgotten).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedisMemory {
+    pub used_bytes: u64,
+    /// `maxmemory` (0: no limit).
+    pub max_bytes: u64,
+}
+
 /// `POST /api/admin/reset`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,7 +8,8 @@
 //
 // After every draw, `element` carries data-sections, data-overlaps,
 // data-cross-overlaps, data-drawn="true" (and data-server-overlaps /
-// data-overlaps-agree when the data carried the server's own pairs).
+// data-overlaps-agree when the data carried the server's own pairs: its
+// first ones, and overlap_count, how many in all).
 (function (root) {
   'use strict';
 
@@ -314,12 +315,14 @@
     const shade = spans(sections, pairs).map(([a, b]) => [a - from, b - from]);
     let server = null;
     if (Array.isArray(data.overlaps)) {
+      // The server lists its first pairs only (overlap_count has them all):
+      // the counts must match and every pair it listed must be one of ours.
+      const count = typeof data.overlap_count === 'number' ? data.overlap_count : data.overlaps.length;
       const key = (p) => Math.min(p[0], p[1]) + ':' + Math.max(p[0], p[1]);
       const mine = new Set(pairs.map(key));
-      const theirs = new Set(data.overlaps.map(key));
-      let agree = mine.size === theirs.size;
-      if (agree) for (const k of theirs) if (!mine.has(k)) { agree = false; break; }
-      server = { count: data.overlaps.length, agree };
+      let agree = mine.size === count;
+      if (agree) for (const p of data.overlaps) if (!mine.has(key(p))) { agree = false; break; }
+      server = { count, agree };
     }
     const evs = events.map((e) => ({
       at: (num(e.at_ns) || 0) - from,

@@ -44,7 +44,7 @@ pub(super) fn render(timeline: &Timeline) -> Result<String, AppError> {
             row("duplicates", s.duplicates.to_string()),
             row("busy", s.busy.to_string()),
             row("sections", timeline.sections.len().to_string()),
-            row("overlapping pairs", timeline.overlaps.len().to_string()),
+            row("overlapping pairs", timeline.overlap_count.to_string()),
         ],
     };
     page.render()

@@ -13,7 +13,7 @@ use crate::ledger;
 use crate::store::Keys;
 use crate::variants::Variant;
 use crate::web::AppError;
-use crate::wire::{Health, StateSnapshot, VariantInfo};
+use crate::wire::{Health, StateView, VariantInfo};
 
 /// Reads `?sku=` (the only parameter) of the state endpoint.
 fn sku_only(pairs: &Pairs) -> Result<Sku, AppError> {
@@ -38,13 +38,16 @@ fn sku_only(pairs: &Pairs) -> Result<Sku, AppError> {
 pub(super) async fn state_of(
     State(state): State<AppState>,
     query: Result<Query<Pairs>, QueryRejection>,
-) -> Result<Json<StateSnapshot>, AppError> {
+) -> Result<Json<StateView>, AppError> {
     let sku = sku_only(&query?.0)?;
     state.seller().flush_everywhere().await;
     let mut conn = state.store().conn().await?;
-    Ok(Json(
-        ledger::snapshot(&mut conn, &Keys::new(&sku), sku.as_str()).await?,
-    ))
+    let snapshot = ledger::snapshot(&mut conn, &Keys::new(&sku), sku.as_str()).await?;
+    let redis_memory = ledger::redis_memory(&mut conn).await;
+    Ok(Json(StateView {
+        snapshot,
+        redis_memory,
+    }))
 }
 
 /// `GET /api/variants`

@@ -66,6 +66,8 @@ pub struct InstanceConfig {
     pub lock_stores: crate::lock::LockStoresConfig,
     /// How long request ids are remembered for retries.
     pub request_ttl: std::time::Duration,
+    /// How many request ids a SKU remembers at most.
+    pub request_ids_per_sku: u64,
     /// How long a sold-out mark lives (zero: no marks).
     pub sold_out_mark_ttl: std::time::Duration,
     /// The order pipeline (`None`: orders off).
@@ -96,7 +98,7 @@ impl AppState {
             wakeups,
             stores,
         )
-        .with_request_ttl(config.request_ttl)
+        .with_request_ttl(config.request_ttl, config.request_ids_per_sku)
         .with_mark_ttl(config.sold_out_mark_ttl);
         let admin = AdminToken::new(&config.admin_token);
         let dashboard = Dashboard::new(dashboard::Parts {

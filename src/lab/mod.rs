@@ -136,7 +136,7 @@ impl Lab {
                 .unwrap_or_else(|| format!("{} (no owner)", s.instance))
         };
         Ok(Ledger {
-            overlaps: timeline.overlaps.len(),
+            overlaps: timeline.overlap_count,
             overlap_example: timeline
                 .overlaps
                 .first()

@@ -85,16 +85,27 @@ pub enum Claimed<'a> {
 /// is a new request.
 pub const DEFAULT_REQUEST_TTL: Duration = Duration::from_secs(3600);
 
+/// How many request ids a SKU remembers at most unless an instance is told
+/// otherwise (`--request-ids-per-sku`): a new id past it is answered busy
+/// (`request_ids_full`, 429), so distinct ids cannot grow Redis without
+/// bound (~250 bytes an id: 25 MB a SKU).
+pub const DEFAULT_REQUEST_IDS_PER_SKU: u64 = 100_000;
+
+/// How long a sold-out answer's record is kept: repeating it is safe (it
+/// sold nothing), so it need not hold a place for the whole TTL.
+pub const SOLD_OUT_KEEP: Duration = Duration::from_secs(10);
+
 /// Claims `id` for one attempt for `hold` (then a retry may take it over),
 /// or answers from its record. One script, counting the answers it gives;
-/// it also forgets a few ids older than `ttl`.
+/// it also forgets a few ids older than `ttl`, and refuses a new id when
+/// the SKU remembers `cap` already.
 pub async fn claim<'a, C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     instance: &str,
     id: &'a str,
     hold: Duration,
-    ttl: Duration,
+    (ttl, cap): (Duration, u64),
 ) -> Result<Claimed<'a>, StoreError> {
     let token = uuid::Uuid::new_v4().simple().to_string();
     let (kind, record): (String, String) = CLAIM
@@ -107,11 +118,16 @@ pub async fn claim<'a, C: ConnectionLike>(
         .arg(millis(hold))
         .arg(instance)
         .arg(millis(ttl))
+        .arg(cap)
         .invoke_async(conn)
         .await?;
     let in_progress = || Answer::recorded(Outcome::Busy(BusyReason::InProgress), false);
     Ok(match kind.as_str() {
         "claimed" => Claimed::Yes(Claim { id, token }),
+        "full" => Claimed::Decided(Answer::recorded(
+            Outcome::Busy(BusyReason::RequestIdsFull),
+            false,
+        )),
         "done" => Claimed::Decided(match Outcome::decode(&record) {
             Some(outcome) => Answer::recorded(outcome, true),
             None => in_progress(),
@@ -145,16 +161,18 @@ impl AnswerKind {
 
 /// Counts one answer that sold nothing, and settles the request id's claim
 /// when `claim` is this attempt's: a final `outcome` (sold out) is kept for
-/// retries, anything else frees the id for a retry to try again.
+/// retries ([`SOLD_OUT_KEEP`] of the `ttl` ids are remembered), anything
+/// else frees the id for a retry to try again.
 pub async fn record_answer<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
-    instance: &str,
-    kind: AnswerKind,
+    (instance, kind): (&str, AnswerKind),
     claim: Option<&Claim<'_>>,
     outcome: &Outcome,
+    ttl: Duration,
 ) -> Result<(), StoreError> {
-    answered(conn, keys, instance, kind, claim, outcome.encode()).await
+    let record = outcome.encode().map(|record| (record, ttl));
+    answered(conn, keys, instance, kind, claim, record).await
 }
 
 /// Frees a request id this attempt claimed and never got to use (nothing
@@ -168,24 +186,29 @@ pub async fn free_claim<C: ConnectionLike>(
 }
 
 /// `answered.lua`: counts `kind` for `instance`, and settles `claim` by
-/// keeping `record` for the id (`None`: frees the id).
+/// keeping `record` for the id, ids being remembered for the duration given
+/// with it (`None`: frees the id).
 async fn answered<C: ConnectionLike>(
     conn: &mut C,
     keys: &Keys,
     instance: &str,
     kind: AnswerKind,
     claim: Option<&Claim<'_>>,
-    record: Option<String>,
+    record: Option<(String, Duration)>,
 ) -> Result<(), StoreError> {
+    let (record, ttl) = record.unzip();
     let _: i64 = ANSWERED
         .key(&keys.ledger)
         .key(&keys.served)
         .key(&keys.requests)
+        .key(&keys.request_times)
         .arg(instance)
         .arg(kind.as_str())
         .arg(claim.map_or("", |c| c.id))
         .arg(claim.map_or("", |c| c.token.as_str()))
         .arg(record.unwrap_or_default())
+        .arg(ttl.map_or(0, millis))
+        .arg(millis(SOLD_OUT_KEEP))
         .invoke_async(conn)
         .await?;
     Ok(())
@@ -281,6 +304,25 @@ type RawState = (
     Vec<String>,
     (Option<i64>, Option<i64>),
 );
+
+/// Redis's memory in use and its limit (`INFO memory`); `None` when Redis
+/// does not say (a cluster answers per node), which a state shows as absent.
+pub async fn redis_memory<C: ConnectionLike>(conn: &mut C) -> Option<crate::wire::RedisMemory> {
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(conn)
+        .await
+        .ok()?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|value| value.trim().parse().ok())
+    };
+    Some(crate::wire::RedisMemory {
+        used_bytes: field("used_memory")?,
+        max_bytes: field("maxmemory")?,
+    })
+}
 
 /// A snapshot of a SKU: one script; for a SKU split into buckets, the sum
 /// of its buckets (each read by one script: consistent per bucket, not

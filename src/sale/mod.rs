@@ -60,6 +60,7 @@ pub struct Seller {
     marks: SoldOutMarks,
     /// How long request ids are remembered.
     request_ttl: Duration,
+    request_ids_per_sku: u64,
     /// The SKUs asked for lately ([`SKUS_REMEMBERED`] at most, forgotten
     /// all at once when full): their keys, made once, and whether they were
     /// seen stocked.
@@ -144,12 +145,14 @@ impl Seller {
             skus: Mutex::default(),
             flush_rounds: Default::default(),
             request_ttl: ledger::DEFAULT_REQUEST_TTL,
+            request_ids_per_sku: ledger::DEFAULT_REQUEST_IDS_PER_SKU,
         }
     }
 
     /// The same seller, remembering request ids for `ttl`.
-    pub fn with_request_ttl(mut self, ttl: Duration) -> Self {
+    pub fn with_request_ttl(mut self, ttl: Duration, ids_per_sku: u64) -> Self {
         self.request_ttl = ttl;
+        self.request_ids_per_sku = ids_per_sku;
         self
     }
 
@@ -273,8 +276,8 @@ impl Seller {
                 // As long as the attempt may legitimately take: its wait
                 // for the lock, its work, and the grace.
                 let hold = variant.wait(&request.knobs) + request.knobs.work + CLAIM_GRACE;
-                let ttl = self.request_ttl;
-                match ledger::claim(&mut conn, keys, &self.instance, id, hold, ttl).await? {
+                let ids = (self.request_ttl, self.request_ids_per_sku);
+                match ledger::claim(&mut conn, keys, &self.instance, id, hold, ids).await? {
                     Claimed::Yes(claim) => Some(claim),
                     Claimed::Decided(answer) => return Ok(sale(answer)),
                 }
@@ -290,6 +293,7 @@ impl Seller {
             stores: &self.stores,
             request_id: request.request_id.as_deref(),
             request_ttl: self.request_ttl,
+            request_ids_per_sku: self.request_ids_per_sku,
             claim,
             chaos: &self.chaos,
         };
@@ -315,10 +319,10 @@ impl Seller {
             if let Err(err) = ledger::record_answer(
                 &mut ctx.conn,
                 keys,
-                &self.instance,
-                kind,
+                (&self.instance, kind),
                 ctx.claim.as_ref(),
                 &answer.outcome,
+                ctx.request_ttl,
             )
             .await
             {

@@ -8,7 +8,9 @@
 -- count the caller believes the SKU has; '' for no check), how long
 -- request ids are remembered (ms), orders ('' for none; 'queue': the sale
 -- becomes an order, which the caller enqueues itself; 'stream': this
--- script enqueues it, XADD to the orders stream, in the same atomic step)
+-- script enqueues it, XADD to the orders stream, in the same atomic step),
+-- how many request ids the SKU may remember, how long a sold-out answer's
+-- record is kept (ms; it is safe to repeat, so briefly)
 -- Units given back by expired reservations (returned_units) are sold
 -- first, with orders or without.
 -- Returns {kind, unit, remaining, started, sale, epoch, at}.
@@ -16,7 +18,9 @@
 -- sold-out, repeated and not sold again, 4 when the caller's bucket count
 -- is out of date (unit = the right one; nothing was read or recorded), 5
 -- when another attempt holds the request id's claim (busy), 6 when the SKU
--- was never stocked (nothing recorded). Started: when the script ran, for
+-- was never stocked (nothing recorded), 7 when the request's id is new
+-- and the SKU remembers as many as it may (counted busy; a sold-out answer
+-- is given all the same, its record not kept). Started: when the script ran, for
 -- the timeline, on Redis's clock (TIME, microseconds since the Unix epoch;
 -- 0 when the SKU's ledger has timeline = '0', and for kinds 4 and 6). The
 -- script is one moment on the timeline: Redis runs one at a time, for a few
@@ -46,9 +50,10 @@ end
 -- A reset writes initial, buckets and epoch together.
 if not l[1] then return {6, 0, 0, 0, 0, 0, 0} end
 local now = 0
+local earlier = nil
 if ARGV[2] ~= '' then
   now = now_ms()
-  local earlier = redis.call('HGET', KEYS[5], ARGV[2])
+  earlier = redis.call('HGET', KEYS[5], ARGV[2])
   if earlier then
     local deadline = claim_deadline(earlier)
     if deadline == nil then
@@ -71,7 +76,10 @@ end
 -- unit to sell has a place among the ledger's units.
 local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
 if not stock or stock % 1 ~= 0 then error('the stock is not an integer: nothing written') end
-if ARGV[2] ~= '' and not tonumber(ARGV[5]) then error('bad request id ttl: nothing written') end
+local cap = tonumber(ARGV[7])
+if ARGV[2] ~= '' and not (tonumber(ARGV[5]) and cap and tonumber(ARGV[8])) then
+  error('bad request id ttl, cap or sold-out keep: nothing written')
+end
 if ARGV[6] == 'stream' then
   local kind = redis.call('TYPE', KEYS[7])['ok']
   if kind ~= 'stream' and kind ~= 'none' then error('the orders key is not a stream: nothing written') end
@@ -80,10 +88,16 @@ if stock <= 0 then
   if ARGV[3] == '0' then return done(0, 0, stock) end
   if ARGV[2] ~= '' then
     record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'sold_out', '')
-    redis.call('HSET', KEYS[5], ARGV[2], 'sold_out:' .. stock)
-    remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
+    if earlier or room_for_id(KEYS[5], KEYS[6], now, ARGV[5], cap) then
+      redis.call('HSET', KEYS[5], ARGV[2], 'sold_out:' .. stock)
+      remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5], ARGV[8])
+    end
   end
   return done(0, 0, stock)
+end
+if ARGV[2] ~= '' and not earlier and not room_for_id(KEYS[5], KEYS[6], now, ARGV[5], cap) then
+  record(KEYS[2], KEYS[3], KEYS[4], ARGV[1], 'busy', '')
+  return done(7, 0, 0)
 end
 -- The unit: one given back (the stock counts it) or the next one down.
 -- Only a SKU that ever had a unit given back (the ledger's `returned`)
@@ -103,7 +117,7 @@ sold_unit(KEYS[2], KEYS[3], offset)
 if ARGV[2] ~= '' then
   redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
   redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. unit .. ':' .. (stock - 1))
-  remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5])
+  remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5], ARGV[5])
 end
 if ARGV[6] == '' then return done(1, unit, stock - 1) end
 local at = now

@@ -65,11 +65,10 @@ local function claim_deadline(entry)
   return deadline and tonumber(deadline)
 end
 
--- Remembers when request id `id` was first seen (now), and forgets a few
--- of the ids first seen more than `ttl` ms ago: the records of request ids
--- live about that long, and each new id does a bounded share of the sweep.
-local function remember(requests, times, id, now, ttl)
-  redis.call('ZADD', times, 'NX', now, id)
+-- Forgets a few of the ids first seen more than `ttl` ms ago: the records
+-- of request ids live about that long, and each new id does a bounded
+-- share of the sweep.
+local function forget(requests, times, now, ttl)
   local old = redis.call('ZRANGEBYSCORE', times, '-inf', now - tonumber(ttl), 'LIMIT', 0, 32)
   for _, old_id in ipairs(old) do
     local entry = redis.call('HGET', requests, old_id)
@@ -82,6 +81,23 @@ local function remember(requests, times, id, now, ttl)
       redis.call('ZREM', times, old_id)
     end
   end
+end
+
+-- Remembers request id `id` for `keep` ms (at most `ttl`: a sold-out answer,
+-- safe to repeat, is kept briefly) as if first seen `ttl - keep` ms before
+-- now, so that one sweep serves both; then forgets a few old ids.
+local function remember(requests, times, id, now, ttl, keep)
+  redis.call('ZADD', times, 'NX', now - (tonumber(ttl) - math.min(tonumber(keep), tonumber(ttl))), id)
+  forget(requests, times, now, ttl)
+end
+
+-- Whether a new request id may be remembered: fewer than `cap` are (the
+-- old ones forgotten first when at the cap). A SKU's ids are bounded, so a
+-- flood of distinct ids costs Redis a bounded memory.
+local function room_for_id(requests, times, now, ttl, cap)
+  if redis.call('ZCARD', times) < cap then return true end
+  forget(requests, times, now, ttl)
+  return redis.call('ZCARD', times) < cap
 end
 
 -- Whether the record is the claim of the attempt with this token.

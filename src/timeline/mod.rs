@@ -20,7 +20,10 @@
 //!
 //! Two sections of one SKU that overlap in time are two holders inside the
 //! critical section at once: [`overlaps`], the witness the lab judges by and
-//! the page highlights.
+//! the page highlights. Sections without a lock and with a long work can all
+//! overlap one another (10 000 of them are 5·10^7 pairs), so a reader gets
+//! the count ([`overlap_count`], O(n log n)) and at most [`MAX_PAIRS`] pairs:
+//! what one request costs stays bounded by [`KEEP`].
 
 mod store;
 
@@ -38,6 +41,9 @@ pub const KEEP: usize = 10_000;
 /// Where chaos events are kept (the last thousand), for every SKU.
 pub const EVENTS_KEY: &str = "stocklock:timeline:events";
 const EVENTS_KEEP: isize = 1_000;
+/// How many overlapping pairs a timeline carries at most (the first, by
+/// entry); `overlap_count` has them all.
+pub const MAX_PAIRS: usize = 1_000;
 
 /// One critical section.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,8 +172,12 @@ pub struct Timeline {
     pub from_ns: u64,
     pub to_ns: u64,
     pub sections: Vec<Section>,
-    /// Pairs of sections (indices) that overlapped: [`overlaps`].
+    /// Pairs of sections (indices) that overlapped: the first [`MAX_PAIRS`]
+    /// of [`overlaps`].
     pub overlaps: Vec<(usize, usize)>,
+    /// How many pairs overlapped in all: [`overlap_count`].
+    #[serde(default)]
+    pub overlap_count: usize,
     pub events: Vec<Event>,
     pub state: StateSnapshot,
     /// The ledger's verdict: `SAFE`, `OVERSOLD n`, `DUPLICATES n`, `LEDGER_BROKEN n`.
@@ -226,7 +236,8 @@ pub async fn read(
         sku: keys.tag.clone(),
         from_ns,
         to_ns,
-        overlaps: overlaps(&sections),
+        overlaps: overlaps(&sections, MAX_PAIRS),
+        overlap_count: overlap_count(&sections),
         sections,
         events,
         verdict: verdict(&state),
@@ -235,15 +246,25 @@ pub async fn read(
     })
 }
 
-/// Pairs of sections (indices into `sections`) that overlapped in time:
-/// two holders at once. Sorted by entry (ties in their order); a pair is
-/// counted when the later one entered before the earlier one left.
-pub fn overlaps(sections: &[Section]) -> Vec<(usize, usize)> {
+/// Section indices by entry, ties in their order (the witness's order).
+fn by_entry(sections: &[Section]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..sections.len()).collect();
     order.sort_by_key(|&i| sections[i].enter_ns);
+    order
+}
+
+/// Pairs of sections (indices into `sections`) that overlapped in time:
+/// two holders at once, the first `cap` of them. Sorted by entry (ties in
+/// their order); a pair is counted when the later one entered before the
+/// earlier one left. Costs O(n log n + cap), however many pairs there are.
+pub fn overlaps(sections: &[Section], cap: usize) -> Vec<(usize, usize)> {
+    let order = by_entry(sections);
     let mut pairs = Vec::new();
     for (k, &a) in order.iter().enumerate() {
         for &b in &order[k + 1..] {
+            if pairs.len() >= cap {
+                return pairs;
+            }
             if sections[b].enter_ns >= sections[a].exit_ns {
                 break;
             }
@@ -251,6 +272,24 @@ pub fn overlaps(sections: &[Section]) -> Vec<(usize, usize)> {
         }
     }
     pairs
+}
+
+/// How many pairs [`overlaps`] would list without a cap, in O(n log n):
+/// in entry order, the sections after `a` that overlap it are exactly those
+/// that entered before it left, a prefix found by binary search.
+pub fn overlap_count(sections: &[Section]) -> usize {
+    let order = by_entry(sections);
+    let enters: Vec<u64> = order.iter().map(|&i| sections[i].enter_ns).collect();
+    order
+        .iter()
+        .enumerate()
+        .map(|(k, &a)| {
+            let exit = sections[a].exit_ns;
+            enters
+                .partition_point(|&enter| enter < exit)
+                .saturating_sub(k + 1)
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -272,11 +311,38 @@ mod tests {
             at("a", 30, 40),
             at("b", 0, 5),
         ];
-        assert_eq!(overlaps(&sections), vec![(0, 1)]);
+        assert_eq!(overlaps(&sections, MAX_PAIRS), vec![(0, 1)]);
         // Zero-width sections (a script inside Redis, within one microsecond) never overlap.
         let scripts = [at("a", 7, 7), at("b", 7, 7), at("a", 7, 8)];
-        assert!(overlaps(&scripts).is_empty());
+        assert!(overlaps(&scripts, MAX_PAIRS).is_empty());
+        assert_eq!(overlap_count(&scripts), 0);
         let nested = [at("a", 0, 100), at("b", 10, 20), at("b", 30, 40)];
-        assert_eq!(overlaps(&nested), vec![(0, 1), (0, 2)]);
+        assert_eq!(overlaps(&nested, MAX_PAIRS), vec![(0, 1), (0, 2)]);
+        assert_eq!(overlaps(&nested, 1), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn the_count_is_the_number_of_pairs_listed_without_a_cap() {
+        // A small generator, so the cases repeat: ties, zero widths, nesting.
+        let mut seed = 42_u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % n
+        };
+        for _ in 0..300 {
+            let sections: Vec<Section> = (0..next(40))
+                .map(|_| {
+                    let enter = next(1000);
+                    at("a", enter, enter + next(80))
+                })
+                .collect();
+            let all = overlaps(&sections, usize::MAX);
+            assert_eq!(overlap_count(&sections), all.len(), "{sections:?}");
+            assert_eq!(overlaps(&sections, 5), all[..all.len().min(5)]);
+        }
+        // Every one of n sections overlapping every other: n(n-1)/2.
+        let crowd: Vec<Section> = (0..2_000).map(|i| at("a", i, 1_000_000)).collect();
+        assert_eq!(overlap_count(&crowd), 2_000 * 1_999 / 2);
+        assert_eq!(overlaps(&crowd, MAX_PAIRS).len(), MAX_PAIRS);
     }
 }

@@ -18,6 +18,9 @@ use crate::os::free_port;
 /// How long redis-server may take to say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The memory a Redis of ours may use (`maxmemory`, with `noeviction`).
+pub const MAXMEMORY: &str = "1gb";
+
 /// A running redis-server. Stopped (SIGTERM, then SIGKILL) by [`stop`],
 /// killed by pid when dropped.
 ///
@@ -148,6 +151,10 @@ impl RedisServer {
         let mut child = process::command(binary)
             .args(["--port", &port.to_string()])
             .args(["--bind", "127.0.0.1"])
+            // A flood cannot take the machine's memory, and at the limit
+            // writes fail (503) rather than evict: an evicted ledger would
+            // be a verdict read from nothing.
+            .args(["--maxmemory", MAXMEMORY, "--maxmemory-policy", "noeviction"])
             .args(["--save", ""])
             // Off unless `extra` turns it on (later arguments win).
             .args(["--appendonly", "no"])

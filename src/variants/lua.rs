@@ -123,6 +123,8 @@ pub(super) async fn run_deduct(
         .arg(buckets.map(|k| k.to_string()).unwrap_or_default())
         .arg(ledger::millis(ctx.request_ttl))
         .arg(orders.arg())
+        .arg(ctx.request_ids_per_sku)
+        .arg(ledger::millis(ledger::SOLD_OUT_KEEP))
         .invoke_async(&mut ctx.conn)
         .await?;
     let [kind, unit, remaining, started, sale, epoch, at_ms] = answer[..] else {
@@ -164,6 +166,7 @@ pub(super) async fn run_deduct(
             u32::try_from(unit).unwrap_or(0).min(MAX_BUCKETS),
         )),
         5 => answer(Outcome::Busy(BusyReason::InProgress), false),
+        7 => answer(Outcome::Busy(BusyReason::RequestIdsFull), false),
         _ => answer(Outcome::NotStocked, false),
     }
 }

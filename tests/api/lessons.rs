@@ -82,7 +82,7 @@ async fn the_lesson_path_runs_each_experiment_and_shows_its_verdict_ledger_and_r
             // counted here from the sections in Redis.
             let keys = Keys::new(&Sku::parse(step.variant).unwrap());
             let sections = timeline::sections(&mut conn, &keys).await.unwrap();
-            let pairs = timeline::overlaps(&sections);
+            let pairs = timeline::overlaps(&sections, usize::MAX);
             let across = pairs
                 .iter()
                 .filter(|&&(a, b)| sections[a].instance != sections[b].instance)

@@ -72,7 +72,8 @@ async fn every_section_is_recorded_without_chaos_mode_with_its_overlaps_lease_an
         let mut conn = store.conn().await.unwrap();
         let keys = Keys::new(&Sku::parse("none").unwrap());
         let recorded = timeline::sections(&mut conn, &keys).await.unwrap();
-        assert_eq!(timeline::overlaps(&recorded).len(), t.overlaps.len());
+        assert_eq!(timeline::overlap_count(&recorded), t.overlap_count);
+        assert_eq!(t.overlaps, timeline::overlaps(&recorded, usize::MAX));
 
         // The watchdog renews a 150 ms lease under 400 ms of work, one holder at a time.
         instance.reset("watchdog", 5, 0).await;
@@ -193,6 +194,78 @@ async fn the_export_is_one_self_contained_html_file() {
     // The data is in it, as the endpoint serves it.
     let start = html.find("\"sections\":").expect("the data");
     assert!(html[start..].contains("\"outcome\":\"sold\""));
+}
+
+/// The body of `GET uri`, whole, and how long it took.
+async fn body_of(instance: &InProcess, uri: &str) -> (Vec<u8>, Duration) {
+    use http_body_util::BodyExt;
+    let started = std::time::Instant::now();
+    let request = axum::http::Request::get(uri)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = instance.send(request).await;
+    assert_eq!(response.status(), 200, "{uri}");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (body.to_vec(), started.elapsed())
+}
+
+/// The most sections a timeline holds, every one overlapping every other
+/// (no lock, a long work): 5·10^7 pairs, which the endpoint and its export
+/// count without listing, in a body of bounded size.
+#[tokio::test]
+async fn a_full_timeline_of_overlapping_sections_answers_in_bounded_size() {
+    /// 10 000 sections with the longest request ids are ~2.8 MB of JSON.
+    const MAX_BODY: usize = 6 << 20;
+    let n = timeline::KEEP;
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let instance = InProcess::start(&store, "t", Chaos::off()).await;
+    instance.reset("none", 5, 0).await;
+    let keys = Keys::new(&Sku::parse("none").unwrap());
+    let mut conn = store.conn().await.unwrap();
+    let start = timeline::now_ns();
+    let sections: Vec<timeline::Section> = (0..n)
+        .map(|i| {
+            let mut s =
+                timeline::Section::timed(if i % 2 == 0 { "a" } else { "b" }, None, 0, "sold");
+            // Each entered a microsecond after the last, all still working a minute on.
+            s.enter_ns = start + i as u64 * 1_000;
+            s.exit_ns = start + 60_000_000_000;
+            s.unit = Some(i as i64);
+            s.request_id = Some(format!("{i:0>128}"));
+            s
+        })
+        .collect();
+    // One batch per flush, as the instances append them.
+    for batch in sections.chunks(100) {
+        timeline::append(&mut conn, &keys, batch).await.unwrap();
+    }
+    within(Duration::from_secs(60), async {
+        let all = n * (n - 1) / 2;
+        let (body, took) = body_of(&instance, "/api/timeline?sku=none").await;
+        eprintln!("timeline of {n} sections: {} bytes in {took:?}", body.len());
+        assert!(body.len() < MAX_BODY, "{} bytes", body.len());
+        // A generous bound for a debug build on a shared machine: the old
+        // listing of every pair took minutes and a gigabyte.
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        let t: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(t["sections"].as_array().unwrap().len(), n);
+        assert_eq!(t["overlap_count"], json!(all));
+        let pairs = t["overlaps"].as_array().unwrap();
+        assert_eq!(pairs.len(), timeline::MAX_PAIRS);
+        assert_eq!(pairs[0], json!([0, 1]));
+
+        let (html, took) = body_of(&instance, "/api/timeline/export?sku=none").await;
+        eprintln!("export of {n} sections: {} bytes in {took:?}", html.len());
+        // The data, plus the drawing script and the styles.
+        assert!(html.len() < MAX_BODY + (1 << 20), "{} bytes", html.len());
+        let html = String::from_utf8(html).unwrap();
+        assert!(
+            html.contains(&format!("<td>{all}</td>")),
+            "the pairs counted"
+        );
+    })
+    .await;
 }
 
 #[tokio::test]

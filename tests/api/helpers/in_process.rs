@@ -128,6 +128,7 @@ pub(crate) fn in_process_config(name: &str) -> InstanceConfig {
         chaos: Chaos::off(),
         lock_stores: Default::default(),
         request_ttl: stocklock::ledger::DEFAULT_REQUEST_TTL,
+        request_ids_per_sku: stocklock::ledger::DEFAULT_REQUEST_IDS_PER_SKU,
         sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
         orders: None,
     }

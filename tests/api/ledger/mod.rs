@@ -8,6 +8,7 @@
 
 mod atomic;
 mod attempts;
+mod request_ids;
 mod returns;
 
 use std::collections::{BTreeMap, BTreeSet};
