@@ -34,7 +34,7 @@ use anyhow::Context;
 pub use tokio_postgres::Client;
 use tokio_postgres::NoTls;
 
-pub use message::{OrderMessage, enqueue, register};
+pub use message::{OrderMessage, enqueue, new_token, register};
 
 /// What an instance with orders on knows of them.
 #[derive(Clone, Debug)]
@@ -128,6 +128,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 3,
         name: "expiry_commits_first",
         sql: include_str!("../../migrations/0003_expiry_commits_first.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "order_tokens",
+        sql: include_str!("../../migrations/0004_order_tokens.sql"),
     },
 ];
 

@@ -108,6 +108,8 @@ pub(super) async fn run_deduct(
     buckets: Option<u32>,
     orders: Orders,
 ) -> Result<Deducted, StoreError> {
+    // Made before the script: lua-stream's script writes it with the order.
+    let token = (orders != Orders::None).then(crate::orders::new_token);
     let answer: Vec<i64> = DEDUCT
         .key(&keys.stock)
         .key(&keys.ledger)
@@ -123,6 +125,7 @@ pub(super) async fn run_deduct(
         .arg(buckets.map(|k| k.to_string()).unwrap_or_default())
         .arg(ledger::millis(ctx.request_ttl))
         .arg(orders.arg())
+        .arg(token.as_deref().unwrap_or(""))
         .invoke_async(&mut ctx.conn)
         .await?;
     let [kind, unit, remaining, started, sale, epoch, at_ms] = answer[..] else {
@@ -150,8 +153,10 @@ pub(super) async fn run_deduct(
             request_id: ctx.request_id.map(str::to_owned),
             instance: ctx.instance.to_owned(),
             at_ms,
+            token: token.clone(),
         };
-        let sold = answer(Outcome::Sold { unit, remaining }, false);
+        let mut sold = answer(Outcome::Sold { unit, remaining }, false);
+        sold.order_token = token;
         return Ok(Deducted::Order(sold, message));
     }
     let answer = |outcome, replayed| Ok(Deducted::Answer(answer(outcome, replayed)));

@@ -3,14 +3,15 @@
 //! migrations (applied once per file however often and however many
 //! instances run them), the unique constraints that refuse a duplicate
 //! order, and `stocklock up` with orders on. Its modules: the pipeline end
-//! to end, Redis losing its data under it, expiry failing half-way, and an
-//! insert refused by another order.
+//! to end, Redis losing its data under it, expiry failing half-way, an
+//! insert refused by another order, and orders owned by their buyer.
 //!
 //! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
 
 mod conflict;
 mod data_loss;
 mod expiry;
+mod ownership;
 mod pipeline;
 
 use std::future::Future;
