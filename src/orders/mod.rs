@@ -164,8 +164,8 @@ pub async fn connect(url: &str) -> anyhow::Result<Client> {
     Ok(client)
 }
 
-/// `url` without its password, for messages.
-fn shown(url: &str) -> String {
+/// `url` (PostgreSQL's or Redis's) without its password, for messages.
+pub fn shown(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => match rest.split_once('@') {
             Some((user, host)) => {

@@ -24,10 +24,9 @@ pub(super) struct Evalsha {
 impl BenchRedis {
     pub(super) async fn connect(redis_url: &str) -> anyhow::Result<Self> {
         let store = Store::open(redis_url)?;
-        let conn = store
-            .conn()
-            .await
-            .with_context(|| format!("cannot reach Redis at {redis_url}"))?;
+        let conn = store.conn().await.with_context(|| {
+            format!("cannot reach Redis at {}", crate::orders::shown(redis_url))
+        })?;
         Ok(Self { conn })
     }
 

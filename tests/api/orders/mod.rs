@@ -9,6 +9,7 @@
 //! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
 
 mod conflict;
+mod credentials;
 mod data_loss;
 mod expiry;
 mod ownership;
@@ -291,10 +292,10 @@ async fn up_with_orders_runs_postgres_and_its_instances_migrate_it() {
         .postgres
         .clone()
         .expect("up announced no postgres line");
+    // Its generated password (64 hex digits) in the URL.
     assert!(
-        postgres
-            .url
-            .starts_with("postgresql://stocklock@127.0.0.1:")
+        postgres.url.starts_with("postgresql://stocklock:")
+            && postgres.url.contains("@127.0.0.1:")
             && postgres.url.ends_with("/stocklock"),
         "{}",
         postgres.url
