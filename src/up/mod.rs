@@ -99,7 +99,8 @@ pub struct UpConfig {
     /// Chaos mode is on by default under `up` (this is a lab): the fault
     /// actions of /api/admin/chaos (crash after SETNX, freeze a holder,
     /// delete a lock, crash an instance, pause or restart Redis; admin token
-    /// and loopback only) and the overlap witness. This turns it off.
+    /// and loopback only) and the overlap witness. This turns it off, and
+    /// takes DEBUG and CONFIG away from the clients of up's Redis.
     #[arg(long)]
     pub no_chaos: bool,
     /// Accepted for clarity; chaos mode is already the default.

@@ -58,7 +58,9 @@ impl BenchRedis {
             .arg("RESETSTAT")
             .query_async(&mut self.conn)
             .await
-            .context("CONFIG RESETSTAT")?;
+            .context(
+                "CONFIG RESETSTAT (refused by `up --no-chaos`'s Redis: bench a stack in chaos mode, up's default)",
+            )?;
         Ok(())
     }
 
