@@ -134,7 +134,8 @@ pub struct ServeArgs {
     #[arg(
         long,
         default_value = "redis://127.0.0.1:6379",
-        env = "STOCKLOCK_REDIS_URL"
+        env = "STOCKLOCK_REDIS_URL",
+        hide_env_values = true
     )]
     pub redis_url: String,
     /// Use a Redis Cluster instead of --redis-url: one or more of its nodes,

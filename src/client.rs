@@ -116,18 +116,21 @@ impl StackClient {
         self.get_json(&format!("/api/orders?sku={sku}")).await
     }
 
-    /// `GET /api/orders/find`: the order `request_id` became; `None` while
-    /// no worker has written it yet (404).
+    /// `GET /api/orders/find`: the order `request_id` became, shown to the
+    /// holder of its `token`; `None` while no worker has written it yet
+    /// (or for another token: 404).
     pub async fn find_order(
         &self,
         sku: &str,
         request_id: &str,
+        token: &str,
     ) -> anyhow::Result<Option<OrderView>> {
         let path = format!("/api/orders/find?sku={sku}&request_id={request_id}");
         let url = self.url(&path);
         let response = self
             .http
             .get(&url)
+            .header(crate::wire::ORDER_TOKEN, token)
             .send()
             .await
             .map_err(|err| self.unreachable(&url, err))?;
@@ -145,12 +148,13 @@ impl StackClient {
         }
     }
 
-    /// `POST /api/orders/{id}/pay`: the status (200 paid, 409 expired, 404
-    /// no such order; 0 when no answer came).
-    pub async fn pay(&self, id: i64) -> u16 {
+    /// `POST /api/orders/{id}/pay` with its `token`: the status (200 paid,
+    /// 409 expired, 404 no such order for this token; 0 when no answer came).
+    pub async fn pay(&self, id: i64, token: &str) -> u16 {
         match self
             .http
             .post(self.url(&format!("/api/orders/{id}/pay")))
+            .header(crate::wire::ORDER_TOKEN, token)
             .send()
             .await
         {
@@ -325,6 +329,14 @@ impl Deduction {
             DeductBody::Outcome(answer) => answer.reason.as_deref(),
             DeductBody::Error(error) => Some(&error.error),
             DeductBody::Unreadable => None,
+        }
+    }
+
+    /// An order variant's sale: the token that pays and finds its order.
+    pub fn order_token(&self) -> Option<&str> {
+        match &self.body {
+            DeductBody::Outcome(answer) => answer.order_token.as_deref(),
+            _ => None,
         }
     }
 

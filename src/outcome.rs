@@ -120,6 +120,8 @@ pub struct Answer {
     /// variant has released its lock.
     /// Boxed: a section is several times the size of the rest.
     pub witnessed: Option<Box<crate::timeline::Section>>,
+    /// A sale that became an order: the token its buyer pays it with.
+    pub order_token: Option<String>,
 }
 
 impl Answer {
@@ -130,6 +132,7 @@ impl Answer {
             replayed: false,
             recorded: false,
             witnessed: None,
+            order_token: None,
         }
     }
 
@@ -155,6 +158,7 @@ impl Answer {
             replayed,
             recorded: true,
             witnessed: None,
+            order_token: None,
         }
     }
 }

@@ -30,6 +30,9 @@ pub enum OutcomeKind {
     Unknown,
 }
 
+/// The header that carries an order's token to pay and find the order.
+pub const ORDER_TOKEN: &str = "x-order-token";
+
 /// The body of every `/deductStock` answer that is not an error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeductResponse {
@@ -61,6 +64,11 @@ pub struct DeductResponse {
     /// without asking Redis (see `sold_out_mark`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_mark: bool,
+    /// An order variant's sale: the order's token, which paying it and
+    /// finding it (`X-Order-Token`) take. Only the first answer carries it:
+    /// a replay does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_token: Option<String>,
 }
 
 /// Every error answer: a stable machine-readable `error` code and a sentence

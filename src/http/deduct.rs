@@ -92,6 +92,7 @@ fn sale_response(sale: Sale, instance: &str) -> Response {
         request_id: sale.request_id,
         detail,
         from_mark: sale.from_mark,
+        order_token: sale.order_token,
     };
     (status, Json(body)).into_response()
 }

@@ -1,6 +1,9 @@
 //! The orders' routes: a SKU's orders and their reconciliation, finding a
 //! buyer's order by its request id, paying it, and (admin) an expiry pass.
 //! An instance started without `--postgres-url` answers 503 not_configured.
+//! Finding and paying take the order's token (`X-Order-Token`, from the
+//! sale's answer): ids are sequential, the token is what only the buyer
+//! has. Without it, the same 404 as for an order that does not exist.
 
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -15,6 +18,7 @@ use crate::orders::reconcile::{Reconciliation, reconcile};
 use crate::orders::summary::{OrderSummary, summary};
 use crate::orders::{Client, Database};
 use crate::web::AppError;
+use crate::wire::ORDER_TOKEN;
 
 /// `GET /api/orders?sku=S`: the SKU's orders at a glance and the books compared.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -95,24 +99,31 @@ pub(super) async fn view(
 /// `GET /api/orders/find?sku=S&request_id=R`: the order a request became.
 pub(super) async fn find(
     State(state): State<AppState>,
+    headers: HeaderMap,
     query: Result<Query<FindQuery>, QueryRejection>,
 ) -> Result<Json<OrderView>, AppError> {
     let Query(query) = query?;
     let sku = Sku::parse(&query.sku)?;
+    let token = order_token(&headers);
     let db = client(database(&state)?).await?;
     let row = db
         .query_opt(
             "SELECT id, unit, status,
                     CASE WHEN status = 'pending_payment'
-                         THEN greatest(0, extract(epoch FROM pay_by - clock_timestamp()) * 1000)::bigint END
+                         THEN greatest(0, extract(epoch FROM pay_by - clock_timestamp()) * 1000)::bigint END,
+                    token
              FROM orders WHERE sku = $1 AND request_id = $2 ORDER BY epoch DESC LIMIT 1",
             &[&sku.as_str(), &query.request_id],
         )
         .await
         .map_err(|err| unavailable(err.into()))?;
+    let row = row.filter(|row| {
+        let owned: Option<String> = row.try_get(4).ok().flatten();
+        expiry::token_matches(owned.as_deref(), token)
+    });
     let row = row.ok_or_else(|| {
         AppError::Missing(
-            "no order for this request id (yet: a worker writes it a moment after the sale)"
+            "no order for this request id and X-Order-Token (yet: a worker writes it a moment after the sale)"
                 .to_owned(),
         )
     })?;
@@ -126,9 +137,20 @@ pub(super) async fn find(
     }))
 }
 
-/// `POST /api/orders/{id}/pay`: 200 paid (again: a retry), 409 expired, 404.
+/// The `X-Order-Token` header; empty (matching no order) when absent or
+/// not text.
+fn order_token(headers: &HeaderMap) -> &str {
+    headers
+        .get(ORDER_TOKEN)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+}
+
+/// `POST /api/orders/{id}/pay` with `X-Order-Token`: 200 paid (again: a
+/// retry), 409 expired, 404 (no such order, or not this token's).
 pub(super) async fn pay(
     State(state): State<AppState>,
+    headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, AppError> {
     let Path(id) = id?;
@@ -139,14 +161,20 @@ pub(super) async fn pay(
         ))
     })?;
     let db = client(database(&state)?).await?;
-    match expiry::pay(&db, id).await.map_err(unavailable)? {
+    match expiry::pay(&db, id, order_token(&headers))
+        .await
+        .map_err(unavailable)?
+    {
         Paid::Paid { sku, unit, again } => Ok(Json(serde_json::json!({
             "id": id, "status": "paid", "sku": sku, "unit": unit, "again": again,
         }))),
         Paid::Expired => Err(AppError::Conflict(
             "the reservation expired: its unit went back to the stock".to_owned(),
         )),
-        Paid::NotFound => Err(AppError::Missing(format!("no order {id}"))),
+        // The same words for every id: no hint whether the order exists.
+        Paid::NotFound => Err(AppError::Missing(
+            "no such order for this X-Order-Token".to_owned(),
+        )),
     }
 }
 

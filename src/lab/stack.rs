@@ -51,7 +51,7 @@ pub struct Stack {
     /// `up --replica`: the Sentinels, in order (`url`: `127.0.0.1:PORT`).
     pub sentinels: Vec<Node>,
     /// The PostgreSQL `up` started for the orders (`url`:
-    /// `postgresql://stocklock@127.0.0.1:PORT/stocklock`).
+    /// `postgresql://stocklock:PASSWORD@127.0.0.1:PORT/stocklock`).
     pub postgres: Option<Node>,
     /// `host:port` of each instance as `up` prints them for Prometheus
     /// (empty for an attached stack).
@@ -265,7 +265,7 @@ impl Stack {
             });
             self.zookeeper.extend(server);
         } else if let Some(rest) = line.strip_prefix("postgres: pid ") {
-            // `postgres: pid 132 postgresql://stocklock@127.0.0.1:PORT/stocklock`
+            // `postgres: pid 132 postgresql://stocklock:PASSWORD@127.0.0.1:PORT/stocklock`
             self.postgres = parse_node(rest);
         } else if let Some(rest) = line.strip_prefix("nginx: pid ") {
             self.nginx_pid = pid_of(rest).unwrap_or(0);

@@ -19,7 +19,8 @@ pub struct ReconcileArgs {
     #[arg(
         long,
         default_value = "redis://127.0.0.1:6379",
-        env = "STOCKLOCK_REDIS_URL"
+        env = "STOCKLOCK_REDIS_URL",
+        hide_env_values = true
     )]
     pub redis_url: String,
     /// The orders' PostgreSQL (`stocklock up` prints it).
@@ -49,7 +50,7 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
 /// Runs `stocklock reconcile`; `Ok(false)` when the books do not match.
 pub async fn run(args: ReconcileArgs) -> anyhow::Result<bool> {
     let store = Store::open(&args.redis_url)
-        .with_context(|| format!("bad Redis URL {:?}", args.redis_url))?;
+        .with_context(|| format!("bad Redis URL {}", super::shown(&args.redis_url)))?;
     let mut conn = store.conn().await.context("cannot reach Redis")?;
     let db = super::connect(&args.postgres_url).await?;
     let skus = if args.sku.is_empty() {

@@ -158,8 +158,28 @@ pub enum Paid {
     NotFound,
 }
 
-/// Pays order `id`, if its reservation still stands.
-pub async fn pay(db: &Client, id: i64) -> anyhow::Result<Paid> {
+/// Whether `given` is the order's `token`, compared in constant time (an
+/// order written without a token matches nothing).
+pub fn token_matches(token: Option<&str>, given: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    token.is_some_and(|token| bool::from(token.as_bytes().ct_eq(given.as_bytes())))
+}
+
+/// Pays order `id` for the holder of its `token`, if its reservation still
+/// stands. A wrong token is [`Paid::NotFound`], as a missing order is.
+pub async fn pay(db: &Client, id: i64, token: &str) -> anyhow::Result<Paid> {
+    // The compare is ours (constant time), not the database's: the row is
+    // read first, then updated only for its owner.
+    let owned = db
+        .query_opt("SELECT token FROM orders WHERE id = $1", &[&id])
+        .await?;
+    let owned = match owned {
+        Some(row) => token_matches(row.try_get::<_, Option<String>>(0)?.as_deref(), token),
+        None => false,
+    };
+    if !owned {
+        return Ok(Paid::NotFound);
+    }
     let paid = db
         .query_opt(
             "UPDATE orders SET status = 'paid', paid_at = clock_timestamp()

@@ -16,10 +16,10 @@ use super::message::OrderMessage;
 /// other unique constraint fails the statement.
 const INSERT: &str = "WITH new AS (
     INSERT INTO orders
-        (sku, epoch, unit, sale, request_id, instance, status, sold_at, created_at, pay_by)
+        (sku, epoch, unit, sale, request_id, instance, status, sold_at, created_at, pay_by, token)
     VALUES ($1, $2, $3, $4, $5, $6, 'pending_payment',
         to_timestamp($7::float8 / 1000), clock_timestamp(),
-        clock_timestamp() + $8::float8 * interval '1 millisecond')
+        clock_timestamp() + $8::float8 * interval '1 millisecond', $9)
     ON CONFLICT (sku, epoch, sale) DO NOTHING
     RETURNING 1)
 SELECT (SELECT count(*) FROM new),
@@ -80,10 +80,10 @@ impl Orders {
         let transaction = self.client.transaction().await?;
         let pay_ms = pay_within.as_millis() as f64;
         let at: Vec<f64> = messages.iter().map(|m| m.at_ms as f64).collect();
-        let params: Vec<[&(dyn ToSql + Sync); 8]> = messages
+        let params: Vec<[&(dyn ToSql + Sync); 9]> = messages
             .iter()
             .zip(&at)
-            .map(|(m, at)| -> [&(dyn ToSql + Sync); 8] {
+            .map(|(m, at)| -> [&(dyn ToSql + Sync); 9] {
                 [
                     &m.sku,
                     &m.epoch,
@@ -93,6 +93,7 @@ impl Orders {
                     &m.instance,
                     at,
                     &pay_ms,
+                    &m.token,
                 ]
             })
             .collect();

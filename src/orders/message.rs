@@ -31,6 +31,21 @@ pub struct OrderMessage {
     pub instance: String,
     /// When it was sold, Redis's clock, in milliseconds since the epoch.
     pub at_ms: i64,
+    /// The buyer's proof of ownership ([`new_token`]): the sale's answer
+    /// carried it, and paying or finding the order takes it. `None` in a
+    /// message written before orders had tokens.
+    pub token: Option<String>,
+}
+
+/// A fresh order token: 244 random bits (two v4 UUIDs, from the operating
+/// system's generator), 64 hex digits. Order ids are sequential; this is
+/// what nobody else can guess.
+pub fn new_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 impl OrderMessage {
@@ -43,6 +58,7 @@ impl OrderMessage {
             ("request_id", self.request_id.clone().unwrap_or_default()),
             ("instance", self.instance.clone()),
             ("at", self.at_ms.to_string()),
+            ("token", self.token.clone().unwrap_or_default()),
         ]
     }
 
@@ -60,6 +76,7 @@ impl OrderMessage {
             request_id: text("request_id").filter(|id| !id.is_empty()),
             instance: text("instance").unwrap_or_default(),
             at_ms: number("at")?,
+            token: text("token").filter(|token| !token.is_empty()),
         })
     }
 }
@@ -107,6 +124,7 @@ mod tests {
             request_id: Some("r-1".to_owned()),
             instance: "a".to_owned(),
             at_ms: 1_700_000_000_123,
+            token: Some(new_token()),
         };
         let fields: HashMap<String, redis::Value> = message
             .fields()

@@ -34,7 +34,7 @@ use anyhow::Context;
 pub use tokio_postgres::Client;
 use tokio_postgres::NoTls;
 
-pub use message::{OrderMessage, enqueue, register};
+pub use message::{OrderMessage, enqueue, new_token, register};
 
 /// What an instance with orders on knows of them.
 #[derive(Clone, Debug)]
@@ -129,6 +129,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "expiry_commits_first",
         sql: include_str!("../../migrations/0003_expiry_commits_first.sql"),
     },
+    Migration {
+        version: 4,
+        name: "order_tokens",
+        sql: include_str!("../../migrations/0004_order_tokens.sql"),
+    },
 ];
 
 /// The advisory lock [`migrate`] holds for its transaction (`stockloc` in
@@ -159,8 +164,8 @@ pub async fn connect(url: &str) -> anyhow::Result<Client> {
     Ok(client)
 }
 
-/// `url` without its password, for messages.
-fn shown(url: &str) -> String {
+/// `url` (PostgreSQL's or Redis's) without its password, for messages.
+pub fn shown(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => match rest.split_once('@') {
             Some((user, host)) => {

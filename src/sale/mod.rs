@@ -108,6 +108,8 @@ pub struct Sale {
     pub replayed: bool,
     /// Answered from this instance's sold-out mark, without Redis.
     pub from_mark: bool,
+    /// A sale that became an order: the token that pays and finds it.
+    pub order_token: Option<String>,
 }
 
 /// Why a sale could not even be tried.
@@ -212,6 +214,7 @@ impl Seller {
                 outcome: Outcome::SoldOut { remaining },
                 replayed: false,
                 from_mark: true,
+                order_token: None,
             });
         }
         let generation = self.marks.generation();
@@ -265,6 +268,7 @@ impl Seller {
             outcome: answer.outcome,
             replayed: answer.replayed,
             from_mark: false,
+            order_token: answer.order_token,
         };
         // The scripted variants check the SKU and the request id inside their
         // one script, writing nothing for a SKU never stocked.

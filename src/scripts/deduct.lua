@@ -10,7 +10,8 @@
 -- becomes an order, which the caller enqueues itself; 'stream': this
 -- script enqueues it, XADD to the orders stream, in the same atomic step),
 -- how many request ids the SKU may remember, how long a sold-out answer's
--- record is kept (ms; it is safe to repeat, so briefly)
+-- record is kept (ms; it is safe to repeat, so briefly), the order's
+-- token (with orders: the buyer's proof, kept with the order)
 -- Units given back by expired reservations (returned_units) are sold
 -- first, with orders or without.
 -- Returns {kind, unit, remaining, started, sale, epoch, at}.
@@ -125,6 +126,6 @@ if at == 0 then at = now_ms() end
 local epoch = l[3] or '0'
 if ARGV[6] == 'stream' then
   redis.call('XADD', KEYS[7], '*', 'unit', unit, 'sale', sale, 'epoch', epoch,
-    'request_id', ARGV[2], 'instance', ARGV[1], 'at', at)
+    'request_id', ARGV[2], 'instance', ARGV[1], 'at', at, 'token', ARGV[9])
 end
 return done(1, unit, stock - 1, sale, tonumber(epoch), at)

@@ -140,8 +140,9 @@ impl InstanceSpec {
             .arg("serve")
             .arg("--listen")
             .arg(self.addr.to_string())
-            .arg("--redis-url")
-            .arg(&self.redis_url)
+            // Not on the command line (`ps` shows those to every user):
+            // a URL may carry a password.
+            .env("STOCKLOCK_REDIS_URL", &self.redis_url)
             .arg("--instance")
             .arg(&self.name)
             .arg("--default-variant")

@@ -24,7 +24,7 @@
 //! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
 //! etcd member 1: pid 128 http://127.0.0.1:PORT    (one line per member; --etcd N)
 //! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
-//! postgres: pid 132 postgresql://stocklock@127.0.0.1:PORT/stocklock  (orders on, no --postgres-url; again after every restart)
+//! postgres: pid 132 postgresql://stocklock:PASSWORD@127.0.0.1:PORT/stocklock  (orders on, no --postgres-url; again after every restart)
 //! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
@@ -103,7 +103,8 @@ pub struct UpConfig {
     /// Chaos mode is on by default under `up` (this is a lab): the fault
     /// actions of /api/admin/chaos (crash after SETNX, freeze a holder,
     /// delete a lock, crash an instance, pause or restart Redis; admin token
-    /// and loopback only) and the overlap witness. This turns it off.
+    /// and loopback only) and the overlap witness. This turns it off, and
+    /// takes DEBUG and CONFIG away from the clients of up's Redis.
     #[arg(long)]
     pub no_chaos: bool,
     /// Accepted for clarity; chaos mode is already the default.

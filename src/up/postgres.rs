@@ -3,8 +3,11 @@
 //! `--orders off` or `--postgres-url`) and by the test suite.
 //!
 //! Debian's binaries, run without the package's cluster scripts: `initdb`
-//! into `DIR/data` (trust authentication, the bootstrap superuser being the
-//! role `stocklock`), then `postgres -D DIR/data -p PORT -k DIR/socket -c
+//! into `DIR/data` (scram-sha-256 password authentication, the bootstrap
+//! superuser being the role `stocklock`, its password generated per server
+//! and handed to initdb in a file removed after: never on a command line,
+//! where `ps` shows it to every user; trust would make any local user the
+//! superuser), then `postgres -D DIR/data -p PORT -k DIR/socket -c
 //! listen_addresses=127.0.0.1`: TCP on loopback only, its unix socket in
 //! the directory, `fsync` left on. Ready means serving: after the server's
 //! "ready to accept connections" line, a real connection creates the
@@ -49,6 +52,8 @@ pub struct PostgresServer {
     port: u16,
     /// `data/` (the cluster) and `socket/`, removed with it.
     dir: TempDir,
+    /// The role `stocklock`'s password (in [`PostgresServer::url`]).
+    password: String,
     /// How long initdb and the start until ready took.
     pub timings: Timings,
 }
@@ -94,19 +99,21 @@ impl PostgresServer {
             }
         }
         let started = Instant::now();
-        initdb(&binaries, &dir.path().join("data")).await?;
+        let password = crate::orders::new_token();
+        initdb(&binaries, &dir.path().join("data"), &password).await?;
         let initdb_took = started.elapsed();
         let mut last_error = None;
         for _ in 0..3 {
             let port = free_port()?;
             let started = Instant::now();
             let (mut process, line) = spawn(&binaries, dir.path(), port)?;
-            match ready(&mut process, line, port).await {
+            match ready(&mut process, line, port, &password).await {
                 Ok(()) => {
                     return Ok(Self {
                         process,
                         port,
                         dir,
+                        password,
                         timings: Timings {
                             initdb: initdb_took,
                             start: started.elapsed(),
@@ -139,7 +146,7 @@ impl PostgresServer {
         let binaries = require_postgres()?;
         let started = Instant::now();
         let (mut process, line) = spawn(&binaries, self.dir.path(), self.port)?;
-        if let Err(err) = ready(&mut process, line, self.port).await {
+        if let Err(err) = ready(&mut process, line, self.port, &self.password).await {
             process.stop_with(nix::sys::signal::Signal::SIGINT).await;
             return Err(err.context(format!("postgres did not restart on port {}", self.port)));
         }
@@ -152,10 +159,10 @@ impl PostgresServer {
         self.port
     }
 
-    /// `postgresql://stocklock@127.0.0.1:PORT/stocklock`: what the
-    /// instances are given as `--postgres-url`.
+    /// `postgresql://stocklock:PASSWORD@127.0.0.1:PORT/stocklock`: what
+    /// the instances are given (by environment, `STOCKLOCK_POSTGRES_URL`).
     pub fn url(&self) -> String {
-        url(self.port, DATABASE)
+        url(self.port, DATABASE, &self.password)
     }
 
     /// Its directory (`data/`, `socket/`).
@@ -164,8 +171,8 @@ impl PostgresServer {
     }
 }
 
-fn url(port: u16, database: &str) -> String {
-    format!("postgresql://{ROLE}@127.0.0.1:{port}/{database}")
+fn url(port: u16, database: &str, password: &str) -> String {
+    format!("postgresql://{ROLE}:{password}@127.0.0.1:{port}/{database}")
 }
 
 /// A command for one of PostgreSQL's programs: as the `postgres` user when
@@ -188,21 +195,51 @@ fn command(binaries: &Binaries, program: &Path, dir: &Path) -> Command {
     command
 }
 
-/// `initdb` of a cluster in `data`: trust authentication (loopback only,
-/// a lab), the role `stocklock` as its superuser, UTF-8 without a locale.
-async fn initdb(binaries: &Binaries, data: &Path) -> anyhow::Result<()> {
+/// `initdb` of a cluster in `data`: password authentication (scram), the
+/// role `stocklock` with `password` as its superuser, UTF-8 without a
+/// locale. The password goes through a file only its owner reads, removed
+/// once initdb has run.
+async fn initdb(binaries: &Binaries, data: &Path, password: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let parent = data.parent().unwrap_or(data);
+    let pwfile = parent.join("pwfile");
+    {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&pwfile)
+            .context("cannot write initdb's password file")?;
+        writeln!(file, "{password}")?;
+    }
+    if let Some((uid, gid)) = binaries.run_as {
+        std::os::unix::fs::chown(&pwfile, Some(uid), Some(gid))
+            .context("cannot give the password file to postgres")?;
+    }
     let run = command(binaries, &binaries.initdb, parent)
         .arg("-D")
         .arg(data)
-        .args(["-A", "trust", "-U", ROLE, "-E", "UTF8", "--no-locale"])
+        .args([
+            "-A",
+            "scram-sha-256",
+            "-U",
+            ROLE,
+            "-E",
+            "UTF8",
+            "--no-locale",
+        ])
+        .arg(format!("--pwfile={}", pwfile.display()))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output();
     let output = tokio::time::timeout(READY_TIMEOUT, run)
         .await
         .with_context(|| format!("initdb took more than {READY_TIMEOUT:?}"))?
-        .with_context(|| format!("cannot run {}", binaries.initdb.display()))?;
+        .with_context(|| format!("cannot run {}", binaries.initdb.display()));
+    // Its work done (or failed): the cluster keeps only a scram verifier.
+    let _ = std::fs::remove_file(&pwfile);
+    let output = output?;
     if !output.status.success() {
         bail!(
             "initdb failed ({}):\n{}{}",
@@ -252,6 +289,7 @@ async fn ready(
     process: &mut Running,
     line: oneshot::Receiver<String>,
     port: u16,
+    password: &str,
 ) -> anyhow::Result<()> {
     let deadline = tokio::time::sleep(READY_TIMEOUT);
     tokio::pin!(deadline);
@@ -269,15 +307,15 @@ async fn ready(
         _ = &mut deadline => bail!("postgres on port {port} was not ready after {READY_TIMEOUT:?}:\n{}", process.log()),
     }
     tokio::select! {
-        created = create_database(port) => created,
+        created = create_database(port, password) => created,
         status = process.exited() => Err(exited(status, process.log())),
         _ = &mut deadline => bail!("postgres on port {port} did not answer within {READY_TIMEOUT:?}:\n{}", process.log()),
     }
 }
 
 /// Creates the database `stocklock` unless it exists, then connects to it.
-async fn create_database(port: u16) -> anyhow::Result<()> {
-    let admin = crate::orders::connect(&url(port, "postgres")).await?;
+async fn create_database(port: u16, password: &str) -> anyhow::Result<()> {
+    let admin = crate::orders::connect(&url(port, "postgres", password)).await?;
     let exists = admin
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&DATABASE])
         .await?
@@ -288,7 +326,7 @@ async fn create_database(port: u16) -> anyhow::Result<()> {
             .await
             .context("cannot create the database")?;
     }
-    let client = crate::orders::connect(&url(port, DATABASE)).await?;
+    let client = crate::orders::connect(&url(port, DATABASE, password)).await?;
     client.batch_execute("SELECT 1").await?;
     Ok(())
 }

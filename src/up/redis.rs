@@ -15,6 +15,16 @@ use tokio::process::Command;
 use super::process::{self, Running};
 use crate::os::free_port;
 
+/// DEBUG off, CONFIG renamed to nothing (gone): see
+/// [`RedisServer::start_locked_down`].
+const LOCKED_DOWN: &[&str] = &[
+    "--enable-debug-command",
+    "no",
+    "--rename-command",
+    "CONFIG",
+    "",
+];
+
 /// How long redis-server may take to say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -61,19 +71,36 @@ impl RedisServer {
     /// survives a kill -9, and a server started again on the same `dir`
     /// loads it. On `port`, or a free port when `None`.
     pub async fn start_persistent(port: Option<u16>, dir: &Path) -> anyhow::Result<Self> {
+        Self::persistent(port, dir, &[]).await
+    }
+
+    /// `up`'s Redis without chaos mode: as [`start`] (or [`start_persistent`]
+    /// in `persist`), with DEBUG and CONFIG taken from its clients (a
+    /// student could pause it with DEBUG SLEEP, or switch anything off
+    /// with CONFIG). Chaos mode's "pause Redis" needs DEBUG: it keeps both.
+    ///
+    /// [`start`]: Self::start
+    /// [`start_persistent`]: Self::start_persistent
+    pub async fn start_locked_down(
+        port: Option<u16>,
+        persist: Option<&Path>,
+    ) -> anyhow::Result<Self> {
+        match persist {
+            Some(dir) => Self::persistent(port, dir, LOCKED_DOWN).await,
+            None => Self::start_with(port, LOCKED_DOWN).await,
+        }
+    }
+
+    async fn persistent(port: Option<u16>, dir: &Path, extra: &[&str]) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let binary = process::require_program("redis-server", "redis-server")?;
         let port = match port {
             Some(port) => port,
             None => free_port()?,
         };
-        Self::start_on(
-            &binary,
-            port,
-            &["--appendonly", "yes", "--appendfsync", "always"],
-            DataDir::Persistent(dir.to_owned()),
-        )
-        .await
+        let mut args = vec!["--appendonly", "yes", "--appendfsync", "always"];
+        args.extend(extra);
+        Self::start_on(&binary, port, &args, DataDir::Persistent(dir.to_owned())).await
     }
 
     /// The directory of its append-only file, when it persists.

@@ -20,6 +20,8 @@ pub(super) struct Stores {
     pub(super) redis: Option<RedisServer>,
     /// With `--persist`, where our Redis keeps its files, across restarts.
     persist_dir: Option<PathBuf>,
+    /// Chaos mode: our Redis keeps DEBUG and CONFIG (across restarts too).
+    chaos: bool,
     /// What the instances are given as `--redis-url`.
     pub(super) redis_url: String,
     /// `--replica`: the replica, its relay and the Sentinels; our Redis is
@@ -70,7 +72,9 @@ impl Stores {
         let redis = match &config.redis_url {
             Some(_) => None,
             None if config.cluster => None,
-            None => Some(start_redis(config.redis_port, persist_dir.as_deref()).await?),
+            None => Some(
+                start_redis(config.redis_port, persist_dir.as_deref(), !config.no_chaos).await?,
+            ),
         };
         let redis_url = match (&config.redis_url, &redis) {
             (Some(url), _) => url.clone(),
@@ -114,6 +118,7 @@ impl Stores {
         Ok(Stores {
             redis,
             persist_dir,
+            chaos: !config.no_chaos,
             redis_url,
             replica_set,
             cluster,
@@ -205,7 +210,7 @@ impl Stores {
         let Some(old) = self.redis.take() else {
             return Ok(());
         };
-        let server = start_redis(Some(old.port()), self.persist_dir.as_deref()).await?;
+        let server = start_redis(Some(old.port()), self.persist_dir.as_deref(), self.chaos).await?;
         announce_redis(&server);
         self.redis = Some(server);
         Ok(())
@@ -367,8 +372,16 @@ async fn start_postgres(run_dir: &Path) -> anyhow::Result<Option<PostgresServer>
 }
 
 /// A redis-server on `port` (a free one when `None`): persistent in `dir`
-/// (`--persist`), or keeping nothing.
-async fn start_redis(port: Option<u16>, dir: Option<&Path>) -> anyhow::Result<RedisServer> {
+/// (`--persist`), or keeping nothing; without `chaos`, locked down (no
+/// DEBUG, no CONFIG for its clients).
+async fn start_redis(
+    port: Option<u16>,
+    dir: Option<&Path>,
+    chaos: bool,
+) -> anyhow::Result<RedisServer> {
+    if !chaos {
+        return RedisServer::start_locked_down(port, dir).await;
+    }
     match dir {
         Some(dir) => RedisServer::start_persistent(port, dir).await,
         None => RedisServer::start(port).await,

@@ -108,6 +108,8 @@ pub(super) async fn run_deduct(
     buckets: Option<u32>,
     orders: Orders,
 ) -> Result<Deducted, StoreError> {
+    // Made before the script: lua-stream's script writes it with the order.
+    let token = (orders != Orders::None).then(crate::orders::new_token);
     let answer: Vec<i64> = DEDUCT
         .key(&keys.stock)
         .key(&keys.ledger)
@@ -125,6 +127,7 @@ pub(super) async fn run_deduct(
         .arg(orders.arg())
         .arg(ctx.request_ids_per_sku)
         .arg(ledger::millis(ledger::SOLD_OUT_KEEP))
+        .arg(token.as_deref().unwrap_or(""))
         .invoke_async(&mut ctx.conn)
         .await?;
     let [kind, unit, remaining, started, sale, epoch, at_ms] = answer[..] else {
@@ -152,8 +155,10 @@ pub(super) async fn run_deduct(
             request_id: ctx.request_id.map(str::to_owned),
             instance: ctx.instance.to_owned(),
             at_ms,
+            token: token.clone(),
         };
-        let sold = answer(Outcome::Sold { unit, remaining }, false);
+        let mut sold = answer(Outcome::Sold { unit, remaining }, false);
+        sold.order_token = token;
         return Ok(Deducted::Order(sold, message));
     }
     let answer = |outcome, replayed| Ok(Deducted::Answer(answer(outcome, replayed)));

@@ -8,6 +8,7 @@ mod chaos;
 mod cluster;
 mod compare;
 mod dashboard;
+mod deps;
 mod docker;
 mod etcd;
 mod examples;

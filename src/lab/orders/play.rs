@@ -180,16 +180,21 @@ pub(super) async fn reservation_expiry(c: &OrdersCell, v: &str) -> anyhow::Resul
     const PAID: usize = 3;
     c.client().reset(v, STOCK, 0).await?;
     let ids: Vec<String> = (0..SALES).map(|i| format!("reserve-{i}")).collect();
+    // Each sale's answer, and the token its buyer pays and finds it with.
     let mut sold = Vec::new();
+    let mut tokens = Vec::new();
     for id in &ids {
-        sold.push(c.sell(&c.stack.url, v, id).await);
+        let path = format!("/deductStock/{v}?sku={v}&request_id={id}");
+        let answer = c.client().at(&c.stack.url).deduct(&path).await;
+        tokens.push(answer.order_token().unwrap_or_default().to_owned());
+        sold.push(Reply::from(answer));
     }
     // Each order once a worker wrote it; when its deadline passes.
     let mut orders = Vec::new();
     let found_by = Instant::now() + SETTLE_TIMEOUT;
-    for id in &ids {
+    for (id, token) in ids.iter().zip(&tokens) {
         let order = loop {
-            if let Some(order) = c.client().find_order(v, id).await? {
+            if let Some(order) = c.client().find_order(v, id, token).await? {
                 break order;
             }
             anyhow::ensure!(Instant::now() < found_by, "no order for {id}");
@@ -199,8 +204,8 @@ pub(super) async fn reservation_expiry(c: &OrdersCell, v: &str) -> anyhow::Resul
         orders.push((order, due));
     }
     let mut paid = Vec::new();
-    for (order, _) in &orders[..PAID] {
-        paid.push(c.client().pay(order.id).await);
+    for ((order, _), token) in orders[..PAID].iter().zip(&tokens) {
+        paid.push(c.client().pay(order.id, token).await);
     }
     // Waiting for a deadline is waiting for a time: nothing to listen to.
     if let Some(due) = orders[PAID..].iter().map(|(_, due)| *due).max() {
@@ -216,8 +221,8 @@ pub(super) async fn reservation_expiry(c: &OrdersCell, v: &str) -> anyhow::Resul
     }
     let second = c.client().expire_orders().await?;
     let mut still_paid = 0;
-    for id in &ids[..PAID] {
-        let now = c.client().find_order(v, id).await?;
+    for (id, token) in ids[..PAID].iter().zip(&tokens) {
+        let now = c.client().find_order(v, id, token).await?;
         if now.is_some_and(|o| o.status == "paid") {
             still_paid += 1;
         }

@@ -24,10 +24,9 @@ pub(super) struct Evalsha {
 impl BenchRedis {
     pub(super) async fn connect(redis_url: &str) -> anyhow::Result<Self> {
         let store = Store::open(redis_url)?;
-        let conn = store
-            .conn()
-            .await
-            .with_context(|| format!("cannot reach Redis at {redis_url}"))?;
+        let conn = store.conn().await.with_context(|| {
+            format!("cannot reach Redis at {}", crate::orders::shown(redis_url))
+        })?;
         Ok(Self { conn })
     }
 
@@ -59,7 +58,9 @@ impl BenchRedis {
             .arg("RESETSTAT")
             .query_async(&mut self.conn)
             .await
-            .context("CONFIG RESETSTAT")?;
+            .context(
+                "CONFIG RESETSTAT (refused by `up --no-chaos`'s Redis: bench a stack in chaos mode, up's default)",
+            )?;
         Ok(())
     }
 

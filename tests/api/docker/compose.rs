@@ -23,12 +23,25 @@ fn compose_command() -> Option<Command> {
 /// The admin token the compose tests give: compose refuses to start without one.
 const TOKEN: &str = "a-token-of-the-tests";
 
+/// Grafana's admin password the compose tests give: no default either.
+const GRAFANA_PASSWORD: &str = "a-grafana-password-of-the-tests";
+
 fn compose(args: &[&str]) -> Option<Output> {
     compose_with_token(args, Some(TOKEN))
 }
 
 /// `compose args` with STOCKLOCK_ADMIN_TOKEN set to `token` (or unset).
 fn compose_with_token(args: &[&str], token: Option<&str>) -> Option<Output> {
+    compose_with_secrets(args, token, Some(GRAFANA_PASSWORD))
+}
+
+/// `compose args` with STOCKLOCK_ADMIN_TOKEN and GRAFANA_ADMIN_PASSWORD set
+/// (or unset).
+fn compose_with_secrets(
+    args: &[&str],
+    token: Option<&str>,
+    grafana: Option<&str>,
+) -> Option<Output> {
     let file = project_file("docker-compose.yml");
     let mut command = compose_command()?;
     command
@@ -36,9 +49,13 @@ fn compose_with_token(args: &[&str], token: Option<&str>) -> Option<Output> {
         .arg(&file)
         .args(args)
         .env_remove("STOCKLOCK_ADMIN_TOKEN")
+        .env_remove("GRAFANA_ADMIN_PASSWORD")
         .stdin(Stdio::null());
     if let Some(token) = token {
         command.env("STOCKLOCK_ADMIN_TOKEN", token);
+    }
+    if let Some(password) = grafana {
+        command.env("GRAFANA_ADMIN_PASSWORD", password);
     }
     Some(command.output().expect("run compose"))
 }
@@ -345,6 +362,38 @@ fn compose_refuses_to_start_without_an_admin_token() {
             .filter(|line| !line.trim_start().starts_with('#'))
             .all(|line| !line.contains("change-me")),
         "change-me is still in docker-compose.yml"
+    );
+}
+
+/// No well-known Grafana admin password (it was `admin`): without
+/// GRAFANA_ADMIN_PASSWORD compose refuses to start, and says what to set.
+#[test]
+fn compose_refuses_to_start_without_a_grafana_password() {
+    // The file itself names no default.
+    let file = read(&project_file("docker-compose.yml"));
+    assert!(
+        !file.contains("GRAFANA_ADMIN_PASSWORD:-"),
+        "a default Grafana admin password"
+    );
+    let Some(refused) = compose_with_secrets(&["config", "-q"], Some(TOKEN), None) else {
+        skipped(
+            "compose_refuses_to_start_without_a_grafana_password: docker-compose is not installed \
+             (apt-get install docker-compose)",
+        );
+        return;
+    };
+    assert!(
+        !refused.status.success(),
+        "compose started without a Grafana password"
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("set GRAFANA_ADMIN_PASSWORD"), "{said}");
+    let full = compose(&["config"]).unwrap();
+    let config = String::from_utf8_lossy(&full.stdout);
+    let grafana = service_block(&config, "grafana").expect("a grafana service");
+    assert_eq!(
+        environment_value(&grafana, "GF_SECURITY_ADMIN_PASSWORD").as_deref(),
+        Some(GRAFANA_PASSWORD)
     );
 }
 

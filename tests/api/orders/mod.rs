@@ -3,14 +3,16 @@
 //! migrations (applied once per file however often and however many
 //! instances run them), the unique constraints that refuse a duplicate
 //! order, and `stocklock up` with orders on. Its modules: the pipeline end
-//! to end, Redis losing its data under it, expiry failing half-way, and an
-//! insert refused by another order.
+//! to end, Redis losing its data under it, expiry failing half-way, an
+//! insert refused by another order, and orders owned by their buyer.
 //!
 //! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
 
 mod conflict;
+mod credentials;
 mod data_loss;
 mod expiry;
+mod ownership;
 mod pipeline;
 
 use std::future::Future;
@@ -290,10 +292,10 @@ async fn up_with_orders_runs_postgres_and_its_instances_migrate_it() {
         .postgres
         .clone()
         .expect("up announced no postgres line");
+    // Its generated password (64 hex digits) in the URL.
     assert!(
-        postgres
-            .url
-            .starts_with("postgresql://stocklock@127.0.0.1:")
+        postgres.url.starts_with("postgresql://stocklock:")
+            && postgres.url.contains("@127.0.0.1:")
             && postgres.url.ends_with("/stocklock"),
         "{}",
         postgres.url

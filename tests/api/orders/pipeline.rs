@@ -155,21 +155,24 @@ async fn unpaid_reservations_give_their_unit_back_once_and_paid_ones_never() {
         };
         let sku = "lua-stream";
         stack.reset(sku, 20).await;
+        let mut tokens = Vec::new();
         for i in 0..20 {
             let url = format!(
                 "{}/deductStock/lua-stream?sku={sku}&request_id=r{i}",
                 stack.url
             );
-            let status = stack.http().get(&url).send().await.unwrap().status();
-            assert_eq!(status, 200, "r{i}");
+            let response = stack.http().get(&url).send().await.unwrap();
+            assert_eq!(response.status(), 200, "r{i}");
+            let body: Value = response.json().await.unwrap();
+            tokens.push(body["order_token"].as_str().unwrap().to_owned());
         }
         // Each order as its buyer finds it, once the worker wrote it.
         let mut orders = Vec::new();
-        for i in 0..20 {
+        for (i, token) in tokens.iter().enumerate() {
             let order = loop {
                 if let Some(order) = stack
                     .client
-                    .find_order(sku, &format!("r{i}"))
+                    .find_order(sku, &format!("r{i}"), token)
                     .await
                     .unwrap()
                 {
@@ -181,8 +184,8 @@ async fn unpaid_reservations_give_their_unit_back_once_and_paid_ones_never() {
             assert_eq!(order.status, "pending_payment");
             orders.push(order);
         }
-        for order in &orders[..10] {
-            assert_eq!(stack.client.pay(order.id).await, 200, "{order:?}");
+        for (order, token) in orders[..10].iter().zip(&tokens) {
+            assert_eq!(stack.client.pay(order.id, token).await, 200, "{order:?}");
         }
         assert_eq!(stack.state(sku).await.remaining, 0);
         // The deadline passes; the instances' own passes expire the ten.
@@ -228,8 +231,8 @@ async fn unpaid_reservations_give_their_unit_back_once_and_paid_ones_never() {
         assert_eq!(retried, GiveBack::Again);
         assert_eq!(stack.state(sku).await.remaining, 10);
         // Too late to pay an expired one; a paid one stays paid.
-        assert_eq!(stack.client.pay(expired.id).await, 409);
-        assert_eq!(stack.client.pay(orders[0].id).await, 200);
+        assert_eq!(stack.client.pay(expired.id, &tokens[10]).await, 409);
+        assert_eq!(stack.client.pay(orders[0].id, &tokens[0]).await, 200);
         // The units given back sell again, each to a new order.
         let url = format!("{}/deductStock/lua-stream?sku={sku}", stack.url);
         let tally = burst(stack.http(), &url, 15, 4).await;
@@ -278,6 +281,7 @@ async fn a_dead_consumers_messages_are_claimed_and_written_by_a_live_worker() {
                 request_id: None,
                 instance: "ghost".to_owned(),
                 at_ms: 0,
+                token: None,
             };
             pipe.xadd(&keys.orders, "*", &message.fields()).ignore();
         }
