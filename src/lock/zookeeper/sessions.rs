@@ -59,14 +59,14 @@ impl ZooKeeperSessions {
     }
 
     /// A live session whose timeout is `lease` (as the server grants it),
-    /// opening one if none is, within [`CONNECT_TIMEOUT`].
+    /// opening one if none is, within 5 s (`CONNECT_TIMEOUT`).
     pub async fn session(&self, lease: Duration) -> Result<ZooKeeperSession, ZooKeeperLockError> {
         self.session_within(lease, CONNECT_TIMEOUT).await
     }
 
     /// [`Self::session`] for a request that waits `wait` for its lock: it
-    /// gives up after that long (at least [`MIN_CONNECT`], at most
-    /// [`CONNECT_TIMEOUT`]), whether connecting itself or waiting for
+    /// gives up after that long (at least 0.5 s, `MIN_CONNECT`, at most
+    /// 5 s, `CONNECT_TIMEOUT`), whether connecting itself or waiting for
     /// another request's connect to the same lease.
     pub async fn session_within(
         &self,
