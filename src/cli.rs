@@ -193,6 +193,9 @@ pub struct ServeArgs {
     /// clears it at once when its announcement arrives; 0 turns marks off.
     #[arg(long, default_value = "1s", value_parser = parse_duration_or_zero, env = "STOCKLOCK_SOLD_OUT_MARK_TTL")]
     pub sold_out_mark_ttl: std::time::Duration,
+    /// Per-client budget on deduct, timeline, orders (N/s, N/min, N/h or off).
+    #[arg(long, default_value = crate::http::limit::DEFAULT_RATE, value_parser = crate::http::limit::parse_budget, long_help = crate::http::limit::HELP, env = "STOCKLOCK_RATE_LIMIT")]
+    pub rate_limit: crate::http::limit::Budget,
     /// This instance's name, reported in every answer.
     #[arg(long, env = "STOCKLOCK_INSTANCE")]
     pub instance: Option<String>,
@@ -261,8 +264,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(run(cli.command));
-    match result {
+    match runtime.block_on(run(cli.command)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(2),
         Err(err) => {
@@ -280,10 +282,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             telemetry::init("error");
             let lesson = args.lesson.clone().zip(args.redis_url.clone());
             // A lesson's cells are read back from a JSON file of our own.
-            let dir = match &lesson {
-                Some(_) => Some(tempfile::tempdir()?),
-                None => None,
-            };
+            let dir = lesson.as_ref().map(|_| tempfile::tempdir()).transpose()?;
             let json = match &dir {
                 Some(dir) => Some(dir.path().join("lab.json")),
                 None => args.json,
@@ -411,6 +410,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         request_ttl: args.request_ttl,
         request_ids_per_sku: args.request_ids_per_sku,
         sold_out_mark_ttl: args.sold_out_mark_ttl,
+        rate_limit: args.rate_limit.0,
         orders: args
             .postgres_url
             .clone()

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::http::{AppState, InstanceConfig, app};
+use crate::http::{AppState, InstanceConfig, app_limited, limit};
 use crate::lock::Wakeups;
 use crate::os::shutdown_signal;
 use crate::store::Store;
@@ -44,12 +44,15 @@ pub struct ServeConfig {
     pub sold_out_mark_ttl: std::time::Duration,
     /// The order pipeline (`None`: orders off).
     pub orders: Option<crate::orders::OrdersConfig>,
+    /// Each client's budget on the public routes that do work (`None`: no limit).
+    pub rate_limit: Option<limit::Rate>,
 }
 
 /// A bound, not yet serving, instance.
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    rate_limit: Option<limit::Rate>,
     /// Release listener, heartbeat, board reader: stopped with the server.
     background: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -77,6 +80,7 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let local = listener.local_addr()?;
+        let rate_limit = config.rate_limit;
         let state = AppState::new(
             store,
             InstanceConfig {
@@ -101,6 +105,7 @@ impl Application {
         Ok(Self {
             listener,
             state,
+            rate_limit,
             background,
         })
     }
@@ -128,7 +133,10 @@ impl Application {
         self,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let served = axum::serve(self.listener, app(self.state))
+        // The peer's address: the rate limit's client, or nginx's.
+        let app = app_limited(self.state, self.rate_limit)
+            .into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(self.listener, app)
             .with_graceful_shutdown(stop)
             .await;
         for task in &self.background {

@@ -4,7 +4,9 @@
 //! with `tower::ServiceExt::oneshot` without a socket. One module per
 //! concern: `deduct` sells, `admin` resets and runs chaos actions,
 //! `info` answers state, variants and health; the dashboard's routes are
-//! its own ([`dashboard::router`]), merged here. Every error leaves as JSON
+//! its own ([`dashboard::router`]), merged here. The public routes that do
+//! work (deduct, timeline, orders) sit behind a per-client rate limit
+//! (`limit`), which [`app_limited`] turns on. Every error leaves as JSON
 //! `{error, detail}` through [`AppError`]; sold out and busy are not errors
 //! but outcomes, with their own status codes.
 
@@ -12,6 +14,7 @@ mod admin;
 mod deduct;
 mod export;
 mod info;
+pub mod limit;
 pub mod orders;
 mod timeline;
 
@@ -19,6 +22,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::http::HeaderMap;
+use axum::middleware;
 use axum::routing::{get, post};
 use tower_http::trace::TraceLayer;
 
@@ -187,10 +191,19 @@ impl AppState {
     }
 }
 
-/// The whole router of one instance: the API's routes and the dashboard's.
+/// The whole router of one instance: the API's routes and the dashboard's,
+/// with no rate limit.
 pub fn app(state: AppState) -> Router {
+    app_limited(state, None)
+}
+
+/// [`app`] with the public routes that do work limited to `rate` per
+/// client (`None`: no limit). The limit needs the peer's address: serve
+/// with `into_make_service_with_connect_info::<SocketAddr>()`.
+pub fn app_limited(state: AppState, rate: Option<limit::Rate>) -> Router {
     let dashboard = dashboard::router(state.dashboard().clone());
-    Router::new()
+    let limit = limit::RateLimit::new(rate, AdminToken::new(&state.0.config.admin_token));
+    let limited = Router::new()
         .route(
             "/deductStock",
             get(deduct::deduct_default).post(deduct::deduct_default),
@@ -199,16 +212,19 @@ pub fn app(state: AppState) -> Router {
             "/deductStock/{variant}",
             get(deduct::deduct).post(deduct::deduct),
         )
+        .route("/api/orders", get(orders::view))
+        .route("/api/orders/find", get(orders::find))
+        .route("/api/orders/{id}/pay", post(orders::pay))
+        .route("/api/timeline", get(timeline::view))
+        .route("/api/timeline/export", get(timeline::export))
+        .route_layer(middleware::from_fn_with_state(limit, limit::enforce));
+    Router::new()
+        .merge(limited)
         .route("/api/state", get(info::state_of))
         .route("/api/variants", get(info::variants))
         .route("/api/admin/reset", post(admin::reset))
         .route("/api/admin/chaos", post(admin::chaos_action))
-        .route("/api/orders", get(orders::view))
-        .route("/api/orders/find", get(orders::find))
-        .route("/api/orders/{id}/pay", post(orders::pay))
         .route("/api/admin/orders/expire", post(orders::expire))
-        .route("/api/timeline", get(timeline::view))
-        .route("/api/timeline/export", get(timeline::export))
         .route("/healthz", get(info::healthz))
         .with_state(state)
         .merge(dashboard)

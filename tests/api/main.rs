@@ -26,6 +26,7 @@ mod marks;
 mod orders;
 mod post_sale;
 mod prometheus;
+mod rate_limit;
 mod redlock;
 mod stack;
 mod timeline;
