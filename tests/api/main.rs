@@ -29,5 +29,6 @@ mod prometheus;
 mod redlock;
 mod stack;
 mod timeline;
+mod up_minimal;
 mod up_processes;
 mod zookeeper;
