@@ -157,6 +157,39 @@ pub fn listens_on(pid: u32, addr: SocketAddr) -> bool {
     })
 }
 
+/// Whether another socket holds `addr`: binding it (as a server would,
+/// SO_REUSEADDR included) is refused. Nothing connects to find out: a
+/// stranger's listener must not see us.
+pub fn port_taken(addr: SocketAddr) -> bool {
+    matches!(
+        TcpListener::bind(addr),
+        Err(err) if err.kind() == std::io::ErrorKind::AddrInUse
+    )
+}
+
+/// The live (not zombie) children of process `pid`, from /proc (Linux):
+/// nginx's workers, which a reload replaces.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            // `pid (comm) S ppid ...`: the fields follow the last ')'.
+            std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')').is_some_and(|(_, rest)| {
+                    let mut fields = rest.split_whitespace();
+                    let state = fields.next();
+                    let parent = fields.next().and_then(|p| p.parse::<u32>().ok());
+                    state != Some("Z") && parent == Some(pid)
+                })
+            })
+        })
+        .collect()
+}
+
 /// A free loopback port, as the kernel hands them out. Another process may
 /// take it before we use it; callers that can retry do.
 pub fn free_port() -> std::io::Result<u16> {
@@ -182,5 +215,26 @@ mod tests {
         assert!(!listens_on(1, addr));
         drop(listener);
         assert!(!listens_on(std::process::id(), addr));
+    }
+
+    #[test]
+    fn a_port_is_taken_while_someone_listens_on_it() {
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = listener.local_addr().unwrap();
+        assert!(port_taken(addr));
+        drop(listener);
+        assert!(!port_taken(addr));
+    }
+
+    #[test]
+    fn a_child_is_listed_under_its_parent_until_it_exits() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(children_of(std::process::id()).contains(&child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!children_of(std::process::id()).contains(&child.id()));
     }
 }

@@ -352,6 +352,11 @@ impl Stack {
         self.sentinels.iter().map(|s| s.url.clone()).collect()
     }
 
+    /// The pid of the `up` this process started (`None` when attached).
+    pub fn up_pid(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
+    }
+
     /// The pid `victim` was restarted as, once `up` (or, attached, the
     /// board) shows it back within `within`; `None` if it did not come back.
     pub async fn restarted(&mut self, victim: &Instance, within: Duration) -> Option<u32> {

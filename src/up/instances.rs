@@ -1,6 +1,8 @@
 //! The instances behind nginx: each one this same binary run as `serve`,
 //! started in turn (each ready before the next), and kept running by its
-//! own supervisor until `up` stops.
+//! own supervisor until `up` stops. An instance restarted while another
+//! process holds its old port moves to a free one, and `up` points nginx
+//! there before the instance is announced again.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -9,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::process::{Child, ChildStdin};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::process;
@@ -50,6 +52,17 @@ pub(super) struct Instances {
     stop: watch::Sender<bool>,
     /// Their addresses, in order: nginx's upstreams.
     pub(super) addrs: Vec<SocketAddr>,
+    /// Instances restarted on a new port, for nginx to follow.
+    moves: mpsc::UnboundedReceiver<Moved>,
+}
+
+/// An instance restarted on a new address because another process took
+/// its old port; its supervisor announces it once `done` is answered (or
+/// dropped), after nginx has been pointed there.
+pub(super) struct Moved {
+    index: usize,
+    addr: SocketAddr,
+    done: oneshot::Sender<()>,
 }
 
 impl Instances {
@@ -65,10 +78,12 @@ impl Instances {
         let (stop, stopped) = watch::channel(false);
         let mut supervisors = JoinSet::new();
         let mut addrs = Vec::new();
+        let (moved, moves) = mpsc::unbounded_channel();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let worker_threads = (cores / usize::from(count.max(1))).max(1);
         for index in 0..count {
             let spec = InstanceSpec {
+                index: usize::from(index),
                 name: instance_name(index),
                 addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), crate::os::free_port()?),
                 redis_url: shared.redis_url.clone(),
@@ -90,7 +105,7 @@ impl Instances {
             };
             addrs.push(spec.addr);
             let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-            supervisors.spawn(supervise(spec, stopped.clone(), ready_tx));
+            supervisors.spawn(supervise(spec, stopped.clone(), ready_tx, moved.clone()));
             ready_rx
                 .await
                 .context("an instance's supervisor ended before the instance was ready")??;
@@ -99,7 +114,23 @@ impl Instances {
             supervisors,
             stop,
             addrs,
+            moves,
         })
+    }
+
+    /// The next instance that moved to a new address, with `addrs`
+    /// already updated; answer its `done` once nginx follows.
+    pub(super) async fn moved(&mut self) -> oneshot::Sender<()> {
+        loop {
+            // The supervisors hold senders until they stop.
+            let Some(moved) = self.moves.recv().await else {
+                return std::future::pending().await;
+            };
+            if let Some(addr) = self.addrs.get_mut(moved.index) {
+                *addr = moved.addr;
+                return moved.done;
+            }
+        }
     }
 
     /// Stops every instance and waits for their supervisors.
@@ -111,6 +142,8 @@ impl Instances {
 
 /// How to start one instance.
 struct InstanceSpec {
+    /// Its place among the instances (and nginx's upstreams).
+    index: usize,
     name: String,
     addr: SocketAddr,
     redis_url: String,
@@ -190,16 +223,32 @@ impl InstanceSpec {
 }
 
 /// Keeps one instance running: starts it, reports when it is first ready,
-/// and restarts it whenever it dies, until `stop` turns true.
+/// and restarts it whenever it dies, until `stop` turns true. A restart
+/// finding its port held by another process moves to a free one.
 async fn supervise(
-    spec: InstanceSpec,
+    mut spec: InstanceSpec,
     mut stop: watch::Receiver<bool>,
     ready: tokio::sync::oneshot::Sender<anyhow::Result<()>>,
+    moved: mpsc::UnboundedSender<Moved>,
 ) {
     let mut ready = Some(ready);
     let mut backoff = Duration::from_millis(100);
+    // Moved to a port nginx does not know yet (kept across failed starts).
+    let mut moved_unseen = false;
     loop {
         let started = tokio::time::Instant::now();
+        // nginx still sends this port's share of the traffic, admin
+        // tokens included: it must reach an instance of ours.
+        if ready.is_none() && crate::os::port_taken(spec.addr) {
+            match crate::os::free_port() {
+                Ok(port) => {
+                    moved_unseen = true;
+                    tracing::warn!(instance = %spec.name, "port {} is taken by another process; moving to {port}", spec.addr.port());
+                    spec.addr.set_port(port);
+                }
+                Err(err) => tracing::error!(instance = %spec.name, "no free port: {err}"),
+            }
+        }
         let child = start_instance(&spec).await;
         let (mut child, _stdin) = match child {
             Ok(child) => {
@@ -219,6 +268,25 @@ async fn supervise(
                 continue;
             }
         };
+        if std::mem::take(&mut moved_unseen) {
+            let (done, followed) = oneshot::channel();
+            let _ = moved.send(Moved {
+                index: spec.index,
+                addr: spec.addr,
+                done,
+            });
+            // Dropped unanswered when `up` stops first.
+            tokio::select! {
+                _ = followed => {},
+                _ = stop.wait_for(|stopped| *stopped) => {},
+            }
+        }
+        say!(
+            "instance {}: pid {} http://{}",
+            spec.name,
+            child.id().unwrap_or(0),
+            spec.addr
+        );
         let stopped = tokio::select! {
             status = child.wait() => Err(status),
             _ = stop.wait_for(|stopped| *stopped) => Ok(()),
@@ -258,11 +326,5 @@ async fn start_instance(spec: &InstanceSpec) -> anyhow::Result<(Child, ChildStdi
     let (output, ready) = process::watch_output(stdout, Some("is ready"), None);
     let what = format!("instance {}", spec.name);
     process::wait_ready(&mut child, ready, &output, &what, INSTANCE_READY).await?;
-    say!(
-        "instance {}: pid {} http://{}",
-        spec.name,
-        child.id().unwrap_or(0),
-        spec.addr
-    );
     Ok((child, stdin))
 }

@@ -25,7 +25,7 @@
 //! etcd member 1: pid 128 http://127.0.0.1:PORT    (one line per member; --etcd N)
 //! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
 //! postgres: pid 132 postgresql://stocklock:PASSWORD@127.0.0.1:PORT/stocklock  (orders on, no --postgres-url; again after every restart)
-//! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart)
+//! instance a: pid 124 http://127.0.0.1:PORT      (again after every restart; a new PORT if its old one was taken)
 //! nginx: pid 126 http://127.0.0.1:8080
 //! stocklock is up: http://127.0.0.1:8080/
 //! prometheus targets: 127.0.0.1:P1,127.0.0.1:P2 (...)
@@ -205,7 +205,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
 
     let mut stores = Stores::start(&config, run_dir.path()).await?;
     seed_stock(&stores.store()?, stock).await?;
-    let instances = Instances::start(
+    let mut instances = Instances::start(
         config.instances,
         &Shared {
             redis_url: stores.redis_url.clone(),
@@ -231,7 +231,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     let mut nginx = Nginx::start(run_dir.path(), front.listen, &instances.addrs).await?;
     front.announce(&nginx, &instances.addrs, !config.no_chaos, &admin_token);
 
-    let ended_by = until_stopped(shutdown, &mut nginx, &mut stores).await?;
+    let ended_by = until_stopped(shutdown, &mut nginx, &mut stores, &mut instances).await?;
     tracing::info!("stopping after {ended_by}");
     nginx.stop().await;
     instances.stop().await;
@@ -272,7 +272,8 @@ impl Front {
 
     /// The lines that say the stack is up (the lab and the tests wait for
     /// the last: the admin token), with the instances' own addresses as
-    /// Prometheus's targets (they keep their address across restarts).
+    /// Prometheus's targets (they keep their address across restarts, unless
+    /// another process took it meanwhile).
     fn announce(&self, nginx: &Nginx, instances: &[SocketAddr], chaos: bool, admin_token: &str) {
         let public_url = &self.public_url;
         say!(
@@ -318,12 +319,14 @@ pub fn scrape_config(targets: &[String]) -> String {
 /// Runs until asked to stop or nginx dies; our Redis is restarted on its
 /// port whenever it exits (chaos mode's "restart Redis" relies on it),
 /// but under `--replica`, where the Sentinels fail over instead; our
-/// PostgreSQL likewise, with its data.
+/// PostgreSQL likewise, with its data. An instance restarted on a new port
+/// (its old one taken) gets nginx's traffic once nginx has reloaded.
 /// What ended it, for the log.
 async fn until_stopped(
     shutdown: impl std::future::Future<Output = ()>,
     nginx: &mut Nginx,
     stores: &mut Stores,
+    instances: &mut Instances,
 ) -> anyhow::Result<String> {
     tokio::pin!(shutdown);
     loop {
@@ -331,6 +334,12 @@ async fn until_stopped(
             _ = &mut shutdown => return Ok("a stop signal".to_owned()),
             status = nginx.exited() => {
                 return Ok(format!("nginx exiting ({status:?}):\n{}", nginx.log()));
+            }
+            done = instances.moved() => {
+                if let Err(err) = nginx.reload(&instances.addrs).await {
+                    tracing::error!("nginx did not follow a moved instance: {err:#}");
+                }
+                let _ = done.send(());
             }
             exited = stores.exited() => match exited {
                 Exited::Redis(status) => {

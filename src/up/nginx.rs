@@ -39,6 +39,10 @@ pub struct Nginx {
     process: Running,
     /// SIGKILLs the workers if `up` dies (see [`process::guard_group`]).
     _workers_guard: Option<tokio::process::Child>,
+    /// What the config is rendered from again on a reload.
+    run_dir: std::path::PathBuf,
+    listen: SocketAddr,
+    admin_allow: String,
 }
 
 process::runs_as_process!(Nginx);
@@ -78,30 +82,8 @@ impl Nginx {
         admin_allow: &str,
     ) -> anyhow::Result<Self> {
         let binary = process::require_program("nginx", "nginx-light")?;
-        let conf = run_dir.join("nginx.conf");
-        let config = render(&listen.to_string(), upstreams, run_dir, admin_allow);
-        std::fs::write(&conf, config)?;
+        let conf = write_checked_config(&binary, run_dir, listen, upstreams, admin_allow).await?;
         let error_log = run_dir.join("error.log");
-
-        let check = Command::new(&binary)
-            .arg("-t")
-            .arg("-q")
-            .arg("-p")
-            .arg(run_dir)
-            .arg("-e")
-            .arg(&error_log)
-            .arg("-c")
-            .arg(&conf)
-            .output()
-            .await
-            .with_context(|| format!("cannot run {}", binary.display()))?;
-        if !check.status.success() {
-            bail!(
-                "nginx refused the generated config {}:\n{}",
-                conf.display(),
-                String::from_utf8_lossy(&check.stderr)
-            );
-        }
 
         let mut child = process::command(&binary)
             .arg("-p")
@@ -147,6 +129,9 @@ impl Nginx {
                 return Ok(Self {
                     process: Running::new(child, output),
                     _workers_guard: workers_guard,
+                    run_dir: run_dir.to_owned(),
+                    listen,
+                    admin_allow: admin_allow.to_owned(),
                 });
             }
             if tokio::time::Instant::now() > deadline {
@@ -155,6 +140,72 @@ impl Nginx {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+    /// Sends new requests to `upstreams` from now on: rewrites the config,
+    /// checks it, SIGHUPs nginx and returns once every worker of the old
+    /// config is gone (an old worker would still pass requests to an
+    /// upstream that is no longer ours).
+    pub async fn reload(&mut self, upstreams: &[SocketAddr]) -> anyhow::Result<()> {
+        let binary = process::require_program("nginx", "nginx-light")?;
+        write_checked_config(
+            &binary,
+            &self.run_dir,
+            self.listen,
+            upstreams,
+            &self.admin_allow,
+        )
+        .await?;
+        let master = self.pid().context("nginx has exited")?;
+        let old_workers = crate::os::children_of(master);
+        crate::os::signal(master, nix::sys::signal::Signal::SIGHUP);
+        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+        loop {
+            let workers = crate::os::children_of(master);
+            if !workers.is_empty() && !workers.iter().any(|w| old_workers.contains(w)) {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("nginx's old workers still run {READY_TIMEOUT:?} after a reload");
+            }
+            // No event says a worker exited: it is not our child.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Renders the config into `run_dir` and has nginx check it (`nginx -t`);
+/// its path.
+async fn write_checked_config(
+    binary: &Path,
+    run_dir: &Path,
+    listen: SocketAddr,
+    upstreams: &[SocketAddr],
+    admin_allow: &str,
+) -> anyhow::Result<std::path::PathBuf> {
+    let conf = run_dir.join("nginx.conf");
+    let config = render(&listen.to_string(), upstreams, run_dir, admin_allow);
+    std::fs::write(&conf, config)?;
+    let error_log = run_dir.join("error.log");
+
+    let check = Command::new(binary)
+        .arg("-t")
+        .arg("-q")
+        .arg("-p")
+        .arg(run_dir)
+        .arg("-e")
+        .arg(&error_log)
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .await
+        .with_context(|| format!("cannot run {}", binary.display()))?;
+    if !check.status.success() {
+        bail!(
+            "nginx refused the generated config {}:\n{}",
+            conf.display(),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    Ok(conf)
 }
 
 #[cfg(test)]

@@ -197,10 +197,10 @@ impl Variant {
                 "redlock needs independent Redis servers: this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)",
             ),
             Variant::Etcd if stores.etcd.is_none() => Some(
-                "etcd needs an etcd cluster: this instance was started without --etcd-endpoints (stocklock up --etcd 3 starts three members; install etcd-server)",
+                "etcd needs an etcd cluster: this instance was started without --etcd-endpoints (stocklock up --etcd 3 starts three members; install etcd-server, or run scripts/up.sh without --minimal)",
             ),
             Variant::ZooKeeper if stores.zookeeper.is_none() => Some(
-                "zookeeper needs a ZooKeeper server: this instance was started without --zookeeper (stocklock up --zookeeper 1 starts one; install zookeeper)",
+                "zookeeper needs a ZooKeeper server: this instance was started without --zookeeper (stocklock up --zookeeper 1 starts one; install zookeeper, or run scripts/up.sh without --minimal)",
             ),
             _ => None,
         }

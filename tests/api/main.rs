@@ -30,5 +30,6 @@ mod rate_limit;
 mod redlock;
 mod stack;
 mod timeline;
+mod up_minimal;
 mod up_processes;
 mod zookeeper;

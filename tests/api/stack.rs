@@ -220,6 +220,67 @@ async fn up_restarts_a_killed_instance() {
     stack.stop().await;
 }
 
+/// An instance dies while `up` is held (SIGSTOP: its supervisor cannot
+/// restart it yet) and another process takes its port meanwhile: `up`
+/// restarts it on a new port and points nginx there, so no request (admin
+/// tokens included) reaches the stranger, who records any connection.
+#[tokio::test]
+async fn a_restarted_instance_whose_port_was_taken_moves_and_nginx_follows() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let mut stack = Stack::start(2, None).await;
+    let up = Pid::from_raw(stack.up_pid().expect("up's pid") as i32);
+    let victim = stack.instances[1].clone();
+    let old_port: u16 = victim.url.rsplit(':').next().unwrap().parse().unwrap();
+
+    kill(up, Signal::SIGSTOP).unwrap();
+    kill(Pid::from_raw(victim.pid as i32), Signal::SIGKILL).unwrap();
+    // Its socket closes when its last thread has exited: no event of
+    // that reaches us, so the bind is retried until it succeeds.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let stranger = loop {
+        match std::net::TcpListener::bind(("127.0.0.1", old_port)) {
+            Ok(listener) => break listener,
+            Err(err) => assert!(
+                std::time::Instant::now() < deadline,
+                "the dead instance's port {old_port} stayed taken: {err}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    kill(up, Signal::SIGCONT).unwrap();
+
+    let restarted = stack
+        .next_instance(Duration::from_secs(20))
+        .await
+        .expect("the killed instance was not restarted within 20 s");
+    assert_eq!(restarted.name, victim.name);
+    assert_ne!(restarted.url, victim.url, "restarted on the taken port");
+    let health = stack.client.at(&restarted.url).health().await.unwrap();
+    assert_eq!(health.pid, restarted.pid);
+    stack.instances[1] = restarted;
+
+    stack.reset("lua", 1000).await;
+    let tally = burst(
+        stack.http(),
+        &format!("{}/deductStock/lua?sku=lua", stack.url),
+        40,
+        4,
+    )
+    .await;
+    assert_eq!(tally.count(200), 40, "{:?}", tally.by_status);
+    assert_eq!(tally.by_instance.len(), 2, "{:?}", tally.by_instance);
+    stranger.set_nonblocking(true).unwrap();
+    let connected = stranger.accept();
+    assert!(
+        connected
+            .as_ref()
+            .is_err_and(|err| err.kind() == std::io::ErrorKind::WouldBlock),
+        "nginx sent a connection to the stranger on port {old_port}: {connected:?}"
+    );
+    stack.stop().await;
+}
+
 /// nginx lets `/api/admin/` through only from 127.0.0.1 and ::1. A client
 /// from another address (here 127.0.0.2, still this machine) is refused
 /// with a JSON 403, token or not, and a forged X-Forwarded-For does not help.
