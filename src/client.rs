@@ -111,9 +111,15 @@ impl StackClient {
     }
 
     /// `GET /api/orders?sku=`: the SKU's orders and their reconciliation
-    /// with the ledger (orders on).
+    /// with the ledger (orders on), read now when the client has the admin
+    /// token (without it, a reading up to 2 s old).
     pub async fn orders(&self, sku: &str) -> anyhow::Result<OrdersView> {
-        self.get_json(&format!("/api/orders?sku={sku}")).await
+        let url = self.url(&format!("/api/orders?sku={sku}"));
+        let mut request = self.http.get(&url);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        self.exchange(&url, &format!("GET {url}"), request).await
     }
 
     /// `GET /api/orders/find`: the order `request_id` became, shown to the

@@ -1,9 +1,13 @@
-//! The orders' routes: a SKU's orders and their reconciliation, finding a
-//! buyer's order by its request id, paying it, and (admin) an expiry pass.
+//! The orders' routes: a SKU's orders and their reconciliation (a reading
+//! shared by the instance's callers for 2 s; read now for the admin token),
+//! finding a buyer's order by its request id, paying it, and (admin) an
+//! expiry pass.
 //! An instance started without `--postgres-url` answers 503 not_configured.
 //! Finding and paying take the order's token (`X-Order-Token`, from the
 //! sale's answer): ids are sequential, the token is what only the buyer
 //! has. Without it, the same 404 as for an order that does not exist.
+
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -14,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use crate::knobs::Sku;
 use crate::orders::expiry::{self, Expired, Paid};
-use crate::orders::reconcile::{Reconciliation, reconcile};
-use crate::orders::summary::{OrderSummary, summary};
+use crate::orders::reconcile::Reconciliation;
+use crate::orders::summary::{Books, FRESH_FOR, OrderSummary, books};
 use crate::orders::{Client, Database};
 use crate::web::AppError;
 use crate::wire::ORDER_TOKEN;
@@ -27,6 +31,10 @@ pub struct OrdersView {
     pub reconciliation: Reconciliation,
     /// The reconciliation's verdict, in words.
     pub verdict: String,
+    /// How old the reading is, milliseconds: the public view answers from
+    /// one at most 2 s old; 0 for one read now (the admin token's).
+    #[serde(default)]
+    pub age_ms: u64,
 }
 
 #[derive(Deserialize)]
@@ -75,24 +83,45 @@ fn unavailable(err: anyhow::Error) -> AppError {
     }
 }
 
-/// `GET /api/orders?sku=S`
+/// `GET /api/orders?sku=S`: the books at most [`FRESH_FOR`] old, shared
+/// by every caller of this instance; with the admin token (`Authorization:
+/// Bearer`), read now (a wrong one: 401).
 pub(super) async fn view(
     State(state): State<AppState>,
+    headers: HeaderMap,
     query: Result<Query<SkuQuery>, QueryRejection>,
 ) -> Result<Json<OrdersView>, AppError> {
     let sku = Sku::parse(&query?.0.sku)?;
-    let db = client(database(&state)?).await?;
-    let mut conn = state.store().conn().await?;
-    let reconciliation = reconcile(&mut conn, &db, sku.as_str())
-        .await
-        .map_err(unavailable)?;
-    let summary = summary(&db, sku.as_str(), reconciliation.epoch)
-        .await
-        .map_err(unavailable)?;
+    let admin = headers.contains_key(axum::http::header::AUTHORIZATION);
+    if admin {
+        state.authorize(&headers)?;
+    }
+    let database = database(&state)?;
+    let db = client(database).await?;
+    let (books, age) = if admin {
+        (
+            books(state.store(), &db, sku.as_str()).await,
+            Duration::ZERO,
+        )
+    } else {
+        match database
+            .recent
+            .get(state.store(), &db, sku.as_str(), FRESH_FOR)
+            .await
+        {
+            Ok((books, age)) => (Ok(books), age),
+            Err(err) => (Err(err), Duration::ZERO),
+        }
+    };
+    let Books {
+        summary,
+        reconciliation,
+    } = books.map_err(unavailable)?;
     Ok(Json(OrdersView {
         verdict: reconciliation.verdict(),
         summary,
         reconciliation,
+        age_ms: age.as_millis() as u64,
     }))
 }
 

@@ -1,6 +1,7 @@
 //! After a run of an order variant (`lua-stream`, `lua-then-queue`) on a
 //! stack with orders on: wait for the pipeline to write the run's orders,
-//! then take the stack's reconciliation of the ledger with them.
+//! then take the stack's reconciliation of the ledger with them (read now:
+//! `load` has the admin token).
 
 use std::time::{Duration, Instant};
 
@@ -33,11 +34,9 @@ pub struct OrdersCheck {
 pub async fn check(client: &StackClient, sku: &str) -> Option<OrdersCheck> {
     let start = Instant::now();
     loop {
-        let (status, body) = client.get(&format!("/api/orders?sku={sku}")).await;
-        if status != 200 {
-            return None;
-        }
-        let view: OrdersView = serde_json::from_value(body).ok()?;
+        // With the admin token: a reading made now, never the public view's
+        // cached one, which could still show messages in flight (or none).
+        let view: OrdersView = client.orders(sku).await.ok()?;
         let r = &view.reconciliation;
         if r.in_flight == 0 || start.elapsed() >= SETTLE {
             return Some(OrdersCheck {

@@ -82,6 +82,8 @@ impl OrdersConfig {
 pub struct Database {
     pub config: OrdersConfig,
     client: tokio::sync::Mutex<Option<std::sync::Arc<Client>>>,
+    /// What the public orders view answers from.
+    pub recent: summary::RecentBooks,
 }
 
 impl Database {
@@ -89,6 +91,7 @@ impl Database {
         Self {
             config,
             client: tokio::sync::Mutex::new(None),
+            recent: summary::RecentBooks::default(),
         }
     }
 

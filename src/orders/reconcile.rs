@@ -17,7 +17,9 @@
 //!   that appeared, e.g. a compensating INCR run twice, or vanished).
 //!
 //! Messages still on their way are not an error, but neither are they
-//! matched: [`Reconciliation::clean`] wants none.
+//! matched: [`Reconciliation::clean`] wants none. The workers delete the
+//! messages they ack, after the commit of their rows: a message gone from
+//! the stream is counted from its row.
 //!
 //! A reset opens a new epoch and the ledger keeps every epoch it opened
 //! (`epochs:{sku}`), so the orders of a past epoch are known to be closed

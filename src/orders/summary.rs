@@ -1,10 +1,25 @@
 //! A SKU's orders at a glance: how many are reserved, paid, expired and
 //! given back, and how long sales took to become order rows (the
-//! dashboard's order panel, `GET /api/orders`).
+//! dashboard's order panel, `GET /api/orders`); and the books of an
+//! instance's recent readings, which the public view answers from.
+//!
+//! A reconciliation reads the whole order stream up to 20 times and every
+//! order of the epoch: a crowd asking for it at once must not make each ask
+//! one. [`RecentBooks`] keeps each SKU's last reading for [`FRESH_FOR`] and
+//! computes at most one at a time: callers that arrive meanwhile wait for
+//! it and share it.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::Client;
+use super::reconcile::{Reconciliation, reconcile};
+use crate::store::Store;
+
+/// How old a reading the public orders view may answer with.
+pub const FRESH_FOR: Duration = Duration::from_secs(2);
 
 /// The orders of a SKU's current epoch.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -50,4 +65,55 @@ pub async fn summary(db: &Client, sku: &str, epoch: i64) -> anyhow::Result<Order
         lag_p99_ms: row.try_get(4)?,
         orders_per_s: row.try_get(5)?,
     })
+}
+
+/// A SKU's books: its orders at a glance and their reconciliation with the
+/// ledger.
+#[derive(Clone, Debug)]
+pub struct Books {
+    pub summary: OrderSummary,
+    pub reconciliation: Reconciliation,
+}
+
+/// Reads `sku`'s books now: the full reconciliation, then the summary of
+/// its epoch.
+pub async fn books(store: &Store, db: &Client, sku: &str) -> anyhow::Result<Books> {
+    let mut conn = store.conn().await?;
+    let reconciliation = reconcile(&mut conn, db, sku).await?;
+    let summary = summary(db, sku, reconciliation.epoch).await?;
+    Ok(Books {
+        summary,
+        reconciliation,
+    })
+}
+
+/// An instance's recent readings of books, one per SKU.
+#[derive(Default)]
+pub struct RecentBooks {
+    /// Held while a reading is made: one at a time, whatever the SKU.
+    readings: tokio::sync::Mutex<HashMap<String, (Instant, Books)>>,
+}
+
+impl RecentBooks {
+    /// `sku`'s books at most `fresh_for` old, and their age: the last
+    /// reading, or a new one made now (a failed one is not kept).
+    pub async fn get(
+        &self,
+        store: &Store,
+        db: &Client,
+        sku: &str,
+        fresh_for: Duration,
+    ) -> anyhow::Result<(Books, Duration)> {
+        let mut readings = self.readings.lock().await;
+        if let Some((at, books)) = readings.get(sku)
+            && at.elapsed() <= fresh_for
+        {
+            return Ok((books.clone(), at.elapsed()));
+        }
+        let read = books(store, db, sku).await?;
+        // Stale readings go: the map holds only the SKUs asked for lately.
+        readings.retain(|_, (at, _)| at.elapsed() <= fresh_for);
+        readings.insert(sku.to_owned(), (Instant::now(), read.clone()));
+        Ok((read, Duration::ZERO))
+    }
 }

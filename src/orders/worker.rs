@@ -1,6 +1,7 @@
 //! The worker: every instance runs one, a consumer of the `workers` group
 //! on each SKU's order stream. It inserts a batch of orders in one
-//! transaction and `XACK`s the messages only after the commit, so:
+//! transaction and `XACK`s the messages only after the commit (deleting
+//! them with the ack: the stream holds only the backlog), so:
 //!
 //! - a worker that dies between its commit and its ack leaves the messages
 //!   pending; they are delivered again (to itself after a restart: it reads
@@ -341,9 +342,21 @@ impl Worker {
         for id in &ids {
             self.refused.remove(*id);
         }
-        let _: i64 = redis::cmd("XACK")
-            .arg(Keys::tagged_with(sku).orders)
+        // Acked and deleted in one step: the stream keeps only what is on
+        // its way, so it (and every reconciliation's XRANGE of it) stays as
+        // short as the backlog. The rows are committed by now, and reconcile
+        // counts a message it no longer finds from PostgreSQL. Only acked
+        // entries go: a pending one (refused, or not yet written) stays to be
+        // delivered again.
+        let orders = Keys::tagged_with(sku).orders;
+        let _: (i64, i64) = redis::pipe()
+            .atomic()
+            .cmd("XACK")
+            .arg(&orders)
             .arg(GROUP)
+            .arg(&ids)
+            .cmd("XDEL")
+            .arg(&orders)
             .arg(&ids)
             .query_async(conn)
             .await?;

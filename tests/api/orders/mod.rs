@@ -8,6 +8,7 @@
 //!
 //! Without PostgreSQL the tests say SKIPPED (and fail under CI=true).
 
+mod bounded;
 mod conflict;
 mod credentials;
 mod data_loss;
