@@ -30,20 +30,7 @@ async fn a_failure_after_the_sale_script_is_answered_sold_and_counted() {
         .unwrap();
     for variant in ["lua-stream", "lua-then-queue"] {
         instance.reset(variant, 5, 0).await;
-        let (status, body) = instance
-            .get(&format!("/deductStock/{variant}?sku={variant}"))
-            .await;
-        assert_eq!(
-            (status.as_u16(), body["outcome"].as_str()),
-            (200, Some("sold")),
-            "{variant}: {body}"
-        );
-        let state = instance.state(variant).await;
-        assert_eq!(
-            (state.sold, state.remaining, state.post_sale_failures),
-            (1, 4, 1),
-            "{variant}: one sale, its failure counted: {state:?}"
-        );
+        sold_once_and_counted(&instance, variant).await;
         let keys = Keys::new(&Sku::parse(variant).unwrap());
         let orders: i64 = redis::cmd("XLEN")
             .arg(&keys.orders)
@@ -98,22 +85,28 @@ async fn a_chaos_check_that_fails_after_the_sale_script_is_answered_sold_and_cou
         // after every message heard before (the arming included).
         instance.reset(variant, 5, 0).await;
         instance.state(variant).await;
-        let (status, body) = instance
-            .get(&format!("/deductStock/{variant}?sku={variant}"))
-            .await;
-        assert_eq!(
-            (status.as_u16(), body["outcome"].as_str()),
-            (200, Some("sold")),
-            "{variant}: {body}"
-        );
-        let state = instance.state(variant).await;
-        assert_eq!(
-            (state.sold, state.remaining, state.post_sale_failures),
-            (1, 4, 1),
-            "{variant}: one sale, its failed check counted: {state:?}"
-        );
+        sold_once_and_counted(&instance, variant).await;
     }
     for task in background {
         task.abort();
     }
+}
+
+/// One buyer of `variant` (its SKU stocked with 5) is answered `sold`, and
+/// the ledger holds that one sale and one failure after it.
+async fn sold_once_and_counted(instance: &InProcess, variant: &str) {
+    let (status, body) = instance
+        .get(&format!("/deductStock/{variant}?sku={variant}"))
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["outcome"].as_str()),
+        (200, Some("sold")),
+        "{variant}: {body}"
+    );
+    let state = instance.state(variant).await;
+    assert_eq!(
+        (state.sold, state.remaining, state.post_sale_failures),
+        (1, 4, 1),
+        "{variant}: one sale, the failure after it counted: {state:?}"
+    );
 }
