@@ -206,16 +206,7 @@ async fn up_restarts_a_killed_instance() {
     assert_eq!(health.instance, name);
 
     // And nginx sends it traffic again.
-    stack.reset("lua", 1000).await;
-    let tally = burst(
-        stack.http(),
-        &format!("{}/deductStock/lua?sku=lua", stack.url),
-        40,
-        4,
-    )
-    .await;
-    assert_eq!(tally.count(200), 40, "{:?}", tally.by_status);
-    assert_eq!(tally.by_instance.len(), 2, "{:?}", tally.by_instance);
+    both_instances_sell(&stack).await;
 
     stack.stop().await;
 }
@@ -260,16 +251,7 @@ async fn a_restarted_instance_whose_port_was_taken_moves_and_nginx_follows() {
     assert_eq!(health.pid, restarted.pid);
     stack.instances[1] = restarted;
 
-    stack.reset("lua", 1000).await;
-    let tally = burst(
-        stack.http(),
-        &format!("{}/deductStock/lua?sku=lua", stack.url),
-        40,
-        4,
-    )
-    .await;
-    assert_eq!(tally.count(200), 40, "{:?}", tally.by_status);
-    assert_eq!(tally.by_instance.len(), 2, "{:?}", tally.by_instance);
+    both_instances_sell(&stack).await;
     stranger.set_nonblocking(true).unwrap();
     let connected = stranger.accept();
     assert!(
@@ -344,4 +326,18 @@ async fn nginx_is_not_ready_on_a_port_someone_else_listens_on() {
         Err(err) => format!("{err:#}"),
     };
     assert!(err.contains("Address already in use"), "{err}");
+}
+
+/// 40 sales through nginx all succeed, answered by both instances.
+async fn both_instances_sell(stack: &Stack) {
+    stack.reset("lua", 1000).await;
+    let tally = burst(
+        stack.http(),
+        &format!("{}/deductStock/lua?sku=lua", stack.url),
+        40,
+        4,
+    )
+    .await;
+    assert_eq!(tally.count(200), 40, "{:?}", tally.by_status);
+    assert_eq!(tally.by_instance.len(), 2, "{:?}", tally.by_instance);
 }
