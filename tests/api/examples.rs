@@ -1,8 +1,8 @@
 //! The lock library's examples (`examples/`), run as a user runs them,
-//! against real Redis servers: each checks what it shows and exits 1 when
-//! the lock does not behave as described. `cargo test` builds them first;
-//! a run filtered to this binary may not have (then `cargo build
-//! --examples`).
+//! against real servers (Redis, etcd, ZooKeeper): each checks what it
+//! shows and exits 1 when the lock does not behave as described. `cargo
+//! test` builds them first; a run filtered to this binary may not have
+//! (then `cargo build --examples`).
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -26,6 +26,8 @@ async fn run(name: &str, args: &[&str]) -> Option<Output> {
     let output = tokio::process::Command::new(&path)
         .args(args)
         .env_remove("STOCKLOCK_REDIS_URL")
+        .env_remove("STOCKLOCK_ETCD_ENDPOINTS")
+        .env_remove("STOCKLOCK_ZOOKEEPER")
         .kill_on_drop(true)
         .output()
         .await
@@ -37,6 +39,8 @@ async fn run(name: &str, args: &[&str]) -> Option<Output> {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    // Shown with --nocapture: what the example printed.
+    eprintln!("example {name}:\n{said}");
     Some(output)
 }
 
@@ -79,4 +83,36 @@ async fn every_lock_example_runs_and_shows_what_it_says() {
     let said = stdout(&redlock);
     assert!(said.contains("majority of 5 nodes (quorum 3)"), "{said}");
     assert!(said.contains("released on 5 nodes"), "{said}");
+}
+
+#[tokio::test]
+async fn the_etcd_example_runs_and_shows_what_it_says() {
+    let Some(mut etcd) = crate::etcd::one_member().await else {
+        return;
+    };
+    let endpoints = etcd.urls().join(",");
+    let Some(output) = run("etcd", &["--etcd-endpoints", &endpoints]).await else {
+        return;
+    };
+    let said = stdout(&output);
+    assert!(said.contains("keep-alives, still held"), "{said}");
+    assert!(said.contains("after alice's release"), "{said}");
+    assert!(said.contains("etcd freed it with his lease"), "{said}");
+    etcd.stop().await;
+}
+
+#[tokio::test]
+async fn the_zookeeper_example_runs_and_shows_what_it_says() {
+    let Some(servers) = crate::zookeeper::Servers::start(1).await else {
+        return;
+    };
+    let connect = servers.connect_string();
+    let Some(output) = run("zookeeper", &["--zookeeper", &connect]).await else {
+        return;
+    };
+    let said = stdout(&output);
+    assert!(said.contains("the recipe is not reentrant"), "{said}");
+    assert!(said.contains("after alice's release"), "{said}");
+    assert!(said.contains("his session closed"), "{said}");
+    servers.stop().await;
 }
