@@ -51,6 +51,7 @@ if (root.scrollWidth > viewport) {
   problems.push(`the page is ${root.scrollWidth} px wide in a ${viewport} px viewport; sticking out: ${sticking.join(', ')}`);
 }
 for (const selector of panels) {
+  if (![...document.querySelectorAll(selector)].some(shown)) problems.push(`no panel ${selector} is shown`);
   for (const panel of document.querySelectorAll(selector)) {
     if (!shown(panel)) continue;
     const box = panel.getBoundingClientRect();
@@ -172,6 +173,10 @@ async fn the_pages_fit_a_laptop_and_a_phone_in_both_languages() {
             .await;
         if phone {
             browser.screenshot("dashboard-phone.png").await;
+            browser
+                .run("document.querySelector('[data-variant=setnx]').scrollIntoView(); return true")
+                .await;
+            browser.screenshot("dashboard-phone-card.png").await;
         }
     }
 
