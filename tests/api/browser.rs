@@ -173,6 +173,26 @@ impl Browser {
         assert_eq!(answer, json!(true), "{condition}");
     }
 
+    /// Sets the window to `width`×`height` and the page's viewport to
+    /// exactly that many CSS pixels, with a phone's behaviour (the meta
+    /// viewport applies, scrollbars overlay the page) when `mobile`.
+    pub(crate) async fn resize(&self, width: u32, height: u32, mobile: bool) {
+        self.call(
+            "POST",
+            "/window/rect",
+            json!({"width": width, "height": height}),
+        )
+        .await;
+        let metrics =
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile});
+        self.call(
+            "POST",
+            "/goog/cdp/execute",
+            json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": metrics}),
+        )
+        .await;
+    }
+
     pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         use base64_decode::decode;
         let png = self.call("GET", "/screenshot", Value::Null).await;

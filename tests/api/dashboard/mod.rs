@@ -9,6 +9,7 @@ use stocklock::variants::Variant;
 
 use crate::helpers::{self, InProcess, Stack, burst};
 
+mod fit;
 mod metrics;
 
 #[tokio::test]
