@@ -47,7 +47,7 @@ pub enum Command {
     /// nginx in front, supervised until Ctrl-C.
     Up(UpConfig),
     /// Hammer /deductStock/{variant} on a running stack and judge the result
-    /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n or STUCK.
+    /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n, STUCK or LEDGER_BROKEN n.
     Load(LoadConfig),
     /// Measure costs side by side on a running stack: our generator vs oha,
     /// lua vs /healthz, what the timeline costs lua, sold-out answers,
@@ -113,6 +113,7 @@ pub struct LabArgs {
     /// redis-restart is skipped.
     #[arg(long, requires_all = ["admin_token", "redis_url"])]
     pub target: Option<String>,
+    /// The target stack's admin token (stocklock up prints it).
     #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// The target stack's Redis (stocklock up prints it).
