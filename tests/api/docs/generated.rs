@@ -289,7 +289,7 @@ fn describe(arg: &Arg) -> String {
     }
     let mut text = help.trim().to_owned();
     if !facts.is_empty() {
-        if !text.is_empty() && !text.ends_with(['.', ')', '}']) {
+        if !text.is_empty() && !text.ends_with('.') {
             text.push('.');
         }
         text = format!("{text} {}", facts.join(" ")).trim().to_owned();
