@@ -1,12 +1,9 @@
-//! The checks that read the pages as they are: links, commands, variant
-//! tables and lists. Each returns one message per fault, naming the file
-//! and line.
+//! The checks that read the pages as they are: links and commands. Each
+//! returns one message per fault, naming the file and line.
 
-use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
 use clap::Command;
-use stocklock::variants::Variant;
 
 use super::Page;
 use super::markdown::{self, Line};
@@ -240,6 +237,10 @@ fn check_command_line(
         let Some((&first, rest)) = command.split_first() else {
             continue;
         };
+        if first == "cargo" && rest.first() == Some(&"test") {
+            check_cargo_test(&rest[1..], at, errors);
+            continue;
+        }
         let mut script: &[&str] = &[];
         let (sub, flags) = if first == "stocklock" || first.ends_with("/stocklock") {
             match rest.split_first() {
@@ -268,6 +269,48 @@ fn check_command_line(
             continue;
         };
         check_flags(cli, sub, flags, script, strict, at, errors);
+    }
+}
+
+/// cargo's options for `cargo test` that take a value (the next word).
+const CARGO_VALUES: [&str; 16] = [
+    "--test",
+    "--bin",
+    "--example",
+    "--bench",
+    "-p",
+    "--package",
+    "--features",
+    "-F",
+    "--target",
+    "--profile",
+    "-j",
+    "--jobs",
+    "--manifest-path",
+    "--target-dir",
+    "--exclude",
+    "--config",
+];
+
+/// `cargo test` runs the tests whose names contain its one filter: a
+/// second word before `--` is an error (cargo refuses it).
+fn check_cargo_test(words: &[&str], at: &str, errors: &mut Vec<String>) {
+    let mut filters = Vec::new();
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        match *word {
+            "--" => break,
+            w if CARGO_VALUES.contains(&w) => {
+                words.next();
+            }
+            w if w.starts_with('-') => {}
+            w => filters.push(w),
+        }
+    }
+    if filters.len() > 1 {
+        errors.push(format!(
+            "{at}: `cargo test` takes one test name filter, not {filters:?}: run it once per filter"
+        ));
     }
 }
 
@@ -342,102 +385,4 @@ fn check_flags(
             errors.push(format!("{at}: `{shown}` has no flag --{name}"));
         }
     }
-}
-
-/// Every table whose first header cell is `variant` has one row per
-/// variant of `Variant::ALL`; every list after `<!-- every variant -->`
-/// names each in backticks.
-pub(crate) fn variants(pages: &[Page]) -> Vec<String> {
-    let names: BTreeSet<String> = Variant::names().into_iter().collect();
-    let mut errors = Vec::new();
-    for page in pages {
-        let lines = markdown::lines(&page.text);
-        for table in markdown::tables(&lines) {
-            let first = table
-                .header
-                .first()
-                .map(|c| c.replace('`', "").trim().to_lowercase());
-            if first.as_deref() != Some("variant") {
-                continue;
-            }
-            let rows: Vec<String> = table
-                .rows
-                .iter()
-                .map(|(_, cells)| markdown::cell_name(cells.first().map_or("", |c| c)))
-                .collect();
-            let at = format!("{}:{}", page.path.display(), table.line);
-            let missing: Vec<&String> = names.iter().filter(|n| !rows.contains(n)).collect();
-            if !missing.is_empty() {
-                errors.push(format!(
-                    "{at}: the variant table has no row for {missing:?}"
-                ));
-            }
-            for (row, (number, _)) in rows.iter().zip(&table.rows) {
-                if !names.contains(row) {
-                    errors.push(format!(
-                        "{}:{number}: `{row}` is not a variant",
-                        page.path.display()
-                    ));
-                } else if rows.iter().filter(|r| *r == row).count() > 1 {
-                    errors.push(format!(
-                        "{}:{number}: `{row}` has more than one row",
-                        page.path.display()
-                    ));
-                }
-            }
-        }
-        for (i, line) in lines.iter().enumerate() {
-            if line.code.is_some() || line.text.trim() != "<!-- every variant -->" {
-                continue;
-            }
-            let list = list_after(&lines[i + 1..]);
-            let named = markdown::code_words(&list);
-            let missing: Vec<&String> = names.iter().filter(|n| !named.contains(n)).collect();
-            if list.trim().is_empty() {
-                errors.push(format!(
-                    "{}:{}: no list follows `<!-- every variant -->`",
-                    page.path.display(),
-                    line.number
-                ));
-            } else if !missing.is_empty() {
-                errors.push(format!(
-                    "{}:{}: the list of every variant leaves out {missing:?}",
-                    page.path.display(),
-                    line.number
-                ));
-            }
-        }
-    }
-    errors
-}
-
-/// The list (or paragraph) right after a marker: up to the first blank
-/// line that is not followed by another item or an indented line.
-fn list_after(lines: &[Line<'_>]) -> String {
-    let item = |text: &str| {
-        let t = text.trim_start();
-        t.starts_with("- ")
-            || t.starts_with("* ")
-            || t.starts_with("+ ")
-            || t.split_once(". ")
-                .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty())
-    };
-    let mut out = String::new();
-    let mut started = false;
-    for (i, line) in lines.iter().enumerate() {
-        if line.text.trim().is_empty() {
-            let next = lines[i + 1..].iter().find(|l| !l.text.trim().is_empty());
-            if started && !next.is_some_and(|l| item(l.text) || l.text.starts_with("  ")) {
-                break;
-            }
-            continue;
-        }
-        if started && markdown::heading(line.text).is_some() {
-            break;
-        }
-        started = true;
-        out.push_str(line.text);
-        out.push('\n');
-    }
-    out
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use stocklock::lab::{Cell, LabReport};
 use stocklock::variants::Variant;
 
-use super::{checks, cli, generated, markdown, pages};
+use super::{checks, cli, generated, markdown, pages, variants};
 
 /// A temporary repository holding these files.
 fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -83,19 +83,20 @@ fn an_unknown_flag_or_subcommand_is_reported_with_its_line() {
         "docs/x.md",
         "# X\n\n```sh\nstocklock up --port 8081 --worker-threads 2   # the flag is serve's\n\
          ./scripts/up.sh --minimal --host 0.0.0.0\ntarget/release/stocklock load --variant all \\\n  --stock 50 --nope\n\
-         stocklock frobnicate\n```\n\n```text\nstocklock is up: http://127.0.0.1:8080/\nstocklock load --variant all --nah\n```\n\n\
+         stocklock frobnicate\ncargo test --release --test api a_waiter -- --nocapture\n```\n\n```text\nstocklock is up: http://127.0.0.1:8080/\nstocklock load --variant all --nah\n```\n\n\
          Run `serve --worker-threads 2`, `up --persist`, `lab --json out.json` and\n`up --zookeeper 3 --bogus`; \
-         `stocklock --version`; `up` alone; `stocklock = { path = \"..\" }`.\n\n```rust\nstocklock up --not-checked-in-rust\n```\n",
+         `stocklock --version`; `up` alone; `stocklock = { path = \"..\" }`;\n`cargo test --release a_waiter_is_woken a_redlock_waiter -- --nocapture`.\n\n```rust\nstocklock up --not-checked-in-rust\n```\n",
     )]);
     let errors = checks::commands(&cli(), &pages(dir.path()));
     assert_faults(
         &errors,
         &[
-            "docs/x.md:17: `stocklock up` has no flag --bogus",
+            "docs/x.md:18: `stocklock up` has no flag --bogus",
+            "docs/x.md:19: `cargo test` takes one test name filter, not [\"a_waiter_is_woken\", \"a_redlock_waiter\"]",
             "docs/x.md:4: `stocklock up` has no flag --worker-threads",
             "docs/x.md:6: `stocklock load` has no flag --nope",
             "docs/x.md:8: `stocklock frobnicate`: no such subcommand",
-            "docs/x.md:13: `stocklock load` has no flag --nah",
+            "docs/x.md:14: `stocklock load` has no flag --nah",
         ],
     );
 }
@@ -131,7 +132,7 @@ fn a_variant_missing_from_a_table_or_list_is_reported() {
             .collect::<String>()
     );
     let dir = repo(&[("docs/v.md", &text)]);
-    let errors = checks::variants(&pages(dir.path()));
+    let errors = variants::variants(&pages(dir.path()));
     assert_faults(
         &errors,
         &[
@@ -285,7 +286,7 @@ fn the_lab_matrix_marks_contradictions_and_inconclusive_cells() {
         assert!(text.contains(row), "`{row}` missing from:\n{text}");
     }
     bless_and_recheck(dir.path(), rewritten_too);
-    assert_faults(&checks::variants(&pages(dir.path())), &[]);
+    assert_faults(&variants::variants(&pages(dir.path())), &[]);
 
     let bad = serde_json::to_string(&LabReport {
         cells: vec![cell("race", "mutex", "safe", true)],

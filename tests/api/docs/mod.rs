@@ -14,6 +14,7 @@ mod checks;
 mod fixtures;
 mod generated;
 mod markdown;
+mod variants;
 
 use std::path::{Path, PathBuf};
 
@@ -93,7 +94,7 @@ fn every_command_shown_uses_only_flags_that_exist() {
 #[test]
 fn every_variant_table_and_list_names_every_variant() {
     assert_none(
-        checks::variants(&pages(&root())),
+        variants::variants(&pages(&root())),
         "variant tables and lists",
     );
 }
