@@ -1,6 +1,6 @@
-//! The command line: `stocklock serve`, `up`, `load`, `bench` and `lab`
-//! (and the hidden `resume` that chaos mode's pauses use, and `relay`,
-//! the replication relay of `up --replica`).
+//! The command line: `stocklock serve`, `up`, `load`, `bench`, `compare`,
+//! `reconcile` and `lab` (and the hidden `resume` that chaos mode's pauses
+//! use, and `relay`, the replication relay of `up --replica`).
 //!
 //! `load`, `bench` and `up` parse straight into their config types, which
 //! carry their own flags ([`LoadConfig`], [`BenchConfig`], [`UpConfig`]); the
@@ -184,8 +184,8 @@ pub struct ServeArgs {
     /// id past it is answered busy (429, reason request_ids_full) and sells
     /// nothing; ids already known are answered as ever. A sold-out answer's
     /// record is kept 10 s only (repeating it is safe), and past the cap a
-    /// sold-out answer is given without one. Bounds what distinct ids cost
-    /// Redis (~250 bytes each).
+    /// sold-out answer is given without one. Bounds the memory that
+    /// distinct ids take in Redis.
     #[arg(long, default_value_t = crate::ledger::DEFAULT_REQUEST_IDS_PER_SKU, value_parser = clap::value_parser!(u64).range(1..), env = "STOCKLOCK_REQUEST_IDS_PER_SKU")]
     pub request_ids_per_sku: u64,
     /// How long a sold-out mark lives: once Redis said a SKU is sold out,
