@@ -1,6 +1,6 @@
-//! The command line: `stocklock serve`, `up`, `load`, `bench` and `lab`
-//! (and the hidden `resume` that chaos mode's pauses use, and `relay`,
-//! the replication relay of `up --replica`).
+//! The command line: `stocklock serve`, `up`, `load`, `bench`, `compare`,
+//! `reconcile` and `lab` (and the hidden `resume` that chaos mode's pauses
+//! use, and `relay`, the replication relay of `up --replica`).
 //!
 //! `load`, `bench` and `up` parse straight into their config types, which
 //! carry their own flags ([`LoadConfig`], [`BenchConfig`], [`UpConfig`]); the
@@ -47,7 +47,7 @@ pub enum Command {
     /// nginx in front, supervised until Ctrl-C.
     Up(UpConfig),
     /// Hammer /deductStock/{variant} on a running stack and judge the result
-    /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n or STUCK.
+    /// from its ledger: SAFE, OVERSOLD n, DUPLICATES n, STUCK or LEDGER_BROKEN n.
     Load(LoadConfig),
     /// Measure costs side by side on a running stack: our generator vs oha,
     /// lua vs /healthz, what the timeline costs lua, sold-out answers,
@@ -113,6 +113,7 @@ pub struct LabArgs {
     /// redis-restart is skipped.
     #[arg(long, requires_all = ["admin_token", "redis_url"])]
     pub target: Option<String>,
+    /// The target stack's admin token (stocklock up prints it).
     #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// The target stack's Redis (stocklock up prints it).
@@ -183,8 +184,8 @@ pub struct ServeArgs {
     /// id past it is answered busy (429, reason request_ids_full) and sells
     /// nothing; ids already known are answered as ever. A sold-out answer's
     /// record is kept 10 s only (repeating it is safe), and past the cap a
-    /// sold-out answer is given without one. Bounds what distinct ids cost
-    /// Redis (~250 bytes each).
+    /// sold-out answer is given without one. Bounds the memory that
+    /// distinct ids take in Redis.
     #[arg(long, default_value_t = crate::ledger::DEFAULT_REQUEST_IDS_PER_SKU, value_parser = clap::value_parser!(u64).range(1..), env = "STOCKLOCK_REQUEST_IDS_PER_SKU")]
     pub request_ids_per_sku: u64,
     /// How long a sold-out mark lives: once Redis said a SKU is sold out,

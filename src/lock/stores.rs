@@ -21,7 +21,9 @@ pub struct LockStoresConfig {
     #[arg(long, value_delimiter = ',', env = "STOCKLOCK_ETCD_ENDPOINTS")]
     pub etcd_endpoints: Vec<String>,
     /// A ZooKeeper connect string (`host:port,host:port`), for the
-    /// `zookeeper` variant. Without it `zookeeper` answers 503.
+    /// `zookeeper` variant. Without it `zookeeper` answers 503. (`up
+    /// --zookeeper N` is a count of servers to start; `up` passes their
+    /// connect string here.)
     #[arg(long, env = "STOCKLOCK_ZOOKEEPER")]
     pub zookeeper: Option<String>,
 }

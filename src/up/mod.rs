@@ -77,8 +77,9 @@ pub struct UpConfig {
     /// Port nginx listens on: the one URL users and load generators hit.
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
-    /// Address nginx binds (0.0.0.0 to let a workshop's other machines in;
-    /// /api/admin/ stays loopback-only either way).
+    /// The address nginx listens on: 127.0.0.1 serves this machine only,
+    /// 0.0.0.0 lets a classroom's other machines in. /api/admin/ (resets,
+    /// chaos, the dashboard's runs and lessons) stays loopback-only either way.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// How many instances to run behind nginx.
@@ -94,7 +95,8 @@ pub struct UpConfig {
     /// it has none yet.
     #[arg(long, default_value_t = 50)]
     pub stock: i64,
-    /// Admin token; generated and printed when unset.
+    /// The token for /api/admin/* (the printed dashboard URL carries it);
+    /// generated and printed when unset.
     #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// The variant served at /deductStock with no name.
@@ -127,10 +129,11 @@ pub struct UpConfig {
     /// 0: none). Without the etcd binary it starts none and says so.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(0..=9))]
     pub etcd: u16,
-    /// Start this many ZooKeeper servers (Debian's `zookeeper` package, a
+    /// How many ZooKeeper servers to start (Debian's `zookeeper` package, a
     /// JVM each) for the `zookeeper` lock: 1 a standalone server, 3 an
-    /// ensemble; 0 none. When ZooKeeper is not installed, `up` says so and
-    /// runs without it.
+    /// ensemble; 0 none. A count, where `serve --zookeeper` takes a connect
+    /// string: `up` passes its servers' to the instances. When ZooKeeper is
+    /// not installed, `up` says so and runs without it.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(0..=7))]
     pub zookeeper: u16,
     /// Orders: `on` runs PostgreSQL (the one `--postgres-url` names, or

@@ -10,6 +10,7 @@ mod compare;
 mod dashboard;
 mod deps;
 mod docker;
+mod docs;
 mod etcd;
 mod examples;
 mod failover;

@@ -49,8 +49,10 @@ use crate::os::find_program;
 
 /// What `stocklock bench` was asked for: its flags.
 #[derive(Clone, Debug, clap::Args)]
-#[command(after_help = "The README's figures come from:\n  \
-    stocklock bench --redis-url URL --admin-token TOKEN --runs 5 --duration 4s --json bench.json")]
+#[command(
+    after_help = "Example (docs/measurements.md lists the runs actually made and their commands):\n  \
+    stocklock bench --redis-url URL --admin-token TOKEN --runs 5 --duration 4s --json bench.json"
+)]
 pub struct BenchConfig {
     /// The stack to measure (normally nginx).
     #[arg(long, default_value = "http://127.0.0.1:8080")]
@@ -66,6 +68,7 @@ pub struct BenchConfig {
     /// Runs per side of each row; the medians are compared.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
+    /// Requests in flight at once in every run, ours and oha's alike.
     #[arg(long, short = 'c', default_value_t = 64)]
     pub concurrency: usize,
     /// Length of each run.
