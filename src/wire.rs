@@ -10,8 +10,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 mod dashboard;
+mod orders;
+mod reconciliation;
 
 pub use dashboard::{Board, InstanceStatus, RunRequest, RunStatus};
+pub use orders::{ORDER_TOKEN, OrderSummary, OrderView, OrdersCheck, OrdersView};
+pub use reconciliation::Reconciliation;
 
 /// What a `/deductStock` request ended as. Sold out and busy are outcomes of
 /// the business, not errors; errors use [`ErrorBody`].
@@ -29,9 +33,6 @@ pub enum OutcomeKind {
     /// happened. A retry with the same `request_id` learns which.
     Unknown,
 }
-
-/// The header that carries an order's token to pay and find the order.
-pub const ORDER_TOKEN: &str = "x-order-token";
 
 /// The body of every `/deductStock` answer that is not an error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,7 +313,7 @@ pub struct RunReport {
     /// An order variant on a stack with orders on: the run's orders,
     /// reconciled with the ledger once the pipeline caught up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub orders: Option<crate::load::orders::OrdersCheck>,
+    pub orders: Option<OrdersCheck>,
     pub elapsed_s: f64,
     /// Each SKU's numbers after the run, when it was spread over several
     /// (`--skus`); the totals above are their sums.
