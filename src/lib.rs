@@ -38,23 +38,24 @@
 //! ## The tools
 //!
 //! 17. [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
-//! 18. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
-//! 19. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
-//! 20. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
-//! 21. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix. Below the dashboard, which starts runs and scenarios.
-//! 22. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
-//! 23. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
+//! 18. [`reconcile`]: `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per SKU, straight from the two stores.
+//! 19. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
+//! 20. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
+//! 21. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
+//! 22. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix. Below the dashboard, which starts runs and scenarios.
+//! 23. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
+//! 24. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!
 //! ## HTTP
 //!
-//! 24. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
-//! 25. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
-//! 26. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
-//! 27. [`server`]: `stocklock serve`: building and running one instance.
+//! 25. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
+//! 26. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
+//! 27. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
+//! 28. [`server`]: `stocklock serve`: building and running one instance.
 //!
 //! ## The command line
 //!
-//! 28. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
+//! 29. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
 
 pub mod args;
 pub mod chaos;
@@ -74,6 +75,7 @@ pub mod metrics;
 pub mod orders;
 pub mod os;
 pub mod outcome;
+pub mod reconcile;
 pub mod sale;
 pub mod section;
 pub mod server;

@@ -19,7 +19,6 @@
 //! so instances starting at once apply each file once: the others wait for
 //! the lock and then find it recorded.
 
-pub mod command;
 pub mod expiry;
 mod insert;
 pub mod message;
