@@ -187,10 +187,10 @@ pub struct ResetRequest {
     pub timeline: Option<bool>,
 }
 
-/// What the teaching matrix expects of a variant, one field per column of
-/// DESIGN.md's table, each the text of the variant's claim for one of the
-/// lab's scenarios (race, slow-business, crash-after-acquire, pause-holder,
-/// redlock-minority-down). `"-"` marks a cell the scenario does not apply to.
+/// What the teaching matrix expects of a variant: five columns, each the
+/// text of the variant's claim for one of the lab's scenarios (race,
+/// slow-business, crash-after-acquire, pause-holder, redlock-minority-down).
+/// `"-"` marks a cell the scenario does not apply to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdicts {
     pub two_instances: String,

@@ -227,7 +227,7 @@ impl Variant {
             code: about.code.trim().to_owned(),
             default_lease_ms: about.default_lease.map(|d| d.as_millis() as u64),
             default_wait_ms: about.default_wait.map(|d| d.as_millis() as u64),
-            // DESIGN.md's five columns, read from the lab's scenarios.
+            // The teaching matrix's five columns, read from the lab's scenarios.
             expected: Verdicts {
                 two_instances: claims.race.text(),
                 work_exceeds_lease: claims.slow_business.text(),
