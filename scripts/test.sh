@@ -6,7 +6,7 @@
 # prometheus, whose server scrapes a stack and whose promtool checks the
 # shipped config and dashboard; nodejs, which checks the pages' scripts; chromium, its driver and a CJK font for
 # the browser test; zookeeper, whose servers the ZooKeeper lock's tests
-# start; postgresql, whose servers the orders' tests start), checks the code as STYLE.md asks (rustfmt, clippy
+# start; postgresql, whose servers the orders' tests start), checks the code's form (rustfmt, clippy
 # with warnings as errors, rustdoc without warnings), then cargo test. The tests start their own
 # redis-server, nginx, prometheus, PostgreSQL and chromedriver on free loopback ports
 # and stop them.

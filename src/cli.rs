@@ -62,7 +62,7 @@ pub enum Command {
     /// sold with no order (lost), orders with no sale (phantom), units
     /// ordered twice, units returned twice, and orders of epochs the ledger
     /// lost (LEDGER_LOST: Redis lost its data). Exit 0 only when all match.
-    Reconcile(crate::orders::command::ReconcileArgs),
+    Reconcile(crate::reconcile::ReconcileArgs),
     /// Run the failure scenarios end to end on a stack of its own and print
     /// the teaching matrix: expected vs observed, with the evidence.
     Lab(LabArgs),
@@ -316,7 +316,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
         }
         Command::Reconcile(args) => {
             telemetry::init("warn");
-            crate::orders::command::run(args).await
+            crate::reconcile::run(args).await
         }
         Command::Resume { pid, after_ms } => {
             crate::chaos::resume(pid, std::time::Duration::from_millis(after_ms));

@@ -16,10 +16,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::http::orders::{OrderView, OrdersView};
 use crate::orders::expiry::Expired;
 use crate::wire::{
-    Board, DeductResponse, ErrorBody, Health, ResetRequest, StateSnapshot, VariantInfo,
+    Board, DeductResponse, ErrorBody, Health, OrderView, OrdersView, ResetRequest, StateSnapshot,
+    VariantInfo,
 };
 
 /// A client of one stack (nginx) or one instance, with the stack's admin

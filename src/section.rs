@@ -424,3 +424,15 @@ pub mod seam {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_connection_sent_nothing_and_a_timeout_proves_nothing() {
+        let io = |kind| StoreError(std::io::Error::new(kind, "test").into());
+        assert!(nothing_sent(&io(std::io::ErrorKind::ConnectionRefused)));
+        assert!(!nothing_sent(&io(std::io::ErrorKind::TimedOut)));
+    }
+}

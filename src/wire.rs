@@ -10,8 +10,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 mod dashboard;
+mod orders;
+mod reconciliation;
 
 pub use dashboard::{Board, InstanceStatus, RunRequest, RunStatus};
+pub use orders::{ORDER_TOKEN, OrderSummary, OrderView, OrdersCheck, OrdersView};
+pub use reconciliation::Reconciliation;
 
 /// What a `/deductStock` request ended as. Sold out and busy are outcomes of
 /// the business, not errors; errors use [`ErrorBody`].
@@ -29,9 +33,6 @@ pub enum OutcomeKind {
     /// happened. A retry with the same `request_id` learns which.
     Unknown,
 }
-
-/// The header that carries an order's token to pay and find the order.
-pub const ORDER_TOKEN: &str = "x-order-token";
 
 /// The body of every `/deductStock` answer that is not an error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,10 +187,10 @@ pub struct ResetRequest {
     pub timeline: Option<bool>,
 }
 
-/// What the teaching matrix expects of a variant, one field per column of
-/// DESIGN.md's table, each the text of the variant's claim for one of the
-/// lab's scenarios (race, slow-business, crash-after-acquire, pause-holder,
-/// redlock-minority-down). `"-"` marks a cell the scenario does not apply to.
+/// What the teaching matrix expects of a variant: five columns, each the
+/// text of the variant's claim for one of the lab's scenarios (race,
+/// slow-business, crash-after-acquire, pause-holder, redlock-minority-down).
+/// `"-"` marks a cell the scenario does not apply to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdicts {
     pub two_instances: String,
@@ -312,7 +313,7 @@ pub struct RunReport {
     /// An order variant on a stack with orders on: the run's orders,
     /// reconciled with the ledger once the pipeline caught up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub orders: Option<crate::load::orders::OrdersCheck>,
+    pub orders: Option<OrdersCheck>,
     pub elapsed_s: f64,
     /// Each SKU's numbers after the run, when it was spread over several
     /// (`--skus`); the totals above are their sums.

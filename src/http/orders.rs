@@ -13,29 +13,15 @@ use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::AppState;
 use crate::knobs::Sku;
 use crate::orders::expiry::{self, Expired, Paid};
-use crate::orders::reconcile::Reconciliation;
-use crate::orders::summary::{Books, FRESH_FOR, OrderSummary, books};
+use crate::orders::summary::{Books, FRESH_FOR, books};
 use crate::orders::{Client, Database};
 use crate::web::AppError;
-use crate::wire::ORDER_TOKEN;
-
-/// `GET /api/orders?sku=S`: the SKU's orders at a glance and the books compared.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct OrdersView {
-    pub summary: OrderSummary,
-    pub reconciliation: Reconciliation,
-    /// The reconciliation's verdict, in words.
-    pub verdict: String,
-    /// How old the reading is, milliseconds: the public view answers from
-    /// one at most 2 s old; 0 for one read now (the admin token's).
-    #[serde(default)]
-    pub age_ms: u64,
-}
+use crate::wire::{ORDER_TOKEN, OrderView, OrdersView};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,17 +34,6 @@ pub(super) struct SkuQuery {
 pub(super) struct FindQuery {
     sku: String,
     request_id: String,
-}
-
-/// One order, as its buyer sees it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct OrderView {
-    pub id: i64,
-    pub sku: String,
-    pub unit: i64,
-    pub status: String,
-    /// Milliseconds left to pay (0 once past the deadline); none once paid or expired.
-    pub pay_within_ms: Option<i64>,
 }
 
 fn database(state: &AppState) -> Result<&Database, AppError> {

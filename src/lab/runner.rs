@@ -18,6 +18,30 @@ use crate::store::Store;
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;
 
+/// Plays `scenario` against `variant` and judges what it saw: on a stack of
+/// its own (the failover and order scenarios, [`Scenario::own_stack`]), or
+/// on the lab's main stack (`lab`; `None` when no chosen scenario needs it).
+async fn play(
+    scenario: Scenario,
+    lab: Option<&mut Lab>,
+    variant: Variant,
+) -> anyhow::Result<Judgement> {
+    match scenario {
+        Scenario::Failover => super::failover::play(variant, false).await,
+        Scenario::FailoverWait => super::failover::play(variant, true).await,
+        Scenario::CrashBeforeEnqueue
+        | Scenario::WorkerCrashBeforeAck
+        | Scenario::PostgresRestart
+        | Scenario::ReservationExpiry
+        | Scenario::RedisDataLoss => super::orders::play(scenario, variant).await,
+        _ => {
+            let lab =
+                lab.ok_or_else(|| anyhow::anyhow!("{scenario} needs the lab's main stack"))?;
+            scenario.play(lab, variant).await
+        }
+    }
+}
+
 /// Runs the lab and prints the matrix; `Ok(false)` if any cell failed
 /// (a contradiction, or an inconclusive cell).
 pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
@@ -69,22 +93,20 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
                 lab.cell = format!("{scenario}-{variant}");
             }
             let cell_started = Instant::now();
-            let judgement = match tokio::time::timeout(
-                CELL_TIMEOUT,
-                scenario.play(lab.as_mut(), variant),
-            )
-            .await
-            {
-                Ok(Ok(judgement)) => judgement,
-                Ok(Err(err)) => Judgement {
-                    observed: Observed::Error,
-                    evidence: format!("{err:#}"),
-                },
-                Err(_) => Judgement {
-                    observed: Observed::Error,
-                    evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
-                },
-            };
+            let judgement =
+                match tokio::time::timeout(CELL_TIMEOUT, play(scenario, lab.as_mut(), variant))
+                    .await
+                {
+                    Ok(Ok(judgement)) => judgement,
+                    Ok(Err(err)) => Judgement {
+                        observed: Observed::Error,
+                        evidence: format!("{err:#}"),
+                    },
+                    Err(_) => Judgement {
+                        observed: Observed::Error,
+                        evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
+                    },
+                };
             if let Some(lab) = &lab {
                 lab.tidy(scenario).await;
             }

@@ -5,29 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::client::StackClient;
-use crate::http::orders::OrdersView;
+use crate::wire::{OrdersCheck, OrdersView};
 
 /// How long the pipeline gets to catch up with the sales.
 const SETTLE: Duration = Duration::from_secs(15);
-
-/// The orders of one run, as `load` reports them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OrdersCheck {
-    /// `reconcile`'s verdict in words.
-    pub verdict: String,
-    /// Every sale has its order, nothing is on its way, nothing is wrong.
-    pub clean: bool,
-    /// Orders of the SKU's epoch (the run reset it with `--stock`).
-    pub orders: i64,
-    /// From sale to order row, milliseconds.
-    pub lag_p50_ms: Option<f64>,
-    pub lag_p99_ms: Option<f64>,
-    /// Orders written per second, from the first sale to the last row.
-    pub orders_per_s: Option<f64>,
-}
 
 /// The check of `sku` once nothing is in flight (or after a few seconds);
 /// `None` when the stack runs without orders.

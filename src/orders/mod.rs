@@ -6,8 +6,9 @@
 //! own) and acks them after the commit; reservations not paid in time
 //! expire, committed, and give their unit back after ([`expiry`]);
 //! [`reconcile`] compares the ledger with the rows, epoch by epoch
-//! ([`reconciliation`]: what it found, `LEDGER_LOST` when Redis lost the
-//! history some orders name). Here: the connection ([`connect`]),
+//! ([`Reconciliation`](crate::wire::Reconciliation), a shape of the wire:
+//! what it found, `LEDGER_LOST` when Redis lost the history some orders
+//! name). Here: the connection ([`connect`]),
 //! the schema ([`migrate`], run by each instance at start) and what an
 //! instance is told about it ([`OrdersConfig`]).
 //!
@@ -18,12 +19,10 @@
 //! so instances starting at once apply each file once: the others wait for
 //! the lock and then find it recorded.
 
-pub mod command;
 pub mod expiry;
 mod insert;
 pub mod message;
 pub mod reconcile;
-pub mod reconciliation;
 pub mod summary;
 pub mod worker;
 

@@ -37,8 +37,8 @@ use redis::streams::{StreamInfoGroupsReply, StreamPendingCountReply, StreamRange
 
 use super::Client;
 use super::message::OrderMessage;
-pub use super::reconciliation::Reconciliation;
 use crate::store::{Conn, Keys};
+pub use crate::wire::Reconciliation;
 
 /// How many times each unit is sold now: the ledger's bitfield, two bits
 /// per unit, unit `initial - i` at field `i`.

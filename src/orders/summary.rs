@@ -12,32 +12,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use super::Client;
 use super::reconcile::{Reconciliation, reconcile};
 use crate::store::Store;
+use crate::wire::OrderSummary;
 
 /// How old a reading the public orders view may answer with.
 pub const FRESH_FOR: Duration = Duration::from_secs(2);
-
-/// The orders of a SKU's current epoch.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OrderSummary {
-    pub sku: String,
-    pub epoch: i64,
-    /// Reserved: pending payment.
-    pub reserved: i64,
-    pub paid: i64,
-    pub expired: i64,
-    /// From sale (Redis's clock) to order row (PostgreSQL's), milliseconds:
-    /// the pipeline's lag, median and 99th percentile.
-    pub lag_p50_ms: Option<f64>,
-    pub lag_p99_ms: Option<f64>,
-    /// Orders written per second, from the epoch's first sale to its last
-    /// order row: what the pipeline sustained behind the sales.
-    pub orders_per_s: Option<f64>,
-}
 
 /// The summary of `sku`'s orders in `epoch`.
 pub async fn summary(db: &Client, sku: &str, epoch: i64) -> anyhow::Result<OrderSummary> {

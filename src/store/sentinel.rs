@@ -250,15 +250,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_master_to_send_to_reads_as_nothing_sent() {
+    fn no_master_to_send_to_reads_as_a_refused_connection() {
         let err = RedisError::from((
             ErrorKind::MasterNameNotFoundBySentinel,
             "Master with given name not found in sentinel",
         ));
         let unsent = unsent(&err);
-        assert!(crate::section::nothing_sent(&crate::store::StoreError(
-            unsent.clone()
-        )));
+        // A refused connection is what the section reads as "nothing sent".
+        assert!(unsent.is_connection_refusal(), "{unsent}");
         assert!(
             unsent.to_string().contains("not found in sentinel"),
             "{unsent}"

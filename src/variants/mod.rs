@@ -22,10 +22,11 @@
 //!    reset gives it); if the whole sale is one script that records its own
 //!    request id, [`Variant::scripted`]; if its sales become orders,
 //!    [`Variant::orders`].
-//! 3. By hand, outside the code: the variant tables and the printed matrix
-//!    of `README.md`, the default list of `loadtest/oha.sh`, and any test
-//!    list of a specific kind of variant it belongs to (e.g. the ones that
-//!    oversell with two instances in `tests/api/stack.rs`).
+//! 3. By hand, outside the code: the default list of `loadtest/oha.sh`,
+//!    any test list of a specific kind of variant it belongs to (e.g. the
+//!    ones that oversell with two instances in `tests/api/stack.rs`), and
+//!    the variant tables and lists of `README.md` and `docs/`, which the
+//!    docs tests check. `docs/adding-a-variant.md` walks through each step.
 //!
 //! Nothing else names the variants: the API (`/api/variants`), the
 //! dashboard's cards, the SKUs `up` stocks, `load --variant all`, the lab's
@@ -227,7 +228,7 @@ impl Variant {
             code: about.code.trim().to_owned(),
             default_lease_ms: about.default_lease.map(|d| d.as_millis() as u64),
             default_wait_ms: about.default_wait.map(|d| d.as_millis() as u64),
-            // DESIGN.md's five columns, read from the lab's scenarios.
+            // The teaching matrix's five columns, read from the lab's scenarios.
             expected: Verdicts {
                 two_instances: claims.race.text(),
                 work_exceeds_lease: claims.slow_business.text(),

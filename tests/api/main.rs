@@ -15,6 +15,7 @@ mod etcd;
 mod examples;
 mod failover;
 mod helpers;
+mod house;
 mod instance;
 mod lab;
 mod lab_orders;

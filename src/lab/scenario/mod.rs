@@ -8,7 +8,9 @@
 //! ([`crate::variants::Claims`]).
 //!
 //! This module: the scenarios as an enum (names, summaries, each variant's
-//! claim, the command line's values); `play`: what each one does.
+//! claim, the command line's values); `play`: what each one on the main
+//! stack does (the failover scenarios play in `failover.rs`, the order
+//! scenarios in `orders/`).
 
 mod play;
 
@@ -208,25 +210,12 @@ impl Scenario {
         )
     }
 
-    /// Plays this scenario against `variant` and judges what it saw: on
-    /// the lab's main stack (`lab`; `None` when no chosen scenario needs
-    /// it), or on a stack of its own ([`Scenario::own_stack`]).
-    pub(super) async fn play(
-        self,
-        lab: Option<&mut Lab>,
-        variant: Variant,
-    ) -> anyhow::Result<Judgement> {
-        match self {
-            Scenario::Failover => return super::failover::play(variant, false).await,
-            Scenario::FailoverWait => return super::failover::play(variant, true).await,
-            Scenario::CrashBeforeEnqueue
-            | Scenario::WorkerCrashBeforeAck
-            | Scenario::PostgresRestart
-            | Scenario::ReservationExpiry
-            | Scenario::RedisDataLoss => return super::orders::play(self, variant).await,
-            _ => {}
-        }
-        let lab = lab.ok_or_else(|| anyhow::anyhow!("{self} needs the lab's main stack"))?;
+    /// Plays this scenario against `variant` on the lab's main stack and
+    /// judges what it saw. The scenarios on a stack of their own
+    /// ([`Scenario::own_stack`]) are played by the runner, which knows
+    /// where they live (`failover.rs`, `orders/`): they name this type, so
+    /// this type does not name them.
+    pub(super) async fn play(self, lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
         let v = variant.name();
         match self {
             Scenario::OneInstance => play::one_instance(lab, variant).await,

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 
-use super::reconcile::{Reconciliation, order_skus, reconcile};
 use crate::args::parse_duration;
 use crate::knobs::Sku;
-use crate::store::Store;
+use crate::orders::reconcile::{Reconciliation, order_skus, reconcile};
+use crate::orders::{self, Client};
+use crate::store::{Conn, Store};
 
 #[derive(Args, Debug, Clone)]
 pub struct ReconcileArgs {
@@ -50,9 +51,9 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
 /// Runs `stocklock reconcile`; `Ok(false)` when the books do not match.
 pub async fn run(args: ReconcileArgs) -> anyhow::Result<bool> {
     let store = Store::open(&args.redis_url)
-        .with_context(|| format!("bad Redis URL {}", super::shown(&args.redis_url)))?;
+        .with_context(|| format!("bad Redis URL {}", orders::shown(&args.redis_url)))?;
     let mut conn = store.conn().await.context("cannot reach Redis")?;
-    let db = super::connect(&args.postgres_url).await?;
+    let db = orders::connect(&args.postgres_url).await?;
     let skus = if args.sku.is_empty() {
         order_skus(&mut conn, &db).await?
     } else {
@@ -87,8 +88,8 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<bool> {
 
 /// The reconciliation of `sku` once nothing is on its way, or at `deadline`.
 async fn settled(
-    conn: &mut crate::store::Conn,
-    db: &super::Client,
+    conn: &mut Conn,
+    db: &Client,
     sku: &str,
     deadline: Instant,
 ) -> anyhow::Result<Reconciliation> {

@@ -1,5 +1,6 @@
-//! What `stocklock reconcile` found for one SKU ([`Reconciliation`], on
-//! the wire as it is) and its verdict in one line: `clean: ...`, what is
+//! What `stocklock reconcile` found for one SKU ([`Reconciliation`], the
+//! same shape in `GET /api/orders`, in `reconcile --json` and in the lab's
+//! evidence) and its verdict in one line: `clean: ...`, what is
 //! wrong with the current epoch, or `LEDGER_LOST: ...` when some orders
 //! name an epoch the ledger never opened (Redis lost its data).
 
