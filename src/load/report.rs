@@ -7,7 +7,7 @@ use crate::wire::RunReport;
 /// The comparison table, one row per variant.
 pub fn print_table(reports: &[RunReport]) {
     println!(
-        "{:<12} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>5}  {:<16} {:<14} verdict",
+        "{:<14} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>5}  {:<16} {:<14} verdict",
         "variant",
         "requests",
         "sold",
@@ -33,7 +33,7 @@ pub fn print_table(reports: &[RunReport]) {
             .map(|(name, n)| format!("{name}:{n}"))
             .collect();
         println!(
-            "{:<12} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9} {:>8} {:>5}  {:<16} {:<14} {}",
+            "{:<14} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9} {:>8} {:>5}  {:<16} {:<14} {}",
             r.variant,
             r.requests,
             r.sold,
