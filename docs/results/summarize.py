@@ -187,12 +187,12 @@ def lab_1():
 
 def handoff_1():
     print("## handoff-1\n")
-    pat = re.compile(r"(hand-off|pairs|median|uncontended|freed|lost|refused|after)", re.I)
     for f in sorted(R.glob("handoff-1-*.txt")):
         print(f"{f.name}:")
         for line in f.read_text().splitlines():
-            if pat.search(line) and not line.startswith(("test ", "running", "   Compiling")):
-                print("    " + line.strip())
+            m = re.match(r"test (\S+) \.\.\. (.+)$", line)
+            if m and m.group(2) != "ok" and not m.group(2).startswith("[up]"):
+                print(f"    {m.group(1)}: {m.group(2)}")
     print()
 
 
