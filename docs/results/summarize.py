@@ -72,6 +72,11 @@ def bench_1():
     print(table(["row", "ours", "req/s", "theirs", "req/s", "ratio", "goal",
                  "each run, ours vs theirs (req/s)"], rows))
     for r in b["rows"]:
+        m = re.search(r"per answer: ([0-9.]+) us vs ([0-9.]+) us", r["note"] or "")
+        if m:
+            on, off = float(m.group(1)), float(m.group(2))
+            print(f"\ntimeline CPU per answer: {on} vs {off} us, +{on - off:.1f} us, "
+                  f"ratio {on / off:.3f}")
         if r["note"]:
             print(f"\nnote {r['row']}: {r['note']}")
     s = b["redis_per_lua_sale"]
@@ -178,6 +183,12 @@ def lab_1():
     scen = sorted({c["scenario"] for c in cells})
     print(f"{len(cells)} cells over {len(scen)} scenarios: {passed} pass, "
           f"{len(cells) - passed} fail")
+    rows = []
+    for sc in dict.fromkeys(c["scenario"] for c in cells):
+        these = [c for c in cells if c["scenario"] == sc]
+        rows.append([f"`{sc}`", len(these), sum(1 for c in these if c["pass"])])
+    print()
+    print(table(["scenario", "cells", "pass"], rows))
     for c in cells:
         if not c["pass"]:
             print(f"FAIL {c['scenario']} {c['variant']}: expected {c['expected']}, "
