@@ -75,8 +75,9 @@ def bench_1():
         m = re.search(r"per answer: ([0-9.]+) us vs ([0-9.]+) us", r["note"] or "")
         if m:
             on, off = float(m.group(1)), float(m.group(2))
+            total = sum(p["cpu_usec_per_answer"] for p in b["cpu_during_lua"]["processes"])
             print(f"\ntimeline CPU per answer: {on} vs {off} us, +{on - off:.1f} us, "
-                  f"ratio {on / off:.3f}")
+                  f"ratio {on / off:.3f}, {(on - off) / total:.1%} of the stack's {total:.1f} us")
         if r["note"]:
             print(f"\nnote {r['row']}: {r['note']}")
     s = b["redis_per_lua_sale"]
@@ -140,6 +141,8 @@ def hot_1():
                      " / ".join(n(x) for x in m[topo][3]["lua"]) + " ; " +
                      " / ".join(n(x) for x in m[topo][3]["lua-sharded"]),
                      max(m[topo][2].values())])
+    one, cl = m["redis"][1]["lua"], m["cluster"][1]["lua"]
+    print(f"lua on the cluster / on one Redis: {cl / one:.2f}\n")
     print(table(["one hot SKU, 4 s", "`lua` req/s", "`lua-sharded` req/s", "ratio",
                  "runs (lua ; lua-sharded)", "oversold"], rows))
     print()
