@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Print the tables of docs/measurements.md from the raw files in docs/results/.
+
+Run from the repository's root: python3 docs/results/summarize.py
+Every figure on the page is computed here from the JSON (or, for handoff-1,
+the text the tests printed); nothing is typed in by hand.
+"""
+import json
+import re
+import statistics
+from pathlib import Path
+
+R = Path(__file__).resolve().parent
+VARIANTS = ["none", "local-mutex", "setnx", "setnx-expiry", "token", "watchdog",
+            "fenced", "redlock", "etcd", "zookeeper", "lua", "lua-sharded",
+            "lua-then-queue", "lua-stream"]
+
+
+def load(name):
+    return json.loads((R / name).read_text())
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def n(x):
+    return f"{round(x):,}".replace(",", " ")
+
+
+def load_1():
+    runs = {r["variant"]: r for r in load("load-1.json")["runs"]}
+    rows = []
+    for v in VARIANTS:
+        r = runs[v]
+        errors = sum(r["errors"].values())
+        lat = r["latency_ms"]
+        rows.append([f"`{v}`", r["sold"], r["sold_out"], r["busy"], r["unknown"], errors,
+                     n(r["rps"]), f"{lat['p50']:.1f}", f"{lat['p99']:.1f}",
+                     r["remaining"], r["oversold"], r["duplicates"], r["verdict"]])
+    print("## load-1\n")
+    print(table(["variant", "sold", "sold out", "busy", "unknown", "errors", "req/s",
+                 "p50 ms", "p99 ms", "remaining", "oversold", "duplicates", "verdict"], rows))
+    orders = []
+    for v in VARIANTS:
+        o = runs[v].get("orders")
+        if o:
+            orders.append([f"`{v}`", o["orders"], f"{o['lag_p50_ms']:.1f}",
+                           f"{o['lag_p99_ms']:.1f}", n(o["orders_per_s"]), o["verdict"]])
+    print()
+    print(table(["order variant", "orders", "lag p50 ms", "lag p99 ms", "orders/s",
+                 "reconcile"], orders))
+    print()
+
+
+def bench_1():
+    b = load("bench-1.json")
+    print("## bench-1\n")
+    print(f"date {b['date']}, machine {b['machine']}, runs per side {b['runs_per_side']}, "
+          f"{b['seconds_per_run']} s per run, concurrency {b['concurrency']}\n")
+    rows = []
+    for r in b["rows"]:
+        runs = " / ".join(n(a) for a, _ in r["runs"]) + " vs " + \
+            " / ".join(n(t) for _, t in r["runs"])
+        goal = f"≥ {r['goal']:.2f}" if r["goal"] is not None else "-"
+        rows.append([f"`{r['row']}`", r["sides"][0], n(r["ours"]), r["sides"][1],
+                     n(r["theirs"]), f"{r['ratio']:.2f}", goal, runs])
+    for s in b["skipped"]:
+        rows.append([f"`{s['row']}`", "skipped", "-", "-", "-", "-", "-", s["why"]])
+    print(table(["row", "ours", "req/s", "theirs", "req/s", "ratio", "goal",
+                 "each run, ours vs theirs (req/s)"], rows))
+    for r in b["rows"]:
+        m = re.search(r"per answer: ([0-9.]+) us vs ([0-9.]+) us", r["note"] or "")
+        if m:
+            on, off = float(m.group(1)), float(m.group(2))
+            total = sum(p["cpu_usec_per_answer"] for p in b["cpu_during_lua"]["processes"])
+            print(f"\ntimeline CPU per answer: {on} vs {off} us, +{on - off:.1f} us, "
+                  f"ratio {on / off:.3f}, {(on - off) / total:.1%} of the stack's {total:.1f} us")
+        if r["note"]:
+            print(f"\nnote {r['row']}: {r['note']}")
+    s = b["redis_per_lua_sale"]
+    print(f"\nRedis per lua sale: {s['usec_per_call']} us median, runs {s['runs']}, "
+          f"{s['evalsha_calls']} EVALSHA calls for {s['lua_answers']} answers")
+    c = b["cpu_during_lua"]
+    rows = [[p["kind"], f"{p['percent_of_one_core']:.0f} %",
+             f"{p['cpu_usec_per_answer']:.1f}"] for p in c["processes"]]
+    total = sum(p["cpu_usec_per_answer"] for p in c["processes"])
+    rows.append(["all four", "", f"{total:.1f}"])
+    rows.append(["everything else", f"{c['everything_else_percent_of_one_core']:.0f} %", ""])
+    rows.append(["idle", f"{c['idle_percent_of_one_core']:.0f} %", ""])
+    print(f"\nCPU during the lua sides: {c['seconds']:.1f} s, {c['answers']} answers, "
+          f"{c['cores']} cores\n")
+    print(table(["process", "share of one core", "CPU µs per answer"], rows))
+    for i in b["instances"]:
+        print(f"\ninstance {i['instance']}: {i['resident_mib']:.1f} MiB resident")
+    print()
+
+
+def medians(prefix, variants):
+    out = {}
+    for topo in ("redis", "cluster"):
+        files = sorted(R.glob(f"{prefix}-{topo}-*.json"))
+        per = {v: [] for v in variants}
+        worst = {v: 0 for v in variants}
+        for f in files:
+            for r in load(f.name)["runs"]:
+                per[r["variant"]].append(r["rps"])
+                worst[r["variant"]] = max([worst[r["variant"]], r["oversold"]] +
+                                          [s["oversold"] for s in r.get("per_sku", [])])
+        out[topo] = (len(files), {v: statistics.median(per[v]) for v in variants}, worst, per)
+    return out
+
+
+def scale_1():
+    vs = ["lua", "watchdog", "fenced", "redlock"]
+    m = medians("scale-1", vs)
+    print("## scale-1\n")
+    rows = []
+    for v in vs:
+        one, cl = m["redis"][1][v], m["cluster"][1][v]
+        rows.append([f"`{v}`", n(one), n(cl), f"{cl / one:.2f}",
+                     max(m["redis"][2][v], m["cluster"][2][v]),
+                     " / ".join(n(x) for x in m["redis"][3][v]) + " ; " +
+                     " / ".join(n(x) for x in m["cluster"][3][v])])
+    print(f"runs: {m['redis'][0]} on one Redis, {m['cluster'][0]} on the cluster\n")
+    print(table(["100 SKUs, 20 000 requests", "one Redis req/s", "cluster req/s",
+                 "cluster / one", "worst oversold SKU", "runs (one ; cluster)"], rows))
+    print()
+
+
+def hot_1():
+    vs = ["lua", "lua-sharded"]
+    m = medians("hot-1", vs)
+    print("## hot-1\n")
+    rows = []
+    for topo, name in (("redis", "one Redis"), ("cluster", "3-master cluster")):
+        lua, sh = m[topo][1]["lua"], m[topo][1]["lua-sharded"]
+        rows.append([name, n(lua), n(sh), f"{sh / lua:.2f}",
+                     " / ".join(n(x) for x in m[topo][3]["lua"]) + " ; " +
+                     " / ".join(n(x) for x in m[topo][3]["lua-sharded"]),
+                     max(m[topo][2].values())])
+    one, cl = m["redis"][1]["lua"], m["cluster"][1]["lua"]
+    print(f"lua on the cluster / on one Redis: {cl / one:.2f}\n")
+    print(table(["one hot SKU, 4 s", "`lua` req/s", "`lua-sharded` req/s", "ratio",
+                 "runs (lua ; lua-sharded)", "oversold"], rows))
+    print()
+
+
+def compare_1():
+    c = load("compare-1.json")
+    print("## compare-1\n")
+    print(f"date {c['date']}, machine {c['machine']}, runs {c['runs']}, "
+          f"{c['duration_ms']} ms each, concurrency {c['concurrency']}\n")
+    rows = []
+    for r in c["rows"]:
+        rows.append([r["store"], f"`{r['variant']}`", n(r["pairs_per_s_median"]),
+                     n(r["sales_per_s_median"]), f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}",
+                     r["oversold"], r["failover"] or "-",
+                     " / ".join(n(x) for x in r["pairs_per_s"]) + " ; " +
+                     " / ".join(n(x) for x in r["sales_per_s"])])
+    print(table(["store", "variant", "pairs/s", "sales/s", "p50 / p99 ms", "oversold",
+                 "failover", "runs (pairs ; sales)"], rows))
+    by = {r["store"]: r for r in c["rows"]}
+    p = {s: by[s]["pairs_per_s_median"] for s in by}
+    s = {s: by[s]["sales_per_s_median"] for s in by}
+    print(f"\nredis pairs / zookeeper {p['redis'] / p['zookeeper']:.1f}, "
+          f"/ etcd {p['redis'] / p['etcd']:.1f}; zookeeper sales / etcd sales "
+          f"{s['zookeeper'] / s['etcd']:.1f}; WAIT keeps {s['redis+wait'] / s['redis']:.0%} "
+          f"of the sales/s, p50 +{by['redis+wait']['p50_ms'] - by['redis']['p50_ms']:.1f} ms")
+    for r in c["rows"]:
+        if r["failover_evidence"]:
+            print(f"\nfailover {r['store']}: {r['failover_evidence']}")
+    print()
+
+
+def lab_1():
+    path = R / "lab-1.json"
+    if not path.exists():
+        print("## lab-1\n\n(no lab-1.json)\n")
+        return
+    cells = load("lab-1.json")["cells"]
+    print("## lab-1\n")
+    passed = sum(1 for c in cells if c["pass"])
+    scen = sorted({c["scenario"] for c in cells})
+    print(f"{len(cells)} cells over {len(scen)} scenarios: {passed} pass, "
+          f"{len(cells) - passed} fail")
+    rows = []
+    for sc in dict.fromkeys(c["scenario"] for c in cells):
+        these = [c for c in cells if c["scenario"] == sc]
+        rows.append([f"`{sc}`", len(these), sum(1 for c in these if c["pass"])])
+    print()
+    print(table(["scenario", "cells", "pass"], rows))
+    for c in cells:
+        if not c["pass"]:
+            print(f"FAIL {c['scenario']} {c['variant']}: expected {c['expected']}, "
+                  f"observed {c['observed']}: {c['evidence']}")
+    print()
+
+
+def handoff_1():
+    print("## handoff-1\n")
+    for f in sorted(R.glob("handoff-1-*.txt")):
+        print(f"{f.name}:")
+        for line in f.read_text().splitlines():
+            m = re.match(r"test (\S+) \.\.\. (.+)$", line)
+            if m and m.group(2) != "ok" and not m.group(2).startswith("[up]"):
+                print(f"    {m.group(1)}: {m.group(2)}")
+    print()
+
+
+if __name__ == "__main__":
+    load_1()
+    bench_1()
+    scale_1()
+    hot_1()
+    compare_1()
+    lab_1()
+    handoff_1()
