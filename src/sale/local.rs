@@ -61,6 +61,10 @@ pub const CHANNELS: &[&str] = &[
 pub(super) struct FlushRounds {
     started: AtomicU64,
     done: tokio::sync::Mutex<u64>,
+    /// Held by a count from taking the answers to its last write: a count
+    /// that found nothing left to take must still wait for the one that
+    /// took them, or a state read would go ahead without them.
+    counting: tokio::sync::Mutex<()>,
 }
 
 /// How long a state read waits for the instances to count their answers in.
@@ -78,7 +82,11 @@ impl Seller {
 
     /// Adds the answers given without Redis so far to their SKUs' ledgers,
     /// once Redis answers. Those left uncounted are tried again next time.
+    /// Returns once every answer given before the call was written or
+    /// failed to be, whichever count (this one or one already under way)
+    /// took it.
     pub async fn flush_local(&self) {
+        let _counting = self.flush_rounds.counting.lock().await;
         let pending: Vec<(Sku, Local)> = self
             .local
             .lock()

@@ -8,6 +8,7 @@
 
 mod atomic;
 mod attempts;
+mod local;
 mod request_ids;
 mod returns;
 

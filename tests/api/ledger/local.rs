@@ -1,0 +1,62 @@
+//! Answers an instance counts itself (sold-out marks, the scripted
+//! variants' answers without a request id) reach the ledger before a state
+//! read that comes after them, even while another count of the same
+//! instance is already on its way to Redis.
+
+use std::time::Duration;
+
+use stocklock::http::{AppState, app};
+use stocklock::lock::Wakeups;
+use stocklock::store::Store;
+
+use crate::helpers::{self, InProcess, in_process_config, redis_conn};
+
+/// How long Redis holds every write back.
+const PAUSE: Duration = Duration::from_millis(500);
+
+#[tokio::test]
+async fn a_count_returns_only_once_the_answers_counted_before_it_are_in_redis() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let state = AppState::new(store, in_process_config("a"), Wakeups::new());
+    let a = InProcess(app(state.clone()));
+    a.reset("local", 10, 0).await;
+    for _ in 0..3 {
+        let (status, body) = a.get("/deductStock/lua?sku=local").await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    // From here Redis holds writes back (reads still pass), and says so.
+    let mut conn = redis_conn(&redis.url()).await;
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(PAUSE.as_millis() as u64)
+        .arg("WRITE")
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    // A first count (the one an instance runs every second) takes the
+    // three answers and waits for its write. The test's runtime has one
+    // thread: yielding lets it run exactly up to that wait.
+    let seller = state.seller().clone();
+    let first = tokio::spawn(async move { seller.flush_local().await });
+    tokio::task::yield_now().await;
+    assert!(
+        !first.is_finished(),
+        "the first count did not wait for Redis: the test proves nothing"
+    );
+
+    // A second count, as a state read starts one: once it returns, the
+    // answers given before it must be in the ledger.
+    state.seller().flush_local().await;
+    assert!(
+        first.is_finished(),
+        "the second count returned while the answers the first one took were still on their way to Redis"
+    );
+    let counted = a.state("local").await;
+    assert_eq!(
+        counted.per_instance.get("a"),
+        Some(&3),
+        "the state read after both counts: {counted:?}"
+    );
+}
