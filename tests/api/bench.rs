@@ -12,7 +12,8 @@ use crate::helpers::Stack;
 
 #[tokio::test]
 async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares() {
-    let stack = Stack::start_with(2, None, &[]).await;
+    // --bench-bare: the instances serve the baseline of row lua-vs-bare.
+    let stack = Stack::start_with(2, None, &["--bench-bare"]).await;
     let redis_url = stack.redis_url.clone().expect("up started its own Redis");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
@@ -47,6 +48,7 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     // Every row, unless oha is missing here (then it says it skipped it).
     let mut expected = vec![
         "lua-vs-healthz",
+        "lua-vs-bare",
         "timeline-cost",
         "sold-out-vs-healthz",
         "watchdog-vs-handoff-ceiling",
@@ -142,6 +144,36 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     assert!(cpu["idle_percent_of_one_core"].as_f64().unwrap() >= 0.0);
     assert!(cpu["everything_else_percent_of_one_core"].as_f64().unwrap() >= 0.0);
     assert!(table.contains("CPU during the lua sides"));
+
+    // Row lua-vs-bare: Redis's time and each process's CPU per answer, on
+    // both sides, each side's answers its own.
+    let sides = report["lua_vs_bare"]["sides"].as_array().unwrap();
+    assert_eq!(sides.len(), 2);
+    for (side, name) in sides.iter().zip(["lua", "bare"]) {
+        assert_eq!(side["side"], name);
+        assert!(
+            side["redis_usec_per_call"].as_f64().unwrap() > 0.0,
+            "{side}"
+        );
+        assert_eq!(side["redis_runs"].as_array().unwrap().len(), 1, "{side}");
+        let answers = side["answers"].as_u64().unwrap();
+        assert!(answers > 0, "{side}");
+        assert!(side["evalsha_calls"].as_u64().unwrap() >= answers, "{side}");
+        assert_eq!(side["cpu"]["answers"].as_u64(), Some(answers), "{side}");
+        for share in side["cpu"]["processes"].as_array().unwrap() {
+            assert!(
+                share["cpu_usec_per_answer"]
+                    .as_f64()
+                    .is_some_and(|v| v >= 0.0),
+                "{name}: {share}"
+            );
+        }
+        assert!(table.contains(&format!("CPU during the {name} sides")));
+    }
+    eprintln!(
+        "lua-vs-bare (printed, not asserted): {}",
+        rows.iter().find(|r| r["row"] == "lua-vs-bare").unwrap()
+    );
 
     let memory = report["instances"].as_array().unwrap();
     assert_eq!(memory.len(), 2);
