@@ -185,3 +185,49 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     }
     stack.stop().await;
 }
+
+/// `up --no-chaos` takes CONFIG away from Redis's clients: the bench still
+/// measures Redis's time per answer there, from the counters' differences.
+#[tokio::test]
+async fn the_bare_row_measures_redis_on_a_stack_without_chaos_too() {
+    let stack = Stack::start_with(1, None, &["--no-chaos", "--bench-bare", "--redlock", "0"]).await;
+    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .arg("bench")
+        .args(["--target", &stack.url, "--redis-url", &redis_url])
+        .args(["--admin-token", &stack.token, "--rows", "lua-vs-bare"])
+        .args(["--runs", "1", "--duration", "300ms", "--concurrency", "8"])
+        .arg("--json")
+        .arg(&json)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .expect("stocklock bench did not finish within 120 s")
+        .expect("stocklock bench's output");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{printed}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stocklock bench failed");
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows: Vec<&str> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["row"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows, ["lua-vs-bare"]);
+    for side in report["lua_vs_bare"]["sides"].as_array().unwrap() {
+        assert!(
+            side["redis_usec_per_call"].as_f64().unwrap() > 0.0,
+            "{side}"
+        );
+        assert!(
+            side["evalsha_calls"].as_u64().unwrap() >= side["answers"].as_u64().unwrap(),
+            "{side}"
+        );
+    }
+    stack.stop().await;
+}

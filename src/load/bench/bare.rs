@@ -87,7 +87,7 @@ impl Bench {
         watched: &Watched,
         side: &mut Side,
     ) -> anyhow::Result<f64> {
-        self.redis.reset_stats().await?;
+        self.redis.mark().await?;
         let tally = self.measured(path, watched, &mut side.usage).await?;
         if tally.sold != tally.requests {
             bail!(

@@ -23,8 +23,8 @@
 //!    stack has no Redlock nodes).
 //!
 //! Around each `lua` side (and each bare side) it also measures where the time goes: what Redis
-//! spent per sale (EVALSHA's `usec_per_call` in `INFO commandstats`, reset
-//! before the side with `CONFIG RESETSTAT`) and each process's CPU share
+//! spent per sale (EVALSHA's `usec` over its `calls` in `INFO
+//! commandstats`, the counters read before and after the side) and each process's CPU share
 //! (instances, nginx, Redis, the generator itself: [`cpu`]). Then the
 //! resident memory of each instance. `--json FILE` writes all of it
 //! ([`report`]).
@@ -63,8 +63,7 @@ pub struct BenchConfig {
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub target: String,
     /// The stack's Redis, for the round-trip time, its pid and its command
-    /// statistics (stocklock up prints it). The bench resets those
-    /// statistics (CONFIG RESETSTAT).
+    /// statistics (stocklock up prints it).
     #[arg(long, env = "STOCKLOCK_REDIS_URL")]
     pub redis_url: String,
     /// Admin token, to give the bench SKUs their stock.

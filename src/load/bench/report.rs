@@ -106,8 +106,8 @@ pub struct Skipped {
     pub why: String,
 }
 
-/// What Redis spent per `lua` sale: `usec_per_call` of EVALSHA in
-/// `INFO commandstats`, reset before each `lua` side and read after it.
+/// What Redis spent per `lua` sale: EVALSHA's time per call in `INFO
+/// commandstats`, its counters read before each `lua` side and after it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RedisPerSale {
     /// The median over the `lua` sides.
