@@ -187,17 +187,19 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
 }
 
 /// `up --no-chaos` takes CONFIG away from Redis's clients: the bench still
-/// measures Redis's time per answer there, from the counters' differences.
+/// measures Redis's time per sale there, from the counters' differences.
+/// Without `--bench-bare` the lua-vs-bare row is skipped, naming the flag.
 #[tokio::test]
-async fn the_bare_row_measures_redis_on_a_stack_without_chaos_too() {
-    let stack = Stack::start_with(1, None, &["--no-chaos", "--bench-bare", "--redlock", "0"]).await;
+async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is_skipped() {
+    let stack = Stack::start_with(1, None, &["--no-chaos", "--redlock", "0"]).await;
     let redis_url = stack.redis_url.clone().expect("up started its own Redis");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
         .arg("bench")
         .args(["--target", &stack.url, "--redis-url", &redis_url])
-        .args(["--admin-token", &stack.token, "--rows", "lua-vs-bare"])
+        .args(["--admin-token", &stack.token])
+        .args(["--rows", "lua-vs-healthz,lua-vs-bare"])
         .args(["--runs", "1", "--duration", "300ms", "--concurrency", "8"])
         .arg("--json")
         .arg(&json)
@@ -218,16 +220,22 @@ async fn the_bare_row_measures_redis_on_a_stack_without_chaos_too() {
         .iter()
         .map(|r| r["row"].as_str().unwrap())
         .collect();
-    assert_eq!(rows, ["lua-vs-bare"]);
-    for side in report["lua_vs_bare"]["sides"].as_array().unwrap() {
-        assert!(
-            side["redis_usec_per_call"].as_f64().unwrap() > 0.0,
-            "{side}"
-        );
-        assert!(
-            side["evalsha_calls"].as_u64().unwrap() >= side["answers"].as_u64().unwrap(),
-            "{side}"
-        );
-    }
+    assert_eq!(rows, ["lua-vs-healthz"]);
+    let per_sale = &report["redis_per_lua_sale"];
+    assert!(
+        per_sale["usec_per_call"].as_f64().unwrap() > 0.0,
+        "{per_sale}"
+    );
+    assert!(
+        per_sale["evalsha_calls"].as_u64().unwrap() >= per_sale["lua_answers"].as_u64().unwrap(),
+        "{per_sale}"
+    );
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["row"], "lua-vs-bare");
+    let why = skipped[0]["why"].as_str().unwrap();
+    assert!(why.contains("--bench-bare"), "{why}");
+    assert!(printed.contains("lua-vs-bare: skipped"), "{printed}");
+    assert!(report["lua_vs_bare"].is_null());
     stack.stop().await;
 }
