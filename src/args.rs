@@ -69,6 +69,27 @@ pub fn generate_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
+/// The well-known token older compose files defaulted to: refused.
+const PLACEHOLDER_TOKEN: &str = "change-me";
+
+/// `serve`'s admin token: the one given, or a generated one (printed).
+/// The placeholder `change-me` is refused.
+pub fn serve_admin_token(given: Option<String>) -> anyhow::Result<String> {
+    match given {
+        Some(token) if token == PLACEHOLDER_TOKEN => anyhow::bail!(
+            "the admin token is `{PLACEHOLDER_TOKEN}`, a placeholder anyone who read the \
+             compose file knows: set a secret of your own (e.g. STOCKLOCK_ADMIN_TOKEN=$(openssl rand -hex 16)), \
+             or leave it unset and one is generated and printed"
+        ),
+        Some(token) if !token.is_empty() => Ok(token),
+        _ => {
+            let token = generate_token();
+            println!("admin token: {token}");
+            Ok(token)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,10 +10,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use crate::args::{generate_token, parse_duration, parse_duration_or_zero, parse_variant};
+use crate::args::{parse_duration, parse_duration_or_zero, parse_variant};
 use crate::load::LoadConfig;
 use crate::load::bench::BenchConfig;
 use crate::server::{Application, ServeConfig};
@@ -242,6 +242,11 @@ pub struct ServeArgs {
     /// to each other than they gain.
     #[arg(long, env = "STOCKLOCK_WORKER_THREADS")]
     pub worker_threads: Option<std::num::NonZeroUsize>,
+    /// Serve GET /bench/bare, the baseline of `stocklock bench`'s row
+    /// lua-vs-bare: one bare script call on keys of its own, nothing else.
+    /// Off by default (the route is then 404); `up --bench-bare` sets it.
+    #[arg(long, env = "STOCKLOCK_BENCH_BARE")]
+    pub bench_bare: bool,
 }
 
 /// Parses the command line and runs it.
@@ -343,27 +348,12 @@ async fn run(command: Command) -> anyhow::Result<bool> {
     }
 }
 
-/// The well-known token older compose files defaulted to: refused.
-const PLACEHOLDER_TOKEN: &str = "change-me";
-
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init("info");
     let instance = args
         .instance
         .unwrap_or_else(|| format!("pid{}", std::process::id()));
-    let admin_token = match args.admin_token {
-        Some(token) if token == PLACEHOLDER_TOKEN => bail!(
-            "the admin token is `{PLACEHOLDER_TOKEN}`, a placeholder anyone who read the \
-             compose file knows: set a secret of your own (e.g. STOCKLOCK_ADMIN_TOKEN=$(openssl rand -hex 16)), \
-             or leave it unset and one is generated and printed"
-        ),
-        Some(token) if !token.is_empty() => token,
-        _ => {
-            let token = generate_token();
-            println!("admin token: {token}");
-            token
-        }
-    };
+    let admin_token = crate::args::serve_admin_token(args.admin_token)?;
     if let Some(url) = &args.postgres_url {
         let mut client = crate::orders::connect(url).await?;
         let applied = crate::orders::migrate(&mut client)
@@ -412,6 +402,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         request_ids_per_sku: args.request_ids_per_sku,
         sold_out_mark_ttl: args.sold_out_mark_ttl,
         rate_limit: args.rate_limit.0,
+        bench_bare: args.bench_bare,
         orders: args
             .postgres_url
             .clone()

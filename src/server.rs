@@ -46,6 +46,8 @@ pub struct ServeConfig {
     pub orders: Option<crate::orders::OrdersConfig>,
     /// Each client's budget on the public routes that do work (`None`: no limit).
     pub rate_limit: Option<limit::Rate>,
+    /// Serve the bench's bare baseline, `GET /bench/bare`.
+    pub bench_bare: bool,
 }
 
 /// A bound, not yet serving, instance.
@@ -97,6 +99,7 @@ impl Application {
                 request_ids_per_sku: config.request_ids_per_sku,
                 sold_out_mark_ttl: config.sold_out_mark_ttl,
                 orders: config.orders,
+                bench_bare: config.bench_bare,
             },
             wakeups,
         );

@@ -3,7 +3,8 @@
 //! [`app`] builds the whole router from an [`AppState`], so tests can drive it
 //! with `tower::ServiceExt::oneshot` without a socket. One module per
 //! concern: `deduct` sells, `admin` resets and runs chaos actions,
-//! `info` answers state, variants and health; the dashboard's routes are
+//! `info` answers state, variants and health, `bench` serves the bench's
+//! bare baseline when started for it; the dashboard's routes are
 //! its own ([`dashboard::router`]), merged here. The public routes that do
 //! work (deduct, timeline, orders) sit behind a per-client rate limit
 //! (`limit`), which [`app_limited`] turns on. Every error leaves as JSON
@@ -11,6 +12,7 @@
 //! but outcomes, with their own status codes.
 
 mod admin;
+mod bench;
 mod deduct;
 mod export;
 mod info;
@@ -76,6 +78,9 @@ pub struct InstanceConfig {
     pub sold_out_mark_ttl: std::time::Duration,
     /// The order pipeline (`None`: orders off).
     pub orders: Option<crate::orders::OrdersConfig>,
+    /// Serve the bench's bare baseline, `GET /bench/bare` (`serve
+    /// --bench-bare`; off: that route is 404).
+    pub bench_bare: bool,
 }
 
 impl AppState {
@@ -218,8 +223,15 @@ pub fn app_limited(state: AppState, rate: Option<limit::Rate>) -> Router {
         .route("/api/timeline", get(timeline::view))
         .route("/api/timeline/export", get(timeline::export))
         .route_layer(middleware::from_fn_with_state(limit, limit::enforce));
+    // The bench's floor: outside the rate limit, and only when asked for.
+    let bare = if state.0.config.bench_bare {
+        Router::new().route("/bench/bare", get(bench::bare))
+    } else {
+        Router::new()
+    };
     Router::new()
         .merge(limited)
+        .merge(bare)
         .route("/api/state", get(info::state_of))
         .route("/api/variants", get(info::variants))
         .route("/api/admin/reset", post(admin::reset))

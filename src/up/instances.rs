@@ -43,6 +43,8 @@ pub(super) struct Shared {
     pub(super) chaos: bool,
     /// `up` started (and restarts) the Redis: chaos may pause and restart it.
     pub(super) owns_redis: bool,
+    /// `up --bench-bare`: the instances serve the bench's bare baseline.
+    pub(super) bench_bare: bool,
 }
 
 /// The running instances, each under its own supervisor.
@@ -99,6 +101,7 @@ impl Instances {
                 public_url: shared.public_url.clone(),
                 chaos: shared.chaos,
                 owns_redis: shared.owns_redis,
+                bench_bare: shared.bench_bare,
                 clock_skew_ms: clock_skew_ms.get(usize::from(index)).copied().unwrap_or(0),
                 binary: binary.clone(),
                 worker_threads,
@@ -160,6 +163,7 @@ struct InstanceSpec {
     chaos: bool,
     /// `up` started (and restarts) the Redis: chaos may pause and restart it.
     owns_redis: bool,
+    bench_bare: bool,
     clock_skew_ms: i64,
     binary: PathBuf,
     /// The machine's cores shared out among the instances (one at least).
@@ -203,6 +207,9 @@ impl InstanceSpec {
             "--sold-out-mark-ttl={}ms",
             self.sold_out_mark_ttl.as_millis()
         ));
+        if self.bench_bare {
+            command.arg("--bench-bare");
+        }
         if self.chaos {
             command
                 .arg("--chaos")

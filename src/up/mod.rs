@@ -181,6 +181,10 @@ pub struct UpConfig {
     /// claims them; see `stocklock serve --help`.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub claim_idle: Duration,
+    /// Start the instances with `serve --bench-bare`: they serve GET
+    /// /bench/bare, the baseline of `stocklock bench`'s row lua-vs-bare.
+    #[arg(long)]
+    pub bench_bare: bool,
 }
 
 /// Masters of the cluster `up --cluster` starts.
@@ -227,6 +231,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             public_url: front.public_url.clone(),
             chaos: !config.no_chaos,
             owns_redis: stores.restarts_redis(),
+            bench_bare: config.bench_bare,
         },
         &config.clock_skew_ms,
     )

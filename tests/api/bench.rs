@@ -12,7 +12,8 @@ use crate::helpers::Stack;
 
 #[tokio::test]
 async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares() {
-    let stack = Stack::start_with(2, None, &[]).await;
+    // --bench-bare: the instances serve the baseline of row lua-vs-bare.
+    let stack = Stack::start_with(2, None, &["--bench-bare"]).await;
     let redis_url = stack.redis_url.clone().expect("up started its own Redis");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
@@ -47,6 +48,7 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     // Every row, unless oha is missing here (then it says it skipped it).
     let mut expected = vec![
         "lua-vs-healthz",
+        "lua-vs-bare",
         "timeline-cost",
         "sold-out-vs-healthz",
         "watchdog-vs-handoff-ceiling",
@@ -143,6 +145,36 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     assert!(cpu["everything_else_percent_of_one_core"].as_f64().unwrap() >= 0.0);
     assert!(table.contains("CPU during the lua sides"));
 
+    // Row lua-vs-bare: Redis's time and each process's CPU per answer, on
+    // both sides, each side's answers its own.
+    let sides = report["lua_vs_bare"]["sides"].as_array().unwrap();
+    assert_eq!(sides.len(), 2);
+    for (side, name) in sides.iter().zip(["lua", "bare"]) {
+        assert_eq!(side["side"], name);
+        assert!(
+            side["redis_usec_per_call"].as_f64().unwrap() > 0.0,
+            "{side}"
+        );
+        assert_eq!(side["redis_runs"].as_array().unwrap().len(), 1, "{side}");
+        let answers = side["answers"].as_u64().unwrap();
+        assert!(answers > 0, "{side}");
+        assert!(side["evalsha_calls"].as_u64().unwrap() >= answers, "{side}");
+        assert_eq!(side["cpu"]["answers"].as_u64(), Some(answers), "{side}");
+        for share in side["cpu"]["processes"].as_array().unwrap() {
+            assert!(
+                share["cpu_usec_per_answer"]
+                    .as_f64()
+                    .is_some_and(|v| v >= 0.0),
+                "{name}: {share}"
+            );
+        }
+        assert!(table.contains(&format!("CPU during the {name} sides")));
+    }
+    eprintln!(
+        "lua-vs-bare (printed, not asserted): {}",
+        rows.iter().find(|r| r["row"] == "lua-vs-bare").unwrap()
+    );
+
     let memory = report["instances"].as_array().unwrap();
     assert_eq!(memory.len(), 2);
     for instance in memory {
@@ -151,5 +183,59 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
             "{instance}"
         );
     }
+    stack.stop().await;
+}
+
+/// `up --no-chaos` takes CONFIG away from Redis's clients: the bench still
+/// measures Redis's time per sale there, from the counters' differences.
+/// Without `--bench-bare` the lua-vs-bare row is skipped, naming the flag.
+#[tokio::test]
+async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is_skipped() {
+    let stack = Stack::start_with(1, None, &["--no-chaos", "--redlock", "0"]).await;
+    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .arg("bench")
+        .args(["--target", &stack.url, "--redis-url", &redis_url])
+        .args(["--admin-token", &stack.token])
+        .args(["--rows", "lua-vs-healthz,lua-vs-bare"])
+        .args(["--runs", "1", "--duration", "300ms", "--concurrency", "8"])
+        .arg("--json")
+        .arg(&json)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .expect("stocklock bench did not finish within 120 s")
+        .expect("stocklock bench's output");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{printed}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stocklock bench failed");
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows: Vec<&str> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["row"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows, ["lua-vs-healthz"]);
+    let per_sale = &report["redis_per_lua_sale"];
+    assert!(
+        per_sale["usec_per_call"].as_f64().unwrap() > 0.0,
+        "{per_sale}"
+    );
+    assert!(
+        per_sale["evalsha_calls"].as_u64().unwrap() >= per_sale["lua_answers"].as_u64().unwrap(),
+        "{per_sale}"
+    );
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["row"], "lua-vs-bare");
+    let why = skipped[0]["why"].as_str().unwrap();
+    assert!(why.contains("--bench-bare"), "{why}");
+    assert!(printed.contains("lua-vs-bare: skipped"), "{printed}");
+    assert!(report["lua_vs_bare"].is_null());
     stack.stop().await;
 }

@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod bench;
+mod bench_bare;
 mod browser;
 mod chaos;
 mod cluster;

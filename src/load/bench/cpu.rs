@@ -172,6 +172,11 @@ pub fn shares(watched: &Watched, usage: &Usage, cores: usize) -> CpuShares {
 impl CpuShares {
     /// One line: `instances 78 % (52 us per answer), nginx 41 % (...), ...`.
     pub fn line(&self) -> String {
+        self.line_for("the lua sides")
+    }
+
+    /// [`line`](Self::line) for the windows `what` names.
+    pub fn line_for(&self, what: &str) -> String {
         let mut parts: Vec<String> = self
             .processes
             .iter()
@@ -191,7 +196,7 @@ impl CpuShares {
         ));
         parts.push(format!("idle {:.0} %", self.idle_percent_of_one_core));
         format!(
-            "CPU during the lua sides ({:.1} s, {} answers; {} cores = {} %), in % of one core: {}",
+            "CPU during {what} ({:.1} s, {} answers; {} cores = {} %), in % of one core: {}",
             self.seconds,
             self.answers,
             self.cores,

@@ -7,24 +7,29 @@
 //!    generator the bottleneck?);
 //! 2. `lua-vs-healthz`: the `lua` variant vs `/healthz` through the same
 //!    nginx (what a sale costs over a bare request);
-//! 3. `timeline-cost`: `lua` vs `lua` on a SKU reset with its timeline
+//! 3. `lua-vs-bare`: the `lua` variant vs `GET /bench/bare`, one EVALSHA
+//!    of a bare decrement and nothing else, through the same nginx (what a
+//!    correct sale costs over the cheapest answer that makes one Redis
+//!    round trip; skipped unless the stack was started with `--bench-bare`);
+//! 4. `timeline-cost`: `lua` vs `lua` on a SKU reset with its timeline
 //!    off (what recording every critical section costs a sale);
-//! 4. `sold-out-vs-healthz`: `lua` on a SKU with no stock, every answer
+//! 5. `sold-out-vs-healthz`: `lua` on a SKU with no stock, every answer
 //!    409 sold out, vs `/healthz` (what the crowd costs once the sale is over);
-//! 5. `watchdog-vs-handoff-ceiling`: the `watchdog` variant under many
+//! 6. `watchdog-vs-handoff-ceiling`: the `watchdog` variant under many
 //!    waiting clients vs the lock hand-off ceiling 1 / (4 × Redis round
 //!    trip) measured in the same run;
-//! 6. `redlock-vs-watchdog`: both with many waiting clients (what a lock on
+//! 7. `redlock-vs-watchdog`: both with many waiting clients (what a lock on
 //!    a majority of five servers costs over one Redis; skipped when the
 //!    stack has no Redlock nodes).
 //!
-//! Around each `lua` side it also measures where the time goes: what Redis
-//! spent per sale (EVALSHA's `usec_per_call` in `INFO commandstats`, reset
-//! before the side with `CONFIG RESETSTAT`) and each process's CPU share
+//! Around each `lua` side (and each bare side) it also measures where the time goes: what Redis
+//! spent per sale (EVALSHA's `usec` over its `calls` in `INFO
+//! commandstats`, the counters read before and after the side) and each process's CPU share
 //! (instances, nginx, Redis, the generator itself: [`cpu`]). Then the
 //! resident memory of each instance. `--json FILE` writes all of it
 //! ([`report`]).
 
+mod bare;
 pub mod cpu;
 mod redis_info;
 pub mod report;
@@ -58,8 +63,7 @@ pub struct BenchConfig {
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub target: String,
     /// The stack's Redis, for the round-trip time, its pid and its command
-    /// statistics (stocklock up prints it). The bench resets those
-    /// statistics (CONFIG RESETSTAT).
+    /// statistics (stocklock up prints it).
     #[arg(long, env = "STOCKLOCK_REDIS_URL")]
     pub redis_url: String,
     /// Admin token, to give the bench SKUs their stock.
@@ -89,6 +93,7 @@ pub struct BenchConfig {
 pub enum RowName {
     GeneratorVsOha,
     LuaVsHealthz,
+    LuaVsBare,
     TimelineCost,
     SoldOutVsHealthz,
     WatchdogVsHandoffCeiling,
@@ -137,6 +142,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         skipped: Vec::new(),
         redis_per_lua_sale: None,
         cpu_during_lua: None,
+        lua_vs_bare: None,
         instances: Vec::new(),
     };
     println!("{}", report.header());
@@ -170,6 +176,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         .await?;
     if bench.wants(RowName::LuaVsHealthz) {
         bench.lua_vs_healthz().await?;
+    }
+    if bench.wants(RowName::LuaVsBare) {
+        bench.lua_vs_bare().await?;
     }
     if bench.wants(RowName::TimelineCost) {
         bench.timeline_cost().await?;

@@ -1,6 +1,8 @@
 //! What the bench asks the stack's Redis: its round trip (the lock
 //! hand-off ceiling), its pid (for its CPU share) and what it spent per
-//! sale script (`INFO commandstats`).
+//! sale script (`INFO commandstats`: its counters read before and after a
+//! side, so no `CONFIG RESETSTAT` is needed and a Redis without CONFIG,
+//! such as `up --no-chaos`'s, is measured too).
 
 use std::time::Instant;
 
@@ -12,9 +14,18 @@ use crate::store::{Conn, Store};
 /// One connection to the stack's Redis.
 pub(super) struct BenchRedis {
     conn: Conn,
+    /// EVALSHA's counters when [`mark`](Self::mark) last read them.
+    mark: Counters,
 }
 
-/// EVALSHA's line of `INFO commandstats`.
+/// EVALSHA's counters in `INFO commandstats` (zero before its first call).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Counters {
+    pub(super) calls: u64,
+    pub(super) usec: u64,
+}
+
+/// EVALSHA between a mark and now.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Evalsha {
     pub(super) calls: u64,
@@ -27,7 +38,10 @@ impl BenchRedis {
         let conn = store.conn().await.with_context(|| {
             format!("cannot reach Redis at {}", crate::orders::shown(redis_url))
         })?;
-        Ok(Self { conn })
+        Ok(Self {
+            conn,
+            mark: Counters::default(),
+        })
     }
 
     /// Median of `samples` sequential PINGs, in seconds.
@@ -52,27 +66,25 @@ impl BenchRedis {
         Ok(held.unwrap_or(0))
     }
 
-    /// `CONFIG RESETSTAT`: the command statistics start again from zero.
-    pub(super) async fn reset_stats(&mut self) -> anyhow::Result<()> {
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query_async(&mut self.conn)
-            .await
-            .context(
-                "CONFIG RESETSTAT (refused by `up --no-chaos`'s Redis: bench a stack in chaos mode, up's default)",
-            )?;
+    /// Reads EVALSHA's counters now: [`evalsha`](Self::evalsha) counts from here.
+    pub(super) async fn mark(&mut self) -> anyhow::Result<()> {
+        self.mark = self.counters().await?;
         Ok(())
     }
 
-    /// EVALSHA's calls and microseconds per call since the last reset
-    /// (`None`: no EVALSHA ran).
+    /// EVALSHA's calls and microseconds per call since the last mark
+    /// (`None`: no EVALSHA ran, or the counters went back: Redis restarted).
     pub(super) async fn evalsha(&mut self) -> anyhow::Result<Option<Evalsha>> {
+        Ok(since(self.mark, self.counters().await?))
+    }
+
+    async fn counters(&mut self) -> anyhow::Result<Counters> {
         let info: String = redis::cmd("INFO")
             .arg("commandstats")
             .query_async(&mut self.conn)
             .await
             .context("INFO commandstats")?;
-        Ok(parse_evalsha(&info))
+        Ok(parse_evalsha(&info).unwrap_or_default())
     }
 
     /// The pid Redis reports (`INFO server`'s `process_id`).
@@ -89,9 +101,19 @@ impl BenchRedis {
     }
 }
 
+/// EVALSHA's calls and time per call from `before` to `after`.
+pub(super) fn since(before: Counters, after: Counters) -> Option<Evalsha> {
+    let calls = after.calls.checked_sub(before.calls).filter(|&n| n > 0)?;
+    let usec = after.usec.checked_sub(before.usec)?;
+    Some(Evalsha {
+        calls,
+        usec_per_call: usec as f64 / calls as f64,
+    })
+}
+
 /// `cmdstat_evalsha:calls=N,usec=U,usec_per_call=X,...` from the text of
 /// `INFO commandstats`.
-pub(super) fn parse_evalsha(info: &str) -> Option<Evalsha> {
+pub(super) fn parse_evalsha(info: &str) -> Option<Counters> {
     let fields = info
         .lines()
         .find_map(|line| line.trim().strip_prefix("cmdstat_evalsha:"))?;
@@ -100,9 +122,9 @@ pub(super) fn parse_evalsha(info: &str) -> Option<Evalsha> {
             .split(',')
             .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
     };
-    Some(Evalsha {
+    Some(Counters {
         calls: field("calls")?.parse().ok()?,
-        usec_per_call: field("usec_per_call")?.parse().ok()?,
+        usec: field("usec")?.parse().ok()?,
     })
 }
 
@@ -118,14 +140,37 @@ mod tests {
             cmdstat_evalsha:calls=25696,usec=352385,usec_per_call=13.71,rejected_calls=0,failed_calls=0\r\n";
         assert_eq!(
             parse_evalsha(info),
-            Some(Evalsha {
+            Some(Counters {
                 calls: 25696,
-                usec_per_call: 13.71
+                usec: 352385
             })
         );
         assert_eq!(
             parse_evalsha("# Commandstats\r\ncmdstat_get:calls=1,usec=1,usec_per_call=1.00\r\n"),
             None
         );
+    }
+
+    #[test]
+    fn a_side_is_the_difference_of_the_counters() {
+        let before = Counters {
+            calls: 1000,
+            usec: 12_000,
+        };
+        let after = Counters {
+            calls: 1400,
+            usec: 16_000,
+        };
+        assert_eq!(
+            since(before, after),
+            Some(Evalsha {
+                calls: 400,
+                usec_per_call: 10.0
+            })
+        );
+        // No call in between, or counters that went back (a restart): nothing.
+        assert_eq!(since(after, after), None);
+        assert_eq!(since(after, before), None);
+        assert_eq!(since(Counters::default(), before).unwrap().calls, 1000);
     }
 }

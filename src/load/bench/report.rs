@@ -106,8 +106,8 @@ pub struct Skipped {
     pub why: String,
 }
 
-/// What Redis spent per `lua` sale: `usec_per_call` of EVALSHA in
-/// `INFO commandstats`, reset before each `lua` side and read after it.
+/// What Redis spent per `lua` sale: EVALSHA's time per call in `INFO
+/// commandstats`, its counters read before each `lua` side and after it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RedisPerSale {
     /// The median over the `lua` sides.
@@ -140,6 +140,30 @@ impl RedisPerSale {
             self.lua_answers
         )
     }
+}
+
+/// Row `lua-vs-bare`'s costs, side by side: `lua`, then the bare route.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BareComparison {
+    pub sides: [SideCost; 2],
+}
+
+/// What one side of a row cost per answer: Redis's time and each process's CPU.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SideCost {
+    /// `lua` or `bare`.
+    pub side: String,
+    /// The median of EVALSHA's `usec_per_call` over the side's runs
+    /// (`None`: no EVALSHA ran): what Redis spent per answer.
+    pub redis_usec_per_call: Option<f64>,
+    /// Each run's `usec_per_call`.
+    pub redis_runs: Vec<f64>,
+    /// EVALSHA calls Redis counted over the side's runs, and the answers
+    /// the generator got meanwhile (equal: one script call per answer).
+    pub evalsha_calls: u64,
+    pub answers: u64,
+    /// Each process's CPU share and CPU per answer during the side's runs.
+    pub cpu: CpuShares,
 }
 
 /// The machine the bench ran on.
@@ -178,6 +202,8 @@ pub struct BenchReport {
     pub redis_per_lua_sale: Option<RedisPerSale>,
     /// Each process's CPU share during the `lua` sides.
     pub cpu_during_lua: Option<CpuShares>,
+    /// Row `lua-vs-bare`'s Redis time and CPU per answer of each side.
+    pub lua_vs_bare: Option<BareComparison>,
     pub instances: Vec<InstanceMemory>,
 }
 

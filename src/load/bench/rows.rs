@@ -36,7 +36,7 @@ impl Bench {
         let (mut per_call, mut calls, mut answers) = (Vec::new(), 0, 0);
         let mut runs = Vec::new();
         for _ in 0..self.config.runs {
-            self.redis.reset_stats().await?;
+            self.redis.mark().await?;
             let sales = self
                 .measured(
                     &format!("/deductStock/lua?sku={LUA_SKU}"),

@@ -131,5 +131,6 @@ pub(crate) fn in_process_config(name: &str) -> InstanceConfig {
         request_ids_per_sku: stocklock::ledger::DEFAULT_REQUEST_IDS_PER_SKU,
         sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
         orders: None,
+        bench_bare: false,
     }
 }
