@@ -4,25 +4,21 @@
 //! 503 while Redis is away.
 
 use stocklock::chaos::Chaos;
-use stocklock::lock::Wakeups;
 use stocklock::store::Store;
 
 use crate::helpers::{self, InProcess};
 
 /// An in-process instance on `store`, started with `--bench-bare` or not.
 async fn instance(store: &Store, bench_bare: bool) -> InProcess {
-    let wakeups = Wakeups::new();
-    let _listener = wakeups.listen(store.client().clone());
-    wakeups.subscribed().await;
-    InProcess::with(
+    InProcess::listening(
         store,
-        wakeups,
         stocklock::http::InstanceConfig {
             bench_bare,
             chaos: Chaos::off(),
             ..helpers::in_process_config("t")
         },
     )
+    .await
 }
 
 #[tokio::test]

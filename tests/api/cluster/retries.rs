@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use stocklock::chaos::Chaos;
-use stocklock::lock::Wakeups;
 use stocklock::store::Store;
 use stocklock::up::redis::{RedisServer, create_cluster};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -155,14 +154,11 @@ async fn instance_on(relays: &[Relay]) -> InProcess {
         .map(|r| format!("redis://127.0.0.1:{}", r.port))
         .collect();
     let store = Store::open_cluster(&urls).unwrap();
-    let wakeups = Wakeups::new();
-    let _listener = wakeups.listen(store.client().clone());
-    wakeups.subscribed().await;
     let config = stocklock::http::InstanceConfig {
         chaos: Chaos::off(),
         ..in_process_config("t")
     };
-    InProcess::with(&store, wakeups, config)
+    InProcess::listening(&store, config).await
 }
 
 /// The connection drops after the sale script ran, its answer lost on the

@@ -15,13 +15,8 @@ impl InProcess {
     /// subscribed as in a real instance, its Redlock "nodes" the store's
     /// other databases ([`redlock_on`]).
     pub(crate) async fn start(store: &Store, instance: &str, chaos: Chaos) -> InProcess {
-        let wakeups = Wakeups::new();
-        // Lives as long as the test's runtime.
-        let _listener = wakeups.listen(store.client().clone());
-        wakeups.subscribed().await;
-        InProcess::with(
+        InProcess::listening(
             store,
-            wakeups,
             InstanceConfig {
                 chaos,
                 lock_stores: stocklock::lock::LockStoresConfig {
@@ -31,6 +26,17 @@ impl InProcess {
                 ..in_process_config(instance)
             },
         )
+        .await
+    }
+
+    /// An instance configured as `config` says, its release listener
+    /// subscribed as in a real instance.
+    pub(crate) async fn listening(store: &Store, config: InstanceConfig) -> InProcess {
+        let wakeups = Wakeups::new();
+        // Lives as long as the test's runtime.
+        let _listener = wakeups.listen(store.client().clone());
+        wakeups.subscribed().await;
+        InProcess::with(store, wakeups, config)
     }
 
     /// An instance configured as `config` says (e.g. without Redlock nodes).

@@ -4,7 +4,7 @@
 //! forgets them all. On real ZooKeeper and etcd, driven in-process.
 
 use stocklock::chaos::Chaos;
-use stocklock::lock::{LockStoresConfig, Wakeups};
+use stocklock::lock::LockStoresConfig;
 use stocklock::store::Store;
 use stocklock::up::etcd::EtcdCluster;
 
@@ -17,9 +17,6 @@ async fn instance_with(
     etcd: Option<&EtcdCluster>,
     zookeeper: Option<&Servers>,
 ) -> InProcess {
-    let wakeups = Wakeups::new();
-    let _listener = wakeups.listen(store.client().clone());
-    wakeups.subscribed().await;
     let config = stocklock::http::InstanceConfig {
         chaos: Chaos::off(),
         lock_stores: LockStoresConfig {
@@ -29,7 +26,7 @@ async fn instance_with(
         },
         ..in_process_config("f")
     };
-    InProcess::with(store, wakeups, config)
+    InProcess::listening(store, config).await
 }
 
 /// One sale of `variant` on `sku`, which must be sold.
