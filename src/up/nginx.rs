@@ -86,12 +86,7 @@ impl Nginx {
         let error_log = run_dir.join("error.log");
 
         let mut child = process::command(&binary)
-            .arg("-p")
-            .arg(run_dir)
-            .arg("-e")
-            .arg(&error_log)
-            .arg("-c")
-            .arg(&conf)
+            .args(nginx_paths(run_dir, &error_log, &conf))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -172,6 +167,23 @@ impl Nginx {
     }
 }
 
+/// Where nginx keeps its files (prefix), logs its errors and reads its
+/// config: the same for the server and for the check of its config.
+fn nginx_paths<'a>(
+    run_dir: &'a Path,
+    error_log: &'a Path,
+    conf: &'a Path,
+) -> [&'a std::ffi::OsStr; 6] {
+    [
+        "-p".as_ref(),
+        run_dir.as_os_str(),
+        "-e".as_ref(),
+        error_log.as_os_str(),
+        "-c".as_ref(),
+        conf.as_os_str(),
+    ]
+}
+
 /// Renders the config into `run_dir` and has nginx check it (`nginx -t`);
 /// its path.
 async fn write_checked_config(
@@ -189,12 +201,7 @@ async fn write_checked_config(
     let check = Command::new(binary)
         .arg("-t")
         .arg("-q")
-        .arg("-p")
-        .arg(run_dir)
-        .arg("-e")
-        .arg(&error_log)
-        .arg("-c")
-        .arg(&conf)
+        .args(nginx_paths(run_dir, &error_log, &conf))
         .output()
         .await
         .with_context(|| format!("cannot run {}", binary.display()))?;
