@@ -10,6 +10,8 @@
 //! | `stocklock_lock_renewals_total` | counter | variant | leases the watchdog renewed |
 //! | `stocklock_lock_lost_total` | counter | variant | leases the watchdog could not keep |
 //! | `stocklock_post_sale_failures_total` | counter | variant, step | steps after a written sale that failed (`chaos_check`, `enqueue`, `register`); the sale was answered sold |
+//! | `stocklock_batch_calls_total` | counter | | `lua-batch`'s calls of its script |
+//! | `stocklock_batch_buyers_total` | counter | | buyers those calls carried (÷ calls: the mean batch) |
 //!
 //! Every series carries the instance's name as the `instance` label, so a
 //! Prometheus scraping each instance keeps it with `honor_labels: true`
@@ -21,7 +23,7 @@
 //! instance starts ([`start_at_zero`]) with every `stocklock_requests_total`
 //! series at 0, and, for each lock variant, the lock waits (`acquired`,
 //! `gave_up`), holds and contention's busy reasons (`lock_held`,
-//! `wait_timed_out`). The rest (rarer busy reasons, renewals, lost leases,
+//! `wait_timed_out`), and `lua-batch`'s calls and buyers. The rest (rarer busy reasons, renewals, lost leases,
 //! waiters per SKU, waits that failed) appear with their first event.
 //!
 //! SKUs are user input, so `stocklock_lock_waiters` gives its own series
@@ -48,15 +50,19 @@ const LOCK_HOLD: &str = "stocklock_lock_hold_seconds";
 const RENEWALS: &str = "stocklock_lock_renewals_total";
 const LOST: &str = "stocklock_lock_lost_total";
 const POST_SALE_FAILURES: &str = "stocklock_post_sale_failures_total";
+const BATCH_CALLS: &str = "stocklock_batch_calls_total";
+const BATCH_BUYERS: &str = "stocklock_batch_buyers_total";
 
 /// Every counter and gauge an instance exports, by name.
-pub const COUNTERS_AND_GAUGES: [&str; 6] = [
+pub const COUNTERS_AND_GAUGES: [&str; 8] = [
     REQUESTS,
     BUSY,
     LOCK_WAITERS,
     RENEWALS,
     LOST,
     POST_SALE_FAILURES,
+    BATCH_CALLS,
+    BATCH_BUYERS,
 ];
 /// Every histogram an instance exports; each is the series
 /// `NAME_bucket`, `NAME_sum` and `NAME_count` on the page.
@@ -127,10 +133,21 @@ fn describe() {
     );
     describe_counter!(RENEWALS, "leases the watchdog renewed");
     describe_counter!(LOST, "leases the watchdog could not keep");
+    describe_counter!(BATCH_CALLS, "lua-batch's calls of its script");
+    describe_counter!(
+        BATCH_BUYERS,
+        "buyers lua-batch's calls carried (divided by the calls: the mean batch)"
+    );
     describe_counter!(
         POST_SALE_FAILURES,
         "steps after a written sale that failed, by variant and step; the sale was answered sold"
     );
+}
+
+/// One call of `lua-batch`'s script, for `buyers` buyers.
+pub fn batch_sent(buyers: usize) {
+    metrics::counter!(BATCH_CALLS).increment(1);
+    metrics::counter!(BATCH_BUYERS).increment(buyers as u64);
 }
 
 /// Every `outcome` of `stocklock_requests_total`: [`crate::outcome::Outcome`]'s
@@ -152,6 +169,8 @@ pub const CONTENTION_REASONS: [&str; 2] = ["lock_held", "wait_timed_out"];
 /// (all of them) and `lock_variants` (those that take a lock). Repeating it
 /// changes nothing.
 pub fn start_at_zero(variants: &[&'static str], lock_variants: &[&'static str]) {
+    metrics::counter!(BATCH_CALLS).increment(0);
+    metrics::counter!(BATCH_BUYERS).increment(0);
     for &variant in variants {
         for outcome in ANSWER_OUTCOMES {
             metrics::counter!(REQUESTS, "variant" => variant, "outcome" => outcome).increment(0);
@@ -294,6 +313,7 @@ mod tests {
             renewals("watchdog", 2);
             lost("watchdog");
             post_sale_failure("lua-stream", "register");
+            batch_sent(3);
             let first = waiting("watchdog", "sku-1");
             let second = waiting("watchdog", "sku-1");
             drop(first);

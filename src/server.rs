@@ -48,6 +48,8 @@ pub struct ServeConfig {
     pub rate_limit: Option<limit::Rate>,
     /// Serve the bench's bare baseline, `GET /bench/bare`.
     pub bench_bare: bool,
+    /// The most buyers of a SKU `lua-batch` sends in one call.
+    pub batch_max: usize,
 }
 
 /// A bound, not yet serving, instance.
@@ -100,6 +102,7 @@ impl Application {
                 sold_out_mark_ttl: config.sold_out_mark_ttl,
                 orders: config.orders,
                 bench_bare: config.bench_bare,
+                batch_max: config.batch_max,
             },
             wakeups,
         );

@@ -81,6 +81,8 @@ pub struct InstanceConfig {
     /// Serve the bench's bare baseline, `GET /bench/bare` (`serve
     /// --bench-bare`; off: that route is 404).
     pub bench_bare: bool,
+    /// The most buyers of a SKU `lua-batch` sends in one call (`serve --batch-max`).
+    pub batch_max: usize,
 }
 
 impl AppState {
@@ -108,7 +110,8 @@ impl AppState {
             stores,
         )
         .with_request_ttl(config.request_ttl, config.request_ids_per_sku)
-        .with_mark_ttl(config.sold_out_mark_ttl);
+        .with_mark_ttl(config.sold_out_mark_ttl)
+        .with_batch_max(config.batch_max);
         let admin = AdminToken::new(&config.admin_token);
         let dashboard = Dashboard::new(dashboard::Parts {
             store: store.clone(),

@@ -158,6 +158,12 @@ impl Seller {
         self
     }
 
+    /// The same seller, `lua-batch` sending up to `max` buyers of a SKU per call.
+    pub fn with_batch_max(mut self, max: usize) -> Self {
+        self.protections = Protections::with_batch_max(max);
+        self
+    }
+
     /// The same seller, its sold-out marks living `ttl` (zero: no marks).
     pub fn with_mark_ttl(mut self, ttl: Duration) -> Self {
         self.marks = SoldOutMarks::new(ttl);

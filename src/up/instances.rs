@@ -45,6 +45,8 @@ pub(super) struct Shared {
     pub(super) owns_redis: bool,
     /// `up --bench-bare`: the instances serve the bench's bare baseline.
     pub(super) bench_bare: bool,
+    /// `up --batch-max`: lua-batch's buyers per call.
+    pub(super) batch_max: usize,
 }
 
 /// The running instances, each under its own supervisor.
@@ -102,6 +104,7 @@ impl Instances {
                 chaos: shared.chaos,
                 owns_redis: shared.owns_redis,
                 bench_bare: shared.bench_bare,
+                batch_max: shared.batch_max,
                 clock_skew_ms: clock_skew_ms.get(usize::from(index)).copied().unwrap_or(0),
                 binary: binary.clone(),
                 worker_threads,
@@ -164,6 +167,7 @@ struct InstanceSpec {
     /// `up` started (and restarts) the Redis: chaos may pause and restart it.
     owns_redis: bool,
     bench_bare: bool,
+    batch_max: usize,
     clock_skew_ms: i64,
     binary: PathBuf,
     /// The machine's cores shared out among the instances (one at least).
@@ -210,6 +214,7 @@ impl InstanceSpec {
         if self.bench_bare {
             command.arg("--bench-bare");
         }
+        command.arg(format!("--batch-max={}", self.batch_max));
         if self.chaos {
             command
                 .arg("--chaos")

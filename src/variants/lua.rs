@@ -61,8 +61,16 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
     undersells: None,
 };
 
-static DEDUCT: LazyLock<Script> =
-    LazyLock::new(|| ledger::with_ledger(include_str!("../scripts/deduct.lua")));
+/// The one-buyer sale (`deduct`), shared by `deduct.lua` and `lua-batch`'s
+/// `deduct_batch.lua`.
+pub(super) const DEDUCT_ONE_LUA: &str = include_str!("../scripts/deduct_one.lua");
+
+static DEDUCT: LazyLock<Script> = LazyLock::new(|| {
+    ledger::with_ledger(&format!(
+        "{DEDUCT_ONE_LUA}\n{}",
+        include_str!("../scripts/deduct.lua")
+    ))
+});
 
 /// Whether a sale becomes an order, and who enqueues it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,8 +138,21 @@ pub(super) async fn run_deduct(
         .arg(token.as_deref().unwrap_or(""))
         .invoke_async(&mut ctx.conn)
         .await?;
+    deducted(ctx, keys, orders, token, &answer)
+}
+
+/// What the script's seven numbers for one buyer (`answer`) say, for the
+/// buyer of `ctx`: its answer, with its moment on the timeline, and for a
+/// sale that becomes an order, the order's message (with `token`).
+pub(super) fn deducted(
+    ctx: &Ctx<'_>,
+    keys: &crate::store::Keys,
+    orders: Orders,
+    token: Option<String>,
+    answer: &[i64],
+) -> Result<Deducted, StoreError> {
     let [kind, unit, remaining, started, sale, epoch, at_ms] = answer[..] else {
-        return Err(short_answer(&answer));
+        return Err(short_answer(answer));
     };
     // The script's moment, as Redis timed it (none when the SKU's timeline is off).
     let answer = |outcome: Outcome, replayed| {
@@ -209,7 +230,7 @@ pub(super) async fn after_sale_failed(
 }
 
 /// The script answered with fewer numbers than it always gives.
-fn short_answer(answer: &[i64]) -> StoreError {
+pub(super) fn short_answer(answer: &[i64]) -> StoreError {
     StoreError(redis::RedisError::from((
         redis::ErrorKind::UnexpectedReturnType,
         "the sale script's answer is too short",

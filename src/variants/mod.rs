@@ -38,6 +38,7 @@ mod etcd;
 mod fenced;
 mod local_mutex;
 mod lua;
+mod lua_batch;
 mod lua_sharded;
 mod lua_stream;
 mod lua_then_queue;
@@ -78,6 +79,7 @@ pub enum Variant {
     Etcd,
     ZooKeeper,
     Lua,
+    LuaBatch,
     LuaSharded,
     LuaThenQueue,
     LuaStream,
@@ -85,7 +87,7 @@ pub enum Variant {
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 14] = [
+    pub const ALL: [Variant; 15] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
@@ -97,6 +99,7 @@ impl Variant {
         Variant::Etcd,
         Variant::ZooKeeper,
         Variant::Lua,
+        Variant::LuaBatch,
         Variant::LuaSharded,
         Variant::LuaThenQueue,
         Variant::LuaStream,
@@ -116,6 +119,7 @@ impl Variant {
             Variant::Etcd => "etcd",
             Variant::ZooKeeper => "zookeeper",
             Variant::Lua => "lua",
+            Variant::LuaBatch => "lua-batch",
             Variant::LuaSharded => "lua-sharded",
             Variant::LuaThenQueue => "lua-then-queue",
             Variant::LuaStream => "lua-stream",
@@ -136,6 +140,7 @@ impl Variant {
             Variant::Etcd => &etcd::ABOUT,
             Variant::ZooKeeper => &zookeeper::ABOUT,
             Variant::Lua => &lua::ABOUT,
+            Variant::LuaBatch => &lua_batch::ABOUT,
             Variant::LuaSharded => &lua_sharded::ABOUT,
             Variant::LuaThenQueue => &lua_then_queue::ABOUT,
             Variant::LuaStream => &lua_stream::ABOUT,
@@ -147,13 +152,17 @@ impl Variant {
         Self::ALL.iter().map(|v| v.name().to_owned()).collect()
     }
 
-    /// Whether the whole sale is one script (`lua`, `lua-sharded` and the
-    /// order variants): it checks and records its request id itself, with
-    /// no claim before it.
+    /// Whether the whole sale is one script (`lua`, `lua-batch`,
+    /// `lua-sharded` and the order variants): it checks and records its
+    /// request id itself, with no claim before it.
     pub fn scripted(self) -> bool {
         matches!(
             self,
-            Variant::Lua | Variant::LuaSharded | Variant::LuaThenQueue | Variant::LuaStream
+            Variant::Lua
+                | Variant::LuaBatch
+                | Variant::LuaSharded
+                | Variant::LuaThenQueue
+                | Variant::LuaStream
         )
     }
 
@@ -178,6 +187,7 @@ impl Variant {
             | Variant::ZooKeeper => true,
             Variant::None
             | Variant::Lua
+            | Variant::LuaBatch
             | Variant::LuaSharded
             | Variant::LuaThenQueue
             | Variant::LuaStream => false,
@@ -321,19 +331,31 @@ trait Protection {
 }
 
 /// The variants' process-wide state, one field per variant that keeps any
-/// (`local-mutex`: a mutex per SKU; `lua-sharded`: each SKU's bucket count
-/// as last seen; `lua-stream`: when it last put each SKU in the workers'
-/// registry), and the dispatch of a request to its variant.
+/// (`local-mutex`: a mutex per SKU; `lua-batch`: a queue per SKU;
+/// `lua-sharded`: each SKU's bucket count as last seen; `lua-stream`: when
+/// it last put each SKU in the workers' registry), and the dispatch of a
+/// request to its variant.
 #[derive(Default)]
 pub struct Protections {
     local_mutex: local_mutex::LocalMutex,
+    batch: lua_batch::LuaBatch,
     sharded: lua_sharded::ShardedScript,
     stream: lua_stream::LuaStream,
 }
 
+pub use self::lua_batch::{DEFAULT_BATCH_MAX, MAX_BATCH_MAX};
+
 impl Protections {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// `lua-batch` sends up to `max` buyers of a SKU per call.
+    pub fn with_batch_max(max: usize) -> Self {
+        Self {
+            batch: lua_batch::LuaBatch::new(max),
+            ..Self::default()
+        }
     }
 
     /// Runs one request through `variant`.
@@ -350,6 +372,7 @@ impl Protections {
             Variant::Etcd => etcd::EtcdVariant.deduct(ctx).await,
             Variant::ZooKeeper => zookeeper::ZooKeeperVariant.deduct(ctx).await,
             Variant::Lua => lua::LuaScript.deduct(ctx).await,
+            Variant::LuaBatch => self.batch.deduct(ctx).await,
             Variant::LuaSharded => self.sharded.deduct(ctx).await,
             Variant::LuaThenQueue => lua_then_queue::LuaThenQueue.deduct(ctx).await,
             Variant::LuaStream => self.stream.deduct(ctx).await,

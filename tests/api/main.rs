@@ -25,6 +25,7 @@ mod lessons;
 mod load;
 mod lock;
 mod lock_safety;
+mod lua_batch;
 mod marks;
 mod orders;
 mod post_sale;

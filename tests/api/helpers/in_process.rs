@@ -138,5 +138,6 @@ pub(crate) fn in_process_config(name: &str) -> InstanceConfig {
         sold_out_mark_ttl: stocklock::marks::DEFAULT_MARK_TTL,
         orders: None,
         bench_bare: false,
+        batch_max: stocklock::variants::DEFAULT_BATCH_MAX,
     }
 }

@@ -1,0 +1,419 @@
+//! `lua-batch`: the `lua` script, one call for all the buyers of a SKU
+//! that queued at an instance while its previous call was in flight.
+//!
+//! When the round trip is the cost. `lua` is safe and does little work in
+//! Redis; what a sale costs is mostly the trip to Redis and back (a system
+//! call each way on both sides, a wake-up, a parse). Big flash sales group
+//! the buyers of one hot SKU into one atomic step instead (a group commit):
+//! each instance keeps a queue per SKU, and one call of
+//! `deduct_batch.lua` sells to up to N buyers of it (64 by default,
+//! `serve --batch-max`) in queue order, each with its own unit or its own
+//! sold-out answer, its request id checked and recorded, exactly as `lua`
+//! sells one. There is no timer: a buyer who finds nothing in flight is
+//! sent at once, alone; the next batch is whoever queued while a call was
+//! in flight. Safe as `lua` is, in the same scenarios; a call whose answer
+//! never came leaves all its buyers in doubt (`unknown`), each request id
+//! resolving later.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use redis::Script;
+use tokio::sync::oneshot;
+
+use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deducted, short_answer};
+use super::{About, Claim, Claims, Protection};
+use crate::ledger;
+use crate::section::Ctx;
+use crate::section::{Answer, Outcome};
+use crate::store::{Conn, Keys, StoreError};
+
+pub(super) const ABOUT: About = About {
+    protection: "no lock: the lua script, one call for all the buyers of a SKU queued at an instance (up to 64)",
+    explanation: "When the round trip is the cost. The lua variant does a few microseconds of work inside Redis; most of what \
+        a sale costs is the trip there and back (system calls on both sides, a wake-up, a parse). Here each instance keeps a \
+        queue per SKU and sends its waiting buyers to Redis together: one call of the same atomic script sells to up to 64 \
+        of them (serve --batch-max), in queue order, each with its own unit or its own sold-out answer, its request_id \
+        checked and recorded, every sale in the ledger, exactly as lua sells one. No timer: a buyer who finds no call in \
+        flight is sent at once, alone, so a lone buyer waits for nobody; the next batch is whoever queued while the \
+        previous call was in flight. Safe wherever lua is. A call whose answer never came leaves every buyer in it in \
+        doubt (unknown), each request_id resolving later as its record says. The price is that one slow call delays the \
+        whole batch behind it.",
+    protection_zh: "不加锁:同一个 lua 脚本,一次调用卖给在实例上排队的同一 SKU 的所有买家(最多 64 个)",
+    explanation_zh: "当往返本身就是成本时。lua 变体在 Redis 里只做几微秒的工作;一次销售的大部分成本是往返(两端的系统调用、唤醒、解析)。这里每个实例为每个 SKU 维护一个队列,把等待中的买家一起发给 Redis:同一个原子脚本的一次调用按排队顺序卖给最多 64 个买家(serve --batch-max),每个买家得到自己的那一件或自己的售罄答复,各自的 request_id 被检查和记录,每笔销售都记入账本,和 lua 卖一件完全一样。没有定时器:发现没有调用在途的买家会被立即单独发送,所以单个买家不用等任何人;下一批就是上一次调用在途期间排队的买家。lua 安全的地方它都安全。一次没有收到答复的调用,其中每个买家都处于不确定状态(unknown),各自的 request_id 之后按记录给出结果。代价是:一次慢调用会拖慢它后面的整批买家。",
+    code: r#"
+queue[sku].push(buyer)                        // this instance's buyers of the SKU
+if nothing in flight for sku:                 // no timer: a lone buyer goes at once
+    spawn: while let batch = queue[sku].take(64) {
+        // one atomic call; deduct() is lua's sale, run per buyer
+        EVAL "for each buyer: out += deduct(buyer)" stock:{sku} ... ids
+        each buyer gets its own seven numbers   // or all get unknown
+    }
+await my answer"#,
+    default_lease: None,
+    default_wait: None,
+    claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
+        race: Claim::safe(""),
+        slow_business: Claim::NOT_APPLICABLE,
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::not_applicable("no gap: one script per batch"),
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes: Claim::NOT_APPLICABLE,
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::NOT_APPLICABLE,
+        redis_restart: Claim::recovers(""),
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable("no lock"),
+        failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::NOT_APPLICABLE,
+        worker_crash_before_ack: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::NOT_APPLICABLE,
+        reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::NOT_APPLICABLE,
+    },
+    undersells: None,
+};
+
+/// Buyers per call unless `serve --batch-max` says otherwise.
+pub const DEFAULT_BATCH_MAX: usize = 64;
+
+/// The most `serve --batch-max` may ask for: a call's arguments and answer
+/// stay small (7 numbers a buyer), and Redis serves nothing else while it runs.
+pub const MAX_BATCH_MAX: usize = 1024;
+
+static DEDUCT_BATCH: LazyLock<Script> = LazyLock::new(|| {
+    ledger::with_ledger(&format!(
+        "{DEDUCT_ONE_LUA}\n{}",
+        include_str!("../scripts/deduct_batch.lua")
+    ))
+});
+
+/// How many SKUs' queues an instance keeps; past it, the idle ones go.
+const LANES_KEPT: usize = 1024;
+
+/// One call's word for one buyer: its seven numbers, or why there are none.
+type Reply = Result<Vec<i64>, StoreError>;
+
+/// A buyer waiting in a lane: its request id and where its reply goes.
+struct Buyer {
+    request_id: String,
+    reply: oneshot::Sender<Reply>,
+}
+
+/// The queue of one SKU at this instance.
+#[derive(Default)]
+struct Lane {
+    state: Mutex<LaneState>,
+}
+
+#[derive(Default)]
+struct LaneState {
+    /// A driver is sending this lane's batches.
+    in_flight: bool,
+    waiting: Vec<Buyer>,
+}
+
+impl Lane {
+    fn state(&self) -> std::sync::MutexGuard<'_, LaneState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `buyer`; true when no driver runs, so the caller must start one.
+    fn push(&self, buyer: Buyer) -> bool {
+        let mut state = self.state();
+        state.waiting.push(buyer);
+        !std::mem::replace(&mut state.in_flight, true)
+    }
+
+    /// The next batch (up to `max`, in queue order); none, and the lane
+    /// idle, when nobody waits.
+    fn next(&self, max: usize) -> Option<Vec<Buyer>> {
+        let mut state = self.state();
+        if state.waiting.is_empty() {
+            state.in_flight = false;
+            return None;
+        }
+        let n = state.waiting.len().min(max);
+        Some(state.waiting.drain(..n).collect())
+    }
+}
+
+/// Sends `lane`'s batches through `send` until nobody waits: each batch is
+/// whoever queued while the previous call was in flight. `send` gets the
+/// batch's request ids ("" for none) and returns 7 numbers per buyer.
+async fn drive<S, F>(lane: Arc<Lane>, max: usize, mut send: S)
+where
+    S: FnMut(Vec<String>) -> F,
+    F: Future<Output = Result<Vec<i64>, StoreError>>,
+{
+    // A panic below must not leave the lane "in flight" with nobody
+    // driving it: the guard lets the next buyer start a driver (the
+    // buyers of the batch in hand see their reply dropped: unknown).
+    struct Idle(Arc<Lane>, bool);
+    impl Drop for Idle {
+        fn drop(&mut self) {
+            if !self.1 {
+                self.0.state().in_flight = false;
+            }
+        }
+    }
+    let mut idle = Idle(lane.clone(), false);
+    while let Some(batch) = lane.next(max) {
+        let (ids, replies): (Vec<String>, Vec<_>) =
+            batch.into_iter().map(|b| (b.request_id, b.reply)).unzip();
+        let n = ids.len();
+        crate::metrics::batch_sent(n);
+        match send(ids).await {
+            Ok(numbers) if numbers.len() == 7 * n => {
+                for (reply, answer) in replies.into_iter().zip(numbers.chunks(7)) {
+                    // A buyer who hung up meanwhile: its sale stands all the same.
+                    let _ = reply.send(Ok(answer.to_vec()));
+                }
+            }
+            Ok(numbers) => {
+                let err = short_answer(&numbers);
+                for reply in replies {
+                    let _ = reply.send(Err(StoreError(err.0.clone())));
+                }
+            }
+            Err(err) => {
+                for reply in replies {
+                    let _ = reply.send(Err(StoreError(err.0.clone())));
+                }
+            }
+        }
+    }
+    idle.1 = true;
+}
+
+/// The variant's process-wide state: a lane per SKU.
+pub(super) struct LuaBatch {
+    max: usize,
+    lanes: Mutex<HashMap<String, Arc<Lane>>>,
+}
+
+impl Default for LuaBatch {
+    fn default() -> Self {
+        Self::new(DEFAULT_BATCH_MAX)
+    }
+}
+
+impl LuaBatch {
+    /// Up to `max` buyers per call (at least 1).
+    pub(super) fn new(max: usize) -> Self {
+        Self {
+            max: max.clamp(1, MAX_BATCH_MAX),
+            lanes: Mutex::default(),
+        }
+    }
+
+    fn lane(&self, sku: &str) -> Arc<Lane> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lane) = lanes.get(sku) {
+            return lane.clone();
+        }
+        if lanes.len() >= LANES_KEPT {
+            lanes.retain(|_, lane| lane.state().in_flight);
+        }
+        let lane = Arc::new(Lane::default());
+        lanes.insert(sku.to_owned(), lane.clone());
+        lane
+    }
+}
+
+/// One call of `deduct_batch.lua` for the buyers `ids` on `keys`.
+async fn call(
+    mut conn: Conn,
+    keys: Arc<Keys>,
+    head: [String; 4],
+    ids: Vec<String>,
+) -> Result<Vec<i64>, StoreError> {
+    let mut invocation = DEDUCT_BATCH.prepare_invoke();
+    for key in [
+        &keys.stock,
+        &keys.ledger,
+        &keys.units,
+        &keys.served,
+        &keys.requests,
+        &keys.request_times,
+        &keys.orders,
+        &keys.returned_units,
+    ] {
+        invocation.key(key);
+    }
+    for arg in head.iter().chain(&ids) {
+        invocation.arg(arg);
+    }
+    Ok(invocation.invoke_async(&mut conn).await?)
+}
+
+impl Protection for LuaBatch {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
+        let keys = ctx.keys;
+        let lane = self.lane(&keys.tag);
+        let (reply, answer) = oneshot::channel();
+        let buyer = Buyer {
+            request_id: ctx.request_id.unwrap_or("").to_owned(),
+            reply,
+        };
+        if lane.push(buyer) {
+            // Nothing in flight: this buyer's batch goes now, driven by a
+            // task of its own (a buyer who hangs up must not strand the others).
+            let conn = ctx.conn.clone();
+            let keys = Arc::new(keys.clone());
+            let head = [
+                ctx.instance.to_owned(),
+                ledger::millis(ctx.request_ttl).to_string(),
+                ctx.request_ids_per_sku.to_string(),
+                ledger::millis(ledger::SOLD_OUT_KEEP).to_string(),
+            ];
+            tokio::spawn(drive(lane, self.max, move |ids| {
+                call(conn.clone(), keys.clone(), head.clone(), ids)
+            }));
+        }
+        let deducted = match answer.await {
+            Ok(Ok(numbers)) => deducted(ctx, keys, Orders::None, None, &numbers),
+            Ok(Err(err)) => Err(err),
+            // The driver died with this buyer's call in hand: it may have run.
+            Err(_) => return Ok(Answer::recorded(Outcome::Unknown, false)),
+        };
+        answer_of(deducted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::Notify;
+
+    use super::*;
+
+    /// Queues a buyer with id `id`; its reply's receiver, and whether it must start a driver.
+    fn queue(lane: &Lane, id: &str) -> (oneshot::Receiver<Reply>, bool) {
+        let (reply, answer) = oneshot::channel();
+        let start = lane.push(Buyer {
+            request_id: id.to_owned(),
+            reply,
+        });
+        (answer, start)
+    }
+
+    /// Seven numbers per id: the id's number as the unit.
+    fn answers(ids: &[String]) -> Vec<i64> {
+        ids.iter()
+            .flat_map(|id| [1, id.parse().unwrap(), 0, 0, 0, 0, 0])
+            .collect()
+    }
+
+    #[test]
+    fn a_lone_buyer_is_sent_at_once_and_alone() {
+        let lane = Arc::new(Lane::default());
+        let (mut answer, start) = queue(&lane, "7");
+        assert!(start, "nothing in flight: the buyer starts the driver");
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let log = sent.clone();
+        let driver = drive(lane.clone(), 64, move |ids: Vec<String>| {
+            log.lock().unwrap().push(ids.clone());
+            async move { Ok(answers(&ids)) }
+        });
+        // Polled once, with a Redis that answers at once: a driver that
+        // waited for company (a timer, a yield) would not be done yet.
+        let mut driver = std::pin::pin!(driver);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(
+            driver.as_mut().poll(&mut cx).is_ready(),
+            "sent on the first poll"
+        );
+        assert_eq!(*sent.lock().unwrap(), [["7"]]);
+        assert_eq!(answer.try_recv().unwrap().unwrap()[1], 7);
+        assert!(
+            !lane.state().in_flight,
+            "the lane is idle once nobody waits"
+        );
+    }
+
+    #[tokio::test]
+    async fn whoever_queued_during_a_call_is_the_next_batch_up_to_max() {
+        let lane = Arc::new(Lane::default());
+        let (first, start) = queue(&lane, "0");
+        assert!(start);
+        let gate = Arc::new(Notify::new());
+        let entered = Arc::new(Notify::new());
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let (g, e, log) = (gate.clone(), entered.clone(), calls.clone());
+        let driver = tokio::spawn(drive(lane.clone(), 4, move |ids: Vec<String>| {
+            log.lock().unwrap().push(ids.clone());
+            let (g, e) = (g.clone(), e.clone());
+            async move {
+                e.notify_one();
+                g.notified().await;
+                Ok(answers(&ids))
+            }
+        }));
+        // The first call is in flight: ten more buyers queue behind it.
+        entered.notified().await;
+        let mut later = Vec::new();
+        for i in 1..=10 {
+            let (answer, start) = queue(&lane, &i.to_string());
+            assert!(!start, "a driver runs: buyer {i} only queues");
+            later.push(answer);
+        }
+        while !driver.is_finished() {
+            gate.notify_one();
+            tokio::task::yield_now().await;
+        }
+        let calls = calls.lock().unwrap().clone();
+        let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [1, 4, 4, 2], "{calls:?}");
+        assert_eq!(first.await.unwrap().unwrap()[1], 0);
+        for (i, answer) in later.into_iter().enumerate() {
+            assert_eq!(
+                answer.await.unwrap().unwrap()[1],
+                i as i64 + 1,
+                "each buyer its own answer"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_call_fails_every_buyer_in_it_and_the_lane_goes_on() {
+        let lane = Arc::new(Lane::default());
+        let (a, _) = queue(&lane, "1");
+        let (b, start) = queue(&lane, "2");
+        assert!(!start);
+        drive(lane.clone(), 64, |ids: Vec<String>| async move {
+            assert_eq!(ids.len(), 2);
+            Err(StoreError(redis::RedisError::from(std::io::Error::from(
+                std::io::ErrorKind::TimedOut,
+            ))))
+        })
+        .await;
+        assert!(a.await.unwrap().is_err());
+        assert!(b.await.unwrap().is_err());
+        let (c, start) = queue(&lane, "3");
+        assert!(start, "an idle lane starts a new driver");
+        drive(
+            lane,
+            64,
+            |ids: Vec<String>| async move { Ok(answers(&ids)) },
+        )
+        .await;
+        assert_eq!(c.await.unwrap().unwrap()[1], 3);
+    }
+
+    #[tokio::test]
+    async fn a_short_answer_is_an_error_for_every_buyer() {
+        let lane = Arc::new(Lane::default());
+        let (a, _) = queue(&lane, "1");
+        let (b, _) = queue(&lane, "2");
+        drive(lane, 64, |_ids: Vec<String>| async move {
+            Ok(vec![1, 1, 0, 0, 0, 0, 0])
+        })
+        .await;
+        assert!(a.await.unwrap().is_err());
+        assert!(b.await.unwrap().is_err());
+    }
+}
