@@ -9,7 +9,7 @@ URL=${URL:-http://127.0.0.1:8080}
 : "${TOKEN:?set TOKEN to the admin token stocklock up printed}"
 command -v oha >/dev/null || { echo "oha is not installed: cargo install oha" >&2; exit 1; }
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(none local-mutex setnx setnx-expiry token watchdog fenced redlock etcd zookeeper lua lua-sharded lua-then-queue lua-stream)
+[ ${#variants[@]} -gt 0 ] || variants=(none local-mutex setnx setnx-expiry token watchdog fenced redlock etcd zookeeper lua lua-batch lua-sharded lua-then-queue lua-stream)
 for v in "${variants[@]}"; do
   buckets=0; [ "$v" = lua-sharded ] && buckets=8
   curl -sf -X POST "$URL/api/admin/reset" -H "Authorization: Bearer $TOKEN" \
