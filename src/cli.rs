@@ -190,8 +190,9 @@ pub struct ServeArgs {
     pub request_ids_per_sku: u64,
     /// How long a sold-out mark lives: once Redis said a SKU is sold out,
     /// this instance answers its next buyers "sold out" itself for this
-    /// long (lua and lua-sharded; others with sold_out_mark=1). A reset
-    /// clears it at once when its announcement arrives; 0 turns marks off.
+    /// long (the lua family, whose sale is one script; others with
+    /// sold_out_mark=1). A reset clears it at once when its announcement
+    /// arrives; 0 turns marks off.
     #[arg(long, default_value = "1s", value_parser = parse_duration_or_zero, env = "STOCKLOCK_SOLD_OUT_MARK_TTL")]
     pub sold_out_mark_ttl: std::time::Duration,
     /// Per-client budget on deduct, timeline, orders (N/s, N/min, N/h or off).

@@ -315,7 +315,9 @@ fn describe(arg: &Arg) -> String {
 /// The lab's matrix as a Markdown table: a row per variant (in
 /// `Variant::ALL` order), a column per scenario of the file (in the lab's
 /// order), each cell the observed behaviour, marked when it contradicts the
-/// claim (✗) or proved nothing (?), `-` where the scenario does not apply.
+/// claim (✗) or proved nothing (?), `-` where the scenario does not apply,
+/// `not run` where the variant claims something of it but the file has no
+/// such cell (a variant or a claim newer than the run).
 pub(crate) fn lab_matrix(report: &LabReport) -> Result<String, String> {
     for cell in &report.cells {
         if Variant::ALL.iter().all(|v| v.name() != cell.variant) {
@@ -343,14 +345,21 @@ pub(crate) fn lab_matrix(report: &LabReport) -> Result<String, String> {
                 .cells
                 .iter()
                 .find(|c| c.variant == variant.name() && c.scenario == scenario.name());
-            let _ = write!(out, " {} |", cell.map_or_else(|| "-".to_owned(), shown));
+            let text = match cell {
+                Some(cell) => shown(cell),
+                None if scenario.claim(variant).applies() => "not run".to_owned(),
+                None => "-".to_owned(),
+            };
+            let _ = write!(out, " {text} |");
         }
         out.push('\n');
     }
     out.push_str(
         "\nEach cell is what the lab observed. ✗ marks an observation that contradicts the \
          variant's claim, ? a cell that proved nothing (inconclusive: its fault did not land), \
-         and - a scenario that does not apply to the variant.\n",
+         - a scenario that does not apply to the variant, and \"not run\" a cell the variant \
+         claims something of that this run did not play (a variant or a claim newer than the \
+         run).\n",
     );
     Ok(out)
 }
