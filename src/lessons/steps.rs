@@ -272,7 +272,7 @@ end"#,
         text_zh: "文章 001 结尾提到,读库存和写库存这两步本身也应该是原子的。\
             lua 变体正是这么做的:一个脚本完成扣减、检查和记账,Redis 执行完这个脚本才会处理别的命令,第二个买家根本无缝可钻。\
             两个实例的同一场抢购,50 件商品每件恰好卖出一次,没有锁,没有租期,每个买家只需一次往返。",
-        code: r#"-- src/scripts/deduct.lua
+        code: r#"-- src/scripts/deduct_one.lua (the sale deduct.lua runs)
 local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
 if stock <= 0 then
   return done(0, 0, stock)
