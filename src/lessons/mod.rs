@@ -1,5 +1,6 @@
-//! The guided lesson path (`GET /lessons`): article 001's story in eleven
-//! steps, each one experiment of the lab run on the live stack.
+//! The guided lesson path (`GET /lessons`): article 001's story in twelve
+//! steps (the last one past its end), each one experiment of the lab run
+//! on the live stack.
 //!
 //! A step's button asks any instance (`POST /api/admin/lessons/{id}`) to
 //! run `stocklock lab --target <this stack> --variant V S` as a process of
