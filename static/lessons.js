@@ -1,4 +1,4 @@
-// stocklock lessons: article 001's story as eleven experiments. Each Run
+// stocklock lessons: article 001's story as twelve experiments. Each Run
 // button asks the stack to play one (variant, scenario) pair of the lab,
 // polls /api/lessons until it is over, then shows the lab's cell, the
 // SKU's ledger and its timeline. No framework, no build step.
@@ -6,7 +6,7 @@
 
 const I18N = {
   en: {
-    subtitle: 'article 001, in eleven experiments',
+    subtitle: 'article 001, in twelve experiments',
     nav_dashboard: 'dashboard', nav_timeline: 'timeline',
     variant: 'variant', scenario: 'scenario',
     run: 'Run this experiment',
@@ -33,7 +33,7 @@ const I18N = {
     too_long: 'no result after {minutes} minutes; reload the page to look again',
   },
   zh: {
-    subtitle: '文章 001,拆成十一个实验',
+    subtitle: '文章 001,拆成十二个实验',
     nav_dashboard: '仪表盘', nav_timeline: '时间线',
     variant: '变体', scenario: '场景',
     run: '运行这个实验',

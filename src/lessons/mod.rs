@@ -1,5 +1,6 @@
-//! The guided lesson path (`GET /lessons`): article 001's story in eleven
-//! steps, each one experiment of the lab run on the live stack.
+//! The guided lesson path (`GET /lessons`): article 001's story in twelve
+//! steps (the last one past its end), each one experiment of the lab run
+//! on the live stack.
 //!
 //! A step's button asks any instance (`POST /api/admin/lessons/{id}`) to
 //! run `stocklock lab --target <this stack> --variant V S` as a process of
@@ -196,6 +197,44 @@ mod tests {
                 "{}: plays on the live stack",
                 step.id
             );
+        }
+    }
+
+    /// A step's code is this project's: it opens with the path of a file
+    /// (`// src/...` or `-- src/...`), and every line under a path is a
+    /// line of that file, as written (a line ending in `{ /* ... */ }`
+    /// stands for one that opens a block there). A renamed file or a
+    /// rewritten line shows here, not in front of a class.
+    #[test]
+    fn every_step_quotes_real_lines_of_the_files_it_names() {
+        fn path_of(line: &str) -> Option<&str> {
+            let rest = line
+                .strip_prefix("// ")
+                .or_else(|| line.strip_prefix("-- "))?;
+            let path = rest.split_whitespace().next()?.trim_end_matches(':');
+            path.starts_with("src/").then_some(path)
+        }
+        for step in &STEPS {
+            let mut file: Option<(&str, Vec<String>)> = None;
+            for line in step.code.lines() {
+                let line = line.trim();
+                if let Some(path) = path_of(line) {
+                    let text = std::fs::read_to_string(
+                        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path),
+                    )
+                    .unwrap_or_else(|err| panic!("{}: cannot read {path}: {err}", step.id));
+                    file = Some((path, text.lines().map(|l| l.trim().to_owned()).collect()));
+                    continue;
+                }
+                let Some((path, lines)) = &file else {
+                    panic!("{}: its code must open with the path of a file", step.id);
+                };
+                let found = match line.strip_suffix("{ /* ... */ }") {
+                    Some(head) => lines.iter().any(|l| l.starts_with(head.trim_end())),
+                    None => lines.iter().any(|l| l == line),
+                };
+                assert!(found, "{}: {path} has no line {line:?}", step.id);
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The lesson path: article 001's story told as eleven experiments, in its
-//! order. Each step names a variant and a lab scenario; the `Lessons` page
+//! order, and a twelfth past its end (the same script, one round trip for
+//! many buyers). Each step names a variant and a lab scenario; the `Lessons` page
 //! runs that pair on the live stack (`stocklock lab --variant V --scenario S`)
 //! and shows the lab's cell next to the SKU's timeline, so that every claim
 //! of the story is seen happening rather than read.
@@ -24,8 +25,8 @@ pub struct Step {
     pub look_zh: &'static str,
 }
 
-/// The path, in article 001's order.
-pub const STEPS: [Step; 11] = [
+/// The path, in article 001's order, then the step past its end.
+pub const STEPS: [Step; 12] = [
     Step {
         id: "one-instance",
         variant: "local-mutex",
@@ -272,7 +273,7 @@ end"#,
         text_zh: "文章 001 结尾提到,读库存和写库存这两步本身也应该是原子的。\
             lua 变体正是这么做的:一个脚本完成扣减、检查和记账,Redis 执行完这个脚本才会处理别的命令,第二个买家根本无缝可钻。\
             两个实例的同一场抢购,50 件商品每件恰好卖出一次,没有锁,没有租期,每个买家只需一次往返。",
-        code: r#"-- src/scripts/deduct.lua
+        code: r#"-- src/scripts/deduct_one.lua (the sale deduct.lua runs)
 local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
 if stock <= 0 then
   return done(0, 0, stock)
@@ -284,10 +285,33 @@ sold_unit(KEYS[2], KEYS[3], offset)"#,
         look: "Every section is a single atomic step, none overlaps another, and sold equals the initial stock with 0 remaining.",
         look_zh: "每个临界区都只是一个原子步骤,没有任何重叠;已售数等于初始库存,剩余为 0。",
     },
+    Step {
+        id: "lua-batch",
+        variant: "lua-batch",
+        scenario: "race",
+        title: "When the round trip is the cost",
+        title_zh: "当往返本身就是成本",
+        text: "The lua script is safe and does only a few microseconds of work inside Redis, so most of what a sale costs is the round trip to Redis and back. \
+            The lua-batch variant sends the buyers of a SKU that queued at an instance while its previous call was in flight together, in one call of the same script (a group commit), and each of them still gets a unit or a sold-out answer of its own. \
+            There is no timer, so a lone buyer waits for nobody, and the verdict is the same as lua's: the race sells its 50 units once each.",
+        text_zh: "lua 脚本是安全的,在 Redis 里只做几微秒的工作,所以一次销售的大部分成本是到 Redis 的一次往返。\
+            lua-batch 变体把上一次调用在途期间、在同一实例上排队的同一 SKU 的买家放在一起,用同一个脚本的一次调用发出去(组提交),每个买家仍然得到属于自己的一件商品或售罄答复。\
+            这里没有定时器,单个买家不用等任何人;结论和 lua 一样:这场抢购的 50 件商品每件恰好卖出一次。",
+        code: r#"// src/variants/lua_batch.rs: nothing in flight, so this buyer goes now
+if lane.push(buyer) {
+while let Some(batch) = lane.next(max) {
+-- src/scripts/deduct_batch.lua: one call, deduct.lua's sale per buyer
+for i = 5, #ARGV do
+  argv[2] = ARGV[i]
+  local answer = deduct(KEYS, argv, l, started)
+  for j = 1, 7 do out[#out + 1] = answer[j] end"#,
+        look: "The sections of one batch come from one instance and share one moment (the script's single TIME), and still no two sections overlap.",
+        look_zh: "同一批的临界区来自同一个实例,共用同一个时刻(脚本里唯一的一次 TIME),任意两个临界区仍然互不重叠。",
+    },
 ];
 
 /// The step with this id.
 pub fn find(id: &str) -> Option<&'static Step> {
-    let steps: &'static [Step; 11] = &STEPS;
+    let steps: &'static [Step; 12] = &STEPS;
     steps.iter().find(|step| step.id == id)
 }

@@ -102,6 +102,19 @@ async fn the_lesson_path_runs_each_experiment_and_shows_its_verdict_ledger_and_r
                     assert!(sections.iter().all(|s| s.atomic), "lua's sections are scripts");
                     assert!(sections.len() as i64 >= state.sold, "a script per sale: {shown}");
                 }
+                // One script per batch: its buyers' sections share its
+                // moment, and a moment overlaps nothing.
+                "lua-batch" => {
+                    assert_eq!(pairs.len(), 0, "{shown}");
+                    assert!(
+                        sections.iter().all(|s| s.atomic),
+                        "lua-batch's sections are scripts"
+                    );
+                    assert!(
+                        sections.len() as i64 >= state.sold,
+                        "a section per buyer of a batch: {shown}"
+                    );
+                }
                 _ => {}
             }
         }
