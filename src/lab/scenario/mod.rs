@@ -9,10 +9,11 @@
 //!
 //! This module: the scenarios as an enum (names, summaries, each variant's
 //! claim, the command line's values); `play`: what each one on the main
-//! stack does (the failover scenarios play in `failover.rs`, the order
-//! scenarios in `orders/`).
+//! stack does, `redis_pause` the one that pauses Redis (the failover
+//! scenarios play in `failover.rs`, the order scenarios in `orders/`).
 
 mod play;
+mod redis_pause;
 
 use std::fmt;
 use std::str::FromStr;
@@ -235,7 +236,7 @@ impl Scenario {
             Scenario::RetryStorm => play::retry_storm(lab, v).await,
             Scenario::ClockSkew => play::clock_skew(lab, v).await,
             Scenario::RedisRestart => play::redis_restart(lab, v).await,
-            Scenario::RedisPause => play::redis_pause(lab, variant).await,
+            Scenario::RedisPause => redis_pause::play(lab, variant).await,
             Scenario::RedlockMinorityDown => play::redlock_minority_down(lab, variant).await,
             Scenario::RedlockMajorityDown => play::redlock_majority_down(lab, v).await,
             Scenario::RedlockRestartWithoutPersistence => {
