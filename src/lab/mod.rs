@@ -15,8 +15,8 @@
 //!   `scenario/play.rs` what each does to the stack and the evidence it
 //!   hands its judge.
 //! - [`judge`]: pure functions from evidence to what a cell observed, one
-//!   file per family of scenario (crowd, duel, recovery, outage), and their
-//!   tests in `judge/tests.rs`.
+//!   file per family of scenario (crowd, duel, recovery, outage, doubt),
+//!   and their tests in `judge/tests.rs`.
 //! - [`report`]: the cells, the printed matrix and the JSON.
 //! - [`stack`]: the stack harness (shared with the test suite); its API
 //!   through [`crate::client::StackClient`].
@@ -46,7 +46,7 @@ use anyhow::Context;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use self::judge::{Duel, Ledger, Reply};
+use self::judge::{Check, Duel, Ledger, Reply};
 pub use self::report::{Cell, LabReport};
 pub use self::scenario::Scenario;
 use self::stack::{Instance, Stack};
@@ -65,6 +65,12 @@ const CELL_TIMEOUT: Duration = Duration::from_secs(30);
 const ENTER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a dead instance has to come back.
 const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long Redis has to stop answering once `DEBUG SLEEP` was sent, and a
+/// PING that long unanswered says it has.
+const PAUSE_TIMEOUT: Duration = Duration::from_secs(5);
+const PAUSED_AFTER: Duration = Duration::from_millis(50);
+/// How long a paused Redis has to answer again, past its pause.
+const WAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What `stocklock lab` was asked for.
 #[derive(Clone, Debug)]
@@ -89,6 +95,34 @@ pub struct Target {
     pub url: String,
     pub admin_token: String,
     pub redis_url: String,
+}
+
+/// A connection of the lab's own to its Redis, opened before a pause:
+/// it sees Redis stop answering, and answer again.
+struct Probe {
+    conn: redis::aio::MultiplexedConnection,
+    pause: Duration,
+}
+
+impl Probe {
+    /// A PING: `Ok(false)` when no answer came within `within`.
+    async fn ping(&mut self, within: Duration) -> anyhow::Result<bool> {
+        let ping = redis::cmd("PING");
+        match tokio::time::timeout(within, ping.query_async::<String>(&mut self.conn)).await {
+            Ok(answer) => answer.map(|_| true).context("PING"),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Returns once Redis answers again: a PING sent now waits for the end
+    /// of the pause.
+    async fn answering(&mut self) -> anyhow::Result<()> {
+        if self.ping(self.pause + WAKE_TIMEOUT).await? {
+            Ok(())
+        } else {
+            anyhow::bail!("Redis did not answer again after its pause")
+        }
+    }
 }
 
 /// Everything a scenario works with.
@@ -239,6 +273,37 @@ impl Lab {
             .chaos(action)
             .await
             .with_context(|| format!("chaos on instance {}", self.instance(index).name))
+    }
+
+    /// Pauses the lab's Redis for `pause` (`DEBUG SLEEP`, on a connection
+    /// of its own) and returns once it has stopped answering: a PING
+    /// unanswered for 50 ms. Whether it stopped (why not: it kept
+    /// answering), and the probe that tells when it answers again.
+    async fn pause_redis(&self, pause: Duration) -> anyhow::Result<(Check, Probe)> {
+        let client = redis::Client::open(self.redis_url.as_str())?;
+        // No timeout of the connection's own: `answering` waits out the pause.
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        let mut probe = Probe {
+            conn: client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?,
+            pause,
+        };
+        let mut conn = self.store.conn().await?;
+        let detail = format!("{} ms (the lab)", pause.as_millis());
+        crate::timeline::event(&mut conn, "pause_redis", None, None, detail).await;
+        chaos::pause_redis(&self.store, pause);
+        let deadline = Instant::now() + PAUSE_TIMEOUT;
+        while probe.ping(PAUSED_AFTER).await? {
+            if Instant::now() > deadline {
+                let why = format!(
+                    "Redis kept answering {} s after DEBUG SLEEP",
+                    PAUSE_TIMEOUT.as_secs()
+                );
+                return Ok((Err(why), probe));
+            }
+        }
+        Ok((Ok(()), probe))
     }
 
     /// The instance a recovery scenario kills next, and the other one.

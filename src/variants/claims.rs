@@ -130,6 +130,9 @@ pub struct Claims {
     pub clock_skew: Claim,
     /// Redis stops, and comes back empty.
     pub redis_restart: Claim,
+    /// Redis stops answering for longer than an instance waits, under
+    /// buyers with request ids, and answers again with its data.
+    pub redis_pause: Claim,
     /// Two of Redlock's five nodes are dead.
     pub redlock_minority_down: Claim,
     /// Three of Redlock's five nodes are dead.

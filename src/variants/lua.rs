@@ -47,6 +47,7 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
         retry_storm: Claim::safe("one sale per request_id"),
         clock_skew: Claim::NOT_APPLICABLE,
         redis_restart: Claim::recovers(""),
+        redis_pause: Claim::safe("every unknown id resolves"),
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,

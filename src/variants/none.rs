@@ -37,6 +37,7 @@ if stock > 0 {
         retry_storm: Claim::safe("one sale per request_id"),
         clock_skew: Claim::NOT_APPLICABLE,
         redis_restart: Claim::NOT_APPLICABLE,
+        redis_pause: Claim::NOT_APPLICABLE,
         redlock_minority_down: Claim::NOT_APPLICABLE,
         redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::NOT_APPLICABLE,

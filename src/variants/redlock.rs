@@ -54,6 +54,7 @@ unlock_all()                                       // compare-and-delete on ever
         retry_storm: Claim::safe("one sale per request_id"),
         clock_skew: Claim::NOT_APPLICABLE,
         redis_restart: Claim::NOT_APPLICABLE,
+        redis_pause: Claim::NOT_APPLICABLE,
         redlock_minority_down: Claim::keeps_selling(""),
         redlock_majority_down: Claim::busy("no quorum; sells again when the nodes return"),
         redlock_restart_without_persistence: Claim::oversells("a second owner finds a majority"),

@@ -240,6 +240,7 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             "announced from inside its section",
         ),
         (Scenario::RedisRestart, Variant::Lua, "while down: 503"),
+        (Scenario::RedisPause, Variant::LuaBatch, "0 unresolved"),
         (Scenario::Failover, Variant::Token, "Sentinel promoted"),
         (Scenario::Failover, Variant::Etcd, "etcd leader"),
         (Scenario::Failover, Variant::ZooKeeper, "ZooKeeper leader"),
@@ -256,6 +257,31 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
         String::from_utf8_lossy(&output.stdout).contains("cells in"),
         "no summary line"
     );
+}
+
+/// `redis-pause` on its own: its three cells (`lua`, `lua-batch`,
+/// `lua-sharded`), each with buyers told `unknown` whose ids all resolved.
+#[tokio::test]
+async fn the_lab_sees_every_id_resolve_after_a_redis_pause() {
+    let (output, report) = lab(&["redis-pause"], &[], Duration::from_secs(180)).await;
+    assert!(output.status.success(), "a cell failed");
+    let cells = report["cells"].as_array().unwrap();
+    let variants: Vec<&str> = cells
+        .iter()
+        .map(|c| c["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["lua", "lua-batch", "lua-sharded"]);
+    for cell in cells {
+        assert_eq!(cell["observed"], "safe", "{cell}");
+        let evidence = cell["evidence"].as_str().unwrap();
+        let in_doubt: usize = evidence
+            .split_once(" answered unknown")
+            .and_then(|(before, _)| before.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{evidence}"));
+        assert!(in_doubt > 0, "{evidence}");
+        assert!(evidence.contains(", 0 unresolved;"), "{evidence}");
+    }
 }
 
 /// A safe variant broken on purpose: `fenced` with its fence skipped (the

@@ -79,6 +79,8 @@ mod tests {
             status,
             reason: reason.map(str::to_owned),
             replayed: false,
+            unknown: false,
+            unit: None,
             took: Duration::from_millis(10),
         }
     }

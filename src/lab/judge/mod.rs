@@ -20,6 +20,8 @@
 //! - `recovery`: a holder that died, and the buyer after it
 //!   (`kill-instance`, `crash-after-acquire`);
 //! - `outage`: a store that went away (`redis-restart`, Redlock's nodes);
+//! - `doubt`: buyers told `unknown` by a Redis that stopped answering, and
+//!   their retries (`redis-pause`);
 //! - `failover`: a lock's store that failed over under its holder;
 //! - `orders`: the order pipeline, judged from the reconciliation of the
 //!   ledger with the orders (`crash-before-enqueue`, ...).
@@ -28,6 +30,7 @@
 //! and the order they decide in (`decide`).
 
 mod crowd;
+mod doubt;
 mod duel;
 mod failover;
 mod orders;
@@ -40,14 +43,15 @@ use std::fmt;
 use std::time::Duration;
 
 pub use self::crowd::{one_instance, race, retry_storm, slow_business};
+pub use self::doubt::{Doubted, RedisPause, redis_pause};
 pub use self::duel::{Duel, clock_skew, forgotten_lock, lock_vanishes, pause_holder};
 pub use self::failover::{Failover, failover};
 pub use self::orders::{Books, LostLedger, books, ledger_lost};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
 pub use self::recovery::{Recovery, recovery};
-use crate::client::Deduction;
+use crate::client::{DeductBody, Deduction};
 use crate::variants::Behaviour;
-use crate::wire::StateSnapshot;
+use crate::wire::{OutcomeKind, StateSnapshot};
 
 /// What a cell saw, as one word of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,16 +120,26 @@ pub struct Reply {
     pub reason: Option<String>,
     /// A retry answered from its request id's record.
     pub replayed: bool,
+    /// Answered `unknown` (503): the write was sent and no answer came.
+    pub unknown: bool,
+    /// The unit sold (a 200's, replayed or not).
+    pub unit: Option<i64>,
     /// From sending it to its answer.
     pub took: Duration,
 }
 
 impl From<Deduction> for Reply {
     fn from(answer: Deduction) -> Self {
+        let (unknown, unit) = match &answer.body {
+            DeductBody::Outcome(body) => (body.outcome == OutcomeKind::Unknown, body.unit),
+            _ => (false, None),
+        };
         Reply {
             status: answer.status,
             reason: answer.reason().map(str::to_owned),
             replayed: answer.replayed(),
+            unknown,
+            unit: unit.filter(|_| answer.status == 200),
             took: answer.took,
         }
     }
@@ -140,6 +154,11 @@ impl Reply {
     pub fn refused(&self, reason: &str) -> bool {
         self.status == 429 && self.reason.as_deref() == Some(reason)
     }
+
+    /// Sold or sold out: an answer a retry of its request id can only repeat.
+    pub fn is_final(&self) -> bool {
+        matches!(self.status, 200 | 409)
+    }
 }
 
 impl Reply {
@@ -148,6 +167,7 @@ impl Reply {
         let answer = match (self.status, &self.reason) {
             (0, _) => "no answer".to_owned(),
             (status, Some(reason)) => format!("{status} {reason}"),
+            (status, None) if self.unknown => format!("{status} unknown"),
             (200, None) => "200 sold".to_owned(),
             (status, None) => status.to_string(),
         };

@@ -24,6 +24,8 @@ fn reply(status: u16, reason: Option<&str>, took_ms: u64) -> Reply {
         status,
         reason: reason.map(str::to_owned),
         replayed: false,
+        unknown: false,
+        unit: None,
         took: Duration::from_millis(took_ms),
     }
 }

@@ -9,10 +9,11 @@
 //!
 //! This module: the scenarios as an enum (names, summaries, each variant's
 //! claim, the command line's values); `play`: what each one on the main
-//! stack does (the failover scenarios play in `failover.rs`, the order
-//! scenarios in `orders/`).
+//! stack does, `redis_pause` the one that pauses Redis (the failover
+//! scenarios play in `failover.rs`, the order scenarios in `orders/`).
 
 mod play;
+mod redis_pause;
 
 use std::fmt;
 use std::str::FromStr;
@@ -34,6 +35,7 @@ pub enum Scenario {
     RetryStorm,
     ClockSkew,
     RedisRestart,
+    RedisPause,
     RedlockMinorityDown,
     RedlockMajorityDown,
     RedlockRestartWithoutPersistence,
@@ -48,7 +50,7 @@ pub enum Scenario {
 
 impl Scenario {
     /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 20] = [
+    pub const ALL: [Scenario; 21] = [
         Scenario::OneInstance,
         Scenario::Race,
         Scenario::SlowBusiness,
@@ -59,6 +61,7 @@ impl Scenario {
         Scenario::RetryStorm,
         Scenario::ClockSkew,
         Scenario::RedisRestart,
+        Scenario::RedisPause,
         Scenario::RedlockMinorityDown,
         Scenario::RedlockMajorityDown,
         Scenario::RedlockRestartWithoutPersistence,
@@ -84,6 +87,7 @@ impl Scenario {
             Scenario::RetryStorm => "retry-storm",
             Scenario::ClockSkew => "clock-skew",
             Scenario::RedisRestart => "redis-restart",
+            Scenario::RedisPause => "redis-pause",
             Scenario::RedlockMinorityDown => "redlock-minority-down",
             Scenario::RedlockMajorityDown => "redlock-majority-down",
             Scenario::RedlockRestartWithoutPersistence => "redlock-restart-without-persistence",
@@ -131,6 +135,9 @@ impl Scenario {
             Scenario::RetryStorm => "sixteen concurrent retries of one request_id",
             Scenario::ClockSkew => "instance b's clock runs 5 s ahead while a holds the lock",
             Scenario::RedisRestart => "Redis stops (503s meanwhile) and comes back empty",
+            Scenario::RedisPause => {
+                "Redis stops answering for 2.5 s mid-sale (an instance waits 1 s): 30 buyers with request ids told unknown; each id must resolve on retry, each unit sold once"
+            }
             Scenario::RedlockMinorityDown => "the race with two of Redlock's five nodes dead",
             Scenario::RedlockMajorityDown => "three of Redlock's five nodes dead, then back empty",
             Scenario::RedlockRestartWithoutPersistence => {
@@ -174,6 +181,7 @@ impl Scenario {
             Scenario::RetryStorm => claims.retry_storm,
             Scenario::ClockSkew => claims.clock_skew,
             Scenario::RedisRestart => claims.redis_restart,
+            Scenario::RedisPause => claims.redis_pause,
             Scenario::RedlockMinorityDown => claims.redlock_minority_down,
             Scenario::RedlockMajorityDown => claims.redlock_majority_down,
             Scenario::RedlockRestartWithoutPersistence => {
@@ -228,6 +236,7 @@ impl Scenario {
             Scenario::RetryStorm => play::retry_storm(lab, v).await,
             Scenario::ClockSkew => play::clock_skew(lab, v).await,
             Scenario::RedisRestart => play::redis_restart(lab, v).await,
+            Scenario::RedisPause => redis_pause::play(lab, variant).await,
             Scenario::RedlockMinorityDown => play::redlock_minority_down(lab, variant).await,
             Scenario::RedlockMajorityDown => play::redlock_majority_down(lab, v).await,
             Scenario::RedlockRestartWithoutPersistence => {
@@ -323,6 +332,18 @@ mod tests {
                 Variant::ALL.iter().any(|&v| s.claim(v).applies()),
                 "{s} has no cell"
             );
+        }
+    }
+
+    #[test]
+    fn redis_pause_is_claimed_safe_by_the_scripts_without_orders_only() {
+        for v in Variant::ALL {
+            let claim = Scenario::RedisPause.claim(v);
+            let wanted = matches!(v, Variant::Lua | Variant::LuaBatch | Variant::LuaSharded);
+            assert_eq!(claim.applies(), wanted, "{v}");
+            if wanted {
+                assert_eq!(claim.behaviour, crate::variants::Behaviour::Safe, "{v}");
+            }
         }
     }
 

@@ -44,7 +44,7 @@ fn pause_for(v: &str) -> Duration {
     PAUSE.max(shortest_lease(v) + Duration::from_millis(1_500))
 }
 
-fn query(v: &str, knobs: &str) -> String {
+pub(super) fn query(v: &str, knobs: &str) -> String {
     format!("/deductStock/{v}?sku={v}&{knobs}")
 }
 
