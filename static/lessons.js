@@ -194,17 +194,32 @@ function mountTimeline(section, data) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// How long a step waits for every instance to hand in its sections.
+const LATE_LIMIT_MS = 30 * 1000;
+
+// The SKU's timeline once every instance has handed in its sections: a
+// read that an instance did not answer in time (frozen, or slow under
+// load) says so (counted_in false) and is made again, for LATE_LIMIT_MS at
+// most; after that the last one is shown, and its summary says what may
+// be missing. Three failed reads in a row give up.
 async function fetchTimeline(sku) {
   let last = null;
-  for (let attempt = 0; attempt < 3; attempt += 1) {
+  const started = Date.now();
+  for (let failures = 0; failures < 3;) {
     try {
       const response = await fetch(`/api/timeline?sku=${encodeURIComponent(sku)}`, { cache: 'no-store' });
-      if (response.ok) return { data: await response.json() };
+      if (response.ok) {
+        const data = await response.json();
+        if (data.counted_in !== false || Date.now() - started > LATE_LIMIT_MS) return { data };
+        await sleep(300);
+        continue;
+      }
       const answer = await response.json().catch(() => ({}));
       last = answer.detail || answer.error || `${response.status}`;
     } catch (err) {
       last = err && err.message ? err.message : String(err);
     }
+    failures += 1;
     await sleep(300);
   }
   return { error: last };

@@ -23,6 +23,7 @@
       summary: '{n} sections · {m} overlapping pairs ({k} across instances)',
       empty: 'no critical sections recorded yet',
       truncated: 'older sections were left out',
+      late: 'an instance had not handed in its sections yet: some may be missing',
       server_disagrees: 'the server counted {m} pairs',
       zoom_in: 'Zoom in', zoom_out: 'Zoom out', reset: 'Reset view',
       hint: 'wheel: zoom · drag: pan · double-click: reset',
@@ -43,6 +44,7 @@
       summary: '{n} 个临界区 · {m} 对重叠(跨实例 {k} 对)',
       empty: '还没有记录到临界区',
       truncated: '较早的临界区未显示',
+      late: '有实例还没有交来它的临界区:可能缺少一部分',
       server_disagrees: '服务器统计为 {m} 对',
       zoom_in: '放大', zoom_out: '缩小', reset: '重置视图',
       hint: '滚轮:缩放 · 拖动:平移 · 双击:重置',
@@ -451,6 +453,7 @@
       else line = t('summary', { n: model.n, m: model.pairs.length, k: model.cross });
       if (model.server && !model.server.agree) line += ' · ' + t('server_disagrees', { m: model.server.count });
       if (model.data && model.data.truncated) line += ' · ' + t('truncated');
+      if (model.data && model.data.counted_in === false) line += ' · ' + t('late');
       summaryLine.textContent = line;
       summaryLine.classList.toggle('tl-bad', model.pairs.length > 0);
       summaryLine.classList.toggle('tl-empty', !model.n);
@@ -467,6 +470,8 @@
         delete element.dataset.serverOverlaps;
         delete element.dataset.overlapsAgree;
       }
+      // Whether every instance had handed in its sections when the data was read.
+      element.dataset.countedIn = String(!(model.data && model.data.counted_in === false));
       element.dataset.drawn = 'true';
     }
 

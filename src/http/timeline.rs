@@ -52,14 +52,15 @@ fn query(pairs: &Pairs) -> Result<(Sku, Option<u64>), AppError> {
     Ok((sku, seconds))
 }
 
-/// Reads the timeline once every instance has handed in its sections.
+/// Reads the timeline once every instance has handed in its sections, or
+/// a second has passed (then it says so: `counted_in` is false).
 async fn read(state: &AppState, pairs: &Pairs) -> Result<Timeline, AppError> {
     let (sku, seconds) = query(pairs)?;
-    state.seller().flush_everywhere().await;
+    let counted_in = state.seller().flush_everywhere().await;
     let mut conn = state.store().conn().await?;
     let keys = Keys::new(&sku);
     let snapshot = ledger::snapshot(&mut conn, &keys, sku.as_str()).await?;
-    Ok(timeline::read(&mut conn, &keys, snapshot, seconds).await?)
+    Ok(timeline::read(&mut conn, &keys, snapshot, seconds, counted_in).await?)
 }
 
 /// `GET /api/timeline?sku=[&seconds=]`

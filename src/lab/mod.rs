@@ -71,6 +71,9 @@ const PAUSE_TIMEOUT: Duration = Duration::from_secs(5);
 const PAUSED_AFTER: Duration = Duration::from_millis(50);
 /// How long a paused Redis has to answer again, past its pause.
 const WAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long every instance has to hand in its sections before a cell is
+/// judged (each read of the timeline waits a second for them).
+const COUNTED_IN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What `stocklock lab` was asked for.
 #[derive(Clone, Debug)]
@@ -160,9 +163,24 @@ impl Lab {
     }
 
     /// The SKU's ledger and overlap witness now: its timeline, from the
-    /// stack's own endpoint (`/api/timeline`), which the page draws.
+    /// stack's own endpoint (`/api/timeline`), which the page draws, read
+    /// again until every instance had handed in its sections: a cell is
+    /// not judged on part of them.
     async fn ledger(&self, sku: &str) -> anyhow::Result<Ledger> {
-        let timeline = self.client().timeline(sku).await?;
+        let deadline = Instant::now() + COUNTED_IN_TIMEOUT;
+        let timeline = loop {
+            let timeline = self.client().timeline(sku).await?;
+            if timeline.counted_in {
+                break timeline;
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!(
+                    "an instance did not hand in its sections of {sku} within {COUNTED_IN_TIMEOUT:?}"
+                );
+            }
+            // A read that could not call the instances at all came back at once.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         let holder = |i: usize| {
             let s = &timeline.sections[i];
             s.holder

@@ -56,11 +56,12 @@ pub const CHANNELS: &[&str] = &[
 ];
 
 /// Rounds of [`Seller::flush_everywhere`]: how many began, and the number
-/// of the last one done (a round's number is the count begun with it).
+/// of the last one done (a round's number is the count begun with it) with
+/// whether every instance counted in during it.
 #[derive(Default)]
 pub(super) struct FlushRounds {
     started: AtomicU64,
-    done: tokio::sync::Mutex<u64>,
+    done: tokio::sync::Mutex<(u64, bool)>,
     /// Held by a count from taking the answers to its last write: a count
     /// that found nothing left to take must still wait for the one that
     /// took them, or a state read would go ahead without them.
@@ -214,23 +215,31 @@ impl Seller {
     /// Readers that come together share one round: a round that began
     /// after a reader arrived counted every answer given before it, so the
     /// reader waits for that one instead of starting its own.
-    pub async fn flush_everywhere(&self) {
+    ///
+    /// Returns whether every instance counted in: `false` when one that
+    /// heard the call did not say so within the second (frozen, or slow
+    /// under load), or when the call could not be made (this instance's
+    /// listener is not subscribed). What such an instance holds is then
+    /// missing from the read, and comes with its next count, within a
+    /// second of its coming back.
+    pub async fn flush_everywhere(&self) -> bool {
         let arrived = self.flush_rounds.started.load(Ordering::Acquire);
         let mut done = self.flush_rounds.done.lock().await;
-        if *done > arrived {
-            return;
+        if done.0 > arrived {
+            return done.1;
         }
         let round = self.flush_rounds.started.fetch_add(1, Ordering::AcqRel) + 1;
-        self.flush_round().await;
-        *done = round;
+        let counted_in = self.flush_round().await;
+        *done = (round, counted_in);
+        counted_in
     }
 
-    async fn flush_round(&self) {
+    async fn flush_round(&self) -> bool {
         self.flush_local().await;
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         let mut heard = self.wakeups.heard();
         let Ok(listeners) = self.wakeups.publish(FLUSH_CHANNEL, &nonce).await else {
-            return;
+            return false;
         };
         let all_counted = async {
             let mut acks = 0;
@@ -241,13 +250,18 @@ impl Seller {
                     {
                         acks += 1
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return false,
                     _ => {}
                 }
             }
+            true
         };
-        if tokio::time::timeout(FLUSH_WAIT, all_counted).await.is_err() {
+        let counted_in = tokio::time::timeout(FLUSH_WAIT, all_counted)
+            .await
+            .unwrap_or(false);
+        if !counted_in {
             tracing::warn!("not every instance counted its answers in within a second");
         }
+        counted_in
     }
 }

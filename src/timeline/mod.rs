@@ -184,6 +184,11 @@ pub struct Timeline {
     pub verdict: String,
     /// The list was full: the oldest sections of the run are gone.
     pub truncated: bool,
+    /// Every instance counted in the sections it kept before this was
+    /// read. `false`: one did not answer the call within a second (frozen,
+    /// or slow under load), and its sections are missing until it does; a
+    /// reader that needs them all reads again.
+    pub counted_in: bool,
 }
 
 /// The ledger's verdict on a state.
@@ -200,12 +205,15 @@ pub fn verdict(state: &StateSnapshot) -> String {
 }
 
 /// Reads `sku`'s timeline (`seconds`: only the last that many; `None`:
-/// since its last reset), with `state` read just before.
+/// since its last reset), with `state` read just before, after a call to
+/// every instance to count its sections in that each answered or not
+/// (`counted_in`).
 pub async fn read(
     conn: &mut Conn,
     keys: &Keys,
     state: StateSnapshot,
     seconds: Option<u64>,
+    counted_in: bool,
 ) -> Result<Timeline, StoreError> {
     let mut sections = sections(conn, keys).await?;
     let truncated = sections.len() >= KEEP;
@@ -243,6 +251,7 @@ pub async fn read(
         verdict: verdict(&state),
         state,
         truncated,
+        counted_in,
     })
 }
 

@@ -24,7 +24,7 @@ const SHOWN: &str = "const step = document.querySelector(`[data-step=${arguments
        initial: f('initial').textContent, sold: f('sold').textContent,
        remaining: f('remaining').textContent, oversold: f('oversold').textContent,
        drawn: t.dataset.drawn, sections: t.dataset.sections, overlaps: t.dataset.overlaps,
-       cross: t.dataset.crossOverlaps};";
+       cross: t.dataset.crossOverlaps, counted_in: t.dataset.countedIn};";
 
 #[tokio::test]
 async fn the_lesson_path_runs_each_experiment_and_shows_its_verdict_ledger_and_race() {
@@ -88,6 +88,9 @@ async fn the_lesson_path_runs_each_experiment_and_shows_its_verdict_ledger_and_r
                 .filter(|&&(a, b)| sections[a].instance != sections[b].instance)
                 .count();
             assert_eq!(shown["drawn"], "true", "{}", step.id);
+            // Drawn from a read every instance had handed its sections in
+            // to: the page reads again until then.
+            assert_eq!(shown["counted_in"], "true", "{}: {shown}", step.id);
             assert_eq!(shown["sections"], json!(sections.len().to_string()), "{}", step.id);
             assert_eq!(shown["overlaps"], json!(pairs.len().to_string()), "{}", step.id);
             assert_eq!(shown["cross"], json!(across.to_string()), "{}", step.id);

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use stocklock::chaos::Chaos;
+use stocklock::http::{AppState, app};
 use stocklock::knobs::Sku;
+use stocklock::lock::Wakeups;
 use stocklock::store::{Keys, Store};
 use stocklock::timeline::{self, Timeline};
 
@@ -120,6 +122,62 @@ async fn every_section_is_recorded_without_chaos_mode_with_its_overlaps_lease_an
         assert!(t.sections.iter().all(|s| s.exit_ns >= t.from_ns));
     })
     .await;
+}
+
+/// An in-process instance called `name` whose listener hears the calls
+/// to count in, as a real instance's does. Its background tasks (the count
+/// every second, the answers to those calls) are the caller's to start.
+async fn hearing(store: &Store, name: &str) -> (InProcess, AppState) {
+    let wakeups = Wakeups::new().also_hearing(stocklock::sale::CHANNELS);
+    // Lives as long as the test's runtime.
+    let _listener = wakeups.listen(store.client().clone());
+    wakeups.subscribed().await;
+    let state = AppState::new(store.clone(), helpers::in_process_config(name), wakeups);
+    (InProcess(app(state.clone())), state)
+}
+
+/// A timeline read waits a second at most for every instance to hand in
+/// the sections it keeps. Instance b is late (subscribed, but neither
+/// counting in nor answering the call, as when frozen or starved under
+/// load): the read through a comes back without b's section and says so;
+/// once b answers, the next read has it. A reader that draws or judges
+/// the timeline (the lessons page, the lab) needs to know which it got.
+#[tokio::test]
+async fn a_timeline_read_says_whether_every_instance_had_handed_in_its_sections() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let (a, a_state) = hearing(&store, "a").await;
+    let (b, b_state) = hearing(&store, "b").await;
+    let mut tasks = a_state.start_background();
+    within(Duration::from_secs(60), async {
+        a.reset("none", 5, 0).await;
+        let (status, body) = b.get("/deductStock/none?sku=none").await;
+        assert_eq!(status, 200, "{body}");
+
+        let (status, late) = a.get("/api/timeline?sku=none").await;
+        assert_eq!(status, 200, "{late}");
+        assert_eq!(late["sections"], json!([]), "b kept its section: {late}");
+        assert_eq!(
+            late["counted_in"],
+            json!(false),
+            "a timeline without b's section must say b was late: {late}"
+        );
+
+        // b comes back: it answers the next call, its section with it.
+        tasks.extend(b_state.start_background());
+        let t = timeline_of(&a, "sku=none").await;
+        assert!(t.counted_in, "{t:?}");
+        let from: Vec<&str> = t.sections.iter().map(|s| s.instance.as_str()).collect();
+        assert_eq!(from, ["b"], "{t:?}");
+        let keys = Keys::new(&Sku::parse("none").unwrap());
+        let mut conn = store.conn().await.unwrap();
+        let stored = timeline::sections(&mut conn, &keys).await.unwrap();
+        assert_eq!(stored, t.sections, "the read shows what Redis holds");
+    })
+    .await;
+    for task in tasks {
+        task.abort();
+    }
 }
 
 #[tokio::test]
