@@ -23,8 +23,10 @@ use crate::outcome::{Answer, BusyReason, Outcome};
 use crate::store::{Keys, StoreError};
 use crate::wire::{LockState, StateSnapshot};
 
+mod count_in;
 mod reset;
 
+pub use count_in::{CountIn, Counted, count_in};
 pub use reset::{RESET_CHANNEL, bucket_share, reset_sku, reset_sku_unannounced, timeline_off};
 
 /// The shared Lua functions of the ledger (`record(...)`) and of request
@@ -267,29 +269,6 @@ pub async fn add<C: ConnectionLike>(
         .arg(n)
         .query_async(conn)
         .await?;
-    Ok(())
-}
-
-/// Counts the answers an instance gave without writing to Redis: `unknown`
-/// ones (Redis was not answering) and `served` ones, all requests it
-/// answered from memory (sold-out marks) or while Redis was away, added to
-/// its share of the SKU's answers.
-pub async fn add_local<C: ConnectionLike>(
-    conn: &mut C,
-    keys: &Keys,
-    instance: &str,
-    unknown: u64,
-    served: u64,
-) -> Result<(), StoreError> {
-    let mut pipe = redis::pipe();
-    if unknown > 0 {
-        pipe.hincr(&keys.ledger, Counter::Unknown.field(), unknown)
-            .ignore();
-    }
-    if served > 0 {
-        pipe.hincr(&keys.served, instance, served).ignore();
-    }
-    pipe.query_async::<()>(conn).await?;
     Ok(())
 }
 

@@ -7,7 +7,7 @@
 //! announcements (a reset, a unit given back, a chaos arming, a call to
 //! count in) are acted on here too.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -16,6 +16,7 @@ use super::Seller;
 use crate::knobs::Sku;
 use crate::ledger;
 use crate::lock::Heard;
+use crate::section::nothing_sent;
 use crate::store::Keys;
 use crate::timeline;
 
@@ -38,6 +39,16 @@ impl Local {
             self.sections.pop_front();
         }
         self.sections.push_back(section);
+    }
+}
+
+/// A count-in that was never sent, back as answers to count.
+fn local_of(count: ledger::CountIn) -> Local {
+    Local {
+        unknown: count.unknown,
+        served: count.served,
+        mark_refusals: count.mark_refusals,
+        sections: count.sections.into(),
     }
 }
 
@@ -64,8 +75,14 @@ pub(super) struct FlushRounds {
     done: tokio::sync::Mutex<(u64, bool)>,
     /// Held by a count from taking the answers to its last write: a count
     /// that found nothing left to take must still wait for the one that
-    /// took them, or a state read would go ahead without them.
-    counting: tokio::sync::Mutex<()>,
+    /// took them, or a state read would go ahead without them. It holds
+    /// the count-ins sent whose answer never came, by SKU: each is sent
+    /// again as it was, and nothing newer of its SKU goes before it.
+    counting: tokio::sync::Mutex<HashMap<Sku, ledger::CountIn>>,
+    /// This process's counter (`instance:nonce`) and the number of its
+    /// last count-in: the ledger applies each number once.
+    counter: std::sync::OnceLock<String>,
+    numbers: AtomicU64,
 }
 
 /// How long a state read waits for the instances to count their answers in.
@@ -87,59 +104,66 @@ impl Seller {
     /// failed to be, whichever count (this one or one already under way)
     /// took it.
     pub async fn flush_local(&self) {
-        let _counting = self.flush_rounds.counting.lock().await;
+        let mut in_doubt = self.flush_rounds.counting.lock().await;
         let pending: Vec<(Sku, Local)> = self
             .local
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain()
             .collect();
-        if pending.is_empty() {
+        if pending.is_empty() && in_doubt.is_empty() {
             return;
         }
         let mut left = Vec::new();
-        let conn = self.store.conn().await;
-        for (sku, mut n) in pending {
-            let Ok(conn) = &conn else {
-                left.push((sku, n));
-                continue;
-            };
+        let Ok(mut conn) = self.store.conn().await else {
+            self.keep_local(pending);
+            return;
+        };
+        let counter = self
+            .flush_rounds
+            .counter
+            .get_or_init(|| format!("{}:{}", self.instance, uuid::Uuid::new_v4().simple()));
+        // First the count-ins in doubt, each as it was: applied now, or
+        // found applied before (their first send ran late).
+        let doubtful: Vec<Sku> = in_doubt.keys().cloned().collect();
+        for sku in doubtful {
             let keys = Keys::new(&sku);
-            if (n.unknown > 0 || n.served > 0)
-                && ledger::add_local(
-                    &mut conn.clone(),
-                    &keys,
-                    &self.instance,
-                    n.unknown,
-                    n.served,
-                )
-                .await
-                .is_ok()
-            {
-                (n.unknown, n.served) = (0, 0);
-            }
-            if n.mark_refusals > 0
-                && ledger::add(
-                    &mut conn.clone(),
-                    &keys,
-                    ledger::Counter::MarkRefusals,
-                    n.mark_refusals,
-                )
-                .await
-                .is_ok()
-            {
-                n.mark_refusals = 0;
-            }
-            if timeline::append(&mut conn.clone(), &keys, n.sections.make_contiguous())
-                .await
-                .is_ok()
-            {
-                n.sections.clear();
-            }
-            if n.unknown > 0 || n.served > 0 || n.mark_refusals > 0 || !n.sections.is_empty() {
-                left.push((sku, n));
+            let sent = ledger::count_in(&mut conn, &keys, &self.instance, counter, &in_doubt[&sku]);
+            if sent.await.is_ok() {
+                in_doubt.remove(&sku);
             }
         }
+        for (sku, n) in pending {
+            if in_doubt.contains_key(&sku)
+                || (n.unknown, n.served, n.mark_refusals) == (0, 0, 0) && n.sections.is_empty()
+            {
+                left.push((sku, n));
+                continue;
+            }
+            let count = ledger::CountIn {
+                number: self.flush_rounds.numbers.fetch_add(1, Ordering::Relaxed) + 1,
+                unknown: n.unknown,
+                served: n.served,
+                mark_refusals: n.mark_refusals,
+                sections: Vec::from(n.sections),
+            };
+            match ledger::count_in(&mut conn, &Keys::new(&sku), &self.instance, counter, &count)
+                .await
+            {
+                Ok(_) => {}
+                // Not sent: nothing counted; it joins what came meanwhile.
+                Err(err) if nothing_sent(&err) => left.push((sku, local_of(count))),
+                Err(_) => {
+                    in_doubt.insert(sku, count);
+                }
+            }
+        }
+        self.keep_local(left);
+    }
+
+    /// Puts back answers and sections not counted in, before whatever
+    /// came meanwhile.
+    fn keep_local(&self, left: Vec<(Sku, Local)>) {
         let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
         for (sku, n) in left {
             let entry = local.entry(sku).or_default();

@@ -27,7 +27,7 @@
 
 mod store;
 
-pub use self::store::{append, sections};
+pub use self::store::{APPEND_SECTIONS_LUA, append, batch, sections};
 
 use redis::AsyncCommands;
 use redis::aio::ConnectionLike;

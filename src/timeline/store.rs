@@ -9,7 +9,16 @@ use redis::{AsyncCommands, Script};
 use super::{KEEP, Section};
 use crate::store::{Conn, Keys, StoreError};
 
-static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("append.lua")));
+/// The Lua function `append_sections(sections, ledger, batch, count,
+/// keep)`: one batch onto a SKU's timeline, the oldest dropped past `keep`.
+pub const APPEND_SECTIONS_LUA: &str = include_str!("append_sections.lua");
+
+static APPEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{APPEND_SECTIONS_LUA}\n{}",
+        include_str!("append.lua")
+    ))
+});
 
 /// A section as the list keeps it: its fields in order, no names.
 type Packed = (
@@ -79,18 +88,23 @@ fn unpack(p: Packed) -> Section {
     }
 }
 
+/// `sections` as one element of the list: `COUNT|JSON`.
+pub fn batch(sections: &[Section]) -> String {
+    let packed: Vec<PackedRef<'_>> = sections.iter().map(pack).collect();
+    let json = serde_json::to_string(&packed).unwrap_or_else(|_| "[]".to_owned());
+    format!("{}|{json}", sections.len())
+}
+
 /// Appends one batch of sections to a SKU's timeline, which keeps the
 /// last [`KEEP`] or so (whole batches: a batch more at most).
 pub async fn append(conn: &mut Conn, keys: &Keys, sections: &[Section]) -> Result<(), StoreError> {
     if sections.is_empty() {
         return Ok(());
     }
-    let packed: Vec<PackedRef<'_>> = sections.iter().map(pack).collect();
-    let json = serde_json::to_string(&packed).unwrap_or_else(|_| "[]".to_owned());
     let _: i64 = APPEND
         .key(&keys.sections)
         .key(&keys.ledger)
-        .arg(format!("{}|{json}", sections.len()))
+        .arg(batch(sections))
         .arg(sections.len())
         .arg(KEEP)
         .invoke_async(conn)

@@ -95,7 +95,14 @@ async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
         );
     }
     // Waiting variants sell everything; a waiter gives up only after 10 s.
-    for variant in ["watchdog", "fenced", "redlock", "lua", "lua-batch", "lua-sharded"] {
+    for variant in [
+        "watchdog",
+        "fenced",
+        "redlock",
+        "lua",
+        "lua-batch",
+        "lua-sharded",
+    ] {
         assert_eq!(
             stack.state(&format!("sale-{variant}")).await.remaining,
             0,

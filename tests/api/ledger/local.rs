@@ -60,3 +60,51 @@ async fn a_count_returns_only_once_the_answers_counted_before_it_are_in_redis() 
         "the state read after both counts: {counted:?}"
     );
 }
+
+/// A count-in whose answer never came (Redis held it past the second an
+/// instance waits) may still run once Redis lets it; sent again, it must
+/// not count twice.
+#[tokio::test]
+async fn a_count_in_held_past_its_timeout_and_sent_again_counts_once() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let state = AppState::new(store, in_process_config("a"), Wakeups::new());
+    let a = InProcess(app(state.clone()));
+    a.reset("held", 10, 0).await;
+    for _ in 0..3 {
+        let (status, body) = a.get("/deductStock/lua?sku=held").await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // Redis holds writes back for longer than an instance waits (1 s):
+    // the count-in times out, and runs when the pause ends.
+    let mut conn = redis_conn(&redis.url()).await;
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(2500)
+        .arg("WRITE")
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    state.seller().flush_local().await;
+    // A write held after the instance's runs after it: once it is
+    // answered (on a connection that waits as long as it takes), the
+    // instance's held write has run.
+    let patient = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let mut waits = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("INCR")
+        .arg("after-the-pause")
+        .query_async(&mut waits)
+        .await
+        .unwrap();
+    state.seller().flush_local().await;
+    let counted = a.state("held").await;
+    assert_eq!(
+        counted.per_instance.get("a"),
+        Some(&3),
+        "three answers, counted in once: {counted:?}"
+    );
+}
