@@ -49,6 +49,9 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     let mut expected = vec![
         "lua-vs-healthz",
         "lua-vs-bare",
+        "lua-batch-vs-healthz",
+        "lua-batch-vs-lua",
+        "lua-batch-latency-c1",
         "timeline-cost",
         "sold-out-vs-healthz",
         "watchdog-vs-handoff-ceiling",
@@ -95,7 +98,12 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
             (ratio - ours / theirs).abs() <= 1e-12 * ratio.abs(),
             "{name}: ratio {ratio} is not {ours} / {theirs}"
         );
-        assert_eq!(row["unit"], "req/s");
+        let unit = if name == "lua-batch-latency-c1" {
+            "us"
+        } else {
+            "req/s"
+        };
+        assert_eq!(row["unit"], unit, "{name}");
         assert_eq!(row["sides"].as_array().unwrap().len(), 2);
     }
 
@@ -165,6 +173,8 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         rows.iter().find(|r| r["row"] == "lua-vs-bare").unwrap()
     );
 
+    lua_batch_rows_are_measured(&stack, &report, &table).await;
+
     let memory = report["instances"].as_array().unwrap();
     assert_eq!(memory.len(), 2);
     for instance in memory {
@@ -219,6 +229,7 @@ async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is
     assert!(why.contains("--bench-bare"), "{why}");
     assert!(printed.contains("lua-vs-bare: skipped"), "{printed}");
     assert!(report["lua_vs_bare"].is_null());
+    assert!(report["lua_batch"].is_null(), "rows not asked for");
     stack.stop().await;
 }
 
@@ -234,5 +245,94 @@ fn redis_time_per_sale_is_measured(report: &Value) {
     assert!(
         per_sale["evalsha_calls"].as_u64().unwrap() >= per_sale["lua_answers"].as_u64().unwrap(),
         "{per_sale}"
+    );
+}
+
+/// The `lua-batch` rows: every side measured (its answers, Redis's time
+/// and each process's CPU per answer, its p99), the two rate rows sharing
+/// their `lua-batch` runs, the latencies with one request in flight; and
+/// the `lua-batch` sides were what they say: every buyer went through the
+/// variant's batches and sold on the bench's SKU.
+async fn lua_batch_rows_are_measured(stack: &Stack, report: &Value, table: &str) {
+    let batch = &report["lua_batch"];
+    let sides = batch["sides"].as_array().unwrap();
+    let names: Vec<&str> = sides.iter().map(|s| s["side"].as_str().unwrap()).collect();
+    assert_eq!(names, ["lua-batch", "lua", "/healthz"], "{batch}");
+    for (side, name) in sides.iter().zip(&names) {
+        let answers = side["answers"].as_u64().unwrap();
+        assert!(answers > 0, "{side}");
+        assert_eq!(side["cpu"]["answers"].as_u64(), Some(answers), "{side}");
+        for share in side["cpu"]["processes"].as_array().unwrap() {
+            assert!(
+                share["cpu_usec_per_answer"]
+                    .as_f64()
+                    .is_some_and(|v| v >= 0.0),
+                "{name}: {share}"
+            );
+        }
+        assert!(side["p99_us"].as_f64().unwrap() > 0.0, "{side}");
+        assert_eq!(side["p99_runs"].as_array().unwrap().len(), 1, "{side}");
+        assert!(table.contains(&format!("CPU during the {name} sides")));
+    }
+    // Both sales ran their script: Redis's time per answer was measured.
+    for side in &sides[..2] {
+        assert!(side["evalsha_calls"].as_u64().unwrap() > 0, "{side}");
+        assert!(
+            side["redis_usec_per_answer"].as_f64().unwrap() > 0.0,
+            "{side}"
+        );
+    }
+    let lua = &sides[1];
+    assert!(lua["evalsha_calls"].as_u64().unwrap() >= lua["answers"].as_u64().unwrap());
+    let ratio = batch["p99_ratio"].as_f64().unwrap();
+    let p99 = |i: usize| sides[i]["p99_us"].as_f64().unwrap();
+    assert!((ratio - p99(0) / p99(1)).abs() <= 1e-12 * ratio, "{batch}");
+
+    let row = |name: &str| {
+        report["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["row"] == name)
+            .unwrap_or_else(|| panic!("no row {name}"))
+            .clone()
+    };
+    // One set of rounds: both rows' lua-batch figure is the same run.
+    let (vs_healthz, vs_lua) = (row("lua-batch-vs-healthz"), row("lua-batch-vs-lua"));
+    assert_eq!(vs_healthz["runs"][0][0], vs_lua["runs"][0][0]);
+    assert_eq!(vs_lua["goal"], 1.3);
+    assert_eq!(vs_healthz["goal"], 0.9);
+
+    let at_one = &batch["concurrency_1"];
+    let c1 = row("lua-batch-latency-c1");
+    let (ours, theirs) = (c1["ours"].as_f64().unwrap(), c1["theirs"].as_f64().unwrap());
+    assert_eq!(
+        at_one["lua_batch_median_us"].as_f64(),
+        Some(ours),
+        "{at_one}"
+    );
+    assert_eq!(at_one["lua_median_us"].as_f64(), Some(theirs), "{at_one}");
+    assert_eq!(
+        at_one["difference_us"].as_f64(),
+        Some(ours - theirs),
+        "{at_one}"
+    );
+
+    // Every lua-batch buyer (the probe, the rate sides, the runs at
+    // concurrency 1) went through a batch and sold on the bench's SKU.
+    let (calls, buyers) = crate::lua_batch::batches(stack).await;
+    let sold = stack.client.state("bench-lua-batch").await.unwrap().sold;
+    assert_eq!(
+        sold, buyers as i64,
+        "sold on bench-lua-batch vs buyers batched"
+    );
+    assert!(buyers > sides[0]["answers"].as_u64().unwrap(), "{buyers}");
+    assert!(
+        calls > 0 && calls <= buyers,
+        "{buyers} buyers in {calls} calls"
+    );
+    eprintln!(
+        "lua-batch rows (printed, not asserted): {vs_healthz}\n{vs_lua}\n{c1}\n\
+         p99 ratio {ratio:.2}; {buyers} buyers in {calls} calls"
     );
 }

@@ -65,7 +65,7 @@ async fn crowd(
 }
 
 /// The batch counters summed over the stack's instances: (calls, buyers).
-async fn batches(stack: &Stack) -> (u64, u64) {
+pub(crate) async fn batches(stack: &Stack) -> (u64, u64) {
     let mut total = (0, 0);
     for instance in &stack.instances {
         let page = stack

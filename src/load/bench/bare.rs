@@ -7,6 +7,7 @@
 //! process's CPU per answer.
 
 use super::report::{BareComparison, SideCost};
+use super::side::Side;
 use super::*;
 
 /// The SKU name the bare route counts under (its keys are its own:
@@ -32,31 +33,13 @@ impl Bench {
         }
         let lua_path = format!("/deductStock/lua?sku={LUA_SKU}");
         let watched = self.watched().await?;
-        let mut lua = Side::default();
-        let mut bare = Side::default();
-        let mut runs = Vec::new();
-        for run in 0..self.config.runs {
-            // Every other pair runs the bare side first, so that neither
-            // side always runs on a warmer stack.
-            let pair = if run % 2 == 0 {
-                let first = self.side(&lua_path, &watched, &mut lua).await?;
-                [first, self.side(&bare_path, &watched, &mut bare).await?]
-            } else {
-                let first = self.side(&bare_path, &watched, &mut bare).await?;
-                [self.side(&lua_path, &watched, &mut lua).await?, first]
-            };
-            runs.push(pair);
-        }
+        // Every other pair runs the bare side first.
+        let (rounds, sides) = self.in_turn(&[lua_path, bare_path], &watched).await?;
+        let runs = rounds.iter().map(|round| [round[0], round[1]]).collect();
         let cores = cpu::cores();
-        let sides = [("lua", lua), ("bare", bare)].map(|(name, side)| SideCost {
-            side: name.to_owned(),
-            redis_usec_per_call: (!side.per_call.is_empty())
-                .then(|| report::median(side.per_call.clone())),
-            redis_runs: side.per_call,
-            evalsha_calls: side.calls,
-            answers: side.answers,
-            cpu: cpu::shares(&watched, &side.usage, cores),
-        });
+        let [lua, bare]: [Side; 2] = sides.try_into().expect("two paths, two sides");
+        let sides =
+            [("lua", lua), ("bare", bare)].map(|(name, side)| side.cost(name, &watched, cores));
         let redis_usec = |side: &SideCost| {
             side.redis_usec_per_call
                 .map_or("-".to_owned(), |usec| format!("{usec:.1} us"))
@@ -77,41 +60,4 @@ impl Bench {
         self.report.lua_vs_bare = Some(BareComparison { sides });
         Ok(())
     }
-
-    /// One run of one side: its rate, with Redis's and the CPU's cost
-    /// added to `side`. Every answer must be a 200 (a sale, or the bare
-    /// route's count).
-    async fn side(
-        &mut self,
-        path: &str,
-        watched: &Watched,
-        side: &mut Side,
-    ) -> anyhow::Result<f64> {
-        self.redis.mark().await?;
-        let tally = self.measured(path, watched, &mut side.usage).await?;
-        if tally.sold != tally.requests {
-            bail!(
-                "{path}: {} of {} answers were not 200 (sold out {}, busy {})",
-                tally.requests - tally.sold,
-                tally.requests,
-                tally.sold_out,
-                tally.busy
-            );
-        }
-        if let Some(evalsha) = self.redis.evalsha().await? {
-            side.per_call.push(evalsha.usec_per_call);
-            side.calls += evalsha.calls;
-        }
-        side.answers += tally.requests;
-        Ok(tally.rps())
-    }
-}
-
-/// What one side measured over its runs.
-#[derive(Default)]
-struct Side {
-    usage: Usage,
-    per_call: Vec<f64>,
-    calls: u64,
-    answers: u64,
 }

@@ -11,29 +11,41 @@
 //!    of a bare decrement and nothing else, through the same nginx (what a
 //!    correct sale costs over the cheapest answer that makes one Redis
 //!    round trip; skipped unless the stack was started with `--bench-bare`);
-//! 4. `timeline-cost`: `lua` vs `lua` on a SKU reset with its timeline
+//! 4. `lua-batch-vs-healthz`: the `lua-batch` variant vs `/healthz`
+//!    through the same nginx (what a sale sent in batches costs over a
+//!    bare request);
+//! 5. `lua-batch-vs-lua`: `lua-batch` vs `lua`, with each side's 99th
+//!    percentile latency (what batching gains, and what its buyers wait);
+//!    the two rows share their `lua-batch` runs, the sides of both taking
+//!    turns at going first;
+//! 6. `lua-batch-latency-c1`: the median latency of `lua-batch` vs `lua`
+//!    with one request in flight (what a lone buyer pays for the queue);
+//! 7. `timeline-cost`: `lua` vs `lua` on a SKU reset with its timeline
 //!    off (what recording every critical section costs a sale);
-//! 5. `sold-out-vs-healthz`: `lua` on a SKU with no stock, every answer
+//! 8. `sold-out-vs-healthz`: `lua` on a SKU with no stock, every answer
 //!    409 sold out, vs `/healthz` (what the crowd costs once the sale is over);
-//! 6. `watchdog-vs-handoff-ceiling`: the `watchdog` variant under many
+//! 9. `watchdog-vs-handoff-ceiling`: the `watchdog` variant under many
 //!    waiting clients vs the lock hand-off ceiling 1 / (4 × Redis round
 //!    trip) measured in the same run;
-//! 7. `redlock-vs-watchdog`: both with many waiting clients (what a lock on
-//!    a majority of five servers costs over one Redis; skipped when the
-//!    stack has no Redlock nodes).
+//! 10. `redlock-vs-watchdog`: both with many waiting clients (what a lock
+//!     on a majority of five servers costs over one Redis; skipped when
+//!     the stack has no Redlock nodes).
 //!
-//! Around each `lua` side (and each bare side) it also measures where the time goes: what Redis
-//! spent per sale (EVALSHA's `usec` over its `calls` in `INFO
-//! commandstats`, the counters read before and after the side) and each process's CPU share
+//! Around each `lua` side (and each bare, `lua-batch` and `/healthz` side
+//! of rows 3 to 5) it also measures where the time goes: what Redis
+//! spent per sale (EVALSHA's `usec` over its `calls`, or over the answers,
+//! in `INFO commandstats`, the counters read before and after the side) and each process's CPU share
 //! (instances, nginx, Redis, the generator itself: [`cpu`]). Then the
 //! resident memory of each instance. `--json FILE` writes all of it
 //! ([`report`]).
 
 mod bare;
+mod batch;
 pub mod cpu;
 mod redis_info;
 pub mod report;
 mod rows;
+mod side;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -94,6 +106,9 @@ pub enum RowName {
     GeneratorVsOha,
     LuaVsHealthz,
     LuaVsBare,
+    LuaBatchVsHealthz,
+    LuaBatchVsLua,
+    LuaBatchLatencyC1,
     TimelineCost,
     SoldOutVsHealthz,
     WatchdogVsHandoffCeiling,
@@ -102,6 +117,7 @@ pub enum RowName {
 
 /// The SKUs the rows sell, each given its stock before the rows.
 const LUA_SKU: &str = "bench-lua";
+const BATCH_SKU: &str = "bench-lua-batch";
 const UNTIMED_SKU: &str = "bench-lua-untimed";
 const SOLD_OUT_SKU: &str = "bench-sold-out";
 const WATCHDOG_SKU: &str = "bench-watchdog";
@@ -143,6 +159,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         redis_per_lua_sale: None,
         cpu_during_lua: None,
         lua_vs_bare: None,
+        lua_batch: None,
         instances: Vec::new(),
     };
     println!("{}", report.header());
@@ -159,6 +176,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
     for (sku, stock) in [
         (LUA_SKU, PLENTY),
+        (BATCH_SKU, PLENTY),
         (SOLD_OUT_SKU, 0),
         (WATCHDOG_SKU, PLENTY),
         (REDLOCK_SKU, PLENTY),
@@ -180,6 +198,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     if bench.wants(RowName::LuaVsBare) {
         bench.lua_vs_bare().await?;
     }
+    bench.lua_batch().await?;
     if bench.wants(RowName::TimelineCost) {
         bench.timeline_cost().await?;
     }
@@ -205,10 +224,15 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
 impl Bench {
     /// One run of our engine on `path`; every request must be answered.
     async fn ours(&self, path: &str) -> anyhow::Result<Tally> {
+        self.ours_at(path, self.config.concurrency).await
+    }
+
+    /// [`ours`](Self::ours) with `concurrency` requests in flight.
+    async fn ours_at(&self, path: &str, concurrency: usize) -> anyhow::Result<Tally> {
         let plan = Plan {
             method: Method::GET,
             paths: vec![path.to_owned()],
-            concurrency: self.config.concurrency,
+            concurrency,
             requests: None,
             duration: Some(self.config.duration),
             rate: None,

@@ -29,6 +29,8 @@ pub(super) struct Counters {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Evalsha {
     pub(super) calls: u64,
+    /// Redis's microseconds in them, all told.
+    pub(super) usec: u64,
     pub(super) usec_per_call: f64,
 }
 
@@ -107,6 +109,7 @@ pub(super) fn since(before: Counters, after: Counters) -> Option<Evalsha> {
     let usec = after.usec.checked_sub(before.usec)?;
     Some(Evalsha {
         calls,
+        usec,
         usec_per_call: usec as f64 / calls as f64,
     })
 }
@@ -165,6 +168,7 @@ mod tests {
             since(before, after),
             Some(Evalsha {
                 calls: 400,
+                usec: 4000,
                 usec_per_call: 10.0
             })
         );

@@ -50,6 +50,14 @@ impl Row {
         }
     }
 
+    /// The row in another unit than requests per second (`us`: a latency).
+    pub fn in_unit(self, unit: &str) -> Row {
+        Row {
+            unit: unit.to_owned(),
+            ..self
+        }
+    }
+
     pub fn with_note(self, note: String) -> Row {
         Row {
             note: Some(note),
@@ -83,6 +91,9 @@ impl Row {
             runs(0),
             runs(1)
         );
+        if self.unit != "req/s" {
+            line.push_str(&format!(" ({})", self.unit));
+        }
         if let Some(note) = &self.note {
             line.push_str("\n    ");
             line.push_str(note);
@@ -151,19 +162,54 @@ pub struct BareComparison {
 /// What one side of a row cost per answer: Redis's time and each process's CPU.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SideCost {
-    /// `lua` or `bare`.
+    /// `lua`, `bare`, `lua-batch` or `/healthz`.
     pub side: String,
     /// The median of EVALSHA's `usec_per_call` over the side's runs
-    /// (`None`: no EVALSHA ran): what Redis spent per answer.
+    /// (`None`: no EVALSHA ran): what Redis spent per call, which is per
+    /// answer where each answer makes one call.
     pub redis_usec_per_call: Option<f64>,
+    /// The median over the side's runs of EVALSHA's microseconds over the
+    /// run's answers (`None`: no EVALSHA ran): what Redis spent per answer
+    /// even where one call answers many buyers (`lua-batch`).
+    pub redis_usec_per_answer: Option<f64>,
     /// Each run's `usec_per_call`.
     pub redis_runs: Vec<f64>,
     /// EVALSHA calls Redis counted over the side's runs, and the answers
-    /// the generator got meanwhile (equal: one script call per answer).
+    /// the generator got meanwhile (equal where each answer makes one
+    /// script call; fewer calls where a call answers a batch).
     pub evalsha_calls: u64,
     pub answers: u64,
     /// Each process's CPU share and CPU per answer during the side's runs.
     pub cpu: CpuShares,
+    /// The median over the side's runs of each run's 99th percentile
+    /// latency, in microseconds, at the bench's concurrency ...
+    pub p99_us: f64,
+    /// ... and each run's.
+    pub p99_runs: Vec<f64>,
+}
+
+/// The `lua-batch` rows' measurements.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LuaBatchReport {
+    /// The sides of rows `lua-batch-vs-healthz` and `lua-batch-vs-lua`, at
+    /// the bench's concurrency: `lua-batch` first, then `lua` and
+    /// `/healthz` when their row ran (none when neither ran).
+    pub sides: Vec<SideCost>,
+    /// Row `lua-batch-vs-lua`'s p99 latencies, `lua-batch`'s over `lua`'s
+    /// (a goal of at most 1: no worse); `None` when the row did not run.
+    pub p99_ratio: Option<f64>,
+    /// Row `lua-batch-latency-c1`: the median latencies at concurrency 1.
+    pub concurrency_1: Option<LatencyAtOne>,
+}
+
+/// The median latencies of `lua-batch` and `lua` with one request in
+/// flight (the medians over the runs of each run's median).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LatencyAtOne {
+    pub lua_batch_median_us: f64,
+    pub lua_median_us: f64,
+    /// `lua-batch`'s minus `lua`'s (a goal of at most 50).
+    pub difference_us: f64,
 }
 
 /// The machine the bench ran on.
@@ -204,6 +250,9 @@ pub struct BenchReport {
     pub cpu_during_lua: Option<CpuShares>,
     /// Row `lua-vs-bare`'s Redis time and CPU per answer of each side.
     pub lua_vs_bare: Option<BareComparison>,
+    /// The `lua-batch` rows' sides, p99s and latencies at concurrency 1
+    /// (`None` when none of them ran).
+    pub lua_batch: Option<LuaBatchReport>,
     pub instances: Vec<InstanceMemory>,
 }
 
@@ -309,6 +358,16 @@ mod tests {
             "{line}"
         );
         assert!(line.ends_with("\n    every answer 409"), "{line}");
+    }
+
+    #[test]
+    fn a_row_in_another_unit_says_so_on_its_line() {
+        let row = Row::new("c1", ["a", "b"], vec![[250.0, 200.0]], None).in_unit("us");
+        assert_eq!((row.unit.as_str(), row.ratio), ("us", 1.25));
+        let line = row.line();
+        assert!(line.contains("250 | 200 (us)"), "{line}");
+        let rate = Row::new("r", ["a", "b"], vec![[1.0, 2.0]], None).line();
+        assert!(rate.ends_with("1 | 2"), "{rate}");
     }
 
     #[test]
