@@ -77,10 +77,10 @@ local function deduct(KEYS, ARGV, l, started)
   -- The writes.
   if back then redis.call('LPOP', KEYS[8]) end
   redis.call('DECR', KEYS[1])
-  local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
+  local sale = redis.call('HINCRBY', KEYS[2], 'sold', '1')
   sold_unit(KEYS[2], KEYS[3], offset)
   if ARGV[2] ~= '' then
-    redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
+    redis.call('HINCRBY', KEYS[4], ARGV[1], '1')
     redis.call('HSET', KEYS[5], ARGV[2], 'sold:' .. unit .. ':' .. (stock - 1))
     remember(KEYS[5], KEYS[6], ARGV[2], now, ARGV[5], ARGV[5])
   end

@@ -23,28 +23,30 @@ local function unit_offset(initial, unit)
     error('unit ' .. tostring(unit) .. ' is not one of the ' .. tostring(initial)
       .. ' units of the stock: nothing written')
   end
-  return '#' .. (i - u)
+  -- Formatted as an integer: a Lua number concatenated or passed to
+  -- redis.call is printed as a float (%.14g / %.17g), a sale's costliest step.
+  return string.format('#%d', i - u)
 end
 
 -- Counts one sale of the unit at `offset` (from unit_offset).
 local function sold_unit(ledger, units, offset)
   local times = redis.call('BITFIELD', units, 'OVERFLOW', 'SAT',
-    'INCRBY', 'u2', offset, 1)[1]
+    'INCRBY', 'u2', offset, '1')[1]
   if times == 2 then
-    redis.call('HINCRBY', ledger, 'duplicates', 1)
+    redis.call('HINCRBY', ledger, 'duplicates', '1')
   end
 end
 
 -- `offset`: the sold unit's (from unit_offset), for a sale only.
 local function record(ledger, units, served, instance, outcome, offset)
-  redis.call('HINCRBY', served, instance, 1)
+  redis.call('HINCRBY', served, instance, '1')
   if outcome == 'sold' then
-    redis.call('HINCRBY', ledger, 'sold', 1)
+    redis.call('HINCRBY', ledger, 'sold', '1')
     sold_unit(ledger, units, offset)
   elseif outcome == 'busy' then
-    redis.call('HINCRBY', ledger, 'busy', 1)
+    redis.call('HINCRBY', ledger, 'busy', '1')
   elseif outcome == 'replay' then
-    redis.call('HINCRBY', ledger, 'replays', 1)
+    redis.call('HINCRBY', ledger, 'replays', '1')
   end
 end
 
