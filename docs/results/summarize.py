@@ -12,7 +12,7 @@ from pathlib import Path
 
 R = Path(__file__).resolve().parent
 VARIANTS = ["none", "local-mutex", "setnx", "setnx-expiry", "token", "watchdog",
-            "fenced", "redlock", "etcd", "zookeeper", "lua", "lua-sharded",
+            "fenced", "redlock", "etcd", "zookeeper", "lua", "lua-batch", "lua-sharded",
             "lua-then-queue", "lua-stream"]
 
 
@@ -30,22 +30,24 @@ def n(x):
     return f"{round(x):,}".replace(",", " ")
 
 
-def load_1():
-    runs = {r["variant"]: r for r in load("load-1.json")["runs"]}
+def load_run(name):
+    runs = {r["variant"]: r for r in load(f"{name}.json")["runs"]}
     rows = []
     for v in VARIANTS:
+        if v not in runs:  # a variant newer than the run
+            continue
         r = runs[v]
         errors = sum(r["errors"].values())
         lat = r["latency_ms"]
         rows.append([f"`{v}`", r["sold"], r["sold_out"], r["busy"], r["unknown"], errors,
                      n(r["rps"]), f"{lat['p50']:.1f}", f"{lat['p99']:.1f}",
                      r["remaining"], r["oversold"], r["duplicates"], r["verdict"]])
-    print("## load-1\n")
+    print(f"## {name}\n")
     print(table(["variant", "sold", "sold out", "busy", "unknown", "errors", "req/s",
                  "p50 ms", "p99 ms", "remaining", "oversold", "duplicates", "verdict"], rows))
     orders = []
     for v in VARIANTS:
-        o = runs[v].get("orders")
+        o = runs.get(v, {}).get("orders")
         if o:
             orders.append([f"`{v}`", o["orders"], f"{o['lag_p50_ms']:.1f}",
                            f"{o['lag_p99_ms']:.1f}", n(o["orders_per_s"]), o["verdict"]])
@@ -55,10 +57,30 @@ def load_1():
     print()
 
 
-def bench_1():
-    b = load("bench-1.json")
-    print("## bench-1\n")
-    print(f"date {b['date']}, machine {b['machine']}, runs per side {b['runs_per_side']}, "
+def side_costs(title, sides):
+    """The per-answer costs of a bench comparison's sides."""
+    rows = []
+    for side in sides:
+        cpu = {p["kind"]: p["cpu_usec_per_answer"] for p in side["cpu"]["processes"]}
+        redis = side.get("redis_usec_per_answer") or side.get("redis_usec_per_call")
+        rows.append([side["side"], f"{redis:.1f}" if redis else "-",
+                     *(f"{cpu[k]:.1f}" if k in cpu else "-"
+                       for k in ("instances", "nginx", "redis", "generator")),
+                     f"{side['p99_us']:.0f}" if side.get("p99_us") else "-",
+                     side.get("evalsha_calls", "-"), side.get("answers", "-")])
+    print(f"\n{title}\n")
+    print(table(["side", "Redis µs/answer", "instances CPU µs", "nginx CPU µs",
+                 "redis-server CPU µs", "generator CPU µs", "p99 µs", "script calls",
+                 "answers"], rows))
+
+
+def bench_run(name):
+    b = load(f"{name}.json")
+    print(f"## {name}\n")
+    machine = b["machine"]
+    if isinstance(machine, dict):
+        machine = f"{machine['cores']} cores ({machine['cpu']}), load {machine['load_average_at_start']}"
+    print(f"date {b['date']}, machine {machine}, runs per side {b['runs_per_side']}, "
           f"{b['seconds_per_run']} s per run, concurrency {b['concurrency']}\n")
     rows = []
     for r in b["rows"]:
@@ -93,6 +115,17 @@ def bench_1():
     print(f"\nCPU during the lua sides: {c['seconds']:.1f} s, {c['answers']} answers, "
           f"{c['cores']} cores\n")
     print(table(["process", "share of one core", "CPU µs per answer"], rows))
+    if b.get("lua_vs_bare"):
+        side_costs("lua-vs-bare, per answer:", b["lua_vs_bare"]["sides"])
+    lb = b.get("lua_batch")
+    if lb:
+        side_costs("lua-batch rows, per answer:", lb["sides"])
+        if lb.get("p99_ratio") is not None:
+            print(f"\np99 lua-batch / lua: {lb['p99_ratio']:.2f}")
+        c1 = lb.get("concurrency_1")
+        if c1:
+            print(f"concurrency 1 median: lua-batch {c1['lua_batch_median_us']:.0f} us, "
+                  f"lua {c1['lua_median_us']:.0f} us, difference {c1['difference_us']:+.0f} us")
     for i in b["instances"]:
         print(f"\ninstance {i['instance']}: {i['resident_mib']:.1f} MiB resident")
     print()
@@ -175,13 +208,13 @@ def compare_1():
     print()
 
 
-def lab_1():
-    path = R / "lab-1.json"
+def lab_run(name):
+    path = R / f"{name}.json"
     if not path.exists():
-        print("## lab-1\n\n(no lab-1.json)\n")
+        print(f"## {name}\n\n(no {name}.json)\n")
         return
-    cells = load("lab-1.json")["cells"]
-    print("## lab-1\n")
+    cells = load(f"{name}.json")["cells"]
+    print(f"## {name}\n")
     passed = sum(1 for c in cells if c["pass"])
     scen = sorted({c["scenario"] for c in cells})
     print(f"{len(cells)} cells over {len(scen)} scenarios: {passed} pass, "
@@ -211,10 +244,12 @@ def handoff_1():
 
 
 if __name__ == "__main__":
-    load_1()
-    bench_1()
+    bench_run("bench-1")
     scale_1()
     hot_1()
     compare_1()
-    lab_1()
     handoff_1()
+    bench_run("bench-2")
+    for later in ("load-2", "bench-3", "lab-2"):
+        if (R / f"{later}.json").exists():
+            {"load": load_run, "bench": bench_run, "lab": lab_run}[later.split("-")[0]](later)
