@@ -280,7 +280,7 @@ if stock <= 0 then
 end
 local offset = unit_offset(l[1], unit)
 redis.call('DECR', KEYS[1])
-local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
+local sale = redis.call('HINCRBY', KEYS[2], 'sold', '1')
 sold_unit(KEYS[2], KEYS[3], offset)"#,
         look: "Every section is a single atomic step, none overlaps another, and sold equals the initial stock with 0 remaining.",
         look_zh: "每个临界区都只是一个原子步骤,没有任何重叠;已售数等于初始库存,剩余为 0。",

@@ -35,10 +35,5 @@
 -- instance counts its answer (`served`) itself and adds it to the ledger
 -- later (every second, and before anyone reads a state); with one, this
 -- script counts it, with the request's record.
-local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch', 'timeline', 'returned')
-local started = 0
-if l[4] ~= '0' then
-  local t = redis.call('TIME')
-  started = t[1] * 1000000 + t[2]
-end
+local l, started = ledger_and_moment(KEYS[2])
 return deduct(KEYS, ARGV, l, started)

@@ -13,12 +13,7 @@
 -- Returns deduct.lua's seven numbers per buyer, one after the other. The
 -- batch is one moment on the timeline: its ledger fields are read once
 -- and Redis's time taken once (a sale changes none of those fields).
-local l = redis.call('HMGET', KEYS[2], 'initial', 'buckets', 'epoch', 'timeline', 'returned')
-local started = 0
-if l[4] ~= '0' then
-  local t = redis.call('TIME')
-  started = t[1] * 1000000 + t[2]
-end
+local l, started = ledger_and_moment(KEYS[2])
 local out = {}
 local argv = {ARGV[1], '', '1', '', ARGV[2], '', ARGV[3], ARGV[4], ''}
 for i = 5, #ARGV do

@@ -1,3 +1,16 @@
+-- The ledger's fields a sale reads (initial, buckets, epoch, timeline,
+-- returned) and the moment it runs on Redis's clock (TIME, microseconds
+-- since the Unix epoch; 0 when the SKU's timeline is off).
+local function ledger_and_moment(ledger)
+  local l = redis.call('HMGET', ledger, 'initial', 'buckets', 'epoch', 'timeline', 'returned')
+  local started = 0
+  if l[4] ~= '0' then
+    local t = redis.call('TIME')
+    started = t[1] * 1000000 + t[2]
+  end
+  return l, started
+end
+
 -- One buyer's sale: what deduct.lua does after it read the ledger's
 -- fields (l: HMGET initial, buckets, epoch, timeline, returned) and
 -- Redis's time (started; 0 when the SKU's timeline is off). deduct.lua

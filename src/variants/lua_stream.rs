@@ -33,7 +33,7 @@ pub(super) const ABOUT: About = About {
     code: r#"
 local stock = redis.call('DECR', KEYS[1]) + 1
 if stock <= 0 then redis.call('INCR', KEYS[1]) return {0, 0, stock} end
-local sale = redis.call('HINCRBY', KEYS[2], 'sold', 1)
+local sale = redis.call('HINCRBY', KEYS[2], 'sold', '1')
 redis.call('XADD', KEYS[7], '*', 'unit', unit, 'sale', sale, ...)
 return {1, unit, stock - 1, sale, epoch, at}"#,
     default_lease: None,
