@@ -151,14 +151,18 @@ where
     S: FnMut(Vec<String>) -> F,
     F: Future<Output = Result<Vec<i64>, StoreError>>,
 {
-    // A panic below must not leave the lane "in flight" with nobody
-    // driving it: the guard lets the next buyer start a driver (the
-    // buyers of the batch in hand see their reply dropped: unknown).
+    // A driver that ends early (a panic, its task dropped) must not leave
+    // the lane "in flight" with nobody driving it, or its queue waiting
+    // for ever: the guard lets the next buyer start a driver, and drops
+    // the queued buyers' replies (each hears `unknown`, as do the buyers
+    // of the batch in hand).
     struct Idle(Arc<Lane>, bool);
     impl Drop for Idle {
         fn drop(&mut self) {
             if !self.1 {
-                self.0.state().in_flight = false;
+                let mut state = self.0.state();
+                state.in_flight = false;
+                state.waiting.clear();
             }
         }
     }
@@ -403,6 +407,35 @@ mod tests {
         )
         .await;
         assert_eq!(c.await.unwrap().unwrap()[1], 3);
+    }
+
+    #[tokio::test]
+    async fn a_driver_dropped_mid_call_leaves_no_buyer_waiting_for_ever() {
+        let lane = Arc::new(Lane::default());
+        let (mut first, _) = queue(&lane, "1");
+        let driver = drive(lane.clone(), 64, |_ids: Vec<String>| {
+            std::future::pending::<Result<Vec<i64>, StoreError>>()
+        });
+        let mut driver = Box::pin(driver);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(
+            driver.as_mut().poll(&mut cx).is_pending(),
+            "the call is in flight"
+        );
+        let (mut queued, start) = queue(&lane, "2");
+        assert!(!start);
+        drop(driver);
+        // Closed, not empty: nobody will ever answer them.
+        let closed = |r: Result<Reply, oneshot::error::TryRecvError>| {
+            matches!(r, Err(oneshot::error::TryRecvError::Closed))
+        };
+        assert!(
+            closed(first.try_recv()),
+            "the buyer in the call hears its reply dropped"
+        );
+        assert!(closed(queued.try_recv()), "so does the queued one");
+        let (_, start) = queue(&lane, "3");
+        assert!(start, "the next buyer starts a driver");
     }
 
     #[tokio::test]
