@@ -1,19 +1,14 @@
 //! `lua-batch`: the `lua` script, one call for all the buyers of a SKU
 //! that queued at an instance while its previous call was in flight.
 //!
-//! When the round trip is the cost. `lua` is safe and does little work in
-//! Redis; what a sale costs is mostly the trip to Redis and back (a system
-//! call each way on both sides, a wake-up, a parse). Big flash sales group
-//! the buyers of one hot SKU into one atomic step instead (a group commit):
-//! each instance keeps a queue per SKU, and one call of
-//! `deduct_batch.lua` sells to up to N buyers of it (64 by default,
-//! `serve --batch-max`) in queue order, each with its own unit or its own
-//! sold-out answer, its request id checked and recorded, exactly as `lua`
-//! sells one. There is no timer: a buyer who finds nothing in flight is
-//! sent at once, alone; the next batch is whoever queued while a call was
-//! in flight. Safe as `lua` is, in the same scenarios; a call whose answer
-//! never came leaves all its buyers in doubt (`unknown`), each request id
-//! resolving later.
+//! When the round trip is the cost: a group commit. Each instance keeps a
+//! queue per SKU; one call of `deduct_batch.lua` sells to up to N of its
+//! buyers (`serve --batch-max`, 64 by default) in queue order, each with
+//! its own unit or sold-out answer and its request id checked and
+//! recorded, exactly as `lua` sells one. No timer: a buyer who finds
+//! nothing in flight is sent at once, alone. Safe where `lua` is; a call
+//! whose answer never came leaves all its buyers `unknown`, each request
+//! id resolving later.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -25,8 +20,7 @@ use tokio::sync::oneshot;
 use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deducted, short_answer};
 use super::{About, Claim, Claims, Protection};
 use crate::ledger;
-use crate::section::Ctx;
-use crate::section::{Answer, Outcome};
+use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, StoreError};
 
 pub(super) const ABOUT: About = About {
