@@ -64,6 +64,17 @@ async fn crowd(
     all
 }
 
+/// Pauses the stack's Redis for `ms` (chaos `pause_redis`) and returns
+/// once the pause holds, with the connection that saw it (made before it).
+async fn pause_redis(stack: &Stack, ms: u64) -> redis::aio::MultiplexedConnection {
+    let mut probe = redis_conn(stack.redis_url.as_deref().unwrap()).await;
+    stack
+        .chaos(json!({"action": "pause_redis", "ms": ms}))
+        .await;
+    until_paused(&mut probe).await;
+    probe
+}
+
 /// The batch counters summed over the stack's instances: (calls, buyers).
 pub(crate) async fn batches(stack: &Stack) -> (u64, u64) {
     let mut total = (0, 0);
@@ -100,16 +111,11 @@ async fn a_flash_sale_in_batches_sells_each_unit_once_and_every_id_replays() {
         let stack = Arc::new(Stack::start(2, None).await);
         let sku = "batch-sale";
         stack.reset(sku, STOCK).await;
-        let redis_url = stack.redis_url.clone().unwrap();
         // A short pause of Redis as the sale opens (well inside the 1 s an
         // instance waits for an answer): each instance's first call waits
         // in it, and the buyers who arrive meanwhile queue behind it, so
         // batches of many form on any machine, however fast.
-        let mut probe = redis_conn(&redis_url).await;
-        stack
-            .chaos(json!({"action": "pause_redis", "ms": 300}))
-            .await;
-        until_paused(&mut probe).await;
+        pause_redis(&stack, 300).await;
         let before = batches(&stack).await;
         let answers = crowd(&stack, sku, "r", BUYERS, AT_ONCE).await;
         let after = batches(&stack).await;
@@ -171,15 +177,10 @@ async fn a_batch_cut_off_by_a_redis_pause_is_unknown_for_all_and_every_id_resolv
         let sku = "batch-cut";
         let stock = 10;
         stack.reset(sku, stock).await;
-        let redis_url = stack.redis_url.clone().unwrap();
         // Longer than an instance waits for an answer (1 s), twice over:
         // the first call of each instance and the batch queued behind it
         // are both sent into the pause and both go unanswered.
-        let mut probe = redis_conn(&redis_url).await;
-        stack
-            .chaos(json!({"action": "pause_redis", "ms": 2500}))
-            .await;
-        until_paused(&mut probe).await;
+        let mut probe = pause_redis(&stack, 2500).await;
         let buyers = 30;
         let before = batches(&stack).await;
         let answers = crowd(&stack, sku, "c", buyers, buyers).await;
