@@ -134,9 +134,8 @@ impl Seller {
             }
         }
         for (sku, n) in pending {
-            if in_doubt.contains_key(&sku)
-                || (n.unknown, n.served, n.mark_refusals) == (0, 0, 0) && n.sections.is_empty()
-            {
+            if in_doubt.contains_key(&sku) {
+                // Waits for the count-in before it.
                 left.push((sku, n));
                 continue;
             }
