@@ -154,19 +154,8 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
             "{side}"
         );
         assert_eq!(side["redis_runs"].as_array().unwrap().len(), 1, "{side}");
-        let answers = side["answers"].as_u64().unwrap();
-        assert!(answers > 0, "{side}");
+        let answers = side_answered_and_cost(side, name, &table);
         assert!(side["evalsha_calls"].as_u64().unwrap() >= answers, "{side}");
-        assert_eq!(side["cpu"]["answers"].as_u64(), Some(answers), "{side}");
-        for share in side["cpu"]["processes"].as_array().unwrap() {
-            assert!(
-                share["cpu_usec_per_answer"]
-                    .as_f64()
-                    .is_some_and(|v| v >= 0.0),
-                "{name}: {share}"
-            );
-        }
-        assert!(table.contains(&format!("CPU during the {name} sides")));
     }
     eprintln!(
         "lua-vs-bare (printed, not asserted): {}",
@@ -233,6 +222,25 @@ async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is
     stack.stop().await;
 }
 
+/// A measured side of a row (`name`): it had answers, each process's CPU
+/// per answer counted over them, and its CPU line printed under the row.
+/// Its answers.
+fn side_answered_and_cost(side: &Value, name: &str, table: &str) -> u64 {
+    let answers = side["answers"].as_u64().unwrap();
+    assert!(answers > 0, "{side}");
+    assert_eq!(side["cpu"]["answers"].as_u64(), Some(answers), "{side}");
+    for share in side["cpu"]["processes"].as_array().unwrap() {
+        assert!(
+            share["cpu_usec_per_answer"]
+                .as_f64()
+                .is_some_and(|v| v >= 0.0),
+            "{name}: {share}"
+        );
+    }
+    assert!(table.contains(&format!("CPU during the {name} sides")));
+    answers
+}
+
 /// Redis's time per sale was measured: every `lua` answer ran the sale
 /// script once, so there were at least as many EVALSHA calls as answers.
 fn redis_time_per_sale_is_measured(report: &Value) {
@@ -259,17 +267,7 @@ async fn lua_batch_rows_are_measured(stack: &Stack, report: &Value, table: &str)
     let names: Vec<&str> = sides.iter().map(|s| s["side"].as_str().unwrap()).collect();
     assert_eq!(names, ["lua-batch", "lua", "/healthz"], "{batch}");
     for (side, name) in sides.iter().zip(&names) {
-        let answers = side["answers"].as_u64().unwrap();
-        assert!(answers > 0, "{side}");
-        assert_eq!(side["cpu"]["answers"].as_u64(), Some(answers), "{side}");
-        for share in side["cpu"]["processes"].as_array().unwrap() {
-            assert!(
-                share["cpu_usec_per_answer"]
-                    .as_f64()
-                    .is_some_and(|v| v >= 0.0),
-                "{name}: {share}"
-            );
-        }
+        side_answered_and_cost(side, name, table);
         assert!(side["p99_us"].as_f64().unwrap() > 0.0, "{side}");
         assert_eq!(side["p99_runs"].as_array().unwrap().len(), 1, "{side}");
         assert!(table.contains(&format!("CPU during the {name} sides")));

@@ -6,8 +6,8 @@
 //! what Redis spent per answer (EVALSHA's `usec_per_call`) and each
 //! process's CPU per answer.
 
-use super::report::{BareComparison, SideCost};
-use super::side::Side;
+use super::report::BareComparison;
+use super::side::{Side, print_cpu, usec_text};
 use super::*;
 
 /// The SKU name the bare route counts under (its keys are its own:
@@ -40,23 +40,14 @@ impl Bench {
         let [lua, bare]: [Side; 2] = sides.try_into().expect("two paths, two sides");
         let sides =
             [("lua", lua), ("bare", bare)].map(|(name, side)| side.cost(name, &watched, cores));
-        let redis_usec = |side: &SideCost| {
-            side.redis_usec_per_call
-                .map_or("-".to_owned(), |usec| format!("{usec:.1} us"))
-        };
         let note = format!(
             "Redis per answer (EVALSHA usec_per_call, median): lua {} vs bare {}; \
              bare = GET /bench/bare: one EVALSHA (DECR + HINCRBY) on keys of its own",
-            redis_usec(&sides[0]),
-            redis_usec(&sides[1]),
+            usec_text(sides[0].redis_usec_per_call),
+            usec_text(sides[1].redis_usec_per_call),
         );
         self.add(Row::new("lua-vs-bare", ["lua", "bare"], runs, Some(GOAL)).with_note(note));
-        for side in &sides {
-            println!(
-                "    {}",
-                side.cpu.line_for(&format!("the {} sides", side.side))
-            );
-        }
+        print_cpu(&sides);
         self.report.lua_vs_bare = Some(BareComparison { sides });
         Ok(())
     }

@@ -14,7 +14,7 @@
 //! The goals are printed beside the figures, never checked.
 
 use super::report::{LatencyAtOne, LuaBatchReport};
-use super::side::{all_200, quantile_us};
+use super::side::{all_200, print_cpu, quantile_us, usec_text};
 use super::*;
 
 /// `lua-batch` at least this share of `/healthz`'s rate ...
@@ -103,10 +103,7 @@ impl Bench {
             .map(|(side, name)| side.cost(name, &watched, cores))
             .collect();
         let batch = &report.sides[0];
-        let redis_usec = |side: &report::SideCost| {
-            side.redis_usec_per_answer
-                .map_or("-".to_owned(), |usec| format!("{usec:.1} us"))
-        };
+        let redis_usec = |side: &report::SideCost| usec_text(side.redis_usec_per_answer);
         // Answers over calls: the buyers one call of the script sold to, on average.
         let per_call = |side: &report::SideCost| {
             if side.evalsha_calls > 0 {
@@ -164,12 +161,7 @@ impl Bench {
         for row in rows {
             self.add(row);
         }
-        for side in &report.sides {
-            println!(
-                "    {}",
-                side.cpu.line_for(&format!("the {} sides", side.side))
-            );
-        }
+        print_cpu(&report.sides);
         Ok(())
     }
 

@@ -86,6 +86,21 @@ impl Bench {
     }
 }
 
+/// Redis's microseconds, for a row's note ("-" when no script ran).
+pub(super) fn usec_text(usec: Option<f64>) -> String {
+    usec.map_or("-".to_owned(), |usec| format!("{usec:.1} us"))
+}
+
+/// Prints each side's CPU shares under its row.
+pub(super) fn print_cpu(sides: &[SideCost]) {
+    for side in sides {
+        println!(
+            "    {}",
+            side.cpu.line_for(&format!("the {} sides", side.side))
+        );
+    }
+}
+
 /// Fails unless every answer of the run on `path` was a 200.
 pub(super) fn all_200(path: &str, tally: &Tally) -> anyhow::Result<()> {
     if tally.sold != tally.requests {
