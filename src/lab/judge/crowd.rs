@@ -34,13 +34,7 @@ fn crowd(
     undersells: Option<&str>,
     landed: impl FnOnce(&[&String]) -> Result<(), String>,
 ) -> Judgement {
-    let answering: Vec<&String> = ledger
-        .state
-        .per_instance
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(name, _)| name)
-        .collect();
+    let answering = ledger.answering();
     let served = ledger
         .state
         .per_instance

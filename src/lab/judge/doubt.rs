@@ -71,14 +71,7 @@ pub fn redis_pause(p: &RedisPause) -> Judgement {
     let units: BTreeSet<i64> = told_sold.iter().filter_map(|r| r.unit).collect();
     let told = told_sold.len() as i64;
     let recorded = p.ledger.state.sold;
-    let answering: Vec<&String> = p
-        .ledger
-        .state
-        .per_instance
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(name, _)| name)
-        .collect();
+    let answering = p.ledger.answering();
     let evidence = format!(
         "Redis paused {:.1} s mid-sale, {} buyers with request ids: {} answered unknown; \
          on retry {replayed} replayed their record and {decided} were decided anew, {} unresolved{}; \

@@ -203,6 +203,16 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// The instances that answered at least one buyer.
+    fn answering(&self) -> Vec<&String> {
+        self.state
+            .per_instance
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     /// The ledger's own verdict, when it has one: broken, or oversold.
     fn failure(&self) -> Option<Observed> {
         if self.state.oversold < 0 {
