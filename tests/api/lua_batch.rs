@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use stocklock::wire::StateSnapshot;
 use tokio::sync::Barrier;
 
 use crate::helpers::{Stack, redis_conn, until_paused, within};
@@ -75,6 +76,22 @@ async fn pause_redis(stack: &Stack, ms: u64) -> redis::aio::MultiplexedConnectio
     probe
 }
 
+/// The ledger of `sku`: its whole `stock` sold, once each, nothing left.
+async fn sold_out_exactly(stack: &Stack, sku: &str, stock: i64) -> StateSnapshot {
+    let state = stack.state(sku).await;
+    assert_eq!(
+        (
+            state.sold,
+            state.remaining,
+            state.oversold,
+            state.duplicates
+        ),
+        (stock, 0, 0, 0),
+        "{state:?}"
+    );
+    state
+}
+
 /// The batch counters summed over the stack's instances: (calls, buyers).
 pub(crate) async fn batches(stack: &Stack) -> (u64, u64) {
     let mut total = (0, 0);
@@ -133,17 +150,7 @@ async fn a_flash_sale_in_batches_sells_each_unit_once_and_every_id_replays() {
         sold.sort_unstable();
         assert_eq!(sold, (1..=STOCK).collect::<Vec<_>>(), "every unit once");
         assert_eq!(sold_out, BUYERS - STOCK as usize);
-        let state = stack.state(sku).await;
-        assert_eq!(
-            (
-                state.sold,
-                state.remaining,
-                state.oversold,
-                state.duplicates
-            ),
-            (STOCK, 0, 0, 0),
-            "{state:?}"
-        );
+        let state = sold_out_exactly(&stack, sku, STOCK).await;
         assert_eq!(state.per_instance.values().sum::<i64>(), BUYERS as i64);
         // Fewer calls than buyers: the queued ones went together.
         let (calls, buyers) = (after.0 - before.0, after.1 - before.1);
@@ -220,17 +227,7 @@ async fn a_batch_cut_off_by_a_redis_pause_is_unknown_for_all_and_every_id_resolv
             );
             assert!(replayed(&body), "{id}: {body}");
         }
-        let state = stack.state(sku).await;
-        assert_eq!(
-            (
-                state.sold,
-                state.remaining,
-                state.oversold,
-                state.duplicates
-            ),
-            (stock, 0, 0, 0),
-            "{state:?}"
-        );
+        let state = sold_out_exactly(&stack, sku, stock).await;
         assert_eq!(state.unknown, buyers as i64, "{state:?}");
         Arc::into_inner(stack).unwrap().stop().await;
     })

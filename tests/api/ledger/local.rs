@@ -1,40 +1,51 @@
 //! Answers an instance counts itself (sold-out marks, the scripted
 //! variants' answers without a request id) reach the ledger before a state
 //! read that comes after them, even while another count of the same
-//! instance is already on its way to Redis.
+//! instance is already on its way to Redis, and once only when a count
+//! timed out and was sent again.
 
 use std::time::Duration;
 
 use stocklock::http::{AppState, app};
 use stocklock::lock::Wakeups;
 use stocklock::store::Store;
+use stocklock::up::redis::RedisServer;
 
 use crate::helpers::{self, InProcess, in_process_config, redis_conn};
 
 /// How long Redis holds every write back.
 const PAUSE: Duration = Duration::from_millis(500);
 
-#[tokio::test]
-async fn a_count_returns_only_once_the_answers_counted_before_it_are_in_redis() {
+/// An in-process instance `a` on a Redis of its own that sold three
+/// units of `sku` (answers it counts itself: no request id), after which
+/// Redis holds every write back for `pause` (reads still pass).
+async fn three_answers_then_writes_held(
+    sku: &str,
+    pause: Duration,
+) -> (RedisServer, AppState, InProcess) {
     let redis = helpers::redis().await;
     let store = Store::open(&redis.url()).unwrap();
     let state = AppState::new(store, in_process_config("a"), Wakeups::new());
     let a = InProcess(app(state.clone()));
-    a.reset("local", 10, 0).await;
+    a.reset(sku, 10, 0).await;
     for _ in 0..3 {
-        let (status, body) = a.get("/deductStock/lua?sku=local").await;
+        let (status, body) = a.get(&format!("/deductStock/lua?sku={sku}")).await;
         assert_eq!(status, 200, "{body}");
     }
-
-    // From here Redis holds writes back (reads still pass), and says so.
     let mut conn = redis_conn(&redis.url()).await;
     redis::cmd("CLIENT")
         .arg("PAUSE")
-        .arg(PAUSE.as_millis() as u64)
+        .arg(pause.as_millis() as u64)
         .arg("WRITE")
         .query_async::<()>(&mut conn)
         .await
         .unwrap();
+    (redis, state, a)
+}
+
+#[tokio::test]
+async fn a_count_returns_only_once_the_answers_counted_before_it_are_in_redis() {
+    let (_redis, state, a) = three_answers_then_writes_held("local", PAUSE).await;
     // A first count (the one an instance runs every second) takes the
     // three answers and waits for its write. The test's runtime has one
     // thread: yielding lets it run exactly up to that wait.
@@ -66,25 +77,10 @@ async fn a_count_returns_only_once_the_answers_counted_before_it_are_in_redis() 
 /// not count twice.
 #[tokio::test]
 async fn a_count_in_held_past_its_timeout_and_sent_again_counts_once() {
-    let redis = helpers::redis().await;
-    let store = Store::open(&redis.url()).unwrap();
-    let state = AppState::new(store, in_process_config("a"), Wakeups::new());
-    let a = InProcess(app(state.clone()));
-    a.reset("held", 10, 0).await;
-    for _ in 0..3 {
-        let (status, body) = a.get("/deductStock/lua?sku=held").await;
-        assert_eq!(status, 200, "{body}");
-    }
     // Redis holds writes back for longer than an instance waits (1 s):
     // the count-in times out, and runs when the pause ends.
-    let mut conn = redis_conn(&redis.url()).await;
-    redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(2500)
-        .arg("WRITE")
-        .query_async::<()>(&mut conn)
-        .await
-        .unwrap();
+    let (redis, state, a) =
+        three_answers_then_writes_held("held", Duration::from_millis(2500)).await;
     state.seller().flush_local().await;
     // A write held after the instance's runs after it: once it is
     // answered (on a connection that waits as long as it takes), the
