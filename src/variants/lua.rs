@@ -119,15 +119,11 @@ pub(super) async fn run_deduct(
 ) -> Result<Deducted, StoreError> {
     // Made before the script: lua-stream's script writes it with the order.
     let token = (orders != Orders::None).then(crate::orders::new_token);
-    let answer: Vec<i64> = DEDUCT
-        .key(&keys.stock)
-        .key(&keys.ledger)
-        .key(&keys.units)
-        .key(&keys.served)
-        .key(&keys.requests)
-        .key(&keys.request_times)
-        .key(&keys.orders)
-        .key(&keys.returned_units)
+    let mut invocation = DEDUCT.prepare_invoke();
+    for key in deduct_keys(keys) {
+        invocation.key(key);
+    }
+    let answer: Vec<i64> = invocation
         .arg(ctx.instance)
         .arg(ctx.request_id.unwrap_or(""))
         .arg(if final_try { "1" } else { "0" })
@@ -140,6 +136,20 @@ pub(super) async fn run_deduct(
         .invoke_async(&mut ctx.conn)
         .await?;
     deducted(ctx, keys, orders, token, &answer)
+}
+
+/// The keys of `deduct.lua` (and of `deduct_batch.lua`), in its order.
+pub(super) fn deduct_keys(keys: &crate::store::Keys) -> [&str; 8] {
+    [
+        &keys.stock,
+        &keys.ledger,
+        &keys.units,
+        &keys.served,
+        &keys.requests,
+        &keys.request_times,
+        &keys.orders,
+        &keys.returned_units,
+    ]
 }
 
 /// What the script's seven numbers for one buyer (`answer`) say, for the

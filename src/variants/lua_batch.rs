@@ -17,7 +17,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use redis::Script;
 use tokio::sync::oneshot;
 
-use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deducted, short_answer};
+use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deduct_keys, deducted, short_answer};
 use super::{About, Claim, Claims, Protection};
 use crate::ledger;
 use crate::section::{Answer, Ctx, Outcome};
@@ -215,16 +215,7 @@ async fn call(
     ids: Vec<String>,
 ) -> Result<Vec<i64>, StoreError> {
     let mut invocation = DEDUCT_BATCH.prepare_invoke();
-    for key in [
-        &keys.stock,
-        &keys.ledger,
-        &keys.units,
-        &keys.served,
-        &keys.requests,
-        &keys.request_times,
-        &keys.orders,
-        &keys.returned_units,
-    ] {
+    for key in deduct_keys(&keys) {
         invocation.key(key);
     }
     for arg in head.iter().chain(&ids) {
