@@ -96,20 +96,12 @@ async fn sold_out_exactly(stack: &Stack, sku: &str, stock: i64) -> StateSnapshot
 pub(crate) async fn batches(stack: &Stack) -> (u64, u64) {
     let mut total = (0, 0);
     for instance in &stack.instances {
-        let page = stack
-            .http()
-            .get(format!("{}/metrics", instance.url))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let samples = crate::dashboard::metrics::metrics_of(stack, &instance.url).await;
         let value = |name: &str| -> u64 {
-            page.lines()
-                .find(|line| line.starts_with(name))
-                .and_then(|line| line.rsplit(' ').next())
-                .map(|v| v.parse::<f64>().unwrap() as u64)
+            samples
+                .iter()
+                .find(|(series, _)| series.split('{').next() == Some(name))
+                .map(|(_, value)| *value as u64)
                 .unwrap_or_else(|| panic!("{name} missing from {}", instance.url))
         };
         total.0 += value("stocklock_batch_calls_total");

@@ -3,7 +3,7 @@
 use super::*;
 
 /// One instance's `/metrics`, parsed.
-async fn metrics_of(stack: &Stack, url: &str) -> Vec<(String, f64)> {
+pub(crate) async fn metrics_of(stack: &Stack, url: &str) -> Vec<(String, f64)> {
     let text = stack
         .http()
         .get(format!("{url}/metrics"))

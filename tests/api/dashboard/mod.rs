@@ -10,7 +10,7 @@ use stocklock::variants::Variant;
 use crate::helpers::{self, InProcess, Stack, burst};
 
 mod fit;
-mod metrics;
+pub(crate) mod metrics;
 
 #[tokio::test]
 async fn the_page_renders_every_variant_escaped_with_its_assets() {
