@@ -27,7 +27,7 @@
 
 mod store;
 
-pub use self::store::{APPEND_SECTIONS_LUA, append, batch, sections};
+pub use self::store::{APPEND_SECTIONS_LUA, batch, sections};
 
 use redis::AsyncCommands;
 use redis::aio::ConnectionLike;

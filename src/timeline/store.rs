@@ -1,10 +1,9 @@
 //! Where the timeline lives in Redis: a SKU's list of batches of sections,
-//! each batch one element `COUNT|JSON` (one instance's flush), the JSON a
+//! each batch one element `COUNT|JSON` (one instance's count-in, which
+//! appends it with `append_sections`, in `ledger::count_in`), the JSON a
 //! positional array per section (no field names: the list holds thousands).
 
-use std::sync::LazyLock;
-
-use redis::{AsyncCommands, Script};
+use redis::AsyncCommands;
 
 use super::{KEEP, Section};
 use crate::store::{Conn, Keys, StoreError};
@@ -12,13 +11,6 @@ use crate::store::{Conn, Keys, StoreError};
 /// The Lua function `append_sections(sections, ledger, batch, count,
 /// keep)`: one batch onto a SKU's timeline, the oldest dropped past `keep`.
 pub const APPEND_SECTIONS_LUA: &str = include_str!("append_sections.lua");
-
-static APPEND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&format!(
-        "{APPEND_SECTIONS_LUA}\n{}",
-        include_str!("append.lua")
-    ))
-});
 
 /// A section as the list keeps it: its fields in order, no names.
 type Packed = (
@@ -93,23 +85,6 @@ pub fn batch(sections: &[Section]) -> String {
     let packed: Vec<PackedRef<'_>> = sections.iter().map(pack).collect();
     let json = serde_json::to_string(&packed).unwrap_or_else(|_| "[]".to_owned());
     format!("{}|{json}", sections.len())
-}
-
-/// Appends one batch of sections to a SKU's timeline, which keeps the
-/// last [`KEEP`] or so (whole batches: a batch more at most).
-pub async fn append(conn: &mut Conn, keys: &Keys, sections: &[Section]) -> Result<(), StoreError> {
-    if sections.is_empty() {
-        return Ok(());
-    }
-    let _: i64 = APPEND
-        .key(&keys.sections)
-        .key(&keys.ledger)
-        .arg(batch(sections))
-        .arg(sections.len())
-        .arg(KEEP)
-        .invoke_async(conn)
-        .await?;
-    Ok(())
 }
 
 /// The sections recorded for a SKU (the last [`KEEP`]), in the order they began.
