@@ -175,7 +175,7 @@ where
 /// The variant's process-wide state: a lane per SKU.
 pub(super) struct LuaBatch {
     max: usize,
-    lanes: Mutex<HashMap<String, Arc<Lane>>>,
+    lanes: Mutex<HashMap<String, LaneOf>>,
 }
 
 impl Default for LuaBatch {
@@ -193,41 +193,65 @@ impl LuaBatch {
         }
     }
 
-    fn lane(&self, sku: &str) -> Arc<Lane> {
+    /// The lane of `ctx`'s SKU and what its calls send, made with the
+    /// lane at the SKU's first buyer.
+    fn lane(&self, ctx: &Ctx<'_>) -> LaneOf {
         let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lane) = lanes.get(sku) {
-            return lane.clone();
+        if let Some((lane, call)) = lanes.get(&ctx.keys.tag) {
+            return (lane.clone(), call.clone());
         }
         if lanes.len() >= LANES_KEPT {
-            lanes.retain(|_, lane| lane.state().in_flight);
+            lanes.retain(|_, (lane, _)| lane.state().in_flight);
         }
-        let lane = Arc::new(Lane::default());
-        lanes.insert(sku.to_owned(), lane.clone());
-        lane
+        let entry = (Arc::new(Lane::default()), Arc::new(Call::of(ctx)));
+        lanes.insert(ctx.keys.tag.clone(), entry.clone());
+        entry
     }
 }
 
-/// One call of `deduct_batch.lua` for the buyers `ids` on `keys`.
-async fn call(
-    mut conn: Conn,
-    keys: Arc<Keys>,
+/// A SKU's lane, and what its calls send.
+type LaneOf = (Arc<Lane>, Arc<Call>);
+
+/// What every call of one SKU's lane sends besides its buyers' ids: the
+/// SKU's keys and the script's first four arguments.
+struct Call {
+    keys: Keys,
     head: [String; 4],
-    ids: Vec<String>,
-) -> Result<Vec<i64>, StoreError> {
-    let mut invocation = DEDUCT_BATCH.prepare_invoke();
-    for key in deduct_keys(&keys) {
-        invocation.key(key);
+}
+
+impl Call {
+    fn of(ctx: &Ctx<'_>) -> Self {
+        Self {
+            keys: ctx.keys.clone(),
+            head: [
+                ctx.instance.to_owned(),
+                ledger::millis(ctx.request_ttl).to_string(),
+                ctx.request_ids_per_sku.to_string(),
+                ledger::millis(ledger::SOLD_OUT_KEEP).to_string(),
+            ],
+        }
     }
-    for arg in head.iter().chain(&ids) {
-        invocation.arg(arg);
+
+    /// One call of `deduct_batch.lua` for the buyers `ids`.
+    async fn send(
+        self: Arc<Self>,
+        mut conn: Conn,
+        ids: Vec<String>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut invocation = DEDUCT_BATCH.prepare_invoke();
+        for key in deduct_keys(&self.keys) {
+            invocation.key(key);
+        }
+        for arg in self.head.iter().chain(&ids) {
+            invocation.arg(arg);
+        }
+        Ok(invocation.invoke_async(&mut conn).await?)
     }
-    Ok(invocation.invoke_async(&mut conn).await?)
 }
 
 impl Protection for LuaBatch {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
-        let keys = ctx.keys;
-        let lane = self.lane(&keys.tag);
+        let (lane, call) = self.lane(ctx);
         let (reply, answer) = oneshot::channel();
         let buyer = Buyer {
             request_id: ctx.request_id.unwrap_or("").to_owned(),
@@ -237,19 +261,12 @@ impl Protection for LuaBatch {
             // Nothing in flight: this buyer's batch goes now, driven by a
             // task of its own (a buyer who hangs up must not strand the others).
             let conn = ctx.conn.clone();
-            let keys = Arc::new(keys.clone());
-            let head = [
-                ctx.instance.to_owned(),
-                ledger::millis(ctx.request_ttl).to_string(),
-                ctx.request_ids_per_sku.to_string(),
-                ledger::millis(ledger::SOLD_OUT_KEEP).to_string(),
-            ];
             tokio::spawn(drive(lane, self.max, move |ids| {
-                call(conn.clone(), keys.clone(), head.clone(), ids)
+                call.clone().send(conn.clone(), ids)
             }));
         }
         let deducted = match answer.await {
-            Ok(Ok(numbers)) => deducted(ctx, keys, Orders::None, None, &numbers),
+            Ok(Ok(numbers)) => deducted(ctx, ctx.keys, Orders::None, None, &numbers),
             Ok(Err(err)) => Err(err),
             // The driver died with this buyer's call in hand: it may have run.
             Err(_) => return Ok(Answer::recorded(Outcome::Unknown, false)),
