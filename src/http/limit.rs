@@ -114,6 +114,11 @@ impl RateLimit {
         Self { limiter, admin }
     }
 
+    /// Whether there is a limit at all.
+    pub fn is_on(&self) -> bool {
+        self.limiter.is_some()
+    }
+
     /// How long `peer`'s client must wait, or `None` when it may go on.
     fn wait_for(&self, peer: IpAddr, headers: &HeaderMap) -> Option<Duration> {
         let limiter = self.limiter.as_ref()?;
