@@ -119,21 +119,23 @@ pub(super) async fn run_deduct(
 ) -> Result<Deducted, StoreError> {
     // Made before the script: lua-stream's script writes it with the order.
     let token = (orders != Orders::None).then(crate::orders::new_token);
-    let mut invocation = DEDUCT.prepare_invoke();
-    for key in deduct_keys(keys) {
-        invocation.key(key);
-    }
-    let answer: Vec<i64> = invocation
-        .arg(ctx.instance)
-        .arg(ctx.request_id.unwrap_or(""))
-        .arg(if final_try { "1" } else { "0" })
-        .arg(buckets.map(|k| k.to_string()).unwrap_or_default())
-        .arg(ledger::millis(ctx.request_ttl))
-        .arg(orders.arg())
-        .arg(ctx.request_ids_per_sku)
-        .arg(ledger::millis(ledger::SOLD_OUT_KEEP))
-        .arg(token.as_deref().unwrap_or(""))
-        .invoke_async(&mut ctx.conn)
+    let (instance, request_id) = (ctx.instance, ctx.request_id.unwrap_or(""));
+    let (request_ttl, ids_per_sku) = (ledger::millis(ctx.request_ttl), ctx.request_ids_per_sku);
+    let answer: Vec<i64> =
+        crate::store::evalsha(&mut ctx.conn, &DEDUCT, &deduct_keys(keys), |cmd| {
+            cmd.arg(instance)
+                .arg(request_id)
+                .arg(if final_try { "1" } else { "0" });
+            match buckets {
+                Some(count) => cmd.arg(count),
+                None => cmd.arg(""),
+            };
+            cmd.arg(request_ttl)
+                .arg(orders.arg())
+                .arg(ids_per_sku)
+                .arg(ledger::millis(ledger::SOLD_OUT_KEEP))
+                .arg(token.as_deref().unwrap_or(""));
+        })
         .await?;
     deducted(ctx, keys, orders, token, &answer)
 }

@@ -1,7 +1,8 @@
 //! Atomic reads and scripts that change all or nothing, in-process on a
 //! real Redis: a reset landing right after a section's read (held there by
-//! the section's seam) sells nothing from the old stock, and a script that
-//! fails its check changes nothing.
+//! the section's seam) sells nothing from the old stock, a script that
+//! fails its check changes nothing, and a Redis that forgot the sale
+//! script (NOSCRIPT) is given it and sells once.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -163,4 +164,41 @@ async fn a_script_that_fails_its_check_changes_nothing() {
         before,
         "the give-back changed the SKU"
     );
+}
+
+/// The sale script is sent by its hash; a Redis that does not know it
+/// (SCRIPT FLUSH, as after a restart) answers NOSCRIPT without running
+/// anything, and the instance loads the script and asks again: each buyer
+/// sold exactly once, with each script that sells by hash (`lua`, and
+/// `lua-batch`'s batch).
+#[tokio::test]
+async fn a_redis_that_forgot_the_sale_script_is_given_it_and_sells_once() {
+    let redis = helpers::redis().await;
+    let instance = InProcess::start(&Store::open(&redis.url()).unwrap(), "t", Chaos::off()).await;
+    let mut conn = helpers::redis_conn(&redis.url()).await;
+    for variant in ["lua", "lua-batch"] {
+        let sku = format!("noscript-{variant}");
+        instance.reset(&sku, 5, 0).await;
+        for sale in 1..=2 {
+            let _: () = redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let (status, body) = instance
+                .get(&format!("/deductStock/{variant}?sku={sku}"))
+                .await;
+            assert_eq!(
+                (status.as_u16(), body["unit"].as_i64()),
+                (200, Some(6 - sale)),
+                "{variant}, sale {sale}: {body}"
+            );
+        }
+        let state = instance.state(&sku).await;
+        assert_eq!(
+            (state.sold, state.remaining, state.duplicates),
+            (2, 3, 0),
+            "{variant}: {state:?}"
+        );
+    }
 }
