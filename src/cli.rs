@@ -66,6 +66,7 @@ pub enum Command {
     /// Run the failure scenarios end to end on a stack of its own and print
     /// the teaching matrix: expected vs observed, with the evidence.
     Lab(LabArgs),
+    Check(crate::check::CheckArgs),
     /// (internal) Wake a frozen process: SIGCONT to PID after a delay. Chaos
     /// mode's pause starts it before freezing itself.
     #[command(hide = true)]
@@ -326,6 +327,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             crate::lessons::finish(&redis_url, &id, cells).await?;
             Ok(true)
         }
+        Command::Check(args) => crate::check::report::run(args),
         Command::Reconcile(args) => {
             telemetry::init("warn");
             crate::reconcile::run(args).await

@@ -43,22 +43,24 @@
 //! 20. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! 21. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
 //! 22. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix. Below the dashboard, which starts runs and scenarios.
-//! 23. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
-//! 24. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
+//! 23. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
+//! 24. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
+//! 25. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!
 //! ## HTTP
 //!
-//! 25. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
-//! 26. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
-//! 27. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
-//! 28. [`server`]: `stocklock serve`: building and running one instance.
+//! 26. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
+//! 27. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
+//! 28. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
+//! 29. [`server`]: `stocklock serve`: building and running one instance.
 //!
 //! ## The command line
 //!
-//! 29. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
+//! 30. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
 
 pub mod args;
 pub mod chaos;
+pub mod check;
 pub mod cli;
 pub mod client;
 pub mod compare;

@@ -6,6 +6,7 @@ mod bench;
 mod bench_bare;
 mod browser;
 mod chaos;
+mod check;
 mod cluster;
 mod compare;
 mod dashboard;

@@ -1,0 +1,369 @@
+//! `stocklock check`: each variant's protocol model-checked in each
+//! scenario of the lab it can be modelled in, beside the lab's live verdict.
+//!
+//! The lab forces each failure once with a fault; the checker tries every
+//! order of every buyer's commands and of the scenario's faults within
+//! small bounds ([`model::Bounds`], printed with each verdict), breadth
+//! first (the `stateright` crate), so that a counterexample it reports is
+//! a shortest one. A verdict is a bounded check of a model of the protocol,
+//! not a proof of the code: `docs/models.md` says what is modelled and what
+//! is abstracted away.
+//!
+//! - [`protocol`]: each variant's protocol (how it locks, renews, fences, releases).
+//! - [`model`]: the buyers, the store, time and the faults; the properties.
+//! - [`report`]: the command's table, bounds and JSON.
+
+pub mod model;
+pub mod protocol;
+pub mod report;
+mod steps;
+
+use std::time::{Duration, Instant};
+
+use stateright::{Checker, Model, Property};
+
+use crate::lab::scenario::Scenario;
+use crate::variants::{Behaviour, Variant};
+use model::{Action, Bounds, Mutation, Sale, World};
+use protocol::Protocol;
+pub use report::CheckArgs;
+
+/// The properties, by the names the traces are reported under.
+pub const SAFETY: &str = "every unit sold at most once";
+pub const STUCK: &str = "the SKU can still be sold";
+pub const OWN_LOCK: &str = "a release frees only its own lock";
+/// Not a property that can break: an example of a sale, to tell a lock that
+/// keeps selling through a fault from one that refuses every buyer.
+pub const SELLS: &str = "a unit is sold";
+
+impl Model for Sale {
+    type State = World;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<World> {
+        vec![self.initial()]
+    }
+
+    fn actions(&self, state: &World, actions: &mut Vec<Action>) {
+        Sale::actions(self, state, actions);
+    }
+
+    fn next_state(&self, state: &World, action: Action) -> Option<World> {
+        self.next(state, action)
+    }
+
+    /// The one property this run checks: stateright keeps a property's
+    /// first counterexample (the shortest, breadth first) only when it stops
+    /// there, which it does once every property it checks has one.
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![match self.property {
+            SAFETY => Property::always(SAFETY, |_, w: &World| model::sold_each_unit_once(w)),
+            STUCK => Property::always(STUCK, |_, w: &World| !model::stuck(w)),
+            SELLS => Property::sometimes(SELLS, |_, w: &World| w.sold.iter().any(|&n| n > 0)),
+            _ => Property::always(OWN_LOCK, |_, w: &World| !w.freed_anothers),
+        }]
+    }
+}
+
+/// The bounds of `scenario` for `protocol`, or `None` when the checker
+/// does not model it (request ids, Redis restarts and pauses, failovers
+/// and orders are the lab's alone for now).
+pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
+    let redlock = protocol.acquire == protocol::Acquire::Majority;
+    let base = Bounds {
+        buyers: 3,
+        stock: 2,
+        lease: 2,
+        work: 0,
+        horizon: 8,
+        one_process: false,
+        crashes: 0,
+        crash_only_in_work: false,
+        pauses: 0,
+        vanishes: 0,
+        skew: 0,
+        freeze: 0,
+        // Three nodes stand for Redlock's five: a majority of two.
+        nodes: if redlock { 3 } else { 0 },
+        nodes_down: 0,
+        restarts: 0,
+    };
+    Some(match scenario {
+        Scenario::OneInstance => Bounds {
+            one_process: true,
+            ..base
+        },
+        Scenario::Race => base,
+        // The work outlives the lease.
+        Scenario::SlowBusiness => Bounds { work: 3, ..base },
+        Scenario::CrashAfterAcquire => Bounds { crashes: 1, ..base },
+        // Frozen right before the write, past the lease.
+        Scenario::PauseHolder => Bounds { pauses: 1, ..base },
+        Scenario::KillInstance => Bounds {
+            work: 1,
+            crashes: 1,
+            crash_only_in_work: true,
+            ..base
+        },
+        // Deleted while its holder works, before the work's last tick.
+        Scenario::LockVanishes => Bounds {
+            work: 1,
+            vanishes: 1,
+            ..base
+        },
+        // The last buyer's clock runs a lease and a tick ahead.
+        Scenario::ClockSkew => Bounds {
+            work: 1,
+            skew: 3,
+            ..base
+        },
+        Scenario::RedlockMinorityDown => Bounds {
+            nodes_down: 1,
+            ..base
+        },
+        Scenario::RedlockMajorityDown => Bounds {
+            nodes_down: 2,
+            ..base
+        },
+        // The holder froze within its lease: with a node down, it holds the
+        // other two; one of them restarts empty and the down one comes back.
+        Scenario::RedlockRestartWithoutPersistence if redlock => Bounds {
+            nodes_down: 1,
+            pauses: 1,
+            freeze: 1,
+            restarts: 2,
+            ..base
+        },
+        // One store: the lock is forgotten (deleted) under the frozen holder.
+        Scenario::RedlockRestartWithoutPersistence => Bounds {
+            pauses: 1,
+            vanishes: 1,
+            ..base
+        },
+        _ => return None,
+    })
+}
+
+/// What the checker concluded for one cell.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Verdict {
+    pub variant: &'static str,
+    pub scenario: &'static str,
+    /// The variant's claim in the lab's matrix.
+    pub claim: &'static str,
+    /// What the model shows, in the matrix's words.
+    pub model: &'static str,
+    pub agrees: bool,
+    /// States the checker visited (distinct).
+    pub states: usize,
+    pub millis: u64,
+    pub bounds: Bounds,
+    /// The property a counterexample breaks, and its steps (shortest).
+    pub broken: Option<&'static str>,
+    pub trace: Vec<Step>,
+}
+
+/// One step of a counterexample, as the trace prints it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Step {
+    pub action: Action,
+    /// What the step did, in words.
+    pub text: String,
+    /// The tick it happened at.
+    pub at: u8,
+}
+
+/// Each property's shortest counterexample (its path of states and
+/// actions), the most states one run explored, and the time all took.
+pub type Explored = (
+    Vec<(&'static str, Vec<(World, Option<Action>)>)>,
+    usize,
+    Duration,
+);
+
+/// Checks `protocol` (with `mutation`) within `bounds`: the shortest
+/// counterexample to each property, and the most states one run explored
+/// (all of them when it found no counterexample).
+pub fn explore(protocol: Protocol, bounds: Bounds, mutation: Mutation) -> Explored {
+    let started = Instant::now();
+    let mut found = Vec::new();
+    let mut states = 0;
+    for property in [SAFETY, STUCK, OWN_LOCK, SELLS] {
+        let sale = Sale {
+            protocol,
+            bounds,
+            mutation,
+            property,
+        };
+        let checker = sale.checker().threads(1).spawn_bfs().join();
+        states = states.max(checker.unique_state_count());
+        if let Some(path) = checker.discovery(property) {
+            found.push((property, path.into_vec()));
+        }
+    }
+    (found, states, started.elapsed())
+}
+
+/// The verdict of one cell, or `None` when the cell is not modelled.
+pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
+    let claim = scenario.claim(variant);
+    if !claim.applies() {
+        return None;
+    }
+    let protocol = Protocol::of(variant)?;
+    let bounds = bounds(scenario, protocol)?;
+    let (found, states, took) = explore(protocol, bounds, Mutation::default());
+    let by = |name| found.iter().find(|(broken, _)| *broken == name);
+    let (behaviour, broken) = if let Some(found) = by(SAFETY) {
+        (Behaviour::Oversells, Some(found))
+    } else if let Some(found) = by(STUCK) {
+        (Behaviour::Deadlock, Some(found))
+    } else if bounds.crashes > 0 {
+        (Behaviour::Frees, None)
+    } else if bounds.nodes_down > 0 && bounds.pauses == 0 {
+        // A node fault alone: does the lock still sell?
+        match by(SELLS) {
+            Some(_) => (Behaviour::KeepsSelling, None),
+            None => (Behaviour::Busy, None),
+        }
+    } else {
+        (Behaviour::Safe, None)
+    };
+    Some(Verdict {
+        variant: variant.name(),
+        scenario: scenario.name(),
+        claim: claim.behaviour.name(),
+        model: behaviour.name(),
+        agrees: behaviour == claim.behaviour,
+        states,
+        millis: took.as_millis() as u64,
+        bounds,
+        broken: broken.map(|(name, _)| *name),
+        trace: broken.map(|(_, path)| steps(path)).unwrap_or_default(),
+    })
+}
+
+/// A path's steps in words.
+pub fn steps(path: &[(World, Option<Action>)]) -> Vec<Step> {
+    path.windows(2)
+        .filter_map(|pair| {
+            let (before, action) = (&pair[0].0, pair[0].1?);
+            let after = &pair[1].0;
+            Some(Step {
+                action,
+                text: describe(before, action, after),
+                at: before.now,
+            })
+        })
+        .collect()
+}
+
+/// What `action` did between `before` and `after`.
+pub fn describe(before: &World, action: Action, after: &World) -> String {
+    let name = |n: u8| char::from(b'A' + n);
+    match action {
+        Action::Tick => {
+            let mut events = Vec::new();
+            if before.lock.is_some() && after.lock.is_none() {
+                events.push("the lock's lease runs out".to_owned());
+            }
+            for (n, (was, now)) in before.buyers.iter().zip(&after.buyers).enumerate() {
+                let n = name(n as u8);
+                if was.frozen_until.is_some() && now.frozen_until.is_none() {
+                    events.push(format!("{n} wakes"));
+                }
+                if !was.lost && now.lost {
+                    events.push(format!("{n}'s watchdog finds the lock gone"));
+                }
+            }
+            match events.is_empty() {
+                true => format!("tick {}", after.now),
+                false => format!("tick {}: {}", after.now, events.join(", ")),
+            }
+        }
+        Action::Crash(n) => format!("{} crashes", name(n)),
+        Action::Freeze(n) => format!("{} freezes before its write", name(n)),
+        Action::Vanish => "the lock key vanishes".to_owned(),
+        Action::Restart(k) => format!("node {} restarts empty", k + 1),
+        Action::Step(n) => {
+            let i = usize::from(n);
+            let (was, now) = (&before.buyers[i], &after.buyers[i]);
+            let sold = after.sold != before.sold;
+            if !before.nodes.is_empty() && matches!(was.pc, model::Pc::Acquire | model::Pc::Vote) {
+                // Redlock's SET NX PX on one node.
+                let k = if was.pc == model::Pc::Acquire {
+                    0
+                } else {
+                    was.asked
+                };
+                let said = match now.votes & (1 << k) {
+                    0 => "is refused by",
+                    _ => "gets",
+                };
+                return format!("{} {said} node {}", name(n), k + 1);
+            }
+            let what = match was.pc {
+                model::Pc::Acquire if before.stock != after.stock => {
+                    format!("sells unit {} in one script", before.stock)
+                }
+                model::Pc::Acquire if after.lock != before.lock || now.holds_mutex => {
+                    "takes the lock".to_owned()
+                }
+                model::Pc::Acquire if now.pc == model::Pc::ReadExpiry => {
+                    "finds the lock taken".to_owned()
+                }
+                model::Pc::Acquire if now.pc == model::Pc::Read => "goes in (no lock)".to_owned(),
+                model::Pc::Acquire if now.pc == model::Pc::Done && before.stock == 0 => {
+                    "finds it sold out (one script)".to_owned()
+                }
+                model::Pc::Acquire => "finds the lock taken: busy".to_owned(),
+                model::Pc::Expire => "sets the lock's TTL (EXPIRE)".to_owned(),
+                model::Pc::ReadExpiry if now.pc == model::Pc::TakeOver => {
+                    "reads an expiry time that has passed by its clock".to_owned()
+                }
+                model::Pc::ReadExpiry => "reads a live expiry time: busy".to_owned(),
+                model::Pc::TakeOver if now.pc == model::Pc::Read => {
+                    "takes the lock over (GETSET)".to_owned()
+                }
+                model::Pc::TakeOver => "loses the GETSET race: busy".to_owned(),
+                model::Pc::Token => format!("takes fencing token {}", now.token),
+                model::Pc::Read if now.pc == model::Pc::Work => {
+                    format!("reads stock {}", now.read)
+                }
+                model::Pc::Read => "is refused or finds it sold out".to_owned(),
+                model::Pc::Work => "ends its work".to_owned(),
+                model::Pc::Check if now.pc == model::Pc::Write => {
+                    "hears from its watchdog: still held".to_owned()
+                }
+                model::Pc::Check => "hears from its watchdog: lock lost, no write".to_owned(),
+                model::Pc::Write if sold => format!("writes: sells unit {}", was.read),
+                model::Pc::Write => "writes with a stale token: refused".to_owned(),
+                model::Pc::Release => "releases".to_owned(),
+                model::Pc::Vote => "asks a node".to_owned(),
+                model::Pc::Count if now.pc == model::Pc::Read => {
+                    format!("holds a majority ({} nodes)", was.votes.count_ones())
+                }
+                model::Pc::Count => "has no majority: lets go, tries again".to_owned(),
+                model::Pc::Done => "is done".to_owned(),
+            };
+            format!("{} {what}", name(n))
+        }
+    }
+}
+
+/// Every cell the checker models, in the matrix's order.
+pub fn cells() -> Vec<(Variant, Scenario)> {
+    let mut cells = Vec::new();
+    for variant in Variant::ALL {
+        for scenario in Scenario::ALL {
+            let modelled = Protocol::of(variant).is_some_and(|p| bounds(scenario, p).is_some());
+            if scenario.claim(variant).applies() && modelled {
+                cells.push((variant, scenario));
+            }
+        }
+    }
+    cells
+}
+
+#[cfg(test)]
+mod tests;

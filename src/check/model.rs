@@ -1,0 +1,442 @@
+//! The model: buyers running a variant's protocol, step by step, against
+//! an abstract store whose commands (and scripts) are atomic, with the
+//! lab's faults as steps that may happen between any two others.
+//!
+//! A buyer is a program counter and what it remembers; one [`Action`]
+//! moves one buyer by one store command (a script is one command: Redis
+//! runs it to its end), lets a tick of time pass, or strikes a fault. The
+//! checker tries every order of those actions up to the [`Bounds`].
+//!
+//! Time is ticks. A lease lasts [`Bounds::lease`] ticks, and a watchdog
+//! renews its holder's lease on every tick, as the real one renews every
+//! lease/3. Time passes only while something waits for it (a buyer's
+//! business work, a frozen process, a dead holder's lock): a section with
+//! no work runs within its lease, as it does in the lab, so that a lease
+//! runs out only where a scenario makes it.
+
+use std::hash::Hash;
+
+use super::protocol::{Acquire, Protocol};
+
+/// What may happen in a scenario, and how many buyers and units there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Bounds {
+    pub buyers: u8,
+    pub stock: u8,
+    /// Ticks a lease lasts.
+    pub lease: u8,
+    /// Ticks of business work between the read and the write.
+    pub work: u8,
+    /// No tick after this one.
+    pub horizon: u8,
+    /// All buyers in one process (one local mutex for all).
+    pub one_process: bool,
+    /// Crashes: anywhere, or only during the business work.
+    pub crashes: u8,
+    pub crash_only_in_work: bool,
+    /// Freezes of a whole process, right before its write, past its lease.
+    pub pauses: u8,
+    /// Deletions of the lock key under a holder that is working.
+    pub vanishes: u8,
+    /// How far ahead the last buyer's clock runs, in ticks.
+    pub skew: u8,
+    /// Ticks a freeze lasts (0: the lease and one more).
+    pub freeze: u8,
+    /// Redlock's nodes (0: one store), how many are down from the start,
+    /// and how many may restart empty while a holder is frozen.
+    pub nodes: u8,
+    pub nodes_down: u8,
+    pub restarts: u8,
+}
+
+/// A variant's protocol, with a part of it possibly taken out (the
+/// mutations the tests use to show the checker finds what that part prevents).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mutation {
+    /// The fenced read and write admit any token.
+    pub no_fence_check: bool,
+    /// The owner-token release deletes the lock whoever holds it.
+    pub plain_del_release: bool,
+    /// The watchdog never renews.
+    pub no_renewal: bool,
+}
+
+/// Where a buyer is in its protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pc {
+    Acquire,
+    /// `setnx`: between SETNX and EXPIRE.
+    Expire,
+    /// `setnx-expiry`: the lock was there; read its expiry time next.
+    ReadExpiry,
+    /// `setnx-expiry`: it had passed by this buyer's clock; GETSET next.
+    TakeOver,
+    /// The fenced lock: INCR the fence for a token.
+    Token,
+    Read,
+    Work,
+    /// The watchdog's word: is the lock still held?
+    Check,
+    Write,
+    Release,
+    Done,
+    /// Redlock: SET NX PX on the next node.
+    Vote,
+    /// Redlock: a majority, or let go of what it got and try again.
+    Count,
+}
+
+/// The lock key as the store holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LockKey {
+    /// The buyer whose token it holds (`None`: a value with no owner).
+    pub owner: Option<u8>,
+    /// The buyer that wrote it (the model's bookkeeping: the store of
+    /// `setnx` cannot tell).
+    pub holder: u8,
+    /// The tick its TTL runs out (`None`: no TTL).
+    pub expires: Option<u8>,
+    /// `setnx-expiry`: the expiry time written in the value, by the
+    /// writer's clock.
+    pub value: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Buyer {
+    pub pc: Pc,
+    /// The stock it read (the unit it will sell).
+    pub read: u8,
+    /// The tick its work ends.
+    pub work_until: u8,
+    /// Its fencing token (0: none).
+    pub token: u8,
+    /// `setnx-expiry`: the expiry time it read in the lock.
+    pub seen_value: u8,
+    /// Its watchdog found the lock gone.
+    pub lost: bool,
+    pub crashed: bool,
+    /// Frozen until this tick.
+    pub frozen_until: Option<u8>,
+    /// Holds its process's local mutex.
+    pub holds_mutex: bool,
+    /// Redlock: the nodes it asked so far, and those that said yes (bits).
+    pub asked: u8,
+    pub votes: u8,
+}
+
+impl Buyer {
+    fn live(&self) -> bool {
+        !self.crashed && self.frozen_until.is_none()
+    }
+}
+
+/// The whole system at one moment.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct World {
+    pub now: u8,
+    pub stock: u8,
+    /// How many times each unit was sold (unit u at u - 1).
+    pub sold: Vec<u8>,
+    pub lock: Option<LockKey>,
+    /// The fence counter (INCR) and the highest token the ledger admitted.
+    pub fence: u8,
+    pub seen: u8,
+    /// Local mutexes: the buyer holding each process's, if any.
+    pub mutexes: Vec<Option<u8>>,
+    pub buyers: Vec<Buyer>,
+    /// Faults struck so far.
+    pub crashes: u8,
+    pub pauses: u8,
+    pub vanishes: u8,
+    /// A release deleted a lock its buyer did not own.
+    pub freed_anothers: bool,
+    /// Redlock's nodes.
+    pub nodes: Vec<Node>,
+    pub restarts: u8,
+}
+
+/// One of Redlock's independent servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub up: bool,
+    pub lock: Option<LockKey>,
+}
+
+/// One step of the system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Action {
+    /// Buyer `n` runs its next command.
+    Step(u8),
+    /// A tick passes: watchdogs renew, TTLs run out, frozen processes may wake.
+    Tick,
+    /// Buyer `n`'s process dies.
+    Crash(u8),
+    /// Buyer `n`'s process freezes, right before its write, past its lease.
+    Freeze(u8),
+    /// The lock key is deleted.
+    Vanish,
+    /// Redlock's node `k` restarts empty (or comes back, if it was down).
+    Restart(u8),
+}
+
+/// One variant's protocol under one scenario's bounds.
+#[derive(Clone, Debug)]
+pub struct Sale {
+    pub protocol: Protocol,
+    pub bounds: Bounds,
+    pub mutation: Mutation,
+    /// The property checked (see `super::properties`).
+    pub property: &'static str,
+}
+
+impl Sale {
+    pub(super) fn process_of(&self, buyer: u8) -> usize {
+        if self.bounds.one_process {
+            0
+        } else {
+            usize::from(buyer)
+        }
+    }
+
+    /// A buyer's clock: the last one runs `skew` ahead.
+    /// Redlock's majority: more than half of all its nodes, up or not.
+    pub(super) fn majority(&self) -> u8 {
+        self.bounds.nodes / 2 + 1
+    }
+
+    pub(super) fn clock(&self, world: &World, buyer: u8) -> u8 {
+        if buyer + 1 == self.bounds.buyers {
+            world.now + self.bounds.skew
+        } else {
+            world.now
+        }
+    }
+
+    pub fn initial(&self) -> World {
+        let b = self.bounds;
+        let idle = Buyer {
+            pc: Pc::Acquire,
+            read: 0,
+            work_until: 0,
+            token: 0,
+            seen_value: 0,
+            lost: false,
+            crashed: false,
+            frozen_until: None,
+            holds_mutex: false,
+            asked: 0,
+            votes: 0,
+        };
+        World {
+            now: 0,
+            stock: b.stock,
+            sold: vec![0; usize::from(b.stock)],
+            lock: None,
+            fence: 0,
+            seen: 0,
+            mutexes: vec![None; usize::from(b.buyers)],
+            buyers: vec![idle; usize::from(b.buyers)],
+            crashes: 0,
+            pauses: 0,
+            vanishes: 0,
+            freed_anothers: false,
+            nodes: (0..b.nodes)
+                .map(|k| Node {
+                    up: k < b.nodes - b.nodes_down,
+                    lock: None,
+                })
+                .collect(),
+            restarts: 0,
+        }
+    }
+
+    /// Whether time may pass: something waits for it, and no live buyer is
+    /// in the middle of a section outside its business work (a section
+    /// runs within its lease unless a scenario makes it slow).
+    fn time_may_pass(&self, w: &World) -> bool {
+        if w.now >= self.bounds.horizon {
+            return false;
+        }
+        let mid_section = w.buyers.iter().any(|b| {
+            b.live()
+                && !matches!(b.pc, Pc::Acquire | Pc::Done)
+                && !(b.pc == Pc::Work && w.now < b.work_until)
+        });
+        let waited_for = w.buyers.iter().any(|b| {
+            (b.live() && b.pc == Pc::Work && w.now < b.work_until) || b.frozen_until.is_some()
+        }) || (w.crashes > 0 && w.lock.is_some());
+        waited_for && !mid_section
+    }
+
+    pub fn actions(&self, w: &World, actions: &mut Vec<Action>) {
+        let b = self.bounds;
+        for (n, buyer) in w.buyers.iter().enumerate() {
+            let n = n as u8;
+            if !buyer.live() || buyer.pc == Pc::Done {
+                continue;
+            }
+            if self.can_step(w, n) {
+                actions.push(Action::Step(n));
+            }
+            let in_work = buyer.pc == Pc::Work;
+            if w.crashes < b.crashes && (!b.crash_only_in_work || in_work) {
+                actions.push(Action::Crash(n));
+            }
+            if w.pauses < b.pauses && buyer.pc == Pc::Write {
+                actions.push(Action::Freeze(n));
+            }
+            let holder = w.lock.is_some_and(|lock| lock.holder == n);
+            let working = in_work && w.now < buyer.work_until;
+            if w.vanishes < b.vanishes && (working || buyer.frozen_until.is_some()) && holder {
+                actions.push(Action::Vanish);
+            }
+        }
+        let frozen = w
+            .buyers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.frozen_until.is_some());
+        for (n, _) in frozen {
+            let holder = w.lock.is_some_and(|lock| usize::from(lock.holder) == n);
+            if w.vanishes < b.vanishes && holder {
+                actions.push(Action::Vanish);
+            }
+            if w.restarts < b.restarts {
+                actions.extend((0..b.nodes).map(Action::Restart));
+            }
+        }
+        if self.time_may_pass(w) {
+            actions.push(Action::Tick);
+        }
+    }
+
+    /// Whether buyer `n` can run its next command now (a buyer waiting
+    /// for a lock or its work cannot).
+    fn can_step(&self, w: &World, n: u8) -> bool {
+        let buyer = &w.buyers[usize::from(n)];
+        match buyer.pc {
+            Pc::Work => w.now >= buyer.work_until,
+            Pc::Acquire => match self.protocol.acquire {
+                Acquire::LocalMutex => w.mutexes[self.process_of(n)].is_none(),
+                // A waiting lock (watchdog, fenced, etcd, zookeeper) waits
+                // for the key to go; the others answer busy at once.
+                Acquire::Waiting => w.lock.is_none(),
+                _ => true,
+            },
+            Pc::Done => false,
+            _ => true,
+        }
+    }
+
+    pub fn next(&self, w: &World, action: Action) -> Option<World> {
+        let mut w = w.clone();
+        match action {
+            Action::Step(n) => self.step(&mut w, n),
+            Action::Tick => self.tick(&mut w),
+            Action::Crash(n) => {
+                w.crashes += 1;
+                let buyer = &mut w.buyers[usize::from(n)];
+                buyer.crashed = true;
+                // A process's local mutex dies with it.
+                if buyer.holds_mutex {
+                    buyer.holds_mutex = false;
+                    let process = self.process_of(n);
+                    w.mutexes[process] = None;
+                }
+            }
+            Action::Freeze(n) => {
+                w.pauses += 1;
+                let ticks = match self.bounds.freeze {
+                    0 => self.bounds.lease + 1,
+                    ticks => ticks,
+                };
+                w.buyers[usize::from(n)].frozen_until = Some(w.now + ticks);
+            }
+            Action::Restart(k) => {
+                w.restarts += 1;
+                w.nodes[usize::from(k)] = Node {
+                    up: true,
+                    lock: None,
+                };
+            }
+            Action::Vanish => {
+                w.vanishes += 1;
+                w.lock = None;
+            }
+        }
+        Some(w)
+    }
+
+    fn tick(&self, w: &mut World) {
+        w.now += 1;
+        let now = w.now;
+        let lease = self.bounds.lease;
+        for n in 0..w.buyers.len() {
+            let buyer = &w.buyers[n];
+            if let Some(until) = buyer.frozen_until
+                && now >= until
+            {
+                w.buyers[n].frozen_until = None;
+            }
+            let buyer = &w.buyers[n];
+            // A live holder's watchdog renews its own lock, or learns it is gone.
+            let renews = self.protocol.watchdog
+                && !self.mutation.no_renewal
+                && buyer.live()
+                && matches!(
+                    buyer.pc,
+                    Pc::Token | Pc::Read | Pc::Work | Pc::Check | Pc::Write
+                );
+            if renews && self.bounds.nodes > 0 {
+                // Redlock's watchdog extends on every node; a majority or lost.
+                let mut kept = 0;
+                for node in w.nodes.iter_mut().filter(|node| node.up) {
+                    if let Some(lock) = &mut node.lock
+                        && lock.owner == Some(n as u8)
+                    {
+                        lock.expires = Some(now + lease);
+                        kept += 1;
+                    }
+                }
+                if kept < self.majority() {
+                    w.buyers[n].lost = true;
+                }
+            } else if renews {
+                match &mut w.lock {
+                    Some(lock) if lock.owner == Some(n as u8) => lock.expires = Some(now + lease),
+                    _ => w.buyers[n].lost = true,
+                }
+            }
+        }
+        for node in &mut w.nodes {
+            if node
+                .lock
+                .and_then(|lock| lock.expires)
+                .is_some_and(|at| at <= now)
+            {
+                node.lock = None;
+            }
+        }
+        if w.lock
+            .and_then(|lock| lock.expires)
+            .is_some_and(|at| at <= now)
+        {
+            w.lock = None;
+        }
+    }
+}
+
+/// Whether no unit was sold twice (and so never more than the stock).
+pub fn sold_each_unit_once(w: &World) -> bool {
+    w.sold.iter().all(|&times| times <= 1)
+}
+
+/// Whether the SKU is stuck: units left, and a lock with no TTL and no
+/// expiry time in its value, written by a buyer now dead: nobody will ever
+/// delete it, and nobody can take it over.
+pub fn stuck(w: &World) -> bool {
+    w.stock > 0
+        && w.lock.is_some_and(|lock| {
+            lock.expires.is_none() && lock.value == 0 && w.buyers[usize::from(lock.holder)].crashed
+        })
+}

@@ -1,0 +1,241 @@
+//! A buyer's commands, one step each: how it takes the lock, reads,
+//! writes and lets go, as its variant's protocol says.
+
+use super::model::{LockKey, Pc, Sale, World};
+use super::protocol::{Acquire, Fence, Release};
+
+impl Sale {
+    pub(super) fn step(&self, w: &mut World, n: u8) {
+        let i = usize::from(n);
+        let lease = self.bounds.lease;
+        let pc = w.buyers[i].pc;
+        let next = match pc {
+            Pc::Acquire => self.acquire(w, n),
+            Pc::Expire => {
+                // EXPIRE sets the TTL of whatever lock is there.
+                if let Some(lock) = &mut w.lock {
+                    lock.expires = Some(w.now + lease);
+                }
+                Pc::Read
+            }
+            Pc::ReadExpiry => match w.lock {
+                None => Pc::Done, // gone meanwhile: busy, try again later
+                Some(lock) if lock.value < self.clock(w, n) => {
+                    w.buyers[i].seen_value = lock.value;
+                    Pc::TakeOver
+                }
+                Some(_) => Pc::Done,
+            },
+            Pc::TakeOver => {
+                // GETSET: the new expiry is written whatever it swaps out.
+                let old = w.lock.map(|lock| lock.value);
+                w.lock = Some(LockKey {
+                    owner: None,
+                    holder: n,
+                    expires: None,
+                    value: self.clock(w, n) + lease,
+                });
+                if old == Some(w.buyers[i].seen_value) {
+                    Pc::Read
+                } else {
+                    Pc::Done
+                }
+            }
+            Pc::Token => {
+                w.fence += 1;
+                w.buyers[i].token = w.fence;
+                Pc::Read
+            }
+            Pc::Read => {
+                // A stale token is refused; a sold-out SKU has nothing to sell.
+                if !self.admits(w, n) || w.stock == 0 {
+                    Pc::Release
+                } else {
+                    w.buyers[i].read = w.stock;
+                    w.buyers[i].work_until = w.now + self.bounds.work;
+                    Pc::Work
+                }
+            }
+            Pc::Work => {
+                if self.protocol.watchdog {
+                    Pc::Check
+                } else {
+                    Pc::Write
+                }
+            }
+            Pc::Check => {
+                if w.buyers[i].lost {
+                    Pc::Release // busy: lock lost
+                } else {
+                    Pc::Write
+                }
+            }
+            Pc::Write => {
+                if self.admits(w, n) {
+                    let unit = w.buyers[i].read;
+                    w.stock = unit - 1;
+                    let times = &mut w.sold[usize::from(unit) - 1];
+                    *times = times.saturating_add(1);
+                }
+                Pc::Release
+            }
+            Pc::Vote => self.vote(w, n),
+            Pc::Count => {
+                let votes = w.buyers[i].votes.count_ones() as u8;
+                if votes >= self.majority() {
+                    Pc::Read
+                } else {
+                    // No quorum: let go of what it got, and try again.
+                    self.release_nodes(w, n);
+                    Pc::Acquire
+                }
+            }
+            Pc::Release => {
+                self.release(w, n);
+                Pc::Done
+            }
+            Pc::Done => Pc::Done,
+        };
+        w.buyers[i].pc = next;
+    }
+
+    fn acquire(&self, w: &mut World, n: u8) -> Pc {
+        let i = usize::from(n);
+        let lease = self.bounds.lease;
+        match self.protocol.acquire {
+            Acquire::Nothing => Pc::Read,
+            Acquire::Atomic => {
+                // One script: read, check, write, record.
+                if w.stock > 0 {
+                    let unit = w.stock;
+                    w.stock -= 1;
+                    w.sold[usize::from(unit) - 1] += 1;
+                }
+                Pc::Done
+            }
+            Acquire::Majority => {
+                w.buyers[i].asked = 0;
+                w.buyers[i].votes = 0;
+                self.vote(w, n)
+            }
+            Acquire::LocalMutex => {
+                w.mutexes[self.process_of(n)] = Some(n);
+                w.buyers[i].holds_mutex = true;
+                Pc::Read
+            }
+            Acquire::SetNx | Acquire::SetNxExpiry | Acquire::SetNxPx | Acquire::Waiting
+                if w.lock.is_some() =>
+            {
+                match self.protocol.acquire {
+                    Acquire::SetNxExpiry => Pc::ReadExpiry,
+                    _ => Pc::Done, // busy
+                }
+            }
+            Acquire::SetNx => {
+                w.lock = Some(LockKey {
+                    owner: None,
+                    holder: n,
+                    expires: None,
+                    value: 0,
+                });
+                Pc::Expire
+            }
+            Acquire::SetNxExpiry => {
+                w.lock = Some(LockKey {
+                    owner: None,
+                    holder: n,
+                    expires: None,
+                    value: self.clock(w, n) + lease,
+                });
+                Pc::Read
+            }
+            Acquire::SetNxPx | Acquire::Waiting => {
+                w.lock = Some(LockKey {
+                    owner: Some(n),
+                    holder: n,
+                    expires: Some(w.now + lease),
+                    value: 0,
+                });
+                if self.protocol.fence == Fence::Checked {
+                    Pc::Token
+                } else {
+                    Pc::Read
+                }
+            }
+        }
+    }
+
+    fn release(&self, w: &mut World, n: u8) {
+        let i = usize::from(n);
+        if w.buyers[i].holds_mutex {
+            w.buyers[i].holds_mutex = false;
+            let process = self.process_of(n);
+            w.mutexes[process] = None;
+        }
+        if self.protocol.acquire == Acquire::Majority {
+            self.release_nodes(w, n);
+            return;
+        }
+        let owned = w.lock.is_some_and(|lock| lock.owner == Some(n));
+        let plain_del = match self.protocol.release {
+            Release::Nothing => return,
+            Release::Del => true,
+            Release::CompareAndDelete => self.mutation.plain_del_release,
+        };
+        if plain_del {
+            if w.lock.is_some_and(|lock| lock.owner.is_some()) && !owned {
+                w.freed_anothers = true;
+            }
+            w.lock = None;
+        } else if owned {
+            w.lock = None;
+        }
+    }
+
+    /// Whether the ledger admits buyer `n`'s token (its fenced read and
+    /// write): the highest token seen so far, or higher.
+    fn admits(&self, w: &mut World, n: u8) -> bool {
+        if self.protocol.fence != Fence::Checked || self.mutation.no_fence_check {
+            return true;
+        }
+        let token = w.buyers[usize::from(n)].token;
+        if token < w.seen {
+            return false;
+        }
+        w.seen = token;
+        true
+    }
+
+    /// Redlock: SET NX PX on the next node (a node that is down says no);
+    /// after the last one, count.
+    fn vote(&self, w: &mut World, n: u8) -> Pc {
+        let i = usize::from(n);
+        let k = usize::from(w.buyers[i].asked);
+        let node = &mut w.nodes[k];
+        if node.up && node.lock.is_none() {
+            node.lock = Some(LockKey {
+                owner: Some(n),
+                holder: n,
+                expires: Some(w.now + self.bounds.lease),
+                value: 0,
+            });
+            w.buyers[i].votes |= 1 << k;
+        }
+        w.buyers[i].asked += 1;
+        if w.buyers[i].asked == self.bounds.nodes {
+            Pc::Count
+        } else {
+            Pc::Vote
+        }
+    }
+
+    /// Redlock: compare-and-delete on every node.
+    fn release_nodes(&self, w: &mut World, n: u8) {
+        for node in w.nodes.iter_mut().filter(|node| node.up) {
+            if node.lock.is_some_and(|lock| lock.owner == Some(n)) {
+                node.lock = None;
+            }
+        }
+        w.buyers[usize::from(n)].votes = 0;
+    }
+}

@@ -1,0 +1,164 @@
+use super::model::{Action, Mutation, Sale, World};
+use super::*;
+
+fn verdict(variant: Variant, scenario: Scenario) -> Verdict {
+    check(variant, scenario).expect("a modelled cell")
+}
+
+/// The shortest counterexample to `property` for `variant` in `scenario`
+/// with `mutation`, if any.
+fn counterexample(
+    variant: Variant,
+    scenario: Scenario,
+    mutation: Mutation,
+    property: &str,
+) -> Option<Vec<Step>> {
+    let protocol = Protocol::of(variant).unwrap();
+    let (found, _, _) = explore(protocol, bounds(scenario, protocol).unwrap(), mutation);
+    found
+        .into_iter()
+        .find(|(name, _)| *name == property)
+        .map(|(_, path)| steps(&path))
+}
+
+/// The whole matrix the checker models: each model's verdict is its
+/// variant's claim (the claims the lab judges, read from each variant's
+/// `About`), within the bounds. About 1.5 s in a debug build.
+#[test]
+fn every_modelled_cell_agrees_with_the_matrix() {
+    let all = cells();
+    assert!(all.len() >= 63, "{} cells", all.len());
+    // Every variant has a model.
+    for variant in Variant::ALL {
+        assert!(Protocol::of(variant).is_some(), "{}", variant.name());
+    }
+    let disagree: Vec<String> = all
+        .into_iter()
+        .map(|(variant, scenario)| verdict(variant, scenario))
+        .filter(|v| !v.agrees)
+        .map(|v| {
+            format!(
+                "{} {}: claim {}, model {}",
+                v.variant, v.scenario, v.claim, v.model
+            )
+        })
+        .collect();
+    assert!(disagree.is_empty(), "{disagree:#?}");
+}
+
+/// Each protection the checker credits is shown to matter: taken out, the
+/// failure it prevents comes back.
+#[test]
+fn a_protection_taken_out_lets_its_failure_back_in() {
+    let none = Mutation::default();
+    // fenced without its fence check: the frozen holder's late write lands.
+    let no_fence = Mutation {
+        no_fence_check: true,
+        ..none
+    };
+    assert!(counterexample(Variant::Fenced, Scenario::PauseHolder, none, SAFETY).is_none());
+    let trace = counterexample(Variant::Fenced, Scenario::PauseHolder, no_fence, SAFETY)
+        .expect("fenced without its check oversells after a pause");
+    assert!(
+        trace.iter().any(|s| s.action == Action::Freeze(0)),
+        "{trace:#?}"
+    );
+    // token with a plain DEL: a holder whose lease ran out frees the next one's lock.
+    let plain_del = Mutation {
+        plain_del_release: true,
+        ..none
+    };
+    assert!(counterexample(Variant::Token, Scenario::SlowBusiness, none, OWN_LOCK).is_none());
+    let trace = counterexample(Variant::Token, Scenario::SlowBusiness, plain_del, OWN_LOCK)
+        .expect("token with DEL frees someone else's lock");
+    assert_eq!(trace.last().unwrap().text, "A releases", "{trace:#?}");
+    // watchdog that never renews: slow business outlives the lease.
+    let no_renewal = Mutation {
+        no_renewal: true,
+        ..none
+    };
+    assert!(counterexample(Variant::Watchdog, Scenario::SlowBusiness, none, SAFETY).is_none());
+    assert!(
+        counterexample(
+            Variant::Watchdog,
+            Scenario::SlowBusiness,
+            no_renewal,
+            SAFETY
+        )
+        .is_some()
+    );
+}
+
+/// Breadth first, a counterexample is a shortest one: its length for two
+/// known cells, and its steps.
+#[test]
+fn the_shortest_counterexamples_are_stable() {
+    let stuck = verdict(Variant::Setnx, Scenario::CrashAfterAcquire);
+    let texts: Vec<&str> = stuck.trace.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(texts, ["A takes the lock", "A crashes"]);
+    assert_eq!(stuck.broken, Some(STUCK));
+    // Two buyers read the same stock and both write it.
+    let race = verdict(Variant::None, Scenario::Race);
+    assert_eq!(race.trace.len(), 8, "{:#?}", race.trace);
+    assert_eq!(race.broken, Some(SAFETY));
+    // Redlock: a node that granted the lock forgets it under the frozen holder.
+    let restart = verdict(Variant::Redlock, Scenario::RedlockRestartWithoutPersistence);
+    assert!(
+        restart
+            .trace
+            .iter()
+            .any(|s| matches!(s.action, Action::Restart(_))),
+        "{:#?}",
+        restart.trace
+    );
+    let pause = verdict(Variant::Token, Scenario::PauseHolder);
+    assert_eq!(pause.trace.len(), 12, "{:#?}", pause.trace);
+}
+
+/// A trace replayed step by step against the model: each step is one the
+/// model allows where it is taken, and the last state breaks the property.
+#[test]
+fn a_counterexample_replayed_reaches_the_violation() {
+    for (variant, scenario) in cells() {
+        let v = verdict(variant, scenario);
+        let Some(broken) = v.broken else { continue };
+        let sale = Sale {
+            protocol: Protocol::of(variant).unwrap(),
+            bounds: v.bounds,
+            mutation: Mutation::default(),
+            property: broken,
+        };
+        let mut world: World = sale.initial();
+        for (n, step) in v.trace.iter().enumerate() {
+            let mut allowed = Vec::new();
+            sale.actions(&world, &mut allowed);
+            assert!(
+                allowed.contains(&step.action),
+                "{} {}: step {} ({}) is not allowed there",
+                v.variant,
+                v.scenario,
+                n + 1,
+                step.text
+            );
+            world = sale.next(&world, step.action).unwrap();
+        }
+        let breaks = match broken {
+            SAFETY => !model::sold_each_unit_once(&world),
+            STUCK => model::stuck(&world),
+            _ => world.freed_anothers,
+        };
+        assert!(breaks, "{} {}: the replay ends fine", v.variant, v.scenario);
+    }
+}
+
+/// The table names each cell, its counterexample's steps and the bounds.
+#[test]
+fn the_table_prints_each_trace_and_the_bounds() {
+    let table = report::table(&[verdict(Variant::Setnx, Scenario::CrashAfterAcquire)]);
+    assert!(table.contains("counterexample in 2 steps"), "{table}");
+    assert!(table.contains("2. t=0 A crashes"), "{table}");
+    assert!(
+        table.contains("crash-after-acquire: 3 buyers, stock 2, lease 2, work 0, up to tick 8, 1 crash anywhere"),
+        "{table}"
+    );
+}
