@@ -32,7 +32,7 @@
 //! 12. [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes; the etcd lock through its JSON gateway; a ZooKeeper lock).
 //! 13. [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
 //! 14. [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
-//! 15. [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`.
+//! 15. [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`; the lab's scenarios and each variant's claim in them.
 //! 16. [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
 //!
 //! ## The tools
@@ -42,8 +42,8 @@
 //! 19. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
 //! 20. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! 21. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
-//! 22. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix. Below the dashboard, which starts runs and scenarios.
-//! 23. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
+//! 22. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
+//! 23. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix. Below the dashboard, which starts runs and scenarios.
 //! 24. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
 //! 25. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!

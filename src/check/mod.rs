@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model, Property};
 
-use crate::lab::scenario::Scenario;
+use crate::variants::Scenario;
 use crate::variants::{Behaviour, Variant};
 use model::{Action, Bounds, Mutation, Sale, World};
 use protocol::Protocol;

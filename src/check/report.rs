@@ -7,7 +7,7 @@ use std::time::Instant;
 use clap::Args;
 
 use super::{Verdict, cells, check};
-use crate::lab::scenario::Scenario;
+use crate::variants::Scenario;
 use crate::variants::Variant;
 
 /// Model-check each variant's protocol in the lab's scenarios: every

@@ -44,6 +44,7 @@ mod lua_stream;
 mod lua_then_queue;
 mod none;
 mod redlock;
+mod scenario;
 mod setnx;
 mod setnx_expiry;
 mod support;
@@ -56,6 +57,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use self::claims::{Behaviour, Claim, Claims};
+pub use self::scenario::{Scenario, UnknownScenario};
 use self::support::{
     LockTimer, Spin, after_release, count_tenure, fenced_section, lock_store_error, not_acquired,
     not_replicated, replicated, unconfigured,
