@@ -12,7 +12,9 @@
 //! - [`protocol`]: each variant's protocol (how it locks, renews, fences, releases).
 //! - [`model`]: the buyers, the store, time and the faults; the properties.
 //! - [`report`]: the command's table, bounds and JSON.
+//! - [`draw`]: a counterexample as a timeline, drawn as a live run is.
 
+pub mod draw;
 pub mod model;
 pub mod protocol;
 pub mod report;
@@ -241,6 +243,21 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
         broken: broken.map(|(name, _)| *name),
         trace: broken.map(|(_, path)| steps(path)).unwrap_or_default(),
     })
+}
+
+impl Verdict {
+    /// The verdict in a few words, as the lab's report and the lessons
+    /// show it beside the live one: `oversells: counterexample in 14 steps`.
+    pub fn summary(&self) -> String {
+        match self.broken {
+            Some(_) => format!(
+                "{}: counterexample in {} steps",
+                self.model,
+                self.trace.len()
+            ),
+            None => format!("{}: no violation in {} states", self.model, self.states),
+        }
+    }
 }
 
 /// A path's steps in words.

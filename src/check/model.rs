@@ -125,7 +125,7 @@ pub struct Buyer {
 }
 
 impl Buyer {
-    fn live(&self) -> bool {
+    pub fn live(&self) -> bool {
         !self.crashed && self.frozen_until.is_none()
     }
 }

@@ -28,6 +28,11 @@ pub struct CheckArgs {
     /// model, agrees, states, millis, bounds, broken, trace}], "not_modelled":[...]}.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Draw each counterexample as the timeline draws a live run (a lane
+    /// per buyer, the faults marked) into this directory: one
+    /// self-contained HTML file per cell, VARIANT-SCENARIO-model.html.
+    #[arg(long, value_name = "DIR")]
+    pub timelines: Option<PathBuf>,
 }
 
 /// Checks the cells asked for and prints them; `Ok(false)` (exit 2) when a
@@ -62,6 +67,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
             n => format!("{n} disagree with their variant's claim"),
         }
     );
+    if let Some(dir) = &args.timelines {
+        let written = write_timelines(dir, &verdicts)?;
+        println!("drew {written} counterexamples into {}", dir.display());
+    }
     if let Some(path) = &args.json {
         let json = serde_json::json!({ "cells": verdicts, "not_modelled": not_modelled });
         std::fs::write(path, serde_json::to_vec_pretty(&json)?)?;
@@ -188,4 +197,25 @@ fn describe_bounds(v: &Verdict) -> String {
         parts.push(format!("the last buyer's clock {} ticks ahead", b.skew));
     }
     parts.join(", ")
+}
+
+/// Writes each counterexample's drawing into `dir`; how many.
+pub fn write_timelines(dir: &std::path::Path, verdicts: &[Verdict]) -> anyhow::Result<usize> {
+    std::fs::create_dir_all(dir)?;
+    let generated = crate::load::bench::utc_now();
+    let mut written = 0;
+    for v in verdicts {
+        let Some(page) = super::draw::html(v, &generated) else {
+            continue;
+        };
+        let path = dir.join(model_file(v.variant, v.scenario));
+        std::fs::write(&path, page.map_err(anyhow::Error::msg)?)?;
+        written += 1;
+    }
+    Ok(written)
+}
+
+/// The file a cell's drawn counterexample is written to.
+pub fn model_file(variant: &str, scenario: &str) -> String {
+    format!("{variant}-{scenario}-model.html")
 }

@@ -162,3 +162,42 @@ fn the_table_prints_each_trace_and_the_bounds() {
         "{table}"
     );
 }
+
+/// A counterexample drawn as a timeline: a lane per buyer, the two
+/// sections that sold one unit overlapping, the ledger's verdict; a crash
+/// as a chaos event and the dead holder's section left unknown.
+#[test]
+fn a_counterexample_is_drawn_as_a_timeline() {
+    let race = draw::timeline(&verdict(Variant::None, Scenario::Race)).unwrap();
+    let sold: Vec<(&str, Option<i64>)> = race
+        .sections
+        .iter()
+        .map(|s| (s.instance.as_str(), s.unit))
+        .collect();
+    assert_eq!(sold, [("A", Some(2)), ("B", Some(2))], "{race:#?}");
+    assert_eq!(race.overlap_count, 1);
+    assert_eq!(race.verdict, "DUPLICATES 1");
+    let stuck = draw::timeline(&verdict(Variant::Setnx, Scenario::CrashAfterAcquire)).unwrap();
+    assert_eq!(stuck.events.len(), 1);
+    assert_eq!(
+        (
+            stuck.events[0].kind.as_str(),
+            stuck.events[0].instance.as_deref()
+        ),
+        ("crash", Some("A"))
+    );
+    assert_eq!(stuck.sections[0].reason.as_deref(), Some("crashed"));
+    // A freeze, the lease and the watchdog's word on the page's terms.
+    let pause = draw::timeline(&verdict(Variant::Watchdog, Scenario::PauseHolder)).unwrap();
+    assert!(
+        pause.events.iter().any(|e| e.kind == "freeze"),
+        "{pause:#?}"
+    );
+    assert!(pause.sections.iter().all(|s| s.lease_ms.is_some()));
+    let page = draw::html(&verdict(Variant::None, Scenario::Race), "now")
+        .unwrap()
+        .unwrap();
+    assert!(page.contains("timeline-data") && page.contains("none · race (model)"));
+    // A cell with no counterexample has nothing to draw.
+    assert!(draw::timeline(&verdict(Variant::Lua, Scenario::Race)).is_none());
+}

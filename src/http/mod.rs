@@ -14,7 +14,6 @@
 mod admin;
 mod bench;
 mod deduct;
-mod export;
 mod info;
 pub mod limit;
 pub mod orders;

@@ -77,7 +77,8 @@ pub(super) async fn export(
     query: Result<Query<Pairs>, QueryRejection>,
 ) -> Result<Response, AppError> {
     let timeline = read(&state, &query?.0).await?;
-    let html = super::export::render(&timeline)?;
+    let html = crate::timeline::export::render(&timeline, &crate::load::bench::utc_now())
+        .map_err(AppError::Internal)?;
     let disposition = format!(
         "attachment; filename=\"stocklock-timeline-{}.html\"",
         timeline.sku

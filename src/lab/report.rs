@@ -21,6 +21,10 @@ pub struct Cell {
     /// The observed behaviour is the claimed one. Inconclusive never passes.
     pub pass: bool,
     pub evidence: String,
+    /// The checker's verdict on the cell's model (`stocklock check`), in a
+    /// few words; `None` where the checker has no model of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl Cell {
@@ -32,6 +36,7 @@ impl Cell {
             observed: judgement.observed.name().to_owned(),
             pass: judgement.observed == Observed::Seen(claim.behaviour),
             evidence: judgement.evidence,
+            model: crate::check::check(variant, scenario).map(|v| v.summary()),
         }
     }
 
@@ -51,8 +56,12 @@ impl Cell {
 
     /// The line printed as the cell finishes.
     pub fn line(&self, seconds: f64) -> String {
+        let model = match &self.model {
+            Some(model) => format!(" · model: {model}"),
+            None => String::new(),
+        };
         format!(
-            "{} {:<19} {:<12} expected {:<40} observed {:<13} ({seconds:.1} s) {}",
+            "{} {:<19} {:<12} expected {:<40} observed {:<13} ({seconds:.1} s) {}{model}",
             match (self.pass, self.inconclusive()) {
                 (true, _) => "PASS",
                 (false, true) => "INCONCLUSIVE",

@@ -110,7 +110,17 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             if let Some(lab) = &lab {
                 lab.tidy(scenario).await;
             }
-            let cell = Cell::new(scenario, variant, &claim, judgement);
+            let mut cell = Cell::new(scenario, variant, &claim, judgement);
+            if let Some(dir) = lab.as_ref().and_then(|lab| lab.timelines.as_ref()) {
+                // The checker's shortest way it happens, beside the live run.
+                let drawn = crate::check::check(variant, scenario)
+                    .and_then(|v| crate::check::draw::html(&v, &crate::load::bench::utc_now()));
+                if let Some(page) = drawn {
+                    let path = dir.join(format!("{scenario}-{variant}-model.html"));
+                    std::fs::write(&path, page.map_err(anyhow::Error::msg)?)?;
+                    cell.evidence += &format!("; the model's trace: {}", path.display());
+                }
+            }
             eprintln!("{}", cell.line(cell_started.elapsed().as_secs_f64()));
             cells.push(cell);
         }

@@ -25,6 +25,8 @@
 //! the count ([`overlap_count`], O(n log n)) and at most [`MAX_PAIRS`] pairs:
 //! what one request costs stays bounded by [`KEEP`].
 
+pub mod export;
+
 mod store;
 
 pub use self::store::{APPEND_SECTIONS_LUA, batch, sections};

@@ -1,5 +1,5 @@
 //! `stocklock check` from the command line: the table with its traces and
-//! bounds, the JSON, the cells it does not model, and bad input.
+//! bounds, the JSON, the drawings, the cells it does not model, and bad input.
 
 use std::process::Command;
 
@@ -27,6 +27,8 @@ fn a_cell_prints_its_shortest_counterexample_and_writes_it_as_json() {
         "crash-after-acquire",
         "--json",
         json.to_str().unwrap(),
+        "--timelines",
+        dir.path().to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("counterexample in 2 steps"), "{out}");
@@ -50,6 +52,16 @@ fn a_cell_prints_its_shortest_counterexample_and_writes_it_as_json() {
         (Some("frees"), Some(true))
     );
     assert_eq!(cells[1]["bounds"]["crashes"], 1);
+    // The counterexample drawn; the cell with none draws nothing.
+    assert!(out.contains("drew 1 counterexamples"), "{out}");
+    let page =
+        std::fs::read_to_string(dir.path().join("setnx-crash-after-acquire-model.html")).unwrap();
+    assert!(page.contains("\"kind\":\"crash\""), "the crash is drawn");
+    assert!(
+        !dir.path()
+            .join("token-crash-after-acquire-model.html")
+            .exists()
+    );
 }
 
 #[test]

@@ -71,6 +71,11 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             assert_eq!(cell["observed"], claim.behaviour.name(), "{cell}");
             assert_eq!(cell["pass"], true, "{cell}");
             assert!(!cell["evidence"].as_str().unwrap().is_empty());
+            // The checker's verdict, where it has a model, says the same.
+            if let Some(verdict) = stocklock::check::check(variant, scenario) {
+                assert_eq!(cell["model"], verdict.summary(), "{cell}");
+                assert!(verdict.agrees, "{cell}");
+            }
         }
     }
     assert_eq!(cells.len(), wanted);
@@ -286,7 +291,9 @@ async fn the_lab_sees_every_id_resolve_after_a_redis_pause() {
 
 /// A safe variant broken on purpose: `fenced` with its fence skipped (the
 /// test-only `STOCKLOCK_SABOTAGE` switch, inherited by `up` and its
-/// instances) must fail its pause-holder cell, and the run with it.
+/// instances) must fail its pause-holder cell, and the run with it; the
+/// checker's verdicts sit beside the live ones, and token's counterexample
+/// is drawn beside its live timeline.
 #[tokio::test]
 async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
     let timelines = tempfile::tempdir().unwrap();
@@ -294,7 +301,7 @@ async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
         &[
             "pause-holder",
             "--variant",
-            "fenced",
+            "fenced,token",
             "--timelines",
             timelines.path().to_str().unwrap(),
         ],
@@ -303,11 +310,34 @@ async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
     )
     .await;
     assert_eq!(output.status.code(), Some(2));
-    let cells = report["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 1);
+    let all = report["cells"].as_array().unwrap();
+    assert_eq!(all.len(), 2);
+    let token = find(all, Scenario::PauseHolder, Variant::Token).unwrap();
+    let cells = [find(all, Scenario::PauseHolder, Variant::Fenced)
+        .unwrap()
+        .clone()];
     assert_eq!(cells[0]["expected"], "safe (stale token refused)");
     assert_eq!(cells[0]["observed"], "oversells", "{}", cells[0]);
     assert_eq!(cells[0]["pass"], false);
+    // The checker's verdict beside the live one: the model of fenced (not
+    // sabotaged) finds no schedule that breaks it; token's shortest
+    // oversell is drawn beside its live timeline.
+    let model = cells[0]["model"].as_str().unwrap();
+    assert!(model.starts_with("safe: no violation in "), "{model}");
+    assert_eq!(
+        token["model"], "oversells: counterexample in 12 steps",
+        "{token}"
+    );
+    let drawn = timelines.path().join("pause-holder-token-model.html");
+    assert!(
+        token["evidence"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("the model's trace: {}", drawn.display())),
+        "{token}"
+    );
+    let html = std::fs::read_to_string(&drawn).unwrap();
+    assert!(html.contains("token · pause-holder (model)") && html.contains("\"kind\":\"freeze\""));
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("CONTRADICTION pause-holder / fenced")
     );

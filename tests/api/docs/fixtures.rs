@@ -256,6 +256,7 @@ fn cell(scenario: &str, variant: &str, observed: &str, pass: bool) -> Cell {
         observed: observed.into(),
         pass,
         evidence: String::new(),
+        model: None,
     }
 }
 

@@ -4,8 +4,7 @@
 
 use askama::Template;
 
-use crate::timeline::Timeline;
-use crate::web::AppError;
+use super::Timeline;
 
 #[derive(Template)]
 #[template(path = "timeline_export.html")]
@@ -19,10 +18,10 @@ struct Export {
     ledger_rows: Vec<(String, String)>,
 }
 
-/// The export of `timeline`.
-pub(super) fn render(timeline: &Timeline) -> Result<String, AppError> {
-    let json = serde_json::to_string(timeline)
-        .map_err(|err| AppError::Internal(format!("timeline: {err}")))?;
+/// The export of `timeline`, saying it was `generated` then (a UTC time).
+/// The live timeline's (`/api/timeline/export`) and the checker's traces.
+pub fn render(timeline: &Timeline, generated: &str) -> Result<String, String> {
+    let json = serde_json::to_string(timeline).map_err(|err| format!("timeline: {err}"))?;
     let s = &timeline.state;
     let row = |label: &str, value: String| (label.to_owned(), value);
     let page = Export {
@@ -34,7 +33,7 @@ pub(super) fn render(timeline: &Timeline) -> Result<String, AppError> {
             include_str!("../../static/style.css"),
             include_str!("../../static/timeline.css")
         ),
-        generated: crate::load::bench::utc_now(),
+        generated: generated.to_owned(),
         ledger_rows: vec![
             row("verdict", timeline.verdict.clone()),
             row("initial", s.initial.to_string()),
@@ -47,8 +46,7 @@ pub(super) fn render(timeline: &Timeline) -> Result<String, AppError> {
             row("overlapping pairs", timeline.overlap_count.to_string()),
         ],
     };
-    page.render()
-        .map_err(|err| AppError::Internal(format!("template: {err}")))
+    page.render().map_err(|err| format!("template: {err}"))
 }
 
 /// JSON that cannot end the `<script>` element it sits in: every `<`

@@ -1,0 +1,207 @@
+//! A counterexample drawn as the timeline draws a live run: one lane per
+//! buyer (A, B, C as instances), each buyer's critical section from the
+//! moment it holds the lock (or reads, with no lock) to its write, its
+//! lease and its watchdog's renewals, and the faults as chaos events.
+//!
+//! The model's time is ticks, and any number of steps happen within one
+//! tick; the drawing gives every step [`STEP_MS`] and every tick room for
+//! the busiest tick's steps, so that leases end on tick boundaries.
+
+use std::str::FromStr;
+
+use super::model::{Action, Pc, Sale, World};
+use super::protocol::{Acquire, Protocol};
+use super::{Verdict, describe};
+use crate::timeline::{Event, MAX_PAIRS, Section, Timeline, overlap_count, overlaps};
+use crate::variants::Variant;
+use crate::wire::StateSnapshot;
+
+/// How long one step of a trace is drawn.
+pub const STEP_MS: u64 = 50;
+const MS: u64 = 1_000_000;
+
+/// The states a verdict's trace goes through, from the first.
+pub fn replay(verdict: &Verdict) -> Option<(Sale, Vec<World>)> {
+    let variant = Variant::from_str(verdict.variant).ok()?;
+    let sale = Sale {
+        protocol: Protocol::of(variant)?,
+        bounds: verdict.bounds,
+        mutation: Default::default(),
+        property: verdict.broken.unwrap_or(super::SAFETY),
+    };
+    let mut worlds = vec![sale.initial()];
+    for step in &verdict.trace {
+        let next = sale.next(worlds.last()?, step.action)?;
+        worlds.push(next);
+    }
+    Some((sale, worlds))
+}
+
+/// Whether a buyer at `pc` is inside its critical section.
+fn inside(pc: Pc) -> bool {
+    matches!(
+        pc,
+        Pc::Expire | Pc::Token | Pc::Read | Pc::Work | Pc::Check | Pc::Write | Pc::Release
+    )
+}
+
+/// The trace of `verdict` as a timeline (`None`: no counterexample).
+pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
+    verdict.broken?;
+    let (sale, worlds) = replay(verdict)?;
+    let actions: Vec<Action> = verdict.trace.iter().map(|s| s.action).collect();
+    let at = clock(&actions);
+    let tick_ns = tick_len(&actions) * MS;
+    let name = |n: usize| char::from(b'A' + n as u8).to_string();
+    let lease_ms = match sale.protocol.acquire {
+        Acquire::Nothing | Acquire::LocalMutex | Acquire::Atomic => None,
+        _ => Some(u64::from(sale.bounds.lease) * tick_ns / MS),
+    };
+    let mut sections: Vec<Section> = Vec::new();
+    // The section each buyer is in, by index into `sections`.
+    let mut open: Vec<Option<usize>> = vec![None; usize::from(sale.bounds.buyers)];
+    let mut events = Vec::new();
+    for (k, action) in actions.iter().enumerate() {
+        let (before, after, t) = (&worlds[k], &worlds[k + 1], at[k]);
+        let event = |kind: &str, who: Option<usize>| Event {
+            at_ns: t,
+            kind: kind.to_owned(),
+            instance: who.map(name),
+            sku: None,
+            detail: describe(before, *action, after),
+        };
+        match *action {
+            Action::Crash(n) => events.push(event("crash", Some(usize::from(n)))),
+            Action::Freeze(n) => events.push(event("freeze", Some(usize::from(n)))),
+            Action::Vanish => events.push(event("lock_vanishes", None)),
+            Action::Restart(_) => events.push(event("node_restart", None)),
+            Action::Tick => {
+                for (n, section) in open.iter().enumerate() {
+                    let (was, now) = (&before.buyers[n], &after.buyers[n]);
+                    if let Some(i) = section
+                        && sale.protocol.watchdog
+                        && now.live()
+                        && inside(now.pc)
+                    {
+                        sections[*i].renewals_ns.push(t);
+                    }
+                    if !was.lost && now.lost {
+                        events.push(event("lock_lost", Some(n)));
+                    }
+                }
+            }
+            Action::Step(n) => {
+                let n = usize::from(n);
+                let (was, now) = (&before.buyers[n], &after.buyers[n]);
+                if sale.protocol.acquire == Acquire::Atomic && before.stock != after.stock {
+                    let mut section = Section::timed(&name(n), None, t, "sold");
+                    section.exit_ns = t;
+                    section.unit = Some(i64::from(before.stock));
+                    section.atomic = true;
+                    sections.push(section);
+                }
+                if !inside(was.pc) && inside(now.pc) {
+                    let mut section = Section::timed(&name(n), Some(&name(n)), t, "busy");
+                    section.exit_ns = t;
+                    section.lease_ms = lease_ms;
+                    open[n] = Some(sections.len());
+                    sections.push(section);
+                }
+                if let Some(i) = open[n] {
+                    let section = &mut sections[i];
+                    if now.token > 0 {
+                        section.holder = Some(format!("{} #{}", name(n), now.token));
+                    }
+                    if now.pc != Pc::Done {
+                        section.exit_ns = t;
+                    }
+                    if was.pc == Pc::Write && after.sold != before.sold {
+                        section.outcome = "sold".to_owned();
+                        section.unit = Some(i64::from(was.read));
+                    } else if was.pc == Pc::Write {
+                        section.reason = Some("stale_token".to_owned());
+                    } else if was.pc == Pc::Check && now.pc == Pc::Release {
+                        section.reason = Some("lock_lost".to_owned());
+                    } else if was.pc == Pc::Read && now.pc == Pc::Release {
+                        section.outcome = "sold_out".to_owned();
+                    }
+                    if now.pc == Pc::Done {
+                        section.release_ns = Some(t);
+                        open[n] = None;
+                    }
+                }
+            }
+        }
+    }
+    // A dead buyer's section ends where it died, its outcome unknown.
+    for (n, section) in open.iter().enumerate() {
+        if let Some(i) = *section
+            && worlds.last()?.buyers[n].crashed
+        {
+            sections[i].outcome = "unknown".to_owned();
+            sections[i].reason = Some("crashed".to_owned());
+        }
+    }
+    let last = worlds.last()?;
+    let sold: i64 = last.sold.iter().map(|&n| i64::from(n)).sum();
+    let initial = i64::from(sale.bounds.stock);
+    let state = StateSnapshot {
+        sku: format!("{} · {} (model)", verdict.variant, verdict.scenario),
+        initial,
+        remaining: i64::from(last.stock),
+        sold,
+        oversold: (sold - initial).max(0),
+        duplicates: last.sold.iter().filter(|&&n| n > 1).count() as i64,
+        ..StateSnapshot::default()
+    };
+    let to_ns = at.last().copied().unwrap_or(0) + STEP_MS * MS;
+    Some(Timeline {
+        sku: state.sku.clone(),
+        from_ns: 0,
+        to_ns,
+        overlaps: overlaps(&sections, MAX_PAIRS),
+        overlap_count: overlap_count(&sections),
+        sections,
+        events,
+        verdict: crate::timeline::verdict(&state),
+        state,
+        truncated: false,
+        counted_in: true,
+    })
+}
+
+/// The longest run of steps between two ticks, and one more: a tick's
+/// length in steps, in ms.
+fn tick_len(actions: &[Action]) -> u64 {
+    let runs = actions.split(|a| *a == Action::Tick);
+    let busiest = runs.map(<[Action]>::len).max().unwrap_or(0) as u64;
+    (busiest + 1) * STEP_MS
+}
+
+/// When each step is drawn (ns from the start): one [`STEP_MS`] after
+/// the one before, and each tick at its boundary.
+fn clock(actions: &[Action]) -> Vec<u64> {
+    let tick = tick_len(actions) * MS;
+    let (mut ticks, mut t) = (0, STEP_MS * MS);
+    actions
+        .iter()
+        .map(|action| {
+            if *action == Action::Tick {
+                ticks += 1;
+                t = ticks * tick;
+            } else {
+                t += STEP_MS * MS;
+            }
+            t
+        })
+        .collect()
+}
+
+/// The trace of `verdict` as one self-contained HTML page, drawn as a live
+/// timeline is (`None`: no counterexample).
+pub fn html(verdict: &Verdict, generated: &str) -> Option<Result<String, String>> {
+    Some(crate::timeline::export::render(
+        &timeline(verdict)?,
+        generated,
+    ))
+}
