@@ -75,6 +75,8 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             Action::Freeze(n) => events.push(event("freeze", Some(usize::from(n)))),
             Action::Vanish => events.push(event("lock_vanishes", None)),
             Action::Restart(_) => events.push(event("node_restart", None)),
+            Action::HoldReplication => events.push(event("replication_held", None)),
+            Action::Failover => events.push(event("failover", None)),
             Action::Tick => {
                 for (n, section) in open.iter().enumerate() {
                     let (was, now) = (&before.buyers[n], &after.buyers[n]);

@@ -15,6 +15,7 @@
 //! - [`draw`]: a counterexample as a timeline, drawn as a live run is.
 
 pub mod draw;
+mod faults;
 pub mod model;
 pub mod protocol;
 pub mod report;
@@ -89,6 +90,8 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
         nodes: if redlock { 3 } else { 0 },
         nodes_down: 0,
         restarts: 0,
+        failovers: 0,
+        wait_replicas: false,
     };
     Some(match scenario {
         Scenario::OneInstance => Bounds {
@@ -140,6 +143,17 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
         Scenario::RedlockRestartWithoutPersistence => Bounds {
             pauses: 1,
             vanishes: 1,
+            ..base
+        },
+        // The master dies under a holder, its replica having missed the
+        // writes since replication was held back.
+        Scenario::Failover => Bounds {
+            failovers: 1,
+            ..base
+        },
+        Scenario::FailoverWait => Bounds {
+            failovers: 1,
+            wait_replicas: true,
             ..base
         },
         _ => return None,
@@ -302,6 +316,8 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
         Action::Freeze(n) => format!("{} freezes before its write", name(n)),
         Action::Vanish => "the lock key vanishes".to_owned(),
         Action::Restart(k) => format!("node {} restarts empty", k + 1),
+        Action::HoldReplication => "replication to the replica stops".to_owned(),
+        Action::Failover => "the master dies: its replica is promoted".to_owned(),
         Action::Step(n) => {
             let i = usize::from(n);
             let (was, now) = (&before.buyers[i], &after.buyers[i]);
@@ -357,6 +373,12 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
                 model::Pc::Write => "writes with a stale token: refused".to_owned(),
                 model::Pc::Release => "releases".to_owned(),
                 model::Pc::Vote => "asks a node".to_owned(),
+                model::Pc::WaitReplica if now.pc == model::Pc::Read => {
+                    "WAIT: a replica has the lock".to_owned()
+                }
+                model::Pc::WaitReplica => {
+                    "WAIT: no replica has the lock, lets it go: busy".to_owned()
+                }
                 model::Pc::Count if now.pc == model::Pc::Read => {
                     format!("holds a majority ({} nodes)", was.votes.count_ones())
                 }

@@ -47,6 +47,11 @@ pub struct Bounds {
     pub nodes: u8,
     pub nodes_down: u8,
     pub restarts: u8,
+    /// Failovers of the lock's store: replication held back once, then the
+    /// replica promoted (the store's state as it last replicated).
+    pub failovers: u8,
+    /// The holder asks `WAIT` for a replica after taking its lock.
+    pub wait_replicas: bool,
 }
 
 /// A variant's protocol, with a part of it possibly taken out (the
@@ -84,6 +89,8 @@ pub enum Pc {
     Vote,
     /// Redlock: a majority, or let go of what it got and try again.
     Count,
+    /// `WAIT` for one replica after taking the lock (`failover-wait`).
+    WaitReplica,
 }
 
 /// The lock key as the store holds it.
@@ -153,6 +160,20 @@ pub struct World {
     /// Redlock's nodes.
     pub nodes: Vec<Node>,
     pub restarts: u8,
+    /// The store as its replica has it (while replication runs: as the
+    /// master has it), whether replication is held back, and failovers.
+    pub replica: Option<Replica>,
+    pub replication_held: bool,
+    pub failovers: u8,
+}
+
+/// What a replica holds of the store: what a failover brings back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Replica {
+    pub stock: u8,
+    pub lock: Option<LockKey>,
+    pub fence: u8,
+    pub seen: u8,
 }
 
 /// One of Redlock's independent servers.
@@ -177,6 +198,10 @@ pub enum Action {
     Vanish,
     /// Redlock's node `k` restarts empty (or comes back, if it was down).
     Restart(u8),
+    /// Replication to the lock store's replica stops (the relay frozen).
+    HoldReplication,
+    /// The master dies and its replica is promoted.
+    Failover,
 }
 
 /// One variant's protocol under one scenario's bounds.
@@ -247,6 +272,9 @@ impl Sale {
                 })
                 .collect(),
             restarts: 0,
+            replica: None,
+            replication_held: false,
+            failovers: 0,
         }
     }
 
@@ -269,7 +297,6 @@ impl Sale {
     }
 
     pub fn actions(&self, w: &World, actions: &mut Vec<Action>) {
-        let b = self.bounds;
         for (n, buyer) in w.buyers.iter().enumerate() {
             let n = n as u8;
             if !buyer.live() || buyer.pc == Pc::Done {
@@ -278,33 +305,8 @@ impl Sale {
             if self.can_step(w, n) {
                 actions.push(Action::Step(n));
             }
-            let in_work = buyer.pc == Pc::Work;
-            if w.crashes < b.crashes && (!b.crash_only_in_work || in_work) {
-                actions.push(Action::Crash(n));
-            }
-            if w.pauses < b.pauses && buyer.pc == Pc::Write {
-                actions.push(Action::Freeze(n));
-            }
-            let holder = w.lock.is_some_and(|lock| lock.holder == n);
-            let working = in_work && w.now < buyer.work_until;
-            if w.vanishes < b.vanishes && (working || buyer.frozen_until.is_some()) && holder {
-                actions.push(Action::Vanish);
-            }
         }
-        let frozen = w
-            .buyers
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.frozen_until.is_some());
-        for (n, _) in frozen {
-            let holder = w.lock.is_some_and(|lock| usize::from(lock.holder) == n);
-            if w.vanishes < b.vanishes && holder {
-                actions.push(Action::Vanish);
-            }
-            if w.restarts < b.restarts {
-                actions.extend((0..b.nodes).map(Action::Restart));
-            }
-        }
+        self.fault_actions(w, actions);
         if self.time_may_pass(w) {
             actions.push(Action::Tick);
         }
@@ -333,37 +335,9 @@ impl Sale {
         match action {
             Action::Step(n) => self.step(&mut w, n),
             Action::Tick => self.tick(&mut w),
-            Action::Crash(n) => {
-                w.crashes += 1;
-                let buyer = &mut w.buyers[usize::from(n)];
-                buyer.crashed = true;
-                // A process's local mutex dies with it.
-                if buyer.holds_mutex {
-                    buyer.holds_mutex = false;
-                    let process = self.process_of(n);
-                    w.mutexes[process] = None;
-                }
-            }
-            Action::Freeze(n) => {
-                w.pauses += 1;
-                let ticks = match self.bounds.freeze {
-                    0 => self.bounds.lease + 1,
-                    ticks => ticks,
-                };
-                w.buyers[usize::from(n)].frozen_until = Some(w.now + ticks);
-            }
-            Action::Restart(k) => {
-                w.restarts += 1;
-                w.nodes[usize::from(k)] = Node {
-                    up: true,
-                    lock: None,
-                };
-            }
-            Action::Vanish => {
-                w.vanishes += 1;
-                w.lock = None;
-            }
+            fault => self.strike(&mut w, fault),
         }
+        self.replicate(&mut w);
         Some(w)
     }
 

@@ -58,6 +58,9 @@ pub struct Protocol {
     /// its process lives, and the section asks it before the write.
     pub watchdog: bool,
     pub fence: Fence,
+    /// The lock's store acknowledges a write once a majority of its members
+    /// has it (etcd, ZooKeeper): a failover loses nothing acknowledged.
+    pub consensus: bool,
 }
 
 impl Protocol {
@@ -69,6 +72,7 @@ impl Protocol {
                 release,
                 watchdog,
                 fence,
+                consensus: matches!(variant, Variant::Etcd | Variant::ZooKeeper),
             })
         };
         match variant {

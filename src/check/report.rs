@@ -193,6 +193,15 @@ fn describe_bounds(v: &Verdict) -> String {
             b.restarts
         ));
     }
+    if b.failovers > 0 {
+        parts.push(format!(
+            "{} failover (replication held back, then the replica promoted under a holder)",
+            b.failovers
+        ));
+    }
+    if b.wait_replicas {
+        parts.push("the holder WAITs for a replica after taking the lock".to_owned());
+    }
     if b.skew > 0 {
         parts.push(format!("the last buyer's clock {} ticks ahead", b.skew));
     }

@@ -80,6 +80,21 @@ impl Sale {
                 Pc::Release
             }
             Pc::Vote => self.vote(w, n),
+            Pc::WaitReplica => {
+                // WAIT 1: did a replica get the lock? If not, let it go.
+                let replicated = w
+                    .replica
+                    .and_then(|r| r.lock)
+                    .is_some_and(|l| l.owner == Some(n));
+                if replicated {
+                    Pc::Read
+                } else {
+                    if w.lock.is_some_and(|lock| lock.owner == Some(n)) {
+                        w.lock = None;
+                    }
+                    Pc::Done
+                }
+            }
             Pc::Count => {
                 let votes = w.buyers[i].votes.count_ones() as u8;
                 if votes >= self.majority() {
@@ -158,6 +173,8 @@ impl Sale {
                 });
                 if self.protocol.fence == Fence::Checked {
                     Pc::Token
+                } else if self.bounds.wait_replicas {
+                    Pc::WaitReplica
                 } else {
                     Pc::Read
                 }
