@@ -38,6 +38,8 @@ pub const OWN_LOCK: &str = "a release frees only its own lock";
 /// Not a property that can break: an example of a sale, to tell a lock that
 /// keeps selling through a fault from one that refuses every buyer.
 pub const SELLS: &str = "a unit is sold";
+/// Every buyer retries one request id: it is sold at most once.
+pub const ONE_SALE: &str = "one sale per request id";
 
 impl Model for Sale {
     type State = World;
@@ -63,6 +65,9 @@ impl Model for Sale {
             SAFETY => Property::always(SAFETY, |_, w: &World| model::sold_each_unit_once(w)),
             STUCK => Property::always(STUCK, |_, w: &World| !model::stuck(w)),
             SELLS => Property::sometimes(SELLS, |_, w: &World| w.sold.iter().any(|&n| n > 0)),
+            ONE_SALE => Property::always(ONE_SALE, |m: &Sale, w: &World| {
+                !m.bounds.one_request || model::one_sale_per_request(w)
+            }),
             _ => Property::always(OWN_LOCK, |_, w: &World| !w.freed_anothers),
         }]
     }
@@ -92,6 +97,7 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
         restarts: 0,
         failovers: 0,
         wait_replicas: false,
+        one_request: false,
     };
     Some(match scenario {
         Scenario::OneInstance => Bounds {
@@ -147,6 +153,11 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
         },
         // The master dies under a holder, its replica having missed the
         // writes since replication was held back.
+        // Every buyer a retry of one request id, all at once.
+        Scenario::RetryStorm => Bounds {
+            one_request: true,
+            ..base
+        },
         Scenario::Failover => Bounds {
             failovers: 1,
             ..base
@@ -204,7 +215,7 @@ pub fn explore(protocol: Protocol, bounds: Bounds, mutation: Mutation) -> Explor
     let started = Instant::now();
     let mut found = Vec::new();
     let mut states = 0;
-    for property in [SAFETY, STUCK, OWN_LOCK, SELLS] {
+    for property in [SAFETY, STUCK, OWN_LOCK, SELLS, ONE_SALE] {
         let sale = Sale {
             protocol,
             bounds,
@@ -230,7 +241,7 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
     let bounds = bounds(scenario, protocol)?;
     let (found, states, took) = explore(protocol, bounds, Mutation::default());
     let by = |name| found.iter().find(|(broken, _)| *broken == name);
-    let (behaviour, broken) = if let Some(found) = by(SAFETY) {
+    let (behaviour, broken) = if let Some(found) = by(SAFETY).or(by(ONE_SALE)) {
         (Behaviour::Oversells, Some(found))
     } else if let Some(found) = by(STUCK) {
         (Behaviour::Deadlock, Some(found))
@@ -373,6 +384,10 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
                 model::Pc::Write => "writes with a stale token: refused".to_owned(),
                 model::Pc::Release => "releases".to_owned(),
                 model::Pc::Vote => "asks a node".to_owned(),
+                model::Pc::Claim if now.pc == model::Pc::Acquire => {
+                    "claims the request id".to_owned()
+                }
+                model::Pc::Claim => "finds the id claimed or answered: no sale".to_owned(),
                 model::Pc::WaitReplica if now.pc == model::Pc::Read => {
                     "WAIT: a replica has the lock".to_owned()
                 }

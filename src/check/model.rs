@@ -52,6 +52,8 @@ pub struct Bounds {
     pub failovers: u8,
     /// The holder asks `WAIT` for a replica after taking its lock.
     pub wait_replicas: bool,
+    /// Every buyer is a retry of one request id.
+    pub one_request: bool,
 }
 
 /// A variant's protocol, with a part of it possibly taken out (the
@@ -64,6 +66,8 @@ pub struct Mutation {
     pub plain_del_release: bool,
     /// The watchdog never renews.
     pub no_renewal: bool,
+    /// Request ids are neither claimed nor checked by the write.
+    pub no_request_claim: bool,
 }
 
 /// Where a buyer is in its protocol.
@@ -91,6 +95,8 @@ pub enum Pc {
     Count,
     /// `WAIT` for one replica after taking the lock (`failover-wait`).
     WaitReplica,
+    /// Claim the request id before anything else (the lock variants).
+    Claim,
 }
 
 /// The lock key as the store holds it.
@@ -165,6 +171,18 @@ pub struct World {
     pub replica: Option<Replica>,
     pub replication_held: bool,
     pub failovers: u8,
+    /// The request id's record ([`Bounds::one_request`]).
+    pub request: Request,
+}
+
+/// A request id's record in the ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Request {
+    None,
+    /// The claim of the attempt under way.
+    Pending(u8),
+    /// Answered: retries are told the same answer, nothing sold again.
+    Final,
 }
 
 /// What a replica holds of the store: what a failover brings back.
@@ -224,6 +242,11 @@ impl Sale {
     }
 
     /// A buyer's clock: the last one runs `skew` ahead.
+    /// Whether request ids are claimed and checked (every buyer retrying one).
+    pub(super) fn claims_ids(&self) -> bool {
+        self.bounds.one_request && !self.mutation.no_request_claim
+    }
+
     /// Redlock's majority: more than half of all its nodes, up or not.
     pub(super) fn majority(&self) -> u8 {
         self.bounds.nodes / 2 + 1
@@ -240,7 +263,11 @@ impl Sale {
     pub fn initial(&self) -> World {
         let b = self.bounds;
         let idle = Buyer {
-            pc: Pc::Acquire,
+            // The lock variants claim the request id first; a script checks it itself.
+            pc: match self.claims_ids() && self.protocol.acquire != Acquire::Atomic {
+                true => Pc::Claim,
+                false => Pc::Acquire,
+            },
             read: 0,
             work_until: 0,
             token: 0,
@@ -275,6 +302,7 @@ impl Sale {
             replica: None,
             replication_held: false,
             failovers: 0,
+            request: Request::None,
         }
     }
 
@@ -401,6 +429,11 @@ impl Sale {
 }
 
 /// Whether no unit was sold twice (and so never more than the stock).
+/// Whether one request id was sold at most once (all buyers retrying one).
+pub fn one_sale_per_request(w: &World) -> bool {
+    w.sold.iter().map(|&n| u32::from(n)).sum::<u32>() <= 1
+}
+
 pub fn sold_each_unit_once(w: &World) -> bool {
     w.sold.iter().all(|&times| times <= 1)
 }

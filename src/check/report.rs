@@ -199,6 +199,9 @@ fn describe_bounds(v: &Verdict) -> String {
             b.failovers
         ));
     }
+    if b.one_request {
+        parts.push("every buyer a retry of one request id".to_owned());
+    }
     if b.wait_replicas {
         parts.push("the holder WAITs for a replica after taking the lock".to_owned());
     }

@@ -1,7 +1,7 @@
 //! A buyer's commands, one step each: how it takes the lock, reads,
 //! writes and lets go, as its variant's protocol says.
 
-use super::model::{LockKey, Pc, Sale, World};
+use super::model::{LockKey, Pc, Request, Sale, World};
 use super::protocol::{Acquire, Fence, Release};
 
 impl Sale {
@@ -71,14 +71,28 @@ impl Sale {
                 }
             }
             Pc::Write => {
-                if self.admits(w, n) {
+                // The write refuses an attempt whose id's claim is not its own.
+                let claimed = !self.claims_ids() || w.request == Request::Pending(n);
+                if self.admits(w, n) && claimed {
                     let unit = w.buyers[i].read;
                     w.stock = unit - 1;
                     let times = &mut w.sold[usize::from(unit) - 1];
                     *times = times.saturating_add(1);
+                    if self.claims_ids() {
+                        w.request = Request::Final;
+                    }
                 }
                 Pc::Release
             }
+            Pc::Claim => match w.request {
+                // A retry of an answered id is answered from its record; one
+                // whose claim another attempt holds is told in_progress.
+                Request::Final | Request::Pending(_) => Pc::Done,
+                Request::None => {
+                    w.request = Request::Pending(n);
+                    Pc::Acquire
+                }
+            },
             Pc::Vote => self.vote(w, n),
             Pc::WaitReplica => {
                 // WAIT 1: did a replica get the lock? If not, let it go.
@@ -111,6 +125,10 @@ impl Sale {
             }
             Pc::Done => Pc::Done,
         };
+        // An attempt that ends without selling frees its id for a retry.
+        if next == Pc::Done && w.request == Request::Pending(n) {
+            w.request = Request::None;
+        }
         w.buyers[i].pc = next;
     }
 
@@ -120,7 +138,13 @@ impl Sale {
         match self.protocol.acquire {
             Acquire::Nothing => Pc::Read,
             Acquire::Atomic => {
-                // One script: read, check, write, record.
+                // One script: read, check, write, record (and the id's record).
+                if self.claims_ids() && w.request == Request::Final {
+                    return Pc::Done;
+                }
+                if self.claims_ids() {
+                    w.request = Request::Final;
+                }
                 if w.stock > 0 {
                     let unit = w.stock;
                     w.stock -= 1;
