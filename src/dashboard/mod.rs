@@ -13,6 +13,7 @@ mod board;
 pub mod labs;
 mod lessons;
 mod locks;
+mod models;
 mod page;
 pub mod runs;
 
@@ -136,6 +137,7 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/api/admin/run", post(runs::start))
         .route("/api/admin/lab", post(labs::start))
         .route("/api/lessons", get(lessons::statuses))
+        .route("/api/check", get(models::cell))
         .route("/api/admin/lessons/{id}", post(lessons::run))
         .route("/metrics", get(page::metrics))
         .with_state(dashboard)
