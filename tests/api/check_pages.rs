@@ -148,6 +148,9 @@ async fn a_lesson_step_shows_the_checkers_verdict_and_draws_its_trace() {
         line.as_str().unwrap().contains("没有任何调度顺序"),
         "{line}"
     );
+    browser
+        .run("document.querySelector('[data-step=setnx-crash] [data-field=model]').scrollIntoView(); return true")
+        .await;
     browser.screenshot("lessons-check.png").await;
     browser.quit().await;
     tasks.iter().for_each(|t| t.abort());
