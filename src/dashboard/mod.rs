@@ -1,5 +1,6 @@
 //! The live dashboard: the page, its assets, the board every instance
-//! serves, and the runs started from the page.
+//! serves, the runs started from the page, and the model checker's verdict
+//! on one cell of the lab (`/api/check`, for the lessons and the scenarios).
 //!
 //! Everything the page shows is read from Redis, so any instance behind
 //! nginx draws the same board: each variant's SKU (the SKU is the variant's
