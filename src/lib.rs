@@ -50,7 +50,7 @@
 //! ## HTTP
 //!
 //! 26. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
-//! 27. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page.
+//! 27. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
 //! 28. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
 //! 29. [`server`]: `stocklock serve`: building and running one instance.
 //!

@@ -32,6 +32,7 @@ const I18N = {
     chaos_pause_redis: 'Pause Redis', chaos_restart_redis: 'Restart Redis',
     scenarios: 'Scenarios', lab_running: 'running the failure scenarios on a stack of their own…',
     lab_failed: 'the scenarios could not run: {error}', expected_short: 'expected',
+    model: 'model: {verdict}', no_model: 'model: none (the lab alone)', model_trace: "the model's trace",
     orders_waiting: 'orders: –', orders_off: 'orders: off on this stack (up --orders on)',
     orders_line: 'orders: reserved {reserved} · paid {paid} · expired {expired} · returned {returned} · lag p50 {p50} / p99 {p99} ms',
     orders_clean: 'reconcile: clean', orders_wrong: 'reconcile: {verdict}',
@@ -64,6 +65,7 @@ const I18N = {
     chaos_pause_redis: '暂停 Redis', chaos_restart_redis: '重启 Redis',
     scenarios: '故障场景', lab_running: '正在独立的环境中运行故障场景…',
     lab_failed: '场景无法运行:{error}', expected_short: '预期',
+    model: '模型:{verdict}', no_model: '模型:无(只有实验)', model_trace: '模型的反例路径',
     orders_waiting: '订单:–', orders_off: '订单:本环境未开启(up --orders on)',
     orders_line: '订单:待付款 {reserved} · 已付款 {paid} · 已过期 {expired} · 已退回库存 {returned} · 延迟 p50 {p50} / p99 {p99} 毫秒',
     orders_clean: '对账:一致', orders_wrong: '对账:{verdict}',
@@ -291,9 +293,46 @@ function showRun(run) {
   }
 }
 
+// The checker's drawings opened under a card's scenarios, by
+// "variant/scenario": kept across redraws of the board.
+const modelViews = {};
+
+// The model checker's verdict beside a cell's live one, and a button that
+// opens (or folds) its trace, drawn by check.js from /api/check.
+function modelOf(variant, cell) {
+  const line = document.createElement('span');
+  line.className = 'cell-model';
+  line.dataset.field = 'model';
+  line.textContent = ` · ${cell.model ? t('model', { verdict: cell.model }) : t('no_model')}`;
+  if (!cell.model || typeof StocklockCheck === 'undefined') return [line];
+  const key = `${variant}/${cell.scenario}`;
+  const view = modelViews[key] || (modelViews[key] = { element: document.createElement('div'), open: false });
+  view.element.dataset.field = 'model-view';
+  view.element.hidden = !view.open;
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'link';
+  button.dataset.action = 'model-trace';
+  button.setAttribute('aria-expanded', String(view.open));
+  button.textContent = t('model_trace');
+  button.addEventListener('click', () => {
+    view.open = !view.open;
+    view.element.hidden = !view.open;
+    button.setAttribute('aria-expanded', String(view.open));
+    if (view.open) StocklockCheck.show(view.element, variant, cell.scenario);
+  });
+  if (view.open && view.element.dataset.state) StocklockCheck.redraw(view.element);
+  line.append(' ', button);
+  return [line, view.element];
+}
+
 // A card's failure scenarios: one line per cell, verdict and evidence.
 function renderLab(card, lab) {
   const box = field(card, 'scenarios');
+  // The board comes up to four times a second: redraw only what changed.
+  const drawn = `${StocklockPage.lang()} ${JSON.stringify(lab)}`;
+  if (box.drawnLab === drawn) return;
+  box.drawnLab = drawn;
   box.dataset.state = lab.state;
   if (lab.state === 'running') {
     box.textContent = t('lab_running');
@@ -316,9 +355,11 @@ function renderLab(card, lab) {
       head.textContent = `${cell.pass ? '✓' : inconclusive ? '?' : '✗'} ${cell.scenario}: ${cell.observed}`;
       const rest = document.createElement('small');
       rest.textContent = ` (${t('expected_short')} ${cell.expected}) ${cell.evidence}`;
-      line.append(head, rest);
-      return line;
-    }),
+      const [model, view] = modelOf(card.dataset.variant, cell);
+      line.dataset.model = cell.model || '';
+      line.append(head, model, rest);
+      return view ? [line, view] : [line];
+    }).flat(),
   );
 }
 

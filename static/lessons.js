@@ -1,7 +1,8 @@
 // stocklock lessons: article 001's story as twelve experiments. Each Run
 // button asks the stack to play one (variant, scenario) pair of the lab,
 // polls /api/lessons until it is over, then shows the lab's cell, the
-// SKU's ledger and its timeline. No framework, no build step.
+// SKU's ledger and its timeline. Beside it, the model checker's verdict on
+// the same cell (check.js). No framework, no build step.
 'use strict';
 
 const I18N = {
@@ -99,6 +100,8 @@ function applyLang() {
     const seen = shown[section.dataset.step];
     if (seen && seen.cell) fillPass(section, seen.cell);
     if (seen && seen.timeline) mountTimeline(section, seen.timeline);
+    const model = field(section, 'model');
+    if (model.dataset.state && typeof StocklockCheck !== 'undefined') StocklockCheck.redraw(model);
   }
   updateProgress();
 }
@@ -374,6 +377,25 @@ async function run(section) {
 
 for (const section of sections()) {
   section.querySelector('[data-action="run"]').addEventListener('click', () => run(section));
+}
+
+// ---- the checker's verdict on a step's cell, asked for once the step
+// comes near the screen (not for all twelve at page load).
+function showModel(section) {
+  if (typeof StocklockCheck === 'undefined') return;
+  StocklockCheck.show(field(section, 'model'), section.dataset.variant, section.dataset.scenario);
+}
+if ('IntersectionObserver' in window) {
+  const near = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      near.unobserve(entry.target);
+      showModel(entry.target);
+    }
+  }, { rootMargin: '200px 0px' });
+  for (const section of sections()) near.observe(section);
+} else {
+  for (const section of sections()) showModel(section);
 }
 
 // ---- on load: what this stack already ran

@@ -1,5 +1,6 @@
 //! The live dashboard: the page, its assets, the board every instance
-//! serves, and the runs started from the page.
+//! serves, the runs started from the page, and the model checker's verdict
+//! on one cell of the lab (`/api/check`, for the lessons and the scenarios).
 //!
 //! Everything the page shows is read from Redis, so any instance behind
 //! nginx draws the same board: each variant's SKU (the SKU is the variant's
@@ -13,6 +14,7 @@ mod board;
 pub mod labs;
 mod lessons;
 mod locks;
+mod models;
 mod page;
 pub mod runs;
 
@@ -136,6 +138,7 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/api/admin/run", post(runs::start))
         .route("/api/admin/lab", post(labs::start))
         .route("/api/lessons", get(lessons::statuses))
+        .route("/api/check", get(models::cell))
         .route("/api/admin/lessons/{id}", post(lessons::run))
         .route("/metrics", get(page::metrics))
         .with_state(dashboard)

@@ -80,3 +80,80 @@ fn cells_it_does_not_model_are_named_and_bad_names_refused() {
     assert_eq!(code, 2);
     assert!(err.contains("invalid value 'tornado'"), "{err}");
 }
+
+/// `GET /api/check` on the instance's real router: a counterexample with
+/// its drawing, a safe cell with its states and none, a cell with no model
+/// (404) and bad names (400), each as the project's JSON error.
+#[tokio::test]
+async fn the_dashboard_answers_a_cells_verdict_and_its_drawn_trace() {
+    use stocklock::chaos::Chaos;
+    use stocklock::store::Store;
+
+    use crate::helpers::{self, InProcess};
+
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let instance = InProcess::start(&store, "a", Chaos::off()).await;
+
+    let (status, body) = instance
+        .get("/api/check?variant=setnx&scenario=crash-after-acquire")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let verdict = &body["verdict"];
+    assert_eq!(verdict["model"], "deadlock", "{body}");
+    assert_eq!(verdict["agrees"], true, "{body}");
+    assert_eq!(verdict["trace"].as_array().unwrap().len(), 2, "{body}");
+    assert_eq!(verdict["bounds"]["crashes"], 1, "{body}");
+    // The same trace as the library draws it, in the live timeline's shape.
+    let cell = stocklock::check::check(
+        stocklock::variants::Variant::Setnx,
+        stocklock::variants::Scenario::CrashAfterAcquire,
+    )
+    .unwrap();
+    let drawn = stocklock::check::draw::timeline(&cell).unwrap();
+    assert_eq!(body["timeline"], serde_json::to_value(&drawn).unwrap());
+    let events = body["timeline"]["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["kind"] == "crash"), "{body}");
+    // Asked again (answered from what the instance remembers): the same.
+    let (_, again) = instance
+        .get("/api/check?variant=setnx&scenario=crash-after-acquire")
+        .await;
+    assert_eq!(again, body);
+
+    // No counterexample: the states it searched, and no drawing.
+    let (status, body) = instance.get("/api/check?variant=lua&scenario=race").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["verdict"]["model"], "safe", "{body}");
+    assert!(body["verdict"]["states"].as_u64().unwrap() > 1, "{body}");
+    assert_eq!(body["verdict"]["trace"], serde_json::json!([]), "{body}");
+    assert_eq!(body["timeline"], serde_json::Value::Null, "{body}");
+
+    // A cell the lab plays and the checker does not model.
+    let (status, body) = instance
+        .get("/api/check?variant=lua&scenario=redis-restart")
+        .await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"], "not_found", "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no model of lua in redis-restart"),
+        "{body}"
+    );
+
+    for (query, field) in [
+        ("variant=nope&scenario=race", "variant"),
+        ("variant=lua&scenario=tornado", "scenario"),
+        ("variant=lua", "scenario"),
+        ("variant=lua&scenario=race&extra=1", "extra"),
+    ] {
+        let (status, body) = instance.get(&format!("/api/check?{query}")).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert_eq!(body["error"], "invalid_input", "{query}: {body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains(field),
+            "{query}: {body}"
+        );
+    }
+}

@@ -7,6 +7,7 @@ mod bench_bare;
 mod browser;
 mod chaos;
 mod check;
+mod check_pages;
 mod cluster;
 mod compare;
 mod dashboard;

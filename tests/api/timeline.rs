@@ -362,11 +362,17 @@ async fn bad_timeline_queries_get_a_clear_400() {
 
 /// The page's drawing script computes the overlaps itself (to highlight
 /// them): its pure functions, tested with node on the Rust rule's cases;
-/// and the lessons' script parses.
+/// and the lessons' script and the checker's (check.js) parse.
 #[test]
 fn the_timeline_script_counts_overlaps_as_the_witness_does() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for script in ["common.js", "lessons.js", "timeline_page.js", "timeline.js"] {
+    for script in [
+        "common.js",
+        "lessons.js",
+        "check.js",
+        "timeline_page.js",
+        "timeline.js",
+    ] {
         helpers::node_check(&root.join("static").join(script), false);
     }
     let Some(node) = stocklock::os::find_program("node") else {

@@ -1,0 +1,221 @@
+//! The checker's verdicts on the pages, in a real browser: a lesson step
+//! shows its cell's verdict and draws its shortest counterexample (or says
+//! that none exists within the bounds); a card's scenarios show each cell's
+//! model verdict beside the live one and open the model's trace.
+//!
+//! One instance on a real Redis serves the pages on a socket of its own:
+//! nothing here runs an experiment, so no stack is needed.
+
+use std::future::IntoFuture;
+
+use serde_json::json;
+use stocklock::check::{self, draw};
+use stocklock::http::{AppState, app};
+use stocklock::lock::Wakeups;
+use stocklock::store::Store;
+use stocklock::up::redis::RedisServer;
+use stocklock::variants::{Scenario, Variant};
+
+use crate::browser::Browser;
+use crate::helpers::{self, in_process_config};
+
+/// An instance with its board reader running, listening on a free port:
+/// its URL, and what must live as long as the test.
+async fn serve() -> (String, RedisServer, Store, Vec<tokio::task::JoinHandle<()>>) {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let state = AppState::new(store.clone(), in_process_config("a"), Wakeups::new());
+    let mut tasks = state.start_background();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tasks.push(tokio::spawn(async move {
+        let _ = axum::serve(listener, app(state)).into_future().await;
+    }));
+    (url, redis, store, tasks)
+}
+
+/// What a checker block (`data-field=model` of a step, or a card's
+/// opened model view) shows.
+const SHOWN: &str = "const el = document.querySelector(arguments[0]);
+     const drawing = el.querySelector('.check-timeline');
+     return {state: el.dataset.state, model: el.dataset.model, steps: el.dataset.steps,
+       states: el.dataset.states, line: el.querySelector('.check-line').textContent,
+       bounds: el.querySelector('.check-bounds').textContent,
+       list: [...el.querySelectorAll('.check-steps li')].map((li) => li.textContent),
+       drawn: drawing ? drawing.dataset.drawn : null,
+       sections: drawing ? drawing.dataset.sections : null};";
+
+fn texts(verdict: &check::Verdict) -> Vec<String> {
+    verdict
+        .trace
+        .iter()
+        .map(|s| format!("tick {} · {}", s.at, s.text))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_lesson_step_shows_the_checkers_verdict_and_draws_its_trace() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let (url, _redis, _store, tasks) = serve().await;
+    browser.goto(&format!("{url}/lessons")).await;
+    let step1 = "[data-step=one-instance] [data-field=model]";
+    browser
+        .wait_until(&format!(
+            "document.querySelector('{step1}').dataset.state === 'done'"
+        ))
+        .await;
+    // Loaded as a step comes near the screen: the last one is far below.
+    assert_eq!(
+        browser
+            .run("return document.querySelector('[data-step=lua-batch] [data-field=model]').dataset.state || null")
+            .await,
+        json!(null)
+    );
+
+    // Step 4: setnx crashes between SETNX and EXPIRE.
+    let crash = check::check(Variant::Setnx, Scenario::CrashAfterAcquire).unwrap();
+    let drawn = draw::timeline(&crash).unwrap();
+    browser
+        .run("document.querySelector('[data-step=setnx-crash]').scrollIntoView(); return true")
+        .await;
+    let field = "[data-step=setnx-crash] [data-field=model]";
+    browser
+        .wait_until(&format!(
+            "document.querySelector('{field} .check-timeline').dataset.drawn === 'true'"
+        ))
+        .await;
+    let shown = browser.run_with(SHOWN, json!([field])).await;
+    assert_eq!(shown["state"], "done", "{shown}");
+    assert_eq!(shown["model"], "deadlock", "{shown}");
+    assert_eq!(
+        shown["line"],
+        format!(
+            "The experiment showed it once; the checker shows the shortest way it happens: {} steps.",
+            crash.trace.len()
+        ),
+        "{shown}"
+    );
+    assert_eq!(shown["list"], json!(texts(&crash)), "{shown}");
+    assert_eq!(
+        shown["sections"],
+        json!(drawn.sections.len().to_string()),
+        "{shown}"
+    );
+    assert!(
+        shown["bounds"].as_str().unwrap().contains("1 crash"),
+        "{shown}"
+    );
+
+    // Step 10: fenced, with no counterexample.
+    let fenced = check::check(Variant::Fenced, Scenario::PauseHolder).unwrap();
+    browser
+        .run("document.querySelector('[data-step=fencing]').scrollIntoView(); return true")
+        .await;
+    let field = "[data-step=fencing] [data-field=model]";
+    browser
+        .wait_until(&format!(
+            "document.querySelector('{field}').dataset.state === 'done'"
+        ))
+        .await;
+    let shown = browser.run_with(SHOWN, json!([field])).await;
+    assert_eq!(
+        shown["line"],
+        format!(
+            "No schedule within these bounds breaks it ({} states).",
+            fenced.states
+        ),
+        "{shown}"
+    );
+    assert_eq!(
+        (&shown["steps"], &shown["drawn"]),
+        (&json!("0"), &json!(null))
+    );
+    assert!(
+        shown["bounds"].as_str().unwrap().contains("1 freeze"),
+        "{shown}"
+    );
+
+    // 中文
+    browser.click("#lang").await;
+    let line = browser
+        .run(&format!(
+            "return document.querySelector('{field} .check-line').textContent"
+        ))
+        .await;
+    assert!(
+        line.as_str().unwrap().contains("没有任何调度顺序"),
+        "{line}"
+    );
+    browser
+        .run("document.querySelector('[data-step=setnx-crash] [data-field=model]').scrollIntoView(); return true")
+        .await;
+    browser.screenshot("lessons-check.png").await;
+    browser.quit().await;
+    tasks.iter().for_each(|t| t.abort());
+}
+
+#[tokio::test]
+async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_trace() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let (url, _redis, store, tasks) = serve().await;
+    // The cells a finished `lab --variant setnx` left: one the checker
+    // models, one it does not.
+    let crash = check::check(Variant::Setnx, Scenario::CrashAfterAcquire).unwrap();
+    let lab = json!({"state": "done", "cells": [
+        {"scenario": "crash-after-acquire", "variant": "setnx", "expected": "deadlock",
+         "observed": "deadlock", "pass": true, "evidence": "a lock with no TTL", "model": crash.summary()},
+        {"scenario": "redis-failover", "variant": "setnx", "expected": "oversells",
+         "observed": "oversells", "pass": true, "evidence": "two holders"},
+    ]});
+    let mut conn = store.conn().await.unwrap();
+    let _: i64 = redis::AsyncCommands::hset(
+        &mut conn,
+        stocklock::dashboard::labs::STATUS_KEY,
+        "setnx",
+        lab.to_string(),
+    )
+    .await
+    .unwrap();
+
+    browser.goto(&format!("{url}/")).await;
+    let cells = "[data-variant=setnx] .scenarios .cell";
+    browser
+        .wait_until(&format!(
+            "document.querySelectorAll('{cells}').length === 2"
+        ))
+        .await;
+    let lines = browser
+        .run(&format!(
+            "return [...document.querySelectorAll('{cells}')].map((c) => [c.dataset.model, c.querySelector('[data-field=model]').textContent])"
+        ))
+        .await;
+    assert_eq!(lines[0][0], json!(crash.summary()), "{lines}");
+    assert!(
+        lines[0][1]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(" · model: {}", crash.summary())),
+        "{lines}"
+    );
+    assert_eq!(lines[1][1], " · model: none (the lab alone)", "{lines}");
+
+    browser
+        .click("[data-variant=setnx] [data-action=model-trace]")
+        .await;
+    let view = "[data-variant=setnx] [data-field=model-view]";
+    browser
+        .wait_until(&format!(
+            "document.querySelector('{view} .check-timeline').dataset.drawn === 'true'"
+        ))
+        .await;
+    let shown = browser.run_with(SHOWN, json!([view])).await;
+    assert_eq!(shown["model"], "deadlock", "{shown}");
+    assert_eq!(shown["list"], json!(texts(&crash)), "{shown}");
+    browser.screenshot("dashboard-check.png").await;
+    browser.quit().await;
+    tasks.iter().for_each(|t| t.abort());
+}
