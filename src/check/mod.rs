@@ -151,13 +151,13 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
             vanishes: 1,
             ..base
         },
-        // The master dies under a holder, its replica having missed the
-        // writes since replication was held back.
         // Every buyer a retry of one request id, all at once.
         Scenario::RetryStorm => Bounds {
             one_request: true,
             ..base
         },
+        // The master dies under a holder, its replica having missed the
+        // writes since replication was held back.
         Scenario::Failover => Bounds {
             failovers: 1,
             ..base
