@@ -71,7 +71,13 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             detail: describe(before, *action, after),
         };
         match *action {
-            Action::Crash(n) => events.push(event("crash", Some(usize::from(n)))),
+            Action::Crash(n) => {
+                events.push(event("crash", Some(usize::from(n))));
+                // Its section ends here, its outcome unknown.
+                if let Some(i) = open[usize::from(n)] {
+                    sections[i].exit_ns = t;
+                }
+            }
             Action::Freeze(n) => events.push(event("freeze", Some(usize::from(n)))),
             Action::Vanish => events.push(event("lock_vanishes", None)),
             Action::Restart(_) => events.push(event("node_restart", None)),
@@ -105,12 +111,18 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
                 if !inside(was.pc) && inside(now.pc) {
                     let mut section = Section::timed(&name(n), Some(&name(n)), t, "busy");
                     section.exit_ns = t;
-                    section.lease_ms = lease_ms;
+                    // setnx's lock has no lease until its EXPIRE.
+                    if now.pc != Pc::Expire {
+                        section.lease_ms = lease_ms;
+                    }
                     open[n] = Some(sections.len());
                     sections.push(section);
                 }
                 if let Some(i) = open[n] {
                     let section = &mut sections[i];
+                    if was.pc == Pc::Expire {
+                        section.lease_ms = lease_ms;
+                    }
                     if now.token > 0 {
                         section.holder = Some(format!("{} #{}", name(n), now.token));
                     }
@@ -135,16 +147,21 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             }
         }
     }
-    // A dead buyer's section ends where it died, its outcome unknown.
+    let to_ns = at.last().copied().unwrap_or(0) + STEP_MS * MS;
+    // A dead buyer's section ended where it died, its outcome unknown; a
+    // lock it left that nothing will ever free is held to the end.
+    let last = worlds.last()?;
     for (n, section) in open.iter().enumerate() {
         if let Some(i) = *section
-            && worlds.last()?.buyers[n].crashed
+            && last.buyers[n].crashed
         {
             sections[i].outcome = "unknown".to_owned();
             sections[i].reason = Some("crashed".to_owned());
+            if super::model::stuck(last) {
+                sections[i].release_ns = Some(to_ns);
+            }
         }
     }
-    let last = worlds.last()?;
     let sold: i64 = last.sold.iter().map(|&n| i64::from(n)).sum();
     let initial = i64::from(sale.bounds.stock);
     let state = StateSnapshot {
@@ -156,7 +173,6 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
         duplicates: last.sold.iter().filter(|&&n| n > 1).count() as i64,
         ..StateSnapshot::default()
     };
-    let to_ns = at.last().copied().unwrap_or(0) + STEP_MS * MS;
     Some(Timeline {
         sku: state.sku.clone(),
         from_ns: 0,

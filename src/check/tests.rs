@@ -188,6 +188,10 @@ fn a_counterexample_is_drawn_as_a_timeline() {
         ("crash", Some("A"))
     );
     assert_eq!(stuck.sections[0].reason.as_deref(), Some("crashed"));
+    // setnx died before its EXPIRE: no lease, and the lock held to the end.
+    assert_eq!(stuck.sections[0].lease_ms, None);
+    assert_eq!(stuck.sections[0].exit_ns, stuck.events[0].at_ns);
+    assert_eq!(stuck.sections[0].release_ns, Some(stuck.to_ns));
     // A freeze, the lease and the watchdog's word on the page's terms.
     let pause = draw::timeline(&verdict(Variant::Watchdog, Scenario::PauseHolder)).unwrap();
     assert!(
