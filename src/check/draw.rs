@@ -216,10 +216,15 @@ fn clock(actions: &[Action]) -> Vec<u64> {
 }
 
 /// The trace of `verdict` as one self-contained HTML page, drawn as a live
-/// timeline is (`None`: no counterexample).
-pub fn html(verdict: &Verdict, generated: &str) -> Option<Result<String, String>> {
-    Some(crate::timeline::export::render(
-        &timeline(verdict)?,
-        generated,
-    ))
+/// timeline is, written to `path`; `false` (nothing written) when there is
+/// no counterexample to draw.
+pub fn write(verdict: &Verdict, path: &std::path::Path) -> anyhow::Result<bool> {
+    let Some(timeline) = timeline(verdict) else {
+        return Ok(false);
+    };
+    let generated = crate::load::bench::utc_now();
+    let page =
+        crate::timeline::export::render(&timeline, &generated).map_err(anyhow::Error::msg)?;
+    std::fs::write(path, page)?;
+    Ok(true)
 }

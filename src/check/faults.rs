@@ -51,14 +51,9 @@ impl Sale {
         match fault {
             Action::Crash(n) => {
                 w.crashes += 1;
-                let buyer = &mut w.buyers[usize::from(n)];
-                buyer.crashed = true;
+                w.buyers[usize::from(n)].crashed = true;
                 // A process's local mutex dies with it.
-                if buyer.holds_mutex {
-                    buyer.holds_mutex = false;
-                    let process = self.process_of(n);
-                    w.mutexes[process] = None;
-                }
+                self.free_mutex(w, n);
             }
             Action::Freeze(n) => {
                 w.pauses += 1;

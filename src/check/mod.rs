@@ -13,6 +13,7 @@
 //! - [`model`]: the buyers, the store, time and the faults; the properties.
 //! - [`report`]: the command's table, bounds and JSON.
 //! - [`draw`]: a counterexample as a timeline, drawn as a live run is.
+//! - `trace`: a counterexample's steps in words; `steps`, `faults`: what a buyer's commands and the faults do.
 
 pub mod draw;
 mod faults;
@@ -20,6 +21,7 @@ pub mod model;
 pub mod protocol;
 pub mod report;
 mod steps;
+mod trace;
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +32,7 @@ use crate::variants::{Behaviour, Variant};
 use model::{Action, Bounds, Mutation, Sale, World};
 use protocol::Protocol;
 pub use report::CheckArgs;
+pub use trace::{describe, steps};
 
 /// The properties, by the names the traces are reported under.
 pub const SAFETY: &str = "every unit sold at most once";
@@ -62,14 +65,23 @@ impl Model for Sale {
     /// there, which it does once every property it checks has one.
     fn properties(&self) -> Vec<Property<Self>> {
         vec![match self.property {
-            SAFETY => Property::always(SAFETY, |_, w: &World| model::sold_each_unit_once(w)),
-            STUCK => Property::always(STUCK, |_, w: &World| !model::stuck(w)),
-            SELLS => Property::sometimes(SELLS, |_, w: &World| w.sold.iter().any(|&n| n > 0)),
-            ONE_SALE => Property::always(ONE_SALE, |m: &Sale, w: &World| {
-                !m.bounds.one_request || model::one_sale_per_request(w)
-            }),
-            _ => Property::always(OWN_LOCK, |_, w: &World| !w.freed_anothers),
+            SAFETY => Property::always(SAFETY, |m, w| holds(SAFETY, m, w)),
+            STUCK => Property::always(STUCK, |m, w| holds(STUCK, m, w)),
+            SELLS => Property::sometimes(SELLS, |m, w| holds(SELLS, m, w)),
+            ONE_SALE => Property::always(ONE_SALE, |m, w| holds(ONE_SALE, m, w)),
+            _ => Property::always(OWN_LOCK, |m, w| holds(OWN_LOCK, m, w)),
         }]
+    }
+}
+
+/// Whether `property` holds in `w` (for [`SELLS`]: a unit was sold).
+pub fn holds(property: &str, sale: &Sale, w: &World) -> bool {
+    match property {
+        SAFETY => model::sold_each_unit_once(w),
+        STUCK => !model::stuck(w),
+        SELLS => w.sold.iter().any(|&n| n > 0),
+        ONE_SALE => !sale.bounds.one_request || model::one_sale_per_request(w),
+        _ => !w.freed_anothers,
     }
 }
 
@@ -208,14 +220,20 @@ pub type Explored = (
     Duration,
 );
 
-/// Checks `protocol` (with `mutation`) within `bounds`: the shortest
-/// counterexample to each property, and the most states one run explored
-/// (all of them when it found no counterexample).
-pub fn explore(protocol: Protocol, bounds: Bounds, mutation: Mutation) -> Explored {
+/// Checks `protocol` (with `mutation`) within `bounds`, one run per
+/// property of `properties`: the shortest counterexample (or example) of
+/// each, and the most states one run explored (all of them when it found
+/// none).
+pub fn explore(
+    protocol: Protocol,
+    bounds: Bounds,
+    mutation: Mutation,
+    properties: &[&'static str],
+) -> Explored {
     let started = Instant::now();
     let mut found = Vec::new();
     let mut states = 0;
-    for property in [SAFETY, STUCK, OWN_LOCK, SELLS, ONE_SALE] {
+    for &property in properties {
         let sale = Sale {
             protocol,
             bounds,
@@ -231,6 +249,28 @@ pub fn explore(protocol: Protocol, bounds: Bounds, mutation: Mutation) -> Explor
     (found, states, started.elapsed())
 }
 
+/// The properties a cell's verdict rests on: no unit sold twice always; a
+/// SKU left stuck only where a holder can die; a sale at all where nodes
+/// are down and nothing else happens; one sale per id in a retry storm.
+fn properties_of(bounds: Bounds) -> Vec<&'static str> {
+    let mut properties = vec![SAFETY];
+    if bounds.crashes > 0 {
+        properties.push(STUCK);
+    }
+    if node_fault_only(bounds) {
+        properties.push(SELLS);
+    }
+    if bounds.one_request {
+        properties.push(ONE_SALE);
+    }
+    properties
+}
+
+/// Redlock's nodes down, and no other fault: does the lock still sell?
+fn node_fault_only(bounds: Bounds) -> bool {
+    bounds.nodes_down > 0 && bounds.pauses == 0
+}
+
 /// The verdict of one cell, or `None` when the cell is not modelled.
 pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
     let claim = scenario.claim(variant);
@@ -239,7 +279,12 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
     }
     let protocol = Protocol::of(variant)?;
     let bounds = bounds(scenario, protocol)?;
-    let (found, states, took) = explore(protocol, bounds, Mutation::default());
+    let (found, states, took) = explore(
+        protocol,
+        bounds,
+        Mutation::default(),
+        &properties_of(bounds),
+    );
     let by = |name| found.iter().find(|(broken, _)| *broken == name);
     let (behaviour, broken) = if let Some(found) = by(SAFETY).or(by(ONE_SALE)) {
         (Behaviour::Oversells, Some(found))
@@ -247,8 +292,7 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
         (Behaviour::Deadlock, Some(found))
     } else if bounds.crashes > 0 {
         (Behaviour::Frees, None)
-    } else if bounds.nodes_down > 0 && bounds.pauses == 0 {
-        // A node fault alone: does the lock still sell?
+    } else if node_fault_only(bounds) {
         match by(SELLS) {
             Some(_) => (Behaviour::KeepsSelling, None),
             None => (Behaviour::Busy, None),
@@ -281,126 +325,6 @@ impl Verdict {
                 self.trace.len()
             ),
             None => format!("{}: no violation in {} states", self.model, self.states),
-        }
-    }
-}
-
-/// A path's steps in words.
-pub fn steps(path: &[(World, Option<Action>)]) -> Vec<Step> {
-    path.windows(2)
-        .filter_map(|pair| {
-            let (before, action) = (&pair[0].0, pair[0].1?);
-            let after = &pair[1].0;
-            Some(Step {
-                action,
-                text: describe(before, action, after),
-                at: before.now,
-            })
-        })
-        .collect()
-}
-
-/// What `action` did between `before` and `after`.
-pub fn describe(before: &World, action: Action, after: &World) -> String {
-    let name = |n: u8| char::from(b'A' + n);
-    match action {
-        Action::Tick => {
-            let mut events = Vec::new();
-            if before.lock.is_some() && after.lock.is_none() {
-                events.push("the lock's lease runs out".to_owned());
-            }
-            for (n, (was, now)) in before.buyers.iter().zip(&after.buyers).enumerate() {
-                let n = name(n as u8);
-                if was.frozen_until.is_some() && now.frozen_until.is_none() {
-                    events.push(format!("{n} wakes"));
-                }
-                if !was.lost && now.lost {
-                    events.push(format!("{n}'s watchdog finds the lock gone"));
-                }
-            }
-            match events.is_empty() {
-                true => format!("tick {}", after.now),
-                false => format!("tick {}: {}", after.now, events.join(", ")),
-            }
-        }
-        Action::Crash(n) => format!("{} crashes", name(n)),
-        Action::Freeze(n) => format!("{} freezes before its write", name(n)),
-        Action::Vanish => "the lock key vanishes".to_owned(),
-        Action::Restart(k) => format!("node {} restarts empty", k + 1),
-        Action::HoldReplication => "replication to the replica stops".to_owned(),
-        Action::Failover => "the master dies: its replica is promoted".to_owned(),
-        Action::Step(n) => {
-            let i = usize::from(n);
-            let (was, now) = (&before.buyers[i], &after.buyers[i]);
-            let sold = after.sold != before.sold;
-            if !before.nodes.is_empty() && matches!(was.pc, model::Pc::Acquire | model::Pc::Vote) {
-                // Redlock's SET NX PX on one node.
-                let k = if was.pc == model::Pc::Acquire {
-                    0
-                } else {
-                    was.asked
-                };
-                let said = match now.votes & (1 << k) {
-                    0 => "is refused by",
-                    _ => "gets",
-                };
-                return format!("{} {said} node {}", name(n), k + 1);
-            }
-            let what = match was.pc {
-                model::Pc::Acquire if before.stock != after.stock => {
-                    format!("sells unit {} in one script", before.stock)
-                }
-                model::Pc::Acquire if after.lock != before.lock || now.holds_mutex => {
-                    "takes the lock".to_owned()
-                }
-                model::Pc::Acquire if now.pc == model::Pc::ReadExpiry => {
-                    "finds the lock taken".to_owned()
-                }
-                model::Pc::Acquire if now.pc == model::Pc::Read => "goes in (no lock)".to_owned(),
-                model::Pc::Acquire if now.pc == model::Pc::Done && before.stock == 0 => {
-                    "finds it sold out (one script)".to_owned()
-                }
-                model::Pc::Acquire => "finds the lock taken: busy".to_owned(),
-                model::Pc::Expire => "sets the lock's TTL (EXPIRE)".to_owned(),
-                model::Pc::ReadExpiry if now.pc == model::Pc::TakeOver => {
-                    "reads an expiry time that has passed by its clock".to_owned()
-                }
-                model::Pc::ReadExpiry => "reads a live expiry time: busy".to_owned(),
-                model::Pc::TakeOver if now.pc == model::Pc::Read => {
-                    "takes the lock over (GETSET)".to_owned()
-                }
-                model::Pc::TakeOver => "loses the GETSET race: busy".to_owned(),
-                model::Pc::Token => format!("takes fencing token {}", now.token),
-                model::Pc::Read if now.pc == model::Pc::Work => {
-                    format!("reads stock {}", now.read)
-                }
-                model::Pc::Read => "is refused or finds it sold out".to_owned(),
-                model::Pc::Work => "ends its work".to_owned(),
-                model::Pc::Check if now.pc == model::Pc::Write => {
-                    "hears from its watchdog: still held".to_owned()
-                }
-                model::Pc::Check => "hears from its watchdog: lock lost, no write".to_owned(),
-                model::Pc::Write if sold => format!("writes: sells unit {}", was.read),
-                model::Pc::Write => "writes with a stale token: refused".to_owned(),
-                model::Pc::Release => "releases".to_owned(),
-                model::Pc::Vote => "asks a node".to_owned(),
-                model::Pc::Claim if now.pc == model::Pc::Acquire => {
-                    "claims the request id".to_owned()
-                }
-                model::Pc::Claim => "finds the id claimed or answered: no sale".to_owned(),
-                model::Pc::WaitReplica if now.pc == model::Pc::Read => {
-                    "WAIT: a replica has the lock".to_owned()
-                }
-                model::Pc::WaitReplica => {
-                    "WAIT: no replica has the lock, lets it go: busy".to_owned()
-                }
-                model::Pc::Count if now.pc == model::Pc::Read => {
-                    format!("holds a majority ({} nodes)", was.votes.count_ones())
-                }
-                model::Pc::Count => "has no majority: lets go, tries again".to_owned(),
-                model::Pc::Done => "is done".to_owned(),
-            };
-            format!("{} {what}", name(n))
         }
     }
 }

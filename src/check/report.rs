@@ -214,20 +214,10 @@ fn describe_bounds(v: &Verdict) -> String {
 /// Writes each counterexample's drawing into `dir`; how many.
 pub fn write_timelines(dir: &std::path::Path, verdicts: &[Verdict]) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir)?;
-    let generated = crate::load::bench::utc_now();
     let mut written = 0;
     for v in verdicts {
-        let Some(page) = super::draw::html(v, &generated) else {
-            continue;
-        };
-        let path = dir.join(model_file(v.variant, v.scenario));
-        std::fs::write(&path, page.map_err(anyhow::Error::msg)?)?;
-        written += 1;
+        let path = dir.join(format!("{}-{}-model.html", v.variant, v.scenario));
+        written += usize::from(super::draw::write(v, &path)?);
     }
     Ok(written)
-}
-
-/// The file a cell's drawn counterexample is written to.
-pub fn model_file(variant: &str, scenario: &str) -> String {
-    format!("{variant}-{scenario}-model.html")
 }

@@ -206,13 +206,15 @@ impl Sale {
         }
     }
 
-    fn release(&self, w: &mut World, n: u8) {
-        let i = usize::from(n);
-        if w.buyers[i].holds_mutex {
-            w.buyers[i].holds_mutex = false;
-            let process = self.process_of(n);
-            w.mutexes[process] = None;
+    /// Buyer `n` lets go of its process's local mutex, if it holds it.
+    pub(super) fn free_mutex(&self, w: &mut World, n: u8) {
+        if std::mem::take(&mut w.buyers[usize::from(n)].holds_mutex) {
+            w.mutexes[self.process_of(n)] = None;
         }
+    }
+
+    fn release(&self, w: &mut World, n: u8) {
+        self.free_mutex(w, n);
         if self.protocol.acquire == Acquire::Majority {
             self.release_nodes(w, n);
             return;

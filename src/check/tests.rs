@@ -1,4 +1,4 @@
-use super::model::{Action, Mutation, Sale, World};
+use super::model::{Action, Mutation};
 use super::*;
 
 fn verdict(variant: Variant, scenario: Scenario) -> Verdict {
@@ -11,14 +11,12 @@ fn counterexample(
     variant: Variant,
     scenario: Scenario,
     mutation: Mutation,
-    property: &str,
+    property: &'static str,
 ) -> Option<Vec<Step>> {
     let protocol = Protocol::of(variant).unwrap();
-    let (found, _, _) = explore(protocol, bounds(scenario, protocol).unwrap(), mutation);
-    found
-        .into_iter()
-        .find(|(name, _)| *name == property)
-        .map(|(_, path)| steps(&path))
+    let bounds = bounds(scenario, protocol).unwrap();
+    let (found, _, _) = explore(protocol, bounds, mutation, &[property]);
+    found.into_iter().next().map(|(_, path)| steps(&path))
 }
 
 /// The whole matrix the checker models: each model's verdict is its
@@ -122,16 +120,10 @@ fn a_counterexample_replayed_reaches_the_violation() {
     for (variant, scenario) in cells() {
         let v = verdict(variant, scenario);
         let Some(broken) = v.broken else { continue };
-        let sale = Sale {
-            protocol: Protocol::of(variant).unwrap(),
-            bounds: v.bounds,
-            mutation: Mutation::default(),
-            property: broken,
-        };
-        let mut world: World = sale.initial();
+        let (sale, worlds) = draw::replay(&v).expect("a trace the model takes");
         for (n, step) in v.trace.iter().enumerate() {
             let mut allowed = Vec::new();
-            sale.actions(&world, &mut allowed);
+            sale.actions(&worlds[n], &mut allowed);
             assert!(
                 allowed.contains(&step.action),
                 "{} {}: step {} ({}) is not allowed there",
@@ -140,14 +132,8 @@ fn a_counterexample_replayed_reaches_the_violation() {
                 n + 1,
                 step.text
             );
-            world = sale.next(&world, step.action).unwrap();
         }
-        let breaks = match broken {
-            SAFETY => !model::sold_each_unit_once(&world),
-            ONE_SALE => !model::one_sale_per_request(&world),
-            STUCK => model::stuck(&world),
-            _ => world.freed_anothers,
-        };
+        let breaks = !holds(broken, &sale, worlds.last().unwrap());
         assert!(breaks, "{} {}: the replay ends fine", v.variant, v.scenario);
     }
 }
@@ -199,10 +185,14 @@ fn a_counterexample_is_drawn_as_a_timeline() {
         "{pause:#?}"
     );
     assert!(pause.sections.iter().all(|s| s.lease_ms.is_some()));
-    let page = draw::html(&verdict(Variant::None, Scenario::Race), "now")
-        .unwrap()
-        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("race.html");
+    assert!(draw::write(&verdict(Variant::None, Scenario::Race), &path).unwrap());
+    let page = std::fs::read_to_string(&path).unwrap();
     assert!(page.contains("timeline-data") && page.contains("none · race (model)"));
-    // A cell with no counterexample has nothing to draw.
-    assert!(draw::timeline(&verdict(Variant::Lua, Scenario::Race)).is_none());
+    // A cell with no counterexample has nothing to draw, and writes nothing.
+    let safe = verdict(Variant::Lua, Scenario::Race);
+    assert!(draw::timeline(&safe).is_none());
+    let path = dir.path().join("lua.html");
+    assert!(!draw::write(&safe, &path).unwrap() && !path.exists());
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::check::{self, Verdict};
 use crate::knobs::InputError;
 use crate::timeline::Timeline;
-use crate::variants::{Scenario, Variant};
+use crate::variants::{Scenario, UnknownScenario, Variant};
 use crate::web::AppError;
 
 #[derive(Deserialize)]
@@ -37,26 +37,12 @@ pub(super) async fn cell(
     query: Result<Query<CellQuery>, QueryRejection>,
 ) -> Result<Json<CheckAnswer>, AppError> {
     let Query(query) = query?;
-    let variant: Variant = query.variant.parse().map_err(|_| {
-        InputError::new(
-            "variant",
-            format!(
-                "no variant {:?}; valid: {}",
-                query.variant.chars().take(40).collect::<String>(),
-                Variant::names().join(", ")
-            ),
-        )
-    })?;
-    let scenario: Scenario = query.scenario.parse().map_err(|_| {
-        InputError::new(
-            "scenario",
-            format!(
-                "no scenario {:?}; valid: {}",
-                query.scenario.chars().take(40).collect::<String>(),
-                Scenario::names().join(", ")
-            ),
-        )
-    })?;
+    let variant = crate::args::parse_variant(&query.variant)
+        .map_err(|detail| InputError::new("variant", detail))?;
+    let scenario: Scenario = query
+        .scenario
+        .parse()
+        .map_err(|err: UnknownScenario| InputError::new("scenario", err.to_string()))?;
     let answer = match known(variant, scenario) {
         Some(answer) => answer,
         // Tens of thousands of states at most (well under a second): off

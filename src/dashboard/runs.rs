@@ -55,15 +55,8 @@ fn validate(request: &RunRequest) -> Result<Vec<VariantInfo>, InputError> {
             .variants
             .iter()
             .map(|name| {
-                name.parse::<Variant>().map_err(|_| {
-                    InputError::new(
-                        "variants",
-                        format!(
-                            "no variant {name:?}; valid: {}",
-                            Variant::names().join(", ")
-                        ),
-                    )
-                })
+                crate::args::parse_variant(name)
+                    .map_err(|detail| InputError::new("variants", detail))
             })
             .collect::<Result<_, _>>()?
     };

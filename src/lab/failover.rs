@@ -73,7 +73,9 @@ pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
         eprintln!("compare: {scenario}, {store} ({variant})");
         let judgement = play(variant, scenario == Scenario::FailoverWait).await?;
         let claim = scenario.claim(variant);
-        cells.push((store, Cell::new(scenario, variant, &claim, judgement)));
+        let model = crate::check::check(variant, scenario);
+        let cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
+        cells.push((store, cell));
     }
     Ok(cells)
 }

@@ -28,7 +28,14 @@ pub struct Cell {
 }
 
 impl Cell {
-    pub fn new(scenario: Scenario, variant: Variant, claim: &Claim, judgement: Judgement) -> Cell {
+    /// The cell of `judgement`, with the checker's `model` verdict on it if any.
+    pub fn new(
+        scenario: Scenario,
+        variant: Variant,
+        claim: &Claim,
+        judgement: Judgement,
+        model: Option<&crate::check::Verdict>,
+    ) -> Cell {
         Cell {
             scenario: scenario.name().to_owned(),
             variant: variant.name().to_owned(),
@@ -36,7 +43,7 @@ impl Cell {
             observed: judgement.observed.name().to_owned(),
             pass: judgement.observed == Observed::Seen(claim.behaviour),
             evidence: judgement.evidence,
-            model: crate::check::check(variant, scenario).map(|v| v.summary()),
+            model: model.map(crate::check::Verdict::summary),
         }
     }
 

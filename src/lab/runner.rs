@@ -110,14 +110,13 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             if let Some(lab) = &lab {
                 lab.tidy(scenario).await;
             }
-            let mut cell = Cell::new(scenario, variant, &claim, judgement);
-            if let Some(dir) = lab.as_ref().and_then(|lab| lab.timelines.as_ref()) {
+            let model = crate::check::check(variant, scenario);
+            let mut cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
+            let dir = lab.as_ref().and_then(|lab| lab.timelines.as_ref());
+            if let (Some(dir), Some(model)) = (dir, &model) {
                 // The checker's shortest way it happens, beside the live run.
-                let drawn = crate::check::check(variant, scenario)
-                    .and_then(|v| crate::check::draw::html(&v, &crate::load::bench::utc_now()));
-                if let Some(page) = drawn {
-                    let path = dir.join(format!("{scenario}-{variant}-model.html"));
-                    std::fs::write(&path, page.map_err(anyhow::Error::msg)?)?;
+                let path = dir.join(format!("{scenario}-{variant}-model.html"));
+                if crate::check::draw::write(model, &path)? {
                     cell.evidence += &format!("; the model's trace: {}", path.display());
                 }
             }

@@ -45,6 +45,16 @@ const SHOWN: &str = "const el = document.querySelector(arguments[0]);
        drawn: drawing ? drawing.dataset.drawn : null,
        sections: drawing ? drawing.dataset.sections : null};";
 
+/// What the checker's block at `at` shows, once its trace is drawn.
+async fn shown_drawn(browser: &Browser, at: &str) -> serde_json::Value {
+    browser
+        .wait_until(&format!(
+            "document.querySelector('{at} .check-timeline').dataset.drawn === 'true'"
+        ))
+        .await;
+    browser.run_with(SHOWN, json!([at])).await
+}
+
 fn texts(verdict: &check::Verdict) -> Vec<String> {
     verdict
         .trace
@@ -80,13 +90,7 @@ async fn a_lesson_step_shows_the_checkers_verdict_and_draws_its_trace() {
     browser
         .run("document.querySelector('[data-step=setnx-crash]').scrollIntoView(); return true")
         .await;
-    let field = "[data-step=setnx-crash] [data-field=model]";
-    browser
-        .wait_until(&format!(
-            "document.querySelector('{field} .check-timeline').dataset.drawn === 'true'"
-        ))
-        .await;
-    let shown = browser.run_with(SHOWN, json!([field])).await;
+    let shown = shown_drawn(&browser, "[data-step=setnx-crash] [data-field=model]").await;
     assert_eq!(shown["state"], "done", "{shown}");
     assert_eq!(shown["model"], "deadlock", "{shown}");
     assert_eq!(
@@ -206,13 +210,7 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
     browser
         .click("[data-variant=setnx] [data-action=model-trace]")
         .await;
-    let view = "[data-variant=setnx] [data-field=model-view]";
-    browser
-        .wait_until(&format!(
-            "document.querySelector('{view} .check-timeline').dataset.drawn === 'true'"
-        ))
-        .await;
-    let shown = browser.run_with(SHOWN, json!([view])).await;
+    let shown = shown_drawn(&browser, "[data-variant=setnx] [data-field=model-view]").await;
     assert_eq!(shown["model"], "deadlock", "{shown}");
     assert_eq!(shown["list"], json!(texts(&crash)), "{shown}");
     browser.screenshot("dashboard-check.png").await;
