@@ -31,7 +31,12 @@ const StocklockCheck = (() => {
       b_horizon: 'up to tick {v}', b_one_process: 'one process', b_crashes: '{v} crash',
       b_pauses: '{v} freeze', b_vanishes: '{v} lock deleted', b_skew: 'a clock {v} ticks ahead',
       b_freeze: 'frozen {v} tick', b_nodes: '{v} Redlock nodes', b_nodes_down: '{v} down',
-      b_restarts: 'up to {v} restarts',
+      b_restarts: 'up to {v} restarts', b_failovers: '{v} failover', b_wait_replicas: 'WAIT for a replica',
+      b_one_request: 'every buyer retrying one request id', b_outages: '{v} Redis outage',
+      b_cutoffs: '{v} calls cut off (told unknown, retried by id)',
+      b_orders: 'orders through the stream, the worker and PostgreSQL',
+      b_worker_crashes: '{v} worker death before its XACK', b_postgres_stops: '{v} PostgreSQL stop',
+      b_reservations: 'reservations paid or expired', b_data_losses: '{v} Redis restart with nothing kept',
     },
     zh: {
       title: '模型检查',
@@ -50,7 +55,12 @@ const StocklockCheck = (() => {
       b_horizon: '最多到第 {v} 拍', b_one_process: '同一个进程', b_crashes: '{v} 次崩溃',
       b_pauses: '{v} 次冻结', b_vanishes: '锁被删除 {v} 次', b_skew: '一个时钟快 {v} 拍',
       b_freeze: '冻结 {v} 拍', b_nodes: '{v} 个 Redlock 节点', b_nodes_down: '{v} 个宕机',
-      b_restarts: '最多 {v} 次重启',
+      b_restarts: '最多 {v} 次重启', b_failovers: '{v} 次故障转移', b_wait_replicas: 'WAIT 等待一个副本',
+      b_one_request: '所有买家重试同一个请求 id', b_outages: 'Redis 宕机 {v} 次',
+      b_cutoffs: '{v} 次调用被切断(答复未知,按 id 重试)',
+      b_orders: '订单经过消息流、worker 和 PostgreSQL',
+      b_worker_crashes: 'worker 在 XACK 之前死亡 {v} 次', b_postgres_stops: 'PostgreSQL 停止 {v} 次',
+      b_reservations: '预留被支付或过期', b_data_losses: 'Redis 丢失全部数据重启 {v} 次',
     },
   };
   const t = (key, vars) => StocklockPage.translate(I18N, key, vars);
@@ -61,11 +71,15 @@ const StocklockCheck = (() => {
     return el;
   };
 
-  // The bounds that matter (not zero, not false), in words.
+  // The bounds that matter (not zero, not false, not null), in words;
+  // the order pipeline's faults are an object of their own.
   function bounds(b) {
     const order = ['buyers', 'stock', 'lease', 'work', 'horizon', 'one_process', 'crashes', 'pauses',
-      'freeze', 'vanishes', 'skew', 'nodes', 'nodes_down', 'restarts'];
-    return order.filter((k) => b[k]).map((k) => t(`b_${k}`, { v: b[k] })).join(', ');
+      'freeze', 'vanishes', 'skew', 'nodes', 'nodes_down', 'restarts', 'failovers', 'wait_replicas',
+      'one_request', 'outages', 'cutoffs', 'orders', 'worker_crashes', 'postgres_stops',
+      'reservations', 'data_losses'];
+    const flat = Object.assign({}, b, b.orders ? b.orders : {});
+    return order.filter((k) => flat[k]).map((k) => t(`b_${k}`, { v: flat[k] })).join(', ');
   }
 
   function draw(element) {

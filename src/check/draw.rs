@@ -10,6 +10,7 @@
 use std::str::FromStr;
 
 use super::model::{Action, Pc, Sale, World};
+use super::order::OrderStep;
 use super::protocol::{Acquire, Protocol};
 use super::{Verdict, describe};
 use crate::timeline::{Event, MAX_PAIRS, Section, Timeline, overlap_count, overlaps};
@@ -24,7 +25,7 @@ const MS: u64 = 1_000_000;
 pub fn replay(verdict: &Verdict) -> Option<(Sale, Vec<World>)> {
     let variant = Variant::from_str(verdict.variant).ok()?;
     let sale = Sale {
-        protocol: Protocol::of(variant)?,
+        protocol: Protocol::of(variant),
         bounds: verdict.bounds,
         mutation: Default::default(),
         property: verdict.broken.unwrap_or(super::SAFETY),
@@ -83,6 +84,19 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             Action::Restart(_) => events.push(event("node_restart", None)),
             Action::HoldReplication => events.push(event("replication_held", None)),
             Action::Failover => events.push(event("failover", None)),
+            Action::RedisDown => events.push(event("redis_down", None)),
+            Action::RedisBack => events.push(event("redis_back", None)),
+            Action::CutOff(n) => events.push(event("cut_off", Some(usize::from(n)))),
+            Action::Order(step) => {
+                let kind = match step {
+                    OrderStep::WorkerCrash => "worker_crash",
+                    OrderStep::PostgresStop => "postgres_down",
+                    OrderStep::PostgresStart => "postgres_up",
+                    OrderStep::DataLoss => "redis_data_loss",
+                    _ => "order",
+                };
+                events.push(event(kind, None));
+            }
             Action::Tick => {
                 for (n, section) in open.iter().enumerate() {
                     let (was, now) = (&before.buyers[n], &after.buyers[n]);
@@ -98,13 +112,14 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
                     }
                 }
             }
-            Action::Step(n) => {
+            Action::Step(n) | Action::Deliver(n) => {
                 let n = usize::from(n);
                 let (was, now) = (&before.buyers[n], &after.buyers[n]);
-                if sale.protocol.acquire == Acquire::Atomic && before.stock != after.stock {
+                if after.sales_by_id[n] > before.sales_by_id[n] {
+                    // The lua family's sale, one script.
                     let mut section = Section::timed(&name(n), None, t, "sold");
                     section.exit_ns = t;
-                    section.unit = Some(i64::from(before.stock));
+                    section.unit = Some(i64::from(now.read));
                     section.atomic = true;
                     sections.push(section);
                 }
@@ -181,11 +196,51 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
         overlap_count: overlap_count(&sections),
         sections,
         events,
-        verdict: crate::timeline::verdict(&state),
+        verdict: ledger_verdict(&sale, &state, last),
         state,
         truncated: false,
         counted_in: true,
     })
+}
+
+/// The drawing's verdict, in the words a live run's would use: the
+/// ledger's (`OVERSOLD n`, `DUPLICATES n`), or where the ledger looks
+/// fine, what the counterexample broke: `STUCK`, `LOST n` (sales that
+/// never reach their order) or `DUPLICATES n` (an id sold, or a sale
+/// ordered or given back, more than once).
+fn ledger_verdict(sale: &Sale, state: &StateSnapshot, last: &World) -> String {
+    let ledger = crate::timeline::verdict(state);
+    if ledger != "SAFE" {
+        return ledger;
+    }
+    // Sales (or rows, or returns) past the first, over counts.
+    let extra = |counts: &mut dyn Iterator<Item = u8>| -> usize {
+        counts.map(|n| usize::from(n.saturating_sub(1))).sum()
+    };
+    let orders = &last.pipeline.orders;
+    match sale.property {
+        super::STUCK => "STUCK".to_owned(),
+        super::ORDERS_KEPT => {
+            let lost = orders.iter().filter(|o| super::pipeline::lost(last, o));
+            format!("LOST {}", lost.count())
+        }
+        super::ORDERED_ONCE => {
+            let twice = extra(&mut orders.iter().map(|o| o.rows))
+                + extra(&mut orders.iter().map(|o| o.returns));
+            format!("DUPLICATES {twice}")
+        }
+        super::ONE_SALE if sale.bounds.one_request => {
+            format!(
+                "DUPLICATES {}",
+                extra(&mut std::iter::once(last.sold.iter().sum()))
+            )
+        }
+        super::ONE_SALE => format!(
+            "DUPLICATES {}",
+            extra(&mut last.sales_by_id.iter().copied())
+        ),
+        _ => ledger,
+    }
 }
 
 /// The longest run of steps between two ticks, and one more: a tick's

@@ -1,8 +1,9 @@
 //! The lab's faults as steps of the model: when each may strike, and what
-//! it does to the buyers and the store. Each scenario's bounds say how many
+//! it does to the buyers and the store; and time passing (leases running
+//! out, frozen processes waking, watchdogs renewing). Each scenario's bounds say how many
 //! of each may happen ([`super::model::Bounds`]).
 
-use super::model::{Action, Node, Pc, Replica, Sale, World};
+use super::model::{Action, Node, Outage, Pc, Replica, Sale, World};
 
 impl Sale {
     /// The faults that may strike now.
@@ -21,8 +22,15 @@ impl Sale {
                 }
                 continue;
             }
+            if buyer.queued {
+                // Redis wakes and runs the script a cut-off call left queued.
+                actions.push(Action::Deliver(n));
+            }
             if !buyer.live() || buyer.pc == Pc::Done {
                 continue;
+            }
+            if w.cutoffs < b.cutoffs && buyer.pc == Pc::Acquire && w.redis == Outage::Up {
+                actions.push(Action::CutOff(n));
             }
             let in_work = buyer.pc == Pc::Work;
             if w.crashes < b.crashes && (!b.crash_only_in_work || in_work) {
@@ -36,6 +44,12 @@ impl Sale {
                 actions.push(Action::Vanish);
             }
         }
+        match w.redis {
+            Outage::Up if w.outages < b.outages => actions.push(Action::RedisDown),
+            Outage::Down => actions.push(Action::RedisBack),
+            _ => {}
+        }
+        self.order_actions(w, actions);
         if w.failovers < b.failovers {
             if !w.replication_held {
                 actions.push(Action::HoldReplication);
@@ -86,7 +100,33 @@ impl Sale {
                     w.seen = replica.seen;
                 }
             }
-            Action::Step(_) | Action::Tick => {}
+            Action::RedisDown => {
+                w.outages += 1;
+                w.redis = Outage::Down;
+                // The outage outlasts a section's next command: each buyer
+                // in one is answered 503 (its lock is lost with Redis).
+                for n in 0..self.bounds.buyers {
+                    let pc = w.buyers[usize::from(n)].pc;
+                    if !matches!(pc, Pc::Acquire | Pc::Done) {
+                        self.fail(w, n);
+                    }
+                }
+            }
+            Action::RedisBack => {
+                w.redis = Outage::Back;
+                self.reset(w);
+            }
+            Action::CutOff(n) => {
+                w.cutoffs += 1;
+                let buyer = &mut w.buyers[usize::from(n)];
+                buyer.queued = true;
+                buyer.pc = Pc::Retry;
+            }
+            Action::Deliver(n) => {
+                w.buyers[usize::from(n)].queued = false;
+                self.script(w, n);
+            }
+            Action::Step(_) | Action::Tick | Action::Order(_) => {}
         }
     }
 
@@ -99,6 +139,82 @@ impl Sale {
                 fence: w.fence,
                 seen: w.seen,
             });
+        }
+    }
+
+    /// Whether time may pass: something waits for it, and no live buyer is
+    /// in the middle of a section outside its business work (a section
+    /// runs within its lease unless a scenario makes it slow).
+    pub(super) fn time_may_pass(&self, w: &World) -> bool {
+        if w.now >= self.bounds.horizon {
+            return false;
+        }
+        let mid_section = w.buyers.iter().any(|b| {
+            b.live()
+                && !matches!(b.pc, Pc::Acquire | Pc::Done)
+                && !(b.pc == Pc::Work && w.now < b.work_until)
+        });
+        let waited_for = w.buyers.iter().any(|b| {
+            (b.live() && b.pc == Pc::Work && w.now < b.work_until) || b.frozen_until.is_some()
+        }) || (w.crashes > 0 && w.lock.is_some());
+        waited_for && !mid_section
+    }
+
+    pub(super) fn tick(&self, w: &mut World) {
+        w.now += 1;
+        let now = w.now;
+        let lease = self.bounds.lease;
+        for n in 0..w.buyers.len() {
+            let buyer = &w.buyers[n];
+            if let Some(until) = buyer.frozen_until
+                && now >= until
+            {
+                w.buyers[n].frozen_until = None;
+            }
+            let buyer = &w.buyers[n];
+            // A live holder's watchdog renews its own lock, or learns it is gone.
+            let renews = self.protocol.watchdog
+                && !self.mutation.no_renewal
+                && buyer.live()
+                && matches!(
+                    buyer.pc,
+                    Pc::Token | Pc::Read | Pc::Work | Pc::Check | Pc::Write
+                );
+            if renews && self.bounds.nodes > 0 {
+                // Redlock's watchdog extends on every node; a majority or lost.
+                let mut kept = 0;
+                for node in w.nodes.iter_mut().filter(|node| node.up) {
+                    if let Some(lock) = &mut node.lock
+                        && lock.owner == Some(n as u8)
+                    {
+                        lock.expires = Some(now + lease);
+                        kept += 1;
+                    }
+                }
+                if kept < self.majority() {
+                    w.buyers[n].lost = true;
+                }
+            } else if renews {
+                match &mut w.lock {
+                    Some(lock) if lock.owner == Some(n as u8) => lock.expires = Some(now + lease),
+                    _ => w.buyers[n].lost = true,
+                }
+            }
+        }
+        for node in &mut w.nodes {
+            if node
+                .lock
+                .and_then(|lock| lock.expires)
+                .is_some_and(|at| at <= now)
+            {
+                node.lock = None;
+            }
+        }
+        if w.lock
+            .and_then(|lock| lock.expires)
+            .is_some_and(|at| at <= now)
+        {
+            w.lock = None;
         }
     }
 }

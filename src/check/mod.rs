@@ -11,6 +11,8 @@
 //!
 //! - [`protocol`]: each variant's protocol (how it locks, renews, fences, releases).
 //! - [`model`]: the buyers, the store, time and the faults; the properties.
+//! - [`order`], [`pipeline`]: the order pipeline's state, and its steps
+//!   and properties (`lua-then-queue`, `lua-stream`).
 //! - [`report`]: the command's table, bounds and JSON.
 //! - [`draw`]: a counterexample as a timeline, drawn as a live run is.
 //! - `trace`: a counterexample's steps in words; `steps`, `faults`: what a buyer's commands and the faults do.
@@ -18,6 +20,8 @@
 pub mod draw;
 mod faults;
 pub mod model;
+pub mod order;
+pub mod pipeline;
 pub mod protocol;
 pub mod report;
 mod steps;
@@ -30,6 +34,7 @@ use stateright::{Checker, Model, Property};
 use crate::variants::Scenario;
 use crate::variants::{Behaviour, Variant};
 use model::{Action, Bounds, Mutation, Sale, World};
+use order::OrderFaults;
 use protocol::Protocol;
 pub use report::CheckArgs;
 pub use trace::{describe, steps};
@@ -41,8 +46,12 @@ pub const OWN_LOCK: &str = "a release frees only its own lock";
 /// Not a property that can break: an example of a sale, to tell a lock that
 /// keeps selling through a fault from one that refuses every buyer.
 pub const SELLS: &str = "a unit is sold";
-/// Every buyer retries one request id: it is sold at most once.
+/// Every buyer retries one request id, or each its own: each is sold at most once.
 pub const ONE_SALE: &str = "one sale per request id";
+/// The order pipeline: no sale ordered twice, no unit given back twice.
+pub const ORDERED_ONCE: &str = "each sale one order, each unit given back once";
+/// The order pipeline: no sale lost on its way to an order.
+pub const ORDERS_KEPT: &str = "every sale reaches its order";
 
 impl Model for Sale {
     type State = World;
@@ -69,26 +78,35 @@ impl Model for Sale {
             STUCK => Property::always(STUCK, |m, w| holds(STUCK, m, w)),
             SELLS => Property::sometimes(SELLS, |m, w| holds(SELLS, m, w)),
             ONE_SALE => Property::always(ONE_SALE, |m, w| holds(ONE_SALE, m, w)),
+            ORDERED_ONCE => Property::always(ORDERED_ONCE, |m, w| holds(ORDERED_ONCE, m, w)),
+            ORDERS_KEPT => Property::always(ORDERS_KEPT, |m, w| holds(ORDERS_KEPT, m, w)),
             _ => Property::always(OWN_LOCK, |m, w| holds(OWN_LOCK, m, w)),
         }]
     }
 }
 
-/// Whether `property` holds in `w` (for [`SELLS`]: a unit was sold).
+/// Whether `property` holds in `w` (for [`SELLS`]: a unit was sold, after
+/// Redis came back if it went down).
 pub fn holds(property: &str, sale: &Sale, w: &World) -> bool {
     match property {
         SAFETY => model::sold_each_unit_once(w),
         STUCK => !model::stuck(w),
-        SELLS => w.sold.iter().any(|&n| n > 0),
-        ONE_SALE => !sale.bounds.one_request || model::one_sale_per_request(w),
+        SELLS => {
+            w.sold.iter().any(|&n| n > 0)
+                && (sale.bounds.outages == 0 || w.redis == model::Outage::Back)
+        }
+        ONE_SALE => {
+            (!sale.bounds.one_request || model::one_sale_per_request(w))
+                && w.sales_by_id.iter().all(|&n| n <= 1)
+        }
+        ORDERED_ONCE => pipeline::ordered_once(w),
+        ORDERS_KEPT => pipeline::orders_kept(w),
         _ => !w.freed_anothers,
     }
 }
 
-/// The bounds of `scenario` for `protocol`, or `None` when the checker
-/// does not model it (request ids, Redis restarts and pauses, failovers
-/// and orders are the lab's alone for now).
-pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
+/// The bounds of `scenario` for `protocol`.
+pub fn bounds(scenario: Scenario, protocol: Protocol) -> Bounds {
     let redlock = protocol.acquire == protocol::Acquire::Majority;
     let base = Bounds {
         buyers: 3,
@@ -110,8 +128,16 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
         failovers: 0,
         wait_replicas: false,
         one_request: false,
+        outages: 0,
+        cutoffs: 0,
+        orders: None,
     };
-    Some(match scenario {
+    // The order pipeline's scenarios: each sale's order, and these faults.
+    let orders = |faults| Bounds {
+        orders: Some(faults),
+        ..base
+    };
+    match scenario {
         Scenario::OneInstance => Bounds {
             one_process: true,
             ..base
@@ -179,8 +205,31 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Option<Bounds> {
             wait_replicas: true,
             ..base
         },
-        _ => return None,
-    })
+        // Redis stops under the buyers and comes back empty.
+        Scenario::RedisRestart => Bounds { outages: 1, ..base },
+        // Two calls cut off by a paused Redis, each retried with its id.
+        Scenario::RedisPause => Bounds { cutoffs: 2, ..base },
+        Scenario::CrashBeforeEnqueue => Bounds {
+            crashes: 1,
+            ..orders(OrderFaults::default())
+        },
+        Scenario::WorkerCrashBeforeAck => orders(OrderFaults {
+            worker_crashes: 1,
+            ..OrderFaults::default()
+        }),
+        Scenario::PostgresRestart => orders(OrderFaults {
+            postgres_stops: 1,
+            ..OrderFaults::default()
+        }),
+        Scenario::ReservationExpiry => orders(OrderFaults {
+            reservations: true,
+            ..OrderFaults::default()
+        }),
+        Scenario::RedisDataLoss => orders(OrderFaults {
+            data_losses: 1,
+            ..OrderFaults::default()
+        }),
+    }
 }
 
 /// What the checker concluded for one cell.
@@ -251,17 +300,21 @@ pub fn explore(
 
 /// The properties a cell's verdict rests on: no unit sold twice always; a
 /// SKU left stuck only where a holder can die; a sale at all where nodes
-/// are down and nothing else happens; one sale per id in a retry storm.
+/// are down and nothing else happens, or after Redis came back; one sale
+/// per id where buyers retry; the orders where there are orders.
 fn properties_of(bounds: Bounds) -> Vec<&'static str> {
     let mut properties = vec![SAFETY];
     if bounds.crashes > 0 {
         properties.push(STUCK);
     }
-    if node_fault_only(bounds) {
+    if node_fault_only(bounds) || bounds.outages > 0 {
         properties.push(SELLS);
     }
-    if bounds.one_request {
+    if bounds.one_request || bounds.cutoffs > 0 {
         properties.push(ONE_SALE);
+    }
+    if bounds.orders.is_some() {
+        properties.extend([ORDERED_ONCE, ORDERS_KEPT]);
     }
     properties
 }
@@ -271,14 +324,15 @@ fn node_fault_only(bounds: Bounds) -> bool {
     bounds.nodes_down > 0 && bounds.pauses == 0
 }
 
-/// The verdict of one cell, or `None` when the cell is not modelled.
+/// The verdict of one cell, or `None` when the matrix has no such cell
+/// (the scenario does not apply to the variant).
 pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
     let claim = scenario.claim(variant);
     if !claim.applies() {
         return None;
     }
-    let protocol = Protocol::of(variant)?;
-    let bounds = bounds(scenario, protocol)?;
+    let protocol = Protocol::of(variant);
+    let bounds = bounds(scenario, protocol);
     let (found, states, took) = explore(
         protocol,
         bounds,
@@ -286,10 +340,21 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
         &properties_of(bounds),
     );
     let by = |name| found.iter().find(|(broken, _)| *broken == name);
-    let (behaviour, broken) = if let Some(found) = by(SAFETY).or(by(ONE_SALE)) {
+    let (behaviour, broken) = if let Some(found) = by(SAFETY).or(by(ONE_SALE)).or(by(ORDERED_ONCE))
+    {
         (Behaviour::Oversells, Some(found))
+    } else if let Some(found) = by(ORDERS_KEPT) {
+        (Behaviour::LosesUnits, Some(found))
     } else if let Some(found) = by(STUCK) {
         (Behaviour::Deadlock, Some(found))
+    } else if bounds.orders.is_some() {
+        (Behaviour::Safe, None)
+    } else if bounds.outages > 0 {
+        // Never selling again after Redis came back: stuck.
+        match by(SELLS) {
+            Some(_) => (Behaviour::Recovers, None),
+            None => (Behaviour::Deadlock, None),
+        }
     } else if bounds.crashes > 0 {
         (Behaviour::Frees, None)
     } else if node_fault_only(bounds) {
@@ -329,13 +394,12 @@ impl Verdict {
     }
 }
 
-/// Every cell the checker models, in the matrix's order.
+/// Every cell of the matrix (each one the checker models), in its order.
 pub fn cells() -> Vec<(Variant, Scenario)> {
     let mut cells = Vec::new();
     for variant in Variant::ALL {
         for scenario in Scenario::ALL {
-            let modelled = Protocol::of(variant).is_some_and(|p| bounds(scenario, p).is_some());
-            if scenario.claim(variant).applies() && modelled {
+            if scenario.claim(variant).applies() {
                 cells.push((variant, scenario));
             }
         }

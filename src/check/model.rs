@@ -16,6 +16,7 @@
 
 use std::hash::Hash;
 
+use super::order::{OrderFaults, OrderStep, Pipeline};
 use super::protocol::{Acquire, Protocol};
 
 /// What may happen in a scenario, and how many buyers and units there are.
@@ -54,6 +55,14 @@ pub struct Bounds {
     pub wait_replicas: bool,
     /// Every buyer is a retry of one request id.
     pub one_request: bool,
+    /// Redis stops (each call fails: a 503) and comes back empty; the SKU
+    /// is then reset.
+    pub outages: u8,
+    /// Calls cut off by a paused Redis: the buyer is told `unknown` and
+    /// retries its own request id; its script runs when Redis wakes.
+    pub cutoffs: u8,
+    /// The order pipeline and its faults (`None`: no orders).
+    pub orders: Option<OrderFaults>,
 }
 
 /// A variant's protocol, with a part of it possibly taken out (the
@@ -68,6 +77,10 @@ pub struct Mutation {
     pub no_renewal: bool,
     /// Request ids are neither claimed nor checked by the write.
     pub no_request_claim: bool,
+    /// The worker's insert writes a row even when the sale has one.
+    pub no_on_conflict: bool,
+    /// Giving a unit back does not record the sale's return first.
+    pub no_give_back_once: bool,
 }
 
 /// Where a buyer is in its protocol.
@@ -97,6 +110,10 @@ pub enum Pc {
     WaitReplica,
     /// Claim the request id before anything else (the lock variants).
     Claim,
+    /// Told `unknown` (its call cut off): ask again with its request id.
+    Retry,
+    /// `lua-then-queue`: XADD its sale's order message, after the script.
+    Enqueue,
 }
 
 /// The lock key as the store holds it.
@@ -135,6 +152,8 @@ pub struct Buyer {
     /// Redlock: the nodes it asked so far, and those that said yes (bits).
     pub asked: u8,
     pub votes: u8,
+    /// Its cut-off call's script waits in a paused Redis.
+    pub queued: bool,
 }
 
 impl Buyer {
@@ -173,6 +192,26 @@ pub struct World {
     pub failovers: u8,
     /// The request id's record ([`Bounds::one_request`]).
     pub request: Request,
+    /// Whether Redis is up, down, or back empty; outages so far.
+    pub redis: Outage,
+    pub outages: u8,
+    /// Calls cut off so far; the buyers whose own request id has a record
+    /// (bits), and the sales made under each buyer's id.
+    pub cutoffs: u8,
+    pub answered: u8,
+    pub sales_by_id: Vec<u8>,
+    /// Units given back to the stock, sold first (bits: unit u at u - 1).
+    pub returned: u8,
+    pub pipeline: Pipeline,
+}
+
+/// Redis through an outage ([`Bounds::outages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outage {
+    Up,
+    Down,
+    /// Back, empty, and the SKU reset.
+    Back,
 }
 
 /// A request id's record in the ledger.
@@ -220,6 +259,16 @@ pub enum Action {
     HoldReplication,
     /// The master dies and its replica is promoted.
     Failover,
+    /// Redis stops: each call fails.
+    RedisDown,
+    /// Redis comes back empty, and the SKU is reset.
+    RedisBack,
+    /// Buyer `n`'s call goes to a paused Redis: it is told `unknown`.
+    CutOff(u8),
+    /// Redis wakes and runs buyer `n`'s queued script.
+    Deliver(u8),
+    /// A step of the order pipeline.
+    Order(OrderStep),
 }
 
 /// One variant's protocol under one scenario's bounds.
@@ -278,6 +327,7 @@ impl Sale {
             holds_mutex: false,
             asked: 0,
             votes: 0,
+            queued: false,
         };
         World {
             now: 0,
@@ -303,25 +353,30 @@ impl Sale {
             replication_held: false,
             failovers: 0,
             request: Request::None,
+            redis: Outage::Up,
+            outages: 0,
+            cutoffs: 0,
+            answered: 0,
+            sales_by_id: vec![0; usize::from(b.buyers)],
+            returned: 0,
+            pipeline: Pipeline::default(),
         }
     }
 
-    /// Whether time may pass: something waits for it, and no live buyer is
-    /// in the middle of a section outside its business work (a section
-    /// runs within its lease unless a scenario makes it slow).
-    fn time_may_pass(&self, w: &World) -> bool {
-        if w.now >= self.bounds.horizon {
-            return false;
-        }
-        let mid_section = w.buyers.iter().any(|b| {
-            b.live()
-                && !matches!(b.pc, Pc::Acquire | Pc::Done)
-                && !(b.pc == Pc::Work && w.now < b.work_until)
-        });
-        let waited_for = w.buyers.iter().any(|b| {
-            (b.live() && b.pc == Pc::Work && w.now < b.work_until) || b.frozen_until.is_some()
-        }) || (w.crashes > 0 && w.lock.is_some());
-        waited_for && !mid_section
+    /// The lab's reset of the SKU after Redis came back empty: full stock,
+    /// no lock, no fence, no record; the sales of the lost history are no
+    /// longer the ledger's (they stay the pipeline's).
+    pub(super) fn reset(&self, w: &mut World) {
+        let fresh = self.initial();
+        w.stock = fresh.stock;
+        w.sold = fresh.sold;
+        w.lock = None;
+        w.fence = 0;
+        w.seen = 0;
+        w.request = Request::None;
+        w.answered = 0;
+        w.sales_by_id = fresh.sales_by_id;
+        w.returned = 0;
     }
 
     pub fn actions(&self, w: &World, actions: &mut Vec<Action>) {
@@ -363,77 +418,20 @@ impl Sale {
         match action {
             Action::Step(n) => self.step(&mut w, n),
             Action::Tick => self.tick(&mut w),
+            Action::Order(step) => self.order_step(&mut w, step),
             fault => self.strike(&mut w, fault),
         }
         self.replicate(&mut w);
         Some(w)
     }
-
-    fn tick(&self, w: &mut World) {
-        w.now += 1;
-        let now = w.now;
-        let lease = self.bounds.lease;
-        for n in 0..w.buyers.len() {
-            let buyer = &w.buyers[n];
-            if let Some(until) = buyer.frozen_until
-                && now >= until
-            {
-                w.buyers[n].frozen_until = None;
-            }
-            let buyer = &w.buyers[n];
-            // A live holder's watchdog renews its own lock, or learns it is gone.
-            let renews = self.protocol.watchdog
-                && !self.mutation.no_renewal
-                && buyer.live()
-                && matches!(
-                    buyer.pc,
-                    Pc::Token | Pc::Read | Pc::Work | Pc::Check | Pc::Write
-                );
-            if renews && self.bounds.nodes > 0 {
-                // Redlock's watchdog extends on every node; a majority or lost.
-                let mut kept = 0;
-                for node in w.nodes.iter_mut().filter(|node| node.up) {
-                    if let Some(lock) = &mut node.lock
-                        && lock.owner == Some(n as u8)
-                    {
-                        lock.expires = Some(now + lease);
-                        kept += 1;
-                    }
-                }
-                if kept < self.majority() {
-                    w.buyers[n].lost = true;
-                }
-            } else if renews {
-                match &mut w.lock {
-                    Some(lock) if lock.owner == Some(n as u8) => lock.expires = Some(now + lease),
-                    _ => w.buyers[n].lost = true,
-                }
-            }
-        }
-        for node in &mut w.nodes {
-            if node
-                .lock
-                .and_then(|lock| lock.expires)
-                .is_some_and(|at| at <= now)
-            {
-                node.lock = None;
-            }
-        }
-        if w.lock
-            .and_then(|lock| lock.expires)
-            .is_some_and(|at| at <= now)
-        {
-            w.lock = None;
-        }
-    }
 }
 
-/// Whether no unit was sold twice (and so never more than the stock).
 /// Whether one request id was sold at most once (all buyers retrying one).
 pub fn one_sale_per_request(w: &World) -> bool {
     w.sold.iter().map(|&n| u32::from(n)).sum::<u32>() <= 1
 }
 
+/// Whether no unit was sold twice (and so never more than the stock).
 pub fn sold_each_unit_once(w: &World) -> bool {
     w.sold.iter().all(|&times| times <= 1)
 }

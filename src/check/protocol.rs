@@ -50,6 +50,17 @@ pub enum Fence {
     Checked,
 }
 
+/// How a sale's order message gets onto the SKU's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueue {
+    /// No orders.
+    None,
+    /// `lua-then-queue`: the buyer's XADD, a second command after the script.
+    AfterScript,
+    /// `lua-stream`: the script's own XADD.
+    InScript,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Protocol {
     pub acquire: Acquire,
@@ -61,19 +72,23 @@ pub struct Protocol {
     /// The lock's store acknowledges a write once a majority of its members
     /// has it (etcd, ZooKeeper): a failover loses nothing acknowledged.
     pub consensus: bool,
+    pub enqueue: Enqueue,
 }
 
 impl Protocol {
-    /// The protocol of `variant` (`None` for one the checker does not model).
-    pub fn of(variant: Variant) -> Option<Protocol> {
-        let p = |acquire, release, watchdog, fence| {
-            Some(Protocol {
-                acquire,
-                release,
-                watchdog,
-                fence,
-                consensus: matches!(variant, Variant::Etcd | Variant::ZooKeeper),
-            })
+    /// The protocol of `variant`.
+    pub fn of(variant: Variant) -> Protocol {
+        let p = |acquire, release, watchdog, fence| Protocol {
+            acquire,
+            release,
+            watchdog,
+            fence,
+            consensus: matches!(variant, Variant::Etcd | Variant::ZooKeeper),
+            enqueue: match variant {
+                Variant::LuaThenQueue => Enqueue::AfterScript,
+                Variant::LuaStream => Enqueue::InScript,
+                _ => Enqueue::None,
+            },
         };
         match variant {
             Variant::None => p(Acquire::Nothing, Release::Nothing, false, Fence::None),

@@ -25,7 +25,7 @@ pub struct CheckArgs {
     #[arg(long, value_delimiter = ',', value_enum)]
     pub scenario: Vec<Scenario>,
     /// Also write every cell as JSON: {"cells":[{variant, scenario, claim,
-    /// model, agrees, states, millis, bounds, broken, trace}], "not_modelled":[...]}.
+    /// model, agrees, states, millis, bounds, broken, trace}]}.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Draw each counterexample as the timeline draws a live run (a lane
@@ -49,13 +49,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
         .filter(|&(variant, scenario)| wanted(variant, scenario))
         .filter_map(|(variant, scenario)| check(variant, scenario))
         .collect();
-    let not_modelled = not_modelled(&wanted);
-    print!("{}", table(&verdicts));
-    if !not_modelled.is_empty() {
+    if verdicts.is_empty() {
         println!(
-            "\nnot modelled (the lab's alone): {}",
-            not_modelled.join(", ")
+            "no cell of the matrix matches (a scenario that does not apply to a variant has no cell: docs/lab.md shows the matrix)"
         );
+    } else {
+        print!("{}", table(&verdicts));
     }
     let disagree = verdicts.iter().filter(|v| !v.agrees).count();
     println!(
@@ -72,29 +71,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
         println!("drew {written} counterexamples into {}", dir.display());
     }
     if let Some(path) = &args.json {
-        let json = serde_json::json!({ "cells": verdicts, "not_modelled": not_modelled });
+        let json = serde_json::json!({ "cells": verdicts });
         std::fs::write(path, serde_json::to_vec_pretty(&json)?)?;
         println!("wrote {}", path.display());
     }
     Ok(disagree == 0)
-}
-
-/// The cells asked for that the lab has and the checker does not model.
-fn not_modelled(wanted: &dyn Fn(Variant, Scenario) -> bool) -> Vec<String> {
-    let modelled = cells();
-    let mut rest = Vec::new();
-    for variant in Variant::ALL {
-        let missing: Vec<&str> = Scenario::ALL
-            .into_iter()
-            .filter(|&s| s.claim(variant).applies() && wanted(variant, s))
-            .filter(|&s| !modelled.contains(&(variant, s)))
-            .map(Scenario::name)
-            .collect();
-        if !missing.is_empty() {
-            rest.push(format!("{} ({})", variant.name(), missing.join(" ")));
-        }
-    }
-    rest
 }
 
 /// The table: a line per cell, each counterexample's steps under it, then
@@ -149,66 +130,89 @@ pub fn table(verdicts: &[Verdict]) -> String {
 
 fn describe_bounds(v: &Verdict) -> String {
     let b = v.bounds;
-    let mut parts = vec![
-        format!("{} buyers", b.buyers),
-        format!("stock {}", b.stock),
-        format!("lease {}", b.lease),
-        format!("work {}", b.work),
-        format!("up to tick {}", b.horizon),
+    let ticks = if b.freeze == 0 { b.lease + 1 } else { b.freeze };
+    let unit = if ticks == 1 { "tick" } else { "ticks" };
+    let crash_at = match b.crash_only_in_work {
+        true => "during the work",
+        false => "anywhere",
+    };
+    let orders = b.orders.unwrap_or_default();
+    // Each bound that is set, `{n}` its count (flags count 1).
+    let set: Vec<(u8, String)> = vec![
+        (b.buyers, "{n} buyers".into()),
+        (b.stock, "stock {n}".into()),
+        // Shown even when 0.
+        (1, format!("lease {}", b.lease)),
+        (1, format!("work {}", b.work)),
+        (b.horizon, "up to tick {n}".into()),
+        (b.one_process.into(), "one process".into()),
+        (b.crashes, format!("{{n}} crash {crash_at}")),
+        (
+            b.pauses,
+            format!("{{n}} freeze of {ticks} {unit} before the write"),
+        ),
+        (
+            b.vanishes,
+            "{n} deletion of the lock while its holder works or is frozen".into(),
+        ),
+        (
+            b.nodes,
+            format!(
+                "{{n}} Redlock nodes ({} down from the start)",
+                b.nodes_down
+            ),
+        ),
+        (
+            b.restarts,
+            "up to {n} nodes restarting empty while the holder is frozen".into(),
+        ),
+        (
+            b.failovers,
+            "{n} failover (replication held back, then the replica promoted under a holder)".into(),
+        ),
+        (
+            b.one_request.into(),
+            "every buyer a retry of one request id".into(),
+        ),
+        (
+            b.wait_replicas.into(),
+            "the holder WAITs for a replica after taking the lock".into(),
+        ),
+        (b.skew, "the last buyer's clock {n} ticks ahead".into()),
+        (
+            b.outages,
+            "{n} Redis outage (every call a 503 meanwhile), back empty and reset".into(),
+        ),
+        (
+            b.cutoffs,
+            "{n} calls cut off by a paused Redis (told unknown, the script queued), each buyer retrying its own request id".into(),
+        ),
+        (
+            b.orders.is_some().into(),
+            "each sale's order through the stream, the worker and PostgreSQL".into(),
+        ),
+        (
+            orders.worker_crashes,
+            "{n} worker death between its commit and its XACK".into(),
+        ),
+        (
+            orders.postgres_stops,
+            "{n} stop of PostgreSQL, then a start".into(),
+        ),
+        (
+            orders.reservations.into(),
+            "each reservation paid or expired, an expired one's unit given back".into(),
+        ),
+        (
+            orders.data_losses,
+            "{n} Redis restart with nothing kept, then a reset".into(),
+        ),
     ];
-    if b.one_process {
-        parts.push("one process".to_owned());
-    }
-    if b.crashes > 0 {
-        let at = if b.crash_only_in_work {
-            "during the work"
-        } else {
-            "anywhere"
-        };
-        parts.push(format!("{} crash {at}", b.crashes));
-    }
-    if b.pauses > 0 {
-        let ticks = if b.freeze == 0 { b.lease + 1 } else { b.freeze };
-        let unit = if ticks == 1 { "tick" } else { "ticks" };
-        parts.push(format!(
-            "{} freeze of {ticks} {unit} before the write",
-            b.pauses
-        ));
-    }
-    if b.vanishes > 0 {
-        parts.push(format!(
-            "{} deletion of the lock while its holder works or is frozen",
-            b.vanishes
-        ));
-    }
-    if b.nodes > 0 {
-        parts.push(format!(
-            "{} Redlock nodes ({} down from the start)",
-            b.nodes, b.nodes_down
-        ));
-    }
-    if b.restarts > 0 {
-        parts.push(format!(
-            "up to {} nodes restarting empty while the holder is frozen",
-            b.restarts
-        ));
-    }
-    if b.failovers > 0 {
-        parts.push(format!(
-            "{} failover (replication held back, then the replica promoted under a holder)",
-            b.failovers
-        ));
-    }
-    if b.one_request {
-        parts.push("every buyer a retry of one request id".to_owned());
-    }
-    if b.wait_replicas {
-        parts.push("the holder WAITs for a replica after taking the lock".to_owned());
-    }
-    if b.skew > 0 {
-        parts.push(format!("the last buyer's clock {} ticks ahead", b.skew));
-    }
-    parts.join(", ")
+    set.into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, words)| words.replace("{n}", &n.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Writes each counterexample's drawing into `dir`; how many.

@@ -1,11 +1,16 @@
 //! A buyer's commands, one step each: how it takes the lock, reads,
 //! writes and lets go, as its variant's protocol says.
 
-use super::model::{LockKey, Pc, Request, Sale, World};
-use super::protocol::{Acquire, Fence, Release};
+use super::model::{LockKey, Outage, Pc, Request, Sale, World};
+use super::protocol::{Acquire, Enqueue, Fence, Release};
 
 impl Sale {
     pub(super) fn step(&self, w: &mut World, n: u8) {
+        if w.redis == Outage::Down {
+            // Its command fails: the buyer is answered 503.
+            self.fail(w, n);
+            return;
+        }
         let i = usize::from(n);
         let lease = self.bounds.lease;
         let pc = w.buyers[i].pc;
@@ -123,6 +128,14 @@ impl Sale {
                 self.release(w, n);
                 Pc::Done
             }
+            Pc::Retry => {
+                self.script(w, n);
+                Pc::Done
+            }
+            Pc::Enqueue => {
+                self.enqueue(w, n);
+                Pc::Done
+            }
             Pc::Done => Pc::Done,
         };
         // An attempt that ends without selling frees its id for a retry.
@@ -138,19 +151,11 @@ impl Sale {
         match self.protocol.acquire {
             Acquire::Nothing => Pc::Read,
             Acquire::Atomic => {
-                // One script: read, check, write, record (and the id's record).
-                if self.claims_ids() && w.request == Request::Final {
-                    return Pc::Done;
+                let sold = self.script(w, n);
+                match self.protocol.enqueue {
+                    Enqueue::AfterScript if sold && self.bounds.orders.is_some() => Pc::Enqueue,
+                    _ => Pc::Done,
                 }
-                if self.claims_ids() {
-                    w.request = Request::Final;
-                }
-                if w.stock > 0 {
-                    let unit = w.stock;
-                    w.stock -= 1;
-                    w.sold[usize::from(unit) - 1] += 1;
-                }
-                Pc::Done
             }
             Acquire::Majority => {
                 w.buyers[i].asked = 0;
@@ -203,6 +208,57 @@ impl Sale {
                     Pc::Read
                 }
             }
+        }
+    }
+
+    /// The `lua` family's sale, one script run by Redis to its end: an id
+    /// with a record is answered from it; otherwise it sells a unit (one
+    /// given back first), records the id, and for `lua-stream` adds the
+    /// order's message. Whether it sold.
+    pub(super) fn script(&self, w: &mut World, n: u8) -> bool {
+        if self.claims_ids() {
+            if w.request == Request::Final {
+                return false;
+            }
+            w.request = Request::Final;
+        }
+        if self.bounds.cutoffs > 0 && !self.mutation.no_request_claim {
+            if w.answered & (1 << n) != 0 {
+                return false;
+            }
+            w.answered |= 1 << n;
+        }
+        if w.stock == 0 {
+            return false;
+        }
+        let unit = match w.returned {
+            0 => w.stock,
+            bits => {
+                let unit = bits.trailing_zeros() as u8 + 1;
+                w.returned &= !(1 << (unit - 1));
+                unit
+            }
+        };
+        w.stock -= 1;
+        // A unit past the stock (one given back too often) counts as the last
+        // one sold again: more sold than stocked.
+        let at = usize::from(unit - 1).min(w.sold.len() - 1);
+        w.sold[at] = w.sold[at].saturating_add(1);
+        w.sales_by_id[usize::from(n)] += 1;
+        w.buyers[usize::from(n)].read = unit;
+        if self.bounds.orders.is_some() {
+            self.order(w, n, unit);
+        }
+        true
+    }
+
+    /// Buyer `n`'s call fails (Redis is down): it is answered 503, and its
+    /// process lets go of what it held.
+    pub(super) fn fail(&self, w: &mut World, n: u8) {
+        self.free_mutex(w, n);
+        w.buyers[usize::from(n)].pc = Pc::Done;
+        if w.request == Request::Pending(n) {
+            w.request = Request::None;
         }
     }
 

@@ -48,6 +48,37 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
         Action::Restart(k) => format!("node {} restarts empty", k + 1),
         Action::HoldReplication => "replication to the replica stops".to_owned(),
         Action::Failover => "the master dies: its replica is promoted".to_owned(),
+        Action::RedisDown => {
+            let cut: Vec<String> = (before.buyers.iter().zip(&after.buyers))
+                .enumerate()
+                .filter(|(_, (was, now))| was.pc != now.pc)
+                .map(|(n, _)| name(n as u8).to_string())
+                .collect();
+            match cut.is_empty() {
+                true => "Redis stops: every call fails (503)".to_owned(),
+                false => format!(
+                    "Redis stops: every call fails (503); {} ends with it",
+                    cut.join(" and ")
+                ),
+            }
+        }
+        Action::RedisBack => format!(
+            "Redis comes back empty; the SKU is reset (stock {})",
+            after.stock
+        ),
+        Action::CutOff(n) => format!(
+            "{}'s call waits on a paused Redis: told unknown, its script queued",
+            name(n)
+        ),
+        Action::Deliver(n) => format!(
+            "Redis wakes and runs {}'s queued script: {}",
+            name(n),
+            script_result(before, n, after)
+        ),
+        Action::Order(step) => super::pipeline::describe(before, step, after),
+        Action::Step(n) if before.redis == model::Outage::Down => {
+            format!("{}'s call fails: Redis is down (503)", name(n))
+        }
         Action::Step(n) => {
             let i = usize::from(n);
             let (was, now) = (&before.buyers[i], &after.buyers[i]);
@@ -66,8 +97,14 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
                 return format!("{} {said} node {}", name(n), k + 1);
             }
             let what = match was.pc {
-                model::Pc::Acquire if before.stock != after.stock => {
-                    format!("sells unit {} in one script", before.stock)
+                model::Pc::Acquire if after.sales_by_id[i] > before.sales_by_id[i] => {
+                    let order = match after.pipeline.orders.len() > before.pipeline.orders.len()
+                        && now.pc == model::Pc::Done
+                    {
+                        true => " (its order's message in it)",
+                        false => "",
+                    };
+                    format!("sells unit {} in one script{order}", now.read)
                 }
                 model::Pc::Acquire if after.lock != before.lock || now.holds_mutex => {
                     "takes the lock".to_owned()
@@ -117,9 +154,27 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
                     format!("holds a majority ({} nodes)", was.votes.count_ones())
                 }
                 model::Pc::Count => "has no majority: lets go, tries again".to_owned(),
+                model::Pc::Retry => format!(
+                    "asks again with its request id: {}",
+                    script_result(before, n, after)
+                ),
+                model::Pc::Enqueue => "adds its order's message (XADD)".to_owned(),
                 model::Pc::Done => "is done".to_owned(),
             };
             format!("{} {what}", name(n))
         }
+    }
+}
+
+/// What buyer `n`'s script did: sold, answered from its id's record, or
+/// found the SKU sold out.
+fn script_result(before: &World, n: u8, after: &World) -> String {
+    let i = usize::from(n);
+    if after.sales_by_id[i] > before.sales_by_id[i] {
+        format!("sells unit {}", after.buyers[i].read)
+    } else if before.answered & (1 << n) != 0 {
+        "its id has a record: answered from it, nothing sold".to_owned()
+    } else {
+        "sold out".to_owned()
     }
 }

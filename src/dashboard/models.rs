@@ -60,7 +60,7 @@ pub(super) async fn cell(
     };
     answer.map(Json).ok_or_else(|| {
         AppError::Missing(format!(
-            "the checker has no model of {variant} in {scenario}: the cell is the lab's alone (docs/models.md says what is modelled)"
+            "the matrix has no cell for {variant} in {scenario}: the scenario does not apply to it, so there is nothing to check"
         ))
     })
 }

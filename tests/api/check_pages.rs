@@ -166,8 +166,9 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
         return;
     };
     let (url, _redis, store, tasks) = serve().await;
-    // The cells a finished `lab --variant setnx` left: one the checker
-    // models, one it does not.
+    // The cells a finished `lab --variant setnx` left: one with the
+    // checker's verdict, one from a record without it (an older run's);
+    // and lua-then-queue's unit lost before its XADD.
     let crash = check::check(Variant::Setnx, Scenario::CrashAfterAcquire).unwrap();
     let lab = json!({"state": "done", "cells": [
         {"scenario": "crash-after-acquire", "variant": "setnx", "expected": "deadlock",
@@ -180,6 +181,19 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
         &mut conn,
         stocklock::dashboard::labs::STATUS_KEY,
         "setnx",
+        lab.to_string(),
+    )
+    .await
+    .unwrap();
+    let lost = check::check(Variant::LuaThenQueue, Scenario::CrashBeforeEnqueue).unwrap();
+    let lab = json!({"state": "done", "cells": [
+        {"scenario": "crash-before-enqueue", "variant": "lua-then-queue", "expected": "loses units",
+         "observed": "loses units", "pass": true, "evidence": "1 unit lost", "model": lost.summary()},
+    ]});
+    let _: i64 = redis::AsyncCommands::hset(
+        &mut conn,
+        stocklock::dashboard::labs::STATUS_KEY,
+        "lua-then-queue",
         lab.to_string(),
     )
     .await
@@ -213,6 +227,24 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
     let shown = shown_drawn(&browser, "[data-variant=setnx] [data-field=model-view]").await;
     assert_eq!(shown["model"], "deadlock", "{shown}");
     assert_eq!(shown["list"], json!(texts(&crash)), "{shown}");
+    // The order pipeline's cell: its trace, and its bounds in words.
+    let card = "[data-variant=lua-then-queue]";
+    browser
+        .wait_until(&format!(
+            "document.querySelector('{card} [data-action=model-trace]') !== null"
+        ))
+        .await;
+    browser
+        .click(&format!("{card} [data-action=model-trace]"))
+        .await;
+    let shown = shown_drawn(&browser, &format!("{card} [data-field=model-view]")).await;
+    assert_eq!(shown["model"], "loses units", "{shown}");
+    assert_eq!(shown["list"], json!(texts(&lost)), "{shown}");
+    let bounds = shown["bounds"].as_str().unwrap();
+    assert!(
+        bounds.contains("1 crash, orders through the stream, the worker and PostgreSQL"),
+        "{shown}"
+    );
     browser.screenshot("dashboard-check.png").await;
     browser.quit().await;
     tasks.iter().for_each(|t| t.abort());
