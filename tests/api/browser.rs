@@ -314,16 +314,20 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
             "race all resets every SKU to the form's stock"
         );
     }
+    // `none` oversells whichever instances nginx picks: its 64 buyers at
+    // once each hold their read across work_ms, so two writes of one read
+    // are certain. (Whether local-mutex does depends on nginx handing both
+    // instances its buyers while fourteen other variants load them; a load
+    // of local-mutex alone shows it, in tests/api/load.rs and stack.rs.)
+    let none = stack.state("none").await;
+    assert!(none.oversold > 0, "{none:?}: {}", cards["none"]);
     assert!(
-        stack.state("local-mutex").await.oversold > 0,
-        "{}",
-        cards["local-mutex"]
-    );
-    assert!(
-        cards["local-mutex"]["verdict"]
+        cards["none"]["verdict"]
             .as_str()
             .unwrap()
-            .starts_with("OVERSOLD")
+            .starts_with("OVERSOLD"),
+        "{}",
+        cards["none"]
     );
     // setnx fails fast: it leaves stock on the shelf while turning buyers away.
     assert!(
