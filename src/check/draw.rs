@@ -69,7 +69,7 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             kind: kind.to_owned(),
             instance: who.map(name),
             sku: None,
-            detail: describe(before, *action, after),
+            detail: describe(&sale, before, *action, after),
         };
         match *action {
             Action::Crash(n) => {
@@ -115,7 +115,7 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             Action::Step(n) | Action::Deliver(n) => {
                 let n = usize::from(n);
                 let (was, now) = (&before.buyers[n], &after.buyers[n]);
-                if after.sales_by_id[n] > before.sales_by_id[n] {
+                if super::trace::script_sold(before, after, n as u8) {
                     // The lua family's sale, one script.
                     let mut section = Section::timed(&name(n), None, t, "sold");
                     section.exit_ns = t;
@@ -213,34 +213,30 @@ fn ledger_verdict(sale: &Sale, state: &StateSnapshot, last: &World) -> String {
     if ledger != "SAFE" {
         return ledger;
     }
-    // Sales (or rows, or returns) past the first, over counts.
-    let extra = |counts: &mut dyn Iterator<Item = u8>| -> usize {
-        counts.map(|n| usize::from(n.saturating_sub(1))).sum()
-    };
     let orders = &last.pipeline.orders;
-    match sale.property {
-        super::STUCK => "STUCK".to_owned(),
+    let twice = match sale.property {
+        super::STUCK => return "STUCK".to_owned(),
         super::ORDERS_KEPT => {
             let lost = orders.iter().filter(|o| super::pipeline::lost(last, o));
-            format!("LOST {}", lost.count())
+            return format!("LOST {}", lost.count());
         }
         super::ORDERED_ONCE => {
-            let twice = extra(&mut orders.iter().map(|o| o.rows))
-                + extra(&mut orders.iter().map(|o| o.returns));
-            format!("DUPLICATES {twice}")
+            beyond_one(orders.iter().map(|o| o.rows)) + beyond_one(orders.iter().map(|o| o.returns))
         }
-        super::ONE_SALE if sale.bounds.one_request => {
-            format!(
-                "DUPLICATES {}",
-                extra(&mut std::iter::once(last.sold.iter().sum()))
-            )
-        }
-        super::ONE_SALE => format!(
-            "DUPLICATES {}",
-            extra(&mut last.sales_by_id.iter().copied())
-        ),
-        _ => ledger,
-    }
+        // Every buyer retries one id: every sale past the first.
+        super::ONE_SALE if sale.bounds.one_request => beyond_one([last.sold.iter().sum()]),
+        super::ONE_SALE => beyond_one(last.script_sales.iter().copied()),
+        _ => return ledger,
+    };
+    format!("DUPLICATES {twice}")
+}
+
+/// How many past the first, over `counts` (sales, rows, returns).
+fn beyond_one(counts: impl IntoIterator<Item = u8>) -> usize {
+    counts
+        .into_iter()
+        .map(|n| usize::from(n.saturating_sub(1)))
+        .sum()
 }
 
 /// The longest run of steps between two ticks, and one more: a tick's

@@ -97,7 +97,7 @@ pub fn holds(property: &str, sale: &Sale, w: &World) -> bool {
         }
         ONE_SALE => {
             (!sale.bounds.one_request || model::one_sale_per_request(w))
-                && w.sales_by_id.iter().all(|&n| n <= 1)
+                && w.script_sales.iter().all(|&n| n <= 1)
         }
         ORDERED_ONCE => pipeline::ordered_once(w),
         ORDERS_KEPT => pipeline::orders_kept(w),
@@ -340,6 +340,15 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
         &properties_of(bounds),
     );
     let by = |name| found.iter().find(|(broken, _)| *broken == name);
+    let words = |property, path: &[_]| {
+        let sale = Sale {
+            protocol,
+            bounds,
+            mutation: Mutation::default(),
+            property,
+        };
+        steps(&sale, path)
+    };
     let (behaviour, broken) = if let Some(found) = by(SAFETY).or(by(ONE_SALE)).or(by(ORDERED_ONCE))
     {
         (Behaviour::Oversells, Some(found))
@@ -375,7 +384,9 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
         millis: took.as_millis() as u64,
         bounds,
         broken: broken.map(|(name, _)| *name),
-        trace: broken.map(|(_, path)| steps(path)).unwrap_or_default(),
+        trace: broken
+            .map(|(name, path)| words(*name, path))
+            .unwrap_or_default(),
     })
 }
 

@@ -195,11 +195,14 @@ pub struct World {
     /// Whether Redis is up, down, or back empty; outages so far.
     pub redis: Outage,
     pub outages: u8,
-    /// Calls cut off so far; the buyers whose own request id has a record
-    /// (bits), and the sales made under each buyer's id.
+    /// Calls cut off so far.
     pub cutoffs: u8,
+    /// The request ids the sale's script holds a record of (bits, by
+    /// `Sale::script_id`).
     pub answered: u8,
-    pub sales_by_id: Vec<u8>,
+    /// The units each buyer's script sold (with cut-off calls: under its
+    /// own request id).
+    pub script_sales: Vec<u8>,
     /// Units given back to the stock, sold first (bits: unit u at u - 1).
     pub returned: u8,
     pub pipeline: Pipeline,
@@ -290,7 +293,6 @@ impl Sale {
         }
     }
 
-    /// A buyer's clock: the last one runs `skew` ahead.
     /// Whether request ids are claimed and checked (every buyer retrying one).
     pub(super) fn claims_ids(&self) -> bool {
         self.bounds.one_request && !self.mutation.no_request_claim
@@ -301,6 +303,7 @@ impl Sale {
         self.bounds.nodes / 2 + 1
     }
 
+    /// A buyer's clock: the last one runs `skew` ahead.
     pub(super) fn clock(&self, world: &World, buyer: u8) -> u8 {
         if buyer + 1 == self.bounds.buyers {
             world.now + self.bounds.skew
@@ -357,7 +360,7 @@ impl Sale {
             outages: 0,
             cutoffs: 0,
             answered: 0,
-            sales_by_id: vec![0; usize::from(b.buyers)],
+            script_sales: vec![0; usize::from(b.buyers)],
             returned: 0,
             pipeline: Pipeline::default(),
         }
@@ -367,15 +370,14 @@ impl Sale {
     /// no lock, no fence, no record; the sales of the lost history are no
     /// longer the ledger's (they stay the pipeline's).
     pub(super) fn reset(&self, w: &mut World) {
-        let fresh = self.initial();
-        w.stock = fresh.stock;
-        w.sold = fresh.sold;
+        w.stock = self.bounds.stock;
+        w.sold.fill(0);
         w.lock = None;
         w.fence = 0;
         w.seen = 0;
         w.request = Request::None;
         w.answered = 0;
-        w.sales_by_id = fresh.sales_by_id;
+        w.script_sales.fill(0);
         w.returned = 0;
     }
 

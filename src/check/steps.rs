@@ -211,22 +211,28 @@ impl Sale {
         }
     }
 
+    /// The request id whose record the sale's script checks for buyer `n`:
+    /// 0 when every buyer retries one, its own with cut-off calls, none
+    /// without ids (or with the record taken out).
+    pub(super) fn script_id(&self, n: u8) -> Option<u8> {
+        match () {
+            _ if self.mutation.no_request_claim => None,
+            _ if self.bounds.one_request => Some(0),
+            _ if self.bounds.cutoffs > 0 => Some(n),
+            _ => None,
+        }
+    }
+
     /// The `lua` family's sale, one script run by Redis to its end: an id
     /// with a record is answered from it; otherwise it sells a unit (one
     /// given back first), records the id, and for `lua-stream` adds the
     /// order's message. Whether it sold.
     pub(super) fn script(&self, w: &mut World, n: u8) -> bool {
-        if self.claims_ids() {
-            if w.request == Request::Final {
+        if let Some(id) = self.script_id(n) {
+            if w.answered & (1 << id) != 0 {
                 return false;
             }
-            w.request = Request::Final;
-        }
-        if self.bounds.cutoffs > 0 && !self.mutation.no_request_claim {
-            if w.answered & (1 << n) != 0 {
-                return false;
-            }
-            w.answered |= 1 << n;
+            w.answered |= 1 << id;
         }
         if w.stock == 0 {
             return false;
@@ -244,7 +250,7 @@ impl Sale {
         // one sold again: more sold than stocked.
         let at = usize::from(unit - 1).min(w.sold.len() - 1);
         w.sold[at] = w.sold[at].saturating_add(1);
-        w.sales_by_id[usize::from(n)] += 1;
+        w.script_sales[usize::from(n)] += 1;
         w.buyers[usize::from(n)].read = unit;
         if self.bounds.orders.is_some() {
             self.order(w, n, unit);

@@ -17,7 +17,16 @@ fn counterexample(
     let protocol = Protocol::of(variant);
     let bounds = bounds(scenario, protocol);
     let (found, _, _) = explore(protocol, bounds, mutation, &[property]);
-    found.into_iter().next().map(|(_, path)| steps(&path))
+    let sale = Sale {
+        protocol,
+        bounds,
+        mutation,
+        property,
+    };
+    found
+        .into_iter()
+        .next()
+        .map(|(_, path)| steps(&sale, &path))
 }
 
 /// The whole matrix: every cell has a model, and each model's verdict is
@@ -47,6 +56,21 @@ fn every_cell_of_the_matrix_agrees_with_its_model() {
     assert!(disagree.is_empty(), "{disagree:#?}");
 }
 
+/// `variant` keeps `property` in `scenario` as modelled, and breaks it
+/// with `mutation` (a protection taken out): the shortest counterexample.
+fn broken_without(
+    variant: Variant,
+    scenario: Scenario,
+    mutation: Mutation,
+    property: &'static str,
+) -> Vec<Step> {
+    let cell = format!("{variant} in {scenario}: \"{property}\"");
+    let kept = counterexample(variant, scenario, Mutation::default(), property);
+    assert!(kept.is_none(), "{cell} breaks as modelled: {kept:#?}");
+    counterexample(variant, scenario, mutation, property)
+        .unwrap_or_else(|| panic!("{cell} holds without {mutation:?}"))
+}
+
 /// Each protection the checker credits is shown to matter: taken out, the
 /// failure it prevents comes back.
 #[test]
@@ -57,9 +81,7 @@ fn a_protection_taken_out_lets_its_failure_back_in() {
         no_fence_check: true,
         ..none
     };
-    assert!(counterexample(Variant::Fenced, Scenario::PauseHolder, none, SAFETY).is_none());
-    let trace = counterexample(Variant::Fenced, Scenario::PauseHolder, no_fence, SAFETY)
-        .expect("fenced without its check oversells after a pause");
+    let trace = broken_without(Variant::Fenced, Scenario::PauseHolder, no_fence, SAFETY);
     assert!(
         trace.iter().any(|s| s.action == Action::Freeze(0)),
         "{trace:#?}"
@@ -69,25 +91,29 @@ fn a_protection_taken_out_lets_its_failure_back_in() {
         plain_del_release: true,
         ..none
     };
-    assert!(counterexample(Variant::Token, Scenario::SlowBusiness, none, OWN_LOCK).is_none());
-    let trace = counterexample(Variant::Token, Scenario::SlowBusiness, plain_del, OWN_LOCK)
-        .expect("token with DEL frees someone else's lock");
+    let trace = broken_without(Variant::Token, Scenario::SlowBusiness, plain_del, OWN_LOCK);
     assert_eq!(trace.last().unwrap().text, "A releases", "{trace:#?}");
     // watchdog that never renews: slow business outlives the lease.
     let no_renewal = Mutation {
         no_renewal: true,
         ..none
     };
-    assert!(counterexample(Variant::Watchdog, Scenario::SlowBusiness, none, SAFETY).is_none());
-    assert!(
-        counterexample(
-            Variant::Watchdog,
-            Scenario::SlowBusiness,
-            no_renewal,
-            SAFETY
-        )
-        .is_some()
+    broken_without(
+        Variant::Watchdog,
+        Scenario::SlowBusiness,
+        no_renewal,
+        SAFETY,
     );
+    // Retries of one request id with no claim and no check: each sells.
+    let no_claim = Mutation {
+        no_request_claim: true,
+        ..none
+    };
+    for variant in [Variant::Token, Variant::Lua] {
+        let trace = broken_without(variant, Scenario::RetryStorm, no_claim, ONE_SALE);
+        let sales = trace.iter().filter(|s| s.text.contains("sells unit"));
+        assert_eq!(sales.count(), 2, "{variant}: {trace:#?}");
+    }
 }
 
 /// The protections of a paused Redis and of the order pipeline, taken
@@ -101,9 +127,7 @@ fn the_request_record_and_the_pipelines_guards_each_matter() {
         no_request_claim: true,
         ..none
     };
-    assert!(counterexample(Variant::Lua, Scenario::RedisPause, none, ONE_SALE).is_none());
-    let trace = counterexample(Variant::Lua, Scenario::RedisPause, no_record, ONE_SALE)
-        .expect("without its record an id sells twice");
+    let trace = broken_without(Variant::Lua, Scenario::RedisPause, no_record, ONE_SALE);
     let texts: Vec<&str> = trace.iter().map(|s| s.text.as_str()).collect();
     assert_eq!(
         texts,
@@ -118,10 +142,12 @@ fn the_request_record_and_the_pipelines_guards_each_matter() {
         no_on_conflict: true,
         ..none
     };
-    let scenario = Scenario::WorkerCrashBeforeAck;
-    assert!(counterexample(Variant::LuaStream, scenario, none, ORDERED_ONCE).is_none());
-    let trace = counterexample(Variant::LuaStream, scenario, no_conflict, ORDERED_ONCE)
-        .expect("without ON CONFLICT a redelivered order is written twice");
+    let trace = broken_without(
+        Variant::LuaStream,
+        Scenario::WorkerCrashBeforeAck,
+        no_conflict,
+        ORDERED_ONCE,
+    );
     assert!(
         trace
             .iter()
@@ -134,10 +160,12 @@ fn the_request_record_and_the_pipelines_guards_each_matter() {
         no_give_back_once: true,
         ..none
     };
-    let scenario = Scenario::ReservationExpiry;
-    assert!(counterexample(Variant::LuaStream, scenario, none, ORDERED_ONCE).is_none());
-    let trace = counterexample(Variant::LuaStream, scenario, twice, ORDERED_ONCE)
-        .expect("without its record a unit is given back twice");
+    let trace = broken_without(
+        Variant::LuaStream,
+        Scenario::ReservationExpiry,
+        twice,
+        ORDERED_ONCE,
+    );
     let back = trace
         .iter()
         .filter(|s| matches!(s.action, Action::Order(OrderStep::GiveBack(_))))

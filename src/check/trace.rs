@@ -2,25 +2,26 @@
 //! and the drawings say it ("A takes the lock", "tick 3: A wakes").
 
 use super::Step;
-use super::model::{self, Action, World};
+use super::model::{self, Action, Sale, World};
+use super::protocol::{Acquire, Enqueue};
 
-/// A path's steps in words.
-pub fn steps(path: &[(World, Option<Action>)]) -> Vec<Step> {
+/// A path of `sale`'s model in words.
+pub fn steps(sale: &Sale, path: &[(World, Option<Action>)]) -> Vec<Step> {
     path.windows(2)
         .filter_map(|pair| {
             let (before, action) = (&pair[0].0, pair[0].1?);
             let after = &pair[1].0;
             Some(Step {
                 action,
-                text: describe(before, action, after),
+                text: describe(sale, before, action, after),
                 at: before.now,
             })
         })
         .collect()
 }
 
-/// What `action` did between `before` and `after`.
-pub fn describe(before: &World, action: Action, after: &World) -> String {
+/// What `action` of `sale`'s model did between `before` and `after`.
+pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> String {
     let name = |n: u8| char::from(b'A' + n);
     match action {
         Action::Tick => {
@@ -73,7 +74,7 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
         Action::Deliver(n) => format!(
             "Redis wakes and runs {}'s queued script: {}",
             name(n),
-            script_result(before, n, after)
+            script_result(sale, before, n, after)
         ),
         Action::Order(step) => super::pipeline::describe(before, step, after),
         Action::Step(n) if before.redis == model::Outage::Down => {
@@ -97,14 +98,18 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
                 return format!("{} {said} node {}", name(n), k + 1);
             }
             let what = match was.pc {
-                model::Pc::Acquire if after.sales_by_id[i] > before.sales_by_id[i] => {
-                    let order = match after.pipeline.orders.len() > before.pipeline.orders.len()
-                        && now.pc == model::Pc::Done
-                    {
+                model::Pc::Acquire if sale.protocol.acquire == Acquire::Atomic => {
+                    let in_script = sale.bounds.orders.is_some()
+                        && sale.protocol.enqueue == Enqueue::InScript
+                        && script_sold(before, after, n);
+                    let order = match in_script {
                         true => " (its order's message in it)",
                         false => "",
                     };
-                    format!("sells unit {} in one script{order}", now.read)
+                    format!(
+                        "{} in one script{order}",
+                        script_result(sale, before, n, after)
+                    )
                 }
                 model::Pc::Acquire if after.lock != before.lock || now.holds_mutex => {
                     "takes the lock".to_owned()
@@ -113,9 +118,6 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
                     "finds the lock taken".to_owned()
                 }
                 model::Pc::Acquire if now.pc == model::Pc::Read => "goes in (no lock)".to_owned(),
-                model::Pc::Acquire if now.pc == model::Pc::Done && before.stock == 0 => {
-                    "finds it sold out (one script)".to_owned()
-                }
                 model::Pc::Acquire => "finds the lock taken: busy".to_owned(),
                 model::Pc::Expire => "sets the lock's TTL (EXPIRE)".to_owned(),
                 model::Pc::ReadExpiry if now.pc == model::Pc::TakeOver => {
@@ -156,7 +158,7 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
                 model::Pc::Count => "has no majority: lets go, tries again".to_owned(),
                 model::Pc::Retry => format!(
                     "asks again with its request id: {}",
-                    script_result(before, n, after)
+                    script_result(sale, before, n, after)
                 ),
                 model::Pc::Enqueue => "adds its order's message (XADD)".to_owned(),
                 model::Pc::Done => "is done".to_owned(),
@@ -166,15 +168,23 @@ pub fn describe(before: &World, action: Action, after: &World) -> String {
     }
 }
 
+/// Whether buyer `n`'s sale script sold a unit between `before` and `after`.
+pub(super) fn script_sold(before: &World, after: &World, n: u8) -> bool {
+    let i = usize::from(n);
+    after.script_sales[i] > before.script_sales[i]
+}
+
 /// What buyer `n`'s script did: sold, answered from its id's record, or
 /// found the SKU sold out.
-fn script_result(before: &World, n: u8, after: &World) -> String {
-    let i = usize::from(n);
-    if after.sales_by_id[i] > before.sales_by_id[i] {
-        format!("sells unit {}", after.buyers[i].read)
-    } else if before.answered & (1 << n) != 0 {
+fn script_result(sale: &Sale, before: &World, n: u8, after: &World) -> String {
+    let recorded = sale
+        .script_id(n)
+        .is_some_and(|id| before.answered & (1 << id) != 0);
+    if script_sold(before, after, n) {
+        format!("sells unit {}", after.buyers[usize::from(n)].read)
+    } else if recorded {
         "its id has a record: answered from it, nothing sold".to_owned()
     } else {
-        "sold out".to_owned()
+        "finds it sold out".to_owned()
     }
 }

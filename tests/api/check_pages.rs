@@ -170,34 +170,34 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
     // checker's verdict, one from a record without it (an older run's);
     // and lua-then-queue's unit lost before its XADD.
     let crash = check::check(Variant::Setnx, Scenario::CrashAfterAcquire).unwrap();
-    let lab = json!({"state": "done", "cells": [
-        {"scenario": "crash-after-acquire", "variant": "setnx", "expected": "deadlock",
-         "observed": "deadlock", "pass": true, "evidence": "a lock with no TTL", "model": crash.summary()},
-        {"scenario": "redis-failover", "variant": "setnx", "expected": "oversells",
-         "observed": "oversells", "pass": true, "evidence": "two holders"},
-    ]});
     let mut conn = store.conn().await.unwrap();
-    let _: i64 = redis::AsyncCommands::hset(
-        &mut conn,
-        stocklock::dashboard::labs::STATUS_KEY,
+    // A finished lab of `variant`, as the dashboard's runs record it.
+    let mut finished = async |variant: &str, cells: serde_json::Value| {
+        let lab = json!({"state": "done", "cells": cells});
+        let key = stocklock::dashboard::labs::STATUS_KEY;
+        let _: i64 = redis::AsyncCommands::hset(&mut conn, key, variant, lab.to_string())
+            .await
+            .unwrap();
+    };
+    finished(
         "setnx",
-        lab.to_string(),
+        json!([
+            {"scenario": "crash-after-acquire", "variant": "setnx", "expected": "deadlock",
+             "observed": "deadlock", "pass": true, "evidence": "a lock with no TTL", "model": crash.summary()},
+            {"scenario": "redis-failover", "variant": "setnx", "expected": "oversells",
+             "observed": "oversells", "pass": true, "evidence": "two holders"},
+        ]),
     )
-    .await
-    .unwrap();
+    .await;
     let lost = check::check(Variant::LuaThenQueue, Scenario::CrashBeforeEnqueue).unwrap();
-    let lab = json!({"state": "done", "cells": [
-        {"scenario": "crash-before-enqueue", "variant": "lua-then-queue", "expected": "loses units",
-         "observed": "loses units", "pass": true, "evidence": "1 unit lost", "model": lost.summary()},
-    ]});
-    let _: i64 = redis::AsyncCommands::hset(
-        &mut conn,
-        stocklock::dashboard::labs::STATUS_KEY,
+    finished(
         "lua-then-queue",
-        lab.to_string(),
+        json!([
+            {"scenario": "crash-before-enqueue", "variant": "lua-then-queue", "expected": "loses units",
+             "observed": "loses units", "pass": true, "evidence": "1 unit lost", "model": lost.summary()},
+        ]),
     )
-    .await
-    .unwrap();
+    .await;
 
     browser.goto(&format!("{url}/")).await;
     let cells = "[data-variant=setnx] .scenarios .cell";
