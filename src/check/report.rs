@@ -56,16 +56,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
     } else {
         print!("{}", table(&verdicts));
     }
-    let disagree = verdicts.iter().filter(|v| !v.agrees).count();
-    println!(
-        "\n{} cells checked in {:.1} s: {}",
-        verdicts.len(),
-        started.elapsed().as_secs_f64(),
-        match disagree {
-            0 => "every model agrees with its variant's claim".to_owned(),
-            n => format!("{n} disagree with their variant's claim"),
-        }
-    );
+    let (closing, agree) = closing(&verdicts, started.elapsed().as_secs_f64());
+    println!("\n{closing}");
     if let Some(dir) = &args.timelines {
         let written = write_timelines(dir, &verdicts)?;
         println!("drew {written} counterexamples into {}", dir.display());
@@ -75,7 +67,22 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
         std::fs::write(path, serde_json::to_vec_pretty(&json)?)?;
         println!("wrote {}", path.display());
     }
-    Ok(disagree == 0)
+    Ok(agree)
+}
+
+/// The last line: how many cells, in how long, and whether every model
+/// agrees with its variant's claim (`false`: the command exits 2).
+pub fn closing(verdicts: &[Verdict], seconds: f64) -> (String, bool) {
+    let disagree = verdicts.iter().filter(|v| !v.agrees).count();
+    let line = format!(
+        "{} cells checked in {seconds:.1} s: {}",
+        verdicts.len(),
+        match disagree {
+            0 => "every model agrees with its variant's claim".to_owned(),
+            n => format!("{n} disagree with their variant's claim"),
+        }
+    );
+    (line, disagree == 0)
 }
 
 /// The table: a line per cell, each counterexample's steps under it, then

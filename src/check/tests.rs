@@ -242,6 +242,36 @@ fn a_counterexample_replayed_reaches_the_violation() {
     }
 }
 
+/// A model that parts from its claim is marked in the table and makes the
+/// command's last line say so, and the command exit 2.
+#[test]
+fn a_model_that_disagrees_is_marked_and_fails_the_command() {
+    let agreed = verdict(Variant::Setnx, Scenario::CrashAfterAcquire);
+    let (line, agree) = report::closing(std::slice::from_ref(&agreed), 0.1);
+    assert!(agree, "{line}");
+    assert_eq!(
+        line,
+        "1 cells checked in 0.1 s: every model agrees with its variant's claim"
+    );
+    // The same model, had setnx claimed to free its lock after a crash.
+    let parted = Verdict {
+        claim: "frees",
+        agrees: false,
+        ..agreed.clone()
+    };
+    let (line, agree) = report::closing(&[agreed, parted.clone()], 0.1);
+    assert!(!agree, "{line}");
+    assert!(
+        line.ends_with("1 disagree with their variant's claim"),
+        "{line}"
+    );
+    let table = report::table(&[parted]);
+    assert!(
+        table.contains("frees      deadlock") && table.contains("<< DISAGREES"),
+        "{table}"
+    );
+}
+
 /// The table names each cell, its counterexample's steps and the bounds.
 #[test]
 fn the_table_prints_each_trace_and_the_bounds() {
