@@ -182,24 +182,104 @@ impl OrdersCell {
     pub(super) async fn settle(&self, v: &str) -> anyhow::Result<(Reconciliation, Check)> {
         let deadline = Instant::now() + SETTLE_TIMEOUT;
         loop {
-            let books = self.client().orders(v).await;
-            let unacked = self.unacked(v).await?;
-            let late = Instant::now() > deadline;
-            match books {
-                Ok(view) if view.reconciliation.in_flight == 0 && unacked == 0 => {
-                    return Ok((view.reconciliation, Ok(())));
-                }
-                Ok(view) if late => {
-                    let why = format!(
-                        "after {SETTLE_TIMEOUT:?}: {} messages on their way, {unacked} delivered and never acked",
-                        view.reconciliation.in_flight
-                    );
-                    return Ok((view.reconciliation, Err(why)));
-                }
-                Err(err) if late => return Err(err.context("the orders never answered")),
-                // An instance restarting, PostgreSQL reconnecting: look again.
-                _ => tokio::time::sleep(POLL).await,
+            let books = self
+                .client()
+                .orders(v)
+                .await
+                .map(|view| view.reconciliation);
+            let unacked = self.unacked(v).await;
+            match look(books, unacked, Instant::now() > deadline) {
+                Look::Settled(books) => return Ok((books, Ok(()))),
+                Look::Unsettled(books, why) => return Ok((books, Err(why))),
+                Look::Failed(err) => return Err(err),
+                Look::Again => tokio::time::sleep(POLL).await,
             }
         }
+    }
+}
+
+/// What one look at a settling pipeline says.
+#[derive(Debug)]
+enum Look {
+    /// Nothing in flight, nothing unacked: these books.
+    Settled(Reconciliation),
+    /// Still unsettled when time ran out: these books, and why.
+    Unsettled(Reconciliation, String),
+    /// Unanswered when time ran out.
+    Failed(anyhow::Error),
+    Again,
+}
+
+/// One look: the orders' books (from an instance) and the stream's unacked
+/// messages (from Redis), each of which may fail for a while after a fault
+/// (an instance restarting, PostgreSQL or Redis coming back: the lab's own
+/// Redis connection answers its first command after a restart of Redis
+/// with the failure of its reconnection), so a failure is only an error
+/// once `late`.
+fn look(books: anyhow::Result<Reconciliation>, unacked: anyhow::Result<i64>, late: bool) -> Look {
+    match (books, unacked) {
+        (Ok(books), Ok(0)) if books.in_flight == 0 => Look::Settled(books),
+        _ if !late => Look::Again,
+        (Ok(books), Ok(unacked)) => {
+            let why = format!(
+                "after {SETTLE_TIMEOUT:?}: {} messages on their way, {unacked} delivered and never acked",
+                books.in_flight
+            );
+            Look::Unsettled(books, why)
+        }
+        (Err(err), _) => Look::Failed(err.context("the orders never answered")),
+        (_, Err(err)) => {
+            Look::Failed(err.context("Redis never told the stream's unacked messages"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn books(in_flight: i64) -> anyhow::Result<Reconciliation> {
+        Ok(Reconciliation {
+            in_flight,
+            ..Reconciliation::default()
+        })
+    }
+
+    fn refused() -> anyhow::Result<i64> {
+        Err(anyhow::anyhow!("Connection refused (os error 111)"))
+    }
+
+    /// CI's lab once failed `redis-data-loss` with "Connection refused":
+    /// the lab's connection to the Redis that had just restarted answered
+    /// the first XPENDING after it with its failed reconnection, and
+    /// `settle` gave up at once instead of looking again.
+    #[test]
+    fn a_failed_look_is_looked_at_again_until_time_runs_out() {
+        assert!(matches!(look(books(0), refused(), false), Look::Again));
+        assert!(matches!(
+            look(Err(anyhow::anyhow!("503")), Ok(0), false),
+            Look::Again
+        ));
+        let Look::Failed(err) = look(books(0), refused(), true) else {
+            panic!("a late failure is an error");
+        };
+        assert_eq!(
+            format!("{err:#}"),
+            "Redis never told the stream's unacked messages: Connection refused (os error 111)"
+        );
+    }
+
+    #[test]
+    fn settled_books_end_the_wait_and_unsettled_ones_only_when_late() {
+        assert!(matches!(look(books(0), Ok(0), false), Look::Settled(_)));
+        assert!(matches!(look(books(2), Ok(0), false), Look::Again));
+        assert!(matches!(look(books(0), Ok(1), false), Look::Again));
+        let Look::Unsettled(_, why) = look(books(2), Ok(1), true) else {
+            panic!("late unsettled books are a verdict");
+        };
+        assert_eq!(
+            why,
+            "after 15s: 2 messages on their way, 1 delivered and never acked"
+        );
     }
 }
