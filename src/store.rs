@@ -117,6 +117,12 @@ impl Keys {
 /// each command by its key's slot). Cheap to clone; every clone pipelines
 /// over the same sockets. Scripts work on both because all keys of one SKU
 /// share a hash tag.
+///
+/// A single server's command refused at connect is sent once more: the
+/// manager hands the first command after an outage the failure of the
+/// reconnection it tried while Redis was down (and only then reconnects),
+/// so without it each instance would answer one buyer 503 after Redis was
+/// back. A refused connection sent nothing, so nothing runs twice.
 #[derive(Clone)]
 pub enum Conn {
     Single(ConnectionManager),
@@ -131,7 +137,12 @@ pub enum Conn {
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
         match self {
-            Conn::Single(conn) => conn.req_packed_command(cmd),
+            Conn::Single(conn) => Box::pin(async move {
+                match conn.req_packed_command(cmd).await {
+                    Err(err) if err.is_connection_refusal() => conn.req_packed_command(cmd).await,
+                    answer => answer,
+                }
+            }),
             Conn::Cluster(conn) => conn.req_packed_command(cmd),
             Conn::Plain(conn) => conn.req_packed_command(cmd),
             Conn::Sentinel(conn) => conn.req_packed_command(cmd),
@@ -145,7 +156,14 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<redis::Value>> {
         match self {
-            Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Single(conn) => Box::pin(async move {
+                match conn.req_packed_commands(pipeline, offset, count).await {
+                    Err(err) if err.is_connection_refusal() => {
+                        conn.req_packed_commands(pipeline, offset, count).await
+                    }
+                    answer => answer,
+                }
+            }),
             Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
             Conn::Plain(conn) => conn.req_packed_commands(pipeline, offset, count),
             Conn::Sentinel(conn) => conn.req_packed_commands(pipeline, offset, count),

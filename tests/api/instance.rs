@@ -1,7 +1,8 @@
 //! One instance driven in-process (`oneshot`, no socket) against a real
 //! Redis, answering what users send: a sale in every variant (and sold
 //! out), busy behind a held lock, a 503 while Redis is dead and sales again
-//! once it is back, a watchdog holder that lost its lock backing off, and
+//! once it is back (and a store's first command after its Redis came back
+//! answered), a watchdog holder that lost its lock backing off, and
 //! `redlock` without its nodes saying so. Bad input is in `bad_input.rs`.
 
 use axum::body::Body;
@@ -165,6 +166,40 @@ async fn a_dead_redis_is_a_503_and_service_resumes_when_it_is_back() {
             .await;
         assert_eq!(status, 200, "{variant}: {body}");
     }
+}
+
+/// A store whose Redis restarted answers its first command once Redis is
+/// back. While Redis was down, the connection manager tried to reconnect
+/// and failed, and it hands that failure to the next command before it
+/// tries again: CI's lab once lost `redis-data-loss` that way ("Connection
+/// refused" on its first look at the order stream). A refused connection
+/// sent nothing, so the store sends that command once more.
+#[tokio::test]
+async fn a_store_answers_its_first_command_after_its_redis_came_back() {
+    let mut redis = helpers::redis().await;
+    let port = redis.port();
+    let store = Store::open(&redis.url()).unwrap();
+    let conn = store.conn().await.unwrap();
+    let ping = |mut conn: stocklock::store::Conn| async move {
+        redis::cmd("PING")
+            .query_async::<String>(&mut conn)
+            .await
+            .map_err(|err| (err.is_connection_refusal(), err.to_string()))
+    };
+    assert_eq!(ping(conn.clone()).await, Ok("PONG".to_owned()));
+
+    redis.stop().await;
+    let down = ping(conn.clone()).await;
+    assert!(
+        matches!(down, Err((true, _))),
+        "refused while down: {down:?}"
+    );
+    // Down a while, as a restarted Redis is: longer than the manager's
+    // reconnection tries (one retry 50 ms after the first); nothing tells
+    // when it gave up.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let _redis = RedisServer::start(Some(port)).await.unwrap();
+    assert_eq!(ping(conn).await, Ok("PONG".to_owned()));
 }
 
 /// The watchdog learns that its lock vanished (a failover, a clock jump)
