@@ -121,8 +121,9 @@ impl Keys {
 /// A single server's command refused at connect is sent once more: the
 /// manager hands the first command after an outage the failure of the
 /// reconnection it tried while Redis was down (and only then reconnects),
-/// so without it each instance would answer one buyer 503 after Redis was
-/// back. A refused connection sent nothing, so nothing runs twice.
+/// so that command failed although Redis was back (the lab's first look at
+/// the order stream after `redis-data-loss` did, in CI). A refused
+/// connection sent nothing, so nothing runs twice.
 #[derive(Clone)]
 pub enum Conn {
     Single(ConnectionManager),

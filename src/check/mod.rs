@@ -261,13 +261,10 @@ pub struct Step {
     pub at: u8,
 }
 
-/// Each property's shortest counterexample (its path of states and
-/// actions), the most states one run explored, and the time all took.
-pub type Explored = (
-    Vec<(&'static str, Vec<(World, Option<Action>)>)>,
-    usize,
-    Duration,
-);
+/// Each broken property's model (the property in it) and shortest
+/// counterexample (its path of states and actions), the most states one run
+/// explored, and the time all took.
+pub type Explored = (Vec<(Sale, Vec<(World, Option<Action>)>)>, usize, Duration);
 
 /// Checks `protocol` (with `mutation`) within `bounds`, one run per
 /// property of `properties`: the shortest counterexample (or example) of
@@ -292,7 +289,7 @@ pub fn explore(
         let checker = sale.checker().threads(1).spawn_bfs().join();
         states = states.max(checker.unique_state_count());
         if let Some(path) = checker.discovery(property) {
-            found.push((property, path.into_vec()));
+            found.push((sale, path.into_vec()));
         }
     }
     (found, states, started.elapsed())
@@ -339,16 +336,7 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
         Mutation::default(),
         &properties_of(bounds),
     );
-    let by = |name| found.iter().find(|(broken, _)| *broken == name);
-    let words = |property, path: &[_]| {
-        let sale = Sale {
-            protocol,
-            bounds,
-            mutation: Mutation::default(),
-            property,
-        };
-        steps(&sale, path)
-    };
+    let by = |name| found.iter().find(|(sale, _)| sale.property == name);
     let (behaviour, broken) = if let Some(found) = by(SAFETY).or(by(ONE_SALE)).or(by(ORDERED_ONCE))
     {
         (Behaviour::Oversells, Some(found))
@@ -383,9 +371,9 @@ pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
         states,
         millis: took.as_millis() as u64,
         bounds,
-        broken: broken.map(|(name, _)| *name),
+        broken: broken.map(|(sale, _)| sale.property),
         trace: broken
-            .map(|(name, path)| words(*name, path))
+            .map(|(sale, path)| steps(sale, path))
             .unwrap_or_default(),
     })
 }

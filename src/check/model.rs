@@ -275,7 +275,7 @@ pub enum Action {
 }
 
 /// One variant's protocol under one scenario's bounds.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Sale {
     pub protocol: Protocol,
     pub bounds: Bounds,

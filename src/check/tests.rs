@@ -17,16 +17,10 @@ fn counterexample(
     let protocol = Protocol::of(variant);
     let bounds = bounds(scenario, protocol);
     let (found, _, _) = explore(protocol, bounds, mutation, &[property]);
-    let sale = Sale {
-        protocol,
-        bounds,
-        mutation,
-        property,
-    };
     found
         .into_iter()
         .next()
-        .map(|(_, path)| steps(&sale, &path))
+        .map(|(sale, path)| steps(&sale, &path))
 }
 
 /// The whole matrix: every cell has a model, and each model's verdict is

@@ -212,10 +212,8 @@ enum Look {
 
 /// One look: the orders' books (from an instance) and the stream's unacked
 /// messages (from Redis), each of which may fail for a while after a fault
-/// (an instance restarting, PostgreSQL or Redis coming back: the lab's own
-/// Redis connection answers its first command after a restart of Redis
-/// with the failure of its reconnection), so a failure is only an error
-/// once `late`.
+/// (an instance restarting, PostgreSQL or Redis coming back), so a failure
+/// is only an error once `late`.
 fn look(books: anyhow::Result<Reconciliation>, unacked: anyhow::Result<i64>, late: bool) -> Look {
     match (books, unacked) {
         (Ok(books), Ok(0)) if books.in_flight == 0 => Look::Settled(books),
@@ -249,10 +247,10 @@ mod tests {
         Err(anyhow::anyhow!("Connection refused (os error 111)"))
     }
 
-    /// CI's lab once failed `redis-data-loss` with "Connection refused":
-    /// the lab's connection to the Redis that had just restarted answered
-    /// the first XPENDING after it with its failed reconnection, and
-    /// `settle` gave up at once instead of looking again.
+    /// CI's lab once failed `redis-data-loss` with "Connection refused" on
+    /// its first XPENDING after Redis restarted (the store's stale
+    /// reconnection, now sent again: `store::Conn`), and `settle` gave up
+    /// at once instead of looking again.
     #[test]
     fn a_failed_look_is_looked_at_again_until_time_runs_out() {
         assert!(matches!(look(books(0), refused(), false), Look::Again));
