@@ -15,6 +15,45 @@ pub fn signal(pid: u32, signal: Signal) {
     }
 }
 
+/// Freezes `pid` (SIGSTOP) and waits (bounded, 5 s) until the kernel
+/// reports every thread of it stopped: `kill` returns before the target
+/// has stopped. From then on, whatever is sent to it waits in the kernel's
+/// buffers until SIGCONT.
+pub async fn freeze(pid: u32) -> anyhow::Result<()> {
+    signal(pid, Signal::SIGSTOP);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !is_stopped(pid) {
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("process {pid} was not stopped 5 s after SIGSTOP");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    Ok(())
+}
+
+/// Whether every thread of `pid` is stopped (`T` in `/proc/PID/task/*/stat`);
+/// false when it cannot tell (no such process).
+pub fn is_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            return false;
+        };
+        // `tid (comm) STATE ...`: the state follows the last parenthesis.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        if !matches!(state, Some("T" | "t")) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// Resolves on Ctrl-C, SIGTERM or SIGHUP: a closed terminal is a stop
 /// asked for too, and its default action would kill us before we stop our
 /// children. The handlers are installed when this is called, not when it

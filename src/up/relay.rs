@@ -47,50 +47,19 @@ pub async fn run(listen: SocketAddr, to: SocketAddr) -> anyhow::Result<()> {
     }
 }
 
-/// Holds replication back: SIGSTOPs the relay `pid` and waits (bounded)
-/// until the kernel reports every thread of it stopped. `kill` returns
-/// before the target has stopped; a write sent in between could still be
-/// forwarded, so only after this returns is the hold certain: every byte
-/// the master sends from then on stays in the kernel's buffers.
+/// Holds replication back: freezes the relay `pid` ([`crate::os::freeze`]).
+/// `kill` returns before the target has stopped; a write sent in between
+/// could still be forwarded, so only after this returns is the hold
+/// certain: every byte the master sends from then on stays in the kernel's
+/// buffers.
 pub async fn hold(pid: u32) -> anyhow::Result<()> {
-    crate::os::signal(pid, nix::sys::signal::Signal::SIGSTOP);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !is_stopped(pid) {
-        if tokio::time::Instant::now() > deadline {
-            anyhow::bail!("the relay {pid} was not stopped 5 s after SIGSTOP");
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    Ok(())
+    crate::os::freeze(pid).await
 }
 
 /// Lets held replication flow again (SIGCONT): the master's writes reach
 /// the replica.
 pub fn release(pid: u32) {
     crate::os::signal(pid, nix::sys::signal::Signal::SIGCONT);
-}
-
-/// Whether every thread of `pid` is stopped (`T` in `/proc/PID/task/*/stat`);
-/// false when it cannot tell (no such process).
-pub fn is_stopped(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    let mut any = false;
-    for task in tasks.flatten() {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
-            return false;
-        };
-        // `tid (comm) STATE ...`: the state follows the last parenthesis.
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next());
-        if !matches!(state, Some("T" | "t")) {
-            return false;
-        }
-        any = true;
-    }
-    any
 }
 
 /// A running relay process (this same binary as `stocklock relay`),
@@ -153,6 +122,7 @@ impl Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::is_stopped;
 
     #[tokio::test]
     async fn hold_returns_once_the_process_is_stopped_and_release_lets_it_run() {

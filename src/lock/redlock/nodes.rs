@@ -15,17 +15,23 @@ use crate::store::{Conn, StoreError};
 pub const NODE_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// One Redlock node: a connection made on demand and dropped on the first
-/// error, so that a dead node costs one refused connect (immediate on
-/// loopback) rather than a reconnecting client's retries and back-off.
+/// error other than a timeout, so that a dead node costs one refused
+/// connect (immediate on loopback) rather than a reconnecting client's
+/// retries and back-off. Every command to the node goes over its one
+/// connection, so the node runs them in the order they were sent: a
+/// release never overtakes the SET it undoes.
 struct Node {
     client: redis::Client,
-    conn: std::sync::Mutex<Option<MultiplexedConnection>>,
+    /// Held while a connection is made: callers that find none wait for
+    /// that one rather than each making their own.
+    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
 }
 
 impl Node {
     async fn conn(&self, timeout: Duration) -> Result<Conn, StoreError> {
-        if let Some(conn) = self.conn.lock().ok().and_then(|c| c.clone()) {
-            return Ok(Conn::Plain(conn));
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref() {
+            return Ok(Conn::Plain(conn.clone()));
         }
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
@@ -34,17 +40,13 @@ impl Node {
             .client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        if let Ok(mut slot) = self.conn.lock() {
-            *slot = Some(conn.clone());
-        }
+        *slot = Some(conn.clone());
         Ok(Conn::Plain(conn))
     }
 
     /// Forgets the connection after a failure: the next command reconnects.
-    fn broken(&self) {
-        if let Ok(mut slot) = self.conn.lock() {
-            *slot = None;
-        }
+    async fn broken(&self) {
+        *self.conn.lock().await = None;
     }
 }
 
@@ -89,7 +91,7 @@ impl RedlockNodes {
             .map(|url| {
                 Ok(Node {
                     client: redis::Client::open(url.as_str())?,
-                    conn: std::sync::Mutex::new(None),
+                    conn: tokio::sync::Mutex::new(None),
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -120,7 +122,9 @@ impl RedlockNodes {
 
     /// Runs `op` on every node at once, each bounded by the node timeout:
     /// its answer, or `None` for a node that failed or did not answer in
-    /// time (its connection is dropped; the next command reconnects).
+    /// time. A failed node's connection is dropped (the next command
+    /// reconnects); a slow node keeps its connection, so its commands run
+    /// in the order they were sent.
     pub(super) async fn ask_every_node<T, F, Fut>(&self, op: F) -> Vec<Option<T>>
     where
         F: Fn(Conn) -> Fut,
@@ -133,8 +137,15 @@ impl RedlockNodes {
                 let ask = async { op(node.conn(timeout).await?).await };
                 match tokio::time::timeout(timeout, ask).await {
                     Ok(Ok(answer)) => Some(answer),
-                    Ok(Err(_)) | Err(_) => {
-                        node.broken();
+                    // Slow, not gone: the connection is kept. What was sent
+                    // on it may still run, and whatever is sent next (the
+                    // release of a SET that answered late) must run after
+                    // it; on a new connection it could overtake it, or
+                    // never reach a node that is still stalled.
+                    Err(_) => None,
+                    Ok(Err(StoreError(err))) if err.is_timeout() => None,
+                    Ok(Err(_)) => {
+                        node.broken().await;
                         None
                     }
                 }
