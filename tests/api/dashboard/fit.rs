@@ -134,10 +134,7 @@ async fn the_pages_fit_a_laptop_and_a_phone_in_both_languages() {
         .wait_until("document.querySelector('#live').dataset.live === 'true' && document.querySelectorAll('#instance-list li').length === 2")
         .await;
     // The cards as a class sees them: after a race, with verdicts and notes.
-    browser.click("#race-all").await;
-    browser
-        .wait_until("document.querySelector('#run').dataset.runState === 'done' && document.querySelector('[data-variant=lua] [data-field=verdict]').textContent === 'SAFE'")
-        .await;
+    browser.race_all(crate::browser::RACE_REQUESTS).await;
     browser.screenshot("dashboard-1280.png").await;
 
     let mut problems = Vec::new();
