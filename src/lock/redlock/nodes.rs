@@ -33,9 +33,12 @@ impl Node {
         if let Some(conn) = slot.as_ref() {
             return Ok(Conn::Plain(conn.clone()));
         }
+        // No response timeout of the connection's own: the node timeout
+        // (`ask_every_node`'s) bounds every command, and a second clock
+        // would only be another way for a slow node to look failed.
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout));
+            .set_response_timeout(None);
         let conn = self
             .client
             .get_multiplexed_async_connection_with_config(&config)
@@ -143,7 +146,6 @@ impl RedlockNodes {
                     // it; on a new connection it could overtake it, or
                     // never reach a node that is still stalled.
                     Err(_) => None,
-                    Ok(Err(StoreError(err))) if err.is_timeout() => None,
                     Ok(Err(_)) => {
                         node.broken().await;
                         None
