@@ -19,6 +19,8 @@ const StocklockCheck = (() => {
       loading: 'asking the checker…',
       shortest: 'The experiment showed it once; the checker shows the shortest way it happens: {n} steps.',
       none: 'No schedule within these bounds breaks it ({states} states).',
+      witness: 'The verdict rests on a schedule the checker found: "{property}", in {n} steps.',
+      vacuous: 'No schedule within these bounds shows any verdict: the cell is vacuous.',
       verdict: 'model: {model} · claim: {claim}',
       disagrees: 'the model disagrees with the claim',
       breaks: 'the property it breaks: "{property}"',
@@ -29,7 +31,8 @@ const StocklockCheck = (() => {
       tick: 'tick {at}',
       b_buyers: '{v} buyers', b_stock: 'stock {v}', b_lease: 'lease {v} ticks', b_work: 'work {v} ticks',
       b_horizon: 'up to tick {v}', b_one_process: 'one process', b_crashes: '{v} crash',
-      b_pauses: '{v} freeze', b_vanishes: '{v} lock deleted', b_skew: 'a clock {v} ticks ahead',
+      b_pauses: '{v} freeze', b_vanishes: '{v} lock deleted', b_late_renewals: '{v} late renewals',
+      b_slow_votes: '{v} slow node ticks', b_skew: 'a clock {v} ticks ahead',
       b_freeze: 'frozen {v} tick', b_nodes: '{v} Redlock nodes', b_nodes_down: '{v} down',
       b_restarts: 'up to {v} restarts', b_failovers: '{v} failover', b_wait_replicas: 'WAIT for a replica',
       b_one_request: 'every buyer retrying one request id', b_outages: '{v} Redis outage',
@@ -43,6 +46,8 @@ const StocklockCheck = (() => {
       loading: '正在询问模型检查器…',
       shortest: '实验让它发生了一次;模型检查器给出它发生的最短路径:{n} 步。',
       none: '在这些边界内,没有任何调度顺序能破坏它(共 {states} 个状态)。',
+      witness: '这个结论基于检查器找到的一个调度:“{property}”,共 {n} 步。',
+      vacuous: '在这些边界内,没有任何调度能给出结论:这个格子是空的。',
       verdict: '模型:{model} · 预期:{claim}',
       disagrees: '模型与预期不一致',
       breaks: '被破坏的性质:“{property}”',
@@ -53,7 +58,7 @@ const StocklockCheck = (() => {
       tick: '第 {at} 拍',
       b_buyers: '{v} 个买家', b_stock: '库存 {v}', b_lease: '租约 {v} 拍', b_work: '业务耗时 {v} 拍',
       b_horizon: '最多到第 {v} 拍', b_one_process: '同一个进程', b_crashes: '{v} 次崩溃',
-      b_pauses: '{v} 次冻结', b_vanishes: '锁被删除 {v} 次', b_skew: '一个时钟快 {v} 拍',
+      b_pauses: '{v} 次冻结', b_vanishes: '锁被删除 {v} 次', b_late_renewals: '续期迟到 {v} 次', b_slow_votes: '节点慢 {v} 拍', b_skew: '一个时钟快 {v} 拍',
       b_freeze: '冻结 {v} 拍', b_nodes: '{v} 个 Redlock 节点', b_nodes_down: '{v} 个宕机',
       b_restarts: '最多 {v} 次重启', b_failovers: '{v} 次故障转移', b_wait_replicas: 'WAIT 等待一个副本',
       b_one_request: '所有买家重试同一个请求 id', b_outages: 'Redis 宕机 {v} 次',
@@ -75,7 +80,7 @@ const StocklockCheck = (() => {
   // the order pipeline's faults are an object of their own.
   function bounds(b) {
     const order = ['buyers', 'stock', 'lease', 'work', 'horizon', 'one_process', 'crashes', 'pauses',
-      'freeze', 'vanishes', 'skew', 'nodes', 'nodes_down', 'restarts', 'failovers', 'wait_replicas',
+      'freeze', 'vanishes', 'late_renewals', 'slow_votes', 'skew', 'nodes', 'nodes_down', 'restarts', 'failovers', 'wait_replicas',
       'one_request', 'outages', 'cutoffs', 'orders', 'worker_crashes', 'postgres_stops',
       'reservations', 'data_losses'];
     const flat = Object.assign({}, b, b.orders ? b.orders : {});
@@ -105,18 +110,26 @@ const StocklockCheck = (() => {
     }
     const v = got.answer.verdict;
     const steps = v.trace || [];
+    const witness = v.witness || [];
+    // The steps drawn: the counterexample, or the witness the verdict rests on.
+    const shown = steps.length ? steps : witness;
     const parts = [title];
     parts.push(node('p', 'check-line', steps.length
       ? t('shortest', { n: steps.length })
       : t('none', { states: v.states })));
+    if (!steps.length) {
+      parts.push(node('p', 'check-line', witness.length
+        ? t('witness', { property: v.witnessed, n: witness.length })
+        : t('vacuous')));
+    }
     const verdict = node('p', 'check-verdict', t('verdict', { model: v.model, claim: v.claim }));
     if (!v.agrees) verdict.append(' · ', node('b', 'bad', t('disagrees')));
     if (v.broken) verdict.append(' · ', t('breaks', { property: v.broken }));
     parts.push(verdict, node('p', 'check-bounds', t('bounds', { list: bounds(v.bounds) })));
-    if (steps.length) {
+    if (shown.length) {
       const drawing = node('div', 'check-timeline timeline');
       const list = node('ol', 'check-steps');
-      for (const step of steps) {
+      for (const step of shown) {
         const li = node('li', null, step.text);
         li.prepend(node('small', 'check-tick', `${t('tick', { at: step.at })} · `));
         list.append(li);

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use super::model::{Action, Pc, Sale, World};
 use super::order::OrderStep;
 use super::protocol::{Acquire, Protocol};
-use super::{Verdict, describe};
+use super::{Property, Verdict, describe};
 use crate::timeline::{Event, MAX_PAIRS, Section, Timeline, overlap_count, overlaps};
 use crate::variants::Variant;
 use crate::wire::StateSnapshot;
@@ -21,17 +21,19 @@ use crate::wire::StateSnapshot;
 pub const STEP_MS: u64 = 50;
 const MS: u64 = 1_000_000;
 
-/// The states a verdict's trace goes through, from the first.
+/// The states a verdict's schedule (its counterexample, or its witness)
+/// goes through, from the first.
 pub fn replay(verdict: &Verdict) -> Option<(Sale, Vec<World>)> {
     let variant = Variant::from_str(verdict.variant).ok()?;
+    let (property, schedule) = verdict.schedule()?;
     let sale = Sale {
         protocol: Protocol::of(variant),
         bounds: verdict.bounds,
         mutation: Default::default(),
-        property: verdict.broken.unwrap_or(super::SAFETY),
+        property,
     };
     let mut worlds = vec![sale.initial()];
-    for step in &verdict.trace {
+    for step in schedule {
         let next = sale.next(worlds.last()?, step.action)?;
         worlds.push(next);
     }
@@ -42,15 +44,16 @@ pub fn replay(verdict: &Verdict) -> Option<(Sale, Vec<World>)> {
 fn inside(pc: Pc) -> bool {
     matches!(
         pc,
-        Pc::Expire | Pc::Token | Pc::Read | Pc::Work | Pc::Check | Pc::Write | Pc::Release
+        Pc::Expire | Pc::WaitReplica | Pc::Read | Pc::Work | Pc::Check | Pc::Write | Pc::Release
     )
 }
 
-/// The trace of `verdict` as a timeline (`None`: no counterexample).
+/// The schedule of `verdict` (its counterexample, or its witness) as a
+/// timeline (`None`: a vacuous cell, nothing to draw).
 pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
-    verdict.broken?;
+    let (_, schedule) = verdict.schedule()?;
     let (sale, worlds) = replay(verdict)?;
-    let actions: Vec<Action> = verdict.trace.iter().map(|s| s.action).collect();
+    let actions: Vec<Action> = schedule.iter().map(|s| s.action).collect();
     let at = clock(&actions);
     let tick_ns = tick_len(&actions) * MS;
     let name = |n: usize| char::from(b'A' + n as u8).to_string();
@@ -97,11 +100,12 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
                 };
                 events.push(event(kind, None));
             }
-            Action::Tick => {
+            Action::Tick | Action::LateTick(_) => {
                 for (n, section) in open.iter().enumerate() {
                     let (was, now) = (&before.buyers[n], &after.buyers[n]);
                     if let Some(i) = section
                         && sale.protocol.watchdog
+                        && now.renewed == after.now
                         && now.live()
                         && inside(now.pc)
                     {
@@ -215,17 +219,17 @@ fn ledger_verdict(sale: &Sale, state: &StateSnapshot, last: &World) -> String {
     }
     let orders = &last.pipeline.orders;
     let twice = match sale.property {
-        super::STUCK => return "STUCK".to_owned(),
-        super::ORDERS_KEPT => {
+        Property::Stuck => return "STUCK".to_owned(),
+        Property::OrdersKept => {
             let lost = orders.iter().filter(|o| super::pipeline::lost(last, o));
             return format!("LOST {}", lost.count());
         }
-        super::ORDERED_ONCE => {
+        Property::OrderedOnce => {
             beyond_one(orders.iter().map(|o| o.rows)) + beyond_one(orders.iter().map(|o| o.returns))
         }
         // Every buyer retries one id: every sale past the first.
-        super::ONE_SALE if sale.bounds.one_request => beyond_one([last.sold.iter().sum()]),
-        super::ONE_SALE => beyond_one(last.script_sales.iter().copied()),
+        Property::OneSale if sale.bounds.one_request => beyond_one([last.sold.iter().sum()]),
+        Property::OneSale => beyond_one(last.script_sales.iter().copied()),
         _ => return ledger,
     };
     format!("DUPLICATES {twice}")
@@ -242,9 +246,13 @@ fn beyond_one(counts: impl IntoIterator<Item = u8>) -> usize {
 /// The longest run of steps between two ticks, and one more: a tick's
 /// length in steps, in ms.
 fn tick_len(actions: &[Action]) -> u64 {
-    let runs = actions.split(|a| *a == Action::Tick);
+    let runs = actions.split(|a| is_tick(*a));
     let busiest = runs.map(<[Action]>::len).max().unwrap_or(0) as u64;
     (busiest + 1) * STEP_MS
+}
+
+fn is_tick(action: Action) -> bool {
+    matches!(action, Action::Tick | Action::LateTick(_))
 }
 
 /// When each step is drawn (ns from the start): one [`STEP_MS`] after
@@ -255,7 +263,7 @@ fn clock(actions: &[Action]) -> Vec<u64> {
     actions
         .iter()
         .map(|action| {
-            if *action == Action::Tick {
+            if is_tick(*action) {
                 ticks += 1;
                 t = ticks * tick;
             } else {
@@ -267,8 +275,8 @@ fn clock(actions: &[Action]) -> Vec<u64> {
 }
 
 /// The trace of `verdict` as one self-contained HTML page, drawn as a live
-/// timeline is, written to `path`; `false` (nothing written) when there is
-/// no counterexample to draw.
+/// timeline is, written to `path` (the witness of a cell with no
+/// counterexample); `false` (nothing written) for a vacuous cell.
 pub fn write(verdict: &Verdict, path: &std::path::Path) -> anyhow::Result<bool> {
     let Some(timeline) = timeline(verdict) else {
         return Ok(false);

@@ -36,12 +36,26 @@ impl Sale {
             if w.crashes < b.crashes && (!b.crash_only_in_work || in_work) {
                 actions.push(Action::Crash(n));
             }
-            if w.pauses < b.pauses && buyer.pc == Pc::Write {
+            // A freeze anywhere in a section, an acquire's round included.
+            if w.pauses < b.pauses && in_section(buyer.pc) {
                 actions.push(Action::Freeze(n));
             }
-            let working = in_work && w.now < buyer.work_until;
-            if w.vanishes < b.vanishes && working && holder {
+            // The lock deleted at any moment its holder is in its section,
+            // or only while it works, before its watchdog's next renewal.
+            let vanish_now = match b.vanish_early {
+                true => in_work && w.now < buyer.work_until,
+                false => in_section(buyer.pc),
+            };
+            if w.vanishes < b.vanishes && vanish_now && holder {
                 actions.push(Action::Vanish);
+            }
+        }
+        // Redlock's nodes that are down come back (empty), one at a time.
+        if w.restarts < b.restarts {
+            for (k, node) in w.nodes.iter().enumerate() {
+                if !node.up {
+                    actions.push(Action::Restart(k as u8));
+                }
             }
         }
         match w.redis {
@@ -52,9 +66,13 @@ impl Sale {
         self.order_actions(w, actions);
         if w.failovers < b.failovers {
             if !w.replication_held {
-                actions.push(Action::HoldReplication);
-            } else if w.lock.is_some() {
-                // The master dies under a holder.
+                // Held back at any moment, or only while nobody holds the
+                // lock (before it can reach the replica).
+                if !b.hold_early || w.lock.is_none() {
+                    actions.push(Action::HoldReplication);
+                }
+            } else {
+                // The master dies, and its replica is promoted.
                 actions.push(Action::Failover);
             }
         }
@@ -65,6 +83,9 @@ impl Sale {
         match fault {
             Action::Crash(n) => {
                 w.crashes += 1;
+                if self.holds_lock(w, n) && w.holder_crash.is_none() {
+                    w.holder_crash = Some(w.now);
+                }
                 w.buyers[usize::from(n)].crashed = true;
                 // A process's local mutex dies with it.
                 self.free_mutex(w, n);
@@ -91,6 +112,9 @@ impl Sale {
             Action::HoldReplication => w.replication_held = true,
             Action::Failover => {
                 w.failovers += 1;
+                // The old master comes back as the new one's replica:
+                // replication runs again.
+                w.replication_held = false;
                 // A store that acknowledges a write once a majority has it
                 // (etcd, ZooKeeper) loses nothing it acknowledged.
                 if let Some(replica) = w.replica.filter(|_| !self.protocol.consensus) {
@@ -104,10 +128,12 @@ impl Sale {
                 w.outages += 1;
                 w.redis = Outage::Down;
                 // The outage outlasts a section's next command: each buyer
-                // in one is answered 503 (its lock is lost with Redis).
+                // about to send one is answered 503 (its lock is lost with
+                // Redis). A buyer in its business work sends none: it lives
+                // on, and its write meets the SKU's new epoch.
                 for n in 0..self.bounds.buyers {
                     let pc = w.buyers[usize::from(n)].pc;
-                    if !matches!(pc, Pc::Acquire | Pc::Done) {
+                    if !matches!(pc, Pc::Acquire | Pc::Done | Pc::Work) {
                         self.fail(w, n);
                     }
                 }
@@ -126,7 +152,7 @@ impl Sale {
                 w.buyers[usize::from(n)].queued = false;
                 self.script(w, n);
             }
-            Action::Step(_) | Action::Tick | Action::Order(_) => {}
+            Action::Step(_) | Action::Tick | Action::LateTick(_) | Action::Order(_) => {}
         }
     }
 
@@ -142,6 +168,16 @@ impl Sale {
         }
     }
 
+    /// Whether buyer `n` holds a lock: the key, or Redlock's majority.
+    pub(super) fn holds_lock(&self, w: &World, n: u8) -> bool {
+        let nodes = w
+            .nodes
+            .iter()
+            .filter(|node| node.lock.is_some_and(|lock| lock.owner == Some(n)))
+            .count() as u8;
+        w.lock.is_some_and(|lock| lock.holder == n) || (nodes > 0 && nodes >= self.majority())
+    }
+
     /// Whether time may pass: something waits for it, and no live buyer is
     /// in the middle of a section outside its business work (a section
     /// runs within its lease unless a scenario makes it slow).
@@ -151,56 +187,58 @@ impl Sale {
         }
         let mid_section = w.buyers.iter().any(|b| {
             b.live()
-                && !matches!(b.pc, Pc::Acquire | Pc::Done)
+                && !matches!(
+                    b.pc,
+                    Pc::Claim | Pc::Acquire | Pc::Done | Pc::Vote | Pc::Count
+                )
                 && !(b.pc == Pc::Work && w.now < b.work_until)
         });
+        // A lock left by a holder that is dead or gone (one restored by a
+        // failover, one a losing GETSET wrote) waits for its lease or its
+        // expiry time; a Redlock round waits for a slow node's answer.
+        let gone = |holder: u8| {
+            let b = &w.buyers[usize::from(holder)];
+            b.crashed || b.pc == Pc::Done
+        };
+        let orphaned = w
+            .lock
+            .is_some_and(|lock| (lock.expires.is_some() || lock.value > 0) && gone(lock.holder))
+            || w.nodes.iter().any(|node| {
+                node.lock
+                    .is_some_and(|lock| lock.expires.is_some() && gone(lock.holder))
+            });
         let waited_for = w.buyers.iter().any(|b| {
             (b.live() && b.pc == Pc::Work && w.now < b.work_until) || b.frozen_until.is_some()
-        }) || (w.crashes > 0 && w.lock.is_some());
-        waited_for && !mid_section
+        }) || orphaned;
+        let slow_vote = w.slow < self.bounds.slow_votes && self.voting(w);
+        (waited_for || slow_vote) && !mid_section
     }
 
-    pub(super) fn tick(&self, w: &mut World) {
+    /// Whether a live buyer is in a Redlock round.
+    fn voting(&self, w: &World) -> bool {
+        w.buyers
+            .iter()
+            .any(|b| b.live() && matches!(b.pc, Pc::Vote | Pc::Count))
+    }
+
+    /// Whether the only thing time may pass for is a slow node's answer.
+    pub(super) fn only_slow_votes(&self, w: &World) -> bool {
+        let mut without = self.bounds;
+        without.slow_votes = 0;
+        let sale = Sale {
+            bounds: without,
+            ..*self
+        };
+        self.voting(w) && !sale.time_may_pass(w)
+    }
+
+    /// A tick: leases that ran out go, frozen processes may wake, and each
+    /// live holder's watchdog renews its lease or learns it is gone (`late`:
+    /// that buyer's renewal comes late, and does neither).
+    pub(super) fn tick(&self, w: &mut World, late: Option<u8>) {
         w.now += 1;
         let now = w.now;
         let lease = self.bounds.lease;
-        for n in 0..w.buyers.len() {
-            let buyer = &w.buyers[n];
-            if let Some(until) = buyer.frozen_until
-                && now >= until
-            {
-                w.buyers[n].frozen_until = None;
-            }
-            let buyer = &w.buyers[n];
-            // A live holder's watchdog renews its own lock, or learns it is gone.
-            let renews = self.protocol.watchdog
-                && !self.mutation.no_renewal
-                && buyer.live()
-                && matches!(
-                    buyer.pc,
-                    Pc::Token | Pc::Read | Pc::Work | Pc::Check | Pc::Write
-                );
-            if renews && self.bounds.nodes > 0 {
-                // Redlock's watchdog extends on every node; a majority or lost.
-                let mut kept = 0;
-                for node in w.nodes.iter_mut().filter(|node| node.up) {
-                    if let Some(lock) = &mut node.lock
-                        && lock.owner == Some(n as u8)
-                    {
-                        lock.expires = Some(now + lease);
-                        kept += 1;
-                    }
-                }
-                if kept < self.majority() {
-                    w.buyers[n].lost = true;
-                }
-            } else if renews {
-                match &mut w.lock {
-                    Some(lock) if lock.owner == Some(n as u8) => lock.expires = Some(now + lease),
-                    _ => w.buyers[n].lost = true,
-                }
-            }
-        }
         for node in &mut w.nodes {
             if node
                 .lock
@@ -216,5 +254,60 @@ impl Sale {
         {
             w.lock = None;
         }
+        for n in 0..w.buyers.len() {
+            let buyer = &w.buyers[n];
+            if let Some(until) = buyer.frozen_until
+                && now >= until
+            {
+                w.buyers[n].frozen_until = None;
+            }
+            let buyer = &w.buyers[n];
+            let renews = self.protocol.watchdog
+                && !self.mutation.no_renewal
+                && late != Some(n as u8)
+                && buyer.live()
+                && self.renewing(buyer.pc)
+                && w.redis != Outage::Down;
+            if renews && self.bounds.nodes > 0 {
+                // Redlock's watchdog extends on every node; a majority or lost.
+                let mut kept = 0;
+                for node in w.nodes.iter_mut().filter(|node| node.up) {
+                    if let Some(lock) = &mut node.lock
+                        && lock.owner == Some(n as u8)
+                    {
+                        lock.expires = Some(now + lease);
+                        kept += 1;
+                    }
+                }
+                if kept < self.majority() {
+                    w.buyers[n].lost = true;
+                } else {
+                    w.buyers[n].renewed = now;
+                }
+            } else if renews {
+                match &mut w.lock {
+                    Some(lock) if lock.owner == Some(n as u8) => {
+                        lock.expires = Some(now + lease);
+                        w.buyers[n].renewed = now;
+                    }
+                    _ => w.buyers[n].lost = true,
+                }
+            }
+        }
     }
+
+    /// Whether a holder at `pc` has a watchdog renewing its lock (from
+    /// its grant to its write).
+    fn renewing(&self, pc: Pc) -> bool {
+        matches!(
+            pc,
+            Pc::WaitReplica | Pc::Read | Pc::Work | Pc::Check | Pc::Write
+        )
+    }
+}
+
+/// Whether a buyer at `pc` is past its first command and not yet done:
+/// where a fault can find it mid-way.
+pub(super) fn in_section(pc: Pc) -> bool {
+    !matches!(pc, Pc::Acquire | Pc::Claim | Pc::Retry | Pc::Done)
 }

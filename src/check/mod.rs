@@ -5,53 +5,52 @@
 //! order of every buyer's commands and of the scenario's faults within
 //! small bounds ([`model::Bounds`], printed with each verdict), breadth
 //! first (the `stateright` crate), so that a counterexample it reports is
-//! a shortest one. A verdict is a bounded check of a model of the protocol,
+//! a shortest one. Every verdict rests on a schedule the search found: a
+//! counterexample, or a witness (a sale; another buyer's sale after a
+//! holder died; the whole stock sold; a sale once a fault is over); a cell
+//! with neither is `vacuous` and fails. A verdict is a bounded check of a model of the protocol,
 //! not a proof of the code: `docs/models.md` says what is modelled and what
 //! is abstracted away.
 //!
 //! - [`protocol`]: each variant's protocol (how it locks, renews, fences, releases).
-//! - [`model`]: the buyers, the store, time and the faults; the properties.
+//! - [`model`]: the buyers, the store, time and the faults.
 //! - [`order`], [`pipeline`]: the order pipeline's state, and its steps
 //!   and properties (`lua-then-queue`, `lua-stream`).
+//! - [`property`]: what is checked: the properties a counterexample breaks,
+//!   and the witnesses a verdict with no counterexample rests on.
+//! - [`bounds`](mod@bounds): each scenario's bounds (which faults strike where), and
+//!   the bounds the command line may set.
 //! - [`report`]: the command's table, bounds and JSON.
-//! - [`draw`]: a counterexample as a timeline, drawn as a live run is.
-//! - `trace`: a counterexample's steps in words; `steps`, `faults`: what a buyer's commands and the faults do.
+//! - [`draw`]: a counterexample (or a witness) as a timeline, drawn as a live run is.
+//! - `trace`: a schedule's steps in words; `sale`: the model's start and
+//!   the actions it may take; `steps`, `faults`: what a buyer's commands
+//!   and the faults do.
 
+pub mod bounds;
 pub mod draw;
 mod faults;
 pub mod model;
 pub mod order;
 pub mod pipeline;
+pub mod property;
 pub mod protocol;
 pub mod report;
+mod sale;
 mod steps;
 mod trace;
 
 use std::time::{Duration, Instant};
 
-use stateright::{Checker, Model, Property};
+use stateright::{Checker, Model};
 
 use crate::variants::Scenario;
 use crate::variants::{Behaviour, Variant};
+pub use bounds::{Limits, bounds};
 use model::{Action, Bounds, Mutation, Sale, World};
-use order::OrderFaults;
+pub use property::{Property, holds};
 use protocol::Protocol;
 pub use report::CheckArgs;
 pub use trace::{describe, steps};
-
-/// The properties, by the names the traces are reported under.
-pub const SAFETY: &str = "every unit sold at most once";
-pub const STUCK: &str = "the SKU can still be sold";
-pub const OWN_LOCK: &str = "a release frees only its own lock";
-/// Not a property that can break: an example of a sale, to tell a lock that
-/// keeps selling through a fault from one that refuses every buyer.
-pub const SELLS: &str = "a unit is sold";
-/// Every buyer retries one request id, or each its own: each is sold at most once.
-pub const ONE_SALE: &str = "one sale per request id";
-/// The order pipeline: no sale ordered twice, no unit given back twice.
-pub const ORDERED_ONCE: &str = "each sale one order, each unit given back once";
-/// The order pipeline: no sale lost on its way to an order.
-pub const ORDERS_KEPT: &str = "every sale reaches its order";
 
 impl Model for Sale {
     type State = World;
@@ -72,163 +71,14 @@ impl Model for Sale {
     /// The one property this run checks: stateright keeps a property's
     /// first counterexample (the shortest, breadth first) only when it stops
     /// there, which it does once every property it checks has one.
-    fn properties(&self) -> Vec<Property<Self>> {
-        vec![match self.property {
-            SAFETY => Property::always(SAFETY, |m, w| holds(SAFETY, m, w)),
-            STUCK => Property::always(STUCK, |m, w| holds(STUCK, m, w)),
-            SELLS => Property::sometimes(SELLS, |m, w| holds(SELLS, m, w)),
-            ONE_SALE => Property::always(ONE_SALE, |m, w| holds(ONE_SALE, m, w)),
-            ORDERED_ONCE => Property::always(ORDERED_ONCE, |m, w| holds(ORDERED_ONCE, m, w)),
-            ORDERS_KEPT => Property::always(ORDERS_KEPT, |m, w| holds(ORDERS_KEPT, m, w)),
-            _ => Property::always(OWN_LOCK, |m, w| holds(OWN_LOCK, m, w)),
+    fn properties(&self) -> Vec<stateright::Property<Self>> {
+        let property = self.property;
+        vec![match property.is_witness() {
+            true => {
+                stateright::Property::sometimes(property.name(), |m, w| holds(m.property, m, w))
+            }
+            false => stateright::Property::always(property.name(), |m, w| holds(m.property, m, w)),
         }]
-    }
-}
-
-/// Whether `property` holds in `w` (for [`SELLS`]: a unit was sold, after
-/// Redis came back if it went down).
-pub fn holds(property: &str, sale: &Sale, w: &World) -> bool {
-    match property {
-        SAFETY => model::sold_each_unit_once(w),
-        STUCK => !model::stuck(w),
-        SELLS => {
-            w.sold.iter().any(|&n| n > 0)
-                && (sale.bounds.outages == 0 || w.redis == model::Outage::Back)
-        }
-        ONE_SALE => {
-            (!sale.bounds.one_request || model::one_sale_per_request(w))
-                && w.script_sales.iter().all(|&n| n <= 1)
-        }
-        ORDERED_ONCE => pipeline::ordered_once(w),
-        ORDERS_KEPT => pipeline::orders_kept(w),
-        _ => !w.freed_anothers,
-    }
-}
-
-/// The bounds of `scenario` for `protocol`.
-pub fn bounds(scenario: Scenario, protocol: Protocol) -> Bounds {
-    let redlock = protocol.acquire == protocol::Acquire::Majority;
-    let base = Bounds {
-        buyers: 3,
-        stock: 2,
-        lease: 2,
-        work: 0,
-        horizon: 8,
-        one_process: false,
-        crashes: 0,
-        crash_only_in_work: false,
-        pauses: 0,
-        vanishes: 0,
-        skew: 0,
-        freeze: 0,
-        // Three nodes stand for Redlock's five: a majority of two.
-        nodes: if redlock { 3 } else { 0 },
-        nodes_down: 0,
-        restarts: 0,
-        failovers: 0,
-        wait_replicas: false,
-        one_request: false,
-        outages: 0,
-        cutoffs: 0,
-        orders: None,
-    };
-    // The order pipeline's scenarios: each sale's order, and these faults.
-    let orders = |faults| Bounds {
-        orders: Some(faults),
-        ..base
-    };
-    match scenario {
-        Scenario::OneInstance => Bounds {
-            one_process: true,
-            ..base
-        },
-        Scenario::Race => base,
-        // The work outlives the lease.
-        Scenario::SlowBusiness => Bounds { work: 3, ..base },
-        Scenario::CrashAfterAcquire => Bounds { crashes: 1, ..base },
-        // Frozen right before the write, past the lease.
-        Scenario::PauseHolder => Bounds { pauses: 1, ..base },
-        Scenario::KillInstance => Bounds {
-            work: 1,
-            crashes: 1,
-            crash_only_in_work: true,
-            ..base
-        },
-        // Deleted while its holder works, before the work's last tick.
-        Scenario::LockVanishes => Bounds {
-            work: 1,
-            vanishes: 1,
-            ..base
-        },
-        // The last buyer's clock runs a lease and a tick ahead.
-        Scenario::ClockSkew => Bounds {
-            work: 1,
-            skew: 3,
-            ..base
-        },
-        Scenario::RedlockMinorityDown => Bounds {
-            nodes_down: 1,
-            ..base
-        },
-        Scenario::RedlockMajorityDown => Bounds {
-            nodes_down: 2,
-            ..base
-        },
-        // The holder froze within its lease: with a node down, it holds the
-        // other two; one of them restarts empty and the down one comes back.
-        Scenario::RedlockRestartWithoutPersistence if redlock => Bounds {
-            nodes_down: 1,
-            pauses: 1,
-            freeze: 1,
-            restarts: 2,
-            ..base
-        },
-        // One store: the lock is forgotten (deleted) under the frozen holder.
-        Scenario::RedlockRestartWithoutPersistence => Bounds {
-            pauses: 1,
-            vanishes: 1,
-            ..base
-        },
-        // Every buyer a retry of one request id, all at once.
-        Scenario::RetryStorm => Bounds {
-            one_request: true,
-            ..base
-        },
-        // The master dies under a holder, its replica having missed the
-        // writes since replication was held back.
-        Scenario::Failover => Bounds {
-            failovers: 1,
-            ..base
-        },
-        Scenario::FailoverWait => Bounds {
-            failovers: 1,
-            wait_replicas: true,
-            ..base
-        },
-        // Redis stops under the buyers and comes back empty.
-        Scenario::RedisRestart => Bounds { outages: 1, ..base },
-        // Two calls cut off by a paused Redis, each retried with its id.
-        Scenario::RedisPause => Bounds { cutoffs: 2, ..base },
-        Scenario::CrashBeforeEnqueue => Bounds {
-            crashes: 1,
-            ..orders(OrderFaults::default())
-        },
-        Scenario::WorkerCrashBeforeAck => orders(OrderFaults {
-            worker_crashes: 1,
-            ..OrderFaults::default()
-        }),
-        Scenario::PostgresRestart => orders(OrderFaults {
-            postgres_stops: 1,
-            ..OrderFaults::default()
-        }),
-        Scenario::ReservationExpiry => orders(OrderFaults {
-            reservations: true,
-            ..OrderFaults::default()
-        }),
-        Scenario::RedisDataLoss => orders(OrderFaults {
-            data_losses: 1,
-            ..OrderFaults::default()
-        }),
     }
 }
 
@@ -239,7 +89,8 @@ pub struct Verdict {
     pub scenario: &'static str,
     /// The variant's claim in the lab's matrix.
     pub claim: &'static str,
-    /// What the model shows, in the matrix's words.
+    /// What the model shows, in the matrix's words, or `vacuous`: no
+    /// schedule shows the verdict (not even a sale), which fails the cell.
     pub model: &'static str,
     pub agrees: bool,
     /// States the checker visited (distinct).
@@ -247,9 +98,17 @@ pub struct Verdict {
     pub millis: u64,
     pub bounds: Bounds,
     /// The property a counterexample breaks, and its steps (shortest).
-    pub broken: Option<&'static str>,
+    pub broken: Option<Property>,
     pub trace: Vec<Step>,
+    /// For a verdict no counterexample shows: the witness it rests on (a
+    /// sale; another buyer's sale after a holder died; the whole stock
+    /// sold; a sale after Redis or the nodes came back), and its steps.
+    pub witnessed: Option<Property>,
+    pub witness: Vec<Step>,
 }
+
+/// The model's word for a cell whose verdict no schedule shows.
+pub const VACUOUS: &str = "vacuous";
 
 /// One step of a counterexample, as the trace prints it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -261,20 +120,20 @@ pub struct Step {
     pub at: u8,
 }
 
-/// Each broken property's model (the property in it) and shortest
-/// counterexample (its path of states and actions), the most states one run
-/// explored, and the time all took.
+/// Each found property's model (the property in it) and shortest path
+/// (a counterexample, or a witness: its states and actions), the most
+/// states one run explored, and the time all took.
 pub type Explored = (Vec<(Sale, Vec<(World, Option<Action>)>)>, usize, Duration);
 
 /// Checks `protocol` (with `mutation`) within `bounds`, one run per
-/// property of `properties`: the shortest counterexample (or example) of
+/// property of `properties`: the shortest counterexample (or witness) of
 /// each, and the most states one run explored (all of them when it found
 /// none).
 pub fn explore(
     protocol: Protocol,
     bounds: Bounds,
     mutation: Mutation,
-    properties: &[&'static str],
+    properties: &[Property],
 ) -> Explored {
     let started = Instant::now();
     let mut found = Vec::new();
@@ -288,30 +147,35 @@ pub fn explore(
         };
         let checker = sale.checker().threads(1).spawn_bfs().join();
         states = states.max(checker.unique_state_count());
-        if let Some(path) = checker.discovery(property) {
+        if let Some(path) = checker.discovery(property.name()) {
             found.push((sale, path.into_vec()));
         }
     }
     (found, states, started.elapsed())
 }
 
-/// The properties a cell's verdict rests on: no unit sold twice always; a
-/// SKU left stuck only where a holder can die; a sale at all where nodes
-/// are down and nothing else happens, or after Redis came back; one sale
-/// per id where buyers retry; the orders where there are orders.
-fn properties_of(bounds: Bounds) -> Vec<&'static str> {
-    let mut properties = vec![SAFETY];
+/// The properties a cell's verdict rests on, from its bounds alone (never
+/// from its claim): no unit sold twice, and a sale reachable, always; a
+/// SKU left stuck, and another buyer selling after a holder died, where a
+/// holder can die; where Redlock's nodes are down, nothing sold without a
+/// majority, or the whole stock sold with one; one sale per id where
+/// buyers retry; the orders where there are orders.
+fn properties_of(bounds: Bounds) -> Vec<Property> {
+    let mut properties = vec![Property::Safety, Property::Sells];
     if bounds.crashes > 0 {
-        properties.push(STUCK);
+        properties.extend([Property::Stuck, Property::Frees]);
     }
-    if node_fault_only(bounds) || bounds.outages > 0 {
-        properties.push(SELLS);
+    if node_fault_only(bounds) {
+        properties.push(match majority_down(bounds) {
+            true => Property::NoSaleWhileDown,
+            false => Property::SellsAll,
+        });
     }
     if bounds.one_request || bounds.cutoffs > 0 {
-        properties.push(ONE_SALE);
+        properties.push(Property::OneSale);
     }
     if bounds.orders.is_some() {
-        properties.extend([ORDERED_ONCE, ORDERS_KEPT]);
+        properties.extend([Property::OrderedOnce, Property::OrdersKept]);
     }
     properties
 }
@@ -321,74 +185,131 @@ fn node_fault_only(bounds: Bounds) -> bool {
     bounds.nodes_down > 0 && bounds.pauses == 0
 }
 
+/// At least half of Redlock's nodes down: no majority left.
+fn majority_down(bounds: Bounds) -> bool {
+    bounds.nodes - bounds.nodes_down < bounds.nodes / 2 + 1
+}
+
+/// What the model shows of one cell, from what its search found: the
+/// behaviour, and the counterexample or the witness it rests on (`None`:
+/// nothing found shows any verdict: vacuous).
+fn conclude<'a, T>(
+    bounds: Bounds,
+    by: impl Fn(Property) -> Option<&'a T>,
+) -> Option<(Behaviour, Property, &'a T)> {
+    let found = |property| by(property).map(|t| (property, t));
+    let shown = |behaviour, property| found(property).map(|(p, t)| (behaviour, p, t));
+    // A counterexample: the failure it shows.
+    for (property, behaviour) in [
+        (Property::Safety, Behaviour::Oversells),
+        (Property::OneSale, Behaviour::Oversells),
+        (Property::OrderedOnce, Behaviour::Oversells),
+        (Property::OrdersKept, Behaviour::LosesUnits),
+        (Property::Stuck, Behaviour::Deadlock),
+        (Property::NoSaleWhileDown, Behaviour::KeepsSelling),
+    ] {
+        if let Some(shown) = shown(behaviour, property) {
+            return Some(shown);
+        }
+    }
+    // No counterexample: the witness the claimable verdict rests on.
+    if bounds.orders.is_some() {
+        shown(Behaviour::Safe, Property::Sells)
+    } else if bounds.outages > 0 {
+        shown(Behaviour::Recovers, Property::Sells)
+    } else if bounds.crashes > 0 {
+        shown(Behaviour::Frees, Property::Frees)
+    } else if node_fault_only(bounds) && majority_down(bounds) {
+        shown(Behaviour::Busy, Property::Sells)
+    } else if node_fault_only(bounds) {
+        shown(Behaviour::KeepsSelling, Property::SellsAll)
+    } else {
+        shown(Behaviour::Safe, Property::Sells)
+    }
+}
+
 /// The verdict of one cell, or `None` when the matrix has no such cell
 /// (the scenario does not apply to the variant).
 pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
+    check_within(variant, scenario, &Limits::default())
+}
+
+/// [`check`] with some bounds raised or lowered from the command line.
+pub fn check_within(variant: Variant, scenario: Scenario, limits: &Limits) -> Option<Verdict> {
+    check_mutated(variant, scenario, limits, Mutation::default())
+}
+
+/// [`check_within`] of the protocol with `mutation` (a part taken out).
+pub fn check_mutated(
+    variant: Variant,
+    scenario: Scenario,
+    limits: &Limits,
+    mutation: Mutation,
+) -> Option<Verdict> {
     let claim = scenario.claim(variant);
     if !claim.applies() {
         return None;
     }
     let protocol = Protocol::of(variant);
-    let bounds = bounds(scenario, protocol);
-    let (found, states, took) = explore(
-        protocol,
-        bounds,
-        Mutation::default(),
-        &properties_of(bounds),
-    );
-    let by = |name| found.iter().find(|(sale, _)| sale.property == name);
-    let (behaviour, broken) = if let Some(found) = by(SAFETY).or(by(ONE_SALE)).or(by(ORDERED_ONCE))
-    {
-        (Behaviour::Oversells, Some(found))
-    } else if let Some(found) = by(ORDERS_KEPT) {
-        (Behaviour::LosesUnits, Some(found))
-    } else if let Some(found) = by(STUCK) {
-        (Behaviour::Deadlock, Some(found))
-    } else if bounds.orders.is_some() {
-        (Behaviour::Safe, None)
-    } else if bounds.outages > 0 {
-        // Never selling again after Redis came back: stuck.
-        match by(SELLS) {
-            Some(_) => (Behaviour::Recovers, None),
-            None => (Behaviour::Deadlock, None),
+    let bounds = limits.apply(bounds(scenario, protocol));
+    let (found, states, took) = explore(protocol, bounds, mutation, &properties_of(bounds));
+    let by = |property| found.iter().find(|(sale, _)| sale.property == property);
+    let concluded = conclude(bounds, by);
+    let model = concluded.map_or(VACUOUS, |(behaviour, _, _)| behaviour.name());
+    let (mut broken, mut trace, mut witnessed, mut witness) = (None, Vec::new(), None, Vec::new());
+    if let Some((_, property, (sale, path))) = concluded {
+        match property.is_witness() {
+            true => (witnessed, witness) = (Some(property), steps(sale, path)),
+            false => (broken, trace) = (Some(property), steps(sale, path)),
         }
-    } else if bounds.crashes > 0 {
-        (Behaviour::Frees, None)
-    } else if node_fault_only(bounds) {
-        match by(SELLS) {
-            Some(_) => (Behaviour::KeepsSelling, None),
-            None => (Behaviour::Busy, None),
-        }
-    } else {
-        (Behaviour::Safe, None)
-    };
+    }
     Some(Verdict {
         variant: variant.name(),
         scenario: scenario.name(),
         claim: claim.behaviour.name(),
-        model: behaviour.name(),
-        agrees: behaviour == claim.behaviour,
+        model,
+        agrees: model == claim.behaviour.name(),
         states,
         millis: took.as_millis() as u64,
         bounds,
-        broken: broken.map(|(sale, _)| sale.property),
-        trace: broken
-            .map(|(sale, path)| steps(sale, path))
-            .unwrap_or_default(),
+        broken,
+        trace,
+        witnessed,
+        witness,
     })
 }
 
 impl Verdict {
     /// The verdict in a few words, as the lab's report and the lessons
-    /// show it beside the live one: `oversells: counterexample in 14 steps`.
+    /// show it beside the live one: `oversells: counterexample in 14
+    /// steps`, `safe: no violation within bounds (812 states), witness in 6 steps`.
     pub fn summary(&self) -> String {
-        match self.broken {
-            Some(_) => format!(
+        match (self.broken, self.witnessed) {
+            (Some(_), _) => format!(
                 "{}: counterexample in {} steps",
                 self.model,
                 self.trace.len()
             ),
-            None => format!("{}: no violation in {} states", self.model, self.states),
+            (None, Some(_)) => format!(
+                "{}: no violation within bounds ({} states), witness in {} steps",
+                self.model,
+                self.states,
+                self.witness.len()
+            ),
+            (None, None) => format!(
+                "{}: no schedule shows a verdict within bounds ({} states)",
+                self.model, self.states
+            ),
+        }
+    }
+
+    /// The schedule the verdict rests on: its counterexample, or its
+    /// witness; and the property either shows.
+    pub fn schedule(&self) -> Option<(Property, &[Step])> {
+        match (self.broken, self.witnessed) {
+            (Some(property), _) => Some((property, &self.trace)),
+            (None, Some(property)) => Some((property, &self.witness)),
+            (None, None) => None,
         }
     }
 }
@@ -406,5 +327,9 @@ pub fn cells() -> Vec<(Variant, Scenario)> {
     cells
 }
 
+#[cfg(test)]
+mod earned;
+#[cfg(test)]
+mod mutations;
 #[cfg(test)]
 mod tests;

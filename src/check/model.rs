@@ -8,16 +8,20 @@
 //! checker tries every order of those actions up to the [`Bounds`].
 //!
 //! Time is ticks. A lease lasts [`Bounds::lease`] ticks, and a watchdog
-//! renews its holder's lease on every tick, as the real one renews every
-//! lease/3. Time passes only while something waits for it (a buyer's
-//! business work, a frozen process, a dead holder's lock): a section with
-//! no work runs within its lease, as it does in the lab, so that a lease
-//! runs out only where a scenario makes it.
+//! renews its holder's lease on every tick (the real one renews every
+//! lease/3: a tick stands for that period), unless a scenario makes a
+//! renewal late ([`Action::LateTick`]). On a tick a lease that ran out goes
+//! first, then the renewals run: a renewal that comes after its lease ran
+//! out finds the lock gone. Time passes only while something waits for it
+//! (a buyer's business work, a frozen process, a lock whose holder is dead
+//! or gone, a Redlock node answering slowly): a section with no work runs
+//! within its lease, as it does in the lab, so that a lease runs out only
+//! where a scenario makes it.
 
 use std::hash::Hash;
 
 use super::order::{OrderFaults, OrderStep, Pipeline};
-use super::protocol::{Acquire, Protocol};
+use super::protocol::Protocol;
 
 /// What may happen in a scenario, and how many buyers and units there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -37,8 +41,16 @@ pub struct Bounds {
     pub crash_only_in_work: bool,
     /// Freezes of a whole process, right before its write, past its lease.
     pub pauses: u8,
-    /// Deletions of the lock key under a holder that is working.
+    /// Deletions of the lock key under its holder: at any moment of its
+    /// section, or (`vanish_early`) only while it works, before its
+    /// watchdog's next renewal.
     pub vanishes: u8,
+    pub vanish_early: bool,
+    /// Ticks on which one holder's watchdog renewal comes late: it neither
+    /// renews nor learns anything on that tick.
+    pub late_renewals: u8,
+    /// Ticks that may pass while a Redlock round waits for a slow node.
+    pub slow_votes: u8,
     /// How far ahead the last buyer's clock runs, in ticks.
     pub skew: u8,
     /// Ticks a freeze lasts (0: the lease and one more).
@@ -53,6 +65,9 @@ pub struct Bounds {
     pub failovers: u8,
     /// The holder asks `WAIT` for a replica after taking its lock.
     pub wait_replicas: bool,
+    /// Replication is held back only while nobody holds the lock (before
+    /// the lock can reach the replica); otherwise at any moment.
+    pub hold_early: bool,
     /// Every buyer is a retry of one request id.
     pub one_request: bool,
     /// Redis stops (each call fails: a 503) and comes back empty; the SKU
@@ -75,6 +90,23 @@ pub struct Mutation {
     pub plain_del_release: bool,
     /// The watchdog never renews.
     pub no_renewal: bool,
+    /// The section writes even when its watchdog found the lock gone.
+    pub no_lost_check: bool,
+    /// The section counts on its lock past its local deadline (its last
+    /// renewal plus a lease).
+    pub no_local_deadline: bool,
+    /// `setnx-expiry`'s GETSET takes the lock over whatever value it swapped out.
+    pub no_getset_compare: bool,
+    /// Redlock holds the lock with one node's vote, not a majority.
+    pub one_vote: bool,
+    /// Redlock counts its votes however long the round took (no validity time).
+    pub no_validity: bool,
+    /// `WAIT` is not asked: the holder goes on whatever the replica has.
+    pub no_wait: bool,
+    /// The write does not check that its read came after the SKU's last reset.
+    pub no_epoch_check: bool,
+    /// The write does not check that its request id's claim is still its own.
+    pub no_claim_check: bool,
     /// Request ids are neither claimed nor checked by the write.
     pub no_request_claim: bool,
     /// The worker's insert writes a row even when the sale has one.
@@ -93,8 +125,6 @@ pub enum Pc {
     ReadExpiry,
     /// `setnx-expiry`: it had passed by this buyer's clock; GETSET next.
     TakeOver,
-    /// The fenced lock: INCR the fence for a token.
-    Token,
     Read,
     Work,
     /// The watchdog's word: is the lock still held?
@@ -140,6 +170,13 @@ pub struct Buyer {
     pub work_until: u8,
     /// Its fencing token (0: none).
     pub token: u8,
+    /// The tick of its lock's grant or last renewal: it counts on the lock
+    /// until a lease after it (its local deadline).
+    pub renewed: u8,
+    /// Redlock: the tick its round of votes began (its validity runs from it).
+    pub started: u8,
+    /// The SKU's epoch its read saw (a reset starts a new one).
+    pub read_epoch: u8,
     /// `setnx-expiry`: the expiry time it read in the lock.
     pub seen_value: u8,
     /// Its watchdog found the lock gone.
@@ -176,6 +213,17 @@ pub struct World {
     /// Local mutexes: the buyer holding each process's, if any.
     pub mutexes: Vec<Option<u8>>,
     pub buyers: Vec<Buyer>,
+    /// The SKU's epoch: one reset's life of its stock.
+    pub epoch: u8,
+    /// The tick a lock's holder died, and whether another buyer sold
+    /// within a lease and a tick after it (the lock freed).
+    pub holder_crash: Option<u8>,
+    pub freed: bool,
+    /// A sale while fewer than a majority of Redlock's nodes were up.
+    pub sold_while_down: bool,
+    /// Late renewals so far, and ticks spent on slow nodes.
+    pub lates: u8,
+    pub slow: u8,
     /// Faults struck so far.
     pub crashes: u8,
     pub pauses: u8,
@@ -221,8 +269,9 @@ pub enum Outage {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Request {
     None,
-    /// The claim of the attempt under way.
-    Pending(u8),
+    /// The claim of the attempt under way, and the tick it was taken: it
+    /// stands a lease, then a retry may take it over.
+    Pending(u8, u8),
     /// Answered: retries are told the same answer, nothing sold again.
     Final,
 }
@@ -248,11 +297,13 @@ pub struct Node {
 pub enum Action {
     /// Buyer `n` runs its next command.
     Step(u8),
-    /// A tick passes: watchdogs renew, TTLs run out, frozen processes may wake.
+    /// A tick passes: TTLs run out, watchdogs renew, frozen processes may wake.
     Tick,
+    /// A tick on which buyer `n`'s watchdog renewal comes late.
+    LateTick(u8),
     /// Buyer `n`'s process dies.
     Crash(u8),
-    /// Buyer `n`'s process freezes, right before its write, past its lease.
+    /// Buyer `n`'s process freezes, anywhere in its section, past its lease.
     Freeze(u8),
     /// The lock key is deleted.
     Vanish,
@@ -280,152 +331,8 @@ pub struct Sale {
     pub protocol: Protocol,
     pub bounds: Bounds,
     pub mutation: Mutation,
-    /// The property checked (see `super::properties`).
-    pub property: &'static str,
-}
-
-impl Sale {
-    pub(super) fn process_of(&self, buyer: u8) -> usize {
-        if self.bounds.one_process {
-            0
-        } else {
-            usize::from(buyer)
-        }
-    }
-
-    /// Whether request ids are claimed and checked (every buyer retrying one).
-    pub(super) fn claims_ids(&self) -> bool {
-        self.bounds.one_request && !self.mutation.no_request_claim
-    }
-
-    /// Redlock's majority: more than half of all its nodes, up or not.
-    pub(super) fn majority(&self) -> u8 {
-        self.bounds.nodes / 2 + 1
-    }
-
-    /// A buyer's clock: the last one runs `skew` ahead.
-    pub(super) fn clock(&self, world: &World, buyer: u8) -> u8 {
-        if buyer + 1 == self.bounds.buyers {
-            world.now + self.bounds.skew
-        } else {
-            world.now
-        }
-    }
-
-    pub fn initial(&self) -> World {
-        let b = self.bounds;
-        let idle = Buyer {
-            // The lock variants claim the request id first; a script checks it itself.
-            pc: match self.claims_ids() && self.protocol.acquire != Acquire::Atomic {
-                true => Pc::Claim,
-                false => Pc::Acquire,
-            },
-            read: 0,
-            work_until: 0,
-            token: 0,
-            seen_value: 0,
-            lost: false,
-            crashed: false,
-            frozen_until: None,
-            holds_mutex: false,
-            asked: 0,
-            votes: 0,
-            queued: false,
-        };
-        World {
-            now: 0,
-            stock: b.stock,
-            sold: vec![0; usize::from(b.stock)],
-            lock: None,
-            fence: 0,
-            seen: 0,
-            mutexes: vec![None; usize::from(b.buyers)],
-            buyers: vec![idle; usize::from(b.buyers)],
-            crashes: 0,
-            pauses: 0,
-            vanishes: 0,
-            freed_anothers: false,
-            nodes: (0..b.nodes)
-                .map(|k| Node {
-                    up: k < b.nodes - b.nodes_down,
-                    lock: None,
-                })
-                .collect(),
-            restarts: 0,
-            replica: None,
-            replication_held: false,
-            failovers: 0,
-            request: Request::None,
-            redis: Outage::Up,
-            outages: 0,
-            cutoffs: 0,
-            answered: 0,
-            script_sales: vec![0; usize::from(b.buyers)],
-            returned: 0,
-            pipeline: Pipeline::default(),
-        }
-    }
-
-    /// The lab's reset of the SKU after Redis came back empty: full stock,
-    /// no lock, no fence, no record; the sales of the lost history are no
-    /// longer the ledger's (they stay the pipeline's).
-    pub(super) fn reset(&self, w: &mut World) {
-        w.stock = self.bounds.stock;
-        w.sold.fill(0);
-        w.lock = None;
-        w.fence = 0;
-        w.seen = 0;
-        w.request = Request::None;
-        w.answered = 0;
-        w.script_sales.fill(0);
-        w.returned = 0;
-    }
-
-    pub fn actions(&self, w: &World, actions: &mut Vec<Action>) {
-        for (n, buyer) in w.buyers.iter().enumerate() {
-            let n = n as u8;
-            if !buyer.live() || buyer.pc == Pc::Done {
-                continue;
-            }
-            if self.can_step(w, n) {
-                actions.push(Action::Step(n));
-            }
-        }
-        self.fault_actions(w, actions);
-        if self.time_may_pass(w) {
-            actions.push(Action::Tick);
-        }
-    }
-
-    /// Whether buyer `n` can run its next command now (a buyer waiting
-    /// for a lock or its work cannot).
-    fn can_step(&self, w: &World, n: u8) -> bool {
-        let buyer = &w.buyers[usize::from(n)];
-        match buyer.pc {
-            Pc::Work => w.now >= buyer.work_until,
-            Pc::Acquire => match self.protocol.acquire {
-                Acquire::LocalMutex => w.mutexes[self.process_of(n)].is_none(),
-                // A waiting lock (watchdog, fenced, etcd, zookeeper) waits
-                // for the key to go; the others answer busy at once.
-                Acquire::Waiting => w.lock.is_none(),
-                _ => true,
-            },
-            Pc::Done => false,
-            _ => true,
-        }
-    }
-
-    pub fn next(&self, w: &World, action: Action) -> Option<World> {
-        let mut w = w.clone();
-        match action {
-            Action::Step(n) => self.step(&mut w, n),
-            Action::Tick => self.tick(&mut w),
-            Action::Order(step) => self.order_step(&mut w, step),
-            fault => self.strike(&mut w, fault),
-        }
-        self.replicate(&mut w);
-        Some(w)
-    }
+    /// The property checked.
+    pub property: super::Property,
 }
 
 /// Whether one request id was sold at most once (all buyers retrying one).

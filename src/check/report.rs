@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use super::{Verdict, cells, check};
+use super::{Limits, Verdict, cells, check_within};
 use crate::variants::Scenario;
 use crate::variants::Variant;
 
@@ -24,13 +24,25 @@ pub struct CheckArgs {
     /// with a model).
     #[arg(long, value_delimiter = ',', value_enum)]
     pub scenario: Vec<Scenario>,
+    /// Every cell with this many buyers (default: each scenario's own, 3).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub buyers: Option<u8>,
+    /// Every cell with this many units in stock (default: 2).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub stock: Option<u8>,
+    /// Every cell with a lease of this many ticks (default: 2).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub lease: Option<u8>,
     /// Also write every cell as JSON: {"cells":[{variant, scenario, claim,
-    /// model, agrees, states, millis, bounds, broken, trace}]}.
+    /// model, agrees, states, millis, bounds, broken, trace, witnessed,
+    /// witness}]}: a counterexample's steps, or the witness's (the
+    /// schedule a verdict with no counterexample rests on).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Draw each counterexample as the timeline draws a live run (a lane
-    /// per buyer, the faults marked) into this directory: one
-    /// self-contained HTML file per cell, VARIANT-SCENARIO-model.html.
+    /// Draw each counterexample (or, with none, the witness) as the
+    /// timeline draws a live run (a lane per buyer, the faults marked) into
+    /// this directory: one self-contained HTML file per cell,
+    /// VARIANT-SCENARIO-model.html.
     #[arg(long, value_name = "DIR")]
     pub timelines: Option<PathBuf>,
 }
@@ -43,11 +55,16 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
         (variants.is_empty() || variants.contains(&variant))
             && (args.scenario.is_empty() || args.scenario.contains(&scenario))
     };
+    let limits = Limits {
+        buyers: args.buyers,
+        stock: args.stock,
+        lease: args.lease,
+    };
     let started = Instant::now();
     let verdicts: Vec<Verdict> = cells()
         .into_iter()
         .filter(|&(variant, scenario)| wanted(variant, scenario))
-        .filter_map(|(variant, scenario)| check(variant, scenario))
+        .filter_map(|(variant, scenario)| check_within(variant, scenario, &limits))
         .collect();
     if verdicts.is_empty() {
         println!(
@@ -60,7 +77,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
     println!("\n{closing}");
     if let Some(dir) = &args.timelines {
         let written = write_timelines(dir, &verdicts)?;
-        println!("drew {written} counterexamples into {}", dir.display());
+
+        println!(
+            "drew {written} counterexamples and witnesses into {}",
+            dir.display()
+        );
     }
     if let Some(path) = &args.json {
         let json = serde_json::json!({ "cells": verdicts });
@@ -71,7 +92,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<bool> {
 }
 
 /// The last line: how many cells, in how long, and whether every model
-/// agrees with its variant's claim (`false`: the command exits 2).
+/// agrees with its variant's claim (`false`: the command exits 2; a
+/// vacuous cell never agrees).
 pub fn closing(verdicts: &[Verdict], seconds: f64) -> (String, bool) {
     let disagree = verdicts.iter().filter(|v| !v.agrees).count();
     let line = format!(
@@ -93,19 +115,27 @@ pub fn table(verdicts: &[Verdict]) -> String {
         "variant", "scenario", "claim", "model", "states", "ms"
     );
     for v in verdicts {
-        let result = match v.broken {
-            Some(property) => format!(
+        let result = match (v.broken, v.witnessed) {
+            (Some(property), _) => format!(
                 "counterexample in {} steps (breaks \"{property}\")",
                 v.trace.len()
             ),
-            None => format!("no violation in {} states", v.states),
+            (None, Some(property)) => format!(
+                "no violation within bounds in {} states; witness in {} steps (\"{property}\")",
+                v.states,
+                v.witness.len()
+            ),
+            (None, None) => format!(
+                "VACUOUS: no schedule within bounds shows a verdict ({} states)",
+                v.states
+            ),
         };
         let mark = if v.agrees { "" } else { "  << DISAGREES" };
         out += &format!(
             "{:<15} {:<20} {:<10} {:<10} {:>7} {:>5}  {result}{mark}\n",
             v.variant, v.scenario, v.claim, v.model, v.states, v.millis
         );
-        for (n, step) in v.trace.iter().enumerate() {
+        for (n, step) in v.schedule().map_or(&[][..], |(_, s)| s).iter().enumerate() {
             out += &format!("{:>40}. t={} {}\n", n + 1, step.at, step.text);
         }
     }
@@ -156,11 +186,23 @@ fn describe_bounds(v: &Verdict) -> String {
         (b.crashes, format!("{{n}} crash {crash_at}")),
         (
             b.pauses,
-            format!("{{n}} freeze of {ticks} {unit} before the write"),
+            format!("{{n}} freeze of {ticks} {unit} anywhere in a section"),
         ),
         (
             b.vanishes,
-            "{n} deletion of the lock while its holder works or is frozen".into(),
+            match b.vanish_early {
+                true => "{n} deletion of the lock while its holder works, before its next renewal",
+                false => "{n} deletion of the lock at any moment of its holder's section",
+            }
+            .into(),
+        ),
+        (
+            b.late_renewals,
+            "{n} ticks on which a holder's renewal comes late".into(),
+        ),
+        (
+            b.slow_votes,
+            "{n} ticks within Redlock rounds (slow nodes)".into(),
         ),
         (
             b.nodes,
@@ -171,11 +213,15 @@ fn describe_bounds(v: &Verdict) -> String {
         ),
         (
             b.restarts,
-            "up to {n} nodes restarting empty while the holder is frozen".into(),
+            "up to {n} nodes restarting empty (under a frozen holder) or coming back".into(),
         ),
         (
             b.failovers,
-            "{n} failover (replication held back, then the replica promoted under a holder)".into(),
+            match b.hold_early {
+                true => "{n} failover (replication held back before the lock is taken, then the replica promoted; replication resumes)",
+                false => "{n} failover (replication held back at any moment, then the replica promoted; replication resumes)",
+            }
+            .into(),
         ),
         (
             b.one_request.into(),

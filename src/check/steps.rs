@@ -32,7 +32,9 @@ impl Sale {
                 Some(_) => Pc::Done,
             },
             Pc::TakeOver => {
-                // GETSET: the new expiry is written whatever it swaps out.
+                // GETSET: the new expiry is written whatever it swaps out;
+                // the lock is this buyer's only if it swapped out the value
+                // it read (otherwise another buyer took it over first).
                 let old = w.lock.map(|lock| lock.value);
                 w.lock = Some(LockKey {
                     owner: None,
@@ -40,23 +42,25 @@ impl Sale {
                     expires: None,
                     value: self.clock(w, n) + lease,
                 });
-                if old == Some(w.buyers[i].seen_value) {
+                if old == Some(w.buyers[i].seen_value) || self.mutation.no_getset_compare {
                     Pc::Read
                 } else {
                     Pc::Done
                 }
             }
-            Pc::Token => {
-                w.fence += 1;
-                w.buyers[i].token = w.fence;
-                Pc::Read
-            }
             Pc::Read => {
-                // A stale token is refused; a sold-out SKU has nothing to sell.
-                if !self.admits(w, n) || w.stock == 0 {
+                if !self.admits(w, n) {
+                    // A stale token is refused.
+                    Pc::Release
+                } else if w.stock == 0 {
+                    // Sold out: a final answer, kept for its request id.
+                    if self.claims_ids() && matches!(w.request, Request::Pending(m, _) if m == n) {
+                        w.request = Request::Final;
+                    }
                     Pc::Release
                 } else {
                     w.buyers[i].read = w.stock;
+                    w.buyers[i].read_epoch = w.epoch;
                     w.buyers[i].work_until = w.now + self.bounds.work;
                     Pc::Work
                 }
@@ -69,20 +73,29 @@ impl Sale {
                 }
             }
             Pc::Check => {
-                if w.buyers[i].lost {
+                // The watchdog's word, and the local deadline: the lock is
+                // counted on only until a lease after its last renewal.
+                let lost = w.buyers[i].lost && !self.mutation.no_lost_check;
+                let late = w.now >= w.buyers[i].renewed + lease && !self.mutation.no_local_deadline;
+                if lost || late {
                     Pc::Release // busy: lock lost
                 } else {
                     Pc::Write
                 }
             }
             Pc::Write => {
-                // The write refuses an attempt whose id's claim is not its own.
-                let claimed = !self.claims_ids() || w.request == Request::Pending(n);
-                if self.admits(w, n) && claimed {
+                // The write refuses an attempt whose id's claim is no longer
+                // its own, and one whose read came before the SKU's last reset.
+                let claimed = !self.claims_ids()
+                    || self.mutation.no_claim_check
+                    || matches!(w.request, Request::Pending(m, _) if m == n);
+                let same_epoch = w.buyers[i].read_epoch == w.epoch || self.mutation.no_epoch_check;
+                if self.admits(w, n) && claimed && same_epoch {
                     let unit = w.buyers[i].read;
                     w.stock = unit - 1;
                     let times = &mut w.sold[usize::from(unit) - 1];
                     *times = times.saturating_add(1);
+                    self.sold_by(w, n);
                     if self.claims_ids() {
                         w.request = Request::Final;
                     }
@@ -91,20 +104,22 @@ impl Sale {
             }
             Pc::Claim => match w.request {
                 // A retry of an answered id is answered from its record; one
-                // whose claim another attempt holds is told in_progress.
-                Request::Final | Request::Pending(_) => Pc::Done,
-                Request::None => {
-                    w.request = Request::Pending(n);
+                // whose claim another attempt holds is told in_progress,
+                // until the claim's lease runs out and the retry takes it over.
+                Request::Final => Pc::Done,
+                Request::Pending(_, at) if w.now < at + lease => Pc::Done,
+                Request::None | Request::Pending(..) => {
+                    w.request = Request::Pending(n, w.now);
                     Pc::Acquire
                 }
             },
             Pc::Vote => self.vote(w, n),
             Pc::WaitReplica => {
                 // WAIT 1: did a replica get the lock? If not, let it go.
-                let replicated = w
-                    .replica
-                    .and_then(|r| r.lock)
-                    .is_some_and(|l| l.owner == Some(n));
+                let replicated = self.mutation.no_wait
+                    || w.replica
+                        .and_then(|r| r.lock)
+                        .is_some_and(|l| l.owner == Some(n));
                 if replicated {
                     Pc::Read
                 } else {
@@ -115,8 +130,17 @@ impl Sale {
                 }
             }
             Pc::Count => {
+                // A majority of votes, counted within the lease (validity:
+                // a round slower than the lease holds nothing it can trust).
                 let votes = w.buyers[i].votes.count_ones() as u8;
-                if votes >= self.majority() {
+                let needed = if self.mutation.one_vote {
+                    1
+                } else {
+                    self.majority()
+                };
+                let valid = w.now < w.buyers[i].started + lease || self.mutation.no_validity;
+                if votes >= needed && valid {
+                    w.buyers[i].renewed = w.now;
                     Pc::Read
                 } else {
                     // No quorum: let go of what it got, and try again.
@@ -138,8 +162,8 @@ impl Sale {
             }
             Pc::Done => Pc::Done,
         };
-        // An attempt that ends without selling frees its id for a retry.
-        if next == Pc::Done && w.request == Request::Pending(n) {
+        // An attempt that ends without an answer frees its id for a retry.
+        if next == Pc::Done && matches!(w.request, Request::Pending(m, _) if m == n) {
             w.request = Request::None;
         }
         w.buyers[i].pc = next;
@@ -160,6 +184,7 @@ impl Sale {
             Acquire::Majority => {
                 w.buyers[i].asked = 0;
                 w.buyers[i].votes = 0;
+                w.buyers[i].started = w.now;
                 self.vote(w, n)
             }
             Acquire::LocalMutex => {
@@ -200,9 +225,14 @@ impl Sale {
                     expires: Some(w.now + lease),
                     value: 0,
                 });
+                w.buyers[i].renewed = w.now;
+                // The fencing token comes with the grant, in the same
+                // script (fenced: INCR; etcd's revision, ZooKeeper's czxid).
                 if self.protocol.fence == Fence::Checked {
-                    Pc::Token
-                } else if self.bounds.wait_replicas {
+                    w.fence += 1;
+                    w.buyers[i].token = w.fence;
+                }
+                if self.bounds.wait_replicas {
                     Pc::WaitReplica
                 } else {
                     Pc::Read
@@ -246,6 +276,7 @@ impl Sale {
             }
         };
         w.stock -= 1;
+        self.sold_by(w, n);
         // A unit past the stock (one given back too often) counts as the last
         // one sold again: more sold than stocked.
         let at = usize::from(unit - 1).min(w.sold.len() - 1);
@@ -263,8 +294,24 @@ impl Sale {
     pub(super) fn fail(&self, w: &mut World, n: u8) {
         self.free_mutex(w, n);
         w.buyers[usize::from(n)].pc = Pc::Done;
-        if w.request == Request::Pending(n) {
+        if matches!(w.request, Request::Pending(m, _) if m == n) {
             w.request = Request::None;
+        }
+    }
+
+    /// What the witnesses look for in a sale by buyer `n`: one within a
+    /// lease and a tick of a holder's death, by another buyer (the lock
+    /// freed), and one while Redlock's nodes had no majority up.
+    fn sold_by(&self, w: &mut World, n: u8) {
+        if let Some(at) = w.holder_crash
+            && !w.buyers[usize::from(n)].crashed
+            && w.now <= at + self.bounds.lease + 1
+        {
+            w.freed = true;
+        }
+        let up = w.nodes.iter().filter(|node| node.up).count() as u8;
+        if self.bounds.nodes > 0 && up < self.majority() {
+            w.sold_while_down = true;
         }
     }
 

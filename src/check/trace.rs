@@ -24,8 +24,11 @@ pub fn steps(sale: &Sale, path: &[(World, Option<Action>)]) -> Vec<Step> {
 pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> String {
     let name = |n: u8| char::from(b'A' + n);
     match action {
-        Action::Tick => {
+        Action::Tick | Action::LateTick(_) => {
             let mut events = Vec::new();
+            if let Action::LateTick(n) = action {
+                events.push(format!("{}'s renewal comes late", name(n)));
+            }
             if before.lock.is_some() && after.lock.is_none() {
                 events.push("the lock's lease runs out".to_owned());
             }
@@ -38,14 +41,26 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
                     events.push(format!("{n}'s watchdog finds the lock gone"));
                 }
             }
+            let expired =
+                |nodes: &[model::Node]| nodes.iter().filter(|node| node.lock.is_some()).count();
+            if expired(&before.nodes) > expired(&after.nodes) {
+                events.push("node leases run out".to_owned());
+            }
             match events.is_empty() {
                 true => format!("tick {}", after.now),
                 false => format!("tick {}: {}", after.now, events.join(", ")),
             }
         }
         Action::Crash(n) => format!("{} crashes", name(n)),
-        Action::Freeze(n) => format!("{} freezes before its write", name(n)),
+        Action::Freeze(n) => format!(
+            "{} freezes ({}), past its lease",
+            name(n),
+            moment(before.buyers[usize::from(n)].pc)
+        ),
         Action::Vanish => "the lock key vanishes".to_owned(),
+        Action::Restart(k) if !before.nodes[usize::from(k)].up => {
+            format!("node {} comes back, empty", k + 1)
+        }
         Action::Restart(k) => format!("node {} restarts empty", k + 1),
         Action::HoldReplication => "replication to the replica stops".to_owned(),
         Action::Failover => "the master dies: its replica is promoted".to_owned(),
@@ -111,6 +126,9 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
                         script_result(sale, before, n, after)
                     )
                 }
+                model::Pc::Acquire if now.token > was.token => {
+                    format!("takes the lock with fencing token {}", now.token)
+                }
                 model::Pc::Acquire if after.lock != before.lock || now.holds_mutex => {
                     "takes the lock".to_owned()
                 }
@@ -128,7 +146,6 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
                     "takes the lock over (GETSET)".to_owned()
                 }
                 model::Pc::TakeOver => "loses the GETSET race: busy".to_owned(),
-                model::Pc::Token => format!("takes fencing token {}", now.token),
                 model::Pc::Read if now.pc == model::Pc::Work => {
                     format!("reads stock {}", now.read)
                 }
@@ -137,11 +154,31 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
                 model::Pc::Check if now.pc == model::Pc::Write => {
                     "hears from its watchdog: still held".to_owned()
                 }
-                model::Pc::Check => "hears from its watchdog: lock lost, no write".to_owned(),
+                model::Pc::Check if was.lost => {
+                    "hears from its watchdog: lock lost, no write".to_owned()
+                }
+                model::Pc::Check => {
+                    "is past its local deadline (no renewal for a lease): no write".to_owned()
+                }
                 model::Pc::Write if sold => format!("writes: sells unit {}", was.read),
+                model::Pc::Write if was.read_epoch != before.epoch => {
+                    "writes: refused, its read came before the SKU's reset".to_owned()
+                }
+                model::Pc::Write
+                    if !matches!(before.request, model::Request::Pending(m, _) if m == n)
+                        && sale.claims_ids() =>
+                {
+                    "writes: refused, its request id's claim was taken over".to_owned()
+                }
                 model::Pc::Write => "writes with a stale token: refused".to_owned(),
                 model::Pc::Release => "releases".to_owned(),
                 model::Pc::Vote => "asks a node".to_owned(),
+                model::Pc::Claim
+                    if now.pc == model::Pc::Acquire
+                        && matches!(before.request, model::Request::Pending(..)) =>
+                {
+                    "takes over the request id's expired claim".to_owned()
+                }
                 model::Pc::Claim if now.pc == model::Pc::Acquire => {
                     "claims the request id".to_owned()
                 }
@@ -154,6 +191,10 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
                 }
                 model::Pc::Count if now.pc == model::Pc::Read => {
                     format!("holds a majority ({} nodes)", was.votes.count_ones())
+                }
+                model::Pc::Count if was.votes.count_ones() as u8 >= sale.majority() => {
+                    "counts a majority, but its round outlived the lease: lets go, tries again"
+                        .to_owned()
                 }
                 model::Pc::Count => "has no majority: lets go, tries again".to_owned(),
                 model::Pc::Retry => format!(
@@ -186,5 +227,21 @@ fn script_result(sale: &Sale, before: &World, n: u8, after: &World) -> String {
         "its id has a record: answered from it, nothing sold".to_owned()
     } else {
         "finds it sold out".to_owned()
+    }
+}
+
+/// Where a buyer at `pc` is, in a few words (where a freeze finds it).
+fn moment(pc: model::Pc) -> &'static str {
+    match pc {
+        model::Pc::Vote | model::Pc::Count => "in the middle of its round of votes",
+        model::Pc::Expire => "between SETNX and EXPIRE",
+        model::Pc::ReadExpiry | model::Pc::TakeOver => "while taking an expired lock over",
+        model::Pc::WaitReplica => "before its WAIT",
+        model::Pc::Read => "before its read",
+        model::Pc::Work => "in its business work",
+        model::Pc::Check => "before its watchdog's word",
+        model::Pc::Write => "before its write",
+        model::Pc::Release => "before its release",
+        _ => "in its section",
     }
 }

@@ -13,7 +13,9 @@
 //!    one SKU, with the p50 and p99 of a sale, for the lock variant of
 //!    each store (`watchdog` for Redis, `redlock`, `etcd`, `zookeeper`);
 //! 3. the failover verdict per store, from the lab's `failover` scenario
-//!    on a stack with a replicated Redis (`--no-failover` skips it).
+//!    on a stack with a replicated Redis (`redis+wait`: `failover-wait`,
+//!    whose holder's WAIT saw its lock on the replica; `--no-failover`
+//!    skips it).
 //!
 //! Each measurement runs `--runs` times, in turn across the stores, and the
 //! medians are compared: a noisy machine slows every store alike.
@@ -71,7 +73,8 @@ pub struct StoreRow {
     pub p99_ms: Option<f64>,
     /// Oversold units over every contended run (must be 0).
     pub oversold: i64,
-    /// The lab's `failover` cell for this store: observed behaviour and evidence.
+    /// The lab's `failover` cell for this store (`failover-wait` for
+    /// `redis+wait`): observed behaviour and evidence.
     pub failover: Option<String>,
     pub failover_evidence: Option<String>,
 }

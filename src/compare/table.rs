@@ -147,7 +147,7 @@ pub(super) fn verdicts(rows: &[StoreRow]) -> Vec<String> {
         p50("redis+wait"),
     ) {
         lines.push(format!(
-            "WAIT 1 after each lock (replicas=1): {:.0} sales/s instead of {plain:.0} ({:.0} %), p50 {p50_waited:.1} ms instead of {p50_plain:.1}; in the failover it turned the holder away ({}), but an acknowledged write is not a consensus: Redis stays AP",
+            "WAIT 1 after each lock (replicas=1): {:.0} sales/s instead of {plain:.0} ({:.0} %), p50 {p50_waited:.1} ms instead of {p50_plain:.1}; in a failover after WAIT saw the lock on the replica: {} (WAIT covers the lock, not the write the failover rolls back); an acknowledged write is not a consensus: Redis stays AP",
             waited,
             100.0 * waited / plain.max(f64::MIN_POSITIVE),
             failover("redis+wait").unwrap_or_else(|| "-".to_owned()),

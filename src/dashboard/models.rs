@@ -1,6 +1,6 @@
 //! `GET /api/check?variant=V&scenario=S`: the checker's verdict on one cell
-//! of the lab ([`crate::check`]) and its shortest counterexample drawn as a
-//! timeline, for the lessons and the dashboard's scenarios.
+//! of the lab ([`crate::check`]) and its shortest counterexample (or the
+//! witness it rests on) drawn as a timeline, for the lessons and the dashboard's scenarios.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, PoisonError};
@@ -23,8 +23,8 @@ pub(super) struct CellQuery {
     scenario: String,
 }
 
-/// What the endpoint answers: the verdict, and its counterexample drawn
-/// (`null` when there is none).
+/// What the endpoint answers: the verdict, and the schedule it rests on
+/// drawn (its counterexample, or its witness; `null` for a vacuous cell).
 #[derive(Clone, Serialize)]
 pub(super) struct CheckAnswer {
     verdict: Verdict,
@@ -45,7 +45,7 @@ pub(super) async fn cell(
         .map_err(|err: UnknownScenario| InputError::new("scenario", err.to_string()))?;
     let answer = match known(variant, scenario) {
         Some(answer) => answer,
-        // Tens of thousands of states at most (well under a second): off
+        // Up to about a million states (about a second in a release build): off
         // the runtime's threads all the same, and once per cell.
         None => tokio::task::spawn_blocking(move || {
             let answer = check::check(variant, scenario).map(|verdict| CheckAnswer {

@@ -27,8 +27,9 @@ async fn play(
     variant: Variant,
 ) -> anyhow::Result<Judgement> {
     match scenario {
-        Scenario::Failover => super::failover::play(variant, false).await,
-        Scenario::FailoverWait => super::failover::play(variant, true).await,
+        Scenario::Failover | Scenario::FailoverWaitEarly | Scenario::FailoverWait => {
+            super::failover::play(scenario, variant).await
+        }
         Scenario::CrashBeforeEnqueue
         | Scenario::WorkerCrashBeforeAck
         | Scenario::PostgresRestart

@@ -44,9 +44,13 @@ pub enum Unlocked {
 ///
 /// With a [`Watchdog`] the lease is renewed while the owner works, and the
 /// owner learns when it is lost ([`Tenure::is_lost`], [`Tenure::lost`]):
-/// the lab's `slow-business` is safe with it, and `lock-vanishes` answers
-/// `lock_lost` instead of writing. A pause of the whole process past the
-/// lease still breaks it (`pause-holder`: `watchdog` oversells): fence.
+/// the lab's `slow-business` is safe with it, and `lock-vanishes-early` (the
+/// key deleted before the next renewal) answers `lock_lost` instead of
+/// writing. Two things still break it (`watchdog` oversells in both): the
+/// key deleted after the last renewal before the write, which nothing
+/// notices in time (`lock-vanishes`), and a pause of the whole process
+/// past the lease (`pause-holder`). Only a fence the store checks closes
+/// them ([`ReentrantLock::fenced`]).
 ///
 /// ```no_run
 /// use std::time::Duration;

@@ -122,7 +122,11 @@ pub struct Claims {
     pub pause_holder: Claim,
     /// The holder's instance is killed (SIGKILL) in the middle of its work.
     pub kill_instance: Claim,
-    /// The lock key is deleted under its holder (a failover, a clock jump).
+    /// The lock key is deleted under its holder while it works, before its
+    /// watchdog's next renewal (a failover, a clock jump).
+    pub lock_vanishes_early: Claim,
+    /// The lock key is deleted under its holder at the worst moment: after
+    /// the watchdog's last renewal before the write.
     pub lock_vanishes: Claim,
     /// Sixteen concurrent retries of one `request_id`.
     pub retry_storm: Claim,
@@ -144,7 +148,11 @@ pub struct Claims {
     /// replica; etcd's leader, a ZooKeeper server of three, is killed.
     pub failover: Claim,
     /// The same Redis failover, the holder having asked `WAIT` for one
-    /// replica after taking the lock (`replicas=1`).
+    /// replica after taking the lock (`replicas=1`), replication held back
+    /// before the lock reached the replica.
+    pub failover_wait_early: Claim,
+    /// The same, replication held back after `WAIT` saw the lock on the
+    /// replica: the holder's write is what the failover loses.
     pub failover_wait: Claim,
     /// The instance crashes right after a sale's script, before anything
     /// else of that request runs (`lua-then-queue`: before its `XADD`).

@@ -17,6 +17,7 @@ pub enum Scenario {
     CrashAfterAcquire,
     PauseHolder,
     KillInstance,
+    LockVanishesEarly,
     LockVanishes,
     RetryStorm,
     ClockSkew,
@@ -26,6 +27,7 @@ pub enum Scenario {
     RedlockMajorityDown,
     RedlockRestartWithoutPersistence,
     Failover,
+    FailoverWaitEarly,
     FailoverWait,
     CrashBeforeEnqueue,
     WorkerCrashBeforeAck,
@@ -36,13 +38,14 @@ pub enum Scenario {
 
 impl Scenario {
     /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 21] = [
+    pub const ALL: [Scenario; 23] = [
         Scenario::OneInstance,
         Scenario::Race,
         Scenario::SlowBusiness,
         Scenario::CrashAfterAcquire,
         Scenario::PauseHolder,
         Scenario::KillInstance,
+        Scenario::LockVanishesEarly,
         Scenario::LockVanishes,
         Scenario::RetryStorm,
         Scenario::ClockSkew,
@@ -52,6 +55,7 @@ impl Scenario {
         Scenario::RedlockMajorityDown,
         Scenario::RedlockRestartWithoutPersistence,
         Scenario::Failover,
+        Scenario::FailoverWaitEarly,
         Scenario::FailoverWait,
         Scenario::CrashBeforeEnqueue,
         Scenario::WorkerCrashBeforeAck,
@@ -69,6 +73,7 @@ impl Scenario {
             Scenario::CrashAfterAcquire => "crash-after-acquire",
             Scenario::PauseHolder => "pause-holder",
             Scenario::KillInstance => "kill-instance",
+            Scenario::LockVanishesEarly => "lock-vanishes-early",
             Scenario::LockVanishes => "lock-vanishes",
             Scenario::RetryStorm => "retry-storm",
             Scenario::ClockSkew => "clock-skew",
@@ -78,6 +83,7 @@ impl Scenario {
             Scenario::RedlockMajorityDown => "redlock-majority-down",
             Scenario::RedlockRestartWithoutPersistence => "redlock-restart-without-persistence",
             Scenario::Failover => "failover",
+            Scenario::FailoverWaitEarly => "failover-wait-early",
             Scenario::FailoverWait => "failover-wait",
             Scenario::CrashBeforeEnqueue => "crash-before-enqueue",
             Scenario::WorkerCrashBeforeAck => "worker-crash-before-ack",
@@ -115,8 +121,11 @@ impl Scenario {
             Scenario::KillInstance => {
                 "the holder's instance is killed (SIGKILL) in the middle of its work; lease 1 s"
             }
+            Scenario::LockVanishesEarly => {
+                "the lock key is deleted under its holder while it works, before its watchdog's next renewal (a failover, a clock jump)"
+            }
             Scenario::LockVanishes => {
-                "the lock key is deleted under its holder (a failover, a clock jump)"
+                "the lock key is deleted under its holder at the worst moment: after its watchdog's last renewal before the write"
             }
             Scenario::RetryStorm => "sixteen concurrent retries of one request_id",
             Scenario::ClockSkew => "instance b's clock runs 5 s ahead while a holds the lock",
@@ -132,8 +141,11 @@ impl Scenario {
             Scenario::Failover => {
                 "the lock's store fails over under its holder: the Redis master dies before the lock reached its replica and Sentinel promotes the replica (etcd: the leader dies; ZooKeeper: the leader of three)"
             }
+            Scenario::FailoverWaitEarly => {
+                "the same Redis failover, the holder having asked WAIT for one replica after taking its lock (replicas=1), replication held back before the lock reached the replica"
+            }
             Scenario::FailoverWait => {
-                "the same Redis failover, the holder having asked WAIT for one replica after taking its lock (replicas=1)"
+                "the same, replication held back after WAIT saw the lock on the replica: the master dies after the holder's write and release, and the replica it never reached is promoted"
             }
             Scenario::CrashBeforeEnqueue => {
                 "an instance crashes right after one sale's script (lua-then-queue: before its XADD); the orders reconciled with the sales"
@@ -163,6 +175,7 @@ impl Scenario {
             Scenario::CrashAfterAcquire => claims.crash_after_acquire,
             Scenario::PauseHolder => claims.pause_holder,
             Scenario::KillInstance => claims.kill_instance,
+            Scenario::LockVanishesEarly => claims.lock_vanishes_early,
             Scenario::LockVanishes => claims.lock_vanishes,
             Scenario::RetryStorm => claims.retry_storm,
             Scenario::ClockSkew => claims.clock_skew,
@@ -174,6 +187,7 @@ impl Scenario {
                 claims.redlock_restart_without_persistence
             }
             Scenario::Failover => claims.failover,
+            Scenario::FailoverWaitEarly => claims.failover_wait_early,
             Scenario::FailoverWait => claims.failover_wait,
             Scenario::CrashBeforeEnqueue => claims.crash_before_enqueue,
             Scenario::WorkerCrashBeforeAck => claims.worker_crash_before_ack,

@@ -32,7 +32,11 @@ fn a_cell_prints_its_shortest_counterexample_and_writes_it_as_json() {
     ]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("counterexample in 2 steps"), "{out}");
-    assert!(out.contains("no violation in"), "{out}");
+    assert!(out.contains("no violation within bounds in"), "{out}");
+    assert!(
+        out.contains("witness in") && out.contains("another buyer sells within a lease"),
+        "{out}"
+    );
     assert!(
         out.contains("2 cells checked") && out.contains("every model agrees"),
         "{out}"
@@ -52,15 +56,30 @@ fn a_cell_prints_its_shortest_counterexample_and_writes_it_as_json() {
         (Some("frees"), Some(true))
     );
     assert_eq!(cells[1]["bounds"]["crashes"], 1);
-    // The counterexample drawn; the cell with none draws nothing.
-    assert!(out.contains("drew 1 counterexamples"), "{out}");
+    // token's frees rests on its witness: the holder dies, another sells.
+    assert_eq!(cells[1]["trace"], serde_json::json!([]));
+    let witness = cells[1]["witness"].as_array().unwrap();
+    assert!(
+        witness.iter().any(|s| s["action"]["Crash"].is_number()),
+        "{written:#}"
+    );
+    assert_eq!(
+        cells[1]["witnessed"],
+        "another buyer sells within a lease of the holder's death"
+    );
+    // The counterexample and the witness drawn.
+    assert!(
+        out.contains("drew 2 counterexamples and witnesses"),
+        "{out}"
+    );
     let page =
         std::fs::read_to_string(dir.path().join("setnx-crash-after-acquire-model.html")).unwrap();
     assert!(page.contains("\"kind\":\"crash\""), "the crash is drawn");
+    let page =
+        std::fs::read_to_string(dir.path().join("token-crash-after-acquire-model.html")).unwrap();
     assert!(
-        !dir.path()
-            .join("token-crash-after-acquire-model.html")
-            .exists()
+        page.contains("\"kind\":\"crash\""),
+        "the witness's crash is drawn"
     );
 }
 
@@ -129,13 +148,16 @@ async fn the_dashboard_answers_a_cells_verdict_and_its_drawn_trace() {
         .await;
     assert_eq!(again, body);
 
-    // No counterexample: the states it searched, and no drawing.
+    // No counterexample: the states it searched, and its witness drawn.
     let (status, body) = instance.get("/api/check?variant=lua&scenario=race").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["verdict"]["model"], "safe", "{body}");
     assert!(body["verdict"]["states"].as_u64().unwrap() > 1, "{body}");
     assert_eq!(body["verdict"]["trace"], serde_json::json!([]), "{body}");
-    assert_eq!(body["timeline"], serde_json::Value::Null, "{body}");
+    assert_eq!(body["verdict"]["witnessed"], "a unit is sold", "{body}");
+    let sections = body["timeline"]["sections"].as_array().unwrap();
+    assert_eq!(sections.len(), 1, "{body}");
+    assert_eq!(sections[0]["outcome"], "sold", "{body}");
 
     // A scenario that does not apply to the variant: no cell.
     let (status, body) = instance
@@ -165,4 +187,28 @@ async fn the_dashboard_answers_a_cells_verdict_and_its_drawn_trace() {
             "{query}: {body}"
         );
     }
+}
+
+/// The bounds set from the command line reach the cell and its line; a
+/// bound out of range is refused.
+#[test]
+fn the_bounds_can_be_set_from_the_command_line() {
+    let (code, out, err) = check(&[
+        "--variant",
+        "token",
+        "--scenario",
+        "race",
+        "--buyers",
+        "2",
+        "--stock",
+        "1",
+        "--lease",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("race: 2 buyers, stock 1, lease 3"), "{out}");
+    assert!(out.contains("no violation within bounds"), "{out}");
+    let (code, _, err) = check(&["--buyers", "9"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--buyers"), "{err}");
 }

@@ -132,10 +132,16 @@ async fn a_lesson_step_shows_the_checkers_verdict_and_draws_its_trace() {
         ),
         "{shown}"
     );
-    assert_eq!(
-        (&shown["steps"], &shown["drawn"]),
-        (&json!("0"), &json!(null))
-    );
+    // No counterexample: the witness it rests on, drawn and listed.
+    let shown = shown_drawn(&browser, field).await;
+    assert_eq!(shown["steps"], json!("0"), "{shown}");
+    let witness: Vec<String> = fenced
+        .witness
+        .iter()
+        .map(|s| format!("tick {} · {}", s.at, s.text))
+        .collect();
+    assert!(!witness.is_empty());
+    assert_eq!(shown["list"], json!(witness), "{shown}");
     assert!(
         shown["bounds"].as_str().unwrap().contains("1 freeze"),
         "{shown}"

@@ -16,7 +16,8 @@
 //! - `crowd`: many buyers, judged from the ledger (`race`,
 //!   `slow-business`, `retry-storm`);
 //! - `duel`: a holder struck inside its section and a newcomer
-//!   (`pause-holder`, `lock-vanishes`, `clock-skew`, a forgotten lock);
+//!   (`pause-holder`, `lock-vanishes-early`, `lock-vanishes`,
+//!   `clock-skew`, a forgotten lock);
 //! - `recovery`: a holder that died, and the buyer after it
 //!   (`kill-instance`, `crash-after-acquire`);
 //! - `outage`: a store that went away (`redis-restart`, Redlock's nodes);
@@ -44,8 +45,10 @@ use std::time::Duration;
 
 pub use self::crowd::{one_instance, race, retry_storm, slow_business};
 pub use self::doubt::{Doubted, RedisPause, redis_pause};
-pub use self::duel::{Duel, clock_skew, forgotten_lock, lock_vanishes, pause_holder};
-pub use self::failover::{Failover, failover};
+pub use self::duel::{
+    Deletion, Duel, clock_skew, forgotten_lock, lock_vanishes, lock_vanishes_early, pause_holder,
+};
+pub use self::failover::{Failover, Replication, failover};
 pub use self::orders::{Books, LostLedger, books, ledger_lost};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
 pub use self::recovery::{Recovery, recovery};

@@ -187,44 +187,6 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
 }
 
 #[test]
-fn lock_vanishes_is_safe_only_when_the_holder_noticed() {
-    let backed_off = duel(
-        reply(429, Some("lock_lost"), 1000),
-        reply(200, None, 5),
-        state(5, 4, 1),
-    );
-    assert_eq!(
-        observed(lock_vanishes(&backed_off, true)),
-        Observed::Seen(Safe)
-    );
-    let fenced = duel(
-        reply(429, Some("stale_token"), 1000),
-        reply(200, None, 5),
-        state(5, 4, 1),
-    );
-    assert_eq!(observed(lock_vanishes(&fenced, true)), Observed::Seen(Safe));
-    let token = duel(reply(200, None, 1000), reply(200, None, 5), state(5, 4, 2));
-    assert_eq!(
-        observed(lock_vanishes(&token, true)),
-        Observed::Seen(Oversells)
-    );
-    // The newcomer found the lock held: the deletion did not happen.
-    let unnoticed = duel(
-        reply(200, None, 1000),
-        reply(429, Some("lock_held"), 5),
-        state(5, 4, 1),
-    );
-    assert_eq!(
-        observed(lock_vanishes(&unnoticed, true)),
-        Observed::Inconclusive
-    );
-    assert_eq!(
-        observed(lock_vanishes(&backed_off, false)),
-        Observed::Inconclusive
-    );
-}
-
-#[test]
 fn clock_skew_is_safe_only_when_the_skewed_instance_was_refused() {
     let refused = duel(
         reply(200, None, 500),

@@ -10,12 +10,13 @@
 //! The scenarios themselves (names, summaries, each variant's claim, the
 //! command line's values) are [`crate::variants::Scenario`], shared with the
 //! checker. This module: where each cell plays; `play`: what each one on
-//! the main stack does, `redis_pause` the one that pauses Redis (the
-//! failover scenarios play in `failover.rs`, the order scenarios in
-//! `orders/`).
+//! the main stack does, `redis_pause` the one that pauses Redis, `vanish`
+//! the two that delete the lock under its holder (the failover scenarios
+//! play in `failover/`, the order scenarios in `orders/`).
 
 mod play;
 mod redis_pause;
+mod vanish;
 
 use super::Lab;
 use super::judge::Judgement;
@@ -30,6 +31,7 @@ impl Scenario {
         matches!(
             self,
             Scenario::Failover
+                | Scenario::FailoverWaitEarly
                 | Scenario::FailoverWait
                 | Scenario::CrashBeforeEnqueue
                 | Scenario::WorkerCrashBeforeAck
@@ -42,7 +44,7 @@ impl Scenario {
     /// Plays this scenario against `variant` on the lab's main stack and
     /// judges what it saw. The scenarios on a stack of their own
     /// ([`Scenario::own_stack`]) are played by the runner, which knows
-    /// where they live (`failover.rs`, `orders/`): they name this type, so
+    /// where they live (`failover/`, `orders/`): they name this type, so
     /// this type does not name them.
     pub(super) async fn play(self, lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
         let v = variant.name();
@@ -53,7 +55,8 @@ impl Scenario {
             Scenario::CrashAfterAcquire => play::crash_after_acquire(lab, v).await,
             Scenario::PauseHolder => play::pause_holder(lab, v).await,
             Scenario::KillInstance => play::kill_instance(lab, v).await,
-            Scenario::LockVanishes => play::lock_vanishes(lab, v).await,
+            Scenario::LockVanishesEarly => vanish::lock_vanishes_early(lab, v).await,
+            Scenario::LockVanishes => vanish::lock_vanishes(lab, variant).await,
             Scenario::RetryStorm => play::retry_storm(lab, v).await,
             Scenario::ClockSkew => play::clock_skew(lab, v).await,
             Scenario::RedisRestart => play::redis_restart(lab, v).await,
@@ -64,6 +67,7 @@ impl Scenario {
                 play::restart_without_persistence(lab, variant).await
             }
             Scenario::Failover
+            | Scenario::FailoverWaitEarly
             | Scenario::FailoverWait
             | Scenario::CrashBeforeEnqueue
             | Scenario::WorkerCrashBeforeAck

@@ -49,7 +49,7 @@ pub(super) fn query(v: &str, knobs: &str) -> String {
 }
 
 /// The chaos action that deletes `sku`'s lock key now.
-fn vanish(sku: &str) -> ChaosAction {
+pub(super) fn vanish(sku: &str) -> ChaosAction {
     ChaosAction::LockVanishes {
         sku: sku.to_owned(),
     }
@@ -212,21 +212,6 @@ pub(super) async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement
     let buyer = query(v, "lease_ms=300&work_ms=0&wait_ms=5000");
     let (duel, _) = lab.duel(v, &buyer, &buyer, None).await?;
     Ok(judge::pause_holder(&duel, pause))
-}
-
-/// The lock key is deleted while its holder works (1 s of work, 2 s
-/// lease); a buyer on the other instance comes right after.
-pub(super) async fn lock_vanishes(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.client().reset(v, 5, 0).await?;
-    let (duel, struck) = lab
-        .duel(
-            v,
-            &query(v, "lease_ms=2000&work_ms=1000&wait_ms=0"),
-            &query(v, "lease_ms=2000&work_ms=0&wait_ms=0"),
-            Some(vanish(v)),
-        )
-        .await?;
-    Ok(judge::lock_vanishes(&duel, struck["deleted"] == true))
 }
 
 /// Sixteen concurrent retries of one request_id through nginx.

@@ -1,5 +1,5 @@
-//! The `failover` and `failover-wait` scenarios: the lock's store fails
-//! over under a holder inside its section.
+//! The `failover`, `failover-wait-early` and `failover-wait` scenarios:
+//! the lock's store fails over under a holder.
 //!
 //! Each cell runs on a stack of its own (a failover cannot be undone):
 //!
@@ -10,49 +10,72 @@
 //!   a takes its lock on the master and works 6 s; the master and the
 //!   relay are SIGKILLed; Sentinel promotes the replica, which never saw
 //!   the lock; a newcomer on instance b takes the same lock there and
-//!   sells; then the holder writes too. With `failover-wait` the holder
-//!   asks `WAIT` for one replica after taking the lock (`replicas=1`),
-//!   sees none, releases and sells nothing.
+//!   sells; then the holder writes too. With `failover-wait-early` the
+//!   holder asks `WAIT` for one replica after taking the lock
+//!   (`replicas=1`), sees none, releases and sells nothing.
+//! - **Redis, `failover-wait`** (`token`): the worst moment for `WAIT`.
+//!   Replication runs while the holder takes its lock, so its `WAIT`
+//!   succeeds; once the holder is in its section and the lab has read its
+//!   lock on the replica, replication is held back; the holder sells (on
+//!   the master only) and releases; the master and the relay are killed,
+//!   Sentinel promotes the replica, which has the stock as it was before
+//!   the sale and the holder's lock; the newcomer waits for that lock's
+//!   lease and sells the same unit again.
 //! - **etcd**: three members; the leader is SIGKILLed while the holder
 //!   works. **ZooKeeper**: three servers; the leader is SIGKILLed. The
 //!   newcomer must wait for the holder's release: the lock survived.
+//!
+//! This module: which cell plays how, the stacks, etcd and ZooKeeper;
+//! `replicated`: the Redis cells.
 
-use std::net::SocketAddr;
+mod replicated;
+
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use nix::sys::signal::Signal;
 
 use super::Lab;
-use super::judge::{self, Failover, Judgement, check};
+use super::judge::{self, Failover, Judgement, Replication, check};
 use super::report::Cell;
 use super::scenario::Scenario;
 use super::stack::{Stack, UpOptions};
 use crate::os::signal;
 use crate::store::Store;
-use crate::up::{relay, sentinel};
 use crate::variants::Variant;
 
-/// How long the Redis holder works: the failover (about 2.2 s from the
-/// kill to a promoted replica, measured) and the newcomer's sale fit in it.
-const REDIS_WORK: Duration = Duration::from_millis(6_000);
 /// How long the etcd and ZooKeeper holders work after their leader died.
 const CP_WORK: Duration = Duration::from_millis(3_000);
 /// How long a failover may take before the cell gives up.
 const PROMOTION_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Plays one failover cell of `variant` on a stack of its own; `wait`:
-/// the holder asks `WAIT` for one replica (`failover-wait`).
-pub(super) async fn play(variant: Variant, wait: bool) -> anyhow::Result<Judgement> {
+/// What a failover scenario does with replication (`None`: `scenario` is
+/// not a failover).
+fn replication(scenario: Scenario) -> Option<Replication> {
+    match scenario {
+        Scenario::Failover => Some(Replication::NotAsked),
+        Scenario::FailoverWaitEarly => Some(Replication::HeldBeforeWait),
+        Scenario::FailoverWait => Some(Replication::HeldAfterWait),
+        _ => None,
+    }
+}
+
+/// Plays one cell of the failover `scenario` against `variant` on a stack
+/// of its own.
+pub(super) async fn play(scenario: Scenario, variant: Variant) -> anyhow::Result<Judgement> {
+    let Some(replication) = replication(scenario) else {
+        bail!("{scenario} is not a failover scenario");
+    };
     let args: &[&str] = match variant {
         Variant::Etcd => &["--etcd", "3", "--zookeeper", "0"],
         Variant::ZooKeeper => &["--etcd", "0", "--zookeeper", "3"],
         _ => &["--replica", "--etcd", "0", "--zookeeper", "0"],
     };
     let mut lab = own_lab(args).await?;
-    let played = match variant {
-        Variant::Etcd | Variant::ZooKeeper => leader_dies(&mut lab, variant).await,
-        _ => master_dies(&mut lab, variant, wait).await,
+    let played = match (variant, replication) {
+        (Variant::Etcd | Variant::ZooKeeper, _) => leader_dies(&mut lab, variant).await,
+        (_, Replication::HeldAfterWait) => replicated::write_lost(&mut lab, variant).await,
+        _ => replicated::master_dies(&mut lab, variant, replication).await,
     };
     lab.stack.stop().await;
     Ok(judge::failover(&played?))
@@ -60,7 +83,8 @@ pub(super) async fn play(variant: Variant, wait: bool) -> anyhow::Result<Judgeme
 
 /// The `failover` cell of each lock store, for `stocklock compare`: the
 /// `token` lock on a replicated Redis (`redis`; `redis+wait`: its holder
-/// WAITs for the replica), `etcd` and `zookeeper`,
+/// WAITs for the replica, which gets its lock but not its write:
+/// `failover-wait`, the moment WAIT cannot cover), `etcd` and `zookeeper`,
 /// each on a stack of its own.
 pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
     let mut cells = Vec::new();
@@ -71,7 +95,7 @@ pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
         ("zookeeper", Variant::ZooKeeper, Scenario::Failover),
     ] {
         eprintln!("compare: {scenario}, {store} ({variant})");
-        let judgement = play(variant, scenario == Scenario::FailoverWait).await?;
+        let judgement = play(scenario, variant).await?;
         let claim = scenario.claim(variant);
         let model = crate::check::check(variant, scenario);
         let cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
@@ -116,102 +140,6 @@ async fn own_lab(args: &[&str]) -> anyhow::Result<Lab> {
 
 fn query(v: &str, knobs: &str) -> String {
     format!("/deductStock/{v}?sku={v}&{knobs}")
-}
-
-/// The Redis cells: the master dies before the lock reached its replica.
-async fn master_dies(lab: &mut Lab, variant: Variant, wait: bool) -> anyhow::Result<Failover> {
-    let v = variant.name();
-    let relay = lab
-        .stack
-        .relay
-        .clone()
-        .context("up --replica announced no relay")?;
-    let sentinels = lab.stack.sentinel_addrs();
-    let old: SocketAddr = lab
-        .redis_url
-        .trim_start_matches("redis://")
-        .parse()
-        .context("the master's address")?;
-    lab.client().reset(v, 5, 0).await?;
-    let mut master = lab.store.conn().await?;
-    let replicated = crate::store::wait_replicas(&mut master, 1, Duration::from_secs(5)).await?;
-    if replicated < 1 {
-        bail!("the replica did not acknowledge the reset within 5 s");
-    }
-    relay::hold(relay.pid).await?;
-
-    let replicas = if wait { "&replicas=1" } else { "" };
-    let holder_knobs = format!(
-        "lease_ms=30000&work_ms={}&wait_ms=0{replicas}",
-        REDIS_WORK.as_millis()
-    );
-    let entered = lab.section_entered(v).await?;
-    let holder_sent = Instant::now();
-    let mut holder_task = lab.send(&lab.instance(0).url, &query(v, &holder_knobs));
-    // With WAIT the holder never enters its section: its answer comes first.
-    let (early, in_section) = if wait {
-        (Some((&mut holder_task).await?), false)
-    } else {
-        (None, entered.await)
-    };
-
-    let kill_started = Instant::now();
-    signal(lab.stack.redis_pid.unwrap_or(0), Signal::SIGKILL);
-    signal(relay.pid, Signal::SIGKILL);
-    let promoted =
-        sentinel::wait_new_master(&sentinels, sentinel::MASTER_NAME, old, PROMOTION_TIMEOUT)
-            .await?;
-    let promotion = kill_started.elapsed();
-    lab.store = Store::open(&promoted)?;
-    lab.redis_url = promoted.clone();
-
-    // Both instances find the new master through the Sentinels: the
-    // newcomer buys there (it has no replica of its own left to WAIT for).
-    for index in [1, 0] {
-        serving_again(lab, index, v).await?;
-    }
-    let newcomer_sent = Instant::now();
-    let newcomer = lab
-        .send(
-            &lab.instance(1).url,
-            &query(v, "lease_ms=30000&work_ms=0&wait_ms=5000"),
-        )
-        .await?;
-    let holder = match early {
-        Some(reply) => reply,
-        None => holder_task.await?,
-    };
-    let newcomer_after_holder = newcomer_sent + newcomer.took > holder_sent + holder.took;
-    let landed = if wait {
-        check(holder.refused("not_replicated") || holder.sold(), || {
-            format!(
-                "the holder answered {}: it never took the lock",
-                holder.answer()
-            )
-        })
-    } else {
-        check(in_section, || {
-            "the holder never entered its section before the master died".to_owned()
-        })
-    };
-    let ledger = lab.ledger(v).await?;
-    Ok(Failover {
-        fault: format!(
-            "replication held back, master {old} killed {}; Sentinel promoted {promoted} after {:.2} s",
-            if wait {
-                "once the holder had answered"
-            } else {
-                "in the holder's section"
-            },
-            promotion.as_secs_f64()
-        ),
-        landed,
-        holder,
-        newcomer,
-        newcomer_after_holder,
-        asked_replica: wait,
-        ledger,
-    })
 }
 
 /// Waits until instance `index` reads `v`'s state again (from the new
@@ -270,7 +198,7 @@ async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover
         newcomer_after_holder: newcomer_sent + newcomer.took > holder_sent + holder.took,
         holder,
         newcomer,
-        asked_replica: false,
+        replication: Replication::NotAsked,
         ledger,
     })
 }

@@ -1,0 +1,92 @@
+//! What the checker looks for in each cell: the properties a
+//! counterexample breaks, and the witnesses a verdict with no
+//! counterexample rests on.
+
+use super::model::{self, Sale, World};
+use super::pipeline;
+
+/// What the checker looks for: properties that must hold in every state
+/// (a counterexample breaks one), and witnesses, states that must be
+/// reachable (a found schedule shows one: a verdict rests on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Property {
+    /// No unit sold twice (and so never more than the stock).
+    Safety,
+    /// The SKU can still be sold: no lock that nobody can ever free.
+    Stuck,
+    /// A release frees only its own lock.
+    OwnLock,
+    /// One sale per request id (retries of one, or each buyer's own).
+    OneSale,
+    /// The order pipeline: each sale one order, each unit given back once.
+    OrderedOnce,
+    /// The order pipeline: every sale reaches its order.
+    OrdersKept,
+    /// Nothing sells while fewer than a majority of Redlock's nodes are up.
+    NoSaleWhileDown,
+    /// Witness: a unit is sold (after Redis came back, if it went down).
+    Sells,
+    /// Witness: a lock holder dies, and another buyer sells within a lease
+    /// and a tick of its death.
+    Frees,
+    /// Witness: the whole stock sold, each unit once, through the fault.
+    SellsAll,
+}
+
+impl Property {
+    /// The name a trace or a witness is reported under.
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::Safety => "every unit sold at most once",
+            Property::Stuck => "the SKU can still be sold",
+            Property::OwnLock => "a release frees only its own lock",
+            Property::OneSale => "one sale per request id",
+            Property::OrderedOnce => "each sale one order, each unit given back once",
+            Property::OrdersKept => "every sale reaches its order",
+            Property::NoSaleWhileDown => "nothing sold while Redlock has no majority up",
+            Property::Sells => "a unit is sold",
+            Property::Frees => "another buyer sells within a lease of the holder's death",
+            Property::SellsAll => "the whole stock sold, each unit once",
+        }
+    }
+
+    /// Whether it is a witness (a state to reach), not a property to keep.
+    pub fn is_witness(self) -> bool {
+        matches!(self, Property::Sells | Property::Frees | Property::SellsAll)
+    }
+}
+
+impl std::fmt::Display for Property {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for Property {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// Whether `property` holds in `w` (for a witness: whether `w` is the
+/// state it looks for).
+pub fn holds(property: Property, sale: &Sale, w: &World) -> bool {
+    match property {
+        Property::Safety => model::sold_each_unit_once(w),
+        Property::Stuck => !model::stuck(w),
+        Property::OwnLock => !w.freed_anothers,
+        Property::OneSale => {
+            (!sale.bounds.one_request || model::one_sale_per_request(w))
+                && w.script_sales.iter().all(|&n| n <= 1)
+        }
+        Property::OrderedOnce => pipeline::ordered_once(w),
+        Property::OrdersKept => pipeline::orders_kept(w),
+        Property::NoSaleWhileDown => !w.sold_while_down,
+        Property::Sells => {
+            w.sold.iter().any(|&n| n > 0)
+                && (sale.bounds.outages == 0 || w.redis == model::Outage::Back)
+        }
+        Property::Frees => w.freed,
+        Property::SellsAll => w.stock == 0 && w.sold.iter().all(|&n| n == 1),
+    }
+}

@@ -1,0 +1,307 @@
+//! The Redis cells of the failover scenarios, on `up --replica`: the
+//! replica replicates through a relay the lab holds back (SIGSTOP) before
+//! or after the holder's `WAIT`, and kills with the master; Sentinel
+//! promotes the replica.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::sys::signal::Signal;
+
+use super::{PROMOTION_TIMEOUT, query, serving_again};
+use crate::knobs::Sku;
+use crate::lab::Lab;
+use crate::lab::judge::{Check, Failover, Replication, check};
+use crate::os::signal;
+use crate::store::{Keys, Store};
+use crate::up::{relay, sentinel};
+use crate::variants::Variant;
+
+/// How long the Redis holder works: the failover (about 2.2 s from the
+/// kill to a promoted replica, measured) and the newcomer's sale fit in it.
+const REDIS_WORK: Duration = Duration::from_millis(6_000);
+/// `failover-wait`: the holder's lease, and its work (the lab holds
+/// replication back in it). The lease outlives the work and the promotion
+/// (about 2.2 s): the replicated lock is still there on the new master.
+const AFTER_WAIT_LEASE: Duration = Duration::from_millis(5_000);
+const AFTER_WAIT_WORK: Duration = Duration::from_millis(1_000);
+/// `failover-wait`: how long the newcomer waits for the holder's lock on
+/// the new master, longer than its whole lease.
+const AFTER_WAIT_NEWCOMER_WAIT: Duration = Duration::from_millis(10_000);
+
+/// What a failover of the `--replica` stack's Redis needs: the relay to
+/// hold back and kill, the Sentinels to ask, the master to kill.
+struct Replicated {
+    relay: u32,
+    sentinels: Vec<String>,
+    master: SocketAddr,
+}
+
+impl Replicated {
+    fn of(lab: &Lab) -> anyhow::Result<Self> {
+        let relay = lab
+            .stack
+            .relay
+            .as_ref()
+            .context("up --replica announced no relay")?;
+        Ok(Replicated {
+            relay: relay.pid,
+            sentinels: lab.stack.sentinel_addrs(),
+            master: lab
+                .redis_url
+                .trim_start_matches("redis://")
+                .parse()
+                .context("the master's address")?,
+        })
+    }
+
+    /// Kills the master and the relay (SIGKILL: what the relay held back
+    /// is gone) and returns once a Sentinel names the promoted replica
+    /// and it answers as master; the lab then works on it. The new
+    /// master's URL, and how long the promotion took from the kill.
+    async fn fail_over(&self, lab: &mut Lab) -> anyhow::Result<(String, Duration)> {
+        let kill_started = Instant::now();
+        signal(lab.stack.redis_pid.unwrap_or(0), Signal::SIGKILL);
+        signal(self.relay, Signal::SIGKILL);
+        let promoted = sentinel::wait_new_master(
+            &self.sentinels,
+            sentinel::MASTER_NAME,
+            self.master,
+            PROMOTION_TIMEOUT,
+        )
+        .await?;
+        let promotion = kill_started.elapsed();
+        lab.store = Store::open(&promoted)?;
+        lab.redis_url = promoted.clone();
+        Ok((promoted, promotion))
+    }
+}
+
+/// Resets `v` (stock 5) on the master and returns once the replica has
+/// acknowledged it (`WAIT 1`).
+async fn reset_replicated(lab: &Lab, v: &str) -> anyhow::Result<()> {
+    lab.client().reset(v, 5, 0).await?;
+    let mut master = lab.store.conn().await?;
+    let replicated = crate::store::wait_replicas(&mut master, 1, Duration::from_secs(5)).await?;
+    if replicated < 1 {
+        bail!("the replica did not acknowledge the reset within 5 s");
+    }
+    Ok(())
+}
+
+/// The Redis cells of `failover` and `failover-wait-early`: replication is
+/// held back before the holder takes its lock, so the lock never reaches
+/// the replica; the master dies while the holder is in its section (or,
+/// with `WAIT`, once it answered).
+pub(super) async fn master_dies(
+    lab: &mut Lab,
+    variant: Variant,
+    replication: Replication,
+) -> anyhow::Result<Failover> {
+    let v = variant.name();
+    let set = Replicated::of(lab)?;
+    reset_replicated(lab, v).await?;
+    relay::hold(set.relay).await?;
+
+    let wait = replication == Replication::HeldBeforeWait;
+    let replicas = if wait { "&replicas=1" } else { "" };
+    let holder_knobs = format!(
+        "lease_ms=30000&work_ms={}&wait_ms=0{replicas}",
+        REDIS_WORK.as_millis()
+    );
+    let entered = lab.section_entered(v).await?;
+    let holder_sent = Instant::now();
+    let mut holder_task = lab.send(&lab.instance(0).url, &query(v, &holder_knobs));
+    // With WAIT the holder never enters its section: its answer comes first.
+    let (early, in_section) = if wait {
+        (Some((&mut holder_task).await?), false)
+    } else {
+        (None, entered.await)
+    };
+
+    let (promoted, promotion) = set.fail_over(lab).await?;
+    // Both instances find the new master through the Sentinels: the
+    // newcomer buys there (it has no replica of its own left to WAIT for).
+    for index in [1, 0] {
+        serving_again(lab, index, v).await?;
+    }
+    let newcomer_sent = Instant::now();
+    let newcomer = lab
+        .send(
+            &lab.instance(1).url,
+            &query(v, "lease_ms=30000&work_ms=0&wait_ms=5000"),
+        )
+        .await?;
+    let holder = match early {
+        Some(reply) => reply,
+        None => holder_task.await?,
+    };
+    let newcomer_after_holder = newcomer_sent + newcomer.took > holder_sent + holder.took;
+    let landed = if wait {
+        check(holder.refused("not_replicated") || holder.sold(), || {
+            format!(
+                "the holder answered {}: it never took the lock",
+                holder.answer()
+            )
+        })
+    } else {
+        check(in_section, || {
+            "the holder never entered its section before the master died".to_owned()
+        })
+    };
+    let ledger = lab.ledger(v).await?;
+    Ok(Failover {
+        fault: format!(
+            "replication held back, master {} killed {}; Sentinel promoted {promoted} after {:.2} s",
+            set.master,
+            if wait {
+                "once the holder had answered"
+            } else {
+                "in the holder's section"
+            },
+            promotion.as_secs_f64()
+        ),
+        landed,
+        holder,
+        newcomer,
+        newcomer_after_holder,
+        replication,
+        ledger,
+    })
+}
+
+/// The Redis cell of `failover-wait`, the worst moment for `WAIT`: the
+/// holder's lock reaches the replica (its `WAIT 1` succeeds), then
+/// replication is held back, so its sale does not; the master dies after
+/// the holder answered, the replica is promoted with the holder's lock and
+/// the stock as it was before the sale, and the newcomer, once that lock's
+/// lease ran out, sells the same unit again.
+pub(super) async fn write_lost(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover> {
+    let v = variant.name();
+    let set = Replicated::of(lab)?;
+    let replica = lab
+        .stack
+        .replica
+        .clone()
+        .context("up --replica announced no replica")?;
+    reset_replicated(lab, v).await?;
+
+    let entered = lab.section_entered(v).await?;
+    let holder_sent = Instant::now();
+    let mut holder_task = lab.send(
+        &lab.instance(0).url,
+        &query(
+            v,
+            &format!(
+                "lease_ms={}&work_ms={}&wait_ms=0&replicas=1",
+                AFTER_WAIT_LEASE.as_millis(),
+                AFTER_WAIT_WORK.as_millis()
+            ),
+        ),
+    );
+    // The holder announces its section only after its WAIT succeeded; a
+    // holder whose WAIT saw no replica answers without entering.
+    let (in_section, answered) = tokio::select! {
+        entered = entered => (entered, None),
+        reply = &mut holder_task => (false, Some(reply?)),
+    };
+    let on_replica = if in_section {
+        lock_on(&replica.url, v).await?
+    } else {
+        None
+    };
+    // From here on nothing the master writes reaches the replica: the
+    // holder's sale and its release stay on the master.
+    relay::hold(set.relay).await?;
+    // The holder writes no sooner than its work after it was sent: a hold
+    // done within that came before the write.
+    let held_after = holder_sent.elapsed();
+    let holder = match answered {
+        Some(reply) => reply,
+        None => holder_task.await?,
+    };
+
+    let (promoted, promotion) = set.fail_over(lab).await?;
+    // What the failover kept of the holder's lock, read on the new master.
+    let kept = lock_on(&promoted, v).await?;
+    for index in [1, 0] {
+        serving_again(lab, index, v).await?;
+    }
+    let newcomer_sent = Instant::now();
+    let newcomer = lab
+        .send(
+            &lab.instance(1).url,
+            &query(
+                v,
+                &format!(
+                    "lease_ms={}&work_ms=0&wait_ms={}",
+                    AFTER_WAIT_LEASE.as_millis(),
+                    AFTER_WAIT_NEWCOMER_WAIT.as_millis()
+                ),
+            ),
+        )
+        .await?;
+    let newcomer_after_holder = newcomer_sent + newcomer.took > holder_sent + holder.took;
+    let landed: Check = check(in_section, || {
+        format!(
+            "the holder never entered its section (it answered {})",
+            holder.answer()
+        )
+    })
+    .and_then(|()| {
+        check(on_replica.is_some(), || {
+            "the holder's lock was not on the replica when replication was held back".to_owned()
+        })
+    })
+    .and_then(|()| {
+        check(held_after < AFTER_WAIT_WORK, || {
+            format!(
+                "replication was held back only {} ms after the holder was sent: its write (after {} ms of work) may have reached the replica",
+                held_after.as_millis(),
+                AFTER_WAIT_WORK.as_millis()
+            )
+        })
+    });
+    let seen = match on_replica {
+        Some(ttl) => format!("its lock was read on the replica with {ttl} ms left"),
+        None => "its lock was not on the replica".to_owned(),
+    };
+    let kept = match kept {
+        Some(ttl) => format!("the holder's lock was on the new master with {ttl} ms left"),
+        None => "the holder's lock was gone from the new master".to_owned(),
+    };
+    let ledger = lab.ledger(v).await?;
+    Ok(Failover {
+        fault: format!(
+            "the holder's WAIT 1 succeeded (it entered its section) and {seen}; replication then held back, {} ms after the holder was sent, before its write ({} ms of work); master {} killed once the holder had answered; Sentinel promoted {promoted} after {:.2} s; {kept}",
+            held_after.as_millis(),
+            AFTER_WAIT_WORK.as_millis(),
+            set.master,
+            promotion.as_secs_f64()
+        ),
+        landed,
+        holder,
+        newcomer,
+        newcomer_after_holder,
+        replication: Replication::HeldAfterWait,
+        ledger,
+    })
+}
+
+/// `v`'s lock on the Redis at `url` (a replica answers reads): how many
+/// ms its lease has left, `None` when there is no lock (or no lease).
+async fn lock_on(url: &str, v: &str) -> anyhow::Result<Option<i64>> {
+    let client = redis::Client::open(url)?;
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .with_context(|| format!("cannot reach {url}"))?;
+    let lock = Keys::new(&Sku::parse(v)?).lock;
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&lock)
+        .query_async(&mut conn)
+        .await
+        .with_context(|| format!("PTTL {lock} on {url}"))?;
+    Ok((ttl > 0).then_some(ttl))
+}
