@@ -115,10 +115,15 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             let mut cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
             let dir = lab.as_ref().and_then(|lab| lab.timelines.as_ref());
             if let (Some(dir), Some(model)) = (dir, &model) {
-                // The checker's shortest way it happens, beside the live run.
+                // The checker's shortest way it happens (or the witness its
+                // verdict rests on), beside the live run.
                 let path = dir.join(format!("{scenario}-{variant}-model.html"));
                 if crate::check::draw::write(model, &path)? {
-                    cell.evidence += &format!("; the model's trace: {}", path.display());
+                    let what = match model.broken {
+                        Some(_) => "trace",
+                        None => "witness",
+                    };
+                    cell.evidence += &format!("; the model's {what}: {}", path.display());
                 }
             }
             eprintln!("{}", cell.line(cell_started.elapsed().as_secs_f64()));

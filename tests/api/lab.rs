@@ -377,13 +377,20 @@ async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("CONTRADICTION pause-holder / fenced")
     );
-    // The cell's evidence names its timeline: the two holders at once, the freeze.
+    // The cell's evidence names its timeline (the two holders at once, the
+    // freeze), then the witness the model's verdict rests on.
     let file = timelines.path().join("pause-holder-fenced.html");
+    let witness = timelines.path().join("pause-holder-fenced-model.html");
     let evidence = cells[0]["evidence"].as_str().unwrap();
     assert!(
-        evidence.ends_with(&format!("timeline {}", file.display())),
+        evidence.ends_with(&format!(
+            "timeline {}; the model's witness: {}",
+            file.display(),
+            witness.display()
+        )),
         "{evidence}"
     );
+    assert!(witness.exists(), "{evidence}");
     let html = std::fs::read_to_string(&file).unwrap();
     assert!(html.contains("\"kind\":\"freeze\""), "the freeze is drawn");
     let data = &html[html.find("\"overlaps\":[[").expect("an overlapping pair")..];
