@@ -12,7 +12,7 @@ use nix::sys::signal::Signal;
 use super::{PROMOTION_TIMEOUT, query, serving_again};
 use crate::knobs::Sku;
 use crate::lab::Lab;
-use crate::lab::judge::{Check, Failover, Replication, check};
+use crate::lab::judge::{Check, Failover, Replication, Reply, check};
 use crate::os::signal;
 use crate::store::{Keys, Store};
 use crate::up::{relay, sentinel};
@@ -121,18 +121,8 @@ pub(super) async fn master_dies(
     };
 
     let (promoted, promotion) = set.fail_over(lab).await?;
-    // Both instances find the new master through the Sentinels: the
-    // newcomer buys there (it has no replica of its own left to WAIT for).
-    for index in [1, 0] {
-        serving_again(lab, index, v).await?;
-    }
-    let newcomer_sent = Instant::now();
-    let newcomer = lab
-        .send(
-            &lab.instance(1).url,
-            &query(v, "lease_ms=30000&work_ms=0&wait_ms=5000"),
-        )
-        .await?;
+    let (newcomer_sent, newcomer) =
+        newcomer_after_failover(lab, v, "lease_ms=30000&work_ms=0&wait_ms=5000").await?;
     let holder = match early {
         Some(reply) => reply,
         None => holder_task.await?,
@@ -225,23 +215,12 @@ pub(super) async fn write_lost(lab: &mut Lab, variant: Variant) -> anyhow::Resul
     let (promoted, promotion) = set.fail_over(lab).await?;
     // What the failover kept of the holder's lock, read on the new master.
     let kept = lock_on(&promoted, v).await?;
-    for index in [1, 0] {
-        serving_again(lab, index, v).await?;
-    }
-    let newcomer_sent = Instant::now();
-    let newcomer = lab
-        .send(
-            &lab.instance(1).url,
-            &query(
-                v,
-                &format!(
-                    "lease_ms={}&work_ms=0&wait_ms={}",
-                    AFTER_WAIT_LEASE.as_millis(),
-                    AFTER_WAIT_NEWCOMER_WAIT.as_millis()
-                ),
-            ),
-        )
-        .await?;
+    let knobs = format!(
+        "lease_ms={}&work_ms=0&wait_ms={}",
+        AFTER_WAIT_LEASE.as_millis(),
+        AFTER_WAIT_NEWCOMER_WAIT.as_millis()
+    );
+    let (newcomer_sent, newcomer) = newcomer_after_failover(lab, v, &knobs).await?;
     let newcomer_after_holder = newcomer_sent + newcomer.took > holder_sent + holder.took;
     let landed: Check = check(in_section, || {
         format!(
@@ -304,4 +283,20 @@ async fn lock_on(url: &str, v: &str) -> anyhow::Result<Option<i64>> {
         .await
         .with_context(|| format!("PTTL {lock} on {url}"))?;
     Ok((ttl > 0).then_some(ttl))
+}
+
+/// Once both instances found the new master through the Sentinels, a
+/// newcomer buys on instance b with `knobs` (no WAIT: the new master has no
+/// replica of its own left to wait for); when it was sent, and its answer.
+async fn newcomer_after_failover(
+    lab: &Lab,
+    v: &str,
+    knobs: &str,
+) -> anyhow::Result<(Instant, Reply)> {
+    for index in [1, 0] {
+        serving_again(lab, index, v).await?;
+    }
+    let sent = Instant::now();
+    let newcomer = lab.send(&lab.instance(1).url, &query(v, knobs)).await?;
+    Ok((sent, newcomer))
 }
