@@ -9,7 +9,7 @@ use crate::variants::Scenario;
 
 /// The bounds of `scenario` for `protocol`.
 pub fn bounds(scenario: Scenario, protocol: Protocol) -> Bounds {
-    let redlock = protocol.acquire == protocol::Acquire::Majority;
+    let redlock = protocol.program == protocol::Program::Redlock;
     let base = Bounds {
         buyers: 3,
         stock: 2,

@@ -9,9 +9,9 @@
 
 use std::str::FromStr;
 
-use super::model::{Action, Pc, Sale, World};
+use super::model::{Action, At, Sale, World, script};
 use super::order::OrderStep;
-use super::protocol::{Acquire, Protocol};
+use super::protocol::Protocol;
 use super::{Property, Verdict, describe};
 use crate::timeline::{Event, MAX_PAIRS, Section, Timeline, overlap_count, overlaps};
 use crate::variants::Variant;
@@ -40,12 +40,11 @@ pub fn replay(verdict: &Verdict) -> Option<(Sale, Vec<World>)> {
     Some((sale, worlds))
 }
 
-/// Whether a buyer at `pc` is inside its critical section.
-fn inside(pc: Pc) -> bool {
-    matches!(
-        pc,
-        Pc::Expire | Pc::WaitReplica | Pc::Read | Pc::Work | Pc::Check | Pc::Write | Pc::Release
-    )
+/// Whether `w`'s lock has a lease yet (`setnx`'s has none before its
+/// EXPIRE; `setnx-expiry`'s is the time in its value).
+fn leased(w: &World) -> bool {
+    w.lock
+        .is_none_or(|lock| lock.expires.is_some() || lock.value > 0)
 }
 
 /// The schedule of `verdict` (its counterexample, or its witness) as a
@@ -57,9 +56,9 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
     let at = clock(&actions);
     let tick_ns = tick_len(&actions) * MS;
     let name = |n: usize| char::from(b'A' + n as u8).to_string();
-    let lease_ms = match sale.protocol.acquire {
-        Acquire::Nothing | Acquire::LocalMutex | Acquire::Atomic => None,
-        _ => Some(u64::from(sale.bounds.lease) * tick_ns / MS),
+    let lease_ms = match sale.protocol.leased() {
+        true => Some(u64::from(sale.bounds.lease) * tick_ns / MS),
+        false => None,
     };
     let mut sections: Vec<Section> = Vec::new();
     // The section each buyer is in, by index into `sections`.
@@ -104,10 +103,10 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
                 for (n, section) in open.iter().enumerate() {
                     let (was, now) = (&before.buyers[n], &after.buyers[n]);
                     if let Some(i) = section
-                        && sale.protocol.watchdog
+                        && sale.protocol.watchdog()
                         && now.renewed == after.now
                         && now.live()
-                        && inside(now.pc)
+                        && now.pc.at().inside()
                     {
                         sections[*i].renewals_ns.push(t);
                     }
@@ -119,7 +118,7 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             Action::Step(n) | Action::Deliver(n) => {
                 let n = usize::from(n);
                 let (was, now) = (&before.buyers[n], &after.buyers[n]);
-                if super::trace::script_sold(before, after, n as u8) {
+                if script::sold(before, after, n as u8) {
                     // The lua family's sale, one script.
                     let mut section = Section::timed(&name(n), None, t, "sold");
                     section.exit_ns = t;
@@ -127,11 +126,12 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
                     section.atomic = true;
                     sections.push(section);
                 }
-                if !inside(was.pc) && inside(now.pc) {
+                let (at, next) = (was.pc.at(), now.pc.at());
+                if !at.inside() && next.inside() {
                     let mut section = Section::timed(&name(n), Some(&name(n)), t, "busy");
                     section.exit_ns = t;
                     // setnx's lock has no lease until its EXPIRE.
-                    if now.pc != Pc::Expire {
+                    if leased(after) {
                         section.lease_ms = lease_ms;
                     }
                     open[n] = Some(sections.len());
@@ -139,26 +139,26 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
                 }
                 if let Some(i) = open[n] {
                     let section = &mut sections[i];
-                    if was.pc == Pc::Expire {
+                    if section.lease_ms.is_none() && leased(after) {
                         section.lease_ms = lease_ms;
                     }
                     if now.token > 0 {
                         section.holder = Some(format!("{} #{}", name(n), now.token));
                     }
-                    if now.pc != Pc::Done {
+                    if next != At::Done {
                         section.exit_ns = t;
                     }
-                    if was.pc == Pc::Write && after.sold != before.sold {
+                    if at == At::Write && after.sold != before.sold {
                         section.outcome = "sold".to_owned();
                         section.unit = Some(i64::from(was.read));
-                    } else if was.pc == Pc::Write {
+                    } else if at == At::Write {
                         section.reason = Some("stale_token".to_owned());
-                    } else if was.pc == Pc::Check && now.pc == Pc::Release {
+                    } else if at == At::Check && next == At::Release {
                         section.reason = Some("lock_lost".to_owned());
-                    } else if was.pc == Pc::Read && now.pc == Pc::Release {
+                    } else if at == At::Read && next == At::Release {
                         section.outcome = "sold_out".to_owned();
                     }
-                    if now.pc == Pc::Done {
+                    if next == At::Done {
                         section.release_ns = Some(t);
                         open[n] = None;
                     }

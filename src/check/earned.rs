@@ -1,7 +1,7 @@
 //! Tests that every verdict is earned: each rests on a schedule the search
 //! found, and each fault strikes at every moment it can in reality.
 
-use super::model::{Action, Mutation, Pc, Request};
+use super::model::{Action, Mutation, Request, token};
 use super::*;
 
 fn verdict(variant: Variant, scenario: Scenario) -> Verdict {
@@ -225,7 +225,7 @@ fn a_sold_out_answer_is_final_for_its_id() {
     let mut w = sale.initial();
     w.stock = 0;
     w.request = Request::Pending(0, 0);
-    w.buyers[0].pc = Pc::Read;
+    w.buyers[0].pc = token::Pc::Read.into();
     let w = sale.next(&w, Action::Step(0)).unwrap();
     assert_eq!(w.request, Request::Final);
 }

@@ -3,7 +3,8 @@
 //! out, frozen processes waking, watchdogs renewing). Each scenario's bounds say how many
 //! of each may happen ([`super::model::Bounds`]).
 
-use super::model::{Action, Node, Outage, Pc, Replica, Sale, World};
+use super::model::{Action, At, Node, Outage, Replica, Sale, World, script};
+use super::protocol::Program;
 
 impl Sale {
     /// The faults that may strike now.
@@ -26,25 +27,31 @@ impl Sale {
                 // Redis wakes and runs the script a cut-off call left queued.
                 actions.push(Action::Deliver(n));
             }
-            if !buyer.live() || buyer.pc == Pc::Done {
+            let at = buyer.pc.at();
+            if !buyer.live() || at == At::Done {
                 continue;
             }
-            if w.cutoffs < b.cutoffs && buyer.pc == Pc::Acquire && w.redis == Outage::Up {
+            // A script's call (the lua family's) cut off by a paused Redis.
+            if w.cutoffs < b.cutoffs
+                && at == At::Start
+                && self.protocol.program == Program::Script
+                && w.redis == Outage::Up
+            {
                 actions.push(Action::CutOff(n));
             }
-            let in_work = buyer.pc == Pc::Work;
+            let in_work = at == At::Work;
             if w.crashes < b.crashes && (!b.crash_only_in_work || in_work) {
                 actions.push(Action::Crash(n));
             }
             // A freeze anywhere in a section, an acquire's round included.
-            if w.pauses < b.pauses && in_section(buyer.pc) {
+            if w.pauses < b.pauses && at.in_section() {
                 actions.push(Action::Freeze(n));
             }
             // The lock deleted at any moment its holder is in its section,
             // or only while it works, before its watchdog's next renewal.
             let vanish_now = match b.vanish_early {
                 true => in_work && w.now < buyer.work_until,
-                false => in_section(buyer.pc),
+                false => at.in_section(),
             };
             if w.vanishes < b.vanishes && vanish_now && holder {
                 actions.push(Action::Vanish);
@@ -132,8 +139,8 @@ impl Sale {
                 // Redis). A buyer in its business work sends none: it lives
                 // on, and its write meets the SKU's new epoch.
                 for n in 0..self.bounds.buyers {
-                    let pc = w.buyers[usize::from(n)].pc;
-                    if !matches!(pc, Pc::Acquire | Pc::Done | Pc::Work) {
+                    let at = w.buyers[usize::from(n)].pc.at();
+                    if !matches!(at, At::Start | At::Done | At::Work) {
                         self.fail(w, n);
                     }
                 }
@@ -146,7 +153,7 @@ impl Sale {
                 w.cutoffs += 1;
                 let buyer = &mut w.buyers[usize::from(n)];
                 buyer.queued = true;
-                buyer.pc = Pc::Retry;
+                buyer.pc = script::Pc::Retry.into();
             }
             Action::Deliver(n) => {
                 w.buyers[usize::from(n)].queued = false;
@@ -187,18 +194,15 @@ impl Sale {
         }
         let mid_section = w.buyers.iter().any(|b| {
             b.live()
-                && !matches!(
-                    b.pc,
-                    Pc::Claim | Pc::Acquire | Pc::Done | Pc::Vote | Pc::Count
-                )
-                && !(b.pc == Pc::Work && w.now < b.work_until)
+                && !matches!(b.pc.at(), At::Claim | At::Start | At::Done | At::Round)
+                && !(b.pc.at() == At::Work && w.now < b.work_until)
         });
         // A lock left by a holder that is dead or gone (one restored by a
         // failover, one a losing GETSET wrote) waits for its lease or its
         // expiry time; a Redlock round waits for a slow node's answer.
         let gone = |holder: u8| {
             let b = &w.buyers[usize::from(holder)];
-            b.crashed || b.pc == Pc::Done
+            b.crashed || b.pc.is_done()
         };
         let orphaned = w
             .lock
@@ -208,7 +212,7 @@ impl Sale {
                     .is_some_and(|lock| lock.expires.is_some() && gone(lock.holder))
             });
         let waited_for = w.buyers.iter().any(|b| {
-            (b.live() && b.pc == Pc::Work && w.now < b.work_until) || b.frozen_until.is_some()
+            (b.live() && b.pc.at() == At::Work && w.now < b.work_until) || b.frozen_until.is_some()
         }) || orphaned;
         let slow_vote = w.slow < self.bounds.slow_votes && self.voting(w);
         (waited_for || slow_vote) && !mid_section
@@ -216,9 +220,7 @@ impl Sale {
 
     /// Whether a live buyer is in a Redlock round.
     fn voting(&self, w: &World) -> bool {
-        w.buyers
-            .iter()
-            .any(|b| b.live() && matches!(b.pc, Pc::Vote | Pc::Count))
+        w.buyers.iter().any(|b| b.live() && b.pc.at() == At::Round)
     }
 
     /// Whether the only thing time may pass for is a slow node's answer.
@@ -262,11 +264,11 @@ impl Sale {
                 w.buyers[n].frozen_until = None;
             }
             let buyer = &w.buyers[n];
-            let renews = self.protocol.watchdog
+            let renews = self.protocol.watchdog()
                 && !self.mutation.no_renewal
                 && late != Some(n as u8)
                 && buyer.live()
-                && self.renewing(buyer.pc)
+                && buyer.pc.renewing()
                 && w.redis != Outage::Down;
             if renews && self.bounds.nodes > 0 {
                 // Redlock's watchdog extends on every node; a majority or lost.
@@ -295,19 +297,4 @@ impl Sale {
             }
         }
     }
-
-    /// Whether a holder at `pc` has a watchdog renewing its lock (from
-    /// its grant to its write).
-    fn renewing(&self, pc: Pc) -> bool {
-        matches!(
-            pc,
-            Pc::WaitReplica | Pc::Read | Pc::Work | Pc::Check | Pc::Write
-        )
-    }
-}
-
-/// Whether a buyer at `pc` is past its first command and not yet done:
-/// where a fault can find it mid-way.
-pub(super) fn in_section(pc: Pc) -> bool {
-    !matches!(pc, Pc::Acquire | Pc::Claim | Pc::Retry | Pc::Done)
 }

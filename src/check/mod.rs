@@ -12,8 +12,9 @@
 //! not a proof of the code: `docs/models.md` says what is modelled and what
 //! is abstracted away.
 //!
-//! - [`protocol`]: each variant's protocol (how it locks, renews, fences, releases).
-//! - [`model`]: the buyers, the store, time and the faults.
+//! - [`protocol`]: which protocol each variant runs, and what its store adds.
+//! - [`model`]: the buyers, the store, time and the faults; and each
+//!   protocol's program, a file of its own ([`model::setnx`], [`model::lease`], ...).
 //! - [`order`], [`pipeline`]: the order pipeline's state, and its steps
 //!   and properties (`lua-then-queue`, `lua-stream`).
 //! - [`property`]: what is checked: the properties a counterexample breaks,
@@ -23,8 +24,7 @@
 //! - [`report`]: the command's table, bounds and JSON.
 //! - [`draw`]: a counterexample (or a witness) as a timeline, drawn as a live run is.
 //! - `trace`: a schedule's steps in words; `sale`: the model's start and
-//!   the actions it may take; `steps`, `faults`: what a buyer's commands
-//!   and the faults do.
+//!   the actions it may take; `faults`: what the faults and time do.
 
 pub mod bounds;
 pub mod draw;
@@ -36,7 +36,6 @@ pub mod property;
 pub mod protocol;
 pub mod report;
 mod sale;
-mod steps;
 mod trace;
 
 use std::time::{Duration, Instant};

@@ -1,16 +1,17 @@
-//! Each variant's protocol as the model runs it: how it takes the lock,
-//! whether a watchdog renews it, whether the ledger checks a fence, how it
-//! lets go. The commands are the variant's own, in its order (see each
-//! variant's file and `crate::section`: read, business work, the
-//! watchdog's word, write, release).
+//! Which protocol each variant runs in the model, and what its store adds:
+//! whether the ledger checks a fence, whether the store is a consensus
+//! store, how a sale's order message is queued. Each protocol's steps are
+//! a file of [`super::model`], in the variant's own order of commands
+//! (see each variant's file and `crate::section`).
 
 use crate::variants::Variant;
 
-/// How a buyer takes the lock.
+/// Which protocol's program a buyer runs (each one a file of
+/// [`super::model`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Acquire {
+pub enum Program {
     /// `none`: no lock at all.
-    Nothing,
+    None,
     /// `local-mutex`: its process's mutex, waited for.
     LocalMutex,
     /// `setnx`: SETNX, then EXPIRE as a second command; busy if taken.
@@ -19,25 +20,15 @@ pub enum Acquire {
     /// GET the time and, if it has passed by the buyer's clock, GETSET.
     SetNxExpiry,
     /// `token`: SET NX PX with the buyer's token; busy if taken.
-    SetNxPx,
+    Token,
     /// `watchdog`, `fenced`, `etcd`, `zookeeper`: the buyer's own lock
-    /// with a lease, waited for while someone holds it.
-    Waiting,
+    /// with a lease, waited for while someone holds it, renewed.
+    Lease,
     /// `redlock`: SET NX PX on each node in turn; with a majority it
     /// holds the lock, otherwise it lets go of what it got and tries again.
-    Majority,
+    Redlock,
     /// The `lua` family: the whole sale is one script, no lock.
-    Atomic,
-}
-
-/// How a buyer lets go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Release {
-    Nothing,
-    /// DEL, whoever's lock it is.
-    Del,
-    /// Deletes the lock only if it still holds the buyer's token.
-    CompareAndDelete,
+    Script,
 }
 
 /// Whether the ledger checks a fencing token on the read and the write.
@@ -63,11 +54,7 @@ pub enum Enqueue {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Protocol {
-    pub acquire: Acquire,
-    pub release: Release,
-    /// A watchdog (or an etcd / ZooKeeper session) renews the lease while
-    /// its process lives, and the section asks it before the write.
-    pub watchdog: bool,
+    pub program: Program,
     pub fence: Fence,
     /// The lock's store acknowledges a write once a majority of its members
     /// has it (etcd, ZooKeeper): a failover loses nothing acknowledged.
@@ -78,52 +65,48 @@ pub struct Protocol {
 impl Protocol {
     /// The protocol of `variant`.
     pub fn of(variant: Variant) -> Protocol {
-        let p = |acquire, release, watchdog, fence| Protocol {
-            acquire,
-            release,
-            watchdog,
-            fence,
+        let program = match variant {
+            Variant::None => Program::None,
+            Variant::LocalMutex => Program::LocalMutex,
+            Variant::Setnx => Program::SetNx,
+            Variant::SetnxExpiry => Program::SetNxExpiry,
+            Variant::Token => Program::Token,
+            Variant::Watchdog | Variant::Fenced | Variant::Etcd | Variant::ZooKeeper => {
+                Program::Lease
+            }
+            Variant::Redlock => Program::Redlock,
+            Variant::Lua
+            | Variant::LuaBatch
+            | Variant::LuaSharded
+            | Variant::LuaThenQueue
+            | Variant::LuaStream => Program::Script,
+        };
+        Protocol {
+            program,
+            fence: match variant {
+                Variant::Fenced | Variant::Etcd | Variant::ZooKeeper => Fence::Checked,
+                _ => Fence::None,
+            },
             consensus: matches!(variant, Variant::Etcd | Variant::ZooKeeper),
             enqueue: match variant {
                 Variant::LuaThenQueue => Enqueue::AfterScript,
                 Variant::LuaStream => Enqueue::InScript,
                 _ => Enqueue::None,
             },
-        };
-        match variant {
-            Variant::None => p(Acquire::Nothing, Release::Nothing, false, Fence::None),
-            Variant::LocalMutex => p(Acquire::LocalMutex, Release::Nothing, false, Fence::None),
-            Variant::Setnx => p(Acquire::SetNx, Release::Del, false, Fence::None),
-            Variant::SetnxExpiry => p(Acquire::SetNxExpiry, Release::Del, false, Fence::None),
-            Variant::Token => p(
-                Acquire::SetNxPx,
-                Release::CompareAndDelete,
-                false,
-                Fence::None,
-            ),
-            Variant::Watchdog => p(
-                Acquire::Waiting,
-                Release::CompareAndDelete,
-                true,
-                Fence::None,
-            ),
-            Variant::Fenced | Variant::Etcd | Variant::ZooKeeper => p(
-                Acquire::Waiting,
-                Release::CompareAndDelete,
-                true,
-                Fence::Checked,
-            ),
-            Variant::Lua
-            | Variant::LuaBatch
-            | Variant::LuaSharded
-            | Variant::LuaThenQueue
-            | Variant::LuaStream => p(Acquire::Atomic, Release::Nothing, false, Fence::None),
-            Variant::Redlock => p(
-                Acquire::Majority,
-                Release::CompareAndDelete,
-                true,
-                Fence::None,
-            ),
         }
+    }
+
+    /// A watchdog (or an etcd / ZooKeeper session) renews the lease while
+    /// its process lives, and the section asks it before the write.
+    pub fn watchdog(&self) -> bool {
+        matches!(self.program, Program::Lease | Program::Redlock)
+    }
+
+    /// Whether a buyer holds a lock with a lease (not a mutex, not a script).
+    pub fn leased(&self) -> bool {
+        !matches!(
+            self.program,
+            Program::None | Program::LocalMutex | Program::Script
+        )
     }
 }

@@ -2,9 +2,8 @@
 //! the lab's reset, and which actions may come next (and what each does,
 //! through [`super::steps`], [`super::faults`] and [`super::pipeline`]).
 
-use super::model::{Action, Buyer, Node, Outage, Pc, Request, Sale, World};
+use super::model::{Action, At, Buyer, Node, Outage, Pc, Request, Sale, World};
 use super::order::Pipeline;
-use super::protocol::Acquire;
 
 impl Sale {
     pub(super) fn process_of(&self, buyer: u8) -> usize {
@@ -37,11 +36,7 @@ impl Sale {
     pub fn initial(&self) -> World {
         let b = self.bounds;
         let idle = Buyer {
-            // The lock variants claim the request id first; a script checks it itself.
-            pc: match self.claims_ids() && self.protocol.acquire != Acquire::Atomic {
-                true => Pc::Claim,
-                false => Pc::Acquire,
-            },
+            pc: Pc::start(self),
             read: 0,
             work_until: 0,
             token: 0,
@@ -116,10 +111,8 @@ impl Sale {
     pub fn actions(&self, w: &World, actions: &mut Vec<Action>) {
         for (n, buyer) in w.buyers.iter().enumerate() {
             let n = n as u8;
-            if !buyer.live() || buyer.pc == Pc::Done {
-                continue;
-            }
-            if self.can_step(w, n) {
+            // Its step, if its guard lets it ([`Sale::next`] tells).
+            if buyer.live() && !buyer.pc.is_done() {
                 actions.push(Action::Step(n));
             }
         }
@@ -127,7 +120,7 @@ impl Sale {
         if self.time_may_pass(w) {
             actions.push(Action::Tick);
             // A tick on which one holder's renewal comes late.
-            if self.protocol.watchdog && w.lates < self.bounds.late_renewals {
+            if self.protocol.watchdog() && w.lates < self.bounds.late_renewals {
                 for (n, buyer) in w.buyers.iter().enumerate() {
                     if buyer.live() && self.holds_lock(w, n as u8) {
                         actions.push(Action::LateTick(n as u8));
@@ -137,28 +130,10 @@ impl Sale {
         }
     }
 
-    /// Whether buyer `n` can run its next command now (a buyer waiting
-    /// for a lock or its work cannot).
-    fn can_step(&self, w: &World, n: u8) -> bool {
-        let buyer = &w.buyers[usize::from(n)];
-        match buyer.pc {
-            Pc::Work => w.now >= buyer.work_until,
-            Pc::Acquire => match self.protocol.acquire {
-                Acquire::LocalMutex => w.mutexes[self.process_of(n)].is_none(),
-                // A waiting lock (watchdog, fenced, etcd, zookeeper) waits
-                // for the key to go; the others answer busy at once.
-                Acquire::Waiting => w.lock.is_none(),
-                _ => true,
-            },
-            Pc::Done => false,
-            _ => true,
-        }
-    }
-
     pub fn next(&self, w: &World, action: Action) -> Option<World> {
         let mut w = w.clone();
         match action {
-            Action::Step(n) => self.step(&mut w, n),
+            Action::Step(n) => self.step(&mut w, n)?,
             Action::Tick => {
                 if self.only_slow_votes(&w) {
                     w.slow += 1;
@@ -174,5 +149,27 @@ impl Sale {
         }
         self.replicate(&mut w);
         Some(w)
+    }
+}
+
+impl Sale {
+    /// Buyer `n` takes its next step, as its protocol's program says
+    /// (`None`: its guard is false, it cannot take it now).
+    fn step(&self, w: &mut World, n: u8) -> Option<()> {
+        let i = usize::from(n);
+        let pc = w.buyers[i].pc;
+        if w.redis == Outage::Down {
+            // The command it would send now fails: it is answered 503.
+            pc.step(self, &mut w.clone(), n)?;
+            self.fail(w, n);
+            return Some(());
+        }
+        let next = pc.step(self, w, n)?;
+        // An attempt that ends without an answer frees its id for a retry.
+        if next.at() == At::Done && matches!(w.request, Request::Pending(m, _) if m == n) {
+            w.request = Request::None;
+        }
+        w.buyers[i].pc = next;
+        Some(())
     }
 }

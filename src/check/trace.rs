@@ -2,8 +2,7 @@
 //! and the drawings say it ("A takes the lock", "tick 3: A wakes").
 
 use super::Step;
-use super::model::{self, Action, Sale, World};
-use super::protocol::{Acquire, Enqueue};
+use super::model::{self, Action, Sale, World, script};
 
 /// A path of `sale`'s model in words.
 pub fn steps(sale: &Sale, path: &[(World, Option<Action>)]) -> Vec<Step> {
@@ -55,7 +54,7 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
         Action::Freeze(n) => format!(
             "{} freezes ({}), past its lease",
             name(n),
-            moment(before.buyers[usize::from(n)].pc)
+            before.buyers[usize::from(n)].pc.moment()
         ),
         Action::Vanish => "the lock key vanishes".to_owned(),
         Action::Restart(k) if !before.nodes[usize::from(k)].up => {
@@ -89,159 +88,15 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
         Action::Deliver(n) => format!(
             "Redis wakes and runs {}'s queued script: {}",
             name(n),
-            script_result(sale, before, n, after)
+            script::says_result(sale, before, n, after)
         ),
         Action::Order(step) => super::pipeline::describe(before, step, after),
         Action::Step(n) if before.redis == model::Outage::Down => {
             format!("{}'s call fails: Redis is down (503)", name(n))
         }
         Action::Step(n) => {
-            let i = usize::from(n);
-            let (was, now) = (&before.buyers[i], &after.buyers[i]);
-            let sold = after.sold != before.sold;
-            if !before.nodes.is_empty() && matches!(was.pc, model::Pc::Acquire | model::Pc::Vote) {
-                // Redlock's SET NX PX on one node.
-                let k = if was.pc == model::Pc::Acquire {
-                    0
-                } else {
-                    was.asked
-                };
-                let said = match now.votes & (1 << k) {
-                    0 => "is refused by",
-                    _ => "gets",
-                };
-                return format!("{} {said} node {}", name(n), k + 1);
-            }
-            let what = match was.pc {
-                model::Pc::Acquire if sale.protocol.acquire == Acquire::Atomic => {
-                    let in_script = sale.bounds.orders.is_some()
-                        && sale.protocol.enqueue == Enqueue::InScript
-                        && script_sold(before, after, n);
-                    let order = match in_script {
-                        true => " (its order's message in it)",
-                        false => "",
-                    };
-                    format!(
-                        "{} in one script{order}",
-                        script_result(sale, before, n, after)
-                    )
-                }
-                model::Pc::Acquire if now.token > was.token => {
-                    format!("takes the lock with fencing token {}", now.token)
-                }
-                model::Pc::Acquire if after.lock != before.lock || now.holds_mutex => {
-                    "takes the lock".to_owned()
-                }
-                model::Pc::Acquire if now.pc == model::Pc::ReadExpiry => {
-                    "finds the lock taken".to_owned()
-                }
-                model::Pc::Acquire if now.pc == model::Pc::Read => "goes in (no lock)".to_owned(),
-                model::Pc::Acquire => "finds the lock taken: busy".to_owned(),
-                model::Pc::Expire => "sets the lock's TTL (EXPIRE)".to_owned(),
-                model::Pc::ReadExpiry if now.pc == model::Pc::TakeOver => {
-                    "reads an expiry time that has passed by its clock".to_owned()
-                }
-                model::Pc::ReadExpiry => "reads a live expiry time: busy".to_owned(),
-                model::Pc::TakeOver if now.pc == model::Pc::Read => {
-                    "takes the lock over (GETSET)".to_owned()
-                }
-                model::Pc::TakeOver => "loses the GETSET race: busy".to_owned(),
-                model::Pc::Read if now.pc == model::Pc::Work => {
-                    format!("reads stock {}", now.read)
-                }
-                model::Pc::Read => "is refused or finds it sold out".to_owned(),
-                model::Pc::Work => "ends its work".to_owned(),
-                model::Pc::Check if now.pc == model::Pc::Write => {
-                    "hears from its watchdog: still held".to_owned()
-                }
-                model::Pc::Check if was.lost => {
-                    "hears from its watchdog: lock lost, no write".to_owned()
-                }
-                model::Pc::Check => {
-                    "is past its local deadline (no renewal for a lease): no write".to_owned()
-                }
-                model::Pc::Write if sold => format!("writes: sells unit {}", was.read),
-                model::Pc::Write if was.read_epoch != before.epoch => {
-                    "writes: refused, its read came before the SKU's reset".to_owned()
-                }
-                model::Pc::Write
-                    if !matches!(before.request, model::Request::Pending(m, _) if m == n)
-                        && sale.claims_ids() =>
-                {
-                    "writes: refused, its request id's claim was taken over".to_owned()
-                }
-                model::Pc::Write => "writes with a stale token: refused".to_owned(),
-                model::Pc::Release => "releases".to_owned(),
-                model::Pc::Vote => "asks a node".to_owned(),
-                model::Pc::Claim
-                    if now.pc == model::Pc::Acquire
-                        && matches!(before.request, model::Request::Pending(..)) =>
-                {
-                    "takes over the request id's expired claim".to_owned()
-                }
-                model::Pc::Claim if now.pc == model::Pc::Acquire => {
-                    "claims the request id".to_owned()
-                }
-                model::Pc::Claim => "finds the id claimed or answered: no sale".to_owned(),
-                model::Pc::WaitReplica if now.pc == model::Pc::Read => {
-                    "WAIT: a replica has the lock".to_owned()
-                }
-                model::Pc::WaitReplica => {
-                    "WAIT: no replica has the lock, lets it go: busy".to_owned()
-                }
-                model::Pc::Count if now.pc == model::Pc::Read => {
-                    format!("holds a majority ({} nodes)", was.votes.count_ones())
-                }
-                model::Pc::Count if was.votes.count_ones() as u8 >= sale.majority() => {
-                    "counts a majority, but its round outlived the lease: lets go, tries again"
-                        .to_owned()
-                }
-                model::Pc::Count => "has no majority: lets go, tries again".to_owned(),
-                model::Pc::Retry => format!(
-                    "asks again with its request id: {}",
-                    script_result(sale, before, n, after)
-                ),
-                model::Pc::Enqueue => "adds its order's message (XADD)".to_owned(),
-                model::Pc::Done => "is done".to_owned(),
-            };
-            format!("{} {what}", name(n))
+            let pc = before.buyers[usize::from(n)].pc;
+            format!("{} {}", name(n), pc.says(sale, before, after, n))
         }
-    }
-}
-
-/// Whether buyer `n`'s sale script sold a unit between `before` and `after`.
-pub(super) fn script_sold(before: &World, after: &World, n: u8) -> bool {
-    let i = usize::from(n);
-    after.script_sales[i] > before.script_sales[i]
-}
-
-/// What buyer `n`'s script did: sold, answered from its id's record, or
-/// found the SKU sold out.
-fn script_result(sale: &Sale, before: &World, n: u8, after: &World) -> String {
-    let recorded = sale
-        .script_id(n)
-        .is_some_and(|id| before.answered & (1 << id) != 0);
-    if script_sold(before, after, n) {
-        format!("sells unit {}", after.buyers[usize::from(n)].read)
-    } else if recorded {
-        "its id has a record: answered from it, nothing sold".to_owned()
-    } else {
-        "finds it sold out".to_owned()
-    }
-}
-
-/// Where a buyer at `pc` is, in a few words (where a freeze finds it).
-fn moment(pc: model::Pc) -> &'static str {
-    match pc {
-        model::Pc::Vote | model::Pc::Count => "in the middle of its round of votes",
-        model::Pc::Expire => "between SETNX and EXPIRE",
-        model::Pc::ReadExpiry | model::Pc::TakeOver => "while taking an expired lock over",
-        model::Pc::WaitReplica => "before its WAIT",
-        model::Pc::Read => "before its read",
-        model::Pc::Work => "in its business work",
-        model::Pc::Check => "before its watchdog's word",
-        model::Pc::Write => "before its write",
-        model::Pc::Release => "before its release",
-        _ => "in its section",
     }
 }

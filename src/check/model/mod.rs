@@ -7,6 +7,14 @@
 //! runs it to its end), lets a tick of time pass, or strikes a fault. The
 //! checker tries every order of those actions up to the [`Bounds`].
 //!
+//! Each protocol is a file of its own, read as a spec: its program
+//! counter, and its step function with each step's guard beside its
+//! effect ([`none`], [`local_mutex`], [`setnx`], [`setnx_expiry`],
+//! [`token`], [`lease`] for `watchdog`, `fenced`, `etcd` and `zookeeper`,
+//! [`redlock`], and [`script`] for the `lua` family). The commands they
+//! share (the claim, the read, the write, the watchdog's word, letting go)
+//! are in `section`, as `crate::section` shares them in the code.
+//!
 //! Time is ticks. A lease lasts [`Bounds::lease`] ticks, and a watchdog
 //! renews its holder's lease on every tick (the real one renews every
 //! lease/3: a tick stands for that period), unless a scenario makes a
@@ -22,6 +30,20 @@ use std::hash::Hash;
 
 use super::order::{OrderFaults, OrderStep, Pipeline};
 use super::protocol::Protocol;
+
+mod program;
+mod section;
+
+pub mod lease;
+pub mod local_mutex;
+pub mod none;
+pub mod redlock;
+pub mod script;
+pub mod setnx;
+pub mod setnx_expiry;
+pub mod token;
+
+pub use program::{At, Pc};
 
 /// What may happen in a scenario, and how many buyers and units there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -113,37 +135,6 @@ pub struct Mutation {
     pub no_on_conflict: bool,
     /// Giving a unit back does not record the sale's return first.
     pub no_give_back_once: bool,
-}
-
-/// Where a buyer is in its protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Pc {
-    Acquire,
-    /// `setnx`: between SETNX and EXPIRE.
-    Expire,
-    /// `setnx-expiry`: the lock was there; read its expiry time next.
-    ReadExpiry,
-    /// `setnx-expiry`: it had passed by this buyer's clock; GETSET next.
-    TakeOver,
-    Read,
-    Work,
-    /// The watchdog's word: is the lock still held?
-    Check,
-    Write,
-    Release,
-    Done,
-    /// Redlock: SET NX PX on the next node.
-    Vote,
-    /// Redlock: a majority, or let go of what it got and try again.
-    Count,
-    /// `WAIT` for one replica after taking the lock (`failover-wait`).
-    WaitReplica,
-    /// Claim the request id before anything else (the lock variants).
-    Claim,
-    /// Told `unknown` (its call cut off): ask again with its request id.
-    Retry,
-    /// `lua-then-queue`: XADD its sale's order message, after the script.
-    Enqueue,
 }
 
 /// The lock key as the store holds it.

@@ -1,0 +1,67 @@
+//! `none`: no lock at all. Each buyer reads the stock, works, and writes
+//! the stock less one: two buyers between one's read and the other's write
+//! both sell the unit they read.
+
+use super::program::Steps;
+use super::{At, Sale, World, section};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pc {
+    Claim,
+    Enter,
+    Read,
+    Work,
+    Write,
+    Release,
+    Done,
+}
+
+impl Steps for Pc {
+    const DONE: Pc = Pc::Done;
+
+    fn start(sale: &Sale) -> Pc {
+        match sale.claims_ids() {
+            true => Pc::Claim,
+            false => Pc::Enter,
+        }
+    }
+
+    fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
+        Some(match self {
+            Pc::Claim if sale.claim(w, n) => Pc::Enter,
+            Pc::Claim => Pc::Done,
+            // Nothing to take: straight in.
+            Pc::Enter => Pc::Read,
+            Pc::Read if sale.read(w, n) => Pc::Work,
+            Pc::Read => Pc::Release,
+            Pc::Work if !sale.worked(w, n) => return None,
+            Pc::Work => Pc::Write,
+            Pc::Write => {
+                sale.write(w, n);
+                Pc::Release
+            }
+            // Nothing to let go.
+            Pc::Release => Pc::Done,
+            Pc::Done => return None,
+        })
+    }
+
+    fn at(self) -> At {
+        match self {
+            Pc::Claim => At::Claim,
+            Pc::Enter => At::Start,
+            Pc::Read => At::Read,
+            Pc::Work => At::Work,
+            Pc::Write => At::Write,
+            Pc::Release => At::Release,
+            Pc::Done => At::Done,
+        }
+    }
+
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+        match self {
+            Pc::Enter => "goes in (no lock)".to_owned(),
+            pc => section::says(sale, pc.at(), before, after, n),
+        }
+    }
+}

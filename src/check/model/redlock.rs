@@ -1,0 +1,166 @@
+//! `redlock`: SET NX PX with the buyer's token on each node in turn; with
+//! votes from a majority of all the nodes, counted within the lease (its
+//! validity), it holds the lock; otherwise it lets go of what it got and
+//! tries again. Its watchdog extends the lease on every node while the
+//! process lives, and the lock is lost when fewer than a majority kept it.
+//! The release is a compare-and-delete on every node.
+
+use super::program::Steps;
+use super::{At, LockKey, Sale, World, section};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pc {
+    Claim,
+    Acquire,
+    /// SET NX PX on the next node.
+    Vote,
+    /// A majority, or let go of what it got and try again.
+    Count,
+    Read,
+    Work,
+    /// The watchdog's word: does a majority still hold the lock?
+    Check,
+    Write,
+    Release,
+    Done,
+}
+
+impl Steps for Pc {
+    const DONE: Pc = Pc::Done;
+
+    fn start(sale: &Sale) -> Pc {
+        match sale.claims_ids() {
+            true => Pc::Claim,
+            false => Pc::Acquire,
+        }
+    }
+
+    fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
+        let i = usize::from(n);
+        Some(match self {
+            Pc::Claim if sale.claim(w, n) => Pc::Acquire,
+            Pc::Claim => Pc::Done,
+            // A round begins: its validity runs from now.
+            Pc::Acquire => {
+                w.buyers[i].asked = 0;
+                w.buyers[i].votes = 0;
+                w.buyers[i].started = w.now;
+                vote(sale, w, n)
+            }
+            Pc::Vote => vote(sale, w, n),
+            Pc::Count => {
+                let votes = w.buyers[i].votes.count_ones() as u8;
+                let needed = match sale.mutation.one_vote {
+                    true => 1,
+                    false => sale.majority(),
+                };
+                let valid =
+                    w.now < w.buyers[i].started + sale.bounds.lease || sale.mutation.no_validity;
+                if votes >= needed && valid {
+                    w.buyers[i].renewed = w.now;
+                    Pc::Read
+                } else {
+                    // No quorum (or a round slower than the lease): let go
+                    // of what it got, and try again.
+                    release(w, n);
+                    Pc::Acquire
+                }
+            }
+            Pc::Read if sale.read(w, n) => Pc::Work,
+            Pc::Read => Pc::Release,
+            Pc::Work if !sale.worked(w, n) => return None,
+            Pc::Work => Pc::Check,
+            Pc::Check if sale.still_held(w, n) => Pc::Write,
+            Pc::Check => Pc::Release,
+            Pc::Write => {
+                sale.write(w, n);
+                Pc::Release
+            }
+            Pc::Release => {
+                release(w, n);
+                Pc::Done
+            }
+            Pc::Done => return None,
+        })
+    }
+
+    fn at(self) -> At {
+        match self {
+            Pc::Claim => At::Claim,
+            Pc::Acquire => At::Start,
+            Pc::Vote | Pc::Count => At::Round,
+            Pc::Read => At::Read,
+            Pc::Work => At::Work,
+            Pc::Check => At::Check,
+            Pc::Write => At::Write,
+            Pc::Release => At::Release,
+            Pc::Done => At::Done,
+        }
+    }
+
+    /// From its majority to its write.
+    fn renewing(self) -> bool {
+        matches!(self, Pc::Read | Pc::Work | Pc::Check | Pc::Write)
+    }
+
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+        let (was, now) = (
+            &before.buyers[usize::from(n)],
+            &after.buyers[usize::from(n)],
+        );
+        match self {
+            Pc::Acquire | Pc::Vote => {
+                let k = match self {
+                    Pc::Acquire => 0,
+                    _ => was.asked,
+                };
+                let said = match now.votes & (1 << k) {
+                    0 => "is refused by",
+                    _ => "gets",
+                };
+                format!("{said} node {}", k + 1)
+            }
+            Pc::Count if now.pc.at() == At::Read => {
+                format!("holds a majority ({} nodes)", was.votes.count_ones())
+            }
+            Pc::Count if was.votes.count_ones() as u8 >= sale.majority() => {
+                "counts a majority, but its round outlived the lease: lets go, tries again"
+                    .to_owned()
+            }
+            Pc::Count => "has no majority: lets go, tries again".to_owned(),
+            pc => section::says(sale, pc.at(), before, after, n),
+        }
+    }
+}
+
+/// SET NX PX on the next node (a node that is down says no); after the
+/// last one, count.
+fn vote(sale: &Sale, w: &mut World, n: u8) -> Pc {
+    let i = usize::from(n);
+    let k = usize::from(w.buyers[i].asked);
+    let node = &mut w.nodes[k];
+    if node.up && node.lock.is_none() {
+        node.lock = Some(LockKey {
+            owner: Some(n),
+            holder: n,
+            expires: Some(w.now + sale.bounds.lease),
+            value: 0,
+        });
+        w.buyers[i].votes |= 1 << k;
+    }
+    w.buyers[i].asked += 1;
+    match w.buyers[i].asked == sale.bounds.nodes {
+        true => Pc::Count,
+        false => Pc::Vote,
+    }
+}
+
+/// Compare-and-delete on every node that is up.
+fn release(w: &mut World, n: u8) {
+    for node in w.nodes.iter_mut().filter(|node| node.up) {
+        if node.lock.is_some_and(|lock| lock.owner == Some(n)) {
+            node.lock = None;
+        }
+    }
+    w.buyers[usize::from(n)].votes = 0;
+}

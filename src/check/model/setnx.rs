@@ -1,0 +1,97 @@
+//! `setnx`: SETNX, then EXPIRE as a second command; busy if the key is
+//! there. A holder that dies between the two leaves a lock with no TTL
+//! that nobody deletes; the release is a plain DEL, whoever's lock it is.
+
+use super::program::Steps;
+use super::{At, LockKey, Sale, World, section};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pc {
+    Claim,
+    Acquire,
+    /// Between SETNX and EXPIRE.
+    Expire,
+    Read,
+    Work,
+    Write,
+    Release,
+    Done,
+}
+
+impl Steps for Pc {
+    const DONE: Pc = Pc::Done;
+
+    fn start(sale: &Sale) -> Pc {
+        match sale.claims_ids() {
+            true => Pc::Claim,
+            false => Pc::Acquire,
+        }
+    }
+
+    fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
+        Some(match self {
+            Pc::Claim if sale.claim(w, n) => Pc::Acquire,
+            Pc::Claim => Pc::Done,
+            // SETNX finds the key: busy.
+            Pc::Acquire if w.lock.is_some() => Pc::Done,
+            // SETNX sets it, with no TTL yet.
+            Pc::Acquire => {
+                w.lock = Some(LockKey {
+                    owner: None,
+                    holder: n,
+                    expires: None,
+                    value: 0,
+                });
+                Pc::Expire
+            }
+            // EXPIRE sets the TTL of whatever lock is there.
+            Pc::Expire => {
+                if let Some(lock) = &mut w.lock {
+                    lock.expires = Some(w.now + sale.bounds.lease);
+                }
+                Pc::Read
+            }
+            Pc::Read if sale.read(w, n) => Pc::Work,
+            Pc::Read => Pc::Release,
+            Pc::Work if !sale.worked(w, n) => return None,
+            Pc::Work => Pc::Write,
+            Pc::Write => {
+                sale.write(w, n);
+                Pc::Release
+            }
+            Pc::Release => {
+                sale.delete(w, n);
+                Pc::Done
+            }
+            Pc::Done => return None,
+        })
+    }
+
+    fn at(self) -> At {
+        match self {
+            Pc::Claim => At::Claim,
+            Pc::Acquire => At::Start,
+            Pc::Expire => At::Held,
+            Pc::Read => At::Read,
+            Pc::Work => At::Work,
+            Pc::Write => At::Write,
+            Pc::Release => At::Release,
+            Pc::Done => At::Done,
+        }
+    }
+
+    fn moment(self) -> &'static str {
+        match self {
+            Pc::Expire => "between SETNX and EXPIRE",
+            pc => pc.at().moment(),
+        }
+    }
+
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+        match self {
+            Pc::Acquire => section::says_taken(before, after, n),
+            Pc::Expire => "sets the lock's TTL (EXPIRE)".to_owned(),
+            pc => section::says(sale, pc.at(), before, after, n),
+        }
+    }
+}

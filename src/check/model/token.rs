@@ -1,0 +1,91 @@
+//! `token`: SET NX PX with the buyer's own token and a lease; busy if the
+//! key is there. The release deletes the lock only if it still holds the
+//! token (one script). Nothing renews the lease: work that outlives it
+//! runs unprotected. Under `failover-wait` the holder asks `WAIT 1` after
+//! taking the lock, and lets it go if no replica has it.
+
+use super::program::Steps;
+use super::{At, Sale, World, section};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pc {
+    Claim,
+    Acquire,
+    /// `WAIT` for one replica after taking the lock.
+    WaitReplica,
+    Read,
+    Work,
+    Write,
+    Release,
+    Done,
+}
+
+impl Steps for Pc {
+    const DONE: Pc = Pc::Done;
+
+    fn start(sale: &Sale) -> Pc {
+        match sale.claims_ids() {
+            true => Pc::Claim,
+            false => Pc::Acquire,
+        }
+    }
+
+    fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
+        Some(match self {
+            Pc::Claim if sale.claim(w, n) => Pc::Acquire,
+            Pc::Claim => Pc::Done,
+            // SET NX PX finds the key: busy.
+            Pc::Acquire if w.lock.is_some() => Pc::Done,
+            Pc::Acquire => {
+                sale.take_lease(w, n);
+                match sale.bounds.wait_replicas {
+                    true => Pc::WaitReplica,
+                    false => Pc::Read,
+                }
+            }
+            Pc::WaitReplica if sale.replicated(w, n) => Pc::Read,
+            Pc::WaitReplica => Pc::Done,
+            Pc::Read if sale.read(w, n) => Pc::Work,
+            Pc::Read => Pc::Release,
+            Pc::Work if !sale.worked(w, n) => return None,
+            Pc::Work => Pc::Write,
+            Pc::Write => {
+                sale.write(w, n);
+                Pc::Release
+            }
+            Pc::Release => {
+                sale.compare_and_delete(w, n);
+                Pc::Done
+            }
+            Pc::Done => return None,
+        })
+    }
+
+    fn at(self) -> At {
+        match self {
+            Pc::Claim => At::Claim,
+            Pc::Acquire => At::Start,
+            Pc::WaitReplica => At::Held,
+            Pc::Read => At::Read,
+            Pc::Work => At::Work,
+            Pc::Write => At::Write,
+            Pc::Release => At::Release,
+            Pc::Done => At::Done,
+        }
+    }
+
+    fn moment(self) -> &'static str {
+        match self {
+            Pc::WaitReplica => "before its WAIT",
+            pc => pc.at().moment(),
+        }
+    }
+
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+        match self {
+            Pc::Acquire => section::says_taken(before, after, n),
+            Pc::WaitReplica => section::says_wait(after, n),
+            pc => section::says(sale, pc.at(), before, after, n),
+        }
+    }
+}
