@@ -181,9 +181,9 @@ def hot_1():
     print()
 
 
-def compare_1():
-    c = load("compare-1.json")
-    print("## compare-1\n")
+def compare_run(name):
+    c = load(f"{name}.json")
+    print(f"## {name}\n")
     print(f"date {c['date']}, machine {c['machine']}, runs {c['runs']}, "
           f"{c['duration_ms']} ms each, concurrency {c['concurrency']}\n")
     rows = []
@@ -247,9 +247,10 @@ if __name__ == "__main__":
     bench_run("bench-1")
     scale_1()
     hot_1()
-    compare_1()
+    compare_run("compare-1")
     handoff_1()
     bench_run("bench-2")
-    for later in ("load-2", "bench-3", "lab-2"):
+    for later in ("load-2", "bench-3", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():
-            {"load": load_run, "bench": bench_run, "lab": lab_run}[later.split("-")[0]](later)
+            {"load": load_run, "bench": bench_run, "lab": lab_run,
+             "compare": compare_run}[later.split("-")[0]](later)
