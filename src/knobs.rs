@@ -219,6 +219,41 @@ pub struct DeductRequest {
     pub sku: Sku,
     pub knobs: Knobs,
     pub request_id: Option<String>,
+    /// The schedule this request is a buyer of (chaos mode only): it waits
+    /// at each gate until its run's scheduler lets it go.
+    pub schedule: Option<Schedule>,
+}
+
+/// `schedule=RUN:BUYER`: a buyer of one scheduled run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    pub run: String,
+    pub buyer: String,
+}
+
+impl Schedule {
+    /// `RUN:BUYER`, each 1 to 64 characters of `[A-Za-z0-9_-]`.
+    pub fn parse(raw: &str) -> Result<Schedule, InputError> {
+        let name = |part: &str| {
+            (1..=64).contains(&part.len())
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        };
+        match raw.split_once(':') {
+            Some((run, buyer)) if name(run) && name(buyer) => Ok(Schedule {
+                run: run.to_owned(),
+                buyer: buyer.to_owned(),
+            }),
+            _ => Err(InputError::new(
+                "schedule",
+                format!(
+                    "must be RUN:BUYER, each 1 to 64 characters of A-Z, a-z, 0-9, '_' or '-', got {}",
+                    quoted(raw)
+                ),
+            )),
+        }
+    }
 }
 
 impl DeductRequest {
@@ -257,6 +292,7 @@ impl DeductRequest {
                     )?))
                 }
                 "request_id" => request.request_id = Some(parse_request_id(value)?),
+                "schedule" => request.schedule = Some(Schedule::parse(value)?),
                 "sold_out_mark" => {
                     request.knobs.sold_out_mark = Some(match value {
                         "1" => true,
@@ -292,7 +328,7 @@ impl DeductRequest {
                 other => {
                     return Err(InputError::new(
                         quoted(other),
-                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms, request_id, sold_out_mark, replicas",
+                        "unknown parameter; known: sku, work_ms, lease_ms, wait_ms, request_id, sold_out_mark, replicas, schedule",
                     ));
                 }
             }
@@ -305,6 +341,23 @@ impl DeductRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schedule_is_a_run_and_a_buyer() {
+        let schedule = Schedule::parse("run-1:A").unwrap();
+        assert_eq!(
+            (schedule.run.as_str(), schedule.buyer.as_str()),
+            ("run-1", "A")
+        );
+        for bad in ["", "run", ":A", "run:", "a:b:c", "r un:A", "run:{A}"] {
+            assert_eq!(
+                Schedule::parse(bad).unwrap_err().field,
+                "schedule",
+                "{bad:?}"
+            );
+        }
+        assert!(Schedule::parse(&format!("{}:A", "r".repeat(65))).is_err());
+    }
 
     #[test]
     fn sku_accepts_the_documented_alphabet_only() {

@@ -29,9 +29,10 @@ use std::time::Duration;
 use redis::Script;
 
 use crate::chaos::Chaos;
+use crate::gate::points;
 use crate::knobs::Knobs;
 use crate::ledger::{self, AnswerKind, Claim};
-use crate::lock::{LockStores, Wakeups};
+use crate::lock::{Hook, LockStores, Wakeups};
 use crate::store::{Conn, Keys, StoreError};
 use crate::timeline;
 
@@ -60,6 +61,8 @@ pub struct Ctx<'a> {
     /// lock): the section's write and answers settle it.
     pub claim: Option<Claim<'a>>,
     pub chaos: &'a Chaos,
+    /// Where a scheduled request stops ([`crate::gate`]); none otherwise.
+    pub hook: Hook,
 }
 
 /// What the variant around the section knows about its lock.
@@ -142,8 +145,11 @@ pub async fn critical_section<F: Fn() -> bool>(
     ctx: &mut Ctx<'_>,
     guard: Guard<'_, F>,
 ) -> Result<Answer, StoreError> {
+    ctx.hook.at(points::AFTER_ACQUIRE).await;
     let enter = timeline::now_ns();
-    let mut answer = section(ctx, &guard).await?;
+    let answer = section(ctx, &guard).await;
+    ctx.hook.at(points::BEFORE_RELEASE).await;
+    let mut answer = answer?;
     if !answer.recorded {
         settle(ctx, &answer).await;
         answer.recorded = true;
@@ -272,9 +278,11 @@ async fn section<F: Fn() -> bool>(
         return unrecorded(Outcome::SoldOut { remaining: current });
     }
     let faults = ctx.chaos.in_the_gap(&mut ctx.conn, ctx.keys).await?;
+    ctx.hook.at(points::AFTER_READ).await;
     if !ctx.knobs.work.is_zero() {
         tokio::time::sleep(ctx.knobs.work).await;
     }
+    ctx.hook.at(points::BEFORE_CHECK).await;
     if !(guard.still_held)() {
         return unrecorded(Outcome::Busy(BusyReason::LockLost));
     }
@@ -287,6 +295,7 @@ async fn section<F: Fn() -> bool>(
             .await;
         ctx.chaos.stop_the_world(pause);
     }
+    ctx.hook.at(points::BEFORE_WRITE).await;
     let sale = write(ctx, current, &epoch, guard.fence).await;
     let (kind, record) = match sale {
         Ok(answer) => answer,

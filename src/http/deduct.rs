@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::{AppState, Pairs};
-use crate::knobs::DeductRequest;
+use crate::knobs::{DeductRequest, InputError};
 use crate::sale::Sale;
 use crate::section::Outcome;
 use crate::variants::Variant;
@@ -37,6 +37,13 @@ pub(super) async fn deduct_default(
 
 async fn run_deduct(state: AppState, variant: Variant, pairs: Pairs) -> Result<Response, AppError> {
     let request = DeductRequest::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    if request.schedule.is_some() && !state.seller().chaos().enabled() {
+        return Err(InputError::new(
+            "schedule",
+            "a schedule's gates are off on this instance: it needs chaos mode (serve --chaos, up --chaos)",
+        )
+        .into());
+    }
     let sale = state.seller().sell(variant, request).await?;
     Ok(sale_response(sale, state.instance()))
 }

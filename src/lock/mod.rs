@@ -17,6 +17,7 @@
 //! | a lock on a majority of N Redis   | [`Redlock`] on [`RedlockNodes`] (renewable by [`Watchdog`]; its validity is its deadline) |
 //! | a lock on a CP store (etcd)       | [`etcd::EtcdLock`]: lease + keep-alive, queue by `create_revision`, watch the predecessor; the revision is the fencing token |
 //! | a lock on ZooKeeper               | [`ZooKeeperLock`]: ephemeral sequential znodes, predecessor watch, the session as lease, czxid as fencing token (not reentrant) |
+//! | points a caller may hold a step at | [`Hook`]: named [`Point`]s (a schedule's gates, a test), one branch each when none is set |
 //!
 //! What a local deadline cannot fix: a pause *between* the owner's last look
 //! at its deadline and its write (a GC, a SIGSTOP). Nothing the owner checks
@@ -27,6 +28,7 @@
 //! itself after a `NOSCRIPT`).
 
 pub mod etcd;
+mod hook;
 mod lease;
 pub mod per_key;
 pub mod redlock;
@@ -40,6 +42,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+pub use hook::{Held, Hook, Point, Reached};
 pub use lease::LeaseLock;
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};

@@ -28,9 +28,10 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::chaos::Chaos;
+use crate::gate::Gate;
 use crate::knobs::{DeductRequest, Sku};
 use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
-use crate::lock::{LockStores, Wakeups};
+use crate::lock::{Hook, LockStores, Wakeups};
 use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, Store, StoreError};
@@ -205,7 +206,9 @@ impl Seller {
         // A request id's answer is recorded for its retries: only Redis
         // can give it. Anyone else may be refused from the mark.
         let sharded = variant == Variant::LuaSharded;
+        // A scheduled request goes through its gates: never from the mark.
         let mark = request.request_id.is_none()
+            && request.schedule.is_none()
             && request.knobs.sold_out_mark.unwrap_or(variant.scripted());
         if mark && let Some(remaining) = self.marks.check(&request.sku, sharded) {
             self.count_local(&request.sku, |local| {
@@ -294,6 +297,14 @@ impl Seller {
             }
             _ => None,
         };
+        // A request of a schedule stops at its gates (chaos mode only: the
+        // HTTP layer refused it otherwise).
+        let hook = match &request.schedule {
+            Some(schedule) if self.chaos.enabled() => {
+                Gate::hook(self.store.master_client().await?, schedule.clone())
+            }
+            _ => Hook::none(),
+        };
         let mut ctx = Ctx {
             conn,
             keys,
@@ -306,6 +317,7 @@ impl Seller {
             request_ids_per_sku: self.request_ids_per_sku,
             claim,
             chaos: &self.chaos,
+            hook,
         };
         let answer = match self.protections.deduct(variant, &mut ctx).await {
             Ok(answer) => answer,

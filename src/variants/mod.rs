@@ -360,8 +360,17 @@ impl Protections {
         }
     }
 
-    /// Runs one request through `variant`.
+    /// Runs one request through `variant`; a scheduled one stops at the
+    /// gates before it takes its lock and after it let go (for the `lua`
+    /// family: before and after its script).
     pub async fn deduct(&self, variant: Variant, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
+        ctx.hook.at(crate::gate::points::BEFORE_ACQUIRE).await;
+        let answer = self.dispatch(variant, ctx).await;
+        ctx.hook.at(crate::gate::points::AFTER_RELEASE).await;
+        answer
+    }
+
+    async fn dispatch(&self, variant: Variant, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         match variant {
             Variant::None => none::NoLock.deduct(ctx).await,
             Variant::LocalMutex => self.local_mutex.deduct(ctx).await,

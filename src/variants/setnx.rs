@@ -91,6 +91,7 @@ impl Protection for SetnxLock {
         ctx.chaos
             .crash_if_armed_after_acquire(&mut ctx.conn, keys)
             .await?;
+        ctx.hook.at(crate::gate::points::AFTER_SETNX).await;
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let _: bool = ctx.conn.pexpire(&keys.lock, lease_ms).await?;
 

@@ -17,6 +17,7 @@ mod docs;
 mod etcd;
 mod examples;
 mod failover;
+mod gates;
 mod helpers;
 mod house;
 mod instance;

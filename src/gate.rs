@@ -1,0 +1,235 @@
+//! Gates: a schedule of the real code, not of a model. A request that
+//! joins a scheduled run (`schedule=RUN:BUYER`, chaos mode only) stops at
+//! each named point of the section and of its lock (a gate), announces
+//! "buyer B reached gate G", and waits there until the run's
+//! [`Scheduler`] lets it go. The announcement and the release go through
+//! Redis, so one scheduler orders buyers on every instance.
+//!
+//! - An arrival is pushed on the run's list of arrivals by a script that
+//!   first checks whether the run was abandoned: a buyer of an abandoned
+//!   run passes every gate at once.
+//! - The buyer then waits for a release on a list of its own (`BLPOP`, on
+//!   a connection of its own), at most [`DEADLINE`]: a scheduler that died
+//!   holds nobody for longer.
+//! - [`Scheduler::abandon`] lets every waiting buyer go and opens every
+//!   later gate of the run.
+//!
+//! A request outside a schedule never reaches any of this: its hook is
+//! [`Hook::none`], one branch per point. Every key of a run shares one hash
+//! tag and expires [`RUN_TTL`] after its last arrival.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{AsyncCommands, Script};
+
+use crate::knobs::Schedule;
+use crate::lock::{Held, Hook, Point, Reached};
+use crate::store::StoreError;
+
+/// How long a buyer waits at a gate for its release at most.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+/// How long a run's keys outlive its last arrival.
+pub const RUN_TTL: Duration = Duration::from_secs(600);
+
+/// The section's own gates, in its order; each lock adds its own between
+/// `before_acquire` and `after_acquire` (`after_setnx`, `vote:K`, ...).
+pub mod points {
+    use crate::lock::Point;
+
+    pub const BEFORE_ACQUIRE: Point = Point::new("before_acquire");
+    pub const AFTER_ACQUIRE: Point = Point::new("after_acquire");
+    pub const AFTER_READ: Point = Point::new("after_read");
+    /// After the business work, before the watchdog's word.
+    pub const BEFORE_CHECK: Point = Point::new("before_check");
+    /// After the last check of the lock, right before the write.
+    pub const BEFORE_WRITE: Point = Point::new("before_write");
+    pub const BEFORE_RELEASE: Point = Point::new("before_release");
+    pub const AFTER_RELEASE: Point = Point::new("after_release");
+    /// `setnx`: between SETNX and EXPIRE.
+    pub const AFTER_SETNX: Point = Point::new("after_setnx");
+}
+
+/// The keys of one run.
+struct RunKeys {
+    arrivals: String,
+    open: String,
+    prefix: String,
+}
+
+impl RunKeys {
+    fn of(run: &str) -> RunKeys {
+        let prefix = format!("{{stocklock:gate:{run}}}");
+        RunKeys {
+            arrivals: format!("{prefix}:arrivals"),
+            open: format!("{prefix}:open"),
+            prefix,
+        }
+    }
+
+    /// Where buyer `buyer`'s releases are pushed.
+    fn go(&self, buyer: &str) -> String {
+        format!("{}:go:{buyer}", self.prefix)
+    }
+}
+
+/// Announces an arrival unless the run was abandoned: 1 announced (wait
+/// for the release), 0 open (go on).
+static ARRIVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1",
+    )
+});
+
+/// A buyer of a scheduled run: the hook its request's locks and section
+/// stop at.
+pub struct Gate {
+    client: redis::Client,
+    schedule: Schedule,
+}
+
+impl Gate {
+    /// The hook of a request of `schedule`, on the Redis `client` speaks to.
+    pub fn hook(client: redis::Client, schedule: Schedule) -> Hook {
+        Hook::new(std::sync::Arc::new(Gate { client, schedule }))
+    }
+
+    async fn wait(&self, point: Point) -> Result<(), StoreError> {
+        let keys = RunKeys::of(&self.schedule.run);
+        // A connection of its own: BLPOP holds the one it is sent on, and
+        // must not time out before its deadline.
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        let mut conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        let arrived: i64 = ARRIVE
+            .key(&keys.arrivals)
+            .key(&keys.open)
+            .arg(format!("{} {point}", self.schedule.buyer))
+            .arg(RUN_TTL.as_millis() as u64)
+            .invoke_async(&mut conn)
+            .await?;
+        if arrived == 0 {
+            return Ok(());
+        }
+        let go = keys.go(&self.schedule.buyer);
+        let released: Option<(String, String)> = conn.blpop(&go, DEADLINE.as_secs_f64()).await?;
+        if released.is_none() {
+            tracing::warn!(
+                run = self.schedule.run,
+                buyer = self.schedule.buyer,
+                %point,
+                "nobody released the gate within its deadline: going on"
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Reached for Gate {
+    fn reached(&self, point: Point) -> Held<'_> {
+        Box::pin(async move {
+            // A gate that cannot reach Redis holds nothing: the request
+            // meets the failure in its own next command.
+            if let Err(err) = self.wait(point).await {
+                tracing::warn!(%err, %point, "a gate could not reach Redis: going on");
+            }
+        })
+    }
+}
+
+/// One buyer at one gate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    pub buyer: String,
+    /// The gate's name (`after_read`, `vote:2`).
+    pub gate: String,
+}
+
+/// The run's side: hears arrivals, lets buyers go.
+pub struct Scheduler {
+    conn: redis::aio::MultiplexedConnection,
+    keys: RunKeys,
+    /// Buyers that arrived and were not let go yet.
+    waiting: Vec<String>,
+}
+
+impl Scheduler {
+    /// Starts run `run` on the Redis at `url`, forgetting anything an
+    /// earlier run of that name left.
+    pub async fn start(url: &str, run: &str) -> Result<Scheduler, StoreError> {
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+        let mut conn = redis::Client::open(url)?
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        let keys = RunKeys::of(run);
+        let _: () = conn.del(&[&keys.arrivals, &keys.open]).await?;
+        Ok(Scheduler {
+            conn,
+            keys,
+            waiting: Vec::new(),
+        })
+    }
+
+    /// The next arrival, if one comes within `timeout`.
+    pub async fn next(&mut self, timeout: Duration) -> Result<Option<Arrival>, StoreError> {
+        let popped: Option<(String, String)> = self
+            .conn
+            .blpop(&self.keys.arrivals, timeout.as_secs_f64())
+            .await?;
+        Ok(popped.and_then(|(_, entry)| {
+            let (buyer, gate) = entry.split_once(' ')?;
+            self.waiting.push(buyer.to_owned());
+            Some(Arrival {
+                buyer: buyer.to_owned(),
+                gate: gate.to_owned(),
+            })
+        }))
+    }
+
+    /// Lets `buyer` go on from the gate it waits at.
+    pub async fn release(&mut self, buyer: &str) -> Result<(), StoreError> {
+        self.waiting.retain(|waiting| waiting != buyer);
+        let go = self.keys.go(buyer);
+        let _: () = redis::pipe()
+            .rpush(&go, 1)
+            .pexpire(&go, RUN_TTL.as_millis() as i64)
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Buyers that arrived at a gate and wait there.
+    pub fn waiting(&self) -> &[String] {
+        &self.waiting
+    }
+
+    /// Ends the run: every waiting buyer goes on, and no gate of the run
+    /// holds anyone again.
+    pub async fn abandon(&mut self) -> Result<(), StoreError> {
+        let _: () = self
+            .conn
+            .set_ex(&self.keys.open, 1, RUN_TTL.as_secs())
+            .await?;
+        // Arrivals announced before the run was opened and not heard yet
+        // wait too; none comes after (the arrival script checks first).
+        while let Some(entry) = self
+            .conn
+            .lpop::<_, Option<String>>(&self.keys.arrivals, None)
+            .await?
+        {
+            if let Some((buyer, _)) = entry.split_once(' ') {
+                self.waiting.push(buyer.to_owned());
+            }
+        }
+        for buyer in std::mem::take(&mut self.waiting) {
+            self.release(&buyer).await?;
+        }
+        Ok(())
+    }
+}

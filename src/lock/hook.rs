@@ -1,0 +1,104 @@
+//! Hooks: named points in a lock's protocol (between SETNX and EXPIRE,
+//! before each Redlock node, before a watchdog's renewal) where whoever
+//! set the hook may hold the step until it lets it go. The locks know
+//! nothing of who that is: a schedule of the lab, a test. With no hook set
+//! a point costs one branch.
+//!
+//! ```
+//! # use std::sync::Arc;
+//! use stocklock::lock::{Hook, Point, Reached};
+//!
+//! struct Log;
+//! impl Reached for Log {
+//!     fn reached(&self, point: Point) -> stocklock::lock::Held<'_> {
+//!         Box::pin(async move { println!("at {point}") })
+//!     }
+//! }
+//!
+//! # async fn f() {
+//! let hook = Hook::new(Arc::new(Log));
+//! hook.at(Point::new("after_setnx")).await; // prints "at after_setnx"
+//! Hook::none().at(Point::new("after_setnx")).await; // nothing
+//! # }
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A point of a protocol: a name, and for Redlock the node it is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Point {
+    pub name: &'static str,
+    /// Which of several (Redlock's node, counted from 0).
+    pub index: Option<usize>,
+}
+
+impl Point {
+    pub const fn new(name: &'static str) -> Point {
+        Point { name, index: None }
+    }
+
+    /// The point about the `index`-th of several (a Redlock node).
+    pub const fn nth(name: &'static str, index: usize) -> Point {
+        Point {
+            name,
+            index: Some(index),
+        }
+    }
+}
+
+impl fmt::Display for Point {
+    /// `after_setnx`, or `vote:2` for the point about node 2.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            None => f.write_str(self.name),
+            Some(index) => write!(f, "{}:{index}", self.name),
+        }
+    }
+}
+
+/// A step held at a point: resolves when it may go on.
+pub type Held<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// What a hook does when a step reaches a point.
+pub trait Reached: Send + Sync {
+    fn reached(&self, point: Point) -> Held<'_>;
+}
+
+/// A lock's hook: none, or one [`Reached`] shared by every clone.
+#[derive(Clone, Default)]
+pub struct Hook(Option<Arc<dyn Reached>>);
+
+impl Hook {
+    /// No hook: every point passes at once.
+    pub fn none() -> Hook {
+        Hook(None)
+    }
+
+    pub fn new(reached: Arc<dyn Reached>) -> Hook {
+        Hook(Some(reached))
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The step reaches `point`: held there until the hook lets it go.
+    pub async fn at(&self, point: Point) {
+        if let Some(reached) = &self.0 {
+            reached.reached(point).await;
+        }
+    }
+}
+
+impl fmt::Debug for Hook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.is_set() {
+            "Hook(set)"
+        } else {
+            "Hook(none)"
+        })
+    }
+}

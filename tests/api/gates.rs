@@ -1,0 +1,211 @@
+//! Gates: scheduled requests held at named points of the real code and
+//! let go in the order a scheduler chooses, across two instances sharing
+//! one Redis. A race decided by the schedule, not by timing.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use stocklock::chaos::Chaos;
+use stocklock::gate::{Arrival, Scheduler};
+use stocklock::knobs::Sku;
+use stocklock::store::{Keys, Store};
+use tokio::task::JoinHandle;
+
+use crate::helpers::{self, InProcess};
+
+/// How long a test waits for an arrival before it calls the run broken.
+const ARRIVAL: Duration = Duration::from_secs(10);
+
+/// A scheduler that waits for one buyer's arrival at one gate, keeping
+/// the other buyers' arrivals for later.
+struct Driver {
+    scheduler: Scheduler,
+    heard: Vec<Arrival>,
+}
+
+impl Driver {
+    async fn start(url: &str, run: &str) -> Driver {
+        Driver {
+            scheduler: Scheduler::start(url, run).await.unwrap(),
+            heard: Vec::new(),
+        }
+    }
+
+    /// Waits until `buyer` arrives somewhere; its gate.
+    async fn next_of(&mut self, buyer: &str) -> String {
+        loop {
+            if let Some(at) = self.heard.iter().position(|a| a.buyer == buyer) {
+                return self.heard.remove(at).gate;
+            }
+            let arrival = self.scheduler.next(ARRIVAL).await.unwrap();
+            let arrival =
+                arrival.unwrap_or_else(|| panic!("{buyer} arrived nowhere within {ARRIVAL:?}"));
+            self.heard.push(arrival);
+        }
+    }
+
+    /// `buyer` must arrive at `gate` next; it is let go.
+    async fn pass(&mut self, buyer: &str, gate: &str) {
+        let at = self.next_of(buyer).await;
+        assert_eq!(at, gate, "{buyer} arrived at {at}, not {gate}");
+        self.scheduler.release(buyer).await.unwrap();
+    }
+
+    /// `buyer` goes through `gates`, in order, each let go at once.
+    async fn through(&mut self, buyer: &str, gates: &[&str]) {
+        for gate in gates {
+            self.pass(buyer, gate).await;
+        }
+    }
+}
+
+/// Buyer `buyer` of run `run` on `instance`, as a task.
+fn buyer(instance: &InProcess, variant: &str, run: &str, buyer: &str) -> JoinHandle<(u16, Value)> {
+    let instance = instance.clone();
+    let uri = format!("/deductStock/{variant}?sku={variant}&schedule={run}:{buyer}");
+    tokio::spawn(async move {
+        let (status, body) = instance.get(&uri).await;
+        (status.as_u16(), body)
+    })
+}
+
+const SECTION: [&str; 5] = [
+    "after_acquire",
+    "after_read",
+    "before_check",
+    "before_write",
+    "before_release",
+];
+
+/// A reads on instance a and is held there; B, on instance b, goes through
+/// its whole sale; then A writes. With no lock both sell the unit they
+/// read (oversold 1); with `token`, B finds the lock held and is busy.
+#[tokio::test]
+async fn a_schedule_decides_the_race_across_two_instances() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let a = InProcess::start(&store, "a", Chaos::on(0)).await;
+    let b = InProcess::start(&store, "b", Chaos::on(0)).await;
+    for (variant, oversold) in [("none", 1), ("token", 0)] {
+        a.reset(variant, 5, 0).await;
+        let run = format!("race-{variant}");
+        let mut driver = Driver::start(&redis.url(), &run).await;
+        let first = buyer(&a, variant, &run, "A");
+        driver
+            .through("A", &["before_acquire", "after_acquire"])
+            .await;
+        assert_eq!(driver.next_of("A").await, "after_read", "{variant}");
+        // A has read stock 5 and waits. B goes all the way.
+        let second = buyer(&b, variant, &run, "B");
+        driver.pass("B", "before_acquire").await;
+        if oversold == 1 {
+            driver.through("B", &SECTION).await;
+        }
+        driver.pass("B", "after_release").await;
+        let (status, body) = second.await.unwrap();
+        if oversold == 1 {
+            assert_eq!(
+                (status, body["unit"].as_i64()),
+                (200, Some(5)),
+                "{variant}: {body}"
+            );
+        } else {
+            assert_eq!(
+                (status, body["reason"].as_str()),
+                (429, Some("lock_held")),
+                "{variant}: {body}"
+            );
+        }
+        // Now A goes on from its read.
+        driver.scheduler.release("A").await.unwrap();
+        driver
+            .through(
+                "A",
+                &[
+                    "before_check",
+                    "before_write",
+                    "before_release",
+                    "after_release",
+                ],
+            )
+            .await;
+        let (status, body) = first.await.unwrap();
+        assert_eq!(
+            (status, body["unit"].as_i64()),
+            (200, Some(5)),
+            "{variant}: {body}"
+        );
+        let state = a.state(variant).await;
+        assert_eq!(state.oversold, oversold, "{variant}: {state:?}");
+    }
+}
+
+/// `setnx` has a gate of its own between SETNX and EXPIRE.
+#[tokio::test]
+async fn setnx_is_held_between_setnx_and_expire() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let a = InProcess::start(&store, "a", Chaos::on(0)).await;
+    a.reset("setnx", 5, 0).await;
+    let mut driver = Driver::start(&redis.url(), "setnx-gap").await;
+    let request = buyer(&a, "setnx", "setnx-gap", "A");
+    driver.pass("A", "before_acquire").await;
+    assert_eq!(driver.next_of("A").await, "after_setnx");
+    // Held in the gap: the lock is there, with no TTL yet.
+    let mut conn = store.conn().await.unwrap();
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(Keys::new(&Sku::parse("setnx").unwrap()).lock)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(ttl, -1, "the lock between SETNX and EXPIRE has no TTL");
+    driver.scheduler.release("A").await.unwrap();
+    driver.through("A", &SECTION).await;
+    driver.pass("A", "after_release").await;
+    assert_eq!(request.await.unwrap().0, 200);
+}
+
+/// An abandoned run lets its waiting buyer go, and holds nobody after.
+#[tokio::test]
+async fn an_abandoned_run_holds_nobody() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let a = InProcess::start(&store, "a", Chaos::on(0)).await;
+    a.reset("watchdog", 5, 0).await;
+    let mut driver = Driver::start(&redis.url(), "gone").await;
+    let held = buyer(&a, "watchdog", "gone", "A");
+    assert_eq!(driver.next_of("A").await, "before_acquire");
+    driver.scheduler.abandon().await.unwrap();
+    assert_eq!(held.await.unwrap().0, 200);
+    // Nobody lets B go: it must pass every gate by itself.
+    let (status, body) = buyer(&a, "watchdog", "gone", "B").await.unwrap();
+    assert_eq!((status, body["unit"].as_i64()), (200, Some(4)), "{body}");
+}
+
+/// Without chaos mode a schedule is refused, and nothing is sold.
+#[tokio::test]
+async fn a_schedule_needs_chaos_mode() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let plain = InProcess::start(&store, "p", Chaos::off()).await;
+    plain.reset("none", 5, 0).await;
+    let (status, body) = plain.get("/deductStock/none?sku=none&schedule=r:A").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("chaos mode"),
+        "{body}"
+    );
+    let (status, body) = plain.get("/deductStock/none?sku=none&schedule=r:A:B").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("RUN:BUYER"),
+        "{body}"
+    );
+    assert_eq!(plain.state("none").await.remaining, 5);
+}
