@@ -8,9 +8,11 @@
 //! - An arrival is pushed on the run's list of arrivals by a script that
 //!   first checks whether the run was abandoned: a buyer of an abandoned
 //!   run passes every gate at once.
-//! - The buyer then waits for a release on a list of its own (`BLPOP`, on
-//!   a connection of its own), at most [`DEADLINE`]: a scheduler that died
-//!   holds nobody for longer.
+//! - The buyer then waits for a release on a list of its own for that
+//!   gate (`BLPOP`, on a connection of its own), at most [`DEADLINE`]: a
+//!   scheduler that died holds nobody for longer. One buyer may wait at
+//!   two gates at once (its section at one, its watchdog's renewal or a
+//!   Redlock node's vote at another): each is released by itself.
 //! - [`Scheduler::abandon`] lets every waiting buyer go and opens every
 //!   later gate of the run.
 //!
@@ -48,6 +50,11 @@ pub mod points {
     pub const AFTER_RELEASE: Point = Point::new("after_release");
     /// `setnx`: between SETNX and EXPIRE.
     pub const AFTER_SETNX: Point = Point::new("after_setnx");
+    /// A watchdog's renewal, before it is sent (`watchdog`, `fenced`,
+    /// `redlock`): held, it comes late.
+    pub const RENEWAL: Point = crate::lock::RENEWAL;
+    /// `redlock`: before its round's question to node K (`vote:K`).
+    pub const VOTE: &str = "vote";
 }
 
 /// The keys of one run.
@@ -67,9 +74,9 @@ impl RunKeys {
         }
     }
 
-    /// Where buyer `buyer`'s releases are pushed.
-    fn go(&self, buyer: &str) -> String {
-        format!("{}:go:{buyer}", self.prefix)
+    /// Where the release of `buyer` at `gate` is pushed.
+    fn go(&self, buyer: &str, gate: &str) -> String {
+        format!("{}:go:{buyer}:{gate}", self.prefix)
     }
 }
 
@@ -117,7 +124,7 @@ impl Gate {
         if arrived == 0 {
             return Ok(());
         }
-        let go = keys.go(&self.schedule.buyer);
+        let go = keys.go(&self.schedule.buyer, &point.to_string());
         let released: Option<(String, String)> = conn.blpop(&go, DEADLINE.as_secs_f64()).await?;
         if released.is_none() {
             tracing::warn!(
@@ -151,12 +158,23 @@ pub struct Arrival {
     pub gate: String,
 }
 
+impl Arrival {
+    /// An entry of the arrivals list: `BUYER GATE`.
+    fn parse(entry: &str) -> Option<Arrival> {
+        let (buyer, gate) = entry.split_once(' ')?;
+        Some(Arrival {
+            buyer: buyer.to_owned(),
+            gate: gate.to_owned(),
+        })
+    }
+}
+
 /// The run's side: hears arrivals, lets buyers go.
 pub struct Scheduler {
     conn: redis::aio::MultiplexedConnection,
     keys: RunKeys,
-    /// Buyers that arrived and were not let go yet.
-    waiting: Vec<String>,
+    /// Arrivals not let go yet.
+    waiting: Vec<Arrival>,
 }
 
 impl Scheduler {
@@ -183,19 +201,16 @@ impl Scheduler {
             .blpop(&self.keys.arrivals, timeout.as_secs_f64())
             .await?;
         Ok(popped.and_then(|(_, entry)| {
-            let (buyer, gate) = entry.split_once(' ')?;
-            self.waiting.push(buyer.to_owned());
-            Some(Arrival {
-                buyer: buyer.to_owned(),
-                gate: gate.to_owned(),
-            })
+            let arrival = Arrival::parse(&entry)?;
+            self.waiting.push(arrival.clone());
+            Some(arrival)
         }))
     }
 
-    /// Lets `buyer` go on from the gate it waits at.
-    pub async fn release(&mut self, buyer: &str) -> Result<(), StoreError> {
-        self.waiting.retain(|waiting| waiting != buyer);
-        let go = self.keys.go(buyer);
+    /// Lets the buyer of `arrival` go on from its gate.
+    pub async fn release(&mut self, arrival: &Arrival) -> Result<(), StoreError> {
+        self.waiting.retain(|waiting| waiting != arrival);
+        let go = self.keys.go(&arrival.buyer, &arrival.gate);
         let _: () = redis::pipe()
             .rpush(&go, 1)
             .pexpire(&go, RUN_TTL.as_millis() as i64)
@@ -204,8 +219,8 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Buyers that arrived at a gate and wait there.
-    pub fn waiting(&self) -> &[String] {
+    /// The arrivals heard and not let go yet.
+    pub fn waiting(&self) -> &[Arrival] {
         &self.waiting
     }
 
@@ -223,12 +238,10 @@ impl Scheduler {
             .lpop::<_, Option<String>>(&self.keys.arrivals, None)
             .await?
         {
-            if let Some((buyer, _)) = entry.split_once(' ') {
-                self.waiting.push(buyer.to_owned());
-            }
+            self.waiting.extend(Arrival::parse(&entry));
         }
-        for buyer in std::mem::take(&mut self.waiting) {
-            self.release(&buyer).await?;
+        for arrival in std::mem::take(&mut self.waiting) {
+            self.release(&arrival).await?;
         }
         Ok(())
     }

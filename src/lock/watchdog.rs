@@ -23,7 +23,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::{Grant, Lease, OwnerId, drift};
+use super::{Grant, Hook, Lease, OwnerId, Point, drift};
+
+/// Where a hooked watchdog holds each renewal.
+pub const RENEWAL: Point = Point::new("renewal");
 
 /// What a running watchdog shares with its owner.
 #[derive(Debug)]
@@ -133,7 +136,13 @@ impl Watchdog {
     /// Starts renewing `lock` for `owner` every `grant.lease`/3; the owner's
     /// deadline starts at the grant's.
     pub fn for_grant<L: Lease>(lock: L, owner: OwnerId, grant: &Grant) -> Self {
-        Self::spawn(lock, owner, grant.lease, grant.deadline())
+        Self::spawn(lock, owner, grant.lease, grant.deadline(), Hook::none())
+    }
+
+    /// [`Watchdog::for_grant`], each renewal held first at `hook`'s point
+    /// `renewal` (a schedule's gate: a late renewal, on demand).
+    pub fn for_grant_at<L: Lease>(lock: L, owner: OwnerId, grant: &Grant, hook: Hook) -> Self {
+        Self::spawn(lock, owner, grant.lease, grant.deadline(), hook)
     }
 
     /// Starts renewing `lock` for `owner`, granted for `lease` just now
@@ -141,10 +150,22 @@ impl Watchdog {
     /// was sent).
     pub fn start<L: Lease>(lock: L, owner: OwnerId, lease: Duration) -> Self {
         let now = Instant::now();
-        Self::spawn(lock, owner, lease, now + lease.saturating_sub(drift(lease)))
+        Self::spawn(
+            lock,
+            owner,
+            lease,
+            now + lease.saturating_sub(drift(lease)),
+            Hook::none(),
+        )
     }
 
-    fn spawn<L: Lease>(lock: L, owner: OwnerId, lease: Duration, deadline: Instant) -> Self {
+    fn spawn<L: Lease>(
+        lock: L,
+        owner: OwnerId,
+        lease: Duration,
+        deadline: Instant,
+        hook: Hook,
+    ) -> Self {
         let tenure = Arc::new(Tenure::new(deadline));
         let shared = tenure.clone();
         let every = (lease / 3).max(Duration::from_millis(1));
@@ -154,6 +175,7 @@ impl Watchdog {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
+                hook.at(RENEWAL).await;
                 let sent = Instant::now();
                 match lock.renew(&owner, lease).await {
                     Ok(true) => {

@@ -86,7 +86,8 @@ impl Protection for RedlockLock {
         let wait = ctx.wait(&ABOUT);
         let lock = nodes
             .lock(ctx.keys.lock.clone())
-            .with_wakeups(ctx.conn.clone(), ctx.wakeups.clone());
+            .with_wakeups(ctx.conn.clone(), ctx.wakeups.clone())
+            .with_hook(ctx.hook.clone());
         let owner = OwnerId::new(ctx.instance);
         let mut timer = LockTimer::start(Variant::Redlock, ctx.keys);
         let acquired = lock.lock(&owner, lease, wait).await?;
@@ -100,7 +101,7 @@ impl Protection for RedlockLock {
             }
         };
         // Its validity is its deadline: counted from the round's send.
-        let dog = Watchdog::for_grant(lock.clone(), owner.clone(), &grant);
+        let dog = Watchdog::for_grant_at(lock.clone(), owner.clone(), &grant, ctx.hook.clone());
         let tenure = dog.tenure().clone();
         let guard = Guard {
             holder: Some(owner.as_str()),

@@ -123,7 +123,7 @@ pub(super) async fn renewed_lock(
         Some(token) => format!("{owner}#{token}"),
         None => owner.to_string(),
     };
-    let dog = Watchdog::for_grant(lock.clone(), owner.clone(), &grant);
+    let dog = Watchdog::for_grant_at(lock.clone(), owner.clone(), &grant, ctx.hook.clone());
     let tenure = dog.tenure().clone();
     let guard = Guard {
         holder: Some(&holder),

@@ -31,11 +31,11 @@ impl Driver {
         }
     }
 
-    /// Waits until `buyer` arrives somewhere; its gate.
-    async fn next_of(&mut self, buyer: &str) -> String {
+    /// Waits until `buyer` arrives somewhere; its arrival.
+    async fn arrival_of(&mut self, buyer: &str) -> Arrival {
         loop {
             if let Some(at) = self.heard.iter().position(|a| a.buyer == buyer) {
-                return self.heard.remove(at).gate;
+                return self.heard.remove(at);
             }
             let arrival = self.scheduler.next(ARRIVAL).await.unwrap();
             let arrival =
@@ -44,11 +44,22 @@ impl Driver {
         }
     }
 
+    /// Waits until `buyer` arrives somewhere; its gate (it waits there).
+    async fn next_of(&mut self, buyer: &str) -> String {
+        let arrival = self.arrival_of(buyer).await;
+        self.heard.insert(0, arrival.clone());
+        arrival.gate
+    }
+
     /// `buyer` must arrive at `gate` next; it is let go.
     async fn pass(&mut self, buyer: &str, gate: &str) {
-        let at = self.next_of(buyer).await;
-        assert_eq!(at, gate, "{buyer} arrived at {at}, not {gate}");
-        self.scheduler.release(buyer).await.unwrap();
+        let arrival = self.arrival_of(buyer).await;
+        assert_eq!(
+            arrival.gate, gate,
+            "{buyer} arrived at {}, not {gate}",
+            arrival.gate
+        );
+        self.scheduler.release(&arrival).await.unwrap();
     }
 
     /// `buyer` goes through `gates`, in order, each let go at once.
@@ -117,11 +128,11 @@ async fn a_schedule_decides_the_race_across_two_instances() {
             );
         }
         // Now A goes on from its read.
-        driver.scheduler.release("A").await.unwrap();
         driver
             .through(
                 "A",
                 &[
+                    "after_read",
                     "before_check",
                     "before_write",
                     "before_release",
@@ -159,7 +170,7 @@ async fn setnx_is_held_between_setnx_and_expire() {
         .await
         .unwrap();
     assert_eq!(ttl, -1, "the lock between SETNX and EXPIRE has no TTL");
-    driver.scheduler.release("A").await.unwrap();
+    driver.pass("A", "after_setnx").await;
     driver.through("A", &SECTION).await;
     driver.pass("A", "after_release").await;
     assert_eq!(request.await.unwrap().0, 200);
@@ -208,4 +219,116 @@ async fn a_schedule_needs_chaos_mode() {
         "{body}"
     );
     assert_eq!(plain.state("none").await.remaining, 5);
+}
+
+/// Redlock's votes are gates of their own (`vote:K`): the schedule gives
+/// nodes 1-2 to A and nodes 3-5 to B, so B holds a majority and A, with
+/// two votes of five, has none (and does not wait: busy).
+#[tokio::test]
+async fn a_schedule_splits_redlocks_votes() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let a = InProcess::start(&store, "a", Chaos::on(0)).await;
+    let b = InProcess::start(&store, "b", Chaos::on(0)).await;
+    a.reset("redlock", 5, 0).await;
+    let mut driver = Driver::start(&redis.url(), "votes").await;
+    let spawn = |instance: &InProcess, name: &str| {
+        let instance = instance.clone();
+        let uri = format!("/deductStock/redlock?sku=redlock&wait_ms=0&schedule=votes:{name}");
+        tokio::spawn(async move {
+            let (status, body) = instance.get(&uri).await;
+            (status.as_u16(), body)
+        })
+    };
+    let first = spawn(&a, "A");
+    let second = spawn(&b, "B");
+    driver.pass("A", "before_acquire").await;
+    driver.pass("B", "before_acquire").await;
+    // Each round asks all five nodes at once: ten votes wait.
+    let mut votes = Vec::new();
+    while votes.len() < 10 {
+        let arrival = driver
+            .scheduler
+            .next(ARRIVAL)
+            .await
+            .unwrap()
+            .expect("a vote");
+        assert!(arrival.gate.starts_with("vote:"), "{arrival:?}");
+        votes.push(arrival);
+    }
+    let node = |arrival: &Arrival| arrival.gate["vote:".len()..].parse::<usize>().unwrap();
+    let (early, late): (Vec<_>, Vec<_>) = votes
+        .into_iter()
+        .partition(|v| (v.buyer == "A") == (node(v) < 2));
+    for vote in early.iter().chain(&late) {
+        driver.scheduler.release(vote).await.unwrap();
+    }
+    driver.through("B", &SECTION).await;
+    driver.pass("B", "after_release").await;
+    driver.pass("A", "after_release").await;
+    let (status, body) = second.await.unwrap();
+    assert_eq!((status, body["unit"].as_i64()), (200, Some(5)), "{body}");
+    let (status, body) = first.await.unwrap();
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (429, Some("lock_held")),
+        "{body}"
+    );
+}
+
+/// A watchdog's renewal is a gate: held, it comes late. A's lease (300 ms)
+/// runs out while A waits after its read; B takes the lock and sells. When
+/// A goes on, its local deadline has passed: it does not write.
+#[tokio::test]
+async fn a_late_renewal_on_demand_and_the_watchdog_backs_off() {
+    let redis = helpers::redis().await;
+    let store = Store::open(&redis.url()).unwrap();
+    let a = InProcess::start(&store, "a", Chaos::on(0)).await;
+    let b = InProcess::start(&store, "b", Chaos::on(0)).await;
+    a.reset("watchdog", 5, 0).await;
+    let mut driver = Driver::start(&redis.url(), "late").await;
+    let spawn = |instance: &InProcess, name: &str| {
+        let instance = instance.clone();
+        let uri = format!(
+            "/deductStock/watchdog?sku=watchdog&lease_ms=300&wait_ms=5000&schedule=late:{name}"
+        );
+        tokio::spawn(async move {
+            let (status, body) = instance.get(&uri).await;
+            (status.as_u16(), body)
+        })
+    };
+    let first = spawn(&a, "A");
+    driver
+        .through("A", &["before_acquire", "after_acquire"])
+        .await;
+    // A waits after its read, and its first renewal waits too.
+    let mut held = Vec::new();
+    while held.len() < 2 {
+        held.push(driver.arrival_of("A").await);
+    }
+    let gates: Vec<&str> = held.iter().map(|a| a.gate.as_str()).collect();
+    assert!(
+        gates.contains(&"after_read") && gates.contains(&"renewal"),
+        "{gates:?}"
+    );
+    // B waits for the lock, and gets it once A's lease has run out.
+    let second = spawn(&b, "B");
+    driver.pass("B", "before_acquire").await;
+    driver.through("B", &SECTION).await;
+    driver.pass("B", "after_release").await;
+    let (status, body) = second.await.unwrap();
+    assert_eq!((status, body["unit"].as_i64()), (200, Some(5)), "{body}");
+    for arrival in &held {
+        driver.scheduler.release(arrival).await.unwrap();
+    }
+    driver
+        .through("A", &["before_check", "before_release", "after_release"])
+        .await;
+    let (status, body) = first.await.unwrap();
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (429, Some("lock_lost")),
+        "{body}"
+    );
+    assert_eq!(a.state("watchdog").await.oversold, 0);
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 pub use self::holding::Holding;
 pub use self::nodes::{NODE_TIMEOUT, RedlockNodes};
 use super::wakeups::{Attempt, release_channel, wait_for_lock};
-use super::{Grant, Lease, LeaseLock, OwnerId, Wakeups, drift};
+use super::{Grant, Hook, Lease, LeaseLock, OwnerId, Wakeups, drift};
 use crate::store::{Conn, StoreError};
 
 /// The random pause between two attempts: from `RETRY_MIN` to `RETRY_MAX`.
@@ -81,6 +81,8 @@ pub struct Redlock {
     /// this process's listener); without it waiters only retry after a
     /// random pause.
     announce: Option<(Conn, Wakeups)>,
+    /// Where a round's question to each node may be held (`vote:K`).
+    hook: Hook,
 }
 
 impl Redlock {
@@ -101,15 +103,28 @@ impl Redlock {
         self
     }
 
+    /// Holds each node's question of a round at the hook's point `vote:K`
+    /// first (a schedule's gate), outside the node's timeout.
+    pub fn with_hook(mut self, hook: Hook) -> Self {
+        self.hook = hook;
+        self
+    }
+
     /// [`RedlockNodes::ask_every_node`] with the node's lease lock on this key:
-    /// a yes, a no, or no answer from each node.
-    async fn on_every_node<F, Fut>(&self, op: F) -> Vec<Vote>
+    /// a yes, a no, or no answer from each node; a vote (`point`) held at
+    /// the hook first.
+    async fn on_every_node<F, Fut>(&self, point: Option<&'static str>, op: F) -> Vec<Vote>
     where
         F: Fn(LeaseLock) -> Fut,
         Fut: std::future::Future<Output = Result<bool, StoreError>>,
     {
+        let none = Hook::none();
+        let (hook, point) = match point {
+            Some(point) => (&self.hook, point),
+            None => (&none, ""),
+        };
         self.nodes
-            .ask_every_node(|conn| {
+            .ask_every_node_at(hook, point, |conn| {
                 // Node locks are never waited on: no wakeups needed.
                 op(LeaseLock::new(conn, self.key.clone(), Wakeups::new()))
             })
@@ -128,7 +143,9 @@ impl Redlock {
     pub async fn try_round(&self, owner: &OwnerId, lease: Duration) -> Round {
         let started = Instant::now();
         let votes = self
-            .on_every_node(|lock| async move { lock.try_lock(owner, lease).await })
+            .on_every_node(Some("vote"), |lock| async move {
+                lock.try_lock(owner, lease).await
+            })
             .await;
         let elapsed = started.elapsed();
         let granted = votes.iter().filter(|v| matches!(v, Vote::Yes)).count();
@@ -223,7 +240,7 @@ impl Redlock {
     }
 
     async fn unlock_nodes(&self, owner: &OwnerId) -> usize {
-        self.on_every_node(|lock| async move { lock.unlock(owner).await })
+        self.on_every_node(None, |lock| async move { lock.unlock(owner).await })
             .await
             .iter()
             .filter(|v| matches!(v, Vote::Yes))
@@ -237,7 +254,7 @@ impl Lease for Redlock {
     async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, StoreError> {
         let started = Instant::now();
         let extended = self
-            .on_every_node(|lock| async move { lock.renew(owner, lease).await })
+            .on_every_node(None, |lock| async move { lock.renew(owner, lease).await })
             .await
             .iter()
             .filter(|v| matches!(v, Vote::Yes))

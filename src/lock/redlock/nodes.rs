@@ -7,6 +7,7 @@ use futures_util::future::join_all;
 use redis::aio::MultiplexedConnection;
 
 use super::Redlock;
+use crate::lock::{Hook, Point};
 use crate::store::{Conn, StoreError};
 
 /// How long one node may take to answer one command before it counts as
@@ -133,10 +134,27 @@ impl RedlockNodes {
         F: Fn(Conn) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
+        self.ask_every_node_at(&Hook::none(), "", op).await
+    }
+
+    /// [`RedlockNodes::ask_every_node`], each node's question held first
+    /// at `hook`'s point `point` for that node (`vote:K`), outside the node
+    /// timeout: a held vote is a slow node's, not a dead one's.
+    pub(super) async fn ask_every_node_at<T, F, Fut>(
+        &self,
+        hook: &Hook,
+        point: &'static str,
+        op: F,
+    ) -> Vec<Option<T>>
+    where
+        F: Fn(Conn) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
         let timeout = self.node_timeout;
-        join_all(self.nodes.iter().map(|node| {
+        join_all(self.nodes.iter().enumerate().map(|(k, node)| {
             let op = &op;
             async move {
+                hook.at(Point::nth(point, k)).await;
                 let ask = async { op(node.conn(timeout).await?).await };
                 match tokio::time::timeout(timeout, ask).await {
                     Ok(Ok(answer)) => Some(answer),
@@ -162,6 +180,7 @@ impl RedlockNodes {
             nodes: self.clone(),
             key: key.into(),
             announce: None,
+            hook: Hook::none(),
         }
     }
 }
