@@ -65,8 +65,11 @@ pub enum Command {
     Reconcile(crate::reconcile::ReconcileArgs),
     /// Run the failure scenarios end to end on a stack of its own and print
     /// the teaching matrix: expected vs observed, with the evidence.
-    Lab(LabArgs),
+    Lab(crate::lab::LabArgs),
     Check(crate::check::CheckArgs),
+    /// Replay the checker's counterexample of one cell on a live stack of
+    /// its own, step for step through the gates, and judge the live ledger.
+    Replay(crate::lab::replay::ReplayArgs),
     /// (internal) Wake a frozen process: SIGCONT to PID after a delay. Chaos
     /// mode's pause starts it before freezing itself.
     #[command(hide = true)]
@@ -89,41 +92,6 @@ pub enum Command {
     /// (internal) How `up` owns its children: `__child`, `__guard-group`.
     #[command(flatten)]
     Owned(up::process::Owned),
-}
-
-#[derive(Args, Debug)]
-pub struct LabArgs {
-    /// Scenarios to run (default: all). Each runs against every variant
-    /// that claims something of it.
-    #[arg(value_name = "SCENARIO", value_enum)]
-    pub scenarios: Vec<crate::lab::Scenario>,
-    /// Only these variants (repeat or comma-separate; default: all).
-    #[arg(long, value_delimiter = ',')]
-    pub variant: Vec<String>,
-    /// Write every cell as JSON: {"cells":[{scenario, variant, expected, observed, pass, evidence}]}.
-    #[arg(long)]
-    pub json: Option<std::path::PathBuf>,
-    /// Write each cell's timeline (its critical sections, overlaps and
-    /// chaos events, as the page draws them) into this directory, one
-    /// self-contained HTML file a cell, named in the cell's evidence.
-    #[arg(long, value_name = "DIR")]
-    pub timelines: Option<std::path::PathBuf>,
-    /// Use this running stack (nginx URL) instead of starting one. It must
-    /// run `stocklock up --chaos` with two instances (clock-skew sets
-    /// instance b's clock itself); needs --admin-token and --redis-url;
-    /// redis-restart is skipped.
-    #[arg(long, requires_all = ["admin_token", "redis_url"])]
-    pub target: Option<String>,
-    /// The target stack's admin token (stocklock up prints it).
-    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// The target stack's Redis (stocklock up prints it).
-    #[arg(long)]
-    pub redis_url: Option<String>,
-    /// Run for the lesson page: write the cell to the target's Redis as
-    /// this lesson step's result (how an instance runs a step's experiment).
-    #[arg(long, hide = true, requires = "target")]
-    pub lesson: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -328,6 +296,10 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             Ok(true)
         }
         Command::Check(args) => crate::check::report::run(args),
+        Command::Replay(args) => {
+            telemetry::init("error");
+            crate::lab::replay::run(args).await
+        }
         Command::Reconcile(args) => {
             telemetry::init("warn");
             crate::reconcile::run(args).await

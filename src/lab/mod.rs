@@ -27,14 +27,17 @@
 //! - this module: what the lab is asked for, and the moves the scenarios
 //!   share (a duel between two buyers, killing and restarting nodes, ...).
 
+mod args;
 mod failover;
 pub mod judge;
 mod orders;
+pub mod replay;
 pub mod report;
 mod runner;
 pub mod scenario;
 pub mod stack;
 
+pub use self::args::LabArgs;
 pub use self::failover::failover_by_store;
 pub use self::runner::run;
 

@@ -35,6 +35,7 @@ mod post_sale;
 mod prometheus;
 mod rate_limit;
 mod redlock;
+mod replay;
 mod stack;
 mod timeline;
 mod up_minimal;

@@ -1,0 +1,38 @@
+//! `stocklock lab`'s command line.
+
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    /// Scenarios to run (default: all). Each runs against every variant
+    /// that claims something of it.
+    #[arg(value_name = "SCENARIO", value_enum)]
+    pub scenarios: Vec<crate::lab::Scenario>,
+    /// Only these variants (repeat or comma-separate; default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub variant: Vec<String>,
+    /// Write every cell as JSON: {"cells":[{scenario, variant, expected, observed, pass, evidence}]}.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Write each cell's timeline (its critical sections, overlaps and
+    /// chaos events, as the page draws them) into this directory, one
+    /// self-contained HTML file a cell, named in the cell's evidence.
+    #[arg(long, value_name = "DIR")]
+    pub timelines: Option<std::path::PathBuf>,
+    /// Use this running stack (nginx URL) instead of starting one. It must
+    /// run `stocklock up --chaos` with two instances (clock-skew sets
+    /// instance b's clock itself); needs --admin-token and --redis-url;
+    /// redis-restart is skipped.
+    #[arg(long, requires_all = ["admin_token", "redis_url"])]
+    pub target: Option<String>,
+    /// The target stack's admin token (stocklock up prints it).
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// The target stack's Redis (stocklock up prints it).
+    #[arg(long)]
+    pub redis_url: Option<String>,
+    /// Run for the lesson page: write the cell to the target's Redis as
+    /// this lesson step's result (how an instance runs a step's experiment).
+    #[arg(long, hide = true, requires = "target")]
+    pub lesson: Option<String>,
+}

@@ -1,0 +1,237 @@
+//! The live side of a replay: the buyers' requests, the gates they wait
+//! at, the lock's lease, and the ledger's verdict.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use redis::AsyncCommands;
+
+use crate::check::Property;
+use crate::check::model::Sale;
+use crate::client::Deduction;
+use crate::gate::{Arrival, Scheduler};
+use crate::store::{Keys, Store};
+
+use super::super::stack::Stack;
+
+/// How long a replay waits for a buyer to reach its next gate.
+const ARRIVAL: Duration = Duration::from_secs(20);
+
+/// The gates of the real code, in the order a buyer passes them.
+const ORDER: [&str; 8] = [
+    "before_acquire",
+    "after_setnx",
+    "after_acquire",
+    "after_read",
+    "before_check",
+    "before_write",
+    "before_release",
+    "after_release",
+];
+
+/// The live side of a replay: the buyers' requests and their gates.
+pub(super) struct Live<'a> {
+    pub(super) variant: &'static str,
+    pub(super) sale: &'a Sale,
+    pub(super) stack: &'a Stack,
+    pub(super) store: Store,
+    pub(super) keys: Keys,
+    pub(super) sku: String,
+    pub(super) run: String,
+    pub(super) lease_ms: u64,
+    pub(super) scheduler: Scheduler,
+    /// Arrivals heard and not yet released, per buyer.
+    pub(super) heard: HashMap<u8, Arrival>,
+    pub(super) requests: HashMap<u8, tokio::task::JoinHandle<Deduction>>,
+    pub(super) answers: HashMap<u8, Deduction>,
+}
+
+pub(super) fn name(n: u8) -> String {
+    char::from(b'A' + n).to_string()
+}
+
+impl Live<'_> {
+    /// Sends buyer `n`'s request, on an instance of its own (or the one
+    /// instance, for a scenario of one process).
+    pub(super) fn send(&mut self, n: u8) {
+        let instances = &self.stack.instances;
+        let at = match self.sale.bounds.one_process {
+            true => 0,
+            false => usize::from(n) % instances.len(),
+        };
+        let client = self.stack.client.at(&instances[at].url);
+        let path = format!(
+            "/deductStock/{}?sku={}&work_ms=0&lease_ms={}&schedule={}:{}",
+            self.variant,
+            self.sku,
+            self.lease_ms,
+            self.run,
+            name(n)
+        );
+        self.requests
+            .insert(n, tokio::spawn(async move { client.deduct(&path).await }));
+    }
+
+    /// Waits until buyer `n` waits at `gate`, letting it go from the gates
+    /// before it; what it passed on the way.
+    pub(super) async fn reach(&mut self, n: u8, gate: &str) -> anyhow::Result<Vec<String>> {
+        let want = ORDER.iter().position(|g| *g == gate).unwrap_or(0);
+        let mut passed = Vec::new();
+        loop {
+            let arrival = match self.heard.remove(&n) {
+                Some(arrival) => arrival,
+                None => self.hear(n).await?,
+            };
+            if arrival.gate == gate {
+                self.heard.insert(n, arrival);
+                return Ok(passed);
+            }
+            let at = ORDER.iter().position(|g| *g == arrival.gate);
+            match at {
+                Some(at) if at < want => {
+                    self.scheduler.release(&arrival).await?;
+                    passed.push(arrival.gate);
+                }
+                _ => bail!(
+                    "{} arrived at {}, the model has it at {gate}: the live run went its own way",
+                    name(n),
+                    arrival.gate
+                ),
+            }
+        }
+    }
+
+    /// The next arrival of buyer `n` (others' are kept).
+    async fn hear(&mut self, n: u8) -> anyhow::Result<Arrival> {
+        let deadline = Instant::now() + ARRIVAL;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(arrival) = self
+                .scheduler
+                .next(left.max(Duration::from_millis(1)))
+                .await?
+            else {
+                bail!("{} reached no gate within {ARRIVAL:?}", name(n));
+            };
+            let buyer = arrival.buyer.as_bytes().first().map(|b| b - b'A');
+            if buyer == Some(n) {
+                return Ok(arrival);
+            }
+            if let Some(other) = buyer {
+                self.heard.insert(other, arrival);
+            }
+        }
+    }
+
+    /// Lets buyer `n` go from where it waits, and waits for its answer.
+    async fn finish(&mut self, n: u8) -> anyhow::Result<String> {
+        if let Some(arrival) = self.heard.remove(&n) {
+            self.scheduler.release(&arrival).await?;
+        }
+        let request = self.requests.remove(&n).context("a buyer answered twice")?;
+        let answer = request.await?;
+        let said = answered(&answer);
+        self.answers.insert(n, answer);
+        Ok(said)
+    }
+
+    /// Waits until the wall-clock time in the live lock's value has passed
+    /// (`setnx-expiry`).
+    pub(super) async fn expiry_passed(&mut self) -> anyhow::Result<String> {
+        let mut conn = self.store.conn().await?;
+        let value: Option<i64> = conn.get(&self.keys.lock).await?;
+        let Some(expires) = value else {
+            return Ok("no lock to expire".to_owned());
+        };
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        };
+        let left = expires + 1 - now();
+        if left > 0 {
+            tokio::time::sleep(Duration::from_millis(left as u64)).await;
+        }
+        Ok(format!(
+            "the expiry time in the lock passes ({} ms later)",
+            left.max(0)
+        ))
+    }
+
+    /// Waits until the live lock key is gone (its lease ran out).
+    pub(super) async fn lock_gone(&mut self) -> anyhow::Result<String> {
+        let mut conn = self.store.conn().await?;
+        let started = Instant::now();
+        let limit = Duration::from_millis(self.lease_ms) + Duration::from_secs(2);
+        loop {
+            let exists: bool = conn.exists(&self.keys.lock).await?;
+            if !exists {
+                return Ok(format!(
+                    "the lock's lease ran out ({} ms later)",
+                    started.elapsed().as_millis()
+                ));
+            }
+            if started.elapsed() > limit {
+                bail!("the live lock outlived its lease by 2 s");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// An answer in a few words.
+fn answered(answer: &Deduction) -> String {
+    match (&answer.body, answer.status) {
+        (crate::client::DeductBody::Outcome(body), status) => match (body.unit, &body.reason) {
+            (Some(unit), _) => format!("{status} sold unit {unit}"),
+            (None, Some(reason)) => format!("{status} {reason}"),
+            (None, None) => format!("{status} {:?}", body.outcome),
+        },
+        (_, status) => format!("{status} (no outcome)"),
+    }
+}
+
+impl Live<'_> {
+    /// Lets buyer `n` through its last gates to its answer.
+    pub(super) async fn finish_through(&mut self, n: u8) -> anyhow::Result<String> {
+        self.reach(n, "after_release").await?;
+        let said = self.finish(n).await?;
+        Ok(format!("{} answers {said}", name(n)))
+    }
+}
+
+/// What the live ledger shows of `property`, and whether it is broken.
+pub(super) async fn judge(
+    live: &mut Live<'_>,
+    property: Property,
+    crashed: &[u8],
+) -> anyhow::Result<(String, bool)> {
+    let state = live.stack.client.state(&live.sku).await?;
+    Ok(match property {
+        Property::Safety => (
+            format!(
+                "oversold {}, duplicates {}, sold {} of {}",
+                state.oversold, state.duplicates, state.sold, state.initial
+            ),
+            state.oversold > 0 || state.duplicates > 0,
+        ),
+        _ => {
+            let mut conn = live.store.conn().await?;
+            let ttl: i64 = conn.pttl(&live.keys.lock).await?;
+            let stuck = ttl == -1 && !crashed.is_empty() && state.remaining > 0;
+            (
+                format!(
+                    "the lock's TTL: {}; {} units left, its holder dead",
+                    match ttl {
+                        -1 => "none".to_owned(),
+                        -2 => "no lock".to_owned(),
+                        ms => format!("{ms} ms"),
+                    },
+                    state.remaining
+                ),
+                stuck,
+            )
+        }
+    })
+}

@@ -1,0 +1,360 @@
+//! `stocklock replay`: the checker's shortest counterexample of one cell,
+//! driven step for step through the real code on a live stack.
+//!
+//! Each model buyer (A, B, C) is one scheduled request on an instance of
+//! its own ([`crate::gate`]). A model step of a buyer lets it go from the
+//! gate that stands for where the model has it, and waits for it at the
+//! gate that stands for where the model's step takes it (or for its
+//! answer, when the model's buyer is done). Steps that happen inside one
+//! stretch of the real code with no gate between them (`setnx-expiry`'s
+//! GET and GETSET) pass without a release. A tick on which the model's
+//! lease runs out waits until the live lock is gone (real time: replays
+//! use a short lease); a deleted lock is deleted live; a crash is a buyer
+//! never let go again (its lock as a dead holder leaves it: a Redis lock
+//! cannot tell the difference). At the end the live ledger is read and
+//! judged against the property the model's trace breaks.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use redis::AsyncCommands;
+
+use crate::check::model::{Action, At, Pc, Sale, World, setnx};
+use crate::check::{self, Property, Verdict};
+use crate::gate::Scheduler;
+use crate::knobs::Sku;
+use crate::store::{Keys, Store};
+use crate::variants::{Scenario, Variant};
+
+use super::stack::{Stack, UpOptions};
+
+mod live;
+
+use live::{Live, judge, name};
+
+/// Where a buyer at `pc` waits live: its gate, or `None` for a model
+/// step inside a stretch of code with no gate; `Err` for what the gates
+/// cannot stand for yet.
+fn gate_of(pc: Pc) -> Result<Option<&'static str>, String> {
+    Ok(Some(match pc.at() {
+        At::Start => "before_acquire",
+        At::Held if pc == setnx::Pc::Expire.into() => "after_setnx",
+        At::Taking => return Ok(None),
+        At::Read => "after_acquire",
+        At::Work => "after_read",
+        At::Check => "before_check",
+        At::Write => "before_write",
+        At::Release => "before_release",
+        At::Done => "after_release",
+        other => return Err(format!("a buyer {}", describe_at(other))),
+    }))
+}
+
+fn describe_at(at: At) -> &'static str {
+    match at {
+        At::Claim => "claiming its request id",
+        At::Round => "in a Redlock round",
+        At::Held => "waiting for its WAIT",
+        At::After => "adding its order after its script",
+        At::Retry => "retrying a cut-off call",
+        _ => "here",
+    }
+}
+
+/// Why the cell cannot be replayed yet (`None`: it can).
+pub fn unsupported(verdict: &Verdict) -> Option<String> {
+    let Some(property) = verdict.broken else {
+        return Some(format!(
+            "{} in {} is {}: no counterexample to replay",
+            verdict.variant, verdict.scenario, verdict.model
+        ));
+    };
+    if !matches!(property, Property::Safety | Property::Stuck) {
+        return Some(format!(
+            "its broken property ({}) is not judged live yet",
+            property.name()
+        ));
+    }
+    let Some((sale, worlds)) = check::draw::replay(verdict) else {
+        return Some("its trace does not replay in the model".to_owned());
+    };
+    if sale.protocol.watchdog() {
+        return Some("a watchdog's renewals are not driven by replays yet".to_owned());
+    }
+    for (k, step) in verdict.trace.iter().enumerate() {
+        match step.action {
+            Action::Step(n) => {
+                for world in [&worlds[k], &worlds[k + 1]] {
+                    if let Err(why) = gate_of(world.buyers[usize::from(n)].pc) {
+                        return Some(format!("step {}: {why}", k + 1));
+                    }
+                }
+            }
+            Action::Tick | Action::Crash(_) | Action::Freeze(_) | Action::Vanish => {}
+            other => {
+                return Some(format!(
+                    "step {}: {other:?} is not played by replays yet",
+                    k + 1
+                ));
+            }
+        }
+    }
+    if sale.bounds.skew > 0 {
+        return Some("a skewed clock is not played by replays yet".to_owned());
+    }
+    None
+}
+
+/// One replayed step: the model's words and what the live run showed.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Played {
+    pub model: String,
+    pub live: String,
+}
+
+/// A replay's result.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Replay {
+    pub variant: &'static str,
+    pub scenario: &'static str,
+    /// The property the model's counterexample breaks.
+    pub property: &'static str,
+    pub steps: Vec<Played>,
+    /// What the live ledger shows at the end.
+    pub live: String,
+    /// Whether the live run broke the same property.
+    pub agrees: bool,
+}
+
+/// The stack a replay plays on: a Redis, and a chaos-mode stack with an
+/// instance for each of the model's buyers (3).
+pub async fn start(echo: bool) -> anyhow::Result<(crate::up::redis::RedisServer, Stack)> {
+    let redis = crate::up::redis::RedisServer::start(None).await?;
+    let stack = Stack::start(&UpOptions {
+        redis_url: Some(redis.url()),
+        // No etcd or ZooKeeper: no replay plays their locks yet.
+        args: [
+            "--chaos",
+            "--instances",
+            "3",
+            "--orders",
+            "off",
+            "--etcd",
+            "0",
+            "--zookeeper",
+            "0",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        echo,
+        ..UpOptions::default()
+    })
+    .await?;
+    Ok((redis, stack))
+}
+
+/// Replays the counterexample of `variant` in `scenario` on a stack of its own.
+pub async fn replay(
+    variant: Variant,
+    scenario: Scenario,
+    lease_ms: u64,
+    echo: bool,
+) -> anyhow::Result<Replay> {
+    let verdict = check::check(variant, scenario)
+        .with_context(|| format!("{variant} claims nothing in {scenario}: no cell"))?;
+    if let Some(why) = unsupported(&verdict) {
+        bail!("cannot replay {variant} in {scenario}: {why}");
+    }
+    let (redis, stack) = start(echo).await?;
+    let result = replay_on(&stack, &redis.url(), &verdict, lease_ms).await;
+    stack.stop().await;
+    result
+}
+
+/// Replays `verdict`'s counterexample on `stack` (from [`start`]), whose
+/// Redis is at `redis_url`, on a SKU and a run of its own.
+pub async fn replay_on(
+    stack: &Stack,
+    redis_url: &str,
+    verdict: &Verdict,
+    lease_ms: u64,
+) -> anyhow::Result<Replay> {
+    if let Some(why) = unsupported(verdict) {
+        bail!(
+            "cannot replay {} in {}: {why}",
+            verdict.variant,
+            verdict.scenario
+        );
+    }
+    let (sale, worlds) = check::draw::replay(verdict).context("the trace does not replay")?;
+    let property = verdict.broken.context("no counterexample")?;
+    play(
+        verdict, &sale, &worlds, property, stack, redis_url, lease_ms,
+    )
+    .await
+}
+
+async fn play(
+    verdict: &Verdict,
+    sale: &Sale,
+    worlds: &[World],
+    property: Property,
+    stack: &Stack,
+    redis_url: &str,
+    lease_ms: u64,
+) -> anyhow::Result<Replay> {
+    let sku = format!("{}-{}", verdict.variant, verdict.scenario);
+    stack
+        .client
+        .reset(&sku, i64::from(sale.bounds.stock), 0)
+        .await?;
+    let run = format!("replay-{}-{}", verdict.variant, verdict.scenario);
+    let mut live = Live {
+        variant: verdict.variant,
+        sale,
+        stack,
+        store: Store::open(redis_url)?,
+        keys: Keys::new(&Sku::parse(&sku)?),
+        sku,
+        scheduler: Scheduler::start(redis_url, &run).await?,
+        run,
+        lease_ms,
+        heard: HashMap::new(),
+        requests: HashMap::new(),
+        answers: HashMap::new(),
+    };
+    let mut steps = Vec::new();
+    let mut crashed = Vec::new();
+    let outcome = async {
+        for (k, step) in verdict.trace.iter().enumerate() {
+            let (before, after) = (&worlds[k], &worlds[k + 1]);
+            let said = match step.action {
+                Action::Step(n) => {
+                    let (from, to) = (
+                        before.buyers[usize::from(n)].pc,
+                        after.buyers[usize::from(n)].pc,
+                    );
+                    if !live.requests.contains_key(&n) && !live.answers.contains_key(&n) {
+                        live.send(n);
+                    }
+                    let mut said = Vec::new();
+                    if let Some(gate) = gate_of(from).map_err(anyhow::Error::msg)? {
+                        live.reach(n, gate).await?;
+                        let arrival = live.heard.remove(&n).context("no arrival")?;
+                        live.scheduler.release(&arrival).await?;
+                        said.push(format!("{} goes on from {gate}", name(n)));
+                    }
+                    match gate_of(to).map_err(anyhow::Error::msg)? {
+                        Some("after_release") => said.push(live.finish_through(n).await?),
+                        Some(gate) => {
+                            let passed = live.reach(n, gate).await?;
+                            said.push(match passed.is_empty() {
+                                true => format!("now at {gate}"),
+                                false => format!("through {}, now at {gate}", passed.join(", ")),
+                            });
+                        }
+                        None => {}
+                    }
+                    said.join("; ")
+                }
+                Action::Tick if before.lock.is_some() && after.lock.is_none() => {
+                    live.lock_gone().await?
+                }
+                // setnx-expiry's lock has no TTL: its time, in its value,
+                // passes.
+                Action::Tick
+                    if before
+                        .lock
+                        .is_some_and(|lock| lock.value > 0 && lock.value == before.now) =>
+                {
+                    live.expiry_passed().await?
+                }
+                Action::Tick => "time passes".to_owned(),
+                Action::Crash(n) => {
+                    crashed.push(n);
+                    format!(
+                        "{} is never let go again: its process is as good as dead",
+                        name(n)
+                    )
+                }
+                Action::Freeze(n) => format!("{} is held where it is", name(n)),
+                Action::Vanish => {
+                    let mut conn = live.store.conn().await?;
+                    let _: i64 = conn.del(&live.keys.lock).await?;
+                    "the lock key is deleted".to_owned()
+                }
+                other => bail!("{other:?} is not played by replays"),
+            };
+            steps.push(Played {
+                model: step.text.clone(),
+                live: said,
+            });
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let judged = judge(&mut live, property, &crashed).await;
+    // Whatever happened, nobody stays held.
+    live.scheduler.abandon().await?;
+    for (_, request) in live.requests.drain() {
+        let _ = request.await;
+    }
+    outcome?;
+    let (live_said, agrees) = judged?;
+    Ok(Replay {
+        variant: verdict.variant,
+        scenario: verdict.scenario,
+        property: property.name(),
+        steps,
+        live: live_said,
+        agrees,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[arg(long, value_parser = crate::args::parse_variant)]
+    pub variant: Variant,
+    #[arg(long, value_enum)]
+    pub scenario: Scenario,
+    /// The live lease, in ms: a tick on which the model's lease runs out
+    /// waits for the live one to run out.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(100..=5000))]
+    pub lease_ms: u64,
+    /// Also write the replay as JSON: {variant, scenario, property, steps:
+    /// [{model, live}], live, agrees}.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Show the stack's output.
+    #[arg(long)]
+    pub echo: bool,
+}
+
+/// `stocklock replay`: prints each step, the model's words beside the
+/// live run's, then the verdicts; `Ok(false)` (exit 2) when they differ.
+pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
+    let replay = replay(args.variant, args.scenario, args.lease_ms, args.echo).await?;
+    println!(
+        "{} in {}: the model's counterexample breaks \"{}\"; replayed live:",
+        replay.variant, replay.scenario, replay.property
+    );
+    for (k, step) in replay.steps.iter().enumerate() {
+        println!("{:>3}. model: {}", k + 1, step.model);
+        println!("     live:  {}", step.live);
+    }
+    println!(
+        "live: {} -> {}",
+        replay.live,
+        match replay.agrees {
+            true => "broken as the model says: they agree",
+            false => "NOT broken: the live run disagrees with the model",
+        }
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&replay)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(replay.agrees)
+}
