@@ -70,6 +70,9 @@ pub enum Command {
     /// Replay the checker's counterexample of one cell on a live stack of
     /// its own, step for step through the gates, and judge the live ledger.
     Replay(crate::lab::replay::ReplayArgs),
+    /// Run schedules of the real code chosen at random (or by PCT) on a
+    /// live stack of its own, with the scenario's faults, and judge each.
+    Explore(crate::lab::explore::ExploreArgs),
     /// (internal) Wake a frozen process: SIGCONT to PID after a delay. Chaos
     /// mode's pause starts it before freezing itself.
     #[command(hide = true)]
@@ -299,6 +302,10 @@ async fn run(command: Command) -> anyhow::Result<bool> {
         Command::Replay(args) => {
             telemetry::init("error");
             crate::lab::replay::run(args).await
+        }
+        Command::Explore(args) => {
+            telemetry::init("error");
+            crate::lab::explore::run(args).await
         }
         Command::Reconcile(args) => {
             telemetry::init("warn");

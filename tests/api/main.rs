@@ -16,6 +16,7 @@ mod docker;
 mod docs;
 mod etcd;
 mod examples;
+mod explore;
 mod failover;
 mod gates;
 mod helpers;

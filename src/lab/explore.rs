@@ -1,0 +1,450 @@
+//! `stocklock explore`: schedules of the real code chosen at random, on a
+//! live stack. Three buyers (A, B, C) on three instances stop at every
+//! gate; at each step the explorer lets one go, or strikes one of the
+//! scenario's faults, or lets a lease run out; after each schedule it
+//! reads the ledger. Two strategies choose the step:
+//!
+//! - `random`: any step that can happen now, each as likely;
+//! - `pct` (probabilistic concurrency testing): the buyers get random
+//!   priorities and the waiting buyer with the highest goes on; at `depth`
+//!   random steps the one going on drops below all others. A bug that
+//!   needs `depth` ordering constraints is found with a probability that
+//!   does not shrink with the length of the schedule. Faults strike at
+//!   random steps.
+//!
+//! A schedule is named by its seed: before each choice the explorer waits
+//! for every buyer to reach a gate, answer, or wait for a lock, so the
+//! same seed meets the same choices and makes them again.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use redis::AsyncCommands;
+
+use crate::check::{self, protocol::Protocol};
+use crate::client::Deduction;
+use crate::gate::{Arrival, Scheduler};
+use crate::knobs::Sku;
+use crate::store::{Keys, Store};
+use crate::variants::{Scenario, Variant};
+
+use super::stack::Stack;
+
+/// Buyers in each schedule, and units in stock (the checker's bounds).
+const BUYERS: u8 = 3;
+const STOCK: i64 = 2;
+/// How long a released buyer may take to reach its next gate, unless it
+/// waits for a lock (then it comes when the lock is free).
+const SETTLE: Duration = Duration::from_millis(200);
+/// The buyers' lease: long enough that no lease runs out by itself while
+/// a schedule runs; the explorer makes one run out when it chooses to.
+const LEASE_MS: u64 = 20_000;
+/// How long a schedule may wait for anything at all.
+const STALL: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+pub enum Strategy {
+    Random,
+    Pct,
+}
+
+/// One step of a schedule.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Choice {
+    /// The buyer at this gate goes on.
+    Release { buyer: String, gate: String },
+    /// The lock key is deleted.
+    Vanish,
+    /// The lock's lease runs out (the explorer makes it: PEXPIRE 1).
+    Expire,
+    /// A buyer is never let go again (its process as good as dead).
+    Crash { buyer: String },
+}
+
+/// One schedule explored.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Schedule {
+    pub seed: u64,
+    pub steps: Vec<Choice>,
+    /// What the ledger showed, and whether it broke a property.
+    pub ledger: String,
+    pub violation: bool,
+}
+
+/// What one buyer is doing.
+enum Buyer {
+    Sent(tokio::task::JoinHandle<Deduction>),
+    Waiting(Arrival, tokio::task::JoinHandle<Deduction>),
+    Crashed(tokio::task::JoinHandle<Deduction>),
+    Done,
+}
+
+/// The explorer's side of one schedule.
+struct Run<'a> {
+    stack: &'a Stack,
+    scheduler: Scheduler,
+    buyers: HashMap<u8, Buyer>,
+    keys: Keys,
+    store: Store,
+}
+
+fn name(n: u8) -> String {
+    char::from(b'A' + n).to_string()
+}
+
+impl Run<'_> {
+    /// Waits until every buyer waits at a gate, has answered, or waits
+    /// for a lock (no arrival within [`SETTLE`]).
+    async fn settle(&mut self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            for buyer in self.buyers.values_mut() {
+                if let Buyer::Sent(request) = buyer
+                    && request.is_finished()
+                {
+                    request.await?;
+                    *buyer = Buyer::Done;
+                }
+            }
+            let sent = self
+                .buyers
+                .values()
+                .filter(|b| matches!(b, Buyer::Sent(_)))
+                .count();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if sent == 0 || left.is_zero() {
+                return Ok(());
+            }
+            let wait = left.min(Duration::from_millis(20));
+            if let Some(arrival) = self.scheduler.next(wait).await? {
+                let n = arrival.buyer.as_bytes()[0] - b'A';
+                if arrival.gate == "renewal" {
+                    // Renewals go on at once: a lease runs out only when
+                    // the explorer chooses so.
+                    self.scheduler.release(&arrival).await?;
+                    continue;
+                }
+                if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
+                    self.buyers.insert(n, Buyer::Waiting(arrival, request));
+                }
+            }
+        }
+    }
+
+    /// Lets buyer `n` go from its gate.
+    async fn release(&mut self, n: u8) -> anyhow::Result<()> {
+        if let Some(Buyer::Waiting(arrival, request)) = self.buyers.remove(&n) {
+            self.scheduler.release(&arrival).await?;
+            self.buyers.insert(n, Buyer::Sent(request));
+        }
+        Ok(())
+    }
+
+    async fn lock(&self) -> anyhow::Result<Option<i64>> {
+        let mut conn = self.store.conn().await?;
+        let ttl: i64 = conn.pttl(&self.keys.lock).await?;
+        Ok((ttl != -2).then_some(ttl))
+    }
+}
+
+/// The faults of `scenario` (the checker's bounds): deletions, crashes, time.
+fn faults(variant: Variant, scenario: Scenario) -> (u8, u8, bool) {
+    let bounds = check::bounds(scenario, Protocol::of(variant));
+    let time = bounds.work > 0 || bounds.pauses > 0 || bounds.vanishes > 0;
+    (bounds.vanishes, bounds.crashes, time || bounds.crashes > 0)
+}
+
+/// Explores one schedule of `variant` in `scenario` with `seed`.
+pub async fn one(
+    stack: &Stack,
+    redis_url: &str,
+    variant: Variant,
+    scenario: Scenario,
+    strategy: Strategy,
+    seed: u64,
+) -> anyhow::Result<Schedule> {
+    let sku = format!("x-{variant}");
+    stack.client.reset(&sku, STOCK, 0).await?;
+    let run_id = format!("explore-{variant}-{seed}");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut run = Run {
+        stack,
+        scheduler: Scheduler::start(redis_url, &run_id).await?,
+        buyers: HashMap::new(),
+        keys: Keys::new(&Sku::parse(&sku)?),
+        store: Store::open(redis_url)?,
+    };
+    let one_process = check::bounds(scenario, Protocol::of(variant)).one_process;
+    for n in 0..BUYERS {
+        let at = match one_process {
+            true => 0,
+            false => usize::from(n) % run.stack.instances.len(),
+        };
+        let instance = &run.stack.instances[at];
+        let client = run.stack.client.at(&instance.url);
+        let path = format!(
+            "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={LEASE_MS}&schedule={run_id}:{}",
+            name(n)
+        );
+        run.buyers.insert(
+            n,
+            Buyer::Sent(tokio::spawn(async move { client.deduct(&path).await })),
+        );
+    }
+    let (mut vanishes, mut crashes, time) = faults(variant, scenario);
+    let watchdog = Protocol::of(variant).watchdog();
+    // PCT: a priority per buyer, and the steps where the one going on drops.
+    let mut priority: Vec<u64> = (0..BUYERS).map(|_| rng.u64(..)).collect();
+    let changes: Vec<usize> = (0..2).map(|_| rng.usize(1..24)).collect();
+    let mut steps = Vec::new();
+    let outcome = async {
+        let mut progress = Instant::now();
+        loop {
+            run.settle().await?;
+            let waiting: Vec<u8> = (0..BUYERS)
+                .filter(|n| matches!(run.buyers.get(n), Some(Buyer::Waiting(..))))
+                .collect();
+            let lock = run.lock().await?;
+            let mut choices: Vec<Choice> = Vec::new();
+            for &n in &waiting {
+                if let Some(Buyer::Waiting(arrival, _)) = run.buyers.get(&n) {
+                    choices.push(Choice::Release {
+                        buyer: name(n),
+                        gate: arrival.gate.clone(),
+                    });
+                }
+            }
+            let faults_now = {
+                let mut faults = Vec::new();
+                if vanishes > 0 && lock.is_some() {
+                    faults.push(Choice::Vanish);
+                }
+                // A lease that runs out: a watchdog's is renewed while its
+                // holder lives.
+                let dead = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(_)));
+                if time && (!watchdog || dead) && lock.is_some_and(|ttl| ttl > 0) {
+                    faults.push(Choice::Expire);
+                }
+                if crashes > 0 {
+                    faults.extend(waiting.iter().map(|&n| Choice::Crash { buyer: name(n) }));
+                }
+                faults
+            };
+            let pending = run.buyers.values().any(|b| matches!(b, Buyer::Sent(_)));
+            if choices.is_empty() && !pending {
+                break;
+            }
+            if choices.is_empty() && faults_now.is_empty() {
+                if progress.elapsed() > STALL {
+                    bail!("no buyer reached a gate or answered within {STALL:?}");
+                }
+                continue;
+            }
+            let choice = match strategy {
+                Strategy::Random => {
+                    let all: Vec<Choice> = choices.iter().chain(&faults_now).cloned().collect();
+                    all[rng.usize(..all.len())].clone()
+                }
+                Strategy::Pct
+                    if !faults_now.is_empty() && (choices.is_empty() || rng.u8(..8) == 0) =>
+                {
+                    faults_now[rng.usize(..faults_now.len())].clone()
+                }
+                Strategy::Pct => {
+                    let n = *waiting
+                        .iter()
+                        .max_by_key(|&&n| priority[usize::from(n)])
+                        .context("a waiting buyer")?;
+                    if changes.contains(&steps.len()) {
+                        priority[usize::from(n)] = 0;
+                    }
+                    let Some(Buyer::Waiting(arrival, _)) = run.buyers.get(&n) else {
+                        unreachable!()
+                    };
+                    Choice::Release {
+                        buyer: name(n),
+                        gate: arrival.gate.clone(),
+                    }
+                }
+            };
+            match &choice {
+                Choice::Release { buyer, .. } => run.release(buyer.as_bytes()[0] - b'A').await?,
+                Choice::Vanish => {
+                    vanishes -= 1;
+                    let mut conn = run.store.conn().await?;
+                    let _: i64 = conn.del(&run.keys.lock).await?;
+                }
+                Choice::Expire => {
+                    // The store's side of a lease running out: the locks it
+                    // is offered for keep no clock of their own to notice
+                    // (no watchdog, or a dead one).
+                    let mut conn = run.store.conn().await?;
+                    let _: bool = conn.pexpire(&run.keys.lock, 1).await?;
+                    while run.lock().await?.is_some() {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+                Choice::Crash { buyer } => {
+                    crashes -= 1;
+                    let n = buyer.as_bytes()[0] - b'A';
+                    if let Some(Buyer::Waiting(_, request)) = run.buyers.remove(&n) {
+                        run.buyers.insert(n, Buyer::Crashed(request));
+                    }
+                }
+            }
+            steps.push(choice);
+            progress = Instant::now();
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let state = stack.client.state(&sku).await;
+    // A lock with no TTL and a dead holder: nobody will ever sell again.
+    let ttl = run.lock().await;
+    let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(_)));
+    // Nobody stays held, the crashed included.
+    run.scheduler.abandon().await?;
+    for (_, buyer) in run.buyers.drain() {
+        if let Buyer::Sent(request) | Buyer::Waiting(_, request) | Buyer::Crashed(request) = buyer {
+            let _ = request.await;
+        }
+    }
+    outcome?;
+    let state = state?;
+    let stuck = crashed && ttl? == Some(-1) && state.remaining > 0;
+    Ok(Schedule {
+        seed,
+        steps,
+        ledger: format!(
+            "oversold {}, duplicates {}, sold {} of {}{}",
+            state.oversold,
+            state.duplicates,
+            state.sold,
+            state.initial,
+            match stuck {
+                true => "; stuck: a lock with no TTL, its holder dead, units left",
+                false => "",
+            }
+        ),
+        violation: state.oversold > 0 || state.duplicates > 0 || stuck,
+    })
+}
+
+/// What an exploration found.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Explored {
+    pub variant: &'static str,
+    pub scenario: &'static str,
+    pub strategy: Strategy,
+    pub schedules: usize,
+    pub per_second: f64,
+    /// The first schedule that broke a property, and how many it took.
+    pub found: Option<Schedule>,
+    pub until_found: Option<usize>,
+}
+
+/// Explores up to `schedules` schedules, seeds `seed`, `seed + 1`, ...,
+/// stopping at the first violation.
+pub async fn explore(
+    stack: &Stack,
+    redis_url: &str,
+    variant: Variant,
+    scenario: Scenario,
+    strategy: Strategy,
+    schedules: usize,
+    seed: u64,
+) -> anyhow::Result<Explored> {
+    let started = Instant::now();
+    let mut run = 0;
+    let mut found = None;
+    while run < schedules && found.is_none() {
+        let schedule = one(
+            stack,
+            redis_url,
+            variant,
+            scenario,
+            strategy,
+            seed + run as u64,
+        )
+        .await?;
+        run += 1;
+        if schedule.violation {
+            found = Some(schedule);
+        }
+    }
+    Ok(Explored {
+        variant: variant.name(),
+        scenario: scenario.name(),
+        strategy,
+        schedules: run,
+        per_second: run as f64 / started.elapsed().as_secs_f64(),
+        until_found: found.as_ref().map(|_| run),
+        found,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct ExploreArgs {
+    #[arg(long, value_parser = crate::args::parse_variant)]
+    pub variant: Variant,
+    #[arg(long, value_enum)]
+    pub scenario: Scenario,
+    /// How many schedules at most (it stops at the first violation).
+    #[arg(long, default_value_t = 100)]
+    pub schedules: usize,
+    /// The first schedule's seed; each next one adds 1.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = Strategy::Pct)]
+    pub strategy: Strategy,
+    /// Also write the result as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `stocklock explore`: `Ok(false)` (exit 2) when a schedule broke a property.
+pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
+    let (redis, stack) = super::replay::start(false).await?;
+    let explored = explore(
+        &stack,
+        &redis.url(),
+        args.variant,
+        args.scenario,
+        args.strategy,
+        args.schedules,
+        args.seed,
+    )
+    .await;
+    stack.stop().await;
+    let explored = explored?;
+    println!(
+        "{} in {}: {} schedules ({:?}), {:.1} a second",
+        explored.variant,
+        explored.scenario,
+        explored.schedules,
+        explored.strategy,
+        explored.per_second
+    );
+    match &explored.found {
+        None => println!("no schedule broke a property"),
+        Some(schedule) => {
+            println!(
+                "schedule {} (seed {}) broke a property: {}",
+                explored.until_found.unwrap_or_default(),
+                schedule.seed,
+                schedule.ledger
+            );
+            for (k, step) in schedule.steps.iter().enumerate() {
+                println!("{:>3}. {step:?}", k + 1);
+            }
+        }
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&explored)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(explored.found.is_none())
+}
