@@ -97,12 +97,27 @@ return 1",
 pub struct Gate {
     client: redis::Client,
     schedule: Schedule,
+    /// The instance and the SKU, for the timeline's events.
+    instance: String,
+    sku: String,
 }
 
 impl Gate {
-    /// The hook of a request of `schedule`, on the Redis `client` speaks to.
-    pub fn hook(client: redis::Client, schedule: Schedule) -> Hook {
-        Hook::new(std::sync::Arc::new(Gate { client, schedule }))
+    /// The hook of a request of `schedule` for `sku` on `instance`, on the
+    /// Redis `client` speaks to.
+    pub fn hook(client: redis::Client, schedule: Schedule, instance: &str, sku: &str) -> Hook {
+        Hook::new(std::sync::Arc::new(Gate {
+            client,
+            schedule,
+            instance: instance.to_owned(),
+            sku: sku.to_owned(),
+        }))
+    }
+
+    /// A hold or a release on the SKU's timeline.
+    async fn seen(&self, conn: &mut redis::aio::MultiplexedConnection, kind: &str, detail: String) {
+        let (instance, sku) = (Some(self.instance.as_str()), Some(self.sku.as_str()));
+        crate::timeline::event(conn, kind, instance, sku, detail).await;
     }
 
     async fn wait(&self, point: Point) -> Result<(), StoreError> {
@@ -124,8 +139,17 @@ impl Gate {
         if arrived == 0 {
             return Ok(());
         }
-        let go = keys.go(&self.schedule.buyer, &point.to_string());
+        let buyer = &self.schedule.buyer;
+        self.seen(&mut conn, "gate_hold", format!("{buyer} waits at {point}"))
+            .await;
+        let go = keys.go(buyer, &point.to_string());
         let released: Option<(String, String)> = conn.blpop(&go, DEADLINE.as_secs_f64()).await?;
+        let how = match released {
+            Some(_) => "goes on from",
+            None => "was let go by no one (deadline) at",
+        };
+        self.seen(&mut conn, "gate_release", format!("{buyer} {how} {point}"))
+            .await;
         if released.is_none() {
             tracing::warn!(
                 run = self.schedule.run,

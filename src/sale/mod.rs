@@ -301,7 +301,8 @@ impl Seller {
         // HTTP layer refused it otherwise).
         let hook = match &request.schedule {
             Some(schedule) if self.chaos.enabled() => {
-                Gate::hook(self.store.master_client().await?, schedule.clone())
+                let client = self.store.master_client().await?;
+                Gate::hook(client, schedule.clone(), &self.instance, &keys.tag)
             }
             _ => Hook::none(),
         };

@@ -148,6 +148,24 @@ async fn a_schedule_decides_the_race_across_two_instances() {
         );
         let state = a.state(variant).await;
         assert_eq!(state.oversold, oversold, "{variant}: {state:?}");
+        // The timeline saw A held after its read, on instance a, and let go.
+        let mut conn = store.conn().await.unwrap();
+        let events = stocklock::timeline::events(&mut conn, variant)
+            .await
+            .unwrap();
+        let seen = |kind: &str, detail: &str| {
+            events
+                .iter()
+                .any(|e| e.kind == kind && e.detail == detail && e.instance.as_deref() == Some("a"))
+        };
+        assert!(
+            seen("gate_hold", "A waits at after_read"),
+            "{variant}: {events:#?}"
+        );
+        assert!(
+            seen("gate_release", "A goes on from after_read"),
+            "{variant}: {events:#?}"
+        );
     }
 }
 
