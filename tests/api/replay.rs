@@ -83,3 +83,59 @@ async fn every_counterexample_the_gates_reach_breaks_live_as_in_the_model() {
     })
     .await;
 }
+
+/// The command: a replay drawn beside the model, its JSON, and a clear
+/// refusal of a cell with nothing to replay (before any stack starts).
+#[tokio::test]
+async fn the_command_draws_the_live_run_beside_the_model_and_refuses_a_safe_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args(["replay", "--variant", "lua", "--scenario", "race"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("lua in race is safe: no counterexample to replay"),
+        "{said}"
+    );
+    let _turn = helpers::stack_turn().await;
+    let json = dir.path().join("replay.json");
+    let drawn = dir.path().join("drawn");
+    let ran = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args([
+            "replay",
+            "--variant",
+            "none",
+            "--scenario",
+            "race",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--timelines")
+        .arg(&drawn)
+        .output()
+        .await
+        .unwrap();
+    let out = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(
+        out.contains("broken as the model says: they agree"),
+        "{out}"
+    );
+    let replay: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(replay["agrees"], true, "{replay}");
+    assert_eq!(
+        replay["steps"].as_array().map(Vec::len),
+        Some(8),
+        "{replay}"
+    );
+    let live = std::fs::read_to_string(drawn.join("race-none-replay.html")).unwrap();
+    assert!(live.contains("gate_hold"), "the live drawing shows no gate");
+    assert!(drawn.join("race-none-model.html").is_file());
+}

@@ -155,22 +155,46 @@ pub async fn start(echo: bool) -> anyhow::Result<(crate::up::redis::RedisServer,
     Ok((redis, stack))
 }
 
-/// Replays the counterexample of `variant` in `scenario` on a stack of its own.
-pub async fn replay(
-    variant: Variant,
-    scenario: Scenario,
-    lease_ms: u64,
-    echo: bool,
-) -> anyhow::Result<Replay> {
+/// Replays the counterexample of the cell `args` names on a stack of its
+/// own; with `--timelines`, writes the live run's timeline beside the
+/// model's drawing.
+pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
+    let (variant, scenario) = (args.variant, args.scenario);
     let verdict = check::check(variant, scenario)
         .with_context(|| format!("{variant} claims nothing in {scenario}: no cell"))?;
     if let Some(why) = unsupported(&verdict) {
         bail!("cannot replay {variant} in {scenario}: {why}");
     }
-    let (redis, stack) = start(echo).await?;
-    let result = replay_on(&stack, &redis.url(), &verdict, lease_ms).await;
+    let (redis, stack) = start(args.echo).await?;
+    let mut result = replay_on(&stack, &redis.url(), &verdict, args.lease_ms).await;
+    if let (Ok(_), Some(dir)) = (&result, &args.timelines)
+        && let Err(err) = drawings(&stack, &verdict, dir).await
+    {
+        result = Err(err);
+    }
     stack.stop().await;
     result
+}
+
+/// Writes the live run's timeline (`SCENARIO-VARIANT-replay.html`) and the
+/// model's trace (`SCENARIO-VARIANT-model.html`) into `dir`.
+async fn drawings(stack: &Stack, verdict: &Verdict, dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = format!("{}-{}", verdict.scenario, verdict.variant);
+    let live = stack.client.timeline_export(&sku_of(verdict)).await?;
+    let path = dir.join(format!("{name}-replay.html"));
+    std::fs::write(&path, live).with_context(|| format!("cannot write {}", path.display()))?;
+    check::draw::write(verdict, &dir.join(format!("{name}-model.html")))?;
+    println!(
+        "drawn: {}",
+        dir.join(format!("{name}-{{replay,model}}.html")).display()
+    );
+    Ok(())
+}
+
+/// The SKU a replay of `verdict` sells.
+fn sku_of(verdict: &Verdict) -> String {
+    format!("{}-{}", verdict.variant, verdict.scenario)
 }
 
 /// Replays `verdict`'s counterexample on `stack` (from [`start`]), whose
@@ -205,7 +229,7 @@ async fn play(
     redis_url: &str,
     lease_ms: u64,
 ) -> anyhow::Result<Replay> {
-    let sku = format!("{}-{}", verdict.variant, verdict.scenario);
+    let sku = sku_of(verdict);
     stack
         .client
         .reset(&sku, i64::from(sale.bounds.stock), 0)
@@ -327,6 +351,10 @@ pub struct ReplayArgs {
     /// [{model, live}], live, agrees}.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Draw the live run's timeline (SCENARIO-VARIANT-replay.html) and
+    /// the model's trace (SCENARIO-VARIANT-model.html) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub timelines: Option<PathBuf>,
     /// Show the stack's output.
     #[arg(long)]
     pub echo: bool,
@@ -335,7 +363,7 @@ pub struct ReplayArgs {
 /// `stocklock replay`: prints each step, the model's words beside the
 /// live run's, then the verdicts; `Ok(false)` (exit 2) when they differ.
 pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
-    let replay = replay(args.variant, args.scenario, args.lease_ms, args.echo).await?;
+    let replay = replay(&args).await?;
     println!(
         "{} in {}: the model's counterexample breaks \"{}\"; replayed live:",
         replay.variant, replay.scenario, replay.property

@@ -17,11 +17,10 @@
 //! same seed meets the same choices and makes them again.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use clap::{Args, ValueEnum};
+use clap::ValueEnum;
 use redis::AsyncCommands;
 
 use crate::check::{self, protocol::Protocol};
@@ -32,6 +31,10 @@ use crate::store::{Keys, Store};
 use crate::variants::{Scenario, Variant};
 
 use super::stack::Stack;
+
+mod cli;
+
+pub use cli::{ExploreArgs, run};
 
 /// Buyers in each schedule, and units in stock (the checker's bounds).
 const BUYERS: u8 = 3;
@@ -384,67 +387,4 @@ pub async fn explore(
         until_found: found.as_ref().map(|_| run),
         found,
     })
-}
-
-#[derive(Args, Debug)]
-pub struct ExploreArgs {
-    #[arg(long, value_parser = crate::args::parse_variant)]
-    pub variant: Variant,
-    #[arg(long, value_enum)]
-    pub scenario: Scenario,
-    /// How many schedules at most (it stops at the first violation).
-    #[arg(long, default_value_t = 100)]
-    pub schedules: usize,
-    /// The first schedule's seed; each next one adds 1.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    #[arg(long, value_enum, default_value_t = Strategy::Pct)]
-    pub strategy: Strategy,
-    /// Also write the result as JSON.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-}
-
-/// `stocklock explore`: `Ok(false)` (exit 2) when a schedule broke a property.
-pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
-    let (redis, stack) = super::replay::start(false).await?;
-    let explored = explore(
-        &stack,
-        &redis.url(),
-        args.variant,
-        args.scenario,
-        args.strategy,
-        args.schedules,
-        args.seed,
-    )
-    .await;
-    stack.stop().await;
-    let explored = explored?;
-    println!(
-        "{} in {}: {} schedules ({:?}), {:.1} a second",
-        explored.variant,
-        explored.scenario,
-        explored.schedules,
-        explored.strategy,
-        explored.per_second
-    );
-    match &explored.found {
-        None => println!("no schedule broke a property"),
-        Some(schedule) => {
-            println!(
-                "schedule {} (seed {}) broke a property: {}",
-                explored.until_found.unwrap_or_default(),
-                schedule.seed,
-                schedule.ledger
-            );
-            for (k, step) in schedule.steps.iter().enumerate() {
-                println!("{:>3}. {step:?}", k + 1);
-            }
-        }
-    }
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&explored)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(explored.found.is_none())
 }

@@ -1,0 +1,100 @@
+//! `stocklock explore`'s command line.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+
+use super::{Explored, Strategy, explore};
+use crate::lab::stack::Stack;
+use crate::variants::{Scenario, Variant};
+
+#[derive(Args, Debug)]
+pub struct ExploreArgs {
+    #[arg(long, value_parser = crate::args::parse_variant)]
+    pub variant: Variant,
+    #[arg(long, value_enum)]
+    pub scenario: Scenario,
+    /// How many schedules at most (it stops at the first violation).
+    #[arg(long, default_value_t = 100)]
+    pub schedules: usize,
+    /// The first schedule's seed; each next one adds 1.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = Strategy::Pct)]
+    pub strategy: Strategy,
+    /// Also write the result as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw the violating schedule's live timeline into this directory
+    /// (SCENARIO-VARIANT-explore.html).
+    #[arg(long, value_name = "DIR")]
+    pub timelines: Option<PathBuf>,
+}
+
+/// `stocklock explore`: `Ok(false)` (exit 2) when a schedule broke a property.
+pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
+    let (redis, stack) = crate::lab::replay::start(false).await?;
+    let explored = explore(
+        &stack,
+        &redis.url(),
+        args.variant,
+        args.scenario,
+        args.strategy,
+        args.schedules,
+        args.seed,
+    )
+    .await;
+    let drawn = match (&explored, &args.timelines) {
+        (Ok(Explored { found: Some(_), .. }), Some(dir)) => {
+            let name = format!("{}-{}-explore.html", args.scenario, args.variant);
+            Some(draw(&stack, args.variant, &dir.join(name)).await)
+        }
+        _ => None,
+    };
+    stack.stop().await;
+    let explored = explored?;
+    println!(
+        "{} in {}: {} schedules ({:?}), {:.1} a second",
+        explored.variant,
+        explored.scenario,
+        explored.schedules,
+        explored.strategy,
+        explored.per_second
+    );
+    match &explored.found {
+        None => println!("no schedule broke a property"),
+        Some(schedule) => {
+            println!(
+                "schedule {} (seed {}) broke a property: {}",
+                explored.until_found.unwrap_or_default(),
+                schedule.seed,
+                schedule.ledger
+            );
+            for (k, step) in schedule.steps.iter().enumerate() {
+                println!("{:>3}. {step:?}", k + 1);
+            }
+        }
+    }
+    if let Some(drawn) = drawn {
+        println!("drawn: {}", drawn?.display());
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&explored)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(explored.found.is_none())
+}
+
+/// The live timeline of the last schedule of `variant` (the violating one).
+async fn draw(stack: &Stack, variant: Variant, path: &Path) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let html = stack
+        .client
+        .timeline_export(&format!("x-{variant}"))
+        .await?;
+    std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path.to_owned())
+}
