@@ -232,6 +232,25 @@ def lab_run(name):
     print()
 
 
+def gates_1():
+    print("## gates-1\n")
+    rows = []
+    for v in ["lua", "token", "watchdog"]:
+        med, runs = {}, {}
+        for b in ["nogates", "gates"]:
+            xs = []
+            for r in (1, 2, 3):
+                xs += [x["rps"] for x in load(f"gates-1-{b}-{r}.json")["runs"] if x["variant"] == v]
+            runs[b], med[b] = xs, statistics.median(xs)
+        rows.append([f"`{v}`", n(med["nogates"]), n(med["gates"]),
+                     f"{med['gates'] / med['nogates']:.2f}",
+                     " / ".join(n(x) for x in runs["nogates"]) + " ; " +
+                     " / ".join(n(x) for x in runs["gates"])])
+    print(table(["protection", "req/s without gates", "req/s with gates", "ratio",
+                 "runs (without ; with)"], rows))
+    print()
+
+
 def handoff_1():
     print("## handoff-1\n")
     for f in sorted(R.glob("handoff-1-*.txt")):
@@ -249,6 +268,7 @@ if __name__ == "__main__":
     hot_1()
     compare_run("compare-1")
     handoff_1()
+    gates_1()
     bench_run("bench-2")
     for later in ("load-2", "bench-3", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():
