@@ -53,6 +53,8 @@ pub mod points {
     /// A watchdog's renewal, before it is sent (`watchdog`, `fenced`,
     /// `redlock`): held, it comes late.
     pub const RENEWAL: Point = crate::lock::RENEWAL;
+    /// After it: its outcome (renewed, or the lock lost) known to the owner.
+    pub const RENEWED: Point = crate::lock::RENEWED;
     /// `redlock`: before its round's question to node K (`vote:K`).
     pub const VOTE: &str = "vote";
 }

@@ -48,7 +48,7 @@ pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
 pub use stores::{LockStores, LockStoresConfig};
 pub use wakeups::{Heard, Wakeups};
-pub use watchdog::{RENEWAL, Tenure, Watchdog};
+pub use watchdog::{RENEWAL, RENEWED, Tenure, Watchdog};
 pub use zookeeper::{
     ZooKeeperHold, ZooKeeperLock, ZooKeeperLockError, ZooKeeperSession, ZooKeeperSessions,
 };

@@ -25,8 +25,10 @@ use tokio::task::JoinHandle;
 
 use super::{Grant, Hook, Lease, OwnerId, Point, drift};
 
-/// Where a hooked watchdog holds each renewal.
+/// Where a hooked watchdog holds each renewal, and where it stops once
+/// the renewal's outcome is known to the owner.
 pub const RENEWAL: Point = Point::new("renewal");
+pub const RENEWED: Point = Point::new("renewed");
 
 /// What a running watchdog shares with its owner.
 #[derive(Debug)]
@@ -177,28 +179,36 @@ impl Watchdog {
                 ticks.tick().await;
                 hook.at(RENEWAL).await;
                 let sent = Instant::now();
-                match lock.renew(&owner, lease).await {
+                let lost = match lock.renew(&owner, lease).await {
                     Ok(true) => {
                         // The store extended the lease no earlier than the send.
                         shared.extend_to(sent + lease.saturating_sub(drift(lease)));
                         shared.renewed(sent);
+                        false
                     }
                     Ok(false) => {
                         tracing::warn!(
                             owner = owner.as_str(),
                             "watchdog: lock lost, renewal refused"
                         );
-                        shared.mark_lost();
-                        return;
+                        true
                     }
                     Err(err) if shared.is_lost() => {
                         tracing::warn!(owner = owner.as_str(), %err, "watchdog: lock lost, no renewal confirmed before the deadline");
-                        shared.mark_lost();
-                        return;
+                        true
                     }
                     Err(err) => {
                         tracing::debug!(owner = owner.as_str(), %err, "watchdog: renewal failed, retrying");
+                        false
                     }
+                };
+                if lost {
+                    shared.mark_lost();
+                }
+                // Its outcome known to the owner: a hook may wait for it.
+                hook.at(RENEWED).await;
+                if lost {
+                    return;
                 }
             }
         });

@@ -124,7 +124,7 @@ impl Run<'_> {
             let wait = left.min(Duration::from_millis(20));
             if let Some(arrival) = self.scheduler.next(wait).await? {
                 let n = arrival.buyer.as_bytes()[0] - b'A';
-                if arrival.gate == "renewal" {
+                if arrival.gate == "renewal" || arrival.gate == "renewed" {
                     // Renewals go on at once: a lease runs out only when
                     // the explorer chooses so.
                     self.scheduler.release(&arrival).await?;

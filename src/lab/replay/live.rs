@@ -43,6 +43,8 @@ pub(super) struct Live<'a> {
     pub(super) scheduler: Scheduler,
     /// Arrivals heard and not yet released, per buyer.
     pub(super) heard: HashMap<u8, Arrival>,
+    /// A watchdog's arrivals (`renewal`, `renewed`), per buyer and gate.
+    pub(super) renewals: HashMap<(u8, String), Arrival>,
     pub(super) requests: HashMap<u8, tokio::task::JoinHandle<Deduction>>,
     pub(super) answers: HashMap<u8, Deduction>,
 }
@@ -114,12 +116,59 @@ impl Live<'_> {
             else {
                 bail!("{} reached no gate within {ARRIVAL:?}", name(n));
             };
-            let buyer = arrival.buyer.as_bytes().first().map(|b| b - b'A');
-            if buyer == Some(n) {
+            let Some(buyer) = arrival.buyer.as_bytes().first().map(|b| b - b'A') else {
+                continue;
+            };
+            if matches!(arrival.gate.as_str(), "renewal" | "renewed") {
+                // A watchdog's: it waits for the model's tick.
+                self.renewals.insert((buyer, arrival.gate.clone()), arrival);
+            } else if buyer == n {
                 return Ok(arrival);
+            } else {
+                self.heard.insert(buyer, arrival);
             }
-            if let Some(other) = buyer {
-                self.heard.insert(other, arrival);
+        }
+    }
+
+    /// Buyer `n`'s watchdog renews (the model's tick renews it, or finds
+    /// its lock gone): its next renewal goes, and the replay waits until
+    /// its outcome is known to the buyer.
+    pub(super) async fn renew(&mut self, n: u8) -> anyhow::Result<String> {
+        for gate in ["renewal", "renewed"] {
+            let key = (n, gate.to_owned());
+            let deadline = Instant::now() + ARRIVAL;
+            while !self.renewals.contains_key(&key) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self
+                    .scheduler
+                    .next(left.max(Duration::from_millis(1)))
+                    .await?
+                {
+                    Some(arrival) => self.keep(arrival),
+                    None => bail!(
+                        "{}'s watchdog reached no {gate} within {ARRIVAL:?}",
+                        name(n)
+                    ),
+                }
+            }
+            if let Some(arrival) = self.renewals.remove(&key) {
+                self.scheduler.release(&arrival).await?;
+            }
+        }
+        Ok(format!("{}'s watchdog sends its renewal", name(n)))
+    }
+
+    /// Keeps an arrival heard while waiting for another.
+    fn keep(&mut self, arrival: Arrival) {
+        let Some(buyer) = arrival.buyer.as_bytes().first().map(|b| b - b'A') else {
+            return;
+        };
+        match arrival.gate.as_str() {
+            "renewal" | "renewed" => {
+                self.renewals.insert((buyer, arrival.gate.clone()), arrival);
+            }
+            _ => {
+                self.heard.insert(buyer, arrival);
             }
         }
     }

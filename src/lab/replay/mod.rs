@@ -80,8 +80,8 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
     let Some((sale, worlds)) = check::draw::replay(verdict) else {
         return Some("its trace does not replay in the model".to_owned());
     };
-    if sale.protocol.watchdog() {
-        return Some("a watchdog's renewals are not driven by replays yet".to_owned());
+    if sale.protocol.program == check::protocol::Program::Redlock {
+        return Some("Redlock's rounds of votes are not driven by replays yet".to_owned());
     }
     for (k, step) in verdict.trace.iter().enumerate() {
         match step.action {
@@ -92,7 +92,11 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
                     }
                 }
             }
-            Action::Tick | Action::Crash(_) | Action::Freeze(_) | Action::Vanish => {}
+            Action::Tick
+            | Action::LateTick(_)
+            | Action::Crash(_)
+            | Action::Freeze(_)
+            | Action::Vanish => {}
             other => {
                 return Some(format!(
                     "step {}: {other:?} is not played by replays yet",
@@ -246,6 +250,7 @@ async fn play(
         run,
         lease_ms,
         heard: HashMap::new(),
+        renewals: HashMap::new(),
         requests: HashMap::new(),
         answers: HashMap::new(),
     };
@@ -283,19 +288,31 @@ async fn play(
                     }
                     said.join("; ")
                 }
-                Action::Tick if before.lock.is_some() && after.lock.is_none() => {
-                    live.lock_gone().await?
-                }
-                // setnx-expiry's lock has no TTL: its time, in its value,
-                // passes.
-                Action::Tick
+                Action::Tick | Action::LateTick(_) => {
+                    let mut said = Vec::new();
+                    if before.lock.is_some() && after.lock.is_none() {
+                        said.push(live.lock_gone().await?);
+                    }
+                    // setnx-expiry's lock has no TTL: the time in its value passes.
                     if before
                         .lock
-                        .is_some_and(|lock| lock.value > 0 && lock.value == before.now) =>
-                {
-                    live.expiry_passed().await?
+                        .is_some_and(|lock| lock.value > 0 && lock.value == before.now)
+                    {
+                        said.push(live.expiry_passed().await?);
+                    }
+                    // The watchdogs the model's tick renews, or that find their lock gone.
+                    for (i, (was, now)) in before.buyers.iter().zip(&after.buyers).enumerate() {
+                        if (now.renewed == after.now && was.renewed != after.now)
+                            || (!was.lost && now.lost)
+                        {
+                            said.push(live.renew(i as u8).await?);
+                        }
+                    }
+                    match said.is_empty() {
+                        true => "time passes".to_owned(),
+                        false => said.join("; "),
+                    }
                 }
-                Action::Tick => "time passes".to_owned(),
                 Action::Crash(n) => {
                     crashed.push(n);
                     format!(
