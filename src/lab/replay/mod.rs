@@ -27,6 +27,7 @@ use crate::gate::Scheduler;
 use crate::knobs::Sku;
 use crate::store::{Keys, Store};
 use crate::variants::{Scenario, Variant};
+use crate::wire::ChaosAction;
 
 use super::stack::{Stack, UpOptions};
 
@@ -104,9 +105,6 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
                 ));
             }
         }
-    }
-    if sale.bounds.skew > 0 {
-        return Some("a skewed clock is not played by replays yet".to_owned());
     }
     None
 }
@@ -254,6 +252,17 @@ async fn play(
         requests: HashMap::new(),
         answers: HashMap::new(),
     };
+    // The last buyer's clock runs ahead by the model's skew, in the live
+    // lease's ticks (its instance's own clock, as chaos mode skews it).
+    let skewed = stack
+        .client
+        .at(&stack.instances[usize::from(sale.bounds.buyers - 1) % stack.instances.len()].url);
+    let skew = |ticks: u8| ChaosAction::ClockSkew {
+        ms: i64::from(ticks) * lease_ms as i64 / i64::from(sale.bounds.lease.max(1)),
+    };
+    if sale.bounds.skew > 0 {
+        skewed.chaos(&skew(sale.bounds.skew)).await?;
+    }
     let mut steps = Vec::new();
     let mut crashed = Vec::new();
     let outcome = async {
@@ -337,6 +346,9 @@ async fn play(
     }
     .await;
     let judged = judge(&mut live, property, &crashed).await;
+    if sale.bounds.skew > 0 {
+        skewed.chaos(&skew(0)).await?;
+    }
     // Whatever happened, nobody stays held.
     live.scheduler.abandon().await?;
     for (_, request) in live.requests.drain() {
