@@ -184,7 +184,21 @@ pub struct Arrival {
     pub gate: String,
 }
 
+/// The name of the `n`-th buyer of a run driven by a tool (`A`, `B`, ...).
+pub fn buyer_name(n: u8) -> String {
+    char::from(b'A' + n.min(25)).to_string()
+}
+
 impl Arrival {
+    /// Which buyer of a tool's run it is: `A` is 0, `B` 1, ...; `None` for
+    /// a name no tool gives (a request someone else scheduled on the run).
+    pub fn buyer_index(&self) -> Option<u8> {
+        match self.buyer.as_bytes() {
+            [letter @ b'A'..=b'Z'] => Some(letter - b'A'),
+            _ => None,
+        }
+    }
+
     /// An entry of the arrivals list: `BUYER GATE`.
     fn parse(entry: &str) -> Option<Arrival> {
         let (buyer, gate) = entry.split_once(' ')?;
@@ -270,5 +284,29 @@ impl Scheduler {
             self.release(&arrival).await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arrival_names_its_buyer_and_gate_and_only_tools_names_have_an_index() {
+        let arrival = Arrival::parse("B vote:2").unwrap();
+        assert_eq!(
+            (arrival.buyer.as_str(), arrival.gate.as_str()),
+            ("B", "vote:2")
+        );
+        assert_eq!(arrival.buyer_index(), Some(1));
+        assert_eq!(buyer_name(2), "C");
+        for stranger in ["0 after_read", "AB after_read", "a after_read", "_ x"] {
+            assert_eq!(
+                Arrival::parse(stranger).unwrap().buyer_index(),
+                None,
+                "{stranger}"
+            );
+        }
+        assert!(Arrival::parse("nogate").is_none());
     }
 }

@@ -94,9 +94,7 @@ struct Run<'a> {
     store: Store,
 }
 
-fn name(n: u8) -> String {
-    char::from(b'A' + n).to_string()
-}
+use crate::gate::buyer_name as name;
 
 impl Run<'_> {
     /// Waits until every buyer waits at a gate, has answered, or waits
@@ -123,7 +121,9 @@ impl Run<'_> {
             }
             let wait = left.min(Duration::from_millis(20));
             if let Some(arrival) = self.scheduler.next(wait).await? {
-                let n = arrival.buyer.as_bytes()[0] - b'A';
+                let Some(n) = arrival.buyer_index() else {
+                    continue;
+                };
                 if arrival.gate == "renewal" || arrival.gate == "renewed" {
                     // Renewals go on at once: a lease runs out only when
                     // the explorer chooses so.
@@ -151,6 +151,11 @@ impl Run<'_> {
         let ttl: i64 = conn.pttl(&self.keys.lock).await?;
         Ok((ttl != -2).then_some(ttl))
     }
+}
+
+/// The index of a buyer the explorer named.
+fn index(buyer: &str) -> u8 {
+    buyer.bytes().next().map_or(0, |b| b.saturating_sub(b'A'))
 }
 
 /// The faults of `scenario` (the checker's bounds): deletions, crashes, time.
@@ -274,7 +279,7 @@ pub async fn one(
                 }
             };
             match &choice {
-                Choice::Release { buyer, .. } => run.release(buyer.as_bytes()[0] - b'A').await?,
+                Choice::Release { buyer, .. } => run.release(index(buyer)).await?,
                 Choice::Vanish => {
                     vanishes -= 1;
                     let mut conn = run.store.conn().await?;
@@ -292,7 +297,7 @@ pub async fn one(
                 }
                 Choice::Crash { buyer } => {
                     crashes -= 1;
-                    let n = buyer.as_bytes()[0] - b'A';
+                    let n = index(buyer);
                     if let Some(Buyer::Waiting(_, request)) = run.buyers.remove(&n) {
                         run.buyers.insert(n, Buyer::Crashed(request));
                     }

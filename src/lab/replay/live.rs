@@ -49,9 +49,7 @@ pub(super) struct Live<'a> {
     pub(super) answers: HashMap<u8, Deduction>,
 }
 
-pub(super) fn name(n: u8) -> String {
-    char::from(b'A' + n).to_string()
-}
+pub(super) use crate::gate::buyer_name as name;
 
 impl Live<'_> {
     /// Sends buyer `n`'s request, on an instance of its own (or the one
@@ -116,7 +114,7 @@ impl Live<'_> {
             else {
                 bail!("{} reached no gate within {ARRIVAL:?}", name(n));
             };
-            let Some(buyer) = arrival.buyer.as_bytes().first().map(|b| b - b'A') else {
+            let Some(buyer) = arrival.buyer_index() else {
                 continue;
             };
             if matches!(arrival.gate.as_str(), "renewal" | "renewed") {
@@ -160,7 +158,7 @@ impl Live<'_> {
 
     /// Keeps an arrival heard while waiting for another.
     fn keep(&mut self, arrival: Arrival) {
-        let Some(buyer) = arrival.buyer.as_bytes().first().map(|b| b - b'A') else {
+        let Some(buyer) = arrival.buyer_index() else {
             return;
         };
         match arrival.gate.as_str() {
