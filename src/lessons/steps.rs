@@ -203,7 +203,7 @@ let answer = critical_section(ctx, guard).await;"#,
         code: r#"// src/lock/watchdog.rs
 let every = (lease / 3).max(Duration::from_millis(1));
 ticks.tick().await;
-match lock.renew(&owner, lease).await {
+let lost = match lock.renew(&owner, lease).await {
 -- src/lock/scripts/reentrant_renew.lua
 if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])"#,
