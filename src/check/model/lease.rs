@@ -5,7 +5,7 @@
 //! `etcd` and `zookeeper` take a fencing token with the lock, and the
 //! ledger refuses a read or a write with a token lower than one it saw.
 
-use super::program::Steps;
+use super::program::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -27,10 +27,7 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.claims_ids() {
-            true => Pc::Claim,
-            false => Pc::Acquire,
-        }
+        claim_first(sale, Pc::Claim, Pc::Acquire)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {

@@ -2,7 +2,7 @@
 //! turns; two processes each hold their own, so two buyers of the SKU are
 //! in the section at once across instances.
 
-use super::program::Steps;
+use super::program::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,10 +20,7 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.claims_ids() {
-            true => Pc::Claim,
-            false => Pc::Acquire,
-        }
+        claim_first(sale, Pc::Claim, Pc::Acquire)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {

@@ -2,7 +2,7 @@
 //! the stock less one: two buyers between one's read and the other's write
 //! both sell the unit they read.
 
-use super::program::Steps;
+use super::program::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,10 +20,7 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.claims_ids() {
-            true => Pc::Claim,
-            false => Pc::Enter,
-        }
+        claim_first(sale, Pc::Claim, Pc::Enter)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {

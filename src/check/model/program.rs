@@ -30,6 +30,16 @@ pub(super) trait Steps: Copy + Into<Pc> {
     fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String;
 }
 
+/// Where a lock variant's buyer starts: claiming its request id first
+/// when every buyer retries one, or at `first` (a script checks the id
+/// itself).
+pub(super) fn claim_first<P>(sale: &Sale, claim: P, first: P) -> P {
+    match sale.claims_ids() {
+        true => claim,
+        false => first,
+    }
+}
+
 /// A buyer's program counter, in its variant's protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {

@@ -5,7 +5,7 @@
 //! process lives, and the lock is lost when fewer than a majority kept it.
 //! The release is a compare-and-delete on every node.
 
-use super::program::Steps;
+use super::program::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,10 +29,7 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.claims_ids() {
-            true => Pc::Claim,
-            false => Pc::Acquire,
-        }
+        claim_first(sale, Pc::Claim, Pc::Acquire)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {

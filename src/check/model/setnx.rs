@@ -2,7 +2,7 @@
 //! there. A holder that dies between the two leaves a lock with no TTL
 //! that nobody deletes; the release is a plain DEL, whoever's lock it is.
 
-use super::program::Steps;
+use super::program::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,10 +22,7 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.claims_ids() {
-            true => Pc::Claim,
-            false => Pc::Acquire,
-        }
+        claim_first(sale, Pc::Claim, Pc::Acquire)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {

@@ -4,7 +4,7 @@
 //! and holds it only if it swapped out the time it read. A clock that runs
 //! ahead takes over a live lock.
 
-use super::program::Steps;
+use super::program::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,10 +26,7 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.claims_ids() {
-            true => Pc::Claim,
-            false => Pc::Acquire,
-        }
+        claim_first(sale, Pc::Claim, Pc::Acquire)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {

@@ -4,7 +4,7 @@
 //! runs unprotected. Under `failover-wait` the holder asks `WAIT 1` after
 //! taking the lock, and lets it go if no replica has it.
 
-use super::program::Steps;
+use super::program::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,10 +24,7 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.claims_ids() {
-            true => Pc::Claim,
-            false => Pc::Acquire,
-        }
+        claim_first(sale, Pc::Claim, Pc::Acquire)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
