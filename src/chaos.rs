@@ -37,6 +37,7 @@
 //! (`--clock-skew-ms`, or the `clock_skew` action sent to the instance
 //! itself; read by `setnx-expiry`). Every fault that strikes is recorded
 //! as an event on the timeline ([`crate::timeline`]).
+//! [`mutant`]: a debug build's live mutants (a lock's mechanism taken out).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +47,8 @@ use std::time::Duration;
 use redis::AsyncCommands;
 
 use crate::store::{Conn, Keys, Store, StoreError};
+
+pub mod mutant;
 
 // One hash tag for every armed fault: one slot on a cluster, so they can
 // be cleared by one command.

@@ -346,6 +346,11 @@ impl Deduction {
         }
     }
 
+    /// A sale (200).
+    pub fn sold(&self) -> bool {
+        self.status == 200
+    }
+
     /// A retry answered from its request id's record.
     pub fn replayed(&self) -> bool {
         matches!(&self.body, DeductBody::Outcome(answer) if answer.replayed)

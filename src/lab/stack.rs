@@ -140,6 +140,9 @@ pub struct UpOptions {
     pub binary: Option<std::path::PathBuf>,
     /// Show up's output (its lines with an `[up]` prefix, and its logs).
     pub echo: bool,
+    /// Further environment of `up` and so of its instances (a live
+    /// mutant's switch, [`crate::chaos::mutant::VAR`]).
+    pub env: Vec<(String, String)>,
 }
 
 impl Stack {
@@ -172,6 +175,7 @@ impl Stack {
             .env_remove("STOCKLOCK_REDIS_URL")
             .env_remove("STOCKLOCK_POSTGRES_URL")
             .env("RUST_LOG", if options.echo { "warn" } else { "error" })
+            .envs(options.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(if options.echo {

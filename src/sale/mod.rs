@@ -28,6 +28,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::chaos::Chaos;
+use crate::chaos::mutant::{self, Mutant};
 use crate::gate::Gate;
 use crate::knobs::{DeductRequest, Sku};
 use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
@@ -285,6 +286,8 @@ impl Seller {
             return Ok(sale(Answer::recorded(Outcome::NotStocked, false)));
         }
         let claim = match request.request_id.as_deref() {
+            // A live mutant (debug builds only) claims nothing.
+            Some(_) if mutant::on(Mutant::NoClaim) => None,
             Some(id) if !variant.scripted() => {
                 // As long as the attempt may legitimately take: its wait
                 // for the lock, its work, and the grace.

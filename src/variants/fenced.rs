@@ -12,11 +12,11 @@
 //! the write goes unnoticed by the watchdog, and there it is the fence, not
 //! the renewal, that refuses the old holder's write.
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::watchdog::renewed_lock;
 use super::{About, Claim, Claims, Protection, Variant};
+use crate::chaos::mutant::{self, Mutant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
@@ -70,25 +70,12 @@ EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
     undersells: None,
 };
 
-/// Test-only sabotage: with `STOCKLOCK_SABOTAGE=skip-fence` in its
-/// environment, an instance runs this variant with no fence at all (plain
-/// reads, unfenced writes: the watchdog lock alone), so that the test suite
-/// can break a safe variant on purpose and see `stocklock lab` flag it.
-/// Never set it otherwise; it is deliberately not a command-line option.
-static SKIP_FENCE: LazyLock<bool> = LazyLock::new(|| {
-    let sabotaged = std::env::var("STOCKLOCK_SABOTAGE").is_ok_and(|v| v == "skip-fence");
-    if sabotaged {
-        tracing::warn!(
-            "STOCKLOCK_SABOTAGE=skip-fence: the fenced variant runs WITHOUT its fence (a test's switch)"
-        );
-    }
-    sabotaged
-});
-
 pub(super) struct FencedLock;
 
 impl Protection for FencedLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
-        renewed_lock(ctx, Variant::Fenced, &ABOUT, !*SKIP_FENCE).await
+        // A live mutant (debug builds only) runs it with no fence at all.
+        let fenced = !mutant::on(Mutant::NoFence);
+        renewed_lock(ctx, Variant::Fenced, &ABOUT, fenced).await
     }
 }

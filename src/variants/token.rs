@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use super::{
     About, Claim, Claims, LockTimer, Protection, Reason, Variant, after_release, not_acquired,
 };
+use crate::chaos::mutant::{self, Mutant};
 use crate::lock::{LeaseLock, OwnerId};
 use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
@@ -105,11 +106,21 @@ impl Protection for TokenLock {
             lease: Some(lease),
         };
         let answer = critical_section(ctx, guard).await;
-        let released = lock.unlock_surely(&owner, Instant::now() + lease).await;
+        let released = match mutant::on(Mutant::PlainDel) {
+            // A live mutant (debug builds only): whoever holds it.
+            true => plain_del(ctx).await,
+            false => lock.unlock_surely(&owner, Instant::now() + lease).await,
+        };
         timer.released();
         if let Ok(false) = released {
             tracing::warn!(%owner, "token: the lease ran out before the release; another holder may have overlapped");
         }
         after_release(answer, released, "token: unlock")
     }
+}
+
+/// The live mutant's release: `DEL`, whoever holds the lock.
+async fn plain_del(ctx: &mut Ctx<'_>) -> Result<bool, StoreError> {
+    let deleted: i64 = redis::AsyncCommands::del(&mut ctx.conn, &ctx.keys.lock).await?;
+    Ok(deleted == 1)
 }

@@ -17,6 +17,7 @@
 use std::time::{Duration, Instant};
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
+use crate::chaos::mutant::{self, Mutant};
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
 use crate::section::{Answer, Ctx, Fence, Guard, critical_section};
 use crate::store::StoreError;
@@ -132,7 +133,8 @@ pub(super) async fn renewed_lock(
             store: "",
             token,
         }),
-        still_held: || !tenure.is_lost(),
+        // A live mutant (debug builds only) writes whatever the watchdog found.
+        still_held: || mutant::on(Mutant::NoLostCheck) || !tenure.is_lost(),
         lease: Some(lease),
     };
     let answer = critical_section(ctx, guard).await;

@@ -323,8 +323,8 @@ async fn the_lab_sees_every_id_resolve_after_a_redis_pause() {
 }
 
 /// A safe variant broken on purpose: `fenced` with its fence skipped (the
-/// test-only `STOCKLOCK_SABOTAGE` switch, inherited by `up` and its
-/// instances) must fail its pause-holder cell, and the run with it; the
+/// live mutant `no-fence` of a debug build, `STOCKLOCK_MUTANT`, inherited
+/// by `up` and its instances) must fail its pause-holder cell, and the run with it; the
 /// checker's verdicts sit beside the live ones, and token's counterexample
 /// is drawn beside its live timeline.
 #[tokio::test]
@@ -338,7 +338,7 @@ async fn the_lab_flags_a_safe_variant_broken_on_purpose() {
             "--timelines",
             timelines.path().to_str().unwrap(),
         ],
-        &[("STOCKLOCK_SABOTAGE", "skip-fence")],
+        &[("STOCKLOCK_MUTANT", "no-fence")],
         Duration::from_secs(120),
     )
     .await;

@@ -2,10 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 
 use super::{Explored, Strategy, explore};
+use crate::chaos::mutant::{self, Mutant};
 use crate::lab::stack::Stack;
 use crate::variants::{Scenario, Variant};
 
@@ -30,11 +31,21 @@ pub struct ExploreArgs {
     /// (SCENARIO-VARIANT-explore.html).
     #[arg(long, value_name = "DIR")]
     pub timelines: Option<PathBuf>,
+    /// Run the instances with this live mutant: one mechanism of the locks
+    /// taken out, to see exploration find what it prevents. Debug builds
+    /// only (the builds `cargo test` makes); a release build refuses it.
+    #[arg(long, value_enum, value_name = "MUTANT")]
+    pub mutant: Option<Mutant>,
 }
 
 /// `stocklock explore`: `Ok(false)` (exit 2) when a schedule broke a property.
 pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
-    let (redis, stack) = crate::lab::replay::start(false).await?;
+    if args.mutant.is_some() && !mutant::AVAILABLE {
+        bail!(
+            "--mutant: live mutants exist only in debug builds (cargo build, cargo test); this is a release build"
+        );
+    }
+    let (redis, stack) = crate::lab::replay::start(false, args.mutant).await?;
     let explored = explore(
         &stack,
         &redis.url(),
@@ -55,9 +66,12 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
     stack.stop().await;
     let explored = explored?;
     println!(
-        "{} in {}: {} schedules ({:?}), {:.1} a second",
+        "{} in {}{}: {} schedules ({:?}), {:.1} a second",
         explored.variant,
         explored.scenario,
+        args.mutant
+            .map(|m| format!(" with the live mutant {m}"))
+            .unwrap_or_default(),
         explored.schedules,
         explored.strategy,
         explored.per_second

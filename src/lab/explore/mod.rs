@@ -16,7 +16,7 @@
 //! for every buyer to reach a gate, answer, or wait for a lock, so the
 //! same seed meets the same choices and makes them again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -24,8 +24,7 @@ use clap::ValueEnum;
 use redis::AsyncCommands;
 
 use crate::check::{self, protocol::Protocol};
-use crate::client::Deduction;
-use crate::gate::{Arrival, Scheduler};
+use crate::gate::Scheduler;
 use crate::knobs::Sku;
 use crate::store::{Keys, Store};
 use crate::variants::{Scenario, Variant};
@@ -33,6 +32,9 @@ use crate::variants::{Scenario, Variant};
 use super::stack::Stack;
 
 mod cli;
+mod run;
+
+use run::{Buyer, Run, name};
 
 pub use cli::{ExploreArgs, run};
 
@@ -45,6 +47,9 @@ const SETTLE: Duration = Duration::from_millis(200);
 /// The buyers' lease: long enough that no lease runs out by itself while
 /// a schedule runs; the explorer makes one run out when it chooses to.
 const LEASE_MS: u64 = 20_000;
+/// The lease where an early deletion must meet a renewal: a watchdog
+/// renews every third of it.
+const EARLY_LEASE_MS: u64 = 1_500;
 /// How long a schedule may wait for anything at all.
 const STALL: Duration = Duration::from_secs(10);
 
@@ -65,6 +70,10 @@ pub enum Choice {
     Expire,
     /// A buyer is never let go again (its process as good as dead).
     Crash { buyer: String },
+    /// Redis restarted empty under a working buyer, as the SKU sees it:
+    /// its keys (the lock among them) gone and the SKU stocked again, a
+    /// new epoch. (The outage's failed calls themselves are not played.)
+    Restart,
 }
 
 /// One schedule explored.
@@ -77,93 +86,23 @@ pub struct Schedule {
     pub violation: bool,
 }
 
-/// What one buyer is doing.
-enum Buyer {
-    Sent(tokio::task::JoinHandle<Deduction>),
-    Waiting(Arrival, tokio::task::JoinHandle<Deduction>),
-    Crashed(tokio::task::JoinHandle<Deduction>),
-    Done,
-}
-
-/// The explorer's side of one schedule.
-struct Run<'a> {
-    stack: &'a Stack,
-    scheduler: Scheduler,
-    buyers: HashMap<u8, Buyer>,
-    keys: Keys,
-    store: Store,
-}
-
-use crate::gate::buyer_name as name;
-
-impl Run<'_> {
-    /// Waits until every buyer waits at a gate, has answered, or waits
-    /// for a lock (no arrival within [`SETTLE`]).
-    async fn settle(&mut self) -> anyhow::Result<()> {
-        let deadline = Instant::now() + SETTLE;
-        loop {
-            for buyer in self.buyers.values_mut() {
-                if let Buyer::Sent(request) = buyer
-                    && request.is_finished()
-                {
-                    request.await?;
-                    *buyer = Buyer::Done;
-                }
-            }
-            let sent = self
-                .buyers
-                .values()
-                .filter(|b| matches!(b, Buyer::Sent(_)))
-                .count();
-            let left = deadline.saturating_duration_since(Instant::now());
-            if sent == 0 || left.is_zero() {
-                return Ok(());
-            }
-            let wait = left.min(Duration::from_millis(20));
-            if let Some(arrival) = self.scheduler.next(wait).await? {
-                let Some(n) = arrival.buyer_index() else {
-                    continue;
-                };
-                if arrival.gate == "renewal" || arrival.gate == "renewed" {
-                    // Renewals go on at once: a lease runs out only when
-                    // the explorer chooses so.
-                    self.scheduler.release(&arrival).await?;
-                    continue;
-                }
-                if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
-                    self.buyers.insert(n, Buyer::Waiting(arrival, request));
-                }
-            }
-        }
-    }
-
-    /// Lets buyer `n` go from its gate.
-    async fn release(&mut self, n: u8) -> anyhow::Result<()> {
-        if let Some(Buyer::Waiting(arrival, request)) = self.buyers.remove(&n) {
-            self.scheduler.release(&arrival).await?;
-            self.buyers.insert(n, Buyer::Sent(request));
-        }
-        Ok(())
-    }
-
-    async fn lock(&self) -> anyhow::Result<Option<i64>> {
-        let mut conn = self.store.conn().await?;
-        let ttl: i64 = conn.pttl(&self.keys.lock).await?;
-        Ok((ttl != -2).then_some(ttl))
-    }
-}
-
 /// The index of a buyer the explorer named.
 fn index(buyer: &str) -> u8 {
     buyer.bytes().next().map_or(0, |b| b.saturating_sub(b'A'))
 }
 
-/// The faults of `scenario` (the checker's bounds): deletions, crashes, time.
+/// The faults of `scenario` (the checker's bounds): deletions, crashes,
+/// and whether a live holder's lease may run out (business work as long
+/// as its lease, or a freeze); a dead holder's always may.
 fn faults(variant: Variant, scenario: Scenario) -> (u8, u8, bool) {
     let bounds = check::bounds(scenario, Protocol::of(variant));
-    let time = bounds.work > 0 || bounds.pauses > 0 || bounds.vanishes > 0;
-    (bounds.vanishes, bounds.crashes, time || bounds.crashes > 0)
+    let time = bounds.work >= bounds.lease || bounds.pauses > 0;
+    (bounds.vanishes, bounds.crashes, time)
 }
+
+/// The gates a buyer waits at while it works (between its read and its
+/// check that it still holds its lock): where an early deletion strikes.
+const WORKING: [&str; 2] = ["after_read", "before_check"];
 
 /// Explores one schedule of `variant` in `scenario` with `seed`.
 pub async fn one(
@@ -176,6 +115,12 @@ pub async fn one(
 ) -> anyhow::Result<Schedule> {
     let sku = format!("x-{variant}");
     stack.client.reset(&sku, STOCK, 0).await?;
+    let bounds = check::bounds(scenario, Protocol::of(variant));
+    let watchdog = Protocol::of(variant).watchdog();
+    // An early deletion is noticed by the holder's next renewal: with a
+    // short lease it comes soon (renewals go on at once; see `settle`).
+    let early = bounds.vanish_early && watchdog;
+    let lease_ms = if early { EARLY_LEASE_MS } else { LEASE_MS };
     let run_id = format!("explore-{variant}-{seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut run = Run {
@@ -184,8 +129,14 @@ pub async fn one(
         buyers: HashMap::new(),
         keys: Keys::new(&Sku::parse(&sku)?),
         store: Store::open(redis_url)?,
+        renewed: HashSet::new(),
     };
-    let one_process = check::bounds(scenario, Protocol::of(variant)).one_process;
+    let one_process = bounds.one_process;
+    // Retries of one purchase: every buyer sends the same request id.
+    let id = match bounds.one_request {
+        true => format!("&request_id={run_id}"),
+        false => String::new(),
+    };
     for n in 0..BUYERS {
         let at = match one_process {
             true => 0,
@@ -194,7 +145,7 @@ pub async fn one(
         let instance = &run.stack.instances[at];
         let client = run.stack.client.at(&instance.url);
         let path = format!(
-            "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={LEASE_MS}&schedule={run_id}:{}",
+            "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={run_id}:{}{id}",
             name(n)
         );
         run.buyers.insert(
@@ -203,7 +154,7 @@ pub async fn one(
         );
     }
     let (mut vanishes, mut crashes, time) = faults(variant, scenario);
-    let watchdog = Protocol::of(variant).watchdog();
+    let mut restarts = bounds.outages;
     // PCT: a priority per buyer, and the steps where the one going on drops.
     let mut priority: Vec<u64> = (0..BUYERS).map(|_| rng.u64(..)).collect();
     let changes: Vec<usize> = (0..2).map(|_| rng.usize(1..24)).collect();
@@ -227,14 +178,20 @@ pub async fn one(
             }
             let faults_now = {
                 let mut faults = Vec::new();
-                if vanishes > 0 && lock.is_some() {
+                if vanishes > 0
+                    && lock.is_some()
+                    && (!bounds.vanish_early || run.working().is_some())
+                {
                     faults.push(Choice::Vanish);
                 }
                 // A lease that runs out: a watchdog's is renewed while its
-                // holder lives.
+                // holder lives; a dead holder's runs out in every scenario.
                 let dead = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(_)));
-                if time && (!watchdog || dead) && lock.is_some_and(|ttl| ttl > 0) {
+                if ((time && !watchdog) || dead) && lock.is_some_and(|ttl| ttl > 0) {
                     faults.push(Choice::Expire);
+                }
+                if restarts > 0 && run.working().is_some() {
+                    faults.push(Choice::Restart);
                 }
                 if crashes > 0 {
                     faults.extend(waiting.iter().map(|&n| Choice::Crash { buyer: name(n) }));
@@ -282,8 +239,14 @@ pub async fn one(
                 Choice::Release { buyer, .. } => run.release(index(buyer)).await?,
                 Choice::Vanish => {
                     vanishes -= 1;
+                    let holder = run.working();
                     let mut conn = run.store.conn().await?;
                     let _: i64 = conn.del(&run.keys.lock).await?;
+                    // Early: the working holder's renewal finds its lock
+                    // gone before it goes on.
+                    if let Some(n) = holder.filter(|_| early) {
+                        run.renewal_of(n, STALL).await?;
+                    }
                 }
                 Choice::Expire => {
                     // The store's side of a lease running out: the locks it
@@ -294,6 +257,10 @@ pub async fn one(
                     while run.lock().await?.is_some() {
                         tokio::time::sleep(Duration::from_millis(1)).await;
                     }
+                }
+                Choice::Restart => {
+                    restarts -= 1;
+                    stack.client.reset(&sku, STOCK, 0).await?;
                 }
                 Choice::Crash { buyer } => {
                     crashes -= 1;
@@ -315,19 +282,26 @@ pub async fn one(
     let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(_)));
     // Nobody stays held, the crashed included.
     run.scheduler.abandon().await?;
+    let mut sales = 0;
     for (_, buyer) in run.buyers.drain() {
-        if let Buyer::Sent(request) | Buyer::Waiting(_, request) | Buyer::Crashed(request) = buyer {
-            let _ = request.await;
-        }
+        let answer = match buyer {
+            Buyer::Sent(request) | Buyer::Waiting(_, request) | Buyer::Crashed(request) => {
+                request.await.ok()
+            }
+            Buyer::Done(answer) => Some(answer),
+        };
+        sales += answer.is_some_and(|a| a.sold() && !a.replayed()) as usize;
     }
     outcome?;
     let state = state?;
     let stuck = crashed && ttl? == Some(-1) && state.remaining > 0;
+    // One purchase retried: it may sell once (its retries replay it).
+    let twice = bounds.one_request && sales > 1;
     Ok(Schedule {
         seed,
         steps,
         ledger: format!(
-            "oversold {}, duplicates {}, sold {} of {}{}",
+            "oversold {}, duplicates {}, sold {} of {}{}{}",
             state.oversold,
             state.duplicates,
             state.sold,
@@ -335,9 +309,13 @@ pub async fn one(
             match stuck {
                 true => "; stuck: a lock with no TTL, its holder dead, units left",
                 false => "",
+            },
+            match twice {
+                true => format!("; one request id sold {sales} times"),
+                false => String::new(),
             }
         ),
-        violation: state.oversold > 0 || state.duplicates > 0 || stuck,
+        violation: state.oversold > 0 || state.duplicates > 0 || stuck || twice,
     })
 }
 

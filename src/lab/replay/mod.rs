@@ -21,6 +21,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use redis::AsyncCommands;
 
+use crate::chaos::mutant::{self, Mutant};
 use crate::check::model::{Action, At, Pc, Sale, World, setnx};
 use crate::check::{self, Property, Verdict};
 use crate::gate::Scheduler;
@@ -132,7 +133,11 @@ pub struct Replay {
 
 /// The stack a replay plays on: a Redis, and a chaos-mode stack with an
 /// instance for each of the model's buyers (3).
-pub async fn start(echo: bool) -> anyhow::Result<(crate::up::redis::RedisServer, Stack)> {
+/// With `mutant`, the instances run that live mutant (debug builds only).
+pub async fn start(
+    echo: bool,
+    mutant: Option<Mutant>,
+) -> anyhow::Result<(crate::up::redis::RedisServer, Stack)> {
     let redis = crate::up::redis::RedisServer::start(None).await?;
     let stack = Stack::start(&UpOptions {
         redis_url: Some(redis.url()),
@@ -151,6 +156,10 @@ pub async fn start(echo: bool) -> anyhow::Result<(crate::up::redis::RedisServer,
         .map(str::to_owned)
         .to_vec(),
         echo,
+        env: mutant
+            .map(|m| (mutant::VAR.to_owned(), m.name().to_owned()))
+            .into_iter()
+            .collect(),
         ..UpOptions::default()
     })
     .await?;
@@ -167,7 +176,7 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
     if let Some(why) = unsupported(&verdict) {
         bail!("cannot replay {variant} in {scenario}: {why}");
     }
-    let (redis, stack) = start(args.echo).await?;
+    let (redis, stack) = start(args.echo, None).await?;
     let mut result = replay_on(&stack, &redis.url(), &verdict, args.lease_ms).await;
     if let (Ok(_), Some(dir)) = (&result, &args.timelines)
         && let Err(err) = drawings(&stack, &verdict, dir).await

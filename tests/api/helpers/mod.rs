@@ -163,6 +163,7 @@ impl Stack {
             args,
             binary: Some(env!("CARGO_BIN_EXE_stocklock").into()),
             echo: true,
+            env: Vec::new(),
         };
         let turn = stack_turn().await;
         let stack = stocklock::lab::stack::Stack::start(&options)

@@ -1,0 +1,108 @@
+//! Live mutants: a mechanism the checker credits, taken out of the real
+//! code, so that a test can see `stocklock explore` (or the lab) find what
+//! that mechanism prevents, and the code with it pass the same schedules.
+//!
+//! An instance runs one mutant when its environment has
+//! `STOCKLOCK_MUTANT=<name>` (`up` and its instances inherit it). Mutants
+//! exist only in debug builds (`cfg(debug_assertions)`, the builds
+//! `cargo test` makes): in a release build [`on`] is `false` for every
+//! mutant and the variable is ignored. It is deliberately neither a
+//! command-line option of `serve`/`up` nor a Cargo feature.
+
+/// The environment variable that picks an instance's mutant.
+pub const VAR: &str = "STOCKLOCK_MUTANT";
+
+/// One mechanism taken out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mutant {
+    /// `token` releases its lock with a plain `DEL`, whoever holds it.
+    PlainDel,
+    /// The watchdog's section writes even when its lock is lost (its
+    /// renewal was refused, or its local deadline passed).
+    NoLostCheck,
+    /// `fenced` runs with no fence: plain reads, unfenced writes.
+    NoFence,
+    /// A request id is not claimed before the section: a retry of an id
+    /// sells again while its first attempt is in flight or done.
+    NoClaim,
+}
+
+impl Mutant {
+    pub const ALL: [Mutant; 4] = [
+        Mutant::PlainDel,
+        Mutant::NoLostCheck,
+        Mutant::NoFence,
+        Mutant::NoClaim,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::PlainDel => "plain-del",
+            Mutant::NoLostCheck => "no-lost-check",
+            Mutant::NoFence => "no-fence",
+            Mutant::NoClaim => "no-claim",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Mutant> {
+        Mutant::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+impl std::fmt::Display for Mutant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether this build can run mutants at all (a debug build).
+pub const AVAILABLE: bool = cfg!(debug_assertions);
+
+/// Whether this process runs `mutant` (never, in a release build).
+#[inline]
+pub fn on(mutant: Mutant) -> bool {
+    #[cfg(debug_assertions)]
+    {
+        *CHOSEN == Some(mutant)
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = mutant;
+        false
+    }
+}
+
+#[cfg(debug_assertions)]
+static CHOSEN: std::sync::LazyLock<Option<Mutant>> = std::sync::LazyLock::new(|| {
+    let name = std::env::var(VAR).ok()?;
+    let chosen = Mutant::parse(&name);
+    match chosen {
+        Some(mutant) => tracing::warn!(
+            "{VAR}={mutant}: this instance runs a LIVE MUTANT (a test's switch): a mechanism of its locks is taken out"
+        ),
+        None => tracing::error!("{VAR}={name:?} names no mutant; running the code as it is"),
+    }
+    chosen
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for mutant in Mutant::ALL {
+            assert_eq!(Mutant::parse(mutant.name()), Some(mutant));
+        }
+        assert_eq!(Mutant::parse("plain_del"), None);
+    }
+
+    /// The test binary runs no mutant: its environment names none.
+    #[test]
+    fn off_unless_named() {
+        if std::env::var_os(VAR).is_none() {
+            assert!(Mutant::ALL.into_iter().all(|m| !on(m)));
+        }
+    }
+}
