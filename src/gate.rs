@@ -138,7 +138,8 @@ impl Gate {
             .arg(RUN_TTL.as_millis() as u64)
             .invoke_async(&mut conn)
             .await?;
-        if arrived == 0 {
+        // A wait for a lock is only noted: the lock decides when it ends.
+        if arrived == 0 || point == crate::lock::WAITS {
             return Ok(());
         }
         let buyer = &self.schedule.buyer;
@@ -209,8 +210,36 @@ impl Arrival {
     }
 }
 
+/// The pseudo-gate of an answer: a tool's request announces, once it has
+/// its answer, `BUYER answered` among the arrivals (nobody waits there).
+pub const ANSWERED: &str = "answered";
+
+/// The note of a buyer that found its lock held and waits for it
+/// ([`crate::lock::WAITS`]): an arrival nobody lets go.
+pub const WAITS_FOR_LOCK: &str = crate::lock::WAITS.name;
+
+/// Announces a tool's buyers' answers on its run's arrivals list.
+#[derive(Clone)]
+pub struct Answers {
+    conn: redis::aio::MultiplexedConnection,
+    arrivals: String,
+}
+
+impl Answers {
+    /// `buyer` has its answer.
+    pub async fn answered(&self, buyer: &str) -> Result<(), StoreError> {
+        let _: () = redis::pipe()
+            .rpush(&self.arrivals, format!("{buyer} {ANSWERED}"))
+            .pexpire(&self.arrivals, RUN_TTL.as_millis() as i64)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+}
+
 /// The run's side: hears arrivals, lets buyers go.
 pub struct Scheduler {
+    client: redis::Client,
     conn: redis::aio::MultiplexedConnection,
     keys: RunKeys,
     /// Arrivals not let go yet.
@@ -222,16 +251,43 @@ impl Scheduler {
     /// earlier run of that name left.
     pub async fn start(url: &str, run: &str) -> Result<Scheduler, StoreError> {
         let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut conn = redis::Client::open(url)?
+        let client = redis::Client::open(url)?;
+        let mut conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
         let keys = RunKeys::of(run);
         let _: () = conn.del(&[&keys.arrivals, &keys.open]).await?;
         Ok(Scheduler {
+            client,
             conn,
             keys,
             waiting: Vec::new(),
         })
+    }
+
+    /// An arrival already announced, without waiting.
+    pub async fn try_next(&mut self) -> Result<Option<Arrival>, StoreError> {
+        let entry: Option<String> = self.conn.lpop(&self.keys.arrivals, None).await?;
+        Ok(entry.and_then(|entry| self.heard(&entry)))
+    }
+
+    /// Where a tool's own requests announce their answers ([`ANSWERED`]),
+    /// so that one wait hears both arrivals and answers. On a connection
+    /// of its own: the scheduler's may be blocked in its `BLPOP`, and a
+    /// push sent behind it would wait for it.
+    pub async fn answers(&self) -> Result<Answers, StoreError> {
+        Ok(Answers {
+            conn: self.client.get_multiplexed_async_connection().await?,
+            arrivals: self.keys.arrivals.clone(),
+        })
+    }
+
+    fn heard(&mut self, entry: &str) -> Option<Arrival> {
+        let arrival = Arrival::parse(entry)?;
+        if arrival.gate != ANSWERED && arrival.gate != WAITS_FOR_LOCK {
+            self.waiting.push(arrival.clone());
+        }
+        Some(arrival)
     }
 
     /// The next arrival, if one comes within `timeout`.
@@ -240,11 +296,7 @@ impl Scheduler {
             .conn
             .blpop(&self.keys.arrivals, timeout.as_secs_f64())
             .await?;
-        Ok(popped.and_then(|(_, entry)| {
-            let arrival = Arrival::parse(&entry)?;
-            self.waiting.push(arrival.clone());
-            Some(arrival)
-        }))
+        Ok(popped.and_then(|(_, entry)| self.heard(&entry)))
     }
 
     /// Lets the buyer of `arrival` go on from its gate.
@@ -273,13 +325,7 @@ impl Scheduler {
             .await?;
         // Arrivals announced before the run was opened and not heard yet
         // wait too; none comes after (the arrival script checks first).
-        while let Some(entry) = self
-            .conn
-            .lpop::<_, Option<String>>(&self.keys.arrivals, None)
-            .await?
-        {
-            self.waiting.extend(Arrival::parse(&entry));
-        }
+        while self.try_next().await?.is_some() {}
         for arrival in std::mem::take(&mut self.waiting) {
             self.release(&arrival).await?;
         }

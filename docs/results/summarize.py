@@ -251,6 +251,39 @@ def gates_1():
     print()
 
 
+def explore_1():
+    print("## explore-1\n")
+    run = load("explore-1.json")
+    cells = run["cells"]
+    rows = []
+    for v in VARIANTS:
+        mine = [c for c in cells if c["explored"]["variant"] == v]
+        if not mine:
+            rows.append([f"`{v}`", 0, "-", "-", "-", "-"])
+            continue
+        safe = [c for c in mine if not c["counterexample"]]
+        found = [c for c in mine if c["counterexample"]]
+        rate = statistics.median(c["explored"]["per_second"] for c in mine)
+        rows.append([f"`{v}`", len(mine),
+                     f"{len(safe)} ({sum(c['explored']['schedules'] for c in safe)} schedules, "
+                     f"{sum(c['explored']['found'] is not None for c in safe)} broke)",
+                     f"{sum(c['explored']['found'] is not None for c in found)} of {len(found)}",
+                     sum(c["explored"]["schedules"] for c in mine), f"{rate:.1f}"])
+    print(table(["variant", "cells explored", "safe cells", "counterexample cells found",
+                 "schedules", "schedules a second (median of its cells)"], rows))
+    print()
+    rows = [[f"`{c['explored']['variant']}` in {c['explored']['scenario']}", c["model"],
+             c["explored"]["until_found"] or f"not in {c['explored']['schedules']}"]
+            for c in cells if c["counterexample"]]
+    print(table(["cell", "the checker", "schedules until one broke"], rows))
+    print()
+    total = sum(c["explored"]["schedules"] for c in cells)
+    agree = sum(c["agrees"] for c in cells)
+    print(f"{len(cells)} cells explored, {total} schedules, {agree} agreeing with the checker; "
+          f"{len(run['not_played'])} cells not played")
+    print()
+
+
 def handoff_1():
     print("## handoff-1\n")
     for f in sorted(R.glob("handoff-1-*.txt")):
@@ -269,6 +302,8 @@ if __name__ == "__main__":
     compare_run("compare-1")
     handoff_1()
     gates_1()
+    if (R / "explore-1.json").exists():
+        explore_1()
     bench_run("bench-2")
     for later in ("load-2", "bench-3", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():

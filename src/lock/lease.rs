@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::store::Conn;
 use redis::{AsyncCommands, Script, SetExpiry, SetOptions};
 
+use super::hook::Hook;
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
 use super::{Grant, Lease, OwnerId, millis, release_in_background, ttl_from_pttl};
 use crate::store::StoreError;
@@ -65,6 +66,7 @@ pub struct LeaseLock {
     conn: Conn,
     key: String,
     wakeups: Wakeups,
+    hook: Hook,
 }
 
 impl LeaseLock {
@@ -73,7 +75,14 @@ impl LeaseLock {
             conn,
             key: key.into(),
             wakeups,
+            hook: Hook::none(),
         }
+    }
+
+    /// Notes each wait for the lock at `hook`'s [`super::wakeups::WAITS`].
+    pub fn with_hook(mut self, hook: Hook) -> Self {
+        self.hook = hook;
+        self
     }
 
     pub fn key(&self) -> &str {
@@ -102,7 +111,7 @@ impl LeaseLock {
         lease: Duration,
         wait: Duration,
     ) -> Result<Option<Grant>, StoreError> {
-        wait_for_lock(&self.wakeups, &self.key, wait, || async {
+        wait_for_lock(&self.wakeups, &self.key, wait, &self.hook, || async {
             let sent = Instant::now();
             if self.try_lock(owner, lease).await? {
                 return Ok(Attempt::Acquired(Grant {

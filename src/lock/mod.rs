@@ -47,7 +47,7 @@ pub use lease::LeaseLock;
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
 pub use stores::{LockStores, LockStoresConfig};
-pub use wakeups::{Heard, Wakeups};
+pub use wakeups::{Heard, WAITS, Wakeups};
 pub use watchdog::{RENEWAL, RENEWED, Tenure, Watchdog};
 pub use zookeeper::{
     ZooKeeperHold, ZooKeeperLock, ZooKeeperLockError, ZooKeeperSession, ZooKeeperSessions,

@@ -16,6 +16,7 @@ use crate::store::Conn;
 use redis::AsyncCommands;
 use redis::Script;
 
+use super::hook::Hook;
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
 use super::{Grant, Lease, OwnerId, millis, release_in_background, ttl_from_pttl};
 use crate::store::StoreError;
@@ -89,6 +90,7 @@ pub struct ReentrantLock {
     wakeups: Wakeups,
     /// The fencing token counter (`INCR`ed by every grant) of a fenced lock.
     fence: Option<String>,
+    hook: Hook,
 }
 
 impl ReentrantLock {
@@ -98,6 +100,7 @@ impl ReentrantLock {
             key: key.into(),
             wakeups,
             fence: None,
+            hook: Hook::none(),
         }
     }
 
@@ -131,6 +134,12 @@ impl ReentrantLock {
     /// ```
     ///
     /// [`Grant::token`]: super::Grant::token
+    /// Notes each wait for the lock at `hook`'s [`super::wakeups::WAITS`].
+    pub fn with_hook(mut self, hook: Hook) -> Self {
+        self.hook = hook;
+        self
+    }
+
     pub fn fenced(mut self, fence_key: impl Into<String>) -> Self {
         self.fence = Some(fence_key.into());
         self
@@ -188,7 +197,7 @@ impl ReentrantLock {
         lease: Duration,
         wait: Duration,
     ) -> Result<Option<Grant>, StoreError> {
-        wait_for_lock(&self.wakeups, &self.key, wait, || {
+        wait_for_lock(&self.wakeups, &self.key, wait, &self.hook, || {
             self.attempt(owner, lease)
         })
         .await

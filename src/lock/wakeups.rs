@@ -31,6 +31,7 @@ use redis::{Client, PushInfo, PushKind, Value};
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::time::Instant;
 
+use super::hook::{Hook, Point};
 use super::per_key::{InUse, PerKey};
 use crate::store::{Store, StoreError, manager_config};
 
@@ -308,13 +309,21 @@ pub enum Attempt<T> {
     HeldFor(Option<Duration>),
 }
 
+/// The point a taker reaches each time it found the lock held and is about
+/// to sleep until a release or the lease's end: a hook may note it (a
+/// scheduler learns that the step waits for a lock, not for it). A hook
+/// that holds it holds the wait.
+pub const WAITS: Point = Point::new("waits");
+
 /// Tries `attempt` until it succeeds or `wait` runs out, sleeping between
 /// tries until a release of `lock_key` is announced or the holder's TTL is
 /// over, whichever comes first. Returns `None` when the wait ran out.
+/// Before each sleep the taker reaches [`WAITS`] of `hook`.
 pub async fn wait_for_lock<T, F, Fut>(
     wakeups: &Wakeups,
     lock_key: &str,
     wait: Duration,
+    hook: &Hook,
     mut attempt: F,
 ) -> Result<Option<T>, StoreError>
 where
@@ -344,6 +353,7 @@ where
             Some(ttl) => deadline.min(now + ttl.max(Duration::from_millis(1))),
             None => deadline,
         };
+        hook.at(WAITS).await;
         tokio::select! {
             _ = &mut notified => {}
             _ = tokio::time::sleep_until(recheck) => {}
@@ -363,6 +373,7 @@ mod tests {
                 &wakeups,
                 &format!("lock:{{{key}}}"),
                 Duration::ZERO,
+                &Hook::none(),
                 || async { Ok::<_, StoreError>(Attempt::Acquired(())) },
             )
             .await
@@ -382,17 +393,23 @@ mod tests {
             let wakeups = wakeups.clone();
             tokio::spawn(async move {
                 let mut tries = 0;
-                wait_for_lock(&wakeups, "lock:{x}", Duration::from_secs(5), || {
-                    tries += 1;
-                    let acquired = tries > 1;
-                    async move {
-                        Ok::<_, StoreError>(if acquired {
-                            Attempt::Acquired(())
-                        } else {
-                            Attempt::HeldFor(Some(Duration::from_secs(5)))
-                        })
-                    }
-                })
+                wait_for_lock(
+                    &wakeups,
+                    "lock:{x}",
+                    Duration::from_secs(5),
+                    &Hook::none(),
+                    || {
+                        tries += 1;
+                        let acquired = tries > 1;
+                        async move {
+                            Ok::<_, StoreError>(if acquired {
+                                Attempt::Acquired(())
+                            } else {
+                                Attempt::HeldFor(Some(Duration::from_secs(5)))
+                            })
+                        }
+                    },
+                )
                 .await
             })
         };

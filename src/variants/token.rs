@@ -72,7 +72,8 @@ impl Protection for TokenLock {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
-        let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone());
+        let lock = LeaseLock::new(ctx.conn.clone(), ctx.keys.lock.clone(), ctx.wakeups.clone())
+            .with_hook(ctx.hook.clone());
         let owner = OwnerId::new(ctx.instance);
         let mut timer = LockTimer::start(Variant::Token, ctx.keys);
         let granted = match lock.lock(&owner, lease, wait).await {

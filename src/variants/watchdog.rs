@@ -92,7 +92,8 @@ pub(super) async fn renewed_lock(
     let keys = ctx.keys;
     let lease = ctx.lease(about);
     let wait = ctx.wait(about);
-    let mut lock = ReentrantLock::new(ctx.conn.clone(), keys.lock.clone(), ctx.wakeups.clone());
+    let mut lock = ReentrantLock::new(ctx.conn.clone(), keys.lock.clone(), ctx.wakeups.clone())
+        .with_hook(ctx.hook.clone());
     if fenced {
         lock = lock.fenced(keys.fence.clone());
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use stocklock::chaos::Chaos;
-use stocklock::gate::{Arrival, Scheduler};
+use stocklock::gate::{Arrival, Scheduler, WAITS_FOR_LOCK};
 use stocklock::knobs::Sku;
 use stocklock::store::{Keys, Store};
 use tokio::task::JoinHandle;
@@ -34,7 +34,12 @@ impl Driver {
     /// Waits until `buyer` arrives somewhere; its arrival.
     async fn arrival_of(&mut self, buyer: &str) -> Arrival {
         loop {
-            if let Some(at) = self.heard.iter().position(|a| a.buyer == buyer) {
+            // A note that the buyer waits for a lock is no gate: kept, skipped.
+            let at = self
+                .heard
+                .iter()
+                .position(|a| a.buyer == buyer && a.gate != WAITS_FOR_LOCK);
+            if let Some(at) = at {
                 return self.heard.remove(at);
             }
             let arrival = self.scheduler.next(ARRIVAL).await.unwrap();
@@ -329,10 +334,19 @@ async fn a_late_renewal_on_demand_and_the_watchdog_backs_off() {
         gates.contains(&"after_read") && gates.contains(&"renewal"),
         "{gates:?}"
     );
-    // B waits for the lock, and gets it once A's lease has run out.
+    // B waits for the lock (and notes so: nobody lets that go), and gets
+    // it once A's lease has run out.
     let second = spawn(&b, "B");
     driver.pass("B", "before_acquire").await;
     driver.through("B", &SECTION).await;
+    assert!(
+        driver
+            .heard
+            .iter()
+            .any(|a| a.buyer == "B" && a.gate == WAITS_FOR_LOCK),
+        "B waited for A's lock without a note: {:?}",
+        driver.heard
+    );
     driver.pass("B", "after_release").await;
     let (status, body) = second.await.unwrap();
     assert_eq!((status, body["unit"].as_i64()), (200, Some(5)), "{body}");

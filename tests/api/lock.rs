@@ -3,7 +3,9 @@
 use std::time::{Duration, Instant};
 
 use stocklock::lock::wakeups::{Attempt, wait_for_lock};
-use stocklock::lock::{Lease, LeaseLock, OwnerId, ReentrantLock, Unlocked, Wakeups, Watchdog};
+use stocklock::lock::{
+    Hook, Lease, LeaseLock, OwnerId, ReentrantLock, Unlocked, Wakeups, Watchdog,
+};
 use stocklock::store::Store;
 use stocklock::up::redis::RedisServer;
 
@@ -182,7 +184,7 @@ async fn a_waiter_is_woken_by_the_release_within_milliseconds() {
             let (lock, wakeups) = (lock.clone(), wakeups.clone());
             tokio::spawn(async move {
                 let mut waiting = Some(waiting_tx);
-                let got = wait_for_lock(&wakeups, lock.key(), LONG, || {
+                let got = wait_for_lock(&wakeups, lock.key(), LONG, &Hook::none(), || {
                     let (lock, b) = (lock.clone(), b.clone());
                     let waiting = waiting.take();
                     async move {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 
+use super::matrix::{self, Cell};
 use super::{Explored, Strategy, explore};
 use crate::chaos::mutant::{self, Mutant};
 use crate::lab::stack::Stack;
@@ -12,13 +13,22 @@ use crate::variants::{Scenario, Variant};
 
 #[derive(Args, Debug)]
 pub struct ExploreArgs {
-    #[arg(long, value_parser = crate::args::parse_variant)]
-    pub variant: Variant,
-    #[arg(long, value_enum)]
-    pub scenario: Scenario,
+    #[arg(long, value_parser = crate::args::parse_variant, required_unless_present = "all")]
+    pub variant: Option<Variant>,
+    #[arg(long, value_enum, required_unless_present = "all")]
+    pub scenario: Option<Scenario>,
+    /// Explore every cell of the matrix the explorer can play, on one
+    /// stack: --schedules of each cell the checker finds safe (all must
+    /// pass), up to --hunt of each cell where it has a counterexample
+    /// (each must break); the cells it cannot play are listed with why.
+    #[arg(long, conflicts_with_all = ["variant", "scenario", "timelines"])]
+    pub all: bool,
     /// How many schedules at most (it stops at the first violation).
     #[arg(long, default_value_t = 100)]
     pub schedules: usize,
+    /// With --all: how many schedules a counterexample cell may take.
+    #[arg(long, default_value_t = 1000, requires = "all")]
+    pub hunt: usize,
     /// The first schedule's seed; each next one adds 1.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -46,11 +56,23 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
         );
     }
     let (redis, stack) = crate::lab::replay::start(false, args.mutant).await?;
+    let (Some(variant), Some(scenario)) = (args.variant, args.scenario) else {
+        let run = matrix::all(
+            &stack,
+            &redis.url(),
+            args.strategy,
+            (args.schedules, args.hunt),
+            args.seed,
+        )
+        .await;
+        stack.stop().await;
+        return report_all(&args, run?);
+    };
     let explored = explore(
         &stack,
         &redis.url(),
-        args.variant,
-        args.scenario,
+        variant,
+        scenario,
         args.strategy,
         args.schedules,
         args.seed,
@@ -58,8 +80,8 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
     .await;
     let drawn = match (&explored, &args.timelines) {
         (Ok(Explored { found: Some(_), .. }), Some(dir)) => {
-            let name = format!("{}-{}-explore.html", args.scenario, args.variant);
-            Some(draw(&stack, args.variant, &dir.join(name)).await)
+            let name = format!("{scenario}-{variant}-explore.html");
+            Some(draw(&stack, variant, &dir.join(name)).await)
         }
         _ => None,
     };
@@ -111,4 +133,46 @@ async fn draw(stack: &Stack, variant: Variant, path: &Path) -> anyhow::Result<Pa
         .await?;
     std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path.to_owned())
+}
+
+/// `--all`'s table, and its JSON: `Ok(false)` when a cell disagreed.
+fn report_all(
+    args: &ExploreArgs,
+    (cells, skipped): (Vec<Cell>, Vec<(Variant, Scenario, &'static str)>),
+) -> anyhow::Result<bool> {
+    println!("| variant | scenario | model | schedules | a second | found after | agrees |");
+    println!("|---|---|---|---|---|---|---|");
+    for cell in &cells {
+        let e = &cell.explored;
+        println!(
+            "| `{}` | {} | {} | {} | {:.1} | {} | {} |",
+            e.variant,
+            e.scenario,
+            cell.model,
+            e.schedules,
+            e.per_second,
+            e.until_found.map_or("-".to_owned(), |n| n.to_string()),
+            if cell.agrees { "yes" } else { "NO" }
+        );
+    }
+    let disagree = cells.iter().filter(|c| !c.agrees).count();
+    println!(
+        "{} cells explored, {} schedules, {disagree} disagreeing; {} cells not played",
+        cells.len(),
+        cells.iter().map(|c| c.explored.schedules).sum::<usize>(),
+        skipped.len()
+    );
+    for (variant, scenario, why) in &skipped {
+        println!("not played: {variant} in {scenario}: {why}");
+    }
+    if let Some(path) = &args.json {
+        let skipped: Vec<_> = skipped
+            .iter()
+            .map(|(v, s, why)| serde_json::json!({"variant": v.name(), "scenario": s.name(), "why": why}))
+            .collect();
+        let json = serde_json::json!({"cells": cells, "not_played": skipped});
+        std::fs::write(path, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(disagree == 0)
 }

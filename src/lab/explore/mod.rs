@@ -32,6 +32,7 @@ use crate::variants::{Scenario, Variant};
 use super::stack::Stack;
 
 mod cli;
+pub mod matrix;
 mod run;
 
 use run::{Buyer, Run, name};
@@ -130,6 +131,8 @@ pub async fn one(
         keys: Keys::new(&Sku::parse(&sku)?),
         store: Store::open(redis_url)?,
         renewed: HashSet::new(),
+        blocked: HashSet::new(),
+        holders: HashSet::new(),
     };
     let one_process = bounds.one_process;
     // Retries of one purchase: every buyer sends the same request id.
@@ -148,9 +151,17 @@ pub async fn one(
             "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={run_id}:{}{id}",
             name(n)
         );
+        let answers = run.scheduler.answers().await?;
         run.buyers.insert(
             n,
-            Buyer::Sent(tokio::spawn(async move { client.deduct(&path).await })),
+            Buyer::Sent(tokio::spawn(async move {
+                let answer = client.deduct(&path).await;
+                // Heard by the explorer's wait, as an arrival is.
+                if let Err(err) = answers.answered(&name(n)).await {
+                    tracing::warn!(%err, "an answer could not be announced");
+                }
+                answer
+            })),
         );
     }
     let (mut vanishes, mut crashes, time) = faults(variant, scenario);
@@ -186,15 +197,36 @@ pub async fn one(
                 }
                 // A lease that runs out: a watchdog's is renewed while its
                 // holder lives; a dead holder's runs out in every scenario.
-                let dead = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(_)));
-                if ((time && !watchdog) || dead) && lock.is_some_and(|ttl| ttl > 0) {
+                let dead = run
+                    .buyers
+                    .iter()
+                    .any(|(n, b)| matches!(b, Buyer::Crashed(..)) && run.holders.contains(n));
+                // `setnx-expiry`'s lease is the time its value names (the
+                // key has no TTL).
+                let lease = match variant {
+                    Variant::SetnxExpiry => lock.is_some(),
+                    _ => lock.is_some_and(|ttl| ttl > 0),
+                };
+                if ((time && !watchdog) || dead) && lease {
                     faults.push(Choice::Expire);
                 }
                 if restarts > 0 && run.working().is_some() {
                     faults.push(Choice::Restart);
                 }
                 if crashes > 0 {
-                    faults.extend(waiting.iter().map(|&n| Choice::Crash { buyer: name(n) }));
+                    // Anywhere, or (`kill-instance`) only while it works.
+                    let may_die = |n: &&u8| match run.buyers.get(*n) {
+                        Some(Buyer::Waiting(arrival, _)) if bounds.crash_only_in_work => {
+                            WORKING.contains(&arrival.gate.as_str())
+                        }
+                        _ => true,
+                    };
+                    faults.extend(
+                        waiting
+                            .iter()
+                            .filter(may_die)
+                            .map(|&n| Choice::Crash { buyer: name(n) }),
+                    );
                 }
                 faults
             };
@@ -242,11 +274,25 @@ pub async fn one(
                     let holder = run.working();
                     let mut conn = run.store.conn().await?;
                     let _: i64 = conn.del(&run.keys.lock).await?;
+                    run.holders.clear();
+                    run.wake().await?;
                     // Early: the working holder's renewal finds its lock
                     // gone before it goes on.
                     if let Some(n) = holder.filter(|_| early) {
                         run.renewal_of(n, STALL).await?;
                     }
+                }
+                Choice::Expire if variant == Variant::SetnxExpiry => {
+                    // Its value is the time it expires: a time long past.
+                    let mut conn = run.store.conn().await?;
+                    let _: Option<String> = redis::cmd("SET")
+                        .arg(&run.keys.lock)
+                        .arg(1)
+                        .arg("XX")
+                        .query_async(&mut conn)
+                        .await?;
+                    run.holders.clear();
+                    run.wake().await?;
                 }
                 Choice::Expire => {
                     // The store's side of a lease running out: the locks it
@@ -257,10 +303,14 @@ pub async fn one(
                     while run.lock().await?.is_some() {
                         tokio::time::sleep(Duration::from_millis(1)).await;
                     }
+                    run.holders.clear();
+                    run.wake().await?;
                 }
                 Choice::Restart => {
                     restarts -= 1;
                     stack.client.reset(&sku, STOCK, 0).await?;
+                    run.holders.clear();
+                    run.wake().await?;
                 }
                 Choice::Crash { buyer } => {
                     crashes -= 1;
@@ -279,7 +329,7 @@ pub async fn one(
     let state = stack.client.state(&sku).await;
     // A lock with no TTL and a dead holder: nobody will ever sell again.
     let ttl = run.lock().await;
-    let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(_)));
+    let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(..)));
     // Nobody stays held, the crashed included.
     run.scheduler.abandon().await?;
     let mut sales = 0;
@@ -294,7 +344,9 @@ pub async fn one(
     }
     outcome?;
     let state = state?;
-    let stuck = crashed && ttl? == Some(-1) && state.remaining > 0;
+    // (`setnx-expiry`'s key has no TTL either, but its value's time runs out.)
+    let stuck =
+        crashed && ttl? == Some(-1) && variant != Variant::SetnxExpiry && state.remaining > 0;
     // One purchase retried: it may sell once (its retries replay it).
     let twice = bounds.one_request && sales > 1;
     Ok(Schedule {

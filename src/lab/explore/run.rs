@@ -8,11 +8,9 @@ use redis::AsyncCommands;
 
 use super::{SETTLE, WORKING};
 
-/// How long a look for renewals waits when no buyer is on its way.
-const DRAIN: Duration = Duration::from_millis(10);
 use crate::client::Deduction;
 pub(super) use crate::gate::buyer_name as name;
-use crate::gate::{Arrival, Scheduler};
+use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK};
 use crate::lab::stack::Stack;
 use crate::store::{Keys, Store};
 
@@ -33,15 +31,22 @@ pub(super) struct Run<'a> {
     pub(super) store: Store,
     /// Buyers whose watchdog's renewal came back since the last look.
     pub(super) renewed: HashSet<u8>,
+    /// Buyers on their way that found the lock held and wait for it.
+    pub(super) blocked: HashSet<u8>,
+    /// Buyers that took the lock and hold it still, as far as the explorer
+    /// knows (until their release, or until the lock is gone).
+    pub(super) holders: HashSet<u8>,
 }
 
 impl Run<'_> {
     /// Waits until every buyer waits at a gate, has answered, or waits
     /// for a lock (no arrival within [`SETTLE`]). Renewals heard on the
-    /// way go on at once.
+    /// way go on at once. Answers are announced among the arrivals, so
+    /// one wait hears both.
     pub(super) async fn settle(&mut self) -> anyhow::Result<()> {
         let deadline = Instant::now() + SETTLE;
         loop {
+            // An answer whose announcement was lost is seen all the same.
             for buyer in self.buyers.values_mut() {
                 if let Buyer::Sent(request) = buyer
                     && request.is_finished()
@@ -49,28 +54,36 @@ impl Run<'_> {
                     *buyer = Buyer::Done(request.await?);
                 }
             }
+            // A buyer waiting for a lock is on its way only once the lock
+            // is free (a release wakes it): then it takes it, or notes
+            // another wait.
+            let free = match self.blocked.is_empty() {
+                true => false,
+                false => self.lock().await?.is_none(),
+            };
             let sent = self
                 .buyers
-                .values()
-                .filter(|b| matches!(b, Buyer::Sent(_)))
+                .iter()
+                .filter(|(n, b)| matches!(b, Buyer::Sent(_)) && (free || !self.blocked.contains(n)))
                 .count();
+            if sent == 0 {
+                // Nobody on its way: only renewals can come; take those
+                // already announced.
+                match self.scheduler.try_next().await? {
+                    Some(arrival) => self.heard(arrival).await?,
+                    None => return Ok(()),
+                }
+                continue;
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Ok(());
             }
-            // Nobody on its way: only renewals can come; take those waiting.
-            let wait = match sent {
-                0 => DRAIN,
-                _ => left.min(Duration::from_millis(20)),
-            };
-            let heard = self.scheduler.next(wait).await?;
-            let Some(arrival) = heard else {
-                match sent {
-                    0 => return Ok(()),
-                    _ => continue,
-                }
-            };
-            self.heard(arrival).await?;
+            match self.scheduler.next(left).await? {
+                Some(arrival) => self.heard(arrival).await?,
+                // Whoever is still on its way waits for a lock.
+                None => return Ok(()),
+            }
         }
     }
 
@@ -80,12 +93,22 @@ impl Run<'_> {
         let Some(n) = arrival.buyer_index() else {
             return Ok(());
         };
-        if arrival.gate == "renewal" || arrival.gate == "renewed" {
+        self.blocked.remove(&n);
+        if arrival.gate == WAITS_FOR_LOCK {
+            self.blocked.insert(n);
+        } else if arrival.gate == ANSWERED {
+            if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
+                self.buyers.insert(n, Buyer::Done(request.await?));
+            }
+        } else if arrival.gate == "renewal" || arrival.gate == "renewed" {
             if arrival.gate == "renewed" {
                 self.renewed.insert(n);
             }
             self.scheduler.release(&arrival).await?;
         } else if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
+            if matches!(arrival.gate.as_str(), "after_acquire" | "after_setnx") {
+                self.holders.insert(n);
+            }
             self.buyers.insert(n, Buyer::Waiting(arrival, request));
         }
         Ok(())
@@ -114,6 +137,9 @@ impl Run<'_> {
     /// Lets buyer `n` go from its gate.
     pub(super) async fn release(&mut self, n: u8) -> anyhow::Result<()> {
         if let Some(Buyer::Waiting(arrival, request)) = self.buyers.remove(&n) {
+            if arrival.gate == "before_release" {
+                self.holders.remove(&n);
+            }
             self.scheduler.release(&arrival).await?;
             self.buyers.insert(n, Buyer::Sent(request));
         }
@@ -126,6 +152,16 @@ impl Run<'_> {
             Buyer::Waiting(arrival, _) if WORKING.contains(&arrival.gate.as_str()) => Some(n),
             _ => None,
         })
+    }
+
+    /// Wakes the buyers waiting for the lock, as a release does: where a
+    /// lease ran out or the key vanished, a waiter would find out at its
+    /// next look (at the holder's TTL), which the explorer brings forward.
+    pub(super) async fn wake(&self) -> anyhow::Result<()> {
+        let mut conn = self.store.conn().await?;
+        let channel = crate::lock::wakeups::release_channel(&self.keys.lock);
+        let _: i64 = conn.publish(channel, &self.keys.lock).await?;
+        Ok(())
     }
 
     pub(super) async fn lock(&self) -> anyhow::Result<Option<i64>> {

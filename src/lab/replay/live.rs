@@ -10,7 +10,7 @@ use redis::AsyncCommands;
 use crate::check::Property;
 use crate::check::model::Sale;
 use crate::client::Deduction;
-use crate::gate::{Arrival, Scheduler};
+use crate::gate::{Arrival, Scheduler, WAITS_FOR_LOCK};
 use crate::store::{Keys, Store};
 
 use super::super::stack::Stack;
@@ -117,6 +117,10 @@ impl Live<'_> {
             let Some(buyer) = arrival.buyer_index() else {
                 continue;
             };
+            if arrival.gate == WAITS_FOR_LOCK {
+                // Only noted: the lock, not the replay, ends the wait.
+                continue;
+            }
             if matches!(arrival.gate.as_str(), "renewal" | "renewed") {
                 // A watchdog's: it waits for the model's tick.
                 self.renewals.insert((buyer, arrival.gate.clone()), arrival);
@@ -162,6 +166,7 @@ impl Live<'_> {
             return;
         };
         match arrival.gate.as_str() {
+            WAITS_FOR_LOCK => {}
             "renewal" | "renewed" => {
                 self.renewals.insert((buyer, arrival.gate.clone()), arrival);
             }

@@ -176,7 +176,7 @@ impl Redlock {
             None => Wakeups::new(),
         };
         let last = std::sync::Mutex::new(None);
-        let acquired = wait_for_lock(&wakeups, &self.key, wait, || async {
+        let acquired = wait_for_lock(&wakeups, &self.key, wait, &self.hook, || async {
             let round = self.try_round(owner, lease).await;
             if let Ok(mut last) = last.lock() {
                 *last = Some(round);

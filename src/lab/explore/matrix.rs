@@ -1,0 +1,102 @@
+//! `stocklock explore --all`: every cell of the matrix whose faults the
+//! explorer can strike, explored on one stack: a safe cell must break in
+//! none of its schedules; a cell where the checker has a counterexample is
+//! explored until one breaks, and how many it took is reported.
+
+use crate::check::{self, Property, protocol::Protocol};
+use crate::variants::{Scenario, Variant};
+
+use super::{Explored, Strategy, explore};
+use crate::lab::stack::Stack;
+
+/// Why the explorer cannot play a cell's faults (or judge what breaks
+/// there), or `None` when it can.
+pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> {
+    let protocol = Protocol::of(variant);
+    let bounds = check::bounds(scenario, protocol);
+    if matches!(variant, Variant::Etcd | Variant::ZooKeeper) {
+        return Some("its lock store is not in the explorer's stack");
+    }
+    let why = [
+        (bounds.pauses > 0, "a freeze of the holder's whole process"),
+        (
+            bounds.late_renewals > 0 && protocol.watchdog(),
+            "late watchdog renewals",
+        ),
+        (bounds.slow_votes > 0, "slow Redlock nodes"),
+        (bounds.skew > 0, "a skewed clock"),
+        (
+            bounds.nodes_down > 0 || bounds.restarts > 0,
+            "Redlock nodes down or restarting",
+        ),
+        (bounds.failovers > 0, "a failover"),
+        (bounds.cutoffs > 0, "calls cut off by a paused Redis"),
+        (bounds.orders.is_some(), "the order pipeline"),
+    ];
+    if let Some((_, why)) = why.into_iter().find(|(has, _)| *has) {
+        return Some(why);
+    }
+    let verdict = check::check(variant, scenario)?;
+    match verdict.broken {
+        None | Some(Property::Safety | Property::Stuck | Property::OneSale) => None,
+        Some(_) => Some("what breaks there is not judged by the explorer"),
+    }
+}
+
+/// One cell of the run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Cell {
+    /// The checker's verdict (its word in the matrix).
+    pub model: &'static str,
+    /// Whether the checker has a counterexample (the explorer should find one).
+    pub counterexample: bool,
+    pub explored: Explored,
+    /// The live result agrees with the model's: a violation found where
+    /// the checker has one, none where it has none.
+    pub agrees: bool,
+}
+
+/// Every cell with a claim, the checker's verdict and faults the explorer
+/// can strike: `safe` schedules of each safe cell, and up to `hunt` of a
+/// cell with a counterexample. The cells it cannot play, and why.
+pub async fn all(
+    stack: &Stack,
+    redis_url: &str,
+    strategy: Strategy,
+    (safe, hunt): (usize, usize),
+    seed: u64,
+) -> anyhow::Result<(Vec<Cell>, Vec<(Variant, Scenario, &'static str)>)> {
+    let (mut cells, mut skipped) = (Vec::new(), Vec::new());
+    for variant in Variant::ALL {
+        for scenario in Scenario::ALL {
+            let Some(verdict) = check::check(variant, scenario) else {
+                continue;
+            };
+            if let Some(why) = unplayable(variant, scenario) {
+                skipped.push((variant, scenario, why));
+                continue;
+            }
+            let counterexample = verdict.broken.is_some();
+            let schedules = if counterexample { hunt } else { safe };
+            let explored = explore(
+                stack, redis_url, variant, scenario, strategy, schedules, seed,
+            )
+            .await?;
+            eprintln!(
+                "{variant} in {scenario}: {} schedules, {}",
+                explored.schedules,
+                match &explored.found {
+                    Some(found) => format!("broke: {}", found.ledger),
+                    None => "nothing broke".to_owned(),
+                }
+            );
+            cells.push(Cell {
+                model: verdict.model,
+                counterexample,
+                agrees: counterexample == explored.found.is_some(),
+                explored,
+            });
+        }
+    }
+    Ok((cells, skipped))
+}
