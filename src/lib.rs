@@ -25,7 +25,7 @@
 //! 5. [`metrics`]: Prometheus metrics of an instance (each instance is its own scrape target), and the names a dashboard may query.
 //! 6. [`store`]: the Redis handle (one server or a Redis Cluster) and the key layout of one SKU (all keys share a hash tag).
 //! 7. [`timeline`]: every critical section and chaos event of a SKU on one clock, kept in a capped list, and the overlaps (two holders at once).
-//! 8. [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness.
+//! 8. [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness; a debug build's live mutants.
 //! 9. [`outcome`]: what an attempt ends as (sold, sold out, busy and why, unknown), below both the section and the ledger.
 //! 10. [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
 //! 11. [`orders`]: orders in PostgreSQL: the connection and the schema's migrations (embedded SQL files), run by each instance at start.

@@ -45,6 +45,7 @@ impl Mutant {
         }
     }
 
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     fn parse(name: &str) -> Option<Mutant> {
         Mutant::ALL.into_iter().find(|m| m.name() == name)
     }
