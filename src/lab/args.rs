@@ -36,3 +36,21 @@ pub struct LabArgs {
     #[arg(long, hide = true, requires = "target")]
     pub lesson: Option<String>,
 }
+
+/// `--target URL --admin-token T --redis-url R`: a running chaos-mode
+/// stack to use instead of one of the command's own (`replay`, `explore`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TargetArgs {
+    /// Use this running stack (nginx URL) instead of starting one. It must
+    /// run `stocklock up --chaos` (two instances or more); needs
+    /// --admin-token and --redis-url. Its other users' requests are not
+    /// held: only this command's own buyers stop at gates.
+    #[arg(long, requires_all = ["admin_token", "redis_url"])]
+    pub target: Option<String>,
+    /// The target stack's admin token (stocklock up prints it).
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// The target stack's Redis (stocklock up prints it).
+    #[arg(long)]
+    pub redis_url: Option<String>,
+}

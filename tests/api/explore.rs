@@ -195,3 +195,60 @@ async fn each_live_mutant_is_found_and_the_code_without_it_passes_the_same_sched
     })
     .await;
 }
+
+/// `--target`: `explore` and `replay` play on a running chaos-mode stack
+/// (its Redis named), and refuse, saying why, a stack without chaos mode.
+#[tokio::test]
+async fn explore_and_replay_play_on_a_running_chaos_stack_and_refuse_one_without() {
+    helpers::within(Duration::from_secs(300), async {
+        let run = |stack: &Stack, command: &'static str, extra: &'static [&'static str]| {
+            let redis_url = stack.redis_url.clone().expect("up started its Redis");
+            let (url, token) = (stack.url.clone(), stack.token.clone());
+            async move {
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+                    .args([command, "--variant", "none", "--scenario", "race"])
+                    .args(extra)
+                    .args([
+                        "--target",
+                        &url,
+                        "--admin-token",
+                        &token,
+                        "--redis-url",
+                        &redis_url,
+                    ])
+                    .kill_on_drop(true)
+                    .output()
+                    .await
+                    .unwrap()
+            }
+        };
+        let chaos = Stack::start_with(2, None, &["--chaos"]).await;
+        let explored = run(&chaos, "explore", &["--schedules", "5"]).await;
+        let said = String::from_utf8_lossy(&explored.stdout);
+        assert_eq!(explored.status.code(), Some(2), "{said}");
+        assert!(
+            said.contains("schedule 1 (seed 1) broke a property: oversold"),
+            "{said}"
+        );
+        let replayed = run(&chaos, "replay", &[]).await;
+        let said = String::from_utf8_lossy(&replayed.stdout);
+        assert_eq!(replayed.status.code(), Some(0), "{said}");
+        assert!(
+            said.contains("broken as the model says: they agree"),
+            "{said}"
+        );
+        chaos.stop().await;
+        let calm = Stack::start_with(2, None, &["--no-chaos"]).await;
+        for command in ["explore", "replay"] {
+            let refused = run(&calm, command, &[]).await;
+            let said = String::from_utf8_lossy(&refused.stderr);
+            assert_eq!(refused.status.code(), Some(1), "{command}: {said}");
+            assert!(
+                said.contains("refused a schedule") && said.contains("stocklock up --chaos"),
+                "{command}: {said}"
+            );
+        }
+        calm.stop().await;
+    })
+    .await;
+}

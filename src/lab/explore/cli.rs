@@ -8,6 +8,7 @@ use clap::Args;
 use super::matrix::{self, Cell};
 use super::{Explored, Strategy, explore};
 use crate::chaos::mutant::{self, Mutant};
+use crate::lab::args::TargetArgs;
 use crate::lab::stack::Stack;
 use crate::variants::{Scenario, Variant};
 
@@ -44,8 +45,10 @@ pub struct ExploreArgs {
     /// Run the instances with this live mutant: one mechanism of the locks
     /// taken out, to see exploration find what it prevents. Debug builds
     /// only (the builds `cargo test` makes); a release build refuses it.
-    #[arg(long, value_enum, value_name = "MUTANT")]
+    #[arg(long, value_enum, value_name = "MUTANT", conflicts_with = "target")]
     pub mutant: Option<Mutant>,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 /// `stocklock explore`: `Ok(false)` (exit 2) when a schedule broke a property.
@@ -55,11 +58,12 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
             "--mutant: live mutants exist only in debug builds (cargo build, cargo test); this is a release build"
         );
     }
-    let (redis, stack) = crate::lab::replay::start(false, args.mutant).await?;
+    let (_redis, stack, redis_url) =
+        crate::lab::replay::stack_for(&args.target, false, args.mutant).await?;
     let (Some(variant), Some(scenario)) = (args.variant, args.scenario) else {
         let run = matrix::all(
             &stack,
-            &redis.url(),
+            &redis_url,
             args.strategy,
             (args.schedules, args.hunt),
             args.seed,
@@ -70,7 +74,7 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
     };
     let explored = explore(
         &stack,
-        &redis.url(),
+        &redis_url,
         variant,
         scenario,
         args.strategy,

@@ -21,7 +21,6 @@ use anyhow::{Context, bail};
 use clap::Args;
 use redis::AsyncCommands;
 
-use crate::chaos::mutant::{self, Mutant};
 use crate::check::model::{Action, At, Pc, Sale, World, setnx};
 use crate::check::{self, Property, Verdict};
 use crate::gate::Scheduler;
@@ -30,9 +29,13 @@ use crate::store::{Keys, Store};
 use crate::variants::{Scenario, Variant};
 use crate::wire::ChaosAction;
 
-use super::stack::{Stack, UpOptions};
+use super::args::TargetArgs;
+use super::stack::Stack;
 
 mod live;
+mod stacks;
+
+pub use stacks::{stack_for, start};
 
 use live::{Live, judge, name};
 
@@ -133,39 +136,6 @@ pub struct Replay {
 
 /// The stack a replay plays on: a Redis, and a chaos-mode stack with an
 /// instance for each of the model's buyers (3).
-/// With `mutant`, the instances run that live mutant (debug builds only).
-pub async fn start(
-    echo: bool,
-    mutant: Option<Mutant>,
-) -> anyhow::Result<(crate::up::redis::RedisServer, Stack)> {
-    let redis = crate::up::redis::RedisServer::start(None).await?;
-    let stack = Stack::start(&UpOptions {
-        redis_url: Some(redis.url()),
-        // No etcd or ZooKeeper: no replay plays their locks yet.
-        args: [
-            "--chaos",
-            "--instances",
-            "3",
-            "--orders",
-            "off",
-            "--etcd",
-            "0",
-            "--zookeeper",
-            "0",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-        echo,
-        env: mutant
-            .map(|m| (mutant::VAR.to_owned(), m.name().to_owned()))
-            .into_iter()
-            .collect(),
-        ..UpOptions::default()
-    })
-    .await?;
-    Ok((redis, stack))
-}
-
 /// Replays the counterexample of the cell `args` names on a stack of its
 /// own; with `--timelines`, writes the live run's timeline beside the
 /// model's drawing.
@@ -176,8 +146,8 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
     if let Some(why) = unsupported(&verdict) {
         bail!("cannot replay {variant} in {scenario}: {why}");
     }
-    let (redis, stack) = start(args.echo, None).await?;
-    let mut result = replay_on(&stack, &redis.url(), &verdict, args.lease_ms).await;
+    let (_redis, stack, redis_url) = stack_for(&args.target, args.echo, None).await?;
+    let mut result = replay_on(&stack, &redis_url, &verdict, args.lease_ms).await;
     if let (Ok(_), Some(dir)) = (&result, &args.timelines)
         && let Err(err) = drawings(&stack, &verdict, dir).await
     {
@@ -396,6 +366,8 @@ pub struct ReplayArgs {
     /// Show the stack's output.
     #[arg(long)]
     pub echo: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 /// `stocklock replay`: prints each step, the model's words beside the

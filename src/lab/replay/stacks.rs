@@ -1,0 +1,78 @@
+//! The stack `replay` and `explore` play on: one of their own, or a
+//! running chaos-mode stack (`--target`).
+
+use anyhow::bail;
+
+use crate::chaos::mutant::{self, Mutant};
+use crate::lab::args::TargetArgs;
+use crate::lab::stack::{Stack, UpOptions};
+
+/// The stack a command plays on: the `--target` one (checked to run
+/// chaos mode), or a Redis and a stack of its own ([`start`]). The Redis
+/// it started, if any (stopped when dropped), the stack, and its Redis URL.
+pub async fn stack_for(
+    target: &TargetArgs,
+    echo: bool,
+    mutant: Option<Mutant>,
+) -> anyhow::Result<(Option<crate::up::redis::RedisServer>, Stack, String)> {
+    let (Some(url), Some(token), Some(redis_url)) =
+        (&target.target, &target.admin_token, &target.redis_url)
+    else {
+        let (redis, stack) = start(echo, mutant).await?;
+        let url = redis.url();
+        return Ok((Some(redis), stack, url));
+    };
+    if mutant.is_some() {
+        bail!(
+            "--mutant needs a stack of the command's own: it cannot change a running stack's instances"
+        );
+    }
+    let stack = Stack::attach(url, token).await?;
+    // A schedule is refused outside chaos mode: ask with one that stops
+    // nowhere (a SKU never stocked answers before any gate).
+    let probe = format!(
+        "/deductStock/none?sku=schedule-probe-{}&schedule=probe:A",
+        uuid::Uuid::new_v4().simple()
+    );
+    let answer = stack.client.deduct(&probe).await;
+    if answer.status == 400 {
+        bail!(
+            "{url} refused a schedule ({}): run it with stocklock up --chaos",
+            answer.reason().unwrap_or("bad request")
+        );
+    }
+    Ok((None, stack, redis_url.clone()))
+}
+
+/// With `mutant`, the instances run that live mutant (debug builds only).
+pub async fn start(
+    echo: bool,
+    mutant: Option<Mutant>,
+) -> anyhow::Result<(crate::up::redis::RedisServer, Stack)> {
+    let redis = crate::up::redis::RedisServer::start(None).await?;
+    let stack = Stack::start(&UpOptions {
+        redis_url: Some(redis.url()),
+        // No etcd or ZooKeeper: no replay plays their locks yet.
+        args: [
+            "--chaos",
+            "--instances",
+            "3",
+            "--orders",
+            "off",
+            "--etcd",
+            "0",
+            "--zookeeper",
+            "0",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        echo,
+        env: mutant
+            .map(|m| (mutant::VAR.to_owned(), m.name().to_owned()))
+            .into_iter()
+            .collect(),
+        ..UpOptions::default()
+    })
+    .await?;
+    Ok((redis, stack))
+}
