@@ -66,6 +66,10 @@ impl Protection for LocalMutex {
         let wait = ctx.wait(&ABOUT);
         let in_use = self.by_sku.use_key(&ctx.keys.stock);
         let mut timer = LockTimer::start(Variant::LocalMutex, ctx.keys);
+        // A scheduled request notes that it waits (its hook only notes it).
+        if ctx.hook.is_set() && in_use.try_lock().is_err() {
+            ctx.hook.at(crate::lock::WAITS).await;
+        }
         let held = tokio::time::timeout(wait, in_use.lock()).await;
         timer.waited(held.is_ok());
         let Ok(_held) = held else {

@@ -13,15 +13,21 @@ use crate::helpers::{self, Stack};
 
 /// Counterexample cells exploration must find, within this many schedules
 /// from seed 1.
-const FOUND: [(Variant, Scenario); 3] = [
+const FOUND: [(Variant, Scenario); 6] = [
     (Variant::None, Scenario::Race),
     (Variant::Token, Scenario::SlowBusiness),
     (Variant::Setnx, Scenario::CrashAfterAcquire),
+    (Variant::SetnxExpiry, Scenario::SlowBusiness),
+    (Variant::Token, Scenario::LockVanishesEarly),
+    (Variant::Watchdog, Scenario::LockVanishes),
 ];
 const FIND_WITHIN: usize = 40;
 
-/// Safe cells across the protocols: a short exploration breaks nothing.
-const SAFE: [(Variant, Scenario); 10] = [
+/// Safe cells across the protocols and their faults: a short exploration
+/// breaks nothing (a crashed holder's lease running out frees the lock;
+/// an early deletion is noticed by the watchdog; a restart's new epoch
+/// refuses the old read).
+const SAFE: [(Variant, Scenario); 15] = [
     (Variant::LocalMutex, Scenario::OneInstance),
     (Variant::Setnx, Scenario::Race),
     (Variant::SetnxExpiry, Scenario::Race),
@@ -32,6 +38,11 @@ const SAFE: [(Variant, Scenario); 10] = [
     (Variant::Lua, Scenario::Race),
     (Variant::LuaBatch, Scenario::Race),
     (Variant::LuaSharded, Scenario::Race),
+    (Variant::Token, Scenario::CrashAfterAcquire),
+    (Variant::SetnxExpiry, Scenario::CrashAfterAcquire),
+    (Variant::Watchdog, Scenario::KillInstance),
+    (Variant::Watchdog, Scenario::LockVanishesEarly),
+    (Variant::Lua, Scenario::RedisRestart),
 ];
 const SAFE_SCHEDULES: usize = 50;
 

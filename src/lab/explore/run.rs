@@ -57,7 +57,9 @@ impl Run<'_> {
             // A buyer waiting for a lock is on its way only once the lock
             // is free (a release wakes it): then it takes it, or notes
             // another wait.
-            let free = match self.blocked.is_empty() {
+            // (Free: nobody the explorer knows of holds it, and its key,
+            // if it has one in this Redis, is gone.)
+            let free = match self.blocked.is_empty() || !self.holders.is_empty() {
                 true => false,
                 false => self.lock().await?.is_none(),
             };
