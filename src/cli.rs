@@ -301,10 +301,13 @@ async fn run(command: Command) -> anyhow::Result<bool> {
         Command::Check(args) => crate::check::report::run(args),
         Command::Replay(args) => {
             telemetry::init("error");
+            // Its Redis and its stack die with it, however it dies.
+            up::process::children_die_with_us()?;
             crate::lab::replay::run(args).await
         }
         Command::Explore(args) => {
             telemetry::init("error");
+            up::process::children_die_with_us()?;
             crate::lab::explore::run(args).await
         }
         Command::Reconcile(args) => {

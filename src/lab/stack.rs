@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::mpsc;
 
 use crate::client::StackClient;
@@ -166,7 +166,9 @@ impl Stack {
             Some(binary) => binary.clone(),
             None => std::env::current_exe()?,
         };
-        let mut command = Command::new(binary);
+        // Through `up`'s own wrapper when the command asked its children to
+        // die with it (`replay`, `explore`): killed, it leaves no stack.
+        let mut command = crate::up::process::command_in_our_group(binary);
         command
             .arg("up")
             .args(["--port", &port.to_string()])

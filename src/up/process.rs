@@ -38,7 +38,17 @@ pub fn children_die_with_us() -> anyhow::Result<()> {
 /// these are spawned from `up`'s main thread and tokio's worker threads,
 /// which all live as long as `up` (never from `spawn_blocking`).
 pub fn command(program: impl AsRef<OsStr>) -> Command {
-    let mut command = match WRAPPER.get() {
+    let mut command = command_in_our_group(program);
+    command.process_group(0);
+    command
+}
+
+/// A command for `program` in this process's group (a Ctrl-C at the
+/// terminal reaches it too), through the `__child` wrapper once
+/// [`children_die_with_us`] was called: `replay` and `explore` start their
+/// `up` so, and a signal that kills them does not leave a stack behind.
+pub fn command_in_our_group(program: impl AsRef<OsStr>) -> Command {
+    match WRAPPER.get() {
         Some(wrapper) => {
             let mut command = Command::new(wrapper);
             command
@@ -50,9 +60,7 @@ pub fn command(program: impl AsRef<OsStr>) -> Command {
             command
         }
         None => Command::new(program),
-    };
-    command.process_group(0);
-    command
+    }
 }
 
 /// A command for `program` run as another user (`uid`, `gid`): in a process

@@ -263,3 +263,83 @@ async fn explore_and_replay_play_on_a_running_chaos_stack_and_refuse_one_without
     })
     .await;
 }
+
+/// Every process below `pid`, from `/proc` (each thread's children).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut next = vec![pid];
+    while let Some(parent) = next.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                found.push(child);
+                next.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// `explore` killed (SIGKILL: no handler runs) takes its Redis and its
+/// stack with it: `up` runs through the wrapper that dies with its parent.
+#[tokio::test]
+async fn a_killed_explore_leaves_no_stack_behind() {
+    helpers::within(Duration::from_secs(120), async {
+        let _turn = helpers::stack_turn().await;
+        let mut explore = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+            .args(["explore", "--variant", "token", "--scenario", "race"])
+            .args(["--schedules", "1000000"])
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = explore.id().unwrap();
+        // Its Redis, `up`, Redlock's nodes, three instances and nginx (the
+        // last `up` starts): all running once nginx is.
+        let command = |p: &u32| std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        let mut below = descendants(pid);
+        while !below.iter().any(|p| command(p).starts_with(b"nginx")) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            below = descendants(pid);
+        }
+        let instances = below
+            .iter()
+            .filter(|p| String::from_utf8_lossy(&command(p)).contains("\0serve\0"))
+            .count();
+        assert_eq!(instances, 3, "{below:?}");
+        explore.start_kill().unwrap();
+        explore.wait().await.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let alive: Vec<u32> = below
+                .iter()
+                .copied()
+                .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+                .filter(|p| {
+                    // A zombie is dead; it waits for its reaper.
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                    !stat
+                        .rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .collect();
+            if alive.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still running 20 s after explore was killed: {alive:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
