@@ -57,7 +57,15 @@ pub mod points {
     pub const RENEWED: Point = crate::lock::RENEWED;
     /// `redlock`: before its round's question to node K (`vote:K`).
     pub const VOTE: &str = "vote";
+    /// `lua-then-queue`: the sale's script has sold, its order's `XADD`
+    /// not sent yet.
+    pub const BEFORE_ENQUEUE: Point = Point::new("before_enqueue");
+    /// An order worker, between the commit of the buyer's order and its
+    /// `XACK` (the message carries the buyer's schedule).
+    pub const WORKER_COMMITTED: Point = Point::new("worker_committed");
 }
+
+pub mod workers;
 
 /// The keys of one run.
 struct RunKeys {

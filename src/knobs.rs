@@ -231,6 +231,12 @@ pub struct Schedule {
     pub buyer: String,
 }
 
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.run, self.buyer)
+    }
+}
+
 impl Schedule {
     /// `RUN:BUYER`, each 1 to 64 characters of `[A-Za-z0-9_-]`.
     pub fn parse(raw: &str) -> Result<Schedule, InputError> {

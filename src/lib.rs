@@ -28,9 +28,9 @@
 //! 8. [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness; a debug build's live mutants.
 //! 9. [`outcome`]: what an attempt ends as (sold, sold out, busy and why, unknown), below both the section and the ledger.
 //! 10. [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
-//! 11. [`orders`]: orders in PostgreSQL: the connection and the schema's migrations (embedded SQL files), run by each instance at start.
-//! 12. [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes; the etcd lock through its JSON gateway; a ZooKeeper lock).
-//! 13. [`gate`]: schedules of the real code: a scheduled request stops at named points (gates) of the section and its lock until its run's scheduler, through Redis, lets it go.
+//! 11. [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes; the etcd lock through its JSON gateway; a ZooKeeper lock).
+//! 12. [`gate`]: schedules of the real code: a scheduled request stops at named points (gates) of the section and its lock until its run's scheduler, through Redis, lets it go.
+//! 13. [`orders`]: orders in PostgreSQL: the connection and the schema's migrations (embedded SQL files), run by each instance at start.
 //! 14. [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
 //! 15. [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
 //! 16. [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`; the lab's scenarios and each variant's claim in them.

@@ -63,6 +63,9 @@ pub struct Ctx<'a> {
     pub chaos: &'a Chaos,
     /// Where a scheduled request stops ([`crate::gate`]); none otherwise.
     pub hook: Hook,
+    /// The schedule the request belongs to, when it stops at gates (an
+    /// order's message carries it to the worker's gate).
+    pub schedule: Option<&'a crate::knobs::Schedule>,
 }
 
 /// What the variant around the section knows about its lock.

@@ -35,6 +35,9 @@ pub struct OrderMessage {
     /// carried it, and paying or finding the order takes it. `None` in a
     /// message written before orders had tokens.
     pub token: Option<String>,
+    /// The schedule its buyer belonged to (`RUN:BUYER`, chaos mode only):
+    /// a worker stops at its gate between the order's commit and its ack.
+    pub schedule: Option<String>,
 }
 
 /// A fresh order token: 244 random bits (two v4 UUIDs, from the operating
@@ -51,7 +54,7 @@ pub fn new_token() -> String {
 impl OrderMessage {
     /// The stream entry's fields (the SKU is the stream's).
     pub fn fields(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut fields = vec![
             ("unit", self.unit.to_string()),
             ("sale", self.sale.to_string()),
             ("epoch", self.epoch.to_string()),
@@ -59,7 +62,11 @@ impl OrderMessage {
             ("instance", self.instance.clone()),
             ("at", self.at_ms.to_string()),
             ("token", self.token.clone().unwrap_or_default()),
-        ]
+        ];
+        if let Some(schedule) = &self.schedule {
+            fields.push(("schedule", schedule.clone()));
+        }
+        fields
     }
 
     /// Reads an entry of `sku`'s stream back; `None` for one that lacks a field.
@@ -77,6 +84,7 @@ impl OrderMessage {
             instance: text("instance").unwrap_or_default(),
             at_ms: number("at")?,
             token: text("token").filter(|token| !token.is_empty()),
+            schedule: text("schedule"),
         })
     }
 }
@@ -125,13 +133,30 @@ mod tests {
             instance: "a".to_owned(),
             at_ms: 1_700_000_000_123,
             token: Some(new_token()),
+            schedule: None,
         };
         let fields: HashMap<String, redis::Value> = message
             .fields()
             .into_iter()
             .map(|(k, v)| (k.to_owned(), redis::Value::BulkString(v.into_bytes())))
             .collect();
-        assert_eq!(OrderMessage::parse("lua-stream", &fields), Some(message));
+        assert_eq!(
+            OrderMessage::parse("lua-stream", &fields),
+            Some(message.clone())
+        );
+        let scheduled = OrderMessage {
+            schedule: Some("run-1:A".to_owned()),
+            ..message
+        };
+        let with_schedule: HashMap<String, redis::Value> = scheduled
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), redis::Value::BulkString(v.into_bytes())))
+            .collect();
+        assert_eq!(
+            OrderMessage::parse("lua-stream", &with_schedule),
+            Some(scheduled)
+        );
         let mut without_sale = fields.clone();
         without_sale.remove("sale");
         assert_eq!(OrderMessage::parse("lua-stream", &without_sale), None);

@@ -90,6 +90,9 @@ impl Worker {
         // would hold up every command pipelined behind it.
         let mut reader: Option<Conn> = None;
         loop {
+            if self.chaos.enabled() {
+                crate::gate::workers::wait_while_held(&mut conn, &self.consumer).await?;
+            }
             self.look_for_streams(&mut conn).await?;
             if self.skus.is_empty() {
                 tokio::time::sleep(BLOCK).await;
@@ -331,6 +334,9 @@ impl Worker {
             let when = "after inserting orders, before acking them, as armed";
             self.chaos.crash_recorded(conn, sku, when).await;
         }
+        if self.chaos.enabled() {
+            self.gates(sku, &messages, &refused).await?;
+        }
         let ids: Vec<&str> = entries
             .iter()
             .map(|e| e.id.as_str())
@@ -360,6 +366,30 @@ impl Worker {
             .arg(&ids)
             .query_async(conn)
             .await?;
+        Ok(())
+    }
+}
+
+impl Worker {
+    /// A scheduled buyer's order, committed and not acked yet: the worker
+    /// stops at the buyer's gate (chaos mode only).
+    async fn gates(
+        &self,
+        sku: &str,
+        messages: &[(&str, OrderMessage)],
+        refused: &BTreeSet<&str>,
+    ) -> Result<(), StoreError> {
+        let scheduled = messages.iter().filter_map(|(id, message)| {
+            let schedule = message.schedule.as_deref()?;
+            let schedule = crate::knobs::Schedule::parse(schedule).ok()?;
+            (!refused.contains(id)).then_some(schedule)
+        });
+        for schedule in scheduled {
+            let client = self.store.master_client().await?;
+            crate::gate::Gate::hook(client, schedule, &self.consumer, sku)
+                .at(crate::gate::points::WORKER_COMMITTED)
+                .await;
+        }
         Ok(())
     }
 }

@@ -302,12 +302,13 @@ impl Seller {
         };
         // A request of a schedule stops at its gates (chaos mode only: the
         // HTTP layer refused it otherwise).
-        let hook = match &request.schedule {
-            Some(schedule) if self.chaos.enabled() => {
+        let schedule = request.schedule.as_ref().filter(|_| self.chaos.enabled());
+        let hook = match schedule {
+            Some(schedule) => {
                 let client = self.store.master_client().await?;
                 Gate::hook(client, schedule.clone(), &self.instance, &keys.tag)
             }
-            _ => Hook::none(),
+            None => Hook::none(),
         };
         let mut ctx = Ctx {
             conn,
@@ -322,6 +323,7 @@ impl Seller {
             claim,
             chaos: &self.chaos,
             hook,
+            schedule,
         };
         let answer = match self.protections.deduct(variant, &mut ctx).await {
             Ok(answer) => answer,

@@ -11,7 +11,8 @@
 -- script enqueues it, XADD to the orders stream, in the same atomic step),
 -- how many request ids the SKU may remember, how long a sold-out answer's
 -- record is kept (ms; it is safe to repeat, so briefly), the order's
--- token (with orders: the buyer's proof, kept with the order)
+-- token (with orders: the buyer's proof, kept with the order), and only for
+-- a scheduled buyer of `stream` (chaos mode) its schedule, RUN:BUYER
 -- Units given back by expired reservations (returned_units) are sold
 -- first, with orders or without.
 -- Returns {kind, unit, remaining, started, sale, epoch, at}.

@@ -101,7 +101,12 @@ local function deduct(KEYS, ARGV, l, started)
   local at = now
   if at == 0 then at = now_ms() end
   local epoch = l[3] or '0'
-  if ARGV[6] == 'stream' then
+  if ARGV[6] == 'stream' and ARGV[10] then
+    -- A scheduled buyer's (chaos mode): its worker stops at a gate.
+    redis.call('XADD', KEYS[7], '*', 'unit', unit, 'sale', sale, 'epoch', epoch,
+      'request_id', ARGV[2], 'instance', ARGV[1], 'at', at, 'token', ARGV[9],
+      'schedule', ARGV[10])
+  elseif ARGV[6] == 'stream' then
     redis.call('XADD', KEYS[7], '*', 'unit', unit, 'sale', sale, 'epoch', epoch,
       'request_id', ARGV[2], 'instance', ARGV[1], 'at', at, 'token', ARGV[9])
   end

@@ -137,6 +137,11 @@ pub(super) async fn run_deduct(
                 .arg(ids_per_sku)
                 .arg(ledger::millis(ledger::SOLD_OUT_KEEP))
                 .arg(token.as_deref().unwrap_or(""));
+            // A scheduled lua-stream buyer's message carries its schedule
+            // (for the worker's gate); nobody else's has the argument.
+            if let (Orders::Script, Some(schedule)) = (orders, ctx.schedule) {
+                cmd.arg(schedule.to_string());
+            }
         })
         .await?;
     deducted(ctx, keys, orders, token, &answer)
@@ -192,6 +197,7 @@ pub(super) fn deducted(
             instance: ctx.instance.to_owned(),
             at_ms,
             token: token.clone(),
+            schedule: ctx.schedule.map(ToString::to_string),
         };
         let mut sold = answer(Outcome::Sold { unit, remaining }, false);
         sold.order_token = token;

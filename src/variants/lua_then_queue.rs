@@ -69,6 +69,7 @@ impl Protection for LuaThenQueue {
             // as "nothing was sold". A failed XADD is a unit sold with no
             // order, this variant's lesson, which reconcile lists.
             Ok(Deducted::Order(answer, message)) => {
+                ctx.hook.at(crate::gate::points::BEFORE_ENQUEUE).await;
                 match ctx.chaos.crash_before_enqueue(&mut ctx.conn).await {
                     Ok(false) => {}
                     Ok(true) => {

@@ -19,13 +19,14 @@ use super::super::stack::Stack;
 const ARRIVAL: Duration = Duration::from_secs(20);
 
 /// The gates of the real code, in the order a buyer passes them.
-const ORDER: [&str; 8] = [
+const ORDER: [&str; 9] = [
     "before_acquire",
     "after_setnx",
     "after_acquire",
     "after_read",
     "before_check",
     "before_write",
+    "before_enqueue",
     "before_release",
     "after_release",
 ];
@@ -39,6 +40,9 @@ pub(super) struct Live<'a> {
     pub(super) keys: Keys,
     pub(super) sku: String,
     pub(super) run: String,
+    pub(super) redis_url: String,
+    /// The cell plays the order pipeline (its buyers send request ids).
+    pub(super) orders: bool,
     pub(super) lease_ms: u64,
     pub(super) scheduler: Scheduler,
     /// Arrivals heard and not yet released, per buyer.
@@ -61,7 +65,7 @@ impl Live<'_> {
             false => usize::from(n) % instances.len(),
         };
         let client = self.stack.client.at(&instances[at].url);
-        let path = format!(
+        let mut path = format!(
             "/deductStock/{}?sku={}&work_ms=0&lease_ms={}&schedule={}:{}",
             self.variant,
             self.sku,
@@ -69,6 +73,9 @@ impl Live<'_> {
             self.run,
             name(n)
         );
+        if self.orders {
+            path.push_str(&format!("&request_id={}", self.request_id(n)));
+        }
         self.requests
             .insert(n, tokio::spawn(async move { client.deduct(&path).await }));
     }
@@ -259,6 +266,9 @@ pub(super) async fn judge(
     property: Property,
     crashed: &[u8],
 ) -> anyhow::Result<(String, bool)> {
+    if property == Property::OrdersKept {
+        return live.judge_orders().await;
+    }
     let state = live.stack.client.state(&live.sku).await?;
     Ok(match property {
         Property::Safety => (

@@ -22,6 +22,7 @@ use clap::Args;
 use redis::AsyncCommands;
 
 use crate::check::model::{Action, At, Pc, Sale, World, setnx};
+use crate::check::order::OrderStep;
 use crate::check::{self, Property, Verdict};
 use crate::gate::Scheduler;
 use crate::knobs::Sku;
@@ -33,8 +34,10 @@ use super::args::TargetArgs;
 use super::stack::Stack;
 
 mod live;
+mod orders;
 mod stacks;
 
+pub use orders::start as start_orders;
 pub use stacks::{stack_for, start};
 
 use live::{Live, judge, name};
@@ -52,6 +55,7 @@ fn gate_of(pc: Pc) -> Result<Option<&'static str>, String> {
         At::Check => "before_check",
         At::Write => "before_write",
         At::Release => "before_release",
+        At::After => "before_enqueue",
         At::Done => "after_release",
         other => return Err(format!("a buyer {}", describe_at(other))),
     }))
@@ -76,7 +80,10 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
             verdict.variant, verdict.scenario, verdict.model
         ));
     };
-    if !matches!(property, Property::Safety | Property::Stuck) {
+    if !matches!(
+        property,
+        Property::Safety | Property::Stuck | Property::OrdersKept
+    ) {
         return Some(format!(
             "its broken property ({}) is not judged live yet",
             property.name()
@@ -101,7 +108,8 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
             | Action::LateTick(_)
             | Action::Crash(_)
             | Action::Freeze(_)
-            | Action::Vanish => {}
+            | Action::Vanish
+            | Action::Order(OrderStep::DataLoss) => {}
             other => {
                 return Some(format!(
                     "step {}: {other:?} is not played by replays yet",
@@ -146,7 +154,13 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
     if let Some(why) = unsupported(&verdict) {
         bail!("cannot replay {variant} in {scenario}: {why}");
     }
-    let (_redis, stack, redis_url) = stack_for(&args.target, args.echo, None).await?;
+    let (_redis, stack, redis_url) = match (needs_orders(&verdict), &args.target.target) {
+        (true, None) => {
+            let (stack, url) = orders::start(args.echo).await?;
+            (None, stack, url)
+        }
+        _ => stack_for(&args.target, args.echo, None).await?,
+    };
     let mut result = replay_on(&stack, &redis_url, &verdict, args.lease_ms).await;
     if let (Ok(_), Some(dir)) = (&result, &args.timelines)
         && let Err(err) = drawings(&stack, &verdict, dir).await
@@ -171,6 +185,13 @@ async fn drawings(stack: &Stack, verdict: &Verdict, dir: &std::path::Path) -> an
         dir.join(format!("{name}-{{replay,model}}.html")).display()
     );
     Ok(())
+}
+
+/// Whether `verdict`'s cell plays the order pipeline: its replay needs a
+/// stack with the orders on and the Redis `up` started (a data loss
+/// restarts it).
+pub fn needs_orders(verdict: &Verdict) -> bool {
+    check::draw::replay(verdict).is_some_and(|(sale, _)| sale.bounds.orders.is_some())
 }
 
 /// The SKU a replay of `verdict` sells.
@@ -225,6 +246,8 @@ async fn play(
         sku,
         scheduler: Scheduler::start(redis_url, &run).await?,
         run,
+        redis_url: redis_url.to_owned(),
+        orders: sale.bounds.orders.is_some(),
         lease_ms,
         heard: HashMap::new(),
         renewals: HashMap::new(),
@@ -245,6 +268,9 @@ async fn play(
     let mut steps = Vec::new();
     let mut crashed = Vec::new();
     let outcome = async {
+        if live.orders {
+            live.hold_workers().await?;
+        }
         for (k, step) in verdict.trace.iter().enumerate() {
             let (before, after) = (&worlds[k], &worlds[k + 1]);
             let said = match step.action {
@@ -314,6 +340,7 @@ async fn play(
                     let _: i64 = conn.del(&live.keys.lock).await?;
                     "the lock key is deleted".to_owned()
                 }
+                Action::Order(OrderStep::DataLoss) => live.lose_redis_data().await?,
                 other => bail!("{other:?} is not played by replays"),
             };
             steps.push(Played {

@@ -298,6 +298,7 @@ async fn a_dead_consumers_messages_are_claimed_and_written_by_a_live_worker() {
                 instance: "ghost".to_owned(),
                 at_ms: 0,
                 token: None,
+                schedule: None,
             };
             pipe.xadd(&keys.orders, "*", &message.fields()).ignore();
         }
