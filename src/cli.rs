@@ -265,7 +265,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
         Command::Serve(args) => serve(args).await.map(|()| true),
         Command::Lab(args) => {
             telemetry::init("error");
-            let lesson = args.lesson.clone().zip(args.redis_url.clone());
+            let lesson = args.lesson.clone().zip(args.target.redis_url.clone());
             // A lesson's cells are read back from a JSON file of our own.
             let dir = lesson.as_ref().map(|_| tempfile::tempdir()).transpose()?;
             let json = match &dir {
@@ -277,7 +277,11 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 variants: args.variant,
                 json: json.clone(),
                 timelines: args.timelines,
-                target: match (args.target, args.admin_token, args.redis_url) {
+                target: match (
+                    args.target.target,
+                    args.target.admin_token,
+                    args.target.redis_url,
+                ) {
                     (Some(url), Some(admin_token), Some(redis_url)) => Some(crate::lab::Target {
                         url,
                         admin_token,

@@ -14,8 +14,10 @@ use crate::variants::{Scenario, Variant};
 
 #[derive(Args, Debug)]
 pub struct ExploreArgs {
+    /// The variant whose sales are explored (its cell with --scenario).
     #[arg(long, value_parser = crate::args::parse_variant, required_unless_present = "all")]
     pub variant: Option<Variant>,
+    /// The scenario: its faults are the ones struck, at random steps.
     #[arg(long, value_enum, required_unless_present = "all")]
     pub scenario: Option<Scenario>,
     /// Explore every cell of the matrix the explorer can play, on one
@@ -33,6 +35,9 @@ pub struct ExploreArgs {
     /// The first schedule's seed; each next one adds 1.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How the next buyer is picked: pct (random priorities, with two
+    /// change points where the running buyer drops to the lowest), or
+    /// random (uniformly at every step).
     #[arg(long, value_enum, default_value_t = Strategy::Pct)]
     pub strategy: Strategy,
     /// Also write the result as JSON.
