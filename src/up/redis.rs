@@ -158,9 +158,9 @@ impl RedisServer {
                 Some(port) => port,
                 None => free_port()?,
             };
-            let dir = tempfile::Builder::new()
-                .prefix("stocklock-redis-")
-                .tempdir()?;
+            // Marked with our pid: a later start removes it if we are
+            // killed before we can.
+            let dir = super::run_dir::create_marked(None, "stocklock-redis-")?;
             match Self::start_on(&binary, port, extra, DataDir::Temporary(dir)).await {
                 Ok(server) => return Ok(server),
                 Err(err) => last_error = Some(err),

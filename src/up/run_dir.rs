@@ -18,8 +18,16 @@ const PID_FILE: &str = "up.pid";
 /// the directories of runs whose `up` is gone. Removed with the returned
 /// handle.
 pub(super) fn create(parent: Option<&Path>) -> anyhow::Result<TempDir> {
+    create_marked(parent, PREFIX)
+}
+
+/// The same for any temporary directory of a server we start (named
+/// `prefix...`, e.g. a Redis's data of its own): marked with this
+/// process's pid, and the directories of that prefix whose process is
+/// gone (killed before it could remove them) removed first.
+pub(crate) fn create_marked(parent: Option<&Path>, prefix: &str) -> anyhow::Result<TempDir> {
     let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
-    for (dir, pid) in abandoned(&parent) {
+    for (dir, pid) in abandoned(&parent, prefix) {
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => say!(
                 "removed {}: left by an up that is gone (pid {pid})",
@@ -29,7 +37,7 @@ pub(super) fn create(parent: Option<&Path>) -> anyhow::Result<TempDir> {
         }
     }
     let dir = tempfile::Builder::new()
-        .prefix(PREFIX)
+        .prefix(prefix)
         .tempdir_in(&parent)?;
     // nginx's workers run as another user when started by root; let them in.
     {
@@ -37,20 +45,20 @@ pub(super) fn create(parent: Option<&Path>) -> anyhow::Result<TempDir> {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
     }
     std::fs::write(dir.path().join(PID_FILE), std::process::id().to_string())
-        .context("cannot write up's pid file")?;
+        .context("cannot write the directory's pid file")?;
     Ok(dir)
 }
 
 /// Run directories in `parent` whose pid file names a process that no
 /// longer exists. A directory without a pid file (a run still creating
 /// it, or not ours) is left alone.
-fn abandoned(parent: &Path) -> Vec<(PathBuf, u32)> {
+fn abandoned(parent: &Path, prefix: &str) -> Vec<(PathBuf, u32)> {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return Vec::new();
     };
     entries
         .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with(PREFIX))
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(prefix))
         .filter_map(|entry| {
             let pid = std::fs::read_to_string(entry.path().join(PID_FILE)).ok()?;
             let pid: u32 = pid.trim().parse().ok()?;
