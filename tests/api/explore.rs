@@ -234,11 +234,26 @@ async fn explore_and_replay_play_on_a_running_chaos_stack_and_refuse_one_without
             }
         };
         let chaos = Stack::start_with(2, None, &["--chaos"]).await;
-        let explored = run(&chaos, "explore", &["--schedules", "5"]).await;
+        let drawn = tempfile::tempdir().unwrap();
+        let dir: &'static str =
+            Box::leak(drawn.path().to_str().unwrap().to_owned().into_boxed_str());
+        let explored = run(
+            &chaos,
+            "explore",
+            Box::leak(Box::new(["--schedules", "5", "--timelines", dir])),
+        )
+        .await;
         let said = String::from_utf8_lossy(&explored.stdout);
         assert_eq!(explored.status.code(), Some(2), "{said}");
         assert!(
             said.contains("schedule 1 (seed 1) broke a property: oversold"),
+            "{said}"
+        );
+        // The violating schedule's live drawing, beside the model's.
+        let live = std::fs::read_to_string(drawn.path().join("race-none-explore.html")).unwrap();
+        assert!(live.contains("gate_hold"), "the live drawing shows no gate");
+        assert!(
+            drawn.path().join("race-none-model.html").is_file(),
             "{said}"
         );
         let replayed = run(&chaos, "replay", &[]).await;

@@ -44,7 +44,8 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Draw the violating schedule's live timeline into this directory
-    /// (SCENARIO-VARIANT-explore.html).
+    /// (SCENARIO-VARIANT-explore.html), beside the checker's shortest
+    /// counterexample of the cell (SCENARIO-VARIANT-model.html).
     #[arg(long, value_name = "DIR")]
     pub timelines: Option<PathBuf>,
     /// Run the instances with this live mutant: one mechanism of the locks
@@ -121,8 +122,16 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
             }
         }
     }
-    if let Some(drawn) = drawn {
+    if let (Some(drawn), Some(dir)) = (drawn, &args.timelines) {
         println!("drawn: {}", drawn?.display());
+        // Beside it, the checker's shortest way to a violation of the cell.
+        let model = dir.join(format!("{scenario}-{variant}-model.html"));
+        match crate::check::check(variant, scenario) {
+            Some(verdict) if crate::check::draw::write(&verdict, &model)? => {
+                println!("the model's counterexample: {}", model.display());
+            }
+            _ => println!("the model has no counterexample of this cell to draw beside it"),
+        }
     }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&explored)?)
