@@ -112,6 +112,29 @@ async fn order_cells_replay_live_and_a_worker_stops_between_commit_and_ack() {
             worker_stops_at_its_gate(&stack, &redis_url, variant).await;
         }
         stack.stop().await;
+        // The command starts the stack an order cell needs by itself.
+        let ran = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+            .args([
+                "replay",
+                "--variant",
+                "lua-stream",
+                "--scenario",
+                "redis-data-loss",
+            ])
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap();
+        let out = String::from_utf8_lossy(&ran.stdout);
+        assert!(
+            ran.status.success(),
+            "{out}\n{}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        assert!(
+            out.contains("sales answered sold with no order: A's"),
+            "{out}"
+        );
     })
     .await;
 }

@@ -37,8 +37,7 @@ mod live;
 mod orders;
 mod stacks;
 
-pub use orders::start as start_orders;
-pub use stacks::{stack_for, start};
+pub use stacks::{stack_for, start, start_orders};
 
 use live::{Live, judge, name};
 
@@ -156,7 +155,7 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
     }
     let (_redis, stack, redis_url) = match (needs_orders(&verdict), &args.target.target) {
         (true, None) => {
-            let (stack, url) = orders::start(args.echo).await?;
+            let (stack, url) = start_orders(args.echo).await?;
             (None, stack, url)
         }
         _ => stack_for(&args.target, args.echo, None).await?,

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use redis::AsyncCommands;
 
 use super::live::{Live, name};
@@ -138,34 +138,4 @@ impl Live<'_> {
     pub(super) fn request_id(&self, n: u8) -> String {
         format!("{}-{}", self.run, name(n))
     }
-}
-
-/// The stack an order cell's replay needs: `up`'s own Redis (it restarts
-/// it) and the order pipeline on.
-pub async fn start(echo: bool) -> anyhow::Result<(crate::lab::stack::Stack, String)> {
-    let stack = crate::lab::stack::Stack::start(&crate::lab::stack::UpOptions {
-        args: [
-            "--chaos",
-            "--instances",
-            "3",
-            "--orders",
-            "on",
-            "--redlock",
-            "0",
-            "--etcd",
-            "0",
-            "--zookeeper",
-            "0",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-        echo,
-        ..Default::default()
-    })
-    .await?;
-    let url = stack
-        .redis_url
-        .clone()
-        .context("the stack announced no Redis")?;
-    Ok((stack, url))
 }

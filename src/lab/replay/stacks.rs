@@ -1,7 +1,7 @@
 //! The stack `replay` and `explore` play on: one of their own, or a
 //! running chaos-mode stack (`--target`).
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
 use crate::chaos::mutant::{self, Mutant};
 use crate::lab::args::TargetArgs;
@@ -44,6 +44,25 @@ pub async fn stack_for(
     Ok((None, stack, redis_url.clone()))
 }
 
+/// `up`'s arguments for a stack of a replay's or an exploration's own:
+/// chaos mode, three instances (one per model buyer), no etcd or
+/// ZooKeeper (no replay plays their locks yet), and the orders `orders`.
+fn up_args(orders: &str) -> Vec<String> {
+    [
+        "--chaos",
+        "--instances",
+        "3",
+        "--orders",
+        orders,
+        "--etcd",
+        "0",
+        "--zookeeper",
+        "0",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 /// With `mutant`, the instances run that live mutant (debug builds only).
 pub async fn start(
     echo: bool,
@@ -52,20 +71,7 @@ pub async fn start(
     let redis = crate::up::redis::RedisServer::start(None).await?;
     let stack = Stack::start(&UpOptions {
         redis_url: Some(redis.url()),
-        // No etcd or ZooKeeper: no replay plays their locks yet.
-        args: [
-            "--chaos",
-            "--instances",
-            "3",
-            "--orders",
-            "off",
-            "--etcd",
-            "0",
-            "--zookeeper",
-            "0",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
+        args: up_args("off"),
         echo,
         env: mutant
             .map(|m| (mutant::VAR.to_owned(), m.name().to_owned()))
@@ -75,4 +81,23 @@ pub async fn start(
     })
     .await?;
     Ok((redis, stack))
+}
+
+/// The stack an order cell's replay needs: the order pipeline on, and
+/// the Redis `up` started (a data loss restarts it); the stack and that
+/// Redis's URL.
+pub async fn start_orders(echo: bool) -> anyhow::Result<(Stack, String)> {
+    let mut args = up_args("on");
+    args.extend(["--redlock", "0"].map(str::to_owned));
+    let stack = Stack::start(&UpOptions {
+        args,
+        echo,
+        ..UpOptions::default()
+    })
+    .await?;
+    let url = stack
+        .redis_url
+        .clone()
+        .context("the stack announced no Redis")?;
+    Ok((stack, url))
 }
