@@ -56,7 +56,9 @@ pub mod points {
     /// After it: its outcome (renewed, or the lock lost) known to the owner.
     pub const RENEWED: Point = crate::lock::RENEWED;
     /// `redlock`: before its round's question to node K (`vote:K`).
-    pub const VOTE: &str = "vote";
+    pub const VOTE: &str = crate::lock::redlock::VOTE;
+    /// `redlock`: node K's answer is in (`voted:K`; only noted, never held).
+    pub const VOTED: &str = crate::lock::redlock::VOTED;
     /// `lua-then-queue`: the sale's script has sold, its order's `XADD`
     /// not sent yet.
     pub const BEFORE_ENQUEUE: Point = Point::new("before_enqueue");
@@ -146,8 +148,8 @@ impl Gate {
             .arg(RUN_TTL.as_millis() as u64)
             .invoke_async(&mut conn)
             .await?;
-        // A wait for a lock is only noted: the lock decides when it ends.
-        if arrived == 0 || point == crate::lock::WAITS {
+        // A wait for a lock and a vote's answer are only noted.
+        if arrived == 0 || is_note(&point.to_string()) {
             return Ok(());
         }
         let buyer = &self.schedule.buyer;
@@ -226,6 +228,16 @@ pub const ANSWERED: &str = "answered";
 /// ([`crate::lock::WAITS`]): an arrival nobody lets go.
 pub const WAITS_FOR_LOCK: &str = crate::lock::WAITS.name;
 
+/// Whether an arrival at `gate` is only a note that the buyer got there
+/// (a wait for a lock, a Redlock vote's answer): nobody waits there, and
+/// nothing is to be let go.
+pub fn is_note(gate: &str) -> bool {
+    gate == WAITS_FOR_LOCK
+        || gate
+            .strip_prefix(points::VOTED)
+            .is_some_and(|k| k.starts_with(':'))
+}
+
 /// Announces a tool's buyers' answers on its run's arrivals list.
 #[derive(Clone)]
 pub struct Answers {
@@ -292,7 +304,7 @@ impl Scheduler {
 
     fn heard(&mut self, entry: &str) -> Option<Arrival> {
         let arrival = Arrival::parse(entry)?;
-        if arrival.gate != ANSWERED && arrival.gate != WAITS_FOR_LOCK {
+        if arrival.gate != ANSWERED && !is_note(&arrival.gate) {
             self.waiting.push(arrival.clone());
         }
         Some(arrival)
@@ -362,5 +374,22 @@ mod tests {
             );
         }
         assert!(Arrival::parse("nogate").is_none());
+    }
+
+    #[test]
+    fn only_a_wait_for_a_lock_and_a_votes_answer_are_notes() {
+        for note in ["waits", "voted:0", "voted:4"] {
+            assert!(is_note(note), "{note}");
+        }
+        for gate in [
+            "vote:0",
+            "voted",
+            "votedx:1",
+            "after_read",
+            "renewal",
+            ANSWERED,
+        ] {
+            assert!(!is_note(gate), "{gate}");
+        }
     }
 }

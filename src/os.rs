@@ -231,6 +231,23 @@ pub fn children_of(pid: u32) -> Vec<u32> {
 
 /// A free loopback port, as the kernel hands them out. Another process may
 /// take it before we use it; callers that can retry do.
+/// Waits until nothing accepts connections on loopback `port` (a killed
+/// process's port closes: no other event says it is gone); `false` when
+/// something still does after `within`.
+pub async fn until_closed(port: u16, within: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port))
+        .await
+        .is_ok()
+    {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    true
+}
+
 pub fn free_port() -> std::io::Result<u16> {
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
     Ok(listener.local_addr()?.port())

@@ -362,19 +362,11 @@ impl Lab {
             let port = self.stack.redlock_nodes[i]
                 .port()
                 .ok_or("a Redlock node without a port")?;
-            let deadline = Instant::now() + Duration::from_secs(5);
-            // A dead process has no event to wait on but its closed port.
-            while tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "Redlock node {} still answers after SIGKILL",
-                        i + 1
-                    ));
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
+            if !crate::os::until_closed(port, Duration::from_secs(5)).await {
+                return Err(format!(
+                    "Redlock node {} still answers after SIGKILL",
+                    i + 1
+                ));
             }
         }
         Ok(())

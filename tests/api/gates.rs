@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use stocklock::chaos::Chaos;
-use stocklock::gate::{Arrival, Scheduler, WAITS_FOR_LOCK};
+use stocklock::gate::{Arrival, Scheduler, WAITS_FOR_LOCK, is_note};
 use stocklock::knobs::Sku;
 use stocklock::store::{Keys, Store};
 use tokio::task::JoinHandle;
@@ -38,7 +38,7 @@ impl Driver {
             let at = self
                 .heard
                 .iter()
-                .position(|a| a.buyer == buyer && a.gate != WAITS_FOR_LOCK);
+                .position(|a| a.buyer == buyer && !is_note(&a.gate));
             if let Some(at) = at {
                 return self.heard.remove(at);
             }
@@ -297,6 +297,23 @@ async fn a_schedule_splits_redlocks_votes() {
         (429, Some("lock_held")),
         "{body}"
     );
+    // Each vote's answer was noted (`voted:K`), and nobody was held there.
+    while let Some(arrival) = driver.scheduler.try_next().await.unwrap() {
+        driver.heard.push(arrival);
+    }
+    let mut voted: Vec<String> = driver
+        .heard
+        .iter()
+        .filter(|a| a.gate.starts_with("voted:"))
+        .map(|a| format!("{} {}", a.buyer, a.gate))
+        .collect();
+    voted.sort();
+    let every: Vec<String> = ["A", "B"]
+        .iter()
+        .flat_map(|b| (0..5).map(move |k| format!("{b} voted:{k}")))
+        .collect();
+    assert_eq!(voted, every);
+    assert!(driver.scheduler.waiting().iter().all(|a| !is_note(&a.gate)));
 }
 
 /// A watchdog's renewal is a gate: held, it comes late. A's lease (300 ms)

@@ -11,18 +11,16 @@ use crate::helpers::{self, Stack};
 
 /// The counterexample cells replays cannot play yet, and why (the docs
 /// name them too: docs/schedules.md).
-const NOT_YET: [(&str, &str, &str); 6] = [
+const NOT_YET: [(&str, &str, &str); 4] = [
     ("token", "failover", "HoldReplication"),
     ("token", "failover-wait", "waiting for its WAIT"),
     ("watchdog", "failover", "HoldReplication"),
     ("fenced", "failover", "HoldReplication"),
-    ("redlock", "pause-holder", "Redlock's rounds"),
-    (
-        "redlock",
-        "redlock-restart-without-persistence",
-        "Redlock's rounds",
-    ),
 ];
+
+/// The cell whose replay kills and restarts Redlock nodes: on a stack of
+/// its own (`a_redlock_node_...`).
+const NODE_CELL: (&str, &str) = ("redlock", "redlock-restart-without-persistence");
 
 /// The counterexample cells of the order pipeline: replayed on a stack
 /// with the orders on (`order_cells_...`).
@@ -35,10 +33,12 @@ const ORDER_CELLS: [(&str, &str); 3] = [
 #[tokio::test]
 async fn every_counterexample_the_gates_reach_breaks_live_as_in_the_model() {
     helpers::within(Duration::from_secs(600), async {
-        let stack = Stack::start_with(3, None, &["--chaos"]).await;
+        // Three Redlock nodes, as the model has.
+        let stack = Stack::start_with(3, None, &["--chaos", "--redlock", "3"]).await;
         let redis_url = stack.redis_url.clone().expect("up started its Redis");
         let mut not_yet = Vec::new();
         let mut orders = Vec::new();
+        let mut kills_nodes = Vec::new();
         let mut played = 0;
         for (variant, scenario) in check::cells() {
             let verdict = check::check(variant, scenario).expect("a modelled cell");
@@ -51,6 +51,10 @@ async fn every_counterexample_the_gates_reach_breaks_live_as_in_the_model() {
             }
             if replay::needs_orders(&verdict) {
                 orders.push((verdict.variant, verdict.scenario));
+                continue;
+            }
+            if replay::kills_nodes(&verdict) {
+                kills_nodes.push((verdict.variant, verdict.scenario));
                 continue;
             }
             let replay = replay::replay_on(&stack, &redis_url, &verdict, 300)
@@ -73,8 +77,39 @@ async fn every_counterexample_the_gates_reach_breaks_live_as_in_the_model() {
         for ((_, _, why), (variant, scenario, named)) in not_yet.iter().zip(NOT_YET) {
             assert!(why.contains(named), "{variant} in {scenario}: {why}");
         }
-        assert_eq!(played, 21, "replayed");
+        assert_eq!(played, 22, "replayed");
         assert_eq!(orders, ORDER_CELLS, "the order cells");
+        assert_eq!(kills_nodes, [NODE_CELL], "the cells that kill nodes");
+        stack.stop().await;
+    })
+    .await;
+}
+
+/// Redlock with a node down from the start and one restarting empty
+/// under a frozen buyer: the live nodes are killed and started again where
+/// the model's are, and the unit sells twice as in the model.
+#[tokio::test]
+async fn a_redlock_node_restarting_empty_breaks_live_as_in_the_model() {
+    helpers::within(Duration::from_secs(300), async {
+        let stack = Stack::start_with(3, None, &["--chaos", "--redlock", "3"]).await;
+        let redis_url = stack.redis_url.clone().expect("up started its Redis");
+        let (variant, scenario) = NODE_CELL;
+        let verdict = check::check(variant.parse().unwrap(), scenario.parse().unwrap())
+            .expect("a modelled cell");
+        let replay = replay::replay_on(&stack, &redis_url, &verdict, 300)
+            .await
+            .unwrap_or_else(|err| panic!("{variant} in {scenario}: {err:#}"));
+        assert!(
+            replay.agrees,
+            "{variant} in {scenario}: the model breaks \"{}\", live: {}\n{:#?}",
+            replay.property, replay.live, replay.steps
+        );
+        let restarts = replay
+            .steps
+            .iter()
+            .filter(|s| s.live.contains("starts again, empty"))
+            .count();
+        assert_eq!(restarts, 2, "{:#?}", replay.steps);
         stack.stop().await;
     })
     .await;

@@ -10,7 +10,7 @@ use super::{SETTLE, WORKING};
 
 use crate::client::Deduction;
 pub(super) use crate::gate::buyer_name as name;
-use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK};
+use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK, is_note};
 use crate::lab::stack::Stack;
 use crate::store::{Keys, Store};
 
@@ -95,6 +95,10 @@ impl Run<'_> {
         let Some(n) = arrival.buyer_index() else {
             return Ok(());
         };
+        // A Redlock vote's answer: the buyer goes on by itself.
+        if is_note(&arrival.gate) && arrival.gate != WAITS_FOR_LOCK {
+            return Ok(());
+        }
         self.blocked.remove(&n);
         if arrival.gate == WAITS_FOR_LOCK {
             self.blocked.insert(n);

@@ -51,6 +51,14 @@ pub(super) struct Live<'a> {
     pub(super) renewals: HashMap<(u8, String), Arrival>,
     pub(super) requests: HashMap<u8, tokio::task::JoinHandle<Deduction>>,
     pub(super) answers: HashMap<u8, Deduction>,
+    /// Redlock: the votes heard and not yet let go, per buyer and node.
+    pub(super) votes: HashMap<(u8, usize), Arrival>,
+    /// Redlock: how many answers each buyer's rounds had from each node.
+    pub(super) voted: HashMap<(u8, usize), u32>,
+    /// Redlock: how many rounds each buyer began.
+    pub(super) rounds: HashMap<u8, u32>,
+    /// Redlock: the nodes the replay started again (stopped with it).
+    pub(super) restarted: HashMap<usize, crate::up::redis::RedisServer>,
 }
 
 pub(super) use crate::gate::buyer_name as name;
@@ -121,20 +129,9 @@ impl Live<'_> {
             else {
                 bail!("{} reached no gate within {ARRIVAL:?}", name(n));
             };
-            let Some(buyer) = arrival.buyer_index() else {
-                continue;
-            };
-            if arrival.gate == WAITS_FOR_LOCK {
-                // Only noted: the lock, not the replay, ends the wait.
-                continue;
-            }
-            if matches!(arrival.gate.as_str(), "renewal" | "renewed") {
-                // A watchdog's: it waits for the model's tick.
-                self.renewals.insert((buyer, arrival.gate.clone()), arrival);
-            } else if buyer == n {
-                return Ok(arrival);
-            } else {
-                self.heard.insert(buyer, arrival);
+            match arrival.buyer_index() {
+                Some(buyer) if buyer == n && !aside(&arrival.gate) => return Ok(arrival),
+                _ => self.keep(arrival),
             }
         }
     }
@@ -167,11 +164,23 @@ impl Live<'_> {
         Ok(format!("{}'s watchdog sends its renewal", name(n)))
     }
 
-    /// Keeps an arrival heard while waiting for another.
-    fn keep(&mut self, arrival: Arrival) {
+    /// Keeps an arrival heard while waiting for another: a watchdog's
+    /// waits for the model's tick, a Redlock vote for the model's step that
+    /// asks its node; a vote's answer is counted; a wait for a lock is only
+    /// noted (the lock, not the replay, ends it).
+    pub(super) fn keep(&mut self, arrival: Arrival) {
         let Some(buyer) = arrival.buyer_index() else {
             return;
         };
+        if let Some((answered, k)) = super::redlock::vote_gate(&arrival.gate) {
+            match answered {
+                true => *self.voted.entry((buyer, k)).or_insert(0) += 1,
+                false => {
+                    self.votes.insert((buyer, k), arrival);
+                }
+            }
+            return;
+        }
         match arrival.gate.as_str() {
             WAITS_FOR_LOCK => {}
             "renewal" | "renewed" => {
@@ -237,6 +246,14 @@ impl Live<'_> {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
+}
+
+/// Whether an arrival at `gate` is kept aside rather than taken as the
+/// buyer's next gate (a watchdog's, a Redlock vote's, a note).
+fn aside(gate: &str) -> bool {
+    matches!(gate, "renewal" | "renewed")
+        || crate::gate::is_note(gate)
+        || super::redlock::vote_gate(gate).is_some()
 }
 
 /// An answer in a few words.

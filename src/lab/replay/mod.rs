@@ -15,10 +15,8 @@
 //! judged against the property the model's trace breaks.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use clap::Args;
 use redis::AsyncCommands;
 
 use crate::check::model::{Action, At, Pc, Sale, World, setnx};
@@ -27,19 +25,23 @@ use crate::check::{self, Property, Verdict};
 use crate::gate::Scheduler;
 use crate::knobs::Sku;
 use crate::store::{Keys, Store};
-use crate::variants::{Scenario, Variant};
 use crate::wire::ChaosAction;
 
-use super::args::TargetArgs;
 use super::stack::Stack;
 
+mod cli;
 mod live;
 mod orders;
+mod redlock;
 mod stacks;
 
+pub use cli::{ReplayArgs, replay, run};
 pub use stacks::{stack_for, start, start_orders};
 
 use live::{Live, judge, name};
+
+/// The shortest live lease of a replay that restarts Redlock nodes.
+const NODE_RESTART_LEASE_MS: u64 = 3_000;
 
 /// Where a buyer at `pc` waits live: its gate, or `None` for a model
 /// step inside a stretch of code with no gate; `Err` for what the gates
@@ -71,6 +73,16 @@ fn describe_at(at: At) -> &'static str {
     }
 }
 
+/// A Redlock buyer's place in its round (from its first vote to its
+/// count), which `redlock.rs` plays; `None` for any other place.
+fn round(pc: Pc) -> Option<check::model::redlock::Pc> {
+    use check::model::redlock::Pc as Redlock;
+    match pc {
+        Pc::Redlock(p @ (Redlock::Acquire | Redlock::Vote | Redlock::Count)) => Some(p),
+        _ => None,
+    }
+}
+
 /// Why the cell cannot be replayed yet (`None`: it can).
 pub fn unsupported(verdict: &Verdict) -> Option<String> {
     let Some(property) = verdict.broken else {
@@ -88,17 +100,18 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
             property.name()
         ));
     }
-    let Some((sale, worlds)) = check::draw::replay(verdict) else {
+    let Some((_, worlds)) = check::draw::replay(verdict) else {
         return Some("its trace does not replay in the model".to_owned());
     };
-    if sale.protocol.program == check::protocol::Program::Redlock {
-        return Some("Redlock's rounds of votes are not driven by replays yet".to_owned());
-    }
     for (k, step) in verdict.trace.iter().enumerate() {
         match step.action {
             Action::Step(n) => {
                 for world in [&worlds[k], &worlds[k + 1]] {
-                    if let Err(why) = gate_of(world.buyers[usize::from(n)].pc) {
+                    let pc = world.buyers[usize::from(n)].pc;
+                    if round(pc).is_some() {
+                        continue;
+                    }
+                    if let Err(why) = gate_of(pc) {
                         return Some(format!("step {}: {why}", k + 1));
                     }
                 }
@@ -108,6 +121,7 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
             | Action::Crash(_)
             | Action::Freeze(_)
             | Action::Vanish
+            | Action::Restart(_)
             | Action::Order(OrderStep::DataLoss) => {}
             other => {
                 return Some(format!(
@@ -141,56 +155,18 @@ pub struct Replay {
     pub agrees: bool,
 }
 
-/// The stack a replay plays on: a Redis, and a chaos-mode stack with an
-/// instance for each of the model's buyers (3).
-/// Replays the counterexample of the cell `args` names on a stack of its
-/// own; with `--timelines`, writes the live run's timeline beside the
-/// model's drawing.
-pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
-    let (variant, scenario) = (args.variant, args.scenario);
-    let verdict = check::check(variant, scenario)
-        .with_context(|| format!("{variant} claims nothing in {scenario}: no cell"))?;
-    if let Some(why) = unsupported(&verdict) {
-        bail!("cannot replay {variant} in {scenario}: {why}");
-    }
-    let (_redis, stack, redis_url) = match (needs_orders(&verdict), &args.target.target) {
-        (true, None) => {
-            let (stack, url) = start_orders(args.echo).await?;
-            (None, stack, url)
-        }
-        _ => stack_for(&args.target, args.echo, None).await?,
-    };
-    let mut result = replay_on(&stack, &redis_url, &verdict, args.lease_ms).await;
-    if let (Ok(_), Some(dir)) = (&result, &args.timelines)
-        && let Err(err) = drawings(&stack, &verdict, dir).await
-    {
-        result = Err(err);
-    }
-    stack.stop().await;
-    result
-}
-
-/// Writes the live run's timeline (`SCENARIO-VARIANT-replay.html`) and the
-/// model's trace (`SCENARIO-VARIANT-model.html`) into `dir`.
-async fn drawings(stack: &Stack, verdict: &Verdict, dir: &std::path::Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let name = format!("{}-{}", verdict.scenario, verdict.variant);
-    let live = stack.client.timeline_export(&sku_of(verdict)).await?;
-    let path = dir.join(format!("{name}-replay.html"));
-    std::fs::write(&path, live).with_context(|| format!("cannot write {}", path.display()))?;
-    check::draw::write(verdict, &dir.join(format!("{name}-model.html")))?;
-    println!(
-        "drawn: {}",
-        dir.join(format!("{name}-{{replay,model}}.html")).display()
-    );
-    Ok(())
-}
-
 /// Whether `verdict`'s cell plays the order pipeline: its replay needs a
 /// stack with the orders on and the Redis `up` started (a data loss
 /// restarts it).
 pub fn needs_orders(verdict: &Verdict) -> bool {
     check::draw::replay(verdict).is_some_and(|(sale, _)| sale.bounds.orders.is_some())
+}
+
+/// Whether `verdict`'s cell kills or restarts Redlock nodes: its replay
+/// needs a stack of its own (the nodes it started again stop with it).
+pub fn kills_nodes(verdict: &Verdict) -> bool {
+    check::draw::replay(verdict)
+        .is_some_and(|(sale, _)| sale.bounds.nodes_down > 0 || sale.bounds.restarts > 0)
 }
 
 /// The SKU a replay of `verdict` sells.
@@ -231,6 +207,20 @@ async fn play(
     lease_ms: u64,
 ) -> anyhow::Result<Replay> {
     let sku = sku_of(verdict);
+    // Restarting a node takes real time (a kill, a new redis-server) that
+    // the model's steps do not: a lease long beside it keeps a round's
+    // validity from running out where the model's time stands still.
+    let lease_ms = match sale.bounds.restarts > 0 {
+        true => lease_ms.max(NODE_RESTART_LEASE_MS),
+        false => lease_ms,
+    };
+    let nodes = usize::from(sale.bounds.nodes);
+    if nodes > 0 && stack.redlock_nodes.len() != nodes {
+        bail!(
+            "the model asks {nodes} Redlock nodes and the stack has {}: replay Redlock on a stack with up --redlock {nodes}",
+            stack.redlock_nodes.len()
+        );
+    }
     stack
         .client
         .reset(&sku, i64::from(sale.bounds.stock), 0)
@@ -252,6 +242,10 @@ async fn play(
         renewals: HashMap::new(),
         requests: HashMap::new(),
         answers: HashMap::new(),
+        votes: HashMap::new(),
+        voted: HashMap::new(),
+        rounds: HashMap::new(),
+        restarted: HashMap::new(),
     };
     // The last buyer's clock runs ahead by the model's skew, in the live
     // lease's ticks (its instance's own clock, as chaos mode skews it).
@@ -270,6 +264,10 @@ async fn play(
         if live.orders {
             live.hold_workers().await?;
         }
+        // Redlock: the nodes the model has down from the start.
+        for k in nodes - usize::from(sale.bounds.nodes_down)..nodes {
+            live.node_down(k).await?;
+        }
         for (k, step) in verdict.trace.iter().enumerate() {
             let (before, after) = (&worlds[k], &worlds[k + 1]);
             let said = match step.action {
@@ -281,30 +279,48 @@ async fn play(
                     if !live.requests.contains_key(&n) && !live.answers.contains_key(&n) {
                         live.send(n);
                     }
-                    let mut said = Vec::new();
-                    if let Some(gate) = gate_of(from).map_err(anyhow::Error::msg)? {
-                        live.reach(n, gate).await?;
-                        let arrival = live.heard.remove(&n).context("no arrival")?;
-                        live.scheduler.release(&arrival).await?;
-                        said.push(format!("{} goes on from {gate}", name(n)));
-                    }
-                    match gate_of(to).map_err(anyhow::Error::msg)? {
-                        Some("after_release") => said.push(live.finish_through(n).await?),
-                        Some(gate) => {
-                            let passed = live.reach(n, gate).await?;
-                            said.push(match passed.is_empty() {
-                                true => format!("now at {gate}"),
-                                false => format!("through {}, now at {gate}", passed.join(", ")),
-                            });
+                    if let (Some(from), Some(to)) = (
+                        round(from),
+                        round(to).or(match to {
+                            Pc::Redlock(to) => Some(to),
+                            _ => None,
+                        }),
+                    ) {
+                        live.redlock_step(n, from, to, before).await?
+                    } else {
+                        let mut said = Vec::new();
+                        if let Some(gate) = gate_of(from).map_err(anyhow::Error::msg)? {
+                            live.reach(n, gate).await?;
+                            let arrival = live.heard.remove(&n).context("no arrival")?;
+                            live.scheduler.release(&arrival).await?;
+                            said.push(format!("{} goes on from {gate}", name(n)));
                         }
-                        None => {}
+                        match gate_of(to).map_err(anyhow::Error::msg)? {
+                            Some("after_release") => said.push(live.finish_through(n).await?),
+                            Some(gate) => {
+                                let passed = live.reach(n, gate).await?;
+                                said.push(match passed.is_empty() {
+                                    true => format!("now at {gate}"),
+                                    false => {
+                                        format!("through {}, now at {gate}", passed.join(", "))
+                                    }
+                                });
+                            }
+                            None => {}
+                        }
+                        said.join("; ")
                     }
-                    said.join("; ")
                 }
                 Action::Tick | Action::LateTick(_) => {
                     let mut said = Vec::new();
                     if before.lock.is_some() && after.lock.is_none() {
                         said.push(live.lock_gone().await?);
+                    }
+                    // Redlock: each node's lease that runs out.
+                    for (k, (was, now)) in before.nodes.iter().zip(&after.nodes).enumerate() {
+                        if was.lock.is_some() && now.lock.is_none() && now.up {
+                            said.push(live.node_lock_gone(k).await?);
+                        }
                     }
                     // setnx-expiry's lock has no TTL: the time in its value passes.
                     if before
@@ -340,6 +356,10 @@ async fn play(
                     "the lock key is deleted".to_owned()
                 }
                 Action::Order(OrderStep::DataLoss) => live.lose_redis_data().await?,
+                Action::Restart(k) => {
+                    let was_up = before.nodes[usize::from(k)].up;
+                    live.node_restart(usize::from(k), was_up).await?
+                }
                 other => bail!("{other:?} is not played by replays"),
             };
             steps.push(Played {
@@ -369,56 +389,4 @@ async fn play(
         live: live_said,
         agrees,
     })
-}
-
-#[derive(Args, Debug)]
-pub struct ReplayArgs {
-    #[arg(long, value_parser = crate::args::parse_variant)]
-    pub variant: Variant,
-    #[arg(long, value_enum)]
-    pub scenario: Scenario,
-    /// The live lease, in ms: a tick on which the model's lease runs out
-    /// waits for the live one to run out.
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(100..=5000))]
-    pub lease_ms: u64,
-    /// Also write the replay as JSON: {variant, scenario, property, steps:
-    /// [{model, live}], live, agrees}.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Draw the live run's timeline (SCENARIO-VARIANT-replay.html) and
-    /// the model's trace (SCENARIO-VARIANT-model.html) into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub timelines: Option<PathBuf>,
-    /// Show the stack's output.
-    #[arg(long)]
-    pub echo: bool,
-    #[command(flatten)]
-    pub target: TargetArgs,
-}
-
-/// `stocklock replay`: prints each step, the model's words beside the
-/// live run's, then the verdicts; `Ok(false)` (exit 2) when they differ.
-pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
-    let replay = replay(&args).await?;
-    println!(
-        "{} in {}: the model's counterexample breaks \"{}\"; replayed live:",
-        replay.variant, replay.scenario, replay.property
-    );
-    for (k, step) in replay.steps.iter().enumerate() {
-        println!("{:>3}. model: {}", k + 1, step.model);
-        println!("     live:  {}", step.live);
-    }
-    println!(
-        "live: {} -> {}",
-        replay.live,
-        match replay.agrees {
-            true => "broken as the model says: they agree",
-            false => "NOT broken: the live run disagrees with the model",
-        }
-    );
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&replay)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(replay.agrees)
 }

@@ -46,11 +46,14 @@ pub async fn stack_for(
 
 /// `up`'s arguments for a stack of a replay's or an exploration's own:
 /// chaos mode, three instances (one per model buyer), no etcd or
-/// ZooKeeper (no replay plays their locks yet), and the orders `orders`.
+/// ZooKeeper (no replay plays their locks yet), three Redlock nodes (as
+/// the model has), and the orders `orders`.
 fn up_args(orders: &str) -> Vec<String> {
     [
         "--chaos",
         "--instances",
+        "3",
+        "--redlock",
         "3",
         "--orders",
         orders,
@@ -87,10 +90,8 @@ pub async fn start(
 /// the Redis `up` started (a data loss restarts it); the stack and that
 /// Redis's URL.
 pub async fn start_orders(echo: bool) -> anyhow::Result<(Stack, String)> {
-    let mut args = up_args("on");
-    args.extend(["--redlock", "0"].map(str::to_owned));
     let stack = Stack::start(&UpOptions {
-        args,
+        args: up_args("on"),
         echo,
         ..UpOptions::default()
     })

@@ -26,6 +26,13 @@ use super::wakeups::{Attempt, release_channel, wait_for_lock};
 use super::{Grant, Hook, Lease, LeaseLock, OwnerId, Wakeups, drift};
 use crate::store::{Conn, StoreError};
 
+/// Where a hooked round holds its question to node K (`vote:K`).
+pub const VOTE: &str = "vote";
+/// Where a hooked round's question to node K has its answer, a yes, a no
+/// or none (`voted:K`): a scheduler learns the vote is in, and a gate only
+/// notes it.
+pub const VOTED: &str = "voted";
+
 /// The random pause between two attempts: from `RETRY_MIN` to `RETRY_MAX`.
 const RETRY_MIN: Duration = Duration::from_millis(2);
 const RETRY_MAX: Duration = Duration::from_millis(20);
@@ -104,7 +111,8 @@ impl Redlock {
     }
 
     /// Holds each node's question of a round at the hook's point `vote:K`
-    /// first (a schedule's gate), outside the node's timeout.
+    /// first (a schedule's gate), outside the node's timeout; its answer
+    /// reaches `voted:K`.
     pub fn with_hook(mut self, hook: Hook) -> Self {
         self.hook = hook;
         self
@@ -113,18 +121,22 @@ impl Redlock {
     /// [`RedlockNodes::ask_every_node`] with the node's lease lock on this key:
     /// a yes, a no, or no answer from each node; a vote (`point`) held at
     /// the hook first.
-    async fn on_every_node<F, Fut>(&self, point: Option<&'static str>, op: F) -> Vec<Vote>
+    async fn on_every_node<F, Fut>(
+        &self,
+        points: Option<(&'static str, &'static str)>,
+        op: F,
+    ) -> Vec<Vote>
     where
         F: Fn(LeaseLock) -> Fut,
         Fut: std::future::Future<Output = Result<bool, StoreError>>,
     {
         let none = Hook::none();
-        let (hook, point) = match point {
-            Some(point) => (&self.hook, point),
-            None => (&none, ""),
+        let (hook, points) = match points {
+            Some(points) => (&self.hook, points),
+            None => (&none, ("", "")),
         };
         self.nodes
-            .ask_every_node_at(hook, point, |conn| {
+            .ask_every_node_at(hook, points, |conn| {
                 // Node locks are never waited on: no wakeups needed.
                 op(LeaseLock::new(conn, self.key.clone(), Wakeups::new()))
             })
@@ -143,7 +155,7 @@ impl Redlock {
     pub async fn try_round(&self, owner: &OwnerId, lease: Duration) -> Round {
         let started = Instant::now();
         let votes = self
-            .on_every_node(Some("vote"), |lock| async move {
+            .on_every_node(Some((VOTE, VOTED)), |lock| async move {
                 lock.try_lock(owner, lease).await
             })
             .await;

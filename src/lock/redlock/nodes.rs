@@ -134,16 +134,17 @@ impl RedlockNodes {
         F: Fn(Conn) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
-        self.ask_every_node_at(&Hook::none(), "", op).await
+        self.ask_every_node_at(&Hook::none(), ("", ""), op).await
     }
 
     /// [`RedlockNodes::ask_every_node`], each node's question held first
-    /// at `hook`'s point `point` for that node (`vote:K`), outside the node
-    /// timeout: a held vote is a slow node's, not a dead one's.
+    /// at `hook`'s point `before` for that node (`vote:K`), outside the
+    /// node timeout (a held vote is a slow node's, not a dead one's), and
+    /// its answer (or its failure) reached at `after` (`voted:K`).
     pub(super) async fn ask_every_node_at<T, F, Fut>(
         &self,
         hook: &Hook,
-        point: &'static str,
+        (before, after): (&'static str, &'static str),
         op: F,
     ) -> Vec<Option<T>>
     where
@@ -154,9 +155,9 @@ impl RedlockNodes {
         join_all(self.nodes.iter().enumerate().map(|(k, node)| {
             let op = &op;
             async move {
-                hook.at(Point::nth(point, k)).await;
+                hook.at(Point::nth(before, k)).await;
                 let ask = async { op(node.conn(timeout).await?).await };
-                match tokio::time::timeout(timeout, ask).await {
+                let answer = match tokio::time::timeout(timeout, ask).await {
                     Ok(Ok(answer)) => Some(answer),
                     // Slow, not gone: the connection is kept. What was sent
                     // on it may still run, and whatever is sent next (the
@@ -168,7 +169,9 @@ impl RedlockNodes {
                         node.broken().await;
                         None
                     }
-                }
+                };
+                hook.at(Point::nth(after, k)).await;
+                answer
             }
         }))
         .await

@@ -1,0 +1,113 @@
+//! `stocklock replay`'s command: the cell's counterexample replayed on a
+//! stack of the command's own (or `--target`), printed step by step.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use super::{
+    Replay, kills_nodes, needs_orders, replay_on, sku_of, stack_for, start_orders, unsupported,
+};
+use crate::check::{self, Verdict};
+use crate::lab::args::TargetArgs;
+use crate::lab::stack::Stack;
+use crate::variants::{Scenario, Variant};
+
+/// Replays the counterexample of the cell `args` names on a stack of its
+/// own; with `--timelines`, writes the live run's timeline beside the
+/// model's drawing.
+pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
+    let (variant, scenario) = (args.variant, args.scenario);
+    let verdict = check::check(variant, scenario)
+        .with_context(|| format!("{variant} claims nothing in {scenario}: no cell"))?;
+    if let Some(why) = unsupported(&verdict) {
+        bail!("cannot replay {variant} in {scenario}: {why}");
+    }
+    let (_redis, stack, redis_url) = match (needs_orders(&verdict), &args.target.target) {
+        (true, None) => {
+            let (stack, url) = start_orders(args.echo).await?;
+            (None, stack, url)
+        }
+        (false, Some(_)) if kills_nodes(&verdict) => bail!(
+            "cannot replay {variant} in {scenario} on --target: it kills and restarts Redlock nodes, which needs a stack of its own"
+        ),
+        _ => stack_for(&args.target, args.echo, None).await?,
+    };
+    let mut result = replay_on(&stack, &redis_url, &verdict, args.lease_ms).await;
+    if let (Ok(_), Some(dir)) = (&result, &args.timelines)
+        && let Err(err) = drawings(&stack, &verdict, dir).await
+    {
+        result = Err(err);
+    }
+    stack.stop().await;
+    result
+}
+
+/// Writes the live run's timeline (`SCENARIO-VARIANT-replay.html`) and the
+/// model's trace (`SCENARIO-VARIANT-model.html`) into `dir`.
+async fn drawings(stack: &Stack, verdict: &Verdict, dir: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = format!("{}-{}", verdict.scenario, verdict.variant);
+    let live = stack.client.timeline_export(&sku_of(verdict)).await?;
+    let path = dir.join(format!("{name}-replay.html"));
+    std::fs::write(&path, live).with_context(|| format!("cannot write {}", path.display()))?;
+    check::draw::write(verdict, &dir.join(format!("{name}-model.html")))?;
+    println!(
+        "drawn: {}",
+        dir.join(format!("{name}-{{replay,model}}.html")).display()
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[arg(long, value_parser = crate::args::parse_variant)]
+    pub variant: Variant,
+    #[arg(long, value_enum)]
+    pub scenario: Scenario,
+    /// The live lease, in ms: a tick on which the model's lease runs out
+    /// waits for the live one to run out.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(100..=5000))]
+    pub lease_ms: u64,
+    /// Also write the replay as JSON: {variant, scenario, property, steps:
+    /// [{model, live}], live, agrees}.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw the live run's timeline (SCENARIO-VARIANT-replay.html) and
+    /// the model's trace (SCENARIO-VARIANT-model.html) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub timelines: Option<PathBuf>,
+    /// Show the stack's output.
+    #[arg(long)]
+    pub echo: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// `stocklock replay`: prints each step, the model's words beside the
+/// live run's, then the verdicts; `Ok(false)` (exit 2) when they differ.
+pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
+    let replay = replay(&args).await?;
+    println!(
+        "{} in {}: the model's counterexample breaks \"{}\"; replayed live:",
+        replay.variant, replay.scenario, replay.property
+    );
+    for (k, step) in replay.steps.iter().enumerate() {
+        println!("{:>3}. model: {}", k + 1, step.model);
+        println!("     live:  {}", step.live);
+    }
+    println!(
+        "live: {} -> {}",
+        replay.live,
+        match replay.agrees {
+            true => "broken as the model says: they agree",
+            false => "NOT broken: the live run disagrees with the model",
+        }
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&replay)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(replay.agrees)
+}
