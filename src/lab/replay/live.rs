@@ -142,26 +142,38 @@ impl Live<'_> {
     pub(super) async fn renew(&mut self, n: u8) -> anyhow::Result<String> {
         for gate in ["renewal", "renewed"] {
             let key = (n, gate.to_owned());
-            let deadline = Instant::now() + ARRIVAL;
-            while !self.renewals.contains_key(&key) {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match self
-                    .scheduler
-                    .next(left.max(Duration::from_millis(1)))
-                    .await?
-                {
-                    Some(arrival) => self.keep(arrival),
-                    None => bail!(
-                        "{}'s watchdog reached no {gate} within {ARRIVAL:?}",
-                        name(n)
-                    ),
-                }
-            }
+            self.keep_until(
+                |live| live.renewals.contains_key(&key),
+                || format!("{}'s watchdog reached no {gate}", name(n)),
+            )
+            .await?;
             if let Some(arrival) = self.renewals.remove(&key) {
                 self.scheduler.release(&arrival).await?;
             }
         }
         Ok(format!("{}'s watchdog sends its renewal", name(n)))
+    }
+
+    /// Hears arrivals and keeps them until `done` says what the replay
+    /// waits for came ([`ARRIVAL`] at most: then what did not come, `what`).
+    pub(super) async fn keep_until(
+        &mut self,
+        done: impl Fn(&Self) -> bool,
+        what: impl Fn() -> String,
+    ) -> anyhow::Result<()> {
+        let deadline = Instant::now() + ARRIVAL;
+        while !done(self) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self
+                .scheduler
+                .next(left.max(Duration::from_millis(1)))
+                .await?
+            {
+                Some(arrival) => self.keep(arrival),
+                None => bail!("{} within {ARRIVAL:?}", what()),
+            }
+        }
+        Ok(())
     }
 
     /// Keeps an arrival heard while waiting for another: a watchdog's

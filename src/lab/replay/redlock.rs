@@ -18,9 +18,6 @@ use crate::check::model::redlock::Pc;
 use crate::check::model::{At, World};
 use crate::gate::points::{VOTE, VOTED};
 
-/// How long a replay waits for a vote's gate or its answer.
-const VOTE_WITHIN: Duration = Duration::from_secs(20);
-
 impl Live<'_> {
     /// Buyer `n`'s Redlock step from `from` to `to` (the world before it).
     pub(super) async fn redlock_step(
@@ -74,42 +71,20 @@ impl Live<'_> {
 
     /// Buyer `n`'s question to node `k`, held at `vote:k`.
     async fn vote_of(&mut self, n: u8, k: usize) -> anyhow::Result<crate::gate::Arrival> {
-        let deadline = Instant::now() + VOTE_WITHIN;
-        loop {
-            if let Some(vote) = self.votes.remove(&(n, k)) {
-                return Ok(vote);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self
-                .scheduler
-                .next(left.max(Duration::from_millis(1)))
-                .await?
-            {
-                Some(arrival) => self.keep(arrival),
-                None => bail!(
-                    "{} did not reach {VOTE}:{k} within {VOTE_WITHIN:?}",
-                    name(n)
-                ),
-            }
-        }
+        let heard = |live: &Self| live.votes.contains_key(&(n, k));
+        self.keep_until(heard, || format!("{} reached no {VOTE}:{k}", name(n)))
+            .await?;
+        self.votes.remove(&(n, k)).context("a vote heard")
     }
 
     /// Waits for the answer of buyer `n`'s current round from node `k`.
     async fn voted_of(&mut self, n: u8, k: usize) -> anyhow::Result<()> {
         let round = self.rounds.get(&n).copied().unwrap_or(1);
-        let deadline = Instant::now() + VOTE_WITHIN;
-        while self.voted.get(&(n, k)).copied().unwrap_or(0) < round {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self
-                .scheduler
-                .next(left.max(Duration::from_millis(1)))
-                .await?
-            {
-                Some(arrival) => self.keep(arrival),
-                None => bail!("node {k} did not answer {} within {VOTE_WITHIN:?}", name(n)),
-            }
-        }
-        Ok(())
+        let answered = |live: &Self| live.voted.get(&(n, k)).copied().unwrap_or(0) >= round;
+        self.keep_until(answered, || {
+            format!("node {} answered {} nothing", k + 1, name(n))
+        })
+        .await
     }
 
     /// Waits until node `k`'s key is gone (its lease ran out).
