@@ -64,8 +64,11 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
             "--mutant: live mutants exist only in debug builds (cargo build, cargo test); this is a release build"
         );
     }
+    // The order pipeline runs where a variant's sales become orders: each
+    // schedule of theirs is reconciled.
+    let orders = args.all || args.variant.is_some_and(Variant::orders);
     let (_redis, stack, redis_url) =
-        crate::lab::replay::stack_for(&args.target, false, args.mutant).await?;
+        crate::lab::replay::stack_for(&args.target, false, args.mutant, orders).await?;
     let (Some(variant), Some(scenario)) = (args.variant, args.scenario) else {
         let run = matrix::all(
             &stack,

@@ -3,6 +3,7 @@
 //! none of its schedules; a cell where the checker has a counterexample is
 //! explored until one breaks, and how many it took is reported.
 
+use crate::check::order::OrderFaults;
 use crate::check::{self, Property, protocol::Protocol};
 use crate::variants::{Scenario, Variant};
 
@@ -31,14 +32,20 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
         ),
         (bounds.failovers > 0, "a failover"),
         (bounds.cutoffs > 0, "calls cut off by a paused Redis"),
-        (bounds.orders.is_some(), "the order pipeline"),
+        (
+            bounds.orders.is_some_and(|o| o != OrderFaults::default()),
+            "the order pipeline's own faults (a worker's crash, PostgreSQL stopped, reservations, Redis losing its data)",
+        ),
     ];
     if let Some((_, why)) = why.into_iter().find(|(has, _)| *has) {
         return Some(why);
     }
     let verdict = check::check(variant, scenario)?;
     match verdict.broken {
-        None | Some(Property::Safety | Property::Stuck | Property::OneSale) => None,
+        None
+        | Some(Property::Safety | Property::Stuck | Property::OneSale | Property::OrdersKept) => {
+            None
+        }
         Some(_) => Some("what breaks there is not judged by the explorer"),
     }
 }

@@ -327,6 +327,12 @@ pub async fn one(
     }
     .await;
     let state = stack.client.state(&sku).await;
+    // The order pipeline, once it settled (a crashed buyer still held, as
+    // good as dead): every unit the ledger sold has one order.
+    let books = match variant.orders() {
+        true => Some(crate::lab::replay::orders::settled(stack, &sku).await),
+        false => None,
+    };
     // A lock with no TTL and a dead holder: nobody will ever sell again.
     let ttl = run.lock().await;
     let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(..)));
@@ -344,6 +350,10 @@ pub async fn one(
     }
     outcome?;
     let state = state?;
+    let books = books.transpose()?;
+    let unordered = books.as_ref().is_some_and(|b| {
+        !(b.lost.is_empty() && b.phantom.is_empty() && b.ordered_twice.is_empty())
+    });
     // (`setnx-expiry`'s key has no TTL either, but its value's time runs out.)
     let stuck =
         crashed && ttl? == Some(-1) && variant != Variant::SetnxExpiry && state.remaining > 0;
@@ -353,7 +363,7 @@ pub async fn one(
         seed,
         steps,
         ledger: format!(
-            "oversold {}, duplicates {}, sold {} of {}{}{}",
+            "oversold {}, duplicates {}, sold {} of {}{}{}{}",
             state.oversold,
             state.duplicates,
             state.sold,
@@ -365,9 +375,16 @@ pub async fn one(
             match twice {
                 true => format!("; one request id sold {sales} times"),
                 false => String::new(),
+            },
+            match &books {
+                Some(b) => format!(
+                    "; orders: units with none {:?}, with no sale {:?}, ordered twice {:?}",
+                    b.lost, b.phantom, b.ordered_twice
+                ),
+                None => String::new(),
             }
         ),
-        violation: state.oversold > 0 || state.duplicates > 0 || stuck || twice,
+        violation: state.oversold > 0 || state.duplicates > 0 || stuck || twice || unordered,
     })
 }
 

@@ -32,7 +32,7 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
         (false, Some(_)) if kills_nodes(&verdict) => bail!(
             "cannot replay {variant} in {scenario} on --target: it kills and restarts Redlock nodes, which needs a stack of its own"
         ),
-        _ => stack_for(&args.target, args.echo, None).await?,
+        _ => stack_for(&args.target, args.echo, None, false).await?,
     };
     let mut result = replay_on(&stack, &redis_url, &verdict, args.lease_ms).await;
     if let (Ok(_), Some(dir)) = (&result, &args.timelines)

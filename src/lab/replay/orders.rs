@@ -28,6 +28,28 @@ const POLL: Duration = Duration::from_millis(50);
 /// Set before Redis loses its data: gone, the Redis is the new one.
 const MARKER: &str = "{stocklock:gate}:replay:before-the-loss";
 
+/// `sku`'s books on `stack` once its pipeline settled (nothing in flight),
+/// [`SETTLE`] at most.
+pub(in crate::lab) async fn settled(
+    stack: &crate::lab::stack::Stack,
+    sku: &str,
+) -> anyhow::Result<crate::wire::Reconciliation> {
+    let started = Instant::now();
+    loop {
+        let books = stack.client.orders(sku).await?.reconciliation;
+        if books.in_flight == 0 {
+            return Ok(books);
+        }
+        if started.elapsed() > SETTLE {
+            bail!(
+                "the pipeline did not settle within {SETTLE:?}: {} in flight",
+                books.in_flight
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// A connection with no response timeout (a `BLPOP` waits on it).
 async fn blocking(url: &str) -> anyhow::Result<redis::aio::MultiplexedConnection> {
     let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
@@ -96,20 +118,7 @@ impl Live<'_> {
     pub(super) async fn judge_orders(&mut self) -> anyhow::Result<(String, bool)> {
         let mut conn = blocking(&self.redis_url).await?;
         workers::let_go(&mut conn).await?;
-        let started = Instant::now();
-        let books = loop {
-            let books = self.stack.client.orders(&self.sku).await?.reconciliation;
-            if books.in_flight == 0 {
-                break books;
-            }
-            if started.elapsed() > SETTLE {
-                bail!(
-                    "the pipeline did not settle within {SETTLE:?}: {} in flight",
-                    books.in_flight
-                );
-            }
-            tokio::time::sleep(POLL).await;
-        };
+        let books = settled(self.stack, &self.sku).await?;
         let mut unordered = Vec::new();
         for (n, answer) in &self.answers {
             let (Some(token), true) = (answer.order_token(), answer.sold()) else {

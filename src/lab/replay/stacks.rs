@@ -8,17 +8,19 @@ use crate::lab::args::TargetArgs;
 use crate::lab::stack::{Stack, UpOptions};
 
 /// The stack a command plays on: the `--target` one (checked to run
-/// chaos mode), or a Redis and a stack of its own ([`start`]). The Redis
-/// it started, if any (stopped when dropped), the stack, and its Redis URL.
+/// chaos mode), or a Redis and a stack of its own ([`start`], with the
+/// order pipeline on when `orders`). The Redis it started, if any (stopped
+/// when dropped), the stack, and its Redis URL.
 pub async fn stack_for(
     target: &TargetArgs,
     echo: bool,
     mutant: Option<Mutant>,
+    orders: bool,
 ) -> anyhow::Result<(Option<crate::up::redis::RedisServer>, Stack, String)> {
     let (Some(url), Some(token), Some(redis_url)) =
         (&target.target, &target.admin_token, &target.redis_url)
     else {
-        let (redis, stack) = start(echo, mutant).await?;
+        let (redis, stack) = start(echo, mutant, orders).await?;
         let url = redis.url();
         return Ok((Some(redis), stack, url));
     };
@@ -66,15 +68,17 @@ fn up_args(orders: &str) -> Vec<String> {
     .to_vec()
 }
 
-/// With `mutant`, the instances run that live mutant (debug builds only).
+/// With `mutant`, the instances run that live mutant (debug builds only);
+/// with `orders`, the order pipeline runs (PostgreSQL, the workers).
 pub async fn start(
     echo: bool,
     mutant: Option<Mutant>,
+    orders: bool,
 ) -> anyhow::Result<(crate::up::redis::RedisServer, Stack)> {
     let redis = crate::up::redis::RedisServer::start(None).await?;
     let stack = Stack::start(&UpOptions {
         redis_url: Some(redis.url()),
-        args: up_args("off"),
+        args: up_args(if orders { "on" } else { "off" }),
         echo,
         env: mutant
             .map(|m| (mutant::VAR.to_owned(), m.name().to_owned()))
