@@ -351,6 +351,14 @@ impl Deduction {
         self.status == 200
     }
 
+    /// The unit a sale sold.
+    pub fn unit(&self) -> Option<i64> {
+        match &self.body {
+            DeductBody::Outcome(answer) => answer.unit,
+            _ => None,
+        }
+    }
+
     /// A retry answered from its request id's record.
     pub fn replayed(&self) -> bool {
         matches!(&self.body, DeductBody::Outcome(answer) if answer.replayed)

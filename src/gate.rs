@@ -57,6 +57,10 @@ pub mod points {
     pub const RENEWED: Point = crate::lock::RENEWED;
     /// `redlock`: before its round's question to node K (`vote:K`).
     pub const VOTE: &str = crate::lock::redlock::VOTE;
+    /// `etcd`: its session's lease granted, its key not queued yet.
+    pub const AFTER_GRANT: Point = Point::new("after_grant");
+    /// `etcd`, `zookeeper`: its entry queued, its turn not known yet.
+    pub const QUEUED: Point = crate::lock::QUEUED;
     /// `redlock`: node K's answer is in (`voted:K`; only noted, never held).
     pub const VOTED: &str = crate::lock::redlock::VOTED;
     /// `lua-then-queue`: the sale's script has sold, its order's `XADD`

@@ -48,6 +48,11 @@ pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
 pub use stores::{LockStores, LockStoresConfig};
 pub use wakeups::{Heard, WAITS, Wakeups};
+
+/// Where a lock that queues its contenders (etcd's keys, ZooKeeper's
+/// znodes) stops once its own entry is in the queue, before it learns
+/// whether its turn has come.
+pub const QUEUED: Point = Point::new("queued");
 pub use watchdog::{RENEWAL, RENEWED, Tenure, Watchdog};
 pub use zookeeper::{
     ZooKeeperHold, ZooKeeperLock, ZooKeeperLockError, ZooKeeperSession, ZooKeeperSessions,

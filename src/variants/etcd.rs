@@ -92,7 +92,8 @@ impl Protection for EtcdVariant {
             Ok(session) => session,
             Err(err) => return refused(err.into()),
         };
-        let lock = EtcdLock::new(client, &ctx.keys.lock);
+        ctx.hook.at(crate::gate::points::AFTER_GRANT).await;
+        let lock = EtcdLock::new(client, &ctx.keys.lock).with_hook(ctx.hook.clone());
         let held = match lock.lock(&session, wait).await {
             Ok(held) => held,
             Err(err) => {

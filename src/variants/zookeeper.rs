@@ -97,7 +97,7 @@ impl Protection for ZooKeeperVariant {
             Err(err) => return refused(err),
         };
         let lock = match session.lock(&lock_name(&ctx.keys.lock)) {
-            Ok(lock) => lock,
+            Ok(lock) => lock.with_hook(ctx.hook.clone()),
             Err(err) => return Err(super::lock_store_error("zookeeper", &err)),
         };
         let hold = match lock.lock(wait).await {

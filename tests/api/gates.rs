@@ -384,3 +384,60 @@ async fn a_late_renewal_on_demand_and_the_watchdog_backs_off() {
     );
     assert_eq!(a.state("watchdog").await.oversold, 0);
 }
+
+/// etcd and ZooKeeper queue their contenders: a buyer stops once its entry
+/// is queued (`queued`; etcd first at `after_grant`, its lease granted and
+/// its key not yet put). B queues first while A waits at its door; A,
+/// queued behind B, notes that it waits and cannot go in, however the
+/// schedule lets it go, until B released: B sells the first unit, A the
+/// second.
+#[tokio::test]
+async fn a_queue_lock_serves_in_the_order_its_contenders_queued() {
+    helpers::within(Duration::from_secs(180), async {
+        let mut args = vec!["--chaos"];
+        args.extend(helpers::LOCK_STORES);
+        let stack = helpers::Stack::start_with(2, None, &args).await;
+        let redis_url = stack.redis_url.clone().expect("up started its Redis");
+        for variant in ["etcd", "zookeeper"] {
+            stack.client.reset(variant, 5, 0).await.unwrap();
+            let run = format!("queue-{variant}");
+            let mut driver = Driver::start(&redis_url, &run).await;
+            let send = |at: usize, name: &str| {
+                let client = stack.client.at(&stack.instances[at].url);
+                let path = format!(
+                    "/deductStock/{variant}?sku={variant}&wait_ms=10000&schedule={run}:{name}"
+                );
+                tokio::spawn(async move { client.deduct(&path).await })
+            };
+            let (a, b) = (send(0, "A"), send(1, "B"));
+            let door: &[&str] = match variant {
+                "etcd" => &["before_acquire", "after_grant"],
+                _ => &["before_acquire"],
+            };
+            driver.through("B", door).await;
+            assert_eq!(driver.next_of("B").await, "queued", "{variant}");
+            driver.through("A", door).await;
+            driver.pass("A", "queued").await;
+            // A found B ahead of it: it waits for the lock, noted, not held.
+            let waits = loop {
+                let arrival = driver.scheduler.next(ARRIVAL).await.unwrap();
+                let arrival = arrival.unwrap_or_else(|| panic!("{variant}: A noted no wait"));
+                if arrival.buyer == "A" && arrival.gate == WAITS_FOR_LOCK {
+                    break arrival;
+                }
+                driver.heard.push(arrival);
+            };
+            assert_eq!(waits.gate, WAITS_FOR_LOCK);
+            driver.pass("B", "queued").await;
+            driver.through("B", &SECTION).await;
+            driver.pass("B", "after_release").await;
+            driver.through("A", &SECTION).await;
+            driver.pass("A", "after_release").await;
+            let (b, a) = (b.await.unwrap(), a.await.unwrap());
+            assert_eq!(b.unit(), Some(5), "{variant}: B {b:?}");
+            assert_eq!(a.unit(), Some(4), "{variant}: A {a:?}");
+        }
+        stack.stop().await;
+    })
+    .await;
+}

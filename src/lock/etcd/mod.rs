@@ -82,6 +82,10 @@ pub struct Holder {
 #[derive(Clone, Debug)]
 pub struct EtcdLock {
     client: EtcdClient,
+    /// Where a hooked acquisition stops once its key is queued
+    /// ([`crate::lock::QUEUED`]) and each time it waits for a predecessor
+    /// ([`crate::lock::WAITS`]).
+    hook: crate::lock::Hook,
     /// `<name>/`: every contender's key starts with it.
     prefix: String,
 }
@@ -92,7 +96,14 @@ impl EtcdLock {
         Self {
             client,
             prefix: format!("{name}/"),
+            hook: crate::lock::Hook::none(),
         }
+    }
+
+    /// The same lock, stopping at `hook`'s points (a schedule's gates).
+    pub fn with_hook(mut self, hook: crate::lock::Hook) -> Self {
+        self.hook = hook;
+        self
     }
 
     /// Takes the lock for `session`'s lease, waiting at most `wait` for the
@@ -125,6 +136,7 @@ impl EtcdLock {
             cluster,
             sent,
         };
+        self.hook.at(crate::lock::QUEUED).await;
         if owner == Some(token) {
             return Ok(held);
         }
@@ -269,6 +281,7 @@ impl EtcdLock {
             let seen = int(&answer["header"]["revision"])?;
             // From the revision just after the one read: a deletion in
             // between is replayed by the watch, never missed.
+            self.hook.at(crate::lock::WAITS).await;
             self.await_deletion(&key, seen + 1, left).await;
         }
     }

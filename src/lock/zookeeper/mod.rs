@@ -177,6 +177,7 @@ impl ZooKeeperSession {
         Ok(ZooKeeperLock {
             client: self.client.clone(),
             dir: format!("{LOCKS_ROOT}/{name}"),
+            hook: crate::lock::Hook::none(),
         })
     }
 }
@@ -185,6 +186,9 @@ impl ZooKeeperSession {
 #[derive(Clone, Debug)]
 pub struct ZooKeeperLock {
     client: zk::Client,
+    /// Where a hooked acquisition stops once its znode is queued
+    /// ([`crate::lock::QUEUED`]).
+    hook: crate::lock::Hook,
     /// `/stocklock/locks/{name}`: persistent, never deleted, so that the
     /// sequence numbers under it never start again.
     dir: String,
@@ -202,6 +206,12 @@ pub struct ZooKeeperHold {
 }
 
 impl ZooKeeperLock {
+    /// The same lock, stopping at `hook`'s points (a schedule's gates).
+    pub fn with_hook(mut self, hook: crate::lock::Hook) -> Self {
+        self.hook = hook;
+        self
+    }
+
     /// The lock's directory.
     pub fn dir(&self) -> &str {
         &self.dir
@@ -227,6 +237,7 @@ impl ZooKeeperLock {
             path,
             token,
         };
+        self.hook.at(crate::lock::QUEUED).await;
         let outcome = self.wait_turn(&queued, deadline).await;
         if matches!(outcome, Ok(true)) {
             return Ok(Some(queued));
@@ -327,6 +338,7 @@ impl ZooKeeperLock {
                 Err(zk::Error::NoNode) => continue,
                 Err(err) => return Err(err.into()),
             };
+            self.hook.at(crate::lock::WAITS).await;
             tokio::select! {
                 // Deleted (released, or its session ended), or the session
                 // changed: look at the queue again either way.
