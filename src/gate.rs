@@ -69,8 +69,12 @@ pub mod points {
     /// An order worker, between the commit of the buyer's order and its
     /// `XACK` (the message carries the buyer's schedule).
     pub const WORKER_COMMITTED: Point = Point::new("worker_committed");
+    /// The expiry pass: the buyer's reservation is cancelled (committed),
+    /// its unit not given back yet.
+    pub const BEFORE_GIVE_BACK: Point = Point::new("before_give_back");
 }
 
+pub mod orders;
 pub mod workers;
 
 /// The keys of one run.

@@ -194,8 +194,9 @@ pub(super) async fn expire(
         .await
         .map_err(unavailable)?;
     let mut conn = state.store().conn().await?;
+    let gates = state.chaos().enabled().then_some(state.store());
     Ok(Json(
-        expiry::expire(&mut client, &mut conn)
+        expiry::expire(&mut client, &mut conn, gates)
             .await
             .map_err(unavailable)?,
     ))

@@ -84,9 +84,17 @@ pub struct Expired {
 /// One expiry pass: every reservation past its deadline (up to a few
 /// hundred) is cancelled, then the units of cancelled reservations not
 /// yet given back are given back.
-pub async fn expire(db: &mut Client, conn: &mut Conn) -> anyhow::Result<Expired> {
+///
+/// With `gates` (chaos mode: the store the gates go through), a scheduled
+/// buyer's unit is given back only once its run lets it go from
+/// `before_give_back`.
+pub async fn expire(
+    db: &mut Client,
+    conn: &mut Conn,
+    gates: Option<&crate::store::Store>,
+) -> anyhow::Result<Expired> {
     let expired = cancel_overdue(db).await?;
-    let mut done = give_back_cancelled(db, conn).await?;
+    let mut done = give_back_cancelled(db, conn, gates).await?;
     done.expired = expired;
     Ok(done)
 }
@@ -109,7 +117,11 @@ pub async fn cancel_overdue(db: &Client) -> anyhow::Result<u64> {
 /// by this pass, or by one that failed before this step), then records
 /// them given back. Two passes at once may give the same one back: the
 /// second finds it given (`again`) and changes nothing.
-pub async fn give_back_cancelled(db: &Client, conn: &mut Conn) -> anyhow::Result<Expired> {
+pub async fn give_back_cancelled(
+    db: &Client,
+    conn: &mut Conn,
+    gates: Option<&crate::store::Store>,
+) -> anyhow::Result<Expired> {
     let cancelled = db
         .query(
             "SELECT id, sku, epoch, sale, unit FROM orders
@@ -127,6 +139,14 @@ pub async fn give_back_cancelled(db: &Client, conn: &mut Conn) -> anyhow::Result
             row.try_get(3)?,
             row.try_get(4)?,
         );
+        if let Some(store) = gates
+            && let Some(schedule) = crate::gate::orders::of(conn, &sku, epoch, sale).await?
+        {
+            let client = store.master_client().await?;
+            crate::gate::Gate::hook(client, schedule, "expiry", &sku)
+                .at(crate::gate::points::BEFORE_GIVE_BACK)
+                .await;
+        }
         match give_back(conn, &Keys::tagged_with(&sku), epoch, sale, unit).await? {
             GiveBack::Returned => done.returned += 1,
             GiveBack::Again => done.again += 1,
@@ -213,13 +233,13 @@ pub async fn pay(db: &Client, id: i64, token: &str) -> anyhow::Result<Paid> {
 
 /// Runs expiry passes every `every` until the process ends (each instance
 /// runs one; they share the work).
-pub async fn run(store: crate::store::Store, url: String, every: Duration) {
+pub async fn run(store: crate::store::Store, url: String, every: Duration, chaos: bool) {
     loop {
         let pass = async {
             let mut db = super::connect(&url).await?;
             let mut conn = store.conn().await?;
             loop {
-                let done = expire(&mut db, &mut conn).await?;
+                let done = expire(&mut db, &mut conn, chaos.then_some(&store)).await?;
                 if done.expired + done.returned + done.again + done.stale > 0 {
                     tracing::info!(?done, "expired reservations");
                 } else {

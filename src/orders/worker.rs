@@ -382,9 +382,13 @@ impl Worker {
         let scheduled = messages.iter().filter_map(|(id, message)| {
             let schedule = message.schedule.as_deref()?;
             let schedule = crate::knobs::Schedule::parse(schedule).ok()?;
-            (!refused.contains(id)).then_some(schedule)
+            (!refused.contains(id)).then_some((message, schedule))
         });
-        for schedule in scheduled {
+        for (message, schedule) in scheduled {
+            // For the expiry pass, which meets the order, not the message.
+            let mut conn = self.store.conn().await?;
+            crate::gate::orders::note(&mut conn, sku, message.epoch, message.sale, &schedule)
+                .await?;
             let client = self.store.master_client().await?;
             crate::gate::Gate::hook(client, schedule, &self.consumer, sku)
                 .at(crate::gate::points::WORKER_COMMITTED)

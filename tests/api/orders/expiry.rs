@@ -128,7 +128,7 @@ async fn a_pass_cut_after_its_commit_is_finished_by_the_next_one() {
         };
         assert_eq!(stock(&mut conn).await, 0, "not back before the give-back");
         // The next pass: nothing overdue, the unit given back.
-        let done = expiry::expire(&mut db, &mut conn).await.unwrap();
+        let done = expiry::expire(&mut db, &mut conn, None).await.unwrap();
         assert_eq!((done.expired, done.returned), (0, 1), "{done:?}");
         assert_eq!(stock(&mut conn).await, 1);
         let given: bool = db
@@ -137,7 +137,7 @@ async fn a_pass_cut_after_its_commit_is_finished_by_the_next_one() {
             .unwrap()
             .get(0);
         assert!(given);
-        let again = expiry::expire(&mut db, &mut conn).await.unwrap();
+        let again = expiry::expire(&mut db, &mut conn, None).await.unwrap();
         assert_eq!(again, expiry::Expired::default());
         assert_eq!(stock(&mut conn).await, 1);
         drop(db);

@@ -13,6 +13,7 @@ mod conflict;
 mod credentials;
 mod data_loss;
 mod expiry;
+mod gates;
 mod ownership;
 mod pipeline;
 
