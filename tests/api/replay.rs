@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use stocklock::check;
-use stocklock::lab::replay;
 
 use crate::helpers::{self, Stack};
 
@@ -19,157 +18,103 @@ const NOT_YET: [(&str, &str, &str); 4] = [
 ];
 
 /// The cell whose replay kills and restarts Redlock nodes: on a stack of
-/// its own (`a_redlock_node_...`).
+/// its own.
 const NODE_CELL: (&str, &str) = ("redlock", "redlock-restart-without-persistence");
 
 /// The counterexample cells of the order pipeline: replayed on a stack
-/// with the orders on (`order_cells_...`).
+/// with the orders on.
 const ORDER_CELLS: [(&str, &str); 3] = [
     ("lua-then-queue", "crash-before-enqueue"),
     ("lua-then-queue", "redis-data-loss"),
     ("lua-stream", "redis-data-loss"),
 ];
 
+/// `replay --all`: every counterexample of the matrix replayed live, each
+/// on the stack it needs (the order cells on one with the pipeline on, the
+/// cell that kills Redlock nodes on one of its own); each breaks what the
+/// model's trace breaks, and the cells it cannot play are the ones named.
 #[tokio::test]
 async fn every_counterexample_the_gates_reach_breaks_live_as_in_the_model() {
-    helpers::within(Duration::from_secs(600), async {
-        // Three Redlock nodes, as the model has.
-        let stack = Stack::start_with(3, None, &["--chaos", "--redlock", "3"]).await;
-        let redis_url = stack.redis_url.clone().expect("up started its Redis");
-        let mut not_yet = Vec::new();
-        let mut orders = Vec::new();
-        let mut kills_nodes = Vec::new();
-        let mut played = 0;
-        for (variant, scenario) in check::cells() {
-            let verdict = check::check(variant, scenario).expect("a modelled cell");
-            if verdict.broken.is_none() {
-                continue;
-            }
-            if let Some(why) = replay::unsupported(&verdict) {
-                not_yet.push((verdict.variant, verdict.scenario, why));
-                continue;
-            }
-            if replay::needs_orders(&verdict) {
-                orders.push((verdict.variant, verdict.scenario));
-                continue;
-            }
-            if replay::kills_nodes(&verdict) {
-                kills_nodes.push((verdict.variant, verdict.scenario));
-                continue;
-            }
-            let replay = replay::replay_on(&stack, &redis_url, &verdict, 300)
-                .await
-                .unwrap_or_else(|err| panic!("{variant} in {scenario}: {err:#}"));
-            assert!(
-                replay.agrees,
-                "{variant} in {scenario}: the model breaks \"{}\", live: {}\n{:#?}",
-                replay.property, replay.live, replay.steps
-            );
-            played += 1;
-        }
-        eprintln!(
-            "replayed {played} counterexamples live; {} not yet",
-            not_yet.len()
-        );
-        let named: Vec<(&str, &str)> = NOT_YET.iter().map(|(v, s, _)| (*v, *s)).collect();
-        let found: Vec<(&str, &str)> = not_yet.iter().map(|(v, s, _)| (*v, *s)).collect();
-        assert_eq!(found, named, "the cells replays cannot play: {not_yet:#?}");
-        for ((_, _, why), (variant, scenario, named)) in not_yet.iter().zip(NOT_YET) {
-            assert!(why.contains(named), "{variant} in {scenario}: {why}");
-        }
-        assert_eq!(played, 22, "replayed");
-        assert_eq!(orders, ORDER_CELLS, "the order cells");
-        assert_eq!(kills_nodes, [NODE_CELL], "the cells that kill nodes");
-        stack.stop().await;
-    })
-    .await;
+    let _turn = helpers::stack_turn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("all.json");
+    let ran = helpers::within(
+        Duration::from_secs(600),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+            .args(["replay", "--all", "--json"])
+            .arg(&json)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap();
+    let out = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let all: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let cells = all["cells"].as_array().unwrap();
+    let name = |cell: &serde_json::Value| {
+        (
+            cell["variant"].as_str().unwrap().to_owned(),
+            cell["scenario"].as_str().unwrap().to_owned(),
+        )
+    };
+    for cell in cells {
+        assert_eq!(cell["agrees"], true, "{:?} disagrees: {cell:#}", name(cell));
+    }
+    let played: Vec<(String, String)> = cells.iter().map(name).collect();
+    for (variant, scenario) in ORDER_CELLS.iter().chain([&NODE_CELL]) {
+        let cell = (variant.to_string(), scenario.to_string());
+        assert!(played.contains(&cell), "{cell:?} not replayed: {out}");
+    }
+    assert_eq!(cells.len(), 26, "{out}");
+    // The Redlock nodes were killed and started again where the model says.
+    let node_cell = cells
+        .iter()
+        .find(|c| name(c) == (NODE_CELL.0.to_owned(), NODE_CELL.1.to_owned()))
+        .unwrap();
+    let restarts = node_cell["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["live"].as_str().unwrap().contains("starts again, empty"))
+        .count();
+    assert_eq!(restarts, 2, "{node_cell:#}");
+    let not_replayed = all["not_replayed"].as_array().unwrap();
+    let named: Vec<(String, String)> = not_replayed.iter().map(name).collect();
+    let expected: Vec<(String, String)> = NOT_YET
+        .iter()
+        .map(|(v, s, _)| (v.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(named, expected, "the cells replays cannot play: {out}");
+    for (cell, (variant, scenario, why)) in not_replayed.iter().zip(NOT_YET) {
+        let said = cell["why"].as_str().unwrap();
+        assert!(said.contains(why), "{variant} in {scenario}: {said}");
+    }
+    // Every counterexample of the matrix is one or the other.
+    let counterexamples = check::cells()
+        .into_iter()
+        .filter(|(v, s)| check::check(*v, *s).is_some_and(|c| c.broken.is_some()))
+        .count();
+    assert_eq!(cells.len() + not_replayed.len(), counterexamples);
 }
 
-/// Redlock with a node down from the start and one restarting empty
-/// under a frozen buyer: the live nodes are killed and started again where
-/// the model's are, and the unit sells twice as in the model.
+/// A worker stops at a scheduled buyer's gate between its order's commit
+/// and its ack, for an order enqueued by the instance and for one the
+/// sale's script wrote.
 #[tokio::test]
-async fn a_redlock_node_restarting_empty_breaks_live_as_in_the_model() {
-    helpers::within(Duration::from_secs(300), async {
-        let stack = Stack::start_with(3, None, &["--chaos", "--redlock", "3"]).await;
-        let redis_url = stack.redis_url.clone().expect("up started its Redis");
-        let (variant, scenario) = NODE_CELL;
-        let verdict = check::check(variant.parse().unwrap(), scenario.parse().unwrap())
-            .expect("a modelled cell");
-        let replay = replay::replay_on(&stack, &redis_url, &verdict, 300)
-            .await
-            .unwrap_or_else(|err| panic!("{variant} in {scenario}: {err:#}"));
-        assert!(
-            replay.agrees,
-            "{variant} in {scenario}: the model breaks \"{}\", live: {}\n{:#?}",
-            replay.property, replay.live, replay.steps
-        );
-        let restarts = replay
-            .steps
-            .iter()
-            .filter(|s| s.live.contains("starts again, empty"))
-            .count();
-        assert_eq!(restarts, 2, "{:#?}", replay.steps);
-        stack.stop().await;
-    })
-    .await;
-}
-
-/// The order pipeline's counterexamples break live as in the model (a
-/// unit sold with no order), on a stack with the orders on; and a worker
-/// stops at a scheduled buyer's gate between its order's commit and its
-/// ack, for an order enqueued by the instance and for one the sale's
-/// script wrote.
-#[tokio::test]
-async fn order_cells_replay_live_and_a_worker_stops_between_commit_and_ack() {
-    helpers::within(Duration::from_secs(300), async {
+async fn a_worker_stops_between_commit_and_ack() {
+    helpers::within(Duration::from_secs(120), async {
         let orders_on = ["--chaos", "--orders", "on", "--redlock", "0", "--etcd", "0"];
-        let stack = Stack::start_with(3, None, &orders_on).await;
+        let stack = Stack::start_with(1, None, &orders_on).await;
         let redis_url = stack.redis_url.clone().expect("up started its Redis");
-        for (variant, scenario) in ORDER_CELLS {
-            let verdict = check::check(variant.parse().unwrap(), scenario.parse().unwrap())
-                .expect("a modelled cell");
-            assert_eq!(
-                replay::unsupported(&verdict),
-                None,
-                "{variant} in {scenario}"
-            );
-            let replay = replay::replay_on(&stack, &redis_url, &verdict, 300)
-                .await
-                .unwrap_or_else(|err| panic!("{variant} in {scenario}: {err:#}"));
-            assert!(
-                replay.agrees,
-                "{variant} in {scenario}: the model breaks \"{}\", live: {}\n{:#?}",
-                replay.property, replay.live, replay.steps
-            );
-        }
         for variant in ["lua-then-queue", "lua-stream"] {
             worker_stops_at_its_gate(&stack, &redis_url, variant).await;
         }
         stack.stop().await;
-        // The command starts the stack an order cell needs by itself.
-        let ran = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
-            .args([
-                "replay",
-                "--variant",
-                "lua-stream",
-                "--scenario",
-                "redis-data-loss",
-            ])
-            .kill_on_drop(true)
-            .output()
-            .await
-            .unwrap();
-        let out = String::from_utf8_lossy(&ran.stdout);
-        assert!(
-            ran.status.success(),
-            "{out}\n{}",
-            String::from_utf8_lossy(&ran.stderr)
-        );
-        assert!(
-            out.contains("sales answered sold with no order: A's"),
-            "{out}"
-        );
     })
     .await;
 }

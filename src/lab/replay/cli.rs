@@ -18,7 +18,9 @@ use crate::variants::{Scenario, Variant};
 /// own; with `--timelines`, writes the live run's timeline beside the
 /// model's drawing.
 pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
-    let (variant, scenario) = (args.variant, args.scenario);
+    let (Some(variant), Some(scenario)) = (args.variant, args.scenario) else {
+        bail!("--variant and --scenario name the cell to replay (or --all)");
+    };
     let verdict = check::check(variant, scenario)
         .with_context(|| format!("{variant} claims nothing in {scenario}: no cell"))?;
     if let Some(why) = unsupported(&verdict) {
@@ -62,16 +64,24 @@ async fn drawings(stack: &Stack, verdict: &Verdict, dir: &std::path::Path) -> an
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    #[arg(long, value_parser = crate::args::parse_variant)]
-    pub variant: Variant,
-    #[arg(long, value_enum)]
-    pub scenario: Scenario,
+    /// The variant whose counterexample is replayed (its cell with --scenario).
+    #[arg(long, value_parser = crate::args::parse_variant, required_unless_present = "all")]
+    pub variant: Option<Variant>,
+    /// The scenario of the cell.
+    #[arg(long, value_enum, required_unless_present = "all")]
+    pub scenario: Option<Scenario>,
+    /// Replay every counterexample of the matrix, each on the stack it
+    /// needs (stacks of the command's own), and print a table; the cells
+    /// replays cannot play are listed with why. Exit 2 when one disagrees.
+    #[arg(long, conflicts_with_all = ["variant", "scenario", "timelines", "target"])]
+    pub all: bool,
     /// The live lease, in ms: a tick on which the model's lease runs out
     /// waits for the live one to run out.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(100..=5000))]
     pub lease_ms: u64,
     /// Also write the replay as JSON: {variant, scenario, property, steps:
-    /// [{model, live}], live, agrees}.
+    /// [{model, live}], live, agrees}; with --all, {cells: [the same, and
+    /// seconds], not_replayed: [{variant, scenario, why}], seconds}.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Draw the live run's timeline (SCENARIO-VARIANT-replay.html) and
@@ -88,6 +98,15 @@ pub struct ReplayArgs {
 /// `stocklock replay`: prints each step, the model's words beside the
 /// live run's, then the verdicts; `Ok(false)` (exit 2) when they differ.
 pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
+    if args.all {
+        let all = super::all::all(args.echo, args.lease_ms).await?;
+        let agreed = super::all::report(&all);
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_string_pretty(&all)?)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        return Ok(agreed);
+    }
     let replay = replay(&args).await?;
     println!(
         "{} in {}: the model's counterexample breaks \"{}\"; replayed live:",

@@ -29,6 +29,7 @@ use crate::wire::ChaosAction;
 
 use super::stack::Stack;
 
+mod all;
 mod cli;
 mod live;
 pub(super) mod orders;
