@@ -251,9 +251,9 @@ def gates_1():
     print()
 
 
-def explore_1():
-    print("## explore-1\n")
-    run = load("explore-1.json")
+def explore_1(name="explore-1"):
+    print(f"## {name}\n")
+    run = load(f"{name}.json")
     cells = run["cells"]
     rows = []
     for v in VARIANTS:
@@ -304,6 +304,8 @@ if __name__ == "__main__":
     gates_1()
     if (R / "explore-1.json").exists():
         explore_1()
+    if (R / "explore-2.json").exists():
+        explore_1("explore-2")
     bench_run("bench-2")
     for later in ("load-2", "bench-3", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():
