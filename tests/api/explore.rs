@@ -29,7 +29,7 @@ const FIND_WITHIN: usize = 40;
 /// an early deletion is noticed by the watchdog; a restart's new epoch
 /// refuses the old read; a sale's order written in its script survives a
 /// crash after it).
-const SAFE: [(Variant, Scenario); 17] = [
+const SAFE: [(Variant, Scenario); 19] = [
     (Variant::LocalMutex, Scenario::OneInstance),
     (Variant::Setnx, Scenario::Race),
     (Variant::SetnxExpiry, Scenario::Race),
@@ -47,6 +47,8 @@ const SAFE: [(Variant, Scenario); 17] = [
     (Variant::Lua, Scenario::RedisRestart),
     (Variant::LuaThenQueue, Scenario::Race),
     (Variant::LuaStream, Scenario::CrashBeforeEnqueue),
+    (Variant::Etcd, Scenario::Race),
+    (Variant::ZooKeeper, Scenario::RetryStorm),
 ];
 const SAFE_SCHEDULES: usize = 50;
 
@@ -54,8 +56,19 @@ const SAFE_SCHEDULES: usize = 50;
 async fn exploration_finds_what_the_checker_finds_and_nothing_where_it_finds_nothing() {
     helpers::within(Duration::from_secs(600), async {
         // The order pipeline on (the order variants' schedules are
-        // reconciled), and Redlock on three nodes, as the model has.
-        let args = ["--chaos", "--orders", "on", "--redlock", "3"];
+        // reconciled), Redlock on three nodes, as the model has, and an
+        // etcd member and a ZooKeeper server.
+        let args = [
+            "--chaos",
+            "--orders",
+            "on",
+            "--redlock",
+            "3",
+            "--etcd",
+            "1",
+            "--zookeeper",
+            "1",
+        ];
         let stack = Stack::start_with(3, None, &args).await;
         let redis_url = stack.redis_url.clone().expect("up started its Redis");
         for (variant, scenario) in FOUND {

@@ -64,11 +64,15 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
             "--mutant: live mutants exist only in debug builds (cargo build, cargo test); this is a release build"
         );
     }
-    // The order pipeline runs where a variant's sales become orders: each
-    // schedule of theirs is reconciled.
-    let orders = args.all || args.variant.is_some_and(Variant::orders);
+    // The order pipeline runs where a variant's sales become orders (each
+    // schedule of theirs is reconciled); etcd and ZooKeeper where their
+    // locks are explored.
+    let beside = crate::lab::replay::Beside {
+        orders: args.all || args.variant.is_some_and(Variant::orders),
+        lock_stores: args.all || matches!(args.variant, Some(Variant::Etcd | Variant::ZooKeeper)),
+    };
     let (_redis, stack, redis_url) =
-        crate::lab::replay::stack_for(&args.target, false, args.mutant, orders).await?;
+        crate::lab::replay::stack_for(&args.target, false, args.mutant, beside).await?;
     let (Some(variant), Some(scenario)) = (args.variant, args.scenario) else {
         let run = matrix::all(
             &stack,

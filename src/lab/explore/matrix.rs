@@ -15,8 +15,10 @@ use crate::lab::stack::Stack;
 pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> {
     let protocol = Protocol::of(variant);
     let bounds = check::bounds(scenario, protocol);
-    if matches!(variant, Variant::Etcd | Variant::ZooKeeper) {
-        return Some("its lock store is not in the explorer's stack");
+    if matches!(variant, Variant::Etcd | Variant::ZooKeeper) && bounds.crashes > 0 {
+        return Some(
+            "a crashed holder of an etcd or ZooKeeper lock: the explorer cannot make its lease or session end",
+        );
     }
     let why = [
         (bounds.pauses > 0, "a freeze of the holder's whole process"),

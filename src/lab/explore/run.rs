@@ -57,16 +57,18 @@ impl Run<'_> {
             // A buyer waiting for a lock is on its way only once the lock
             // is free (a release wakes it): then it takes it, or notes
             // another wait.
-            // (Free: nobody the explorer knows of holds it, and its key,
-            // if it has one in this Redis, is gone.)
-            let free = match self.blocked.is_empty() || !self.holders.is_empty() {
+            // (Free for buyer n: nobody else the explorer knows of holds it
+            // or is queued for it, and its key, if it has one in this
+            // Redis, is gone.)
+            let key_gone = match self.blocked.is_empty() {
                 true => false,
                 false => self.lock().await?.is_none(),
             };
+            let free = |n: &u8| key_gone && self.holders.iter().all(|h| h == n);
             let sent = self
                 .buyers
                 .iter()
-                .filter(|(n, b)| matches!(b, Buyer::Sent(_)) && (free || !self.blocked.contains(n)))
+                .filter(|(n, b)| matches!(b, Buyer::Sent(_)) && (!self.blocked.contains(n) || free(n)))
                 .count();
             if sent == 0 {
                 // Nobody on its way: only renewals can come; take those
@@ -112,7 +114,12 @@ impl Run<'_> {
             }
             self.scheduler.release(&arrival).await?;
         } else if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
-            if matches!(arrival.gate.as_str(), "after_acquire" | "after_setnx") {
+            // Holding the lock, or (etcd, ZooKeeper) a place in its queue
+            // that those queued after it wait for.
+            if matches!(
+                arrival.gate.as_str(),
+                "after_acquire" | "after_setnx" | "queued"
+            ) {
                 self.holders.insert(n);
             }
             self.buyers.insert(n, Buyer::Waiting(arrival, request));

@@ -6,7 +6,9 @@
 
 use std::time::Instant;
 
-use super::{Replay, kills_nodes, needs_orders, replay_on, stack_for, start_orders, unsupported};
+use super::{
+    Beside, Replay, kills_nodes, needs_orders, replay_on, stack_for, start_orders, unsupported,
+};
 use crate::check;
 use crate::lab::args::TargetArgs;
 use crate::lab::stack::Stack;
@@ -39,7 +41,7 @@ pub(super) struct All {
 pub(super) async fn all(echo: bool, lease_ms: u64) -> anyhow::Result<All> {
     let started = Instant::now();
     let own = TargetArgs::default();
-    let (_redis, shared, shared_url) = stack_for(&own, echo, None, false).await?;
+    let (_redis, shared, shared_url) = stack_for(&own, echo, None, Beside::default()).await?;
     let mut orders: Option<(Stack, String)> = None;
     let mut cells = Vec::new();
     let mut not_replayed = Vec::new();
@@ -68,7 +70,7 @@ pub(super) async fn all(echo: bool, lease_ms: u64) -> anyhow::Result<All> {
                 replay_on(stack, url, &verdict, lease_ms).await
             } else if kills_nodes(&verdict) {
                 // The nodes it starts again stop with it: a stack of its own.
-                let (_redis, stack, url) = stack_for(&own, echo, None, false).await?;
+                let (_redis, stack, url) = stack_for(&own, echo, None, Beside::default()).await?;
                 let replay = replay_on(&stack, &url, &verdict, lease_ms).await;
                 stack.stop().await;
                 replay

@@ -7,7 +7,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use super::{
-    Replay, kills_nodes, needs_orders, replay_on, sku_of, stack_for, start_orders, unsupported,
+    Beside, Replay, kills_nodes, needs_orders, replay_on, sku_of, stack_for, start_orders,
+    unsupported,
 };
 use crate::check::{self, Verdict};
 use crate::lab::args::TargetArgs;
@@ -34,7 +35,7 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
         (false, Some(_)) if kills_nodes(&verdict) => bail!(
             "cannot replay {variant} in {scenario} on --target: it kills and restarts Redlock nodes, which needs a stack of its own"
         ),
-        _ => stack_for(&args.target, args.echo, None, false).await?,
+        _ => stack_for(&args.target, args.echo, None, Beside::default()).await?,
     };
     let mut result = replay_on(&stack, &redis_url, &verdict, args.lease_ms).await;
     if let (Ok(_), Some(dir)) = (&result, &args.timelines)

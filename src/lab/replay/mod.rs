@@ -37,7 +37,7 @@ mod redlock;
 mod stacks;
 
 pub use cli::{ReplayArgs, replay, run};
-pub use stacks::{stack_for, start, start_orders};
+pub use stacks::{Beside, stack_for, start, start_orders};
 
 use live::{Live, judge, name};
 

@@ -7,20 +7,29 @@ use crate::chaos::mutant::{self, Mutant};
 use crate::lab::args::TargetArgs;
 use crate::lab::stack::{Stack, UpOptions};
 
+/// What a stack of a command's own runs beside its Redis and instances.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Beside {
+    /// The order pipeline (PostgreSQL, the workers).
+    pub orders: bool,
+    /// An etcd member and a ZooKeeper server (`etcd`, `zookeeper`).
+    pub lock_stores: bool,
+}
+
 /// The stack a command plays on: the `--target` one (checked to run
-/// chaos mode), or a Redis and a stack of its own ([`start`], with the
-/// order pipeline on when `orders`). The Redis it started, if any (stopped
-/// when dropped), the stack, and its Redis URL.
+/// chaos mode), or a Redis and a stack of its own ([`start`], with what
+/// `beside` asks for). The Redis it started, if any (stopped when
+/// dropped), the stack, and its Redis URL.
 pub async fn stack_for(
     target: &TargetArgs,
     echo: bool,
     mutant: Option<Mutant>,
-    orders: bool,
+    beside: Beside,
 ) -> anyhow::Result<(Option<crate::up::redis::RedisServer>, Stack, String)> {
     let (Some(url), Some(token), Some(redis_url)) =
         (&target.target, &target.admin_token, &target.redis_url)
     else {
-        let (redis, stack) = start(echo, mutant, orders).await?;
+        let (redis, stack) = start(echo, mutant, beside).await?;
         let url = redis.url();
         return Ok((Some(redis), stack, url));
     };
@@ -47,10 +56,10 @@ pub async fn stack_for(
 }
 
 /// `up`'s arguments for a stack of a replay's or an exploration's own:
-/// chaos mode, three instances (one per model buyer), no etcd or
-/// ZooKeeper (no replay plays their locks yet), three Redlock nodes (as
-/// the model has), and the orders `orders`.
-fn up_args(orders: &str) -> Vec<String> {
+/// chaos mode, three instances (one per model buyer), three Redlock nodes
+/// (as the model has), and what `beside` asks for.
+fn up_args(beside: Beside) -> Vec<String> {
+    let on = |yes: bool, many: &'static str, none: &'static str| if yes { many } else { none };
     [
         "--chaos",
         "--instances",
@@ -58,27 +67,26 @@ fn up_args(orders: &str) -> Vec<String> {
         "--redlock",
         "3",
         "--orders",
-        orders,
+        on(beside.orders, "on", "off"),
         "--etcd",
-        "0",
+        on(beside.lock_stores, "1", "0"),
         "--zookeeper",
-        "0",
+        on(beside.lock_stores, "1", "0"),
     ]
     .map(str::to_owned)
     .to_vec()
 }
 
-/// With `mutant`, the instances run that live mutant (debug builds only);
-/// with `orders`, the order pipeline runs (PostgreSQL, the workers).
+/// With `mutant`, the instances run that live mutant (debug builds only).
 pub async fn start(
     echo: bool,
     mutant: Option<Mutant>,
-    orders: bool,
+    beside: Beside,
 ) -> anyhow::Result<(crate::up::redis::RedisServer, Stack)> {
     let redis = crate::up::redis::RedisServer::start(None).await?;
     let stack = Stack::start(&UpOptions {
         redis_url: Some(redis.url()),
-        args: up_args(if orders { "on" } else { "off" }),
+        args: up_args(beside),
         echo,
         env: mutant
             .map(|m| (mutant::VAR.to_owned(), m.name().to_owned()))
@@ -95,7 +103,10 @@ pub async fn start(
 /// Redis's URL.
 pub async fn start_orders(echo: bool) -> anyhow::Result<(Stack, String)> {
     let stack = Stack::start(&UpOptions {
-        args: up_args("on"),
+        args: up_args(Beside {
+            orders: true,
+            lock_stores: false,
+        }),
         echo,
         ..UpOptions::default()
     })
