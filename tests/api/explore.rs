@@ -13,7 +13,7 @@ use crate::helpers::{self, Stack};
 
 /// Counterexample cells exploration must find, within this many schedules
 /// from seed 1.
-const FOUND: [(Variant, Scenario); 7] = [
+const FOUND: [(Variant, Scenario); 8] = [
     (Variant::None, Scenario::Race),
     (Variant::Token, Scenario::SlowBusiness),
     (Variant::Setnx, Scenario::CrashAfterAcquire),
@@ -21,6 +21,7 @@ const FOUND: [(Variant, Scenario); 7] = [
     (Variant::Token, Scenario::LockVanishesEarly),
     (Variant::Watchdog, Scenario::LockVanishes),
     (Variant::LuaThenQueue, Scenario::CrashBeforeEnqueue),
+    (Variant::Token, Scenario::PauseHolder),
 ];
 const FIND_WITHIN: usize = 40;
 
@@ -28,8 +29,8 @@ const FIND_WITHIN: usize = 40;
 /// breaks nothing (a crashed holder's lease running out frees the lock;
 /// an early deletion is noticed by the watchdog; a restart's new epoch
 /// refuses the old read; a sale's order written in its script survives a
-/// crash after it).
-const SAFE: [(Variant, Scenario); 19] = [
+/// crash after it; a frozen holder's late write meets the fence).
+const SAFE: [(Variant, Scenario); 20] = [
     (Variant::LocalMutex, Scenario::OneInstance),
     (Variant::Setnx, Scenario::Race),
     (Variant::SetnxExpiry, Scenario::Race),
@@ -49,6 +50,7 @@ const SAFE: [(Variant, Scenario); 19] = [
     (Variant::LuaStream, Scenario::CrashBeforeEnqueue),
     (Variant::Etcd, Scenario::Race),
     (Variant::ZooKeeper, Scenario::RetryStorm),
+    (Variant::Fenced, Scenario::PauseHolder),
 ];
 const SAFE_SCHEDULES: usize = 50;
 

@@ -20,8 +20,15 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
             "a crashed holder of an etcd or ZooKeeper lock: the explorer cannot make its lease or session end",
         );
     }
+    let stored_elsewhere = matches!(
+        variant,
+        Variant::Redlock | Variant::Etcd | Variant::ZooKeeper
+    );
     let why = [
-        (bounds.pauses > 0, "a freeze of the holder's whole process"),
+        (
+            bounds.pauses > 0 && stored_elsewhere,
+            "a frozen holder's lease, which lives on Redlock's nodes, in etcd or in ZooKeeper: the explorer runs out leases in Redis only",
+        ),
         (
             bounds.late_renewals > 0 && protocol.watchdog(),
             "late watchdog renewals",

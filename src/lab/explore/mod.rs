@@ -32,12 +32,14 @@ use crate::variants::{Scenario, Variant};
 use super::stack::Stack;
 
 mod cli;
+mod many;
 pub mod matrix;
 mod run;
 
 use run::{Buyer, Run, name};
 
 pub use cli::{ExploreArgs, run};
+pub use many::{Explored, explore};
 
 /// Buyers in each schedule, and units in stock (the checker's bounds).
 const BUYERS: u8 = 3;
@@ -71,6 +73,10 @@ pub enum Choice {
     Expire,
     /// A buyer is never let go again (its process as good as dead).
     Crash { buyer: String },
+    /// A holder's whole process freezes where it waits: its watchdog
+    /// renews nothing, and its lease may run out, until it is let go (it
+    /// wakes, its watchdog renewing first).
+    Freeze { buyer: String },
     /// Redis restarted empty under a working buyer, as the SKU sees it:
     /// its keys (the lock among them) gone and the SKU stocked again, a
     /// new epoch. (The outage's failed calls themselves are not played.)
@@ -118,9 +124,10 @@ pub async fn one(
     stack.client.reset(&sku, STOCK, 0).await?;
     let bounds = check::bounds(scenario, Protocol::of(variant));
     let watchdog = Protocol::of(variant).watchdog();
-    // An early deletion is noticed by the holder's next renewal: with a
-    // short lease it comes soon (renewals go on at once; see `settle`).
-    let early = bounds.vanish_early && watchdog;
+    // An early deletion, or a frozen holder's lock, is noticed by the
+    // holder's next renewal: with a short lease it comes soon (renewals go
+    // on at once; see `settle`).
+    let early = (bounds.vanish_early || bounds.pauses > 0) && watchdog;
     let lease_ms = if early { EARLY_LEASE_MS } else { LEASE_MS };
     let run_id = format!("explore-{variant}-{seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -133,6 +140,8 @@ pub async fn one(
         renewed: HashSet::new(),
         blocked: HashSet::new(),
         holders: HashSet::new(),
+        frozen: HashSet::new(),
+        held_renewals: Vec::new(),
     };
     let one_process = bounds.one_process;
     // Retries of one purchase: every buyer sends the same request id.
@@ -165,6 +174,7 @@ pub async fn one(
         );
     }
     let (mut vanishes, mut crashes, time) = faults(variant, scenario);
+    let mut freezes = bounds.pauses;
     let mut restarts = bounds.outages;
     // PCT: a priority per buyer, and the steps where the one going on drops.
     let mut priority: Vec<u64> = (0..BUYERS).map(|_| rng.u64(..)).collect();
@@ -207,8 +217,19 @@ pub async fn one(
                     Variant::SetnxExpiry => lock.is_some(),
                     _ => lock.is_some_and(|ttl| ttl > 0),
                 };
-                if ((time && !watchdog) || dead) && lease {
+                // A frozen holder renews nothing: its lease runs out too.
+                let frozen = run.holders.iter().any(|n| run.frozen.contains(n));
+                if ((time && !watchdog) || dead || frozen) && lease {
                     faults.push(Choice::Expire);
+                }
+                if freezes > 0 {
+                    // A holder, anywhere in its section.
+                    faults.extend(
+                        waiting
+                            .iter()
+                            .filter(|n| run.holders.contains(n))
+                            .map(|&n| Choice::Freeze { buyer: name(n) }),
+                    );
                 }
                 if restarts > 0 && run.working().is_some() {
                     faults.push(Choice::Restart);
@@ -268,7 +289,17 @@ pub async fn one(
                 }
             };
             match &choice {
-                Choice::Release { buyer, .. } => run.release(index(buyer)).await?,
+                Choice::Release { buyer, .. } => {
+                    let n = index(buyer);
+                    if run.frozen.contains(&n) {
+                        run.wake_up(n, watchdog).await?;
+                    }
+                    run.release(n).await?
+                }
+                Choice::Freeze { buyer } => {
+                    freezes -= 1;
+                    run.frozen.insert(index(buyer));
+                }
                 Choice::Vanish => {
                     vanishes -= 1;
                     let holder = run.working();
@@ -385,58 +416,5 @@ pub async fn one(
             }
         ),
         violation: state.oversold > 0 || state.duplicates > 0 || stuck || twice || unordered,
-    })
-}
-
-/// What an exploration found.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Explored {
-    pub variant: &'static str,
-    pub scenario: &'static str,
-    pub strategy: Strategy,
-    pub schedules: usize,
-    pub per_second: f64,
-    /// The first schedule that broke a property, and how many it took.
-    pub found: Option<Schedule>,
-    pub until_found: Option<usize>,
-}
-
-/// Explores up to `schedules` schedules, seeds `seed`, `seed + 1`, ...,
-/// stopping at the first violation.
-pub async fn explore(
-    stack: &Stack,
-    redis_url: &str,
-    variant: Variant,
-    scenario: Scenario,
-    strategy: Strategy,
-    schedules: usize,
-    seed: u64,
-) -> anyhow::Result<Explored> {
-    let started = Instant::now();
-    let mut run = 0;
-    let mut found = None;
-    while run < schedules && found.is_none() {
-        let schedule = one(
-            stack,
-            redis_url,
-            variant,
-            scenario,
-            strategy,
-            seed + run as u64,
-        )
-        .await?;
-        run += 1;
-        if schedule.violation {
-            found = Some(schedule);
-        }
-    }
-    Ok(Explored {
-        variant: variant.name(),
-        scenario: scenario.name(),
-        strategy,
-        schedules: run,
-        per_second: run as f64 / started.elapsed().as_secs_f64(),
-        until_found: found.as_ref().map(|_| run),
-        found,
     })
 }

@@ -36,6 +36,10 @@ pub(super) struct Run<'a> {
     /// Buyers that took the lock and hold it still, as far as the explorer
     /// knows (until their release, or until the lock is gone).
     pub(super) holders: HashSet<u8>,
+    /// Buyers frozen (a freeze of their whole process): their watchdog's
+    /// renewals are held, in `held_renewals`, until they wake.
+    pub(super) frozen: HashSet<u8>,
+    pub(super) held_renewals: Vec<Arrival>,
 }
 
 impl Run<'_> {
@@ -68,7 +72,9 @@ impl Run<'_> {
             let sent = self
                 .buyers
                 .iter()
-                .filter(|(n, b)| matches!(b, Buyer::Sent(_)) && (!self.blocked.contains(n) || free(n)))
+                .filter(|(n, b)| {
+                    matches!(b, Buyer::Sent(_)) && (!self.blocked.contains(n) || free(n))
+                })
                 .count();
             if sent == 0 {
                 // Nobody on its way: only renewals can come; take those
@@ -112,7 +118,11 @@ impl Run<'_> {
             if arrival.gate == "renewed" {
                 self.renewed.insert(n);
             }
-            self.scheduler.release(&arrival).await?;
+            match self.frozen.contains(&n) {
+                // A frozen process renews nothing until it wakes.
+                true => self.held_renewals.push(arrival),
+                false => self.scheduler.release(&arrival).await?,
+            }
         } else if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
             // Holding the lock, or (etcd, ZooKeeper) a place in its queue
             // that those queued after it wait for.
@@ -143,6 +153,25 @@ impl Run<'_> {
             {
                 self.heard(arrival).await?;
             }
+        }
+        Ok(())
+    }
+
+    /// Buyer `n` wakes from a freeze: its watchdog's held renewals go on,
+    /// and (`watchdog`) the explorer waits until one came back, as a woken
+    /// process's watchdog renews before the process goes on.
+    pub(super) async fn wake_up(&mut self, n: u8, watchdog: bool) -> anyhow::Result<()> {
+        self.frozen.remove(&n);
+        let held = std::mem::take(&mut self.held_renewals);
+        let (mine, others): (Vec<Arrival>, Vec<Arrival>) =
+            held.into_iter().partition(|a| a.buyer_index() == Some(n));
+        self.held_renewals = others;
+        self.renewed.remove(&n);
+        for arrival in mine {
+            self.scheduler.release(&arrival).await?;
+        }
+        if watchdog {
+            self.renewal_of(n, super::STALL).await?;
         }
         Ok(())
     }

@@ -1,0 +1,60 @@
+//! Many schedules of one cell, until one breaks a property.
+
+use std::time::Instant;
+
+use super::{Schedule, Strategy, one};
+use crate::lab::stack::Stack;
+use crate::variants::{Scenario, Variant};
+
+/// What an exploration found.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Explored {
+    pub variant: &'static str,
+    pub scenario: &'static str,
+    pub strategy: Strategy,
+    pub schedules: usize,
+    pub per_second: f64,
+    /// The first schedule that broke a property, and how many it took.
+    pub found: Option<Schedule>,
+    pub until_found: Option<usize>,
+}
+
+/// Explores up to `schedules` schedules, seeds `seed`, `seed + 1`, ...,
+/// stopping at the first violation.
+pub async fn explore(
+    stack: &Stack,
+    redis_url: &str,
+    variant: Variant,
+    scenario: Scenario,
+    strategy: Strategy,
+    schedules: usize,
+    seed: u64,
+) -> anyhow::Result<Explored> {
+    let started = Instant::now();
+    let mut run = 0;
+    let mut found = None;
+    while run < schedules && found.is_none() {
+        let schedule = one(
+            stack,
+            redis_url,
+            variant,
+            scenario,
+            strategy,
+            seed + run as u64,
+        )
+        .await?;
+        run += 1;
+        if schedule.violation {
+            found = Some(schedule);
+        }
+    }
+    Ok(Explored {
+        variant: variant.name(),
+        scenario: scenario.name(),
+        strategy,
+        schedules: run,
+        per_second: run as f64 / started.elapsed().as_secs_f64(),
+        until_found: found.as_ref().map(|_| run),
+        found,
+    })
+}
