@@ -127,8 +127,9 @@ pub async fn one(
     // An early deletion, or a frozen holder's lock, is noticed by the
     // holder's next renewal: with a short lease it comes soon (renewals go
     // on at once; see `settle`).
-    let early = (bounds.vanish_early || bounds.pauses > 0) && watchdog;
-    let lease_ms = if early { EARLY_LEASE_MS } else { LEASE_MS };
+    let early = bounds.vanish_early && watchdog;
+    let short = (bounds.vanish_early || bounds.pauses > 0) && watchdog;
+    let lease_ms = if short { EARLY_LEASE_MS } else { LEASE_MS };
     let run_id = format!("explore-{variant}-{seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut run = Run {
@@ -309,7 +310,7 @@ pub async fn one(
                     run.wake().await?;
                     // Early: the working holder's renewal finds its lock
                     // gone before it goes on.
-                    if let Some(n) = holder.filter(|_| early) {
+                    if let Some(n) = holder.filter(|n| early && !run.frozen.contains(n)) {
                         run.renewal_of(n, STALL).await?;
                     }
                 }

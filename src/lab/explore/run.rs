@@ -139,12 +139,21 @@ impl Run<'_> {
 
     /// Waits until buyer `n`'s watchdog has heard back from a renewal.
     pub(super) async fn renewal_of(&mut self, n: u8, within: Duration) -> anyhow::Result<()> {
+        if !self.renewal_within(n, within).await? {
+            bail!("{}'s watchdog did not renew within {within:?}", name(n));
+        }
+        Ok(())
+    }
+
+    /// Whether buyer `n`'s watchdog heard back from a renewal within
+    /// `within` (a watchdog that found its lock lost renews no more).
+    pub(super) async fn renewal_within(&mut self, n: u8, within: Duration) -> anyhow::Result<bool> {
         self.renewed.clear();
         let deadline = Instant::now() + within;
         while !self.renewed.contains(&n) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                bail!("{}'s watchdog did not renew within {within:?}", name(n));
+                return Ok(false);
             }
             if let Some(arrival) = self
                 .scheduler
@@ -154,12 +163,15 @@ impl Run<'_> {
                 self.heard(arrival).await?;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Buyer `n` wakes from a freeze: its watchdog's held renewals go on,
     /// and (`watchdog`) the explorer waits until one came back, as a woken
-    /// process's watchdog renews before the process goes on.
+    /// process's watchdog renews before the process goes on. A renewal it
+    /// held comes back for certain; with none held, the next comes within
+    /// two of the short lease's renewal periods, unless the watchdog had
+    /// already found its lock lost and stopped.
     pub(super) async fn wake_up(&mut self, n: u8, watchdog: bool) -> anyhow::Result<()> {
         self.frozen.remove(&n);
         let held = std::mem::take(&mut self.held_renewals);
@@ -167,13 +179,18 @@ impl Run<'_> {
             held.into_iter().partition(|a| a.buyer_index() == Some(n));
         self.held_renewals = others;
         self.renewed.remove(&n);
+        let held = !mine.is_empty();
         for arrival in mine {
             self.scheduler.release(&arrival).await?;
         }
-        if watchdog {
-            self.renewal_of(n, super::STALL).await?;
+        match (watchdog, held) {
+            (true, true) => self.renewal_of(n, super::STALL).await,
+            (true, false) => {
+                let periods = Duration::from_millis(2 * super::EARLY_LEASE_MS / 3);
+                self.renewal_within(n, periods).await.map(|_| ())
+            }
+            (false, _) => Ok(()),
         }
-        Ok(())
     }
 
     /// Lets buyer `n` go from its gate.
