@@ -304,8 +304,9 @@ if __name__ == "__main__":
     gates_1()
     if (R / "explore-1.json").exists():
         explore_1()
-    if (R / "explore-2.json").exists():
-        explore_1("explore-2")
+    for later in ("explore-2", "explore-3"):
+        if (R / f"{later}.json").exists():
+            explore_1(later)
     bench_run("bench-2")
     for later in ("load-2", "bench-3", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():
