@@ -13,7 +13,7 @@ use crate::helpers::{self, Stack};
 
 /// Counterexample cells exploration must find, within this many schedules
 /// from seed 1.
-const FOUND: [(Variant, Scenario); 8] = [
+const FOUND: [(Variant, Scenario); 9] = [
     (Variant::None, Scenario::Race),
     (Variant::Token, Scenario::SlowBusiness),
     (Variant::Setnx, Scenario::CrashAfterAcquire),
@@ -22,6 +22,7 @@ const FOUND: [(Variant, Scenario); 8] = [
     (Variant::Watchdog, Scenario::LockVanishes),
     (Variant::LuaThenQueue, Scenario::CrashBeforeEnqueue),
     (Variant::Token, Scenario::PauseHolder),
+    (Variant::SetnxExpiry, Scenario::ClockSkew),
 ];
 const FIND_WITHIN: usize = 40;
 
@@ -30,7 +31,7 @@ const FIND_WITHIN: usize = 40;
 /// an early deletion is noticed by the watchdog; a restart's new epoch
 /// refuses the old read; a sale's order written in its script survives a
 /// crash after it; a frozen holder's late write meets the fence).
-const SAFE: [(Variant, Scenario); 20] = [
+const SAFE: [(Variant, Scenario); 21] = [
     (Variant::LocalMutex, Scenario::OneInstance),
     (Variant::Setnx, Scenario::Race),
     (Variant::SetnxExpiry, Scenario::Race),
@@ -51,6 +52,7 @@ const SAFE: [(Variant, Scenario); 20] = [
     (Variant::Etcd, Scenario::Race),
     (Variant::ZooKeeper, Scenario::RetryStorm),
     (Variant::Fenced, Scenario::PauseHolder),
+    (Variant::Watchdog, Scenario::SlowBusiness),
 ];
 const SAFE_SCHEDULES: usize = 50;
 

@@ -26,15 +26,11 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
     );
     let why = [
         (
-            bounds.pauses > 0 && stored_elsewhere,
-            "a frozen holder's lease, which lives on Redlock's nodes, in etcd or in ZooKeeper: the explorer runs out leases in Redis only",
-        ),
-        (
-            bounds.late_renewals > 0 && protocol.watchdog(),
-            "late watchdog renewals",
+            stored_elsewhere
+                && (bounds.pauses > 0 || (bounds.late_renewals > 0 && protocol.watchdog())),
+            "a lease run out under a frozen holder or a late renewal, which lives on Redlock's nodes, in etcd or in ZooKeeper: the explorer runs out leases in Redis only",
         ),
         (bounds.slow_votes > 0, "slow Redlock nodes"),
-        (bounds.skew > 0, "a skewed clock"),
         (
             bounds.nodes_down > 0 || bounds.restarts > 0,
             "Redlock nodes down or restarting",

@@ -36,7 +36,7 @@ mod many;
 pub mod matrix;
 mod run;
 
-use run::{Buyer, Run, name};
+use run::{Buyer, Run, faults, name};
 
 pub use cli::{ExploreArgs, run};
 pub use many::{Explored, explore};
@@ -73,6 +73,9 @@ pub enum Choice {
     Expire,
     /// A buyer is never let go again (its process as good as dead).
     Crash { buyer: String },
+    /// A holder's watchdog renews late: its lease runs out first, then
+    /// the renewal finds the lock gone.
+    Late { buyer: String },
     /// A holder's whole process freezes where it waits: its watchdog
     /// renews nothing, and its lease may run out, until it is let go (it
     /// wakes, its watchdog renewing first).
@@ -98,15 +101,6 @@ fn index(buyer: &str) -> u8 {
     buyer.bytes().next().map_or(0, |b| b.saturating_sub(b'A'))
 }
 
-/// The faults of `scenario` (the checker's bounds): deletions, crashes,
-/// and whether a live holder's lease may run out (business work as long
-/// as its lease, or a freeze); a dead holder's always may.
-fn faults(variant: Variant, scenario: Scenario) -> (u8, u8, bool) {
-    let bounds = check::bounds(scenario, Protocol::of(variant));
-    let time = bounds.work >= bounds.lease || bounds.pauses > 0;
-    (bounds.vanishes, bounds.crashes, time)
-}
-
 /// The gates a buyer waits at while it works (between its read and its
 /// check that it still holds its lock): where an early deletion strikes.
 const WORKING: [&str; 2] = ["after_read", "before_check"];
@@ -128,7 +122,7 @@ pub async fn one(
     // holder's next renewal: with a short lease it comes soon (renewals go
     // on at once; see `settle`).
     let early = bounds.vanish_early && watchdog;
-    let short = (bounds.vanish_early || bounds.pauses > 0) && watchdog;
+    let short = (bounds.vanish_early || bounds.pauses > 0 || bounds.late_renewals > 0) && watchdog;
     let lease_ms = if short { EARLY_LEASE_MS } else { LEASE_MS };
     let run_id = format!("explore-{variant}-{seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -150,6 +144,20 @@ pub async fn one(
         true => format!("&request_id={run_id}"),
         false => String::new(),
     };
+    // A skewed clock: the last buyer's instance runs ahead by the model's
+    // skew, counted in the buyers' lease's ticks (chaos mode's
+    // `clock_skew`, which only `setnx-expiry` believes), set back once the
+    // schedule is over.
+    let skewed = (bounds.skew > 0).then(|| {
+        let at = usize::from(BUYERS - 1) % stack.instances.len();
+        stack.client.at(&stack.instances[at].url)
+    });
+    let skew = |ticks: u8| crate::wire::ChaosAction::ClockSkew {
+        ms: i64::from(ticks) * lease_ms as i64 / i64::from(bounds.lease.max(1)),
+    };
+    if let Some(client) = &skewed {
+        client.chaos(&skew(bounds.skew)).await?;
+    }
     for n in 0..BUYERS {
         let at = match one_process {
             true => 0,
@@ -176,6 +184,7 @@ pub async fn one(
     }
     let (mut vanishes, mut crashes, time) = faults(variant, scenario);
     let mut freezes = bounds.pauses;
+    let mut lates = if watchdog { bounds.late_renewals } else { 0 };
     let mut restarts = bounds.outages;
     // PCT: a priority per buyer, and the steps where the one going on drops.
     let mut priority: Vec<u64> = (0..BUYERS).map(|_| rng.u64(..)).collect();
@@ -222,6 +231,23 @@ pub async fn one(
                 let frozen = run.holders.iter().any(|n| run.frozen.contains(n));
                 if ((time && !watchdog) || dead || frozen) && lease {
                     faults.push(Choice::Expire);
+                }
+                if lates > 0 && lease {
+                    // A holder at its work (time passes only there), not
+                    // frozen.
+                    let working = |n: &&u8| match run.buyers.get(*n) {
+                        Some(Buyer::Waiting(arrival, _)) => {
+                            WORKING.contains(&arrival.gate.as_str())
+                        }
+                        _ => false,
+                    };
+                    faults.extend(
+                        waiting
+                            .iter()
+                            .filter(|n| run.holders.contains(n) && !run.frozen.contains(n))
+                            .filter(working)
+                            .map(|&n| Choice::Late { buyer: name(n) }),
+                    );
                 }
                 if freezes > 0 {
                     // A holder, anywhere in its section.
@@ -297,6 +323,11 @@ pub async fn one(
                     }
                     run.release(n).await?
                 }
+                Choice::Late { buyer } => {
+                    lates -= 1;
+                    run.lease_runs_out().await?;
+                    run.renewal_of(index(buyer), STALL).await?;
+                }
                 Choice::Freeze { buyer } => {
                     freezes -= 1;
                     run.frozen.insert(index(buyer));
@@ -326,18 +357,10 @@ pub async fn one(
                     run.holders.clear();
                     run.wake().await?;
                 }
-                Choice::Expire => {
-                    // The store's side of a lease running out: the locks it
-                    // is offered for keep no clock of their own to notice
-                    // (no watchdog, or a dead one).
-                    let mut conn = run.store.conn().await?;
-                    let _: bool = conn.pexpire(&run.keys.lock, 1).await?;
-                    while run.lock().await?.is_some() {
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                    }
-                    run.holders.clear();
-                    run.wake().await?;
-                }
+                // The store's side of a lease running out: the locks it is
+                // offered for keep no clock of their own to notice (no
+                // watchdog, a dead or frozen one).
+                Choice::Expire => run.lease_runs_out().await?,
                 Choice::Restart => {
                     restarts -= 1;
                     stack.client.reset(&sku, STOCK, 0).await?;
@@ -358,6 +381,10 @@ pub async fn one(
         anyhow::Ok(())
     }
     .await;
+    let unskewed = match &skewed {
+        Some(client) => client.chaos(&skew(0)).await.map(|_| ()),
+        None => Ok(()),
+    };
     let state = stack.client.state(&sku).await;
     // The order pipeline, once it settled (a crashed buyer still held, as
     // good as dead): every unit the ledger sold has one order.
@@ -370,6 +397,7 @@ pub async fn one(
     let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(..)));
     // Nobody stays held, the crashed included.
     run.scheduler.abandon().await?;
+    unskewed?;
     let mut sales = 0;
     for (_, buyer) in run.buyers.drain() {
         let answer = match buyer {

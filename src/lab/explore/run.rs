@@ -193,6 +193,18 @@ impl Run<'_> {
         }
     }
 
+    /// The lock's lease runs out (`PEXPIRE 1`, and the key is gone), and
+    /// the buyers waiting for it are woken.
+    pub(super) async fn lease_runs_out(&mut self) -> anyhow::Result<()> {
+        let mut conn = self.store.conn().await?;
+        let _: bool = conn.pexpire(&self.keys.lock, 1).await?;
+        while self.lock().await?.is_some() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        self.holders.clear();
+        self.wake().await
+    }
+
     /// Lets buyer `n` go from its gate.
     pub(super) async fn release(&mut self, n: u8) -> anyhow::Result<()> {
         if let Some(Buyer::Waiting(arrival, request)) = self.buyers.remove(&n) {
@@ -228,4 +240,16 @@ impl Run<'_> {
         let ttl: i64 = conn.pttl(&self.keys.lock).await?;
         Ok((ttl != -2).then_some(ttl))
     }
+}
+
+/// The faults of `scenario` (the checker's bounds): deletions, crashes,
+/// and whether a live holder's lease may run out (business work as long
+/// as its lease, or a freeze); a dead holder's always may.
+pub(super) fn faults(
+    variant: crate::variants::Variant,
+    scenario: crate::variants::Scenario,
+) -> (u8, u8, bool) {
+    let bounds = crate::check::bounds(scenario, crate::check::protocol::Protocol::of(variant));
+    let time = bounds.work >= bounds.lease || bounds.pauses > 0;
+    (bounds.vanishes, bounds.crashes, time)
 }
