@@ -48,26 +48,18 @@ use redis::AsyncCommands;
 
 use crate::store::{Conn, Keys, Store, StoreError};
 
+mod armed;
 pub mod mutant;
 
-// One hash tag for every armed fault: one slot on a cluster, so they can
-// be cleared by one command.
-const CRASH_AFTER_ACQUIRE: &str = "{stocklock:chaos}:crash_after_acquire";
-const CRASH_AFTER_WRITE: &str = "{stocklock:chaos}:crash_after_write";
-const PAUSE_HOLDER: &str = "{stocklock:chaos}:pause_holder";
-// The order pipeline's faults (an order sale, a worker's batch).
-const CRASH_BEFORE_ENQUEUE: &str = "{stocklock:chaos}:crash_before_enqueue";
-const WORKER_CRASH_BEFORE_ACK: &str = "{stocklock:chaos}:worker_crash_before_ack";
-/// Every armed fault's key, for clearing them all.
-pub const ARMED_KEYS: [&str; 5] = [
-    CRASH_AFTER_ACQUIRE,
-    CRASH_AFTER_WRITE,
-    PAUSE_HOLDER,
-    CRASH_BEFORE_ENQUEUE,
+pub use armed::{
+    ARMED_CHANNEL, ARMED_KEYS, arm_crash_after_acquire, arm_crash_after_write,
+    arm_crash_before_enqueue, arm_pause_holder, arm_worker_crash_before_ack, disarm,
+};
+use armed::{
+    CRASH_AFTER_ACQUIRE, CRASH_AFTER_WRITE, CRASH_BEFORE_ENQUEUE, PAUSE_HOLDER,
     WORKER_CRASH_BEFORE_ACK,
-];
-/// Where an arming is announced, so that instances look for armed faults.
-pub const ARMED_CHANNEL: &str = "stocklock:chaos:armed";
+};
+
 /// The faults armed for the section that just entered its gap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Faults {
@@ -94,6 +86,8 @@ pub struct Chaos {
     /// it even again, unless an arming came meanwhile. Starts odd (a fault
     /// armed before this instance started).
     armed: Arc<AtomicU64>,
+    /// Where gates meet, if not on the stock's Redis (`--gate-redis`).
+    gate_redis: Option<redis::Client>,
 }
 
 impl Chaos {
@@ -110,7 +104,14 @@ impl Chaos {
             instance: String::new(),
             binary: std::env::current_exe().ok(),
             armed: Arc::new(AtomicU64::new(1)),
+            gate_redis: None,
         }
+    }
+
+    /// Gates meet on `client`'s Redis ([`crate::gate::Gates`]).
+    pub fn with_gate_redis(mut self, client: Option<redis::Client>) -> Self {
+        self.gate_redis = client;
+        self
     }
 
     /// Allows pausing and restarting the Redis (when `up` owns and restarts it).
@@ -144,6 +145,10 @@ impl Chaos {
 
     pub fn enabled(&self) -> bool {
         self.enabled
+    }
+
+    pub fn gate_redis(&self) -> Option<&redis::Client> {
+        self.gate_redis.as_ref()
     }
 
     /// Wall-clock milliseconds as this instance believes them (skewed in chaos mode).
@@ -319,48 +324,10 @@ pub fn section_channel(keys: &Keys) -> String {
     format!("stocklock:section:{}", keys.stock)
 }
 
-/// Arms the next lock acquisition to crash right after it (`setnx`: before EXPIRE).
-pub async fn arm_crash_after_acquire(conn: &mut Conn) -> Result<(), StoreError> {
-    arm(conn, CRASH_AFTER_ACQUIRE, 1).await
-}
-
-/// Sets an armed fault's key and announces it ([`ARMED_CHANNEL`]).
-async fn arm(conn: &mut Conn, key: &str, value: u64) -> Result<(), StoreError> {
-    let _: () = conn.set(key, value).await?;
-    let _: i64 = conn.publish(ARMED_CHANNEL, key).await?;
-    Ok(())
-}
-
-/// Arms the next section that writes to crash right after its write.
-pub async fn arm_crash_after_write(conn: &mut Conn) -> Result<(), StoreError> {
-    arm(conn, CRASH_AFTER_WRITE, 1).await
-}
-
-/// Clears every armed fault (one that was armed and never triggered).
-pub async fn disarm(conn: &mut Conn) -> Result<(), StoreError> {
-    let _: i64 = conn.del(&ARMED_KEYS[..]).await?;
-    Ok(())
-}
-
-/// Arms the next sale of an order variant to crash right after its script.
-pub async fn arm_crash_before_enqueue(conn: &mut Conn) -> Result<(), StoreError> {
-    arm(conn, CRASH_BEFORE_ENQUEUE, 1).await
-}
-
-/// Arms the next order worker's batch to crash between commit and ack.
-pub async fn arm_worker_crash_before_ack(conn: &mut Conn) -> Result<(), StoreError> {
-    arm(conn, WORKER_CRASH_BEFORE_ACK, 1).await
-}
-
 /// Aborts the process now: a real crash, as chaos mode armed it.
 pub fn crash(when: &str) -> ! {
     eprintln!("chaos: crashing {when}");
     std::process::abort();
-}
-
-/// Arms the next critical section to freeze its process for `ms`.
-pub async fn arm_pause_holder(conn: &mut Conn, ms: u64) -> Result<(), StoreError> {
-    arm(conn, PAUSE_HOLDER, ms).await
 }
 
 /// Deletes a SKU's lock key, whoever holds it (`lock_vanishes`: the

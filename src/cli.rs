@@ -205,6 +205,15 @@ pub struct ServeArgs {
     /// Redis: set by `up` when it owns the Redis and restarts it.
     #[arg(long, requires = "chaos", hide = true)]
     pub chaos_redis: bool,
+    /// Chaos mode: scheduled requests' gates meet on this Redis, not the
+    /// stock's (a replay keeps a failover's schedule out of its master).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "chaos",
+        env = "STOCKLOCK_GATE_REDIS"
+    )]
+    pub gate_redis: Option<String>,
     /// Stop when standard input closes (how `up` makes sure no instance
     /// outlives it).
     #[arg(long, hide = true)]
@@ -385,6 +394,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         chaos: if args.chaos {
             crate::chaos::Chaos::on(args.clock_skew_ms)
                 .with_redis_control(args.chaos_redis)
+                .with_gate_redis(
+                    args.gate_redis
+                        .as_deref()
+                        .map(redis::Client::open)
+                        .transpose()?,
+                )
                 .named(&instance)
         } else {
             crate::chaos::Chaos::off()

@@ -55,6 +55,9 @@ pub mod points {
     pub const RENEWAL: Point = crate::lock::RENEWAL;
     /// After it: its outcome (renewed, or the lock lost) known to the owner.
     pub const RENEWED: Point = crate::lock::RENEWED;
+    /// A lock on a replicated Redis (`token`, `watchdog` with
+    /// `replicas=N`): taken, its `WAIT` for the replicas not sent yet.
+    pub const BEFORE_WAIT: Point = Point::new("before_wait");
     /// `redlock`: before its round's question to node K (`vote:K`).
     pub const VOTE: &str = crate::lock::redlock::VOTE;
     /// `etcd`: its session's lease granted, its key not queued yet.
@@ -76,6 +79,35 @@ pub mod points {
 
 pub mod orders;
 pub mod workers;
+
+/// Where a process's gates meet: the stock's own Redis (the default),
+/// or a Redis apart (`serve --gate-redis`). A replay of a failover keeps
+/// its schedule apart: the master it kills would take the run with it.
+#[derive(Clone)]
+pub struct Gates {
+    store: crate::store::Store,
+    apart: Option<redis::Client>,
+}
+
+impl Gates {
+    /// Where the gates of a process with `chaos` meet (chaos mode only:
+    /// `None` off it), `store` being its stock's.
+    pub fn of(chaos: &crate::chaos::Chaos, store: &crate::store::Store) -> Option<Gates> {
+        chaos.enabled().then(|| Gates {
+            store: store.clone(),
+            apart: chaos.gate_redis().cloned(),
+        })
+    }
+
+    /// A client of the Redis the gates meet on (the stock's: its master
+    /// now).
+    pub async fn client(&self) -> Result<redis::Client, StoreError> {
+        match &self.apart {
+            Some(client) => Ok(client.clone()),
+            None => self.store.master_client().await,
+        }
+    }
+}
 
 /// The keys of one run.
 struct RunKeys {

@@ -153,7 +153,7 @@ impl AppState {
                 self.0.store.clone(),
                 orders.postgres_url.clone(),
                 orders.expiry_every(),
-                self.0.config.chaos.enabled(),
+                crate::gate::Gates::of(&self.0.config.chaos, &self.0.store),
             )));
         }
         tasks

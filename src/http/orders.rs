@@ -194,9 +194,9 @@ pub(super) async fn expire(
         .await
         .map_err(unavailable)?;
     let mut conn = state.store().conn().await?;
-    let gates = state.chaos().enabled().then_some(state.store());
+    let gates = crate::gate::Gates::of(state.chaos(), state.store());
     Ok(Json(
-        expiry::expire(&mut client, &mut conn, gates)
+        expiry::expire(&mut client, &mut conn, gates.as_ref())
             .await
             .map_err(unavailable)?,
     ))

@@ -91,7 +91,7 @@ pub struct Expired {
 pub async fn expire(
     db: &mut Client,
     conn: &mut Conn,
-    gates: Option<&crate::store::Store>,
+    gates: Option<&crate::gate::Gates>,
 ) -> anyhow::Result<Expired> {
     let expired = cancel_overdue(db).await?;
     let mut done = give_back_cancelled(db, conn, gates).await?;
@@ -120,7 +120,7 @@ pub async fn cancel_overdue(db: &Client) -> anyhow::Result<u64> {
 pub async fn give_back_cancelled(
     db: &Client,
     conn: &mut Conn,
-    gates: Option<&crate::store::Store>,
+    gates: Option<&crate::gate::Gates>,
 ) -> anyhow::Result<Expired> {
     let cancelled = db
         .query(
@@ -139,10 +139,10 @@ pub async fn give_back_cancelled(
             row.try_get(3)?,
             row.try_get(4)?,
         );
-        if let Some(store) = gates
+        if let Some(gates) = gates
             && let Some(schedule) = crate::gate::orders::of(conn, &sku, epoch, sale).await?
         {
-            let client = store.master_client().await?;
+            let client = gates.client().await?;
             crate::gate::Gate::hook(client, schedule, "expiry", &sku)
                 .at(crate::gate::points::BEFORE_GIVE_BACK)
                 .await;
@@ -233,13 +233,19 @@ pub async fn pay(db: &Client, id: i64, token: &str) -> anyhow::Result<Paid> {
 
 /// Runs expiry passes every `every` until the process ends (each instance
 /// runs one; they share the work).
-pub async fn run(store: crate::store::Store, url: String, every: Duration, chaos: bool) {
+/// With `gates` (chaos mode), scheduled buyers' units wait at their gate.
+pub async fn run(
+    store: crate::store::Store,
+    url: String,
+    every: Duration,
+    gates: Option<crate::gate::Gates>,
+) {
     loop {
         let pass = async {
             let mut db = super::connect(&url).await?;
             let mut conn = store.conn().await?;
             loop {
-                let done = expire(&mut db, &mut conn, chaos.then_some(&store)).await?;
+                let done = expire(&mut db, &mut conn, gates.as_ref()).await?;
                 if done.expired + done.returned + done.again + done.stale > 0 {
                     tracing::info!(?done, "expired reservations");
                 } else {

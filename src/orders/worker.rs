@@ -389,8 +389,10 @@ impl Worker {
             let mut conn = self.store.conn().await?;
             crate::gate::orders::note(&mut conn, sku, message.epoch, message.sale, &schedule)
                 .await?;
-            let client = self.store.master_client().await?;
-            crate::gate::Gate::hook(client, schedule, &self.consumer, sku)
+            let Some(gates) = crate::gate::Gates::of(&self.chaos, &self.store) else {
+                return Ok(());
+            };
+            crate::gate::Gate::hook(gates.client().await?, schedule, &self.consumer, sku)
                 .at(crate::gate::points::WORKER_COMMITTED)
                 .await;
         }

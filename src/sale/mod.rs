@@ -29,7 +29,7 @@ use tracing::Instrument;
 
 use crate::chaos::Chaos;
 use crate::chaos::mutant::{self, Mutant};
-use crate::gate::Gate;
+use crate::gate::{Gate, Gates};
 use crate::knobs::{DeductRequest, Sku};
 use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
 use crate::lock::{Hook, LockStores, Wakeups};
@@ -302,10 +302,14 @@ impl Seller {
         };
         // A request of a schedule stops at its gates (chaos mode only: the
         // HTTP layer refused it otherwise).
-        let schedule = request.schedule.as_ref().filter(|_| self.chaos.enabled());
-        let hook = match schedule {
-            Some(schedule) => {
-                let client = self.store.master_client().await?;
+        let gates = request
+            .schedule
+            .as_ref()
+            .and_then(|schedule| Some((schedule, Gates::of(&self.chaos, &self.store)?)));
+        let schedule = gates.as_ref().map(|(schedule, _)| *schedule);
+        let hook = match gates {
+            Some((schedule, gates)) => {
+                let client = gates.client().await?;
                 Gate::hook(client, schedule.clone(), &self.instance, &keys.tag)
             }
             None => Hook::none(),

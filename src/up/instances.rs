@@ -47,6 +47,7 @@ pub(super) struct Shared {
     pub(super) bench_bare: bool,
     /// `up --batch-max`: lua-batch's buyers per call.
     pub(super) batch_max: usize,
+    pub(super) gate_redis: Option<String>,
 }
 
 /// The running instances, each under its own supervisor.
@@ -105,6 +106,7 @@ impl Instances {
                 owns_redis: shared.owns_redis,
                 bench_bare: shared.bench_bare,
                 batch_max: shared.batch_max,
+                gate_redis: shared.gate_redis.clone(),
                 clock_skew_ms: clock_skew_ms.get(usize::from(index)).copied().unwrap_or(0),
                 binary: binary.clone(),
                 worker_threads,
@@ -168,6 +170,7 @@ struct InstanceSpec {
     owns_redis: bool,
     bench_bare: bool,
     batch_max: usize,
+    gate_redis: Option<String>,
     clock_skew_ms: i64,
     binary: PathBuf,
     /// The machine's cores shared out among the instances (one at least).
@@ -223,6 +226,10 @@ impl InstanceSpec {
                 command.arg("--chaos-redis");
             }
         }
+        match &self.gate_redis {
+            Some(url) if self.chaos => command.env("STOCKLOCK_GATE_REDIS", url),
+            _ => command.env_remove("STOCKLOCK_GATE_REDIS"),
+        };
         command
             .env("STOCKLOCK_ADMIN_TOKEN", &self.admin_token)
             // We keep the write end; if we die, the instance sees EOF and stops.

@@ -121,6 +121,12 @@ pub struct UpConfig {
         allow_hyphen_values = true
     )]
     pub clock_skew_ms: Vec<i64>,
+    /// Chaos mode: scheduled requests' gates meet on this Redis instead of
+    /// the stack's own (`replay` keeps a failover's schedule there, out of
+    /// the master it kills). The URL reaches the instances through their
+    /// environment.
+    #[arg(long, value_name = "URL", conflicts_with = "no_chaos")]
+    pub gate_redis: Option<String>,
     /// Start this many independent redis-servers for the `redlock` variant
     /// (0: none, and `redlock` answers 503 not_configured). The stock stays on the main Redis.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(0..=9))]
@@ -238,6 +244,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
             owns_redis: stores.restarts_redis(),
             bench_bare: config.bench_bare,
             batch_max: config.batch_max,
+            gate_redis: config.gate_redis.clone(),
         },
         &config.clock_skew_ms,
     )

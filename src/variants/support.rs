@@ -69,6 +69,7 @@ pub(super) async fn replicated(ctx: &mut Ctx<'_>) -> Result<bool, StoreError> {
     let Some(wanted) = ctx.knobs.replicas.filter(|n| *n > 0).map(i64::from) else {
         return Ok(true);
     };
+    ctx.hook.at(crate::gate::points::BEFORE_WAIT).await;
     let acked =
         crate::store::wait_replicas(&mut ctx.conn, wanted, crate::knobs::REPLICA_WAIT).await?;
     if acked < wanted {

@@ -1,13 +1,14 @@
 //! `stocklock replay --all`: every counterexample of the checker's matrix
 //! replayed live, each on the stack it needs: one shared stack for most,
 //! one with the order pipeline for the order cells, one of its own for a
-//! cell that kills Redlock nodes. The cells replays cannot play are listed
+//! cell that kills Redlock nodes or fails the Redis over. The cells replays cannot play are listed
 //! with why.
 
 use std::time::Instant;
 
 use super::{
-    Beside, Replay, kills_nodes, needs_orders, replay_on, stack_for, start_orders, unsupported,
+    Beside, Replay, fails_over, kills_nodes, needs_orders, replay_on, stack_for, start_failover,
+    start_orders, unsupported,
 };
 use crate::check;
 use crate::lab::args::TargetArgs;
@@ -67,15 +68,21 @@ pub(super) async fn all(echo: bool, lease_ms: u64) -> anyhow::Result<All> {
                     orders = Some(start_orders(echo).await?);
                 }
                 let (stack, url) = orders.as_ref().expect("started above");
-                replay_on(stack, url, &verdict, lease_ms).await
+                replay_on(stack, url, url, &verdict, lease_ms).await
             } else if kills_nodes(&verdict) {
                 // The nodes it starts again stop with it: a stack of its own.
                 let (_redis, stack, url) = stack_for(&own, echo, None, Beside::default()).await?;
-                let replay = replay_on(&stack, &url, &verdict, lease_ms).await;
+                let replay = replay_on(&stack, &url, &url, &verdict, lease_ms).await;
+                stack.stop().await;
+                replay
+            } else if fails_over(&verdict) {
+                // A failover cannot be undone: a stack of its own.
+                let (gates, stack, url) = start_failover(echo).await?;
+                let replay = replay_on(&stack, &url, &gates.url(), &verdict, lease_ms).await;
                 stack.stop().await;
                 replay
             } else {
-                replay_on(&shared, &shared_url, &verdict, lease_ms).await
+                replay_on(&shared, &shared_url, &shared_url, &verdict, lease_ms).await
             };
             let replay = replay.map_err(|err| err.context(format!("{variant} in {scenario}")))?;
             cells.push(Replayed {

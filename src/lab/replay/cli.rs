@@ -7,8 +7,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use super::{
-    Beside, Replay, kills_nodes, needs_orders, replay_on, sku_of, stack_for, start_orders,
-    unsupported,
+    Beside, Replay, fails_over, kills_nodes, needs_orders, replay_on, sku_of, stack_for,
+    start_failover, start_orders, unsupported,
 };
 use crate::check::{self, Verdict};
 use crate::lab::args::TargetArgs;
@@ -27,17 +27,28 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<Replay> {
     if let Some(why) = unsupported(&verdict) {
         bail!("cannot replay {variant} in {scenario}: {why}");
     }
-    let (_redis, stack, redis_url) = match (needs_orders(&verdict), &args.target.target) {
-        (true, None) => {
+    let own = args.target.target.is_none();
+    if !own && (kills_nodes(&verdict) || fails_over(&verdict)) {
+        bail!(
+            "cannot replay {variant} in {scenario} on --target: it kills Redis servers (Redlock nodes or the master), which needs a stack of its own"
+        );
+    }
+    // The Redis the gates meet on, when apart from the stack's.
+    let mut gates = None;
+    let (_redis, stack, redis_url) = match needs_orders(&verdict) {
+        true if own => {
             let (stack, url) = start_orders(args.echo).await?;
             (None, stack, url)
         }
-        (false, Some(_)) if kills_nodes(&verdict) => bail!(
-            "cannot replay {variant} in {scenario} on --target: it kills and restarts Redlock nodes, which needs a stack of its own"
-        ),
+        false if fails_over(&verdict) => {
+            let (apart, stack, url) = start_failover(args.echo).await?;
+            gates = Some(apart);
+            (None, stack, url)
+        }
         _ => stack_for(&args.target, args.echo, None, Beside::default()).await?,
     };
-    let mut result = replay_on(&stack, &redis_url, &verdict, args.lease_ms).await;
+    let gates_url = gates.as_ref().map_or(redis_url.clone(), |g| g.url());
+    let mut result = replay_on(&stack, &redis_url, &gates_url, &verdict, args.lease_ms).await;
     if let (Ok(_), Some(dir)) = (&result, &args.timelines)
         && let Err(err) = drawings(&stack, &verdict, dir).await
     {

@@ -19,9 +19,10 @@ use super::super::stack::Stack;
 const ARRIVAL: Duration = Duration::from_secs(20);
 
 /// The gates of the real code, in the order a buyer passes them.
-const ORDER: [&str; 9] = [
+const ORDER: [&str; 10] = [
     "before_acquire",
     "after_setnx",
+    "before_wait",
     "after_acquire",
     "after_read",
     "before_check",
@@ -59,6 +60,8 @@ pub(super) struct Live<'a> {
     pub(super) rounds: HashMap<u8, u32>,
     /// Redlock: the nodes the replay started again (stopped with it).
     pub(super) restarted: HashMap<usize, crate::up::redis::RedisServer>,
+    /// A failover cell: the replicated Redis it fails over.
+    pub(super) failing: Option<super::failover::Failing>,
 }
 
 pub(super) use crate::gate::buyer_name as name;
@@ -83,6 +86,9 @@ impl Live<'_> {
         );
         if self.orders {
             path.push_str(&format!("&request_id={}", self.request_id(n)));
+        }
+        if self.sale.bounds.wait_replicas {
+            path.push_str("&replicas=1");
         }
         self.requests
             .insert(n, tokio::spawn(async move { client.deduct(&path).await }));
@@ -300,6 +306,30 @@ pub(super) async fn judge(
     }
     let state = live.stack.client.state(&live.sku).await?;
     Ok(match property {
+        // A failover loses what the old master had not replicated, its
+        // sales' records with it: a unit sold twice shows in the answers.
+        Property::Safety if live.failing.is_some() => {
+            // The buyers the trace leaves past their write answer first.
+            let mut pending: Vec<u8> = live.requests.keys().copied().collect();
+            pending.sort_unstable();
+            for n in pending.into_iter().filter(|n| !crashed.contains(n)) {
+                live.finish_through(n).await?;
+            }
+            let twice = sold_twice(&live.answers);
+            (
+                format!(
+                    "units answered sold to two buyers: {}; the new master's ledger: oversold {}, sold {} of {}",
+                    match twice.is_empty() {
+                        true => "none".to_owned(),
+                        false => twice.join(", "),
+                    },
+                    state.oversold,
+                    state.sold,
+                    state.initial
+                ),
+                !twice.is_empty() || state.oversold > 0,
+            )
+        }
         Property::Safety => (
             format!(
                 "oversold {}, duplicates {}, sold {} of {}",
@@ -325,4 +355,23 @@ pub(super) async fn judge(
             )
         }
     })
+}
+
+/// The units more than one buyer was answered sold, as "unit U (A, B)".
+fn sold_twice(answers: &HashMap<u8, Deduction>) -> Vec<String> {
+    let mut buyers: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
+    let mut sorted: Vec<_> = answers.iter().collect();
+    sorted.sort_by_key(|(n, _)| **n);
+    for (n, answer) in sorted {
+        if let crate::client::DeductBody::Outcome(body) = &answer.body
+            && let Some(unit) = body.unit
+        {
+            buyers.entry(unit).or_default().push(name(*n));
+        }
+    }
+    buyers
+        .into_iter()
+        .filter(|(_, who)| who.len() > 1)
+        .map(|(unit, who)| format!("unit {unit} ({})", who.join(", ")))
+        .collect()
 }

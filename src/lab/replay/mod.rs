@@ -11,8 +11,10 @@
 //! lease runs out waits until the live lock is gone (real time: replays
 //! use a short lease); a deleted lock is deleted live; a crash is a buyer
 //! never let go again (its lock as a dead holder leaves it: a Redis lock
-//! cannot tell the difference). At the end the live ledger is read and
-//! judged against the property the model's trace breaks.
+//! cannot tell the difference). A failover kills the master of a
+//! replicated Redis (`failover.rs`); the gates then meet on a Redis apart.
+//! At the end the live ledger is read and judged against the property the
+//! model's trace breaks.
 
 use std::collections::HashMap;
 
@@ -31,13 +33,14 @@ use super::stack::Stack;
 
 mod all;
 mod cli;
+mod failover;
 mod live;
 pub(super) mod orders;
 mod redlock;
 mod stacks;
 
 pub use cli::{ReplayArgs, replay, run};
-pub use stacks::{Beside, stack_for, start, start_orders};
+pub use stacks::{Beside, stack_for, start, start_failover, start_orders};
 
 use live::{Live, judge, name};
 
@@ -51,6 +54,7 @@ fn gate_of(pc: Pc) -> Result<Option<&'static str>, String> {
     Ok(Some(match pc.at() {
         At::Start => "before_acquire",
         At::Held if pc == setnx::Pc::Expire.into() => "after_setnx",
+        At::Held => "before_wait",
         At::Taking => return Ok(None),
         At::Read => "after_acquire",
         At::Work => "after_read",
@@ -67,7 +71,6 @@ fn describe_at(at: At) -> &'static str {
     match at {
         At::Claim => "claiming its request id",
         At::Round => "in a Redlock round",
-        At::Held => "waiting for its WAIT",
         At::After => "adding its order after its script",
         At::Retry => "retrying a cut-off call",
         _ => "here",
@@ -101,15 +104,9 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
             property.name()
         ));
     }
-    let Some((sale, worlds)) = check::draw::replay(verdict) else {
+    let Some((_, worlds)) = check::draw::replay(verdict) else {
         return Some("its trace does not replay in the model".to_owned());
     };
-    if sale.bounds.failovers > 0 {
-        return Some(
-            "a failover kills the master of the Redis that holds the gates and the run's lists: the schedule would not live through the step that replays it"
-                .to_owned(),
-        );
-    }
     for (k, step) in verdict.trace.iter().enumerate() {
         match step.action {
             Action::Step(n) => {
@@ -129,6 +126,8 @@ pub fn unsupported(verdict: &Verdict) -> Option<String> {
             | Action::Freeze(_)
             | Action::Vanish
             | Action::Restart(_)
+            | Action::HoldReplication
+            | Action::Failover
             | Action::Order(OrderStep::DataLoss) => {}
             other => {
                 return Some(format!(
@@ -176,16 +175,25 @@ pub fn kills_nodes(verdict: &Verdict) -> bool {
         .is_some_and(|(sale, _)| sale.bounds.nodes_down > 0 || sale.bounds.restarts > 0)
 }
 
+/// Whether `verdict`'s cell fails the lock's Redis over: its replay needs
+/// a stack of its own ([`start_failover`]).
+pub fn fails_over(verdict: &Verdict) -> bool {
+    check::draw::replay(verdict).is_some_and(|(sale, _)| sale.bounds.failovers > 0)
+}
+
 /// The SKU a replay of `verdict` sells.
 fn sku_of(verdict: &Verdict) -> String {
     format!("{}-{}", verdict.variant, verdict.scenario)
 }
 
 /// Replays `verdict`'s counterexample on `stack` (from [`start`]), whose
-/// Redis is at `redis_url`, on a SKU and a run of its own.
+/// Redis is at `redis_url` and whose gates meet on the Redis at
+/// `gates_url` (the same, but for a failover cell's stack:
+/// [`start_failover`]), on a SKU and a run of its own.
 pub async fn replay_on(
     stack: &Stack,
     redis_url: &str,
+    gates_url: &str,
     verdict: &Verdict,
     lease_ms: u64,
 ) -> anyhow::Result<Replay> {
@@ -198,10 +206,20 @@ pub async fn replay_on(
     }
     let (sale, worlds) = check::draw::replay(verdict).context("the trace does not replay")?;
     let property = verdict.broken.context("no counterexample")?;
-    play(
-        verdict, &sale, &worlds, property, stack, redis_url, lease_ms,
-    )
-    .await
+    let at = Place {
+        stack,
+        redis_url,
+        gates_url,
+    };
+    play(verdict, &sale, &worlds, property, at, lease_ms).await
+}
+
+/// Where a replay plays: the stack, its Redis, the Redis its gates meet on.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    stack: &'a Stack,
+    redis_url: &'a str,
+    gates_url: &'a str,
 }
 
 async fn play(
@@ -209,17 +227,26 @@ async fn play(
     sale: &Sale,
     worlds: &[World],
     property: Property,
-    stack: &Stack,
-    redis_url: &str,
+    at: Place<'_>,
     lease_ms: u64,
 ) -> anyhow::Result<Replay> {
+    let Place {
+        stack,
+        redis_url,
+        gates_url,
+    } = at;
     let sku = sku_of(verdict);
     // Restarting a node takes real time (a kill, a new redis-server) that
     // the model's steps do not: a lease long beside it keeps a round's
     // validity from running out where the model's time stands still.
-    let lease_ms = match sale.bounds.restarts > 0 {
-        true => lease_ms.max(NODE_RESTART_LEASE_MS),
-        false => lease_ms,
+    let lease_ms = match (sale.bounds.restarts > 0, sale.bounds.failovers > 0) {
+        (_, true) => lease_ms.max(failover::LEASE_MS),
+        (true, _) => lease_ms.max(NODE_RESTART_LEASE_MS),
+        _ => lease_ms,
+    };
+    let failing = match sale.bounds.failovers > 0 {
+        true => Some(failover::Failing::of(stack, redis_url)?),
+        false => None,
     };
     let nodes = usize::from(sale.bounds.nodes);
     if nodes > 0 && stack.redlock_nodes.len() != nodes {
@@ -240,7 +267,7 @@ async fn play(
         store: Store::open(redis_url)?,
         keys: Keys::new(&Sku::parse(&sku)?),
         sku,
-        scheduler: Scheduler::start(redis_url, &run).await?,
+        scheduler: Scheduler::start(gates_url, &run).await?,
         run,
         redis_url: redis_url.to_owned(),
         orders: sale.bounds.orders.is_some(),
@@ -253,6 +280,7 @@ async fn play(
         voted: HashMap::new(),
         rounds: HashMap::new(),
         restarted: HashMap::new(),
+        failing,
     };
     // The last buyer's clock runs ahead by the model's skew, in the live
     // lease's ticks (its instance's own clock, as chaos mode skews it).
@@ -363,6 +391,8 @@ async fn play(
                     "the lock key is deleted".to_owned()
                 }
                 Action::Order(OrderStep::DataLoss) => live.lose_redis_data().await?,
+                Action::HoldReplication => live.hold_replication().await?,
+                Action::Failover => live.fail_over().await?,
                 Action::Restart(k) => {
                     let was_up = before.nodes[usize::from(k)].up;
                     live.node_restart(usize::from(k), was_up).await?

@@ -117,3 +117,30 @@ pub async fn start_orders(echo: bool) -> anyhow::Result<(Stack, String)> {
         .context("the stack announced no Redis")?;
     Ok((stack, url))
 }
+
+/// The stack a failover cell's replay needs: `up --replica` (its Redis, a
+/// replica through a relay, three Sentinels) with the gates on a Redis
+/// apart, which the failover leaves alone. That Redis (stopped when
+/// dropped), the stack, and the stack's master's URL.
+pub async fn start_failover(
+    echo: bool,
+) -> anyhow::Result<(crate::up::redis::RedisServer, Stack, String)> {
+    let gates = crate::up::redis::RedisServer::start(None).await?;
+    let mut args = up_args(Beside::default());
+    args.extend([
+        "--replica".to_owned(),
+        "--gate-redis".to_owned(),
+        gates.url(),
+    ]);
+    let stack = Stack::start(&UpOptions {
+        args,
+        echo,
+        ..UpOptions::default()
+    })
+    .await?;
+    let url = stack
+        .redis_url
+        .clone()
+        .context("the stack announced no Redis")?;
+    Ok((gates, stack, url))
+}
