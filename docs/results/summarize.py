@@ -284,6 +284,16 @@ def explore_1(name="explore-1"):
     print()
 
 
+def replay_run(name):
+    """The seconds a replay took: every cell's median, and the slowest."""
+    cells = load(f"{name}.json")["cells"]
+    seconds = [c["seconds"] for c in cells]
+    agree = sum(c["agrees"] for c in cells)
+    print(f"## {name}\n")
+    print(f"{len(cells)} cells replayed, {agree} agreeing; a cell's seconds: "
+          f"median {statistics.median(seconds):.1f}, most {max(seconds):.1f}\n")
+
+
 def handoff_1():
     print("## handoff-1\n")
     for f in sorted(R.glob("handoff-1-*.txt")):
@@ -308,6 +318,9 @@ if __name__ == "__main__":
         if (R / f"{later}.json").exists():
             explore_1(later)
     bench_run("bench-2")
+    for later in ("replay-1", "replay-2"):
+        if (R / f"{later}.json").exists():
+            replay_run(later)
     for later in ("load-2", "bench-3", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():
             {"load": load_run, "bench": bench_run, "lab": lab_run,
