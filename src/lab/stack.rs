@@ -39,6 +39,7 @@ pub struct Stack {
     pub cluster: Vec<Node>,
     /// `up --redlock N`: the Redlock nodes, in order.
     pub redlock_nodes: Vec<Node>,
+    pub adopted: Adopted,
     /// `up --etcd N`: the etcd members, in order.
     pub etcd_members: Vec<Node>,
     /// `up --zookeeper N`: the ZooKeeper servers (`url`: `127.0.0.1:PORT`).
@@ -53,8 +54,7 @@ pub struct Stack {
     /// The PostgreSQL `up` started for the orders (`url`:
     /// `postgresql://stocklock:PASSWORD@127.0.0.1:PORT/stocklock`).
     pub postgres: Option<Node>,
-    /// `host:port` of each instance as `up` prints them for Prometheus
-    /// (empty for an attached stack).
+    /// Each instance's `host:port` for Prometheus (none when attached).
     pub prometheus_targets: Vec<String>,
     /// The one-line Prometheus configuration `up` prints for them.
     pub prometheus_config: Option<String>,
@@ -339,6 +339,7 @@ impl Stack {
             redis_url: None,
             cluster: Vec::new(),
             redlock_nodes: Vec::new(),
+            adopted: Default::default(),
             etcd_members: Vec::new(),
             zookeeper: Vec::new(),
             replica: None,
@@ -352,8 +353,7 @@ impl Stack {
     }
 
     /// The Sentinels' `127.0.0.1:PORT` (`up --replica`), for
-    /// [`crate::up::sentinel::master_addr`] and
-    /// [`crate::up::sentinel::wait_new_master`].
+    /// [`crate::up::sentinel::wait_new_master`] and the like.
     pub fn sentinel_addrs(&self) -> Vec<String> {
         self.sentinels.iter().map(|s| s.url.clone()).collect()
     }
@@ -426,6 +426,11 @@ impl Drop for Stack {
         }
     }
 }
+
+/// Redis servers `explore` started in place of the stack's Redlock nodes,
+/// by node; they stop with the stack.
+pub type Adopted =
+    tokio::sync::Mutex<std::collections::HashMap<usize, crate::up::redis::RedisServer>>;
 
 /// The healthy instances on a stack's board, by name.
 async fn board_instances(client: &StackClient) -> anyhow::Result<Vec<Instance>> {

@@ -20,21 +20,14 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
             "a crashed holder of an etcd or ZooKeeper lock: the explorer cannot make its lease or session end",
         );
     }
-    let stored_elsewhere = matches!(
-        variant,
-        Variant::Redlock | Variant::Etcd | Variant::ZooKeeper
-    );
+    let stored_elsewhere = matches!(variant, Variant::Etcd | Variant::ZooKeeper);
     let why = [
         (
             stored_elsewhere
                 && (bounds.pauses > 0 || (bounds.late_renewals > 0 && protocol.watchdog())),
-            "a lease run out under a frozen holder or a late renewal, which lives on Redlock's nodes, in etcd or in ZooKeeper: the explorer runs out leases in Redis only",
+            "a lease run out under a frozen holder or a late renewal, which lives in etcd or in ZooKeeper: the explorer runs out leases in Redis only (the stack's, or Redlock's nodes)",
         ),
         (bounds.slow_votes > 0, "slow Redlock nodes"),
-        (
-            bounds.nodes_down > 0 || bounds.restarts > 0,
-            "Redlock nodes down or restarting",
-        ),
         (bounds.failovers > 0, "a failover"),
         (bounds.cutoffs > 0, "calls cut off by a paused Redis"),
         (

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
-use redis::AsyncCommands;
 
 use crate::check::{self, protocol::Protocol};
 use crate::gate::Scheduler;
@@ -34,9 +33,12 @@ use super::stack::Stack;
 mod cli;
 mod many;
 pub mod matrix;
+mod nodes;
 mod run;
+mod strike;
 
-use run::{Buyer, Run, faults, name};
+use run::{Buyer, Run, name};
+use strike::Budget;
 
 pub use cli::{ExploreArgs, run};
 pub use many::{Explored, explore};
@@ -80,6 +82,8 @@ pub enum Choice {
     /// renews nothing, and its lease may run out, until it is let go (it
     /// wakes, its watchdog renewing first).
     Freeze { buyer: String },
+    /// Redlock's node (0, 1, 2) restarts empty, or comes back if down.
+    NodeRestart { node: u8 },
     /// Redis restarted empty under a working buyer, as the SKU sees it:
     /// its keys (the lock among them) gone and the SKU stocked again, a
     /// new epoch. (The outage's failed calls themselves are not played.)
@@ -126,6 +130,17 @@ pub async fn one(
     let lease_ms = if short { EARLY_LEASE_MS } else { LEASE_MS };
     let run_id = format!("explore-{variant}-{seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
+    if variant == Variant::Redlock {
+        // The model's nodes are the stack's, those down from the start down.
+        let nodes = usize::from(bounds.nodes);
+        if stack.redlock_nodes.len() != nodes {
+            bail!(
+                "the model asks {nodes} Redlock nodes and the stack has {}",
+                stack.redlock_nodes.len()
+            );
+        }
+        nodes::set(stack, usize::from(bounds.nodes_down)).await?;
+    }
     let mut run = Run {
         stack,
         scheduler: Scheduler::start(redis_url, &run_id).await?,
@@ -137,6 +152,9 @@ pub async fn one(
         holders: HashSet::new(),
         frozen: HashSet::new(),
         held_renewals: Vec::new(),
+        votes: Vec::new(),
+        rounds: HashMap::new(),
+        nodes: run::nodes_of(stack, variant)?,
     };
     let one_process = bounds.one_process;
     // Retries of one purchase: every buyer sends the same request id.
@@ -182,10 +200,7 @@ pub async fn one(
             })),
         );
     }
-    let (mut vanishes, mut crashes, time) = faults(variant, scenario);
-    let mut freezes = bounds.pauses;
-    let mut lates = if watchdog { bounds.late_renewals } else { 0 };
-    let mut restarts = bounds.outages;
+    let mut budget = Budget::of(variant, scenario, early);
     // PCT: a priority per buyer, and the steps where the one going on drops.
     let mut priority: Vec<u64> = (0..BUYERS).map(|_| rng.u64(..)).collect();
     let changes: Vec<usize> = (0..2).map(|_| rng.usize(1..24)).collect();
@@ -198,86 +213,13 @@ pub async fn one(
                 .filter(|n| matches!(run.buyers.get(n), Some(Buyer::Waiting(..))))
                 .collect();
             let lock = run.lock().await?;
-            let mut choices: Vec<Choice> = Vec::new();
-            for &n in &waiting {
-                if let Some(Buyer::Waiting(arrival, _)) = run.buyers.get(&n) {
-                    choices.push(Choice::Release {
-                        buyer: name(n),
-                        gate: arrival.gate.clone(),
-                    });
-                }
-            }
-            let faults_now = {
-                let mut faults = Vec::new();
-                if vanishes > 0
-                    && lock.is_some()
-                    && (!bounds.vanish_early || run.working().is_some())
-                {
-                    faults.push(Choice::Vanish);
-                }
-                // A lease that runs out: a watchdog's is renewed while its
-                // holder lives; a dead holder's runs out in every scenario.
-                let dead = run
-                    .buyers
-                    .iter()
-                    .any(|(n, b)| matches!(b, Buyer::Crashed(..)) && run.holders.contains(n));
-                // `setnx-expiry`'s lease is the time its value names (the
-                // key has no TTL).
-                let lease = match variant {
-                    Variant::SetnxExpiry => lock.is_some(),
-                    _ => lock.is_some_and(|ttl| ttl > 0),
-                };
-                // A frozen holder renews nothing: its lease runs out too.
-                let frozen = run.holders.iter().any(|n| run.frozen.contains(n));
-                if ((time && !watchdog) || dead || frozen) && lease {
-                    faults.push(Choice::Expire);
-                }
-                if lates > 0 && lease {
-                    // A holder at its work (time passes only there), not
-                    // frozen.
-                    let working = |n: &&u8| match run.buyers.get(*n) {
-                        Some(Buyer::Waiting(arrival, _)) => {
-                            WORKING.contains(&arrival.gate.as_str())
-                        }
-                        _ => false,
-                    };
-                    faults.extend(
-                        waiting
-                            .iter()
-                            .filter(|n| run.holders.contains(n) && !run.frozen.contains(n))
-                            .filter(working)
-                            .map(|&n| Choice::Late { buyer: name(n) }),
-                    );
-                }
-                if freezes > 0 {
-                    // A holder, anywhere in its section.
-                    faults.extend(
-                        waiting
-                            .iter()
-                            .filter(|n| run.holders.contains(n))
-                            .map(|&n| Choice::Freeze { buyer: name(n) }),
-                    );
-                }
-                if restarts > 0 && run.working().is_some() {
-                    faults.push(Choice::Restart);
-                }
-                if crashes > 0 {
-                    // Anywhere, or (`kill-instance`) only while it works.
-                    let may_die = |n: &&u8| match run.buyers.get(*n) {
-                        Some(Buyer::Waiting(arrival, _)) if bounds.crash_only_in_work => {
-                            WORKING.contains(&arrival.gate.as_str())
-                        }
-                        _ => true,
-                    };
-                    faults.extend(
-                        waiting
-                            .iter()
-                            .filter(may_die)
-                            .map(|&n| Choice::Crash { buyer: name(n) }),
-                    );
-                }
-                faults
+            // Each buyer's gate, and each Redlock vote held.
+            let choices = run.releases();
+            let down = match bounds.restarts > 0 {
+                true => run.nodes_down().await?,
+                false => Vec::new(),
             };
+            let faults_now = run.offered(&waiting, (lock, &down), &budget, variant);
             let pending = run.buyers.values().any(|b| matches!(b, Buyer::Sent(_)));
             if choices.is_empty() && !pending {
                 break;
@@ -299,81 +241,37 @@ pub async fn one(
                     faults_now[rng.usize(..faults_now.len())].clone()
                 }
                 Strategy::Pct => {
-                    let n = *waiting
+                    let n = choices
                         .iter()
-                        .max_by_key(|&&n| priority[usize::from(n)])
+                        .map(|c| match c {
+                            Choice::Release { buyer, .. } => index(buyer),
+                            _ => 0,
+                        })
+                        .max_by_key(|&n| priority[usize::from(n)])
                         .context("a waiting buyer")?;
                     if changes.contains(&steps.len()) {
                         priority[usize::from(n)] = 0;
                     }
-                    let Some(Buyer::Waiting(arrival, _)) = run.buyers.get(&n) else {
-                        unreachable!()
-                    };
-                    Choice::Release {
-                        buyer: name(n),
-                        gate: arrival.gate.clone(),
-                    }
+                    // Its first: its gate, or its first vote held.
+                    choices
+                        .iter()
+                        .find(|c| matches!(c, Choice::Release { buyer, .. } if index(buyer) == n))
+                        .context("the buyer's release")?
+                        .clone()
                 }
             };
             match &choice {
-                Choice::Release { buyer, .. } => {
+                Choice::Release { buyer, gate } => {
                     let n = index(buyer);
                     if run.frozen.contains(&n) {
-                        run.wake_up(n, watchdog).await?;
+                        run.wake_up(n, budget.watchdog).await?;
                     }
-                    run.release(n).await?
-                }
-                Choice::Late { buyer } => {
-                    lates -= 1;
-                    run.lease_runs_out().await?;
-                    run.renewal_of(index(buyer), STALL).await?;
-                }
-                Choice::Freeze { buyer } => {
-                    freezes -= 1;
-                    run.frozen.insert(index(buyer));
-                }
-                Choice::Vanish => {
-                    vanishes -= 1;
-                    let holder = run.working();
-                    let mut conn = run.store.conn().await?;
-                    let _: i64 = conn.del(&run.keys.lock).await?;
-                    run.holders.clear();
-                    run.wake().await?;
-                    // Early: the working holder's renewal finds its lock
-                    // gone before it goes on.
-                    if let Some(n) = holder.filter(|n| early && !run.frozen.contains(n)) {
-                        run.renewal_of(n, STALL).await?;
+                    match run.held_vote(n, gate) {
+                        Some(vote) => run.release_vote(vote).await?,
+                        None => run.release(n).await?,
                     }
                 }
-                Choice::Expire if variant == Variant::SetnxExpiry => {
-                    // Its value is the time it expires: a time long past.
-                    let mut conn = run.store.conn().await?;
-                    let _: Option<String> = redis::cmd("SET")
-                        .arg(&run.keys.lock)
-                        .arg(1)
-                        .arg("XX")
-                        .query_async(&mut conn)
-                        .await?;
-                    run.holders.clear();
-                    run.wake().await?;
-                }
-                // The store's side of a lease running out: the locks it is
-                // offered for keep no clock of their own to notice (no
-                // watchdog, a dead or frozen one).
-                Choice::Expire => run.lease_runs_out().await?,
-                Choice::Restart => {
-                    restarts -= 1;
-                    stack.client.reset(&sku, STOCK, 0).await?;
-                    run.holders.clear();
-                    run.wake().await?;
-                }
-                Choice::Crash { buyer } => {
-                    crashes -= 1;
-                    let n = index(buyer);
-                    if let Some(Buyer::Waiting(_, request)) = run.buyers.remove(&n) {
-                        run.buyers.insert(n, Buyer::Crashed(request));
-                    }
-                }
+                fault => run.strike(fault, &mut budget, variant, &sku).await?,
             }
             steps.push(choice);
             progress = Instant::now();

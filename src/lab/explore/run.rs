@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use redis::AsyncCommands;
 
-use super::{SETTLE, WORKING};
+use super::{Choice, SETTLE, WORKING};
 
 use crate::client::Deduction;
 pub(super) use crate::gate::buyer_name as name;
@@ -40,6 +40,41 @@ pub(super) struct Run<'a> {
     /// renewals are held, in `held_renewals`, until they wake.
     pub(super) frozen: HashSet<u8>,
     pub(super) held_renewals: Vec<Arrival>,
+    /// Redlock: the votes held (a round's question to one node each), and
+    /// per buyer how many of its round's votes were heard and let go.
+    pub(super) votes: Vec<Arrival>,
+    pub(super) rounds: HashMap<u8, (usize, usize)>,
+    /// Redlock: its nodes, where its lock lives (none for the other
+    /// variants: their lock is in the stack's Redis).
+    pub(super) nodes: Vec<redis::Client>,
+}
+
+/// Clients of the nodes of `variant`'s lock on `stack` (Redlock's; none
+/// for the others). An attached stack shows none: Redlock is explored on
+/// a stack of the explorer's own.
+pub(super) fn nodes_of(
+    stack: &Stack,
+    variant: crate::variants::Variant,
+) -> anyhow::Result<Vec<redis::Client>> {
+    if variant != crate::variants::Variant::Redlock {
+        return Ok(Vec::new());
+    }
+    if stack.redlock_nodes.is_empty() {
+        bail!("redlock is explored on a stack of the explorer's own, whose Redlock nodes it sees");
+    }
+    let nodes = stack.redlock_nodes.iter();
+    Ok(nodes
+        .map(|node| redis::Client::open(node.url.as_str()))
+        .collect::<Result<_, _>>()?)
+}
+
+/// A connection to a Redlock node, `None` when it is down.
+pub(super) async fn node_conn(node: &redis::Client) -> Option<redis::aio::MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_millis(200)));
+    node.get_multiplexed_async_connection_with_config(&config)
+        .await
+        .ok()
 }
 
 impl Run<'_> {
@@ -73,7 +108,9 @@ impl Run<'_> {
                 .buyers
                 .iter()
                 .filter(|(n, b)| {
-                    matches!(b, Buyer::Sent(_)) && (!self.blocked.contains(n) || free(n))
+                    matches!(b, Buyer::Sent(_))
+                        && (!self.blocked.contains(n) || free(n))
+                        && !self.asking(**n)
                 })
                 .count();
             if sent == 0 {
@@ -107,6 +144,19 @@ impl Run<'_> {
         if is_note(&arrival.gate) && arrival.gate != WAITS_FOR_LOCK {
             return Ok(());
         }
+        if arrival.gate.starts_with(crate::gate::points::VOTE)
+            && arrival.gate[crate::gate::points::VOTE.len()..].starts_with(':')
+        {
+            let nodes = self.nodes.len();
+            let round = self.rounds.entry(n).or_insert((0, 0));
+            if round.0 >= nodes {
+                *round = (0, 0);
+            }
+            round.0 += 1;
+            self.votes.push(arrival);
+            return Ok(());
+        }
+        self.rounds.remove(&n);
         self.blocked.remove(&n);
         if arrival.gate == WAITS_FOR_LOCK {
             self.blocked.insert(n);
@@ -123,7 +173,7 @@ impl Run<'_> {
                 true => self.held_renewals.push(arrival),
                 false => self.scheduler.release(&arrival).await?,
             }
-        } else if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
+        } else if let Some(Buyer::Sent(request)) = self.sent(n) {
             // Holding the lock, or (etcd, ZooKeeper) a place in its queue
             // that those queued after it wait for.
             if matches!(
@@ -134,6 +184,69 @@ impl Run<'_> {
             }
             self.buyers.insert(n, Buyer::Waiting(arrival, request));
         }
+        Ok(())
+    }
+
+    /// Takes buyer `n` out if it is on its way (`Buyer::Sent`), leaving
+    /// it as it is otherwise.
+    fn sent(&mut self, n: u8) -> Option<Buyer> {
+        match self.buyers.get(&n) {
+            Some(Buyer::Sent(_)) => self.buyers.remove(&n),
+            _ => None,
+        }
+    }
+
+    /// Whether buyer `n` waits for its Redlock round's votes: every node
+    /// asked, and not every question let go yet.
+    fn asking(&self, n: u8) -> bool {
+        let nodes = self.nodes.len();
+        self.rounds
+            .get(&n)
+            .is_some_and(|&(heard, let_go)| heard >= nodes && let_go < nodes)
+    }
+
+    /// What may go on now: each buyer's gate, and each vote held, in the
+    /// buyers' order.
+    pub(super) fn releases(&self) -> Vec<Choice> {
+        let mut releases = Vec::new();
+        for n in 0..super::BUYERS {
+            if let Some(Buyer::Waiting(arrival, _)) = self.buyers.get(&n) {
+                releases.push(Choice::Release {
+                    buyer: name(n),
+                    gate: arrival.gate.clone(),
+                });
+            }
+            // By node, whatever order they were heard in.
+            let mut votes: Vec<&str> = (self.votes.iter())
+                .filter(|v| v.buyer_index() == Some(n))
+                .map(|v| v.gate.as_str())
+                .collect();
+            votes.sort_unstable();
+            releases.extend(votes.into_iter().map(|gate| Choice::Release {
+                buyer: name(n),
+                gate: gate.to_owned(),
+            }));
+        }
+        releases
+    }
+
+    /// Buyer `n`'s vote held at `gate`, if that is one.
+    pub(super) fn held_vote(&mut self, n: u8, gate: &str) -> Option<Arrival> {
+        let at = self
+            .votes
+            .iter()
+            .position(|v| v.buyer_index() == Some(n) && v.gate == gate)?;
+        Some(self.votes.remove(at))
+    }
+
+    /// Lets a held vote go: its node is asked.
+    pub(super) async fn release_vote(&mut self, vote: Arrival) -> anyhow::Result<()> {
+        if let Some(n) = vote.buyer_index()
+            && let Some(round) = self.rounds.get_mut(&n)
+        {
+            round.1 += 1;
+        }
+        self.scheduler.release(&vote).await?;
         Ok(())
     }
 
@@ -196,8 +309,15 @@ impl Run<'_> {
     /// The lock's lease runs out (`PEXPIRE 1`, and the key is gone), and
     /// the buyers waiting for it are woken.
     pub(super) async fn lease_runs_out(&mut self) -> anyhow::Result<()> {
-        let mut conn = self.store.conn().await?;
-        let _: bool = conn.pexpire(&self.keys.lock, 1).await?;
+        if self.nodes.is_empty() {
+            let mut conn = self.store.conn().await?;
+            let _: bool = conn.pexpire(&self.keys.lock, 1).await?;
+        }
+        for node in &self.nodes {
+            if let Some(mut conn) = node_conn(node).await {
+                let _: bool = conn.pexpire(&self.keys.lock, 1).await?;
+            }
+        }
         while self.lock().await?.is_some() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -235,21 +355,24 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// The lock's TTL in ms (-1: none), `None` when there is no lock; on
+    /// Redlock's nodes, the longest of the nodes that have it.
     pub(super) async fn lock(&self) -> anyhow::Result<Option<i64>> {
-        let mut conn = self.store.conn().await?;
-        let ttl: i64 = conn.pttl(&self.keys.lock).await?;
-        Ok((ttl != -2).then_some(ttl))
+        if self.nodes.is_empty() {
+            let mut conn = self.store.conn().await?;
+            let ttl: i64 = conn.pttl(&self.keys.lock).await?;
+            return Ok((ttl != -2).then_some(ttl));
+        }
+        let mut longest = None;
+        for node in &self.nodes {
+            let Some(mut conn) = node_conn(node).await else {
+                continue;
+            };
+            let ttl: i64 = conn.pttl(&self.keys.lock).await?;
+            if ttl != -2 {
+                longest = longest.max(Some(ttl));
+            }
+        }
+        Ok(longest)
     }
-}
-
-/// The faults of `scenario` (the checker's bounds): deletions, crashes,
-/// and whether a live holder's lease may run out (business work as long
-/// as its lease, or a freeze); a dead holder's always may.
-pub(super) fn faults(
-    variant: crate::variants::Variant,
-    scenario: crate::variants::Scenario,
-) -> (u8, u8, bool) {
-    let bounds = crate::check::bounds(scenario, crate::check::protocol::Protocol::of(variant));
-    let time = bounds.work >= bounds.lease || bounds.pauses > 0;
-    (bounds.vanishes, bounds.crashes, time)
 }
