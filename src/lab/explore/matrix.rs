@@ -27,7 +27,6 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
                 && (bounds.pauses > 0 || (bounds.late_renewals > 0 && protocol.watchdog())),
             "a lease run out under a frozen holder or a late renewal, which lives in etcd or in ZooKeeper: the explorer runs out leases in Redis only (the stack's, or Redlock's nodes)",
         ),
-        (bounds.slow_votes > 0, "slow Redlock nodes"),
         (bounds.failovers > 0, "a failover"),
         (bounds.cutoffs > 0, "calls cut off by a paused Redis"),
         (

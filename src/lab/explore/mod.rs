@@ -84,6 +84,8 @@ pub enum Choice {
     Freeze { buyer: String },
     /// Redlock's node (0, 1, 2) restarts empty, or comes back if down.
     NodeRestart { node: u8 },
+    /// A Redlock round waits a tick of the lease for a slow node.
+    SlowVote,
     /// Redis restarted empty under a working buyer, as the SKU sees it:
     /// its keys (the lock among them) gone and the SKU stocked again, a
     /// new epoch. (The outage's failed calls themselves are not played.)
@@ -126,7 +128,13 @@ pub async fn one(
     // holder's next renewal: with a short lease it comes soon (renewals go
     // on at once; see `settle`).
     let early = bounds.vanish_early && watchdog;
-    let short = (bounds.vanish_early || bounds.pauses > 0 || bounds.late_renewals > 0) && watchdog;
+    // (A slow Redlock node: the round's validity is that lease minus the
+    // ticks its votes took.)
+    let short = (bounds.vanish_early
+        || bounds.pauses > 0
+        || bounds.late_renewals > 0
+        || bounds.slow_votes > 0)
+        && watchdog;
     let lease_ms = if short { EARLY_LEASE_MS } else { LEASE_MS };
     let run_id = format!("explore-{variant}-{seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -200,7 +208,8 @@ pub async fn one(
             })),
         );
     }
-    let mut budget = Budget::of(variant, scenario, early);
+    let tick = Duration::from_millis(lease_ms / u64::from(bounds.lease.max(1)));
+    let mut budget = Budget::of(variant, scenario, early, tick);
     // PCT: a priority per buyer, and the steps where the one going on drops.
     let mut priority: Vec<u64> = (0..BUYERS).map(|_| rng.u64(..)).collect();
     let changes: Vec<usize> = (0..2).map(|_| rng.usize(1..24)).collect();

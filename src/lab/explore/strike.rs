@@ -17,6 +17,9 @@ pub(super) struct Budget {
     restarts: u8,
     /// Redlock's nodes restarting empty (or coming back when down).
     node_restarts: u8,
+    /// Ticks a Redlock round may wait for a slow node, and a tick.
+    slow_votes: u8,
+    tick: std::time::Duration,
     /// Only while a holder works (`lock-vanishes-early`).
     vanish_early: bool,
     /// Crashes only while the buyer works (`kill-instance`).
@@ -31,7 +34,12 @@ pub(super) struct Budget {
 }
 
 impl Budget {
-    pub(super) fn of(variant: Variant, scenario: Scenario, early: bool) -> Budget {
+    pub(super) fn of(
+        variant: Variant,
+        scenario: Scenario,
+        early: bool,
+        tick: std::time::Duration,
+    ) -> Budget {
         let bounds = crate::check::bounds(scenario, Protocol::of(variant));
         let watchdog = Protocol::of(variant).watchdog();
         Budget {
@@ -41,6 +49,8 @@ impl Budget {
             lates: if watchdog { bounds.late_renewals } else { 0 },
             restarts: bounds.outages,
             node_restarts: bounds.restarts,
+            slow_votes: bounds.slow_votes,
+            tick,
             vanish_early: bounds.vanish_early,
             crash_only_in_work: bounds.crash_only_in_work,
             time: bounds.work >= bounds.lease || bounds.pauses > 0,
@@ -123,6 +133,12 @@ impl Run<'_> {
                     .map(|&n| Choice::Freeze { buyer: name(n) }),
             );
         }
+        // A round in flight (a vote let go, another held) waits for a
+        // slow node.
+        let in_round = self.rounds.values().any(|&(_, let_go)| let_go > 0);
+        if budget.slow_votes > 0 && in_round && !self.votes.is_empty() {
+            faults.push(Choice::SlowVote);
+        }
         if budget.restarts > 0 && self.working().is_some() {
             faults.push(Choice::Restart);
         }
@@ -196,6 +212,10 @@ impl Run<'_> {
                 self.stack.client.reset(sku, STOCK, 0).await?;
                 self.holders.clear();
                 self.wake().await?;
+            }
+            Choice::SlowVote => {
+                budget.slow_votes -= 1;
+                tokio::time::sleep(budget.tick).await;
             }
             Choice::NodeRestart { node } => {
                 budget.node_restarts -= 1;
