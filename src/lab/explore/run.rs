@@ -279,6 +279,22 @@ impl Run<'_> {
         Ok(true)
     }
 
+    /// Lets `time` pass while the buyers live on: what arrives meanwhile
+    /// is heard as a settle hears it (a watchdog's renewal goes on at
+    /// once: time passes for every process but a frozen one).
+    pub(super) async fn pass(&mut self, time: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + time;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            if let Some(arrival) = self.scheduler.next(left).await? {
+                self.heard(arrival).await?;
+            }
+        }
+    }
+
     /// Buyer `n` wakes from a freeze: its watchdog's held renewals go on,
     /// and (`watchdog`) the explorer waits until one came back, as a woken
     /// process's watchdog renews before the process goes on. A renewal it

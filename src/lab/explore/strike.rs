@@ -215,7 +215,7 @@ impl Run<'_> {
             }
             Choice::SlowVote => {
                 budget.slow_votes -= 1;
-                tokio::time::sleep(budget.tick).await;
+                self.pass(budget.tick).await?;
             }
             Choice::NodeRestart { node } => {
                 budget.node_restarts -= 1;
