@@ -71,34 +71,30 @@ async fn every_counterexample_of_the_matrix_breaks_live_as_in_the_model() {
         assert!(played.contains(&cell), "{cell:?} not replayed: {out}");
     }
     assert_eq!(cells.len(), 30, "{out}");
-    // The failover cells: the master killed and the replica promoted where
-    // the model has it, and the unit sold twice seen in the answers.
-    for (variant, scenario) in FAILOVER_CELLS {
-        let cell = cells
+    // The cell `(variant, scenario)`, and how many of its live steps say `said`.
+    let cell = |(variant, scenario): (&str, &str)| {
+        cells
             .iter()
             .find(|c| name(c) == (variant.to_owned(), scenario.to_owned()))
-            .unwrap_or_else(|| panic!("{variant} in {scenario} not replayed: {out}"));
-        let promoted = cell["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["live"].as_str().unwrap().contains("Sentinel promoted"))
-            .count();
-        assert_eq!(promoted, 1, "{cell:#}");
+            .unwrap_or_else(|| panic!("{variant} in {scenario} not replayed: {out}"))
+    };
+    let steps_saying = |cell: &serde_json::Value, said: &str| {
+        let steps = cell["steps"].as_array().unwrap().iter();
+        steps
+            .filter(|s| s["live"].as_str().unwrap().contains(said))
+            .count()
+    };
+    // The failover cells: the master killed and the replica promoted where
+    // the model has it, and the unit sold twice seen in the answers.
+    for failover in FAILOVER_CELLS {
+        let cell = cell(failover);
+        assert_eq!(steps_saying(cell, "Sentinel promoted"), 1, "{cell:#}");
         let live = cell["live"].as_str().unwrap();
         assert!(live.contains("unit 2 (A, B)"), "{cell:#}");
     }
     // The Redlock nodes were killed and started again where the model says.
-    let node_cell = cells
-        .iter()
-        .find(|c| name(c) == (NODE_CELL.0.to_owned(), NODE_CELL.1.to_owned()))
-        .unwrap();
-    let restarts = node_cell["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["live"].as_str().unwrap().contains("starts again, empty"))
-        .count();
+    let node_cell = cell(NODE_CELL);
+    let restarts = steps_saying(node_cell, "starts again, empty");
     assert_eq!(restarts, 2, "{node_cell:#}");
     let not_replayed = all["not_replayed"].as_array().unwrap();
     assert!(not_replayed.is_empty(), "cells left out: {out}");

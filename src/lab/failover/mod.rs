@@ -30,6 +30,8 @@
 
 mod replicated;
 
+pub(crate) use replicated::kill_master;
+
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -142,18 +144,20 @@ fn query(v: &str, knobs: &str) -> String {
     format!("/deductStock/{v}?sku={v}&{knobs}")
 }
 
-/// Waits until instance `index` reads `v`'s state again (from the new
-/// master: it asks the Sentinels again after losing the old one).
-async fn serving_again(lab: &Lab, index: usize, v: &str) -> anyhow::Result<()> {
-    let instance = lab.client().at(&lab.instance(index).url);
+/// Waits until `instance` (named `name`) reads `sku`'s state again (from
+/// the new master: it asks the Sentinels again after losing the old one).
+pub(crate) async fn serving_again(
+    instance: &crate::client::StackClient,
+    name: &str,
+    sku: &str,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + PROMOTION_TIMEOUT;
     loop {
-        match instance.state(v).await {
+        match instance.state(sku).await {
             Ok(_) => return Ok(()),
             Err(err) if Instant::now() > deadline => {
                 return Err(err.context(format!(
-                    "instance {} did not serve from the new master within {PROMOTION_TIMEOUT:?}",
-                    lab.instance(index).name
+                    "instance {name} did not serve from the new master within {PROMOTION_TIMEOUT:?}"
                 )));
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,

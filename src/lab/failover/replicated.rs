@@ -56,26 +56,36 @@ impl Replicated {
         })
     }
 
-    /// Kills the master and the relay (SIGKILL: what the relay held back
-    /// is gone) and returns once a Sentinel names the promoted replica
-    /// and it answers as master; the lab then works on it. The new
-    /// master's URL, and how long the promotion took from the kill.
+    /// Kills the master and the relay, and waits for the promotion
+    /// ([`kill_master`]); the lab then works on the new master. Its URL,
+    /// and how long the promotion took from the kill.
     async fn fail_over(&self, lab: &mut Lab) -> anyhow::Result<(String, Duration)> {
-        let kill_started = Instant::now();
-        signal(lab.stack.redis_pid.unwrap_or(0), Signal::SIGKILL);
-        signal(self.relay, Signal::SIGKILL);
-        let promoted = sentinel::wait_new_master(
-            &self.sentinels,
-            sentinel::MASTER_NAME,
-            self.master,
-            PROMOTION_TIMEOUT,
-        )
-        .await?;
-        let promotion = kill_started.elapsed();
+        let master_pid = lab.stack.redis_pid.unwrap_or(0);
+        let (promoted, promotion) =
+            kill_master((master_pid, self.relay), &self.sentinels, self.master).await?;
         lab.store = Store::open(&promoted)?;
         lab.redis_url = promoted.clone();
         Ok((promoted, promotion))
     }
+}
+
+/// Kills a replicated Redis's master and its replication relay, `pids`
+/// (SIGKILL: what the relay held back is gone), and returns once one of
+/// `sentinels` names a master other than `master` and it answers as
+/// master: the new master's URL, and how long the promotion took from
+/// the kill.
+pub(crate) async fn kill_master(
+    (master_pid, relay): (u32, u32),
+    sentinels: &[String],
+    master: SocketAddr,
+) -> anyhow::Result<(String, Duration)> {
+    let kill_started = Instant::now();
+    signal(master_pid, Signal::SIGKILL);
+    signal(relay, Signal::SIGKILL);
+    let promoted =
+        sentinel::wait_new_master(sentinels, sentinel::MASTER_NAME, master, PROMOTION_TIMEOUT)
+            .await?;
+    Ok((promoted, kill_started.elapsed()))
 }
 
 /// Resets `v` (stock 5) on the master and returns once the replica has
@@ -294,7 +304,8 @@ async fn newcomer_after_failover(
     knobs: &str,
 ) -> anyhow::Result<(Instant, Reply)> {
     for index in [1, 0] {
-        serving_again(lab, index, v).await?;
+        let instance = lab.instance(index);
+        serving_again(&lab.client().at(&instance.url), &instance.name, v).await?;
     }
     let sent = Instant::now();
     let newcomer = lab.send(&lab.instance(1).url, &query(v, knobs)).await?;

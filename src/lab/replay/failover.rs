@@ -9,20 +9,18 @@
 //! buyers `WAIT` for one.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use nix::sys::signal::Signal;
 
 use super::live::Live;
 use crate::lab::stack::Stack;
 use crate::store::Store;
 use crate::up::redis::RedisServer;
-use crate::up::{relay, sentinel};
+use crate::up::relay;
 
-/// How long a promotion may take (about 2.2 s measured) before the replay
-/// gives up.
-const PROMOTION: Duration = Duration::from_secs(20);
+/// How long a new replica may take to sync.
+const SYNC: Duration = Duration::from_secs(20);
 
 /// A failover replay's lease at least: the model's time stands still
 /// while the real failover takes seconds, so no live lease may run out
@@ -83,17 +81,9 @@ impl Live<'_> {
     pub(super) async fn fail_over(&mut self) -> anyhow::Result<String> {
         let wait_replicas = self.sale.bounds.wait_replicas;
         let failing = self.failing()?;
-        let killed = Instant::now();
-        crate::os::signal(failing.master_pid, Signal::SIGKILL);
-        crate::os::signal(failing.relay, Signal::SIGKILL);
-        let promoted = sentinel::wait_new_master(
-            &failing.sentinels,
-            sentinel::MASTER_NAME,
-            failing.master,
-            PROMOTION,
-        )
-        .await?;
-        let took = killed.elapsed();
+        let pids = (failing.master_pid, failing.relay);
+        let (promoted, took) =
+            crate::lab::failover::kill_master(pids, &failing.sentinels, failing.master).await?;
         let mut said = format!(
             "master {} killed; Sentinel promoted {promoted} after {:.1} s",
             failing.master,
@@ -102,31 +92,15 @@ impl Live<'_> {
         if wait_replicas {
             let addr: SocketAddr = promoted.trim_start_matches("redis://").parse()?;
             let replica = RedisServer::start_replica(addr).await?;
-            crate::up::redis::wait_replicating(&replica.url(), PROMOTION).await?;
+            crate::up::redis::wait_replicating(&replica.url(), SYNC).await?;
             said.push_str(&format!("; a replica of it synced at {}", replica.url()));
             failing.replica = Some(replica);
         }
         self.store = Store::open(&promoted)?;
         for instance in &self.stack.instances {
-            serving_again(&self.stack.client.at(&instance.url), &self.sku).await?;
+            let client = self.stack.client.at(&instance.url);
+            crate::lab::failover::serving_again(&client, &instance.name, &self.sku).await?;
         }
         Ok(said)
-    }
-}
-
-/// Waits until an instance reads `sku` again: from the new master, once
-/// it asked the Sentinels again after losing the old one.
-async fn serving_again(instance: &crate::client::StackClient, sku: &str) -> anyhow::Result<()> {
-    let deadline = Instant::now() + PROMOTION;
-    loop {
-        match instance.state(sku).await {
-            Ok(_) => return Ok(()),
-            Err(err) if Instant::now() > deadline => {
-                return Err(err.context(format!(
-                    "an instance did not serve from the new master within {PROMOTION:?}"
-                )));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
     }
 }
