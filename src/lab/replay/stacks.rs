@@ -102,20 +102,11 @@ pub async fn start(
 /// the Redis `up` started (a data loss restarts it); the stack and that
 /// Redis's URL.
 pub async fn start_orders(echo: bool) -> anyhow::Result<(Stack, String)> {
-    let stack = Stack::start(&UpOptions {
-        args: up_args(Beside {
-            orders: true,
-            lock_stores: false,
-        }),
-        echo,
-        ..UpOptions::default()
-    })
-    .await?;
-    let url = stack
-        .redis_url
-        .clone()
-        .context("the stack announced no Redis")?;
-    Ok((stack, url))
+    let beside = Beside {
+        orders: true,
+        lock_stores: false,
+    };
+    start_with_its_redis(up_args(beside), echo).await
 }
 
 /// The stack a failover cell's replay needs: `up --replica` (its Redis, a
@@ -132,6 +123,12 @@ pub async fn start_failover(
         "--gate-redis".to_owned(),
         gates.url(),
     ]);
+    let (stack, url) = start_with_its_redis(args, echo).await?;
+    Ok((gates, stack, url))
+}
+
+/// `up` with `args`, starting its own Redis: the stack and that Redis's URL.
+async fn start_with_its_redis(args: Vec<String>, echo: bool) -> anyhow::Result<(Stack, String)> {
     let stack = Stack::start(&UpOptions {
         args,
         echo,
@@ -142,5 +139,5 @@ pub async fn start_failover(
         .redis_url
         .clone()
         .context("the stack announced no Redis")?;
-    Ok((gates, stack, url))
+    Ok((stack, url))
 }
