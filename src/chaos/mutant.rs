@@ -21,7 +21,8 @@ pub enum Mutant {
     /// The watchdog's section writes even when its lock is lost (its
     /// renewal was refused, or its local deadline passed).
     NoLostCheck,
-    /// `fenced` runs with no fence: plain reads, unfenced writes.
+    /// `fenced`, `etcd` and `zookeeper` run with no fence: plain reads,
+    /// unfenced writes.
     NoFence,
     /// A request id is not claimed before the section: a retry of an id
     /// sells again while its first attempt is in flight or done.

@@ -101,9 +101,12 @@ pub(super) async fn fenced_section(
         crate::lock::OwnerId::new(ctx.instance),
         fence.token
     );
+    // The live mutant `no-fence` (debug builds only) takes the store's
+    // fence out: plain reads, unfenced writes.
+    let fenced = !crate::chaos::mutant::on(crate::chaos::mutant::Mutant::NoFence);
     let guard = crate::section::Guard {
         holder: Some(&holder),
-        fence: Some(fence),
+        fence: fenced.then_some(fence),
         still_held,
         lease: None,
     };

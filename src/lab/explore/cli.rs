@@ -115,6 +115,12 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
         explored.strategy,
         explored.per_second
     );
+    if !explored.struck.is_empty() {
+        let struck: Vec<String> = (explored.struck.iter())
+            .map(|(fault, n)| format!("{fault} in {n}"))
+            .collect();
+        println!("faults struck (schedules): {}", struck.join(", "));
+    }
     match &explored.found {
         None => println!("no schedule broke a property"),
         Some(schedule) => {
@@ -165,17 +171,26 @@ fn report_all(
     args: &ExploreArgs,
     (cells, skipped): (Vec<Cell>, Vec<(Variant, Scenario, &'static str)>),
 ) -> anyhow::Result<bool> {
-    println!("| variant | scenario | model | schedules | a second | found after | agrees |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| variant | scenario | model | schedules | a second | faults struck (schedules) | found after | agrees |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for cell in &cells {
         let e = &cell.explored;
+        let struck: Vec<String> = (e.struck.iter())
+            .map(|(fault, n)| format!("{fault} {n}"))
+            .collect();
         println!(
-            "| `{}` | {} | {} | {} | {:.1} | {} | {} |",
+            "| `{}` | {} | {} | {} | {:.1} | {} | {} | {} |",
             e.variant,
             e.scenario,
             cell.model,
             e.schedules,
             e.per_second,
+            match struck.is_empty() {
+                true => "-".to_owned(),
+                false => struck.join(", "),
+            },
             e.until_found.map_or("-".to_owned(), |n| n.to_string()),
             if cell.agrees { "yes" } else { "NO" }
         );

@@ -14,6 +14,9 @@ pub struct Explored {
     pub strategy: Strategy,
     pub schedules: usize,
     pub per_second: f64,
+    /// Per fault (a step other than a release), in how many schedules it
+    /// struck: what the exploration really played.
+    pub struck: std::collections::BTreeMap<&'static str, usize>,
     /// The first schedule that broke a property, and how many it took.
     pub found: Option<Schedule>,
     pub until_found: Option<usize>,
@@ -33,6 +36,7 @@ pub async fn explore(
     let started = Instant::now();
     let mut run = 0;
     let mut found = None;
+    let mut struck = std::collections::BTreeMap::new();
     while run < schedules && found.is_none() {
         let schedule = one(
             stack,
@@ -44,6 +48,14 @@ pub async fn explore(
         )
         .await?;
         run += 1;
+        let mut kinds: Vec<&'static str> = (schedule.steps.iter())
+            .filter_map(super::Choice::fault)
+            .collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        for kind in kinds {
+            *struck.entry(kind).or_insert(0) += 1;
+        }
         if schedule.violation {
             found = Some(schedule);
         }
@@ -54,6 +66,7 @@ pub async fn explore(
         strategy,
         schedules: run,
         per_second: run as f64 / started.elapsed().as_secs_f64(),
+        struck,
         until_found: found.as_ref().map(|_| run),
         found,
     })

@@ -15,18 +15,7 @@ use crate::lab::stack::Stack;
 pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> {
     let protocol = Protocol::of(variant);
     let bounds = check::bounds(scenario, protocol);
-    if matches!(variant, Variant::Etcd | Variant::ZooKeeper) && bounds.crashes > 0 {
-        return Some(
-            "a crashed holder of an etcd or ZooKeeper lock: the explorer cannot make its lease or session end",
-        );
-    }
-    let stored_elsewhere = matches!(variant, Variant::Etcd | Variant::ZooKeeper);
     let why = [
-        (
-            stored_elsewhere
-                && (bounds.pauses > 0 || (bounds.late_renewals > 0 && protocol.watchdog())),
-            "a lease run out under a frozen holder or a late renewal, which lives in etcd or in ZooKeeper: the explorer runs out leases in Redis only (the stack's, or Redlock's nodes)",
-        ),
         (bounds.failovers > 0, "a failover"),
         (bounds.cutoffs > 0, "calls cut off by a paused Redis"),
         (

@@ -31,6 +31,7 @@ use crate::variants::{Scenario, Variant};
 use super::stack::Stack;
 
 mod cli;
+mod elsewhere;
 mod many;
 pub mod matrix;
 mod nodes;
@@ -92,6 +93,24 @@ pub enum Choice {
     Restart,
 }
 
+impl Choice {
+    /// The fault this step strikes (its name in `--json`), `None` for a
+    /// release.
+    pub fn fault(&self) -> Option<&'static str> {
+        Some(match self {
+            Choice::Release { .. } => return None,
+            Choice::Vanish => "Vanish",
+            Choice::Expire => "Expire",
+            Choice::Crash { .. } => "Crash",
+            Choice::Late { .. } => "Late",
+            Choice::Freeze { .. } => "Freeze",
+            Choice::NodeRestart { .. } => "NodeRestart",
+            Choice::SlowVote => "SlowVote",
+            Choice::Restart => "Restart",
+        })
+    }
+}
+
 /// One schedule explored.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Schedule {
@@ -123,7 +142,11 @@ pub async fn one(
     let sku = format!("x-{variant}");
     stack.client.reset(&sku, STOCK, 0).await?;
     let bounds = check::bounds(scenario, Protocol::of(variant));
-    let watchdog = Protocol::of(variant).watchdog();
+    // etcd's and ZooKeeper's leases: their keep-alives pass no gate, and
+    // the explorer ends a lease in the store (see `elsewhere`).
+    let keys = Keys::new(&Sku::parse(&sku)?);
+    let elsewhere = elsewhere::Elsewhere::of(stack, variant, &keys).await?;
+    let watchdog = Protocol::of(variant).watchdog() && elsewhere.is_none();
     // An early deletion, or a frozen holder's lock, is noticed by the
     // holder's next renewal: with a short lease it comes soon (renewals go
     // on at once; see `settle`).
@@ -153,7 +176,7 @@ pub async fn one(
         stack,
         scheduler: Scheduler::start(redis_url, &run_id).await?,
         buyers: HashMap::new(),
-        keys: Keys::new(&Sku::parse(&sku)?),
+        keys,
         store: Store::open(redis_url)?,
         renewed: HashSet::new(),
         blocked: HashSet::new(),
@@ -163,6 +186,8 @@ pub async fn one(
         votes: Vec::new(),
         rounds: HashMap::new(),
         nodes: run::nodes_of(stack, variant)?,
+        elsewhere,
+        entries: HashMap::new(),
     };
     let one_process = bounds.one_process;
     // Retries of one purchase: every buyer sends the same request id.
@@ -273,7 +298,9 @@ pub async fn one(
                 Choice::Release { buyer, gate } => {
                     let n = index(buyer);
                     if run.frozen.contains(&n) {
-                        run.wake_up(n, budget.watchdog).await?;
+                        // (etcd's and ZooKeeper's renewals pass no gate.)
+                        let renews = budget.watchdog && run.elsewhere.is_none();
+                        run.wake_up(n, renews).await?;
                     }
                     match run.held_vote(n, gate) {
                         Some(vote) => run.release_vote(vote).await?,

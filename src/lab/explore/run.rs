@@ -47,6 +47,10 @@ pub(super) struct Run<'a> {
     /// Redlock: its nodes, where its lock lives (none for the other
     /// variants: their lock is in the stack's Redis).
     pub(super) nodes: Vec<redis::Client>,
+    /// etcd, ZooKeeper: where the lock lives, and each buyer's entry in
+    /// its queue (its key, its znode), learnt as the buyer queues.
+    pub(super) elsewhere: Option<super::elsewhere::Elsewhere>,
+    pub(super) entries: HashMap<u8, String>,
 }
 
 /// Clients of the nodes of `variant`'s lock on `stack` (Redlock's; none
@@ -99,9 +103,11 @@ impl Run<'_> {
             // (Free for buyer n: nobody else the explorer knows of holds it
             // or is queued for it, and its key, if it has one in this
             // Redis, is gone.)
-            let key_gone = match self.blocked.is_empty() {
-                true => false,
-                false => self.lock().await?.is_none(),
+            // (etcd's and ZooKeeper's have none in Redis.)
+            let key_gone = match (self.blocked.is_empty(), &self.elsewhere) {
+                (true, _) => false,
+                (false, Some(_)) => true,
+                (false, None) => self.lock().await?.is_none(),
             };
             let free = |n: &u8| key_gone && self.holders.iter().all(|h| h == n);
             let sent = self
@@ -181,6 +187,9 @@ impl Run<'_> {
                 "after_acquire" | "after_setnx" | "queued"
             ) {
                 self.holders.insert(n);
+            }
+            if arrival.gate == "queued" {
+                self.learn_entry(n).await?;
             }
             self.buyers.insert(n, Buyer::Waiting(arrival, request));
         }
@@ -322,9 +331,49 @@ impl Run<'_> {
         }
     }
 
+    /// Buyer `n`'s entry in an etcd or ZooKeeper lock's queue: the one it
+    /// just made, which no other buyer made (one buyer moves at a time:
+    /// the newest of those nobody owns).
+    async fn learn_entry(&mut self, n: u8) -> anyhow::Result<()> {
+        let Some(elsewhere) = &self.elsewhere else {
+            return Ok(());
+        };
+        let queue = elsewhere.queue().await?;
+        let known: HashSet<&String> = self.entries.values().collect();
+        if let Some(entry) = queue.iter().rev().find(|e| !known.contains(e)) {
+            self.entries.insert(n, entry.clone());
+        }
+        Ok(())
+    }
+
+    /// Ends the leases (etcd) or, as the store sees them, the sessions
+    /// (ZooKeeper) of `buyers`' entries: they leave the queue, and those
+    /// after them go on.
+    pub(super) async fn end_entries(&mut self, buyers: &[u8]) -> anyhow::Result<()> {
+        let Some(elsewhere) = &self.elsewhere else {
+            return Ok(());
+        };
+        for n in buyers {
+            if let Some(entry) = self.entries.remove(n) {
+                elsewhere.end(&entry).await?;
+            }
+            self.holders.remove(n);
+        }
+        Ok(())
+    }
+
     /// The lock's lease runs out (`PEXPIRE 1`, and the key is gone), and
-    /// the buyers waiting for it are woken.
+    /// the buyers waiting for it are woken. In etcd and ZooKeeper the
+    /// leases that run out are those of the buyers whose keep-alives
+    /// stopped: the crashed and the frozen.
     pub(super) async fn lease_runs_out(&mut self) -> anyhow::Result<()> {
+        if self.elsewhere.is_some() {
+            let stopped: Vec<u8> = (self.buyers.iter())
+                .filter(|(n, b)| matches!(b, Buyer::Crashed(..)) || self.frozen.contains(n))
+                .map(|(&n, _)| n)
+                .collect();
+            return self.end_entries(&stopped).await;
+        }
         if self.nodes.is_empty() {
             let mut conn = self.store.conn().await?;
             let _: bool = conn.pexpire(&self.keys.lock, 1).await?;
@@ -372,8 +421,13 @@ impl Run<'_> {
     }
 
     /// The lock's TTL in ms (-1: none), `None` when there is no lock; on
-    /// Redlock's nodes, the longest of the nodes that have it.
+    /// Redlock's nodes, the longest of the nodes that have it; in etcd and
+    /// ZooKeeper, a lease (the buyers' own) while anyone is queued.
     pub(super) async fn lock(&self) -> anyhow::Result<Option<i64>> {
+        if let Some(elsewhere) = &self.elsewhere {
+            let queued = !elsewhere.queue().await?.is_empty();
+            return Ok(queued.then_some(super::LEASE_MS as i64));
+        }
         if self.nodes.is_empty() {
             let mut conn = self.store.conn().await?;
             let ttl: i64 = conn.pttl(&self.keys.lock).await?;

@@ -139,7 +139,10 @@ impl Run<'_> {
         if budget.slow_votes > 0 && in_round && !self.votes.is_empty() {
             faults.push(Choice::SlowVote);
         }
-        if budget.restarts > 0 && self.working().is_some() {
+        // Under a working buyer; a script has no work to be under: any
+        // buyer waiting at a gate (before its script, or after it).
+        let script = !Protocol::of(variant).leased();
+        if budget.restarts > 0 && (self.working().is_some() || (script && !waiting.is_empty())) {
             faults.push(Choice::Restart);
         }
         if budget.crashes > 0 {
@@ -170,6 +173,12 @@ impl Run<'_> {
     ) -> anyhow::Result<()> {
         match fault {
             Choice::Release { .. } => {}
+            // etcd's and ZooKeeper's keep-alives pass no gate: the lease
+            // ends, and the holder learns it whenever it does.
+            Choice::Late { buyer } if self.elsewhere.is_some() => {
+                budget.lates -= 1;
+                self.end_entries(&[index(buyer)]).await?;
+            }
             Choice::Late { buyer } => {
                 budget.lates -= 1;
                 self.lease_runs_out().await?;

@@ -189,6 +189,41 @@ impl EtcdLock {
         }))
     }
 
+    /// Every contender queued now, the holder first (by creation).
+    pub async fn contenders_in_order(&self) -> Result<Vec<Holder>, EtcdError> {
+        let mut range = self.first_created(None, "ASCEND");
+        range["limit"] = json!(0);
+        let answer = self.client.call("/v3/kv/range", &range).await?;
+        let kvs = answer["kvs"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        kvs.iter()
+            .map(|kv| {
+                Ok(Holder {
+                    key: from_b64(&kv["key"]).unwrap_or_default(),
+                    lease: int(&kv["lease"])?,
+                    revision: int(&kv["create_revision"])?,
+                })
+            })
+            .collect()
+    }
+
+    /// Ends a contender's `lease` now, as its TTL would once its
+    /// keep-alives stopped: etcd deletes its key with it, and its own
+    /// keep-alive finds it gone. A lease already gone is no error.
+    pub async fn end_lease(&self, lease: i64) -> Result<(), EtcdError> {
+        match self
+            .client
+            .call("/v3/lease/revoke", &json!({"ID": lease.to_string()}))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(EtcdError::Refused(message)) if message.contains("not found") => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
     /// How long `lease` has left, as etcd counts it (`None`: it is gone).
     pub async fn lease_left(&self, lease: i64) -> Result<Option<Duration>, EtcdError> {
         let answer = self

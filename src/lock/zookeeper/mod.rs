@@ -273,6 +273,19 @@ impl ZooKeeperLock {
         Ok(queue.first().map(|child| format!("{}/{child}", self.dir)))
     }
 
+    /// Every contender's znode now, the holder (the lowest) first.
+    pub async fn contenders_in_order(&self) -> Result<Vec<String>, ZooKeeperLockError> {
+        let queue = self.queue().await?;
+        Ok(queue.iter().map(|c| format!("{}/{c}", self.dir)).collect())
+    }
+
+    /// Deletes a contender's znode, as its session's end would (any
+    /// session may: the lock's znodes are open to all); `false` when it
+    /// was gone already.
+    pub async fn evict(&self, path: &str) -> Result<bool, ZooKeeperLockError> {
+        self.delete_own(path).await
+    }
+
     /// Creates the contender's ephemeral sequential znode; its path and czxid.
     async fn enqueue(&self, owner: &str) -> Result<(String, i64), ZooKeeperLockError> {
         let prefix = format!("{}/{owner}-lock-", self.dir);
