@@ -277,6 +277,15 @@ def explore_1(name="explore-1"):
             for c in cells if c["counterexample"]]
     print(table(["cell", "the checker", "schedules until one broke"], rows))
     print()
+    if all("struck" in c["explored"] for c in cells):
+        # In how many schedules each fault struck, per cell with faults.
+        rows = [[f"`{c['explored']['variant']}` in {c['explored']['scenario']}",
+                 c["explored"]["schedules"],
+                 ", ".join(f"{k} {n}" for k, n in sorted(c["explored"]["struck"].items())) or "none"]
+                for c in cells
+                if c["explored"]["scenario"] not in ("one-instance", "race", "retry-storm")]
+        print(table(["cell (its scenario has faults)", "schedules", "faults struck (schedules)"], rows))
+        print()
     total = sum(c["explored"]["schedules"] for c in cells)
     agree = sum(c["agrees"] for c in cells)
     print(f"{len(cells)} cells explored, {total} schedules, {agree} agreeing with the checker; "
@@ -314,7 +323,7 @@ if __name__ == "__main__":
     gates_1()
     if (R / "explore-1.json").exists():
         explore_1()
-    for later in ("explore-2", "explore-3", "explore-4"):
+    for later in ("explore-2", "explore-3", "explore-4", "explore-5"):
         if (R / f"{later}.json").exists():
             explore_1(later)
     bench_run("bench-2")

@@ -106,7 +106,7 @@ pub struct Target {
 
 /// A connection of the lab's own to its Redis, opened before a pause:
 /// it sees Redis stop answering, and answer again.
-struct Probe {
+pub(in crate::lab) struct Probe {
     conn: redis::aio::MultiplexedConnection,
     pause: Duration,
 }
@@ -123,13 +123,50 @@ impl Probe {
 
     /// Returns once Redis answers again: a PING sent now waits for the end
     /// of the pause.
-    async fn answering(&mut self) -> anyhow::Result<()> {
+    pub(in crate::lab) async fn answering(&mut self) -> anyhow::Result<()> {
         if self.ping(self.pause + WAKE_TIMEOUT).await? {
             Ok(())
         } else {
             anyhow::bail!("Redis did not answer again after its pause")
         }
     }
+}
+
+/// Pauses the Redis at `redis_url` (`store`'s) for `pause` (`DEBUG SLEEP`,
+/// on a connection of its own), noting on its timeline that `who` did,
+/// and returns once it has stopped answering: a PING unanswered for 50 ms.
+/// Whether it stopped (why not: it kept answering), and the probe that
+/// tells when it answers again.
+pub(in crate::lab) async fn pause_redis(
+    redis_url: &str,
+    store: &Store,
+    pause: Duration,
+    who: &str,
+) -> anyhow::Result<(Check, Probe)> {
+    let client = redis::Client::open(redis_url)?;
+    // No timeout of the connection's own: `answering` waits out the pause.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let mut probe = Probe {
+        conn: client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?,
+        pause,
+    };
+    let mut conn = store.conn().await?;
+    let detail = format!("{} ms ({who})", pause.as_millis());
+    crate::timeline::event(&mut conn, "pause_redis", None, None, detail).await;
+    chaos::pause_redis(store, pause);
+    let deadline = Instant::now() + PAUSE_TIMEOUT;
+    while probe.ping(PAUSED_AFTER).await? {
+        if Instant::now() > deadline {
+            let why = format!(
+                "Redis kept answering {} s after DEBUG SLEEP",
+                PAUSE_TIMEOUT.as_secs()
+            );
+            return Ok((Err(why), probe));
+        }
+    }
+    Ok((Ok(()), probe))
 }
 
 /// Everything a scenario works with.
@@ -297,35 +334,9 @@ impl Lab {
             .with_context(|| format!("chaos on instance {}", self.instance(index).name))
     }
 
-    /// Pauses the lab's Redis for `pause` (`DEBUG SLEEP`, on a connection
-    /// of its own) and returns once it has stopped answering: a PING
-    /// unanswered for 50 ms. Whether it stopped (why not: it kept
-    /// answering), and the probe that tells when it answers again.
+    /// Pauses the lab's Redis for `pause`: see [`pause_redis`].
     async fn pause_redis(&self, pause: Duration) -> anyhow::Result<(Check, Probe)> {
-        let client = redis::Client::open(self.redis_url.as_str())?;
-        // No timeout of the connection's own: `answering` waits out the pause.
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut probe = Probe {
-            conn: client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?,
-            pause,
-        };
-        let mut conn = self.store.conn().await?;
-        let detail = format!("{} ms (the lab)", pause.as_millis());
-        crate::timeline::event(&mut conn, "pause_redis", None, None, detail).await;
-        chaos::pause_redis(&self.store, pause);
-        let deadline = Instant::now() + PAUSE_TIMEOUT;
-        while probe.ping(PAUSED_AFTER).await? {
-            if Instant::now() > deadline {
-                let why = format!(
-                    "Redis kept answering {} s after DEBUG SLEEP",
-                    PAUSE_TIMEOUT.as_secs()
-                );
-                return Ok((Err(why), probe));
-            }
-        }
-        Ok((Ok(()), probe))
+        pause_redis(&self.redis_url, &self.store, pause, "the lab").await
     }
 
     /// The instance a recovery scenario kills next, and the other one.

@@ -84,10 +84,11 @@ async fn exploration_finds_what_the_checker_finds_and_nothing_where_it_finds_not
         ];
         let stack = Stack::start_with(3, None, &args).await;
         let redis_url = stack.redis_url.clone().expect("up started its Redis");
+        let redises = explore::Redises::one(&redis_url);
         for (variant, scenario) in FOUND {
             let explored = explore::explore(
                 &stack,
-                &redis_url,
+                &redises,
                 variant,
                 scenario,
                 Strategy::Pct,
@@ -106,7 +107,7 @@ async fn exploration_finds_what_the_checker_finds_and_nothing_where_it_finds_not
             // Its seed finds it again.
             let again = explore::one(
                 &stack,
-                &redis_url,
+                &redises,
                 variant,
                 scenario,
                 Strategy::Pct,
@@ -126,7 +127,7 @@ async fn exploration_finds_what_the_checker_finds_and_nothing_where_it_finds_not
         for seed in 1..=5 {
             let schedule = explore::one(
                 &stack,
-                &redis_url,
+                &redises,
                 Variant::Redlock,
                 Scenario::Race,
                 Strategy::Pct,
@@ -149,7 +150,7 @@ async fn exploration_finds_what_the_checker_finds_and_nothing_where_it_finds_not
         for (variant, scenario) in SAFE {
             let explored = explore::explore(
                 &stack,
-                &redis_url,
+                &redises,
                 variant,
                 scenario,
                 Strategy::Pct,
@@ -273,6 +274,29 @@ async fn each_live_mutant_is_found_and_the_code_without_it_passes_the_same_sched
                 "{variant} in {scenario} without {mutant} broke within seeds 1..={until}: {clean}"
             );
         }
+    })
+    .await;
+}
+
+/// `redis-pause`, on a stack of the explorer's own whose gates meet in a
+/// Redis apart: a buyer's call goes into a paused Redis and is answered
+/// `unknown`, the buyer asks again with its id, and every sale in the
+/// ledger is a buyer's answered `sold` (a batch's buyers too).
+#[tokio::test]
+async fn calls_cut_off_by_a_paused_redis_resolve_on_retry_in_every_schedule() {
+    helpers::within(Duration::from_secs(300), async {
+        const SCHEDULES: usize = 10;
+        let cell = (Variant::LuaBatch, Scenario::RedisPause, "pct");
+        let (code, explored) = explore_cli(cell, SCHEDULES, None).await;
+        assert!(
+            code == 0 && explored["found"].is_null() && explored["schedules"] == SCHEDULES,
+            "{explored}"
+        );
+        let cut = explored["struck"]["Cutoff"].as_u64().unwrap_or(0);
+        assert!(
+            cut >= 1,
+            "no call was cut off in {SCHEDULES} schedules: {explored}"
+        );
     })
     .await;
 }

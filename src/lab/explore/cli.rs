@@ -67,16 +67,27 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
     // The order pipeline runs where a variant's sales become orders (each
     // schedule of theirs is reconciled); etcd and ZooKeeper where their
     // locks are explored.
+    // On a stack of its own, the gates meet in a Redis apart: a schedule
+    // goes on while the stock's Redis is paused (`redis-pause`).
+    let gates = match args.target.target {
+        None => Some(crate::up::redis::RedisServer::start(None).await?),
+        Some(_) => None,
+    };
     let beside = crate::lab::replay::Beside {
         orders: args.all || args.variant.is_some_and(Variant::orders),
         lock_stores: args.all || matches!(args.variant, Some(Variant::Etcd | Variant::ZooKeeper)),
+        gate_redis: gates.as_ref().map(|g| g.url()),
     };
     let (_redis, stack, redis_url) =
         crate::lab::replay::stack_for(&args.target, false, args.mutant, beside).await?;
+    let redises = super::Redises {
+        gates: gates.as_ref().map_or(redis_url.clone(), |g| g.url()),
+        stock: redis_url,
+    };
     let (Some(variant), Some(scenario)) = (args.variant, args.scenario) else {
         let run = matrix::all(
             &stack,
-            &redis_url,
+            &redises,
             args.strategy,
             (args.schedules, args.hunt),
             args.seed,
@@ -87,7 +98,7 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
     };
     let explored = explore(
         &stack,
-        &redis_url,
+        &redises,
         variant,
         scenario,
         args.strategy,

@@ -14,6 +14,8 @@
 //! still connected, does not learn it; its write meets the fence as a
 //! frozen holder's does).
 
+use std::collections::HashSet;
+
 use anyhow::Context;
 
 use crate::lab::stack::Stack;
@@ -95,6 +97,39 @@ impl Elsewhere {
             Elsewhere::ZooKeeper { lock, .. } => {
                 lock.evict(entry).await?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl super::run::Run<'_> {
+    /// Buyer `n`'s entry in an etcd or ZooKeeper lock's queue: the one it
+    /// just made, which no other buyer made (one buyer moves at a time:
+    /// the newest of those nobody owns).
+    pub(super) async fn learn_entry(&mut self, n: u8) -> anyhow::Result<()> {
+        let Some(elsewhere) = &self.elsewhere else {
+            return Ok(());
+        };
+        let queue = elsewhere.queue().await?;
+        let known: HashSet<&String> = self.entries.values().collect();
+        if let Some(entry) = queue.iter().rev().find(|e| !known.contains(e)) {
+            self.entries.insert(n, entry.clone());
+        }
+        Ok(())
+    }
+
+    /// Ends the leases (etcd) or, as the store sees them, the sessions
+    /// (ZooKeeper) of `buyers`' entries: they leave the queue, and those
+    /// after them go on.
+    pub(super) async fn end_entries(&mut self, buyers: &[u8]) -> anyhow::Result<()> {
+        let Some(elsewhere) = &self.elsewhere else {
+            return Ok(());
+        };
+        for n in buyers {
+            if let Some(entry) = self.entries.remove(n) {
+                elsewhere.end(&entry).await?;
+            }
+            self.holders.remove(n);
         }
         Ok(())
     }

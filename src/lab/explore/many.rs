@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use super::{Schedule, Strategy, one};
+use super::{Redises, Schedule, Strategy, one};
 use crate::lab::stack::Stack;
 use crate::variants::{Scenario, Variant};
 
@@ -26,7 +26,7 @@ pub struct Explored {
 /// stopping at the first violation.
 pub async fn explore(
     stack: &Stack,
-    redis_url: &str,
+    redises: &Redises,
     variant: Variant,
     scenario: Scenario,
     strategy: Strategy,
@@ -40,7 +40,7 @@ pub async fn explore(
     while run < schedules && found.is_none() {
         let schedule = one(
             stack,
-            redis_url,
+            redises,
             variant,
             scenario,
             strategy,

@@ -7,7 +7,7 @@ use crate::check::order::OrderFaults;
 use crate::check::{self, Property, protocol::Protocol};
 use crate::variants::{Scenario, Variant};
 
-use super::{Explored, Strategy, explore};
+use super::{Explored, Redises, Strategy, explore};
 use crate::lab::stack::Stack;
 
 /// Why the explorer cannot play a cell's faults (or judge what breaks
@@ -17,7 +17,6 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
     let bounds = check::bounds(scenario, protocol);
     let why = [
         (bounds.failovers > 0, "a failover"),
-        (bounds.cutoffs > 0, "calls cut off by a paused Redis"),
         (
             bounds.orders.is_some_and(|o| o != OrderFaults::default()),
             "the order pipeline's own faults (a worker's crash, PostgreSQL stopped, reservations, Redis losing its data)",
@@ -35,6 +34,10 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
         Some(_) => Some("what breaks there is not judged by the explorer"),
     }
 }
+
+/// Why a cell of calls cut off by a paused Redis is not played on a stack
+/// whose gates meet in the Redis the pause stops.
+pub const CUT_OFF_NEEDS_GATES_APART: &str = "calls cut off by a paused Redis: the gates must meet in a Redis apart, which only a stack of the explorer's own has";
 
 /// One cell of the run.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -54,7 +57,7 @@ pub struct Cell {
 /// cell with a counterexample. The cells it cannot play, and why.
 pub async fn all(
     stack: &Stack,
-    redis_url: &str,
+    redises: &Redises,
     strategy: Strategy,
     (safe, hunt): (usize, usize),
     seed: u64,
@@ -69,12 +72,15 @@ pub async fn all(
                 skipped.push((variant, scenario, why));
                 continue;
             }
+            let bounds = check::bounds(scenario, Protocol::of(variant));
+            if bounds.cutoffs > 0 && !redises.apart() {
+                skipped.push((variant, scenario, CUT_OFF_NEEDS_GATES_APART));
+                continue;
+            }
             let counterexample = verdict.broken.is_some();
             let schedules = if counterexample { hunt } else { safe };
-            let explored = explore(
-                stack, redis_url, variant, scenario, strategy, schedules, seed,
-            )
-            .await?;
+            let explored =
+                explore(stack, redises, variant, scenario, strategy, schedules, seed).await?;
             eprintln!(
                 "{variant} in {scenario}: {} schedules, {}",
                 explored.schedules,

@@ -31,6 +31,7 @@ use crate::variants::{Scenario, Variant};
 use super::stack::Stack;
 
 mod cli;
+mod cutoff;
 mod elsewhere;
 mod many;
 pub mod matrix;
@@ -42,6 +43,7 @@ use run::{Buyer, Run, name};
 use strike::Budget;
 
 pub use cli::{ExploreArgs, run};
+pub use cutoff::Redises;
 pub use many::{Explored, explore};
 
 /// Buyers in each schedule, and units in stock (the checker's bounds).
@@ -87,6 +89,13 @@ pub enum Choice {
     NodeRestart { node: u8 },
     /// A Redlock round waits a tick of the lease for a slow node.
     SlowVote,
+    /// Redis pauses (`DEBUG SLEEP`) and the buyer's call goes into the
+    /// pause: its instance stops waiting (1 s) and answers `unknown`; the
+    /// call's script, queued, runs when Redis wakes.
+    Cutoff { buyer: String },
+    /// A buyer told `unknown` asks again with its request id (a release:
+    /// every such buyer asks again before the schedule ends).
+    Retry { buyer: String },
     /// Redis restarted empty under a working buyer, as the SKU sees it:
     /// its keys (the lock among them) gone and the SKU stocked again, a
     /// new epoch. (The outage's failed calls themselves are not played.)
@@ -98,7 +107,8 @@ impl Choice {
     /// release.
     pub fn fault(&self) -> Option<&'static str> {
         Some(match self {
-            Choice::Release { .. } => return None,
+            Choice::Release { .. } | Choice::Retry { .. } => return None,
+            Choice::Cutoff { .. } => "Cutoff",
             Choice::Vanish => "Vanish",
             Choice::Expire => "Expire",
             Choice::Crash { .. } => "Crash",
@@ -133,7 +143,7 @@ const WORKING: [&str; 2] = ["after_read", "before_check"];
 /// Explores one schedule of `variant` in `scenario` with `seed`.
 pub async fn one(
     stack: &Stack,
-    redis_url: &str,
+    redises: &Redises,
     variant: Variant,
     scenario: Scenario,
     strategy: Strategy,
@@ -174,10 +184,10 @@ pub async fn one(
     }
     let mut run = Run {
         stack,
-        scheduler: Scheduler::start(redis_url, &run_id).await?,
+        scheduler: Scheduler::start(&redises.gates, &run_id).await?,
         buyers: HashMap::new(),
         keys,
-        store: Store::open(redis_url)?,
+        store: Store::open(&redises.stock)?,
         renewed: HashSet::new(),
         blocked: HashSet::new(),
         holders: HashSet::new(),
@@ -188,13 +198,20 @@ pub async fn one(
         nodes: run::nodes_of(stack, variant)?,
         elsewhere,
         entries: HashMap::new(),
+        requests: HashMap::new(),
+        stock_url: redises.stock.clone(),
     };
     let one_process = bounds.one_process;
     // Retries of one purchase: every buyer sends the same request id.
-    let id = match bounds.one_request {
-        true => format!("&request_id={run_id}"),
-        false => String::new(),
+    // Where calls are cut off, each buyer has its own (it asks again).
+    let id = |n: u8| match (bounds.one_request, bounds.cutoffs > 0) {
+        (true, _) => format!("&request_id={run_id}"),
+        (false, true) => format!("&request_id={run_id}-{}", name(n)),
+        (false, false) => String::new(),
     };
+    if bounds.cutoffs > 0 && !redises.apart() {
+        bail!("{}", matrix::CUT_OFF_NEEDS_GATES_APART);
+    }
     // A skewed clock: the last buyer's instance runs ahead by the model's
     // skew, counted in the buyers' lease's ticks (chaos mode's
     // `clock_skew`, which only `setnx-expiry` believes), set back once the
@@ -217,21 +234,12 @@ pub async fn one(
         let instance = &run.stack.instances[at];
         let client = run.stack.client.at(&instance.url);
         let path = format!(
-            "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={run_id}:{}{id}",
-            name(n)
+            "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={run_id}:{}{}",
+            name(n),
+            id(n)
         );
-        let answers = run.scheduler.answers().await?;
-        run.buyers.insert(
-            n,
-            Buyer::Sent(tokio::spawn(async move {
-                let answer = client.deduct(&path).await;
-                // Heard by the explorer's wait, as an arrival is.
-                if let Err(err) = answers.answered(&name(n)).await {
-                    tracing::warn!(%err, "an answer could not be announced");
-                }
-                answer
-            })),
-        );
+        run.requests.insert(n, (client, path));
+        run.send(n).await?;
     }
     let tick = Duration::from_millis(lease_ms / u64::from(bounds.lease.max(1)));
     let mut budget = Budget::of(variant, scenario, early, tick);
@@ -247,8 +255,10 @@ pub async fn one(
                 .filter(|n| matches!(run.buyers.get(n), Some(Buyer::Waiting(..))))
                 .collect();
             let lock = run.lock().await?;
-            // Each buyer's gate, and each Redlock vote held.
-            let choices = run.releases();
+            // Each buyer's gate, each Redlock vote held, and each buyer
+            // told `unknown` asking again.
+            let mut choices = run.releases();
+            choices.extend(run.retries());
             let down = match bounds.restarts > 0 {
                 true => run.nodes_down().await?,
                 false => Vec::new(),
@@ -278,7 +288,7 @@ pub async fn one(
                     let n = choices
                         .iter()
                         .map(|c| match c {
-                            Choice::Release { buyer, .. } => index(buyer),
+                            Choice::Release { buyer, .. } | Choice::Retry { buyer } => index(buyer),
                             _ => 0,
                         })
                         .max_by_key(|&n| priority[usize::from(n)])
@@ -289,7 +299,7 @@ pub async fn one(
                     // Its first: its gate, or its first vote held.
                     choices
                         .iter()
-                        .find(|c| matches!(c, Choice::Release { buyer, .. } if index(buyer) == n))
+                        .find(|c| matches!(c, Choice::Release { buyer, .. } | Choice::Retry { buyer } if index(buyer) == n))
                         .context("the buyer's release")?
                         .clone()
                 }
@@ -307,6 +317,7 @@ pub async fn one(
                         None => run.release(n).await?,
                     }
                 }
+                Choice::Retry { buyer } => run.send(index(buyer)).await?,
                 fault => run.strike(fault, &mut budget, variant, &sku).await?,
             }
             steps.push(choice);
@@ -332,15 +343,34 @@ pub async fn one(
     // Nobody stays held, the crashed included.
     run.scheduler.abandon().await?;
     unskewed?;
-    let mut sales = 0;
-    for (_, buyer) in run.buyers.drain() {
+    let (mut sales, mut answered_sold) = (0, 0);
+    let mut answers = Vec::new();
+    let mut buyers: Vec<(u8, Buyer)> = run.buyers.drain().collect();
+    buyers.sort_by_key(|(n, _)| *n);
+    if buyers.len() != usize::from(BUYERS) && outcome.is_ok() {
+        bail!(
+            "the explorer lost track of a buyer: {} of {BUYERS} left",
+            buyers.len()
+        );
+    }
+    for (n, buyer) in buyers {
         let answer = match buyer {
             Buyer::Sent(request) | Buyer::Waiting(_, request) | Buyer::Crashed(request) => {
                 request.await.ok()
             }
             Buyer::Done(answer) => Some(answer),
         };
-        sales += answer.is_some_and(|a| a.sold() && !a.replayed()) as usize;
+        sales += answer.as_ref().is_some_and(|a| a.sold() && !a.replayed()) as usize;
+        answered_sold += answer.as_ref().is_some_and(|a| a.sold()) as usize;
+        answers.push(format!(
+            "{} {}",
+            name(n),
+            answer.map_or("no answer".to_owned(), |a| format!(
+                "{} {}",
+                a.status,
+                a.reason().unwrap_or_default()
+            ))
+        ));
     }
     outcome?;
     let state = state?;
@@ -353,11 +383,15 @@ pub async fn one(
         crashed && ttl? == Some(-1) && variant != Variant::SetnxExpiry && state.remaining > 0;
     // One purchase retried: it may sell once (its retries replay it).
     let twice = bounds.one_request && sales > 1;
+    // Calls cut off: once every buyer told `unknown` asked again, each sale
+    // in the ledger is a buyer's answered `sold` (an id sold twice, or a
+    // sale no answer owns, breaks it).
+    let unowned = bounds.cutoffs > 0 && state.sold != answered_sold as i64;
     Ok(Schedule {
         seed,
         steps,
         ledger: format!(
-            "oversold {}, duplicates {}, sold {} of {}{}{}{}",
+            "oversold {}, duplicates {}, sold {} of {}{}{}{}{}",
             state.oversold,
             state.duplicates,
             state.sold,
@@ -370,6 +404,13 @@ pub async fn one(
                 true => format!("; one request id sold {sales} times"),
                 false => String::new(),
             },
+            match unowned {
+                true => format!(
+                    "; {answered_sold} buyers answered sold: {}",
+                    answers.join(", ")
+                ),
+                false => String::new(),
+            },
             match &books {
                 Some(b) => format!(
                     "; orders: units with none {:?}, with no sale {:?}, ordered twice {:?}",
@@ -378,6 +419,11 @@ pub async fn one(
                 None => String::new(),
             }
         ),
-        violation: state.oversold > 0 || state.duplicates > 0 || stuck || twice || unordered,
+        violation: state.oversold > 0
+            || state.duplicates > 0
+            || stuck
+            || twice
+            || unowned
+            || unordered,
     })
 }

@@ -51,6 +51,10 @@ pub(super) struct Run<'a> {
     /// its queue (its key, its znode), learnt as the buyer queues.
     pub(super) elsewhere: Option<super::elsewhere::Elsewhere>,
     pub(super) entries: HashMap<u8, String>,
+    /// Each buyer's request (its instance and path), sent again by a retry.
+    pub(super) requests: HashMap<u8, (crate::client::StackClient, String)>,
+    /// The stock's Redis, which a cut-off pauses.
+    pub(super) stock_url: String,
 }
 
 /// Clients of the nodes of `variant`'s lock on `stack` (Redlock's; none
@@ -142,7 +146,7 @@ impl Run<'_> {
 
     /// An arrival: a renewal goes on at once (a lease runs out only when
     /// the explorer chooses so); a buyer on its way now waits at its gate.
-    async fn heard(&mut self, arrival: Arrival) -> anyhow::Result<()> {
+    pub(super) async fn heard(&mut self, arrival: Arrival) -> anyhow::Result<()> {
         let Some(n) = arrival.buyer_index() else {
             return Ok(());
         };
@@ -167,7 +171,9 @@ impl Run<'_> {
         if arrival.gate == WAITS_FOR_LOCK {
             self.blocked.insert(n);
         } else if arrival.gate == ANSWERED {
-            if let Some(Buyer::Sent(request)) = self.buyers.remove(&n) {
+            // (Only one on its way: one whose answer was seen before its
+            // announcement is done already, and stays so.)
+            if let Some(Buyer::Sent(request)) = self.sent(n) {
                 self.buyers.insert(n, Buyer::Done(request.await?));
             }
         } else if arrival.gate == "renewal" || arrival.gate == "renewed" {
@@ -329,37 +335,6 @@ impl Run<'_> {
             }
             (false, _) => Ok(()),
         }
-    }
-
-    /// Buyer `n`'s entry in an etcd or ZooKeeper lock's queue: the one it
-    /// just made, which no other buyer made (one buyer moves at a time:
-    /// the newest of those nobody owns).
-    async fn learn_entry(&mut self, n: u8) -> anyhow::Result<()> {
-        let Some(elsewhere) = &self.elsewhere else {
-            return Ok(());
-        };
-        let queue = elsewhere.queue().await?;
-        let known: HashSet<&String> = self.entries.values().collect();
-        if let Some(entry) = queue.iter().rev().find(|e| !known.contains(e)) {
-            self.entries.insert(n, entry.clone());
-        }
-        Ok(())
-    }
-
-    /// Ends the leases (etcd) or, as the store sees them, the sessions
-    /// (ZooKeeper) of `buyers`' entries: they leave the queue, and those
-    /// after them go on.
-    pub(super) async fn end_entries(&mut self, buyers: &[u8]) -> anyhow::Result<()> {
-        let Some(elsewhere) = &self.elsewhere else {
-            return Ok(());
-        };
-        for n in buyers {
-            if let Some(entry) = self.entries.remove(n) {
-                elsewhere.end(&entry).await?;
-            }
-            self.holders.remove(n);
-        }
-        Ok(())
     }
 
     /// The lock's lease runs out (`PEXPIRE 1`, and the key is gone), and

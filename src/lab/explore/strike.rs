@@ -15,6 +15,8 @@ pub(super) struct Budget {
     freezes: u8,
     lates: u8,
     restarts: u8,
+    /// Calls cut off by a paused Redis.
+    cutoffs: u8,
     /// Redlock's nodes restarting empty (or coming back when down).
     node_restarts: u8,
     /// Ticks a Redlock round may wait for a slow node, and a tick.
@@ -48,6 +50,7 @@ impl Budget {
             freezes: bounds.pauses,
             lates: if watchdog { bounds.late_renewals } else { 0 },
             restarts: bounds.outages,
+            cutoffs: bounds.cutoffs,
             node_restarts: bounds.restarts,
             slow_votes: bounds.slow_votes,
             tick,
@@ -145,6 +148,19 @@ impl Run<'_> {
         if budget.restarts > 0 && (self.working().is_some() || (script && !waiting.is_empty())) {
             faults.push(Choice::Restart);
         }
+        if budget.cutoffs > 0 {
+            // A buyer about to call its script.
+            let calling = |n: &&u8| match self.buyers.get(*n) {
+                Some(Buyer::Waiting(arrival, _)) => arrival.gate == "before_acquire",
+                _ => false,
+            };
+            faults.extend(
+                waiting
+                    .iter()
+                    .filter(calling)
+                    .map(|&n| Choice::Cutoff { buyer: name(n) }),
+            );
+        }
         if budget.crashes > 0 {
             // Anywhere, or (`kill-instance`) only while it works.
             let may_die = |n: &&u8| match self.buyers.get(*n) {
@@ -172,7 +188,11 @@ impl Run<'_> {
         sku: &str,
     ) -> anyhow::Result<()> {
         match fault {
-            Choice::Release { .. } => {}
+            Choice::Release { .. } | Choice::Retry { .. } => {}
+            Choice::Cutoff { buyer } => {
+                budget.cutoffs -= 1;
+                self.cut_off(index(buyer)).await?;
+            }
             // etcd's and ZooKeeper's keep-alives pass no gate: the lease
             // ends, and the holder learns it whenever it does.
             Choice::Late { buyer } if self.elsewhere.is_some() => {

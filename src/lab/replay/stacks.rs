@@ -8,12 +8,15 @@ use crate::lab::args::TargetArgs;
 use crate::lab::stack::{Stack, UpOptions};
 
 /// What a stack of a command's own runs beside its Redis and instances.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Beside {
     /// The order pipeline (PostgreSQL, the workers).
     pub orders: bool,
     /// An etcd member and a ZooKeeper server (`etcd`, `zookeeper`).
     pub lock_stores: bool,
+    /// A Redis apart where the gates meet (`up --gate-redis`), so that a
+    /// schedule goes on while the stock's Redis is paused.
+    pub gate_redis: Option<String>,
 }
 
 /// The stack a command plays on: the `--target` one (checked to run
@@ -58,7 +61,7 @@ pub async fn stack_for(
 /// `up`'s arguments for a stack of a replay's or an exploration's own:
 /// chaos mode, three instances (one per model buyer), three Redlock nodes
 /// (as the model has), and what `beside` asks for.
-fn up_args(beside: Beside) -> Vec<String> {
+fn up_args(beside: &Beside) -> Vec<String> {
     let on = |yes: bool, many: &'static str, none: &'static str| if yes { many } else { none };
     [
         "--chaos",
@@ -74,7 +77,9 @@ fn up_args(beside: Beside) -> Vec<String> {
         on(beside.lock_stores, "1", "0"),
     ]
     .map(str::to_owned)
-    .to_vec()
+    .into_iter()
+    .chain((beside.gate_redis.iter()).flat_map(|url| ["--gate-redis".to_owned(), url.clone()]))
+    .collect()
 }
 
 /// With `mutant`, the instances run that live mutant (debug builds only).
@@ -86,7 +91,7 @@ pub async fn start(
     let redis = crate::up::redis::RedisServer::start(None).await?;
     let stack = Stack::start(&UpOptions {
         redis_url: Some(redis.url()),
-        args: up_args(beside),
+        args: up_args(&beside),
         echo,
         env: mutant
             .map(|m| (mutant::VAR.to_owned(), m.name().to_owned()))
@@ -105,8 +110,9 @@ pub async fn start_orders(echo: bool) -> anyhow::Result<(Stack, String)> {
     let beside = Beside {
         orders: true,
         lock_stores: false,
+        gate_redis: None,
     };
-    start_with_its_redis(up_args(beside), echo).await
+    start_with_its_redis(up_args(&beside), echo).await
 }
 
 /// The stack a failover cell's replay needs: `up --replica` (its Redis, a
@@ -117,7 +123,7 @@ pub async fn start_failover(
     echo: bool,
 ) -> anyhow::Result<(crate::up::redis::RedisServer, Stack, String)> {
     let gates = crate::up::redis::RedisServer::start(None).await?;
-    let mut args = up_args(Beside::default());
+    let mut args = up_args(&Beside::default());
     args.extend([
         "--replica".to_owned(),
         "--gate-redis".to_owned(),
