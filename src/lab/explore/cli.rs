@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 
-use super::matrix::{self, Cell};
+use super::matrix;
 use super::{Explored, Strategy, explore};
 use crate::chaos::mutant::{self, Mutant};
 use crate::lab::args::TargetArgs;
@@ -178,10 +178,8 @@ async fn draw(stack: &Stack, variant: Variant, path: &Path) -> anyhow::Result<Pa
 }
 
 /// `--all`'s table, and its JSON: `Ok(false)` when a cell disagreed.
-fn report_all(
-    args: &ExploreArgs,
-    (cells, skipped): (Vec<Cell>, Vec<(Variant, Scenario, &'static str)>),
-) -> anyhow::Result<bool> {
+fn report_all(args: &ExploreArgs, matrix: matrix::Matrix) -> anyhow::Result<bool> {
+    let (cells, skipped) = (matrix.cells, matrix.skipped);
     println!(
         "| variant | scenario | model | schedules | a second | faults struck (schedules) | found after | agrees |"
     );
@@ -221,9 +219,19 @@ fn report_all(
             .iter()
             .map(|(v, s, why)| serde_json::json!({"variant": v.name(), "scenario": s.name(), "why": why}))
             .collect();
-        let json = serde_json::json!({"cells": cells, "not_played": skipped});
+        let json =
+            serde_json::json!({"cells": cells, "not_played": skipped, "errors": matrix.errors});
         std::fs::write(path, serde_json::to_string_pretty(&json)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    for errored in &matrix.errors {
+        println!(
+            "not explored: {} in {}: {}",
+            errored.variant, errored.scenario, errored.error
+        );
+    }
+    if !matrix.errors.is_empty() {
+        bail!("{} cells could not be explored", matrix.errors.len());
     }
     Ok(disagree == 0)
 }

@@ -82,6 +82,26 @@ impl Run<'_> {
             .collect()
     }
 
+    /// Where each buyer is, for a schedule that stalled: on its way (and
+    /// whether it noted a wait for a lock), at a gate, answered, crashed.
+    pub(super) fn whereabouts(&self) -> String {
+        let mut said = Vec::new();
+        for n in 0..super::BUYERS {
+            let state = match self.buyers.get(&n) {
+                None => "unknown to the explorer".to_owned(),
+                Some(Buyer::Sent(_)) if self.blocked.contains(&n) => {
+                    "on its way, waiting for the lock".to_owned()
+                }
+                Some(Buyer::Sent(_)) => "on its way".to_owned(),
+                Some(Buyer::Waiting(arrival, _)) => format!("at {}", arrival.gate),
+                Some(Buyer::Crashed(_)) => "crashed".to_owned(),
+                Some(Buyer::Done(answer)) => format!("answered {}", answer.status),
+            };
+            said.push(format!("{} {state}", name(n)));
+        }
+        said.join(", ")
+    }
+
     /// Buyer `n`'s call goes into a paused Redis: see the module's words.
     pub(super) async fn cut_off(&mut self, n: u8) -> anyhow::Result<()> {
         let (paused, mut probe) =

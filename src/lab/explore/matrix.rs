@@ -61,8 +61,8 @@ pub async fn all(
     strategy: Strategy,
     (safe, hunt): (usize, usize),
     seed: u64,
-) -> anyhow::Result<(Vec<Cell>, Vec<(Variant, Scenario, &'static str)>)> {
-    let (mut cells, mut skipped) = (Vec::new(), Vec::new());
+) -> anyhow::Result<Matrix> {
+    let (mut cells, mut skipped, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     for variant in Variant::ALL {
         for scenario in Scenario::ALL {
             let Some(verdict) = check::check(variant, scenario) else {
@@ -79,8 +79,21 @@ pub async fn all(
             }
             let counterexample = verdict.broken.is_some();
             let schedules = if counterexample { hunt } else { safe };
+            // A cell that could not be explored (a schedule stalled) is
+            // reported, and the others are explored all the same.
             let explored =
-                explore(stack, redises, variant, scenario, strategy, schedules, seed).await?;
+                match explore(stack, redises, variant, scenario, strategy, schedules, seed).await {
+                    Ok(explored) => explored,
+                    Err(err) => {
+                        eprintln!("{variant} in {scenario}: not explored: {err:#}");
+                        errors.push(Errored {
+                            variant: variant.name(),
+                            scenario: scenario.name(),
+                            error: format!("{err:#}"),
+                        });
+                        continue;
+                    }
+                };
             eprintln!(
                 "{variant} in {scenario}: {} schedules, {}",
                 explored.schedules,
@@ -97,5 +110,25 @@ pub async fn all(
             });
         }
     }
-    Ok((cells, skipped))
+    Ok(Matrix {
+        cells,
+        skipped,
+        errors,
+    })
+}
+
+/// A cell whose exploration failed, and why.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Errored {
+    pub variant: &'static str,
+    pub scenario: &'static str,
+    pub error: String,
+}
+
+/// The whole matrix explored: its cells, those not played and why, and
+/// those whose exploration failed.
+pub struct Matrix {
+    pub cells: Vec<Cell>,
+    pub skipped: Vec<(Variant, Scenario, &'static str)>,
+    pub errors: Vec<Errored>,
 }

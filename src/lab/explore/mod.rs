@@ -270,7 +270,10 @@ pub async fn one(
             }
             if choices.is_empty() && faults_now.is_empty() {
                 if progress.elapsed() > STALL {
-                    bail!("no buyer reached a gate or answered within {STALL:?}");
+                    bail!(
+                        "no buyer reached a gate or answered within {STALL:?} (seed {seed}; {}; steps {steps:?})",
+                        run.whereabouts()
+                    );
                 }
                 continue;
             }
