@@ -10,7 +10,7 @@ use super::{Choice, SETTLE, WORKING};
 
 use crate::client::Deduction;
 pub(super) use crate::gate::buyer_name as name;
-use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK, is_note};
+use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK, is_note, points};
 use crate::lab::stack::Stack;
 use crate::store::{Keys, Store};
 
@@ -152,6 +152,17 @@ impl Run<'_> {
         };
         // A Redlock vote's answer: the buyer goes on by itself.
         if is_note(&arrival.gate) && arrival.gate != WAITS_FOR_LOCK {
+            return Ok(());
+        }
+        // The order pipeline's gates (a worker after its commit, an expiry
+        // pass) hold no buyer and are not scheduled here: they go on at
+        // once. (Taken for the buyer's own gate, a worker's arrival ahead
+        // of its buyer's next gate left that gate unheard, the buyer held.)
+        if [points::WORKER_COMMITTED, points::BEFORE_GIVE_BACK]
+            .iter()
+            .any(|p| p.name == arrival.gate)
+        {
+            self.scheduler.release(&arrival).await?;
             return Ok(());
         }
         if arrival.gate.starts_with(crate::gate::points::VOTE)
