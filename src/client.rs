@@ -359,6 +359,12 @@ impl Deduction {
         }
     }
 
+    /// A `503 unknown`: the call was sent and no answer came in time; a
+    /// retry with its request id learns what happened.
+    pub fn unknown(&self) -> bool {
+        matches!(&self.body, DeductBody::Outcome(answer) if answer.outcome == crate::wire::OutcomeKind::Unknown)
+    }
+
     /// A retry answered from its request id's record.
     pub fn replayed(&self) -> bool {
         matches!(&self.body, DeductBody::Outcome(answer) if answer.replayed)

@@ -72,7 +72,7 @@ impl Run<'_> {
     /// whom asks again.
     pub(super) fn retries(&self) -> Vec<Choice> {
         let mut unknown: Vec<u8> = (self.buyers.iter())
-            .filter(|(_, b)| matches!(b, Buyer::Done(a) if unknown(a)))
+            .filter(|(_, b)| matches!(b, Buyer::Done(a) if a.unknown()))
             .map(|(&n, _)| n)
             .collect();
         unknown.sort_unstable();
@@ -137,10 +137,4 @@ impl Run<'_> {
         // Awake: the queued script has run.
         probe.answering().await
     }
-}
-
-/// A `503 unknown`: the call was sent and no answer came in time.
-fn unknown(answer: &crate::client::Deduction) -> bool {
-    use crate::client::DeductBody;
-    matches!(&answer.body, DeductBody::Outcome(body) if body.outcome == crate::wire::OutcomeKind::Unknown)
 }

@@ -52,9 +52,9 @@ pub use self::failover::{Failover, Replication, failover};
 pub use self::orders::{Books, LostLedger, books, ledger_lost};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
 pub use self::recovery::{Recovery, recovery};
-use crate::client::{DeductBody, Deduction};
+use crate::client::Deduction;
 use crate::variants::Behaviour;
-use crate::wire::{OutcomeKind, StateSnapshot};
+use crate::wire::StateSnapshot;
 
 /// What a cell saw, as one word of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,10 +133,7 @@ pub struct Reply {
 
 impl From<Deduction> for Reply {
     fn from(answer: Deduction) -> Self {
-        let (unknown, unit) = match &answer.body {
-            DeductBody::Outcome(body) => (body.outcome == OutcomeKind::Unknown, body.unit),
-            _ => (false, None),
-        };
+        let (unknown, unit) = (answer.unknown(), answer.unit());
         Reply {
             status: answer.status,
             reason: answer.reason().map(str::to_owned),

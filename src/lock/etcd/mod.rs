@@ -213,15 +213,7 @@ impl EtcdLock {
     /// keep-alives stopped: etcd deletes its key with it, and its own
     /// keep-alive finds it gone. A lease already gone is no error.
     pub async fn end_lease(&self, lease: i64) -> Result<(), EtcdError> {
-        match self
-            .client
-            .call("/v3/lease/revoke", &json!({"ID": lease.to_string()}))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(EtcdError::Refused(message)) if message.contains("not found") => Ok(()),
-            Err(err) => Err(err),
-        }
+        session::revoke_lease(&self.client, lease).await
     }
 
     /// How long `lease` has left, as etcd counts it (`None`: it is gone).

@@ -103,15 +103,7 @@ impl Session {
     /// deletes every key attached to it. A lease already gone is no error.
     pub async fn revoke(self) -> Result<(), EtcdError> {
         self.keepalive.abort();
-        match self
-            .client
-            .call("/v3/lease/revoke", &json!({"ID": self.lease.to_string()}))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(EtcdError::Refused(message)) if message.contains("not found") => Ok(()),
-            Err(err) => Err(err),
-        }
+        revoke_lease(&self.client, self.lease).await
     }
 
     /// Stops the keep-alives without revoking: what a crashed or frozen
@@ -166,5 +158,18 @@ async fn keep_alive(client: EtcdClient, lease: i64, ttl: Duration, state: Arc<St
                 pause = pause.min(Duration::from_millis(200));
             }
         }
+    }
+}
+
+/// Revokes `lease`: etcd deletes every key attached to it. A lease already
+/// gone is no error.
+pub(super) async fn revoke_lease(client: &EtcdClient, lease: i64) -> Result<(), EtcdError> {
+    match client
+        .call("/v3/lease/revoke", &json!({"ID": lease.to_string()}))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(EtcdError::Refused(message)) if message.contains("not found") => Ok(()),
+        Err(err) => Err(err),
     }
 }
