@@ -34,48 +34,7 @@ pub const DEADLINE: Duration = Duration::from_secs(30);
 /// How long a run's keys outlive its last arrival.
 pub const RUN_TTL: Duration = Duration::from_secs(600);
 
-/// The section's own gates, in its order; each lock adds its own between
-/// `before_acquire` and `after_acquire` (`after_setnx`, `vote:K`, ...).
-pub mod points {
-    use crate::lock::Point;
-
-    pub const BEFORE_ACQUIRE: Point = Point::new("before_acquire");
-    pub const AFTER_ACQUIRE: Point = Point::new("after_acquire");
-    pub const AFTER_READ: Point = Point::new("after_read");
-    /// After the business work, before the watchdog's word.
-    pub const BEFORE_CHECK: Point = Point::new("before_check");
-    /// After the last check of the lock, right before the write.
-    pub const BEFORE_WRITE: Point = Point::new("before_write");
-    pub const BEFORE_RELEASE: Point = Point::new("before_release");
-    pub const AFTER_RELEASE: Point = Point::new("after_release");
-    /// `setnx`: between SETNX and EXPIRE.
-    pub const AFTER_SETNX: Point = Point::new("after_setnx");
-    /// A watchdog's renewal, before it is sent (`watchdog`, `fenced`,
-    /// `redlock`): held, it comes late.
-    pub const RENEWAL: Point = crate::lock::RENEWAL;
-    /// After it: its outcome (renewed, or the lock lost) known to the owner.
-    pub const RENEWED: Point = crate::lock::RENEWED;
-    /// A lock on a replicated Redis (`token`, `watchdog` with
-    /// `replicas=N`): taken, its `WAIT` for the replicas not sent yet.
-    pub const BEFORE_WAIT: Point = Point::new("before_wait");
-    /// `redlock`: before its round's question to node K (`vote:K`).
-    pub const VOTE: &str = crate::lock::redlock::VOTE;
-    /// `etcd`: its session's lease granted, its key not queued yet.
-    pub const AFTER_GRANT: Point = Point::new("after_grant");
-    /// `etcd`, `zookeeper`: its entry queued, its turn not known yet.
-    pub const QUEUED: Point = crate::lock::QUEUED;
-    /// `redlock`: node K's answer is in (`voted:K`; only noted, never held).
-    pub const VOTED: &str = crate::lock::redlock::VOTED;
-    /// `lua-then-queue`: the sale's script has sold, its order's `XADD`
-    /// not sent yet.
-    pub const BEFORE_ENQUEUE: Point = Point::new("before_enqueue");
-    /// An order worker, between the commit of the buyer's order and its
-    /// `XACK` (the message carries the buyer's schedule).
-    pub const WORKER_COMMITTED: Point = Point::new("worker_committed");
-    /// The expiry pass: the buyer's reservation is cancelled (committed),
-    /// its unit not given back yet.
-    pub const BEFORE_GIVE_BACK: Point = Point::new("before_give_back");
-}
+pub mod points;
 
 pub mod orders;
 pub mod workers;
@@ -173,37 +132,23 @@ impl Gate {
     }
 
     async fn wait(&self, point: Point) -> Result<(), StoreError> {
-        let keys = RunKeys::of(&self.schedule.run);
-        // A connection of its own: BLPOP holds the one it is sent on, and
-        // must not time out before its deadline.
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut conn = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        let arrived: i64 = ARRIVE
-            .key(&keys.arrivals)
-            .key(&keys.open)
-            .arg(format!("{} {point}", self.schedule.buyer))
-            .arg(RUN_TTL.as_millis() as u64)
-            .invoke_async(&mut conn)
-            .await?;
+        let mut conn = waiting_conn(&self.client).await?;
+        let buyer = &self.schedule.buyer;
+        let gate = point.to_string();
         // A wait for a lock and a vote's answer are only noted.
-        if arrived == 0 || is_note(&point.to_string()) {
+        if !arrive(&mut conn, &self.schedule.run, buyer, &gate).await? || is_note(&gate) {
             return Ok(());
         }
-        let buyer = &self.schedule.buyer;
         self.seen(&mut conn, "gate_hold", format!("{buyer} waits at {point}"))
             .await;
-        let go = keys.go(buyer, &point.to_string());
-        let released: Option<(String, String)> = conn.blpop(&go, DEADLINE.as_secs_f64()).await?;
+        let released = await_release(&mut conn, &self.schedule.run, buyer, &gate).await?;
         let how = match released {
-            Some(_) => "goes on from",
-            None => "was let go by no one (deadline) at",
+            true => "goes on from",
+            false => "was let go by no one (deadline) at",
         };
         self.seen(&mut conn, "gate_release", format!("{buyer} {how} {point}"))
             .await;
-        if released.is_none() {
+        if !released {
             tracing::warn!(
                 run = self.schedule.run,
                 buyer = self.schedule.buyer,
@@ -213,6 +158,49 @@ impl Gate {
         }
         Ok(())
     }
+}
+
+/// A connection of its own for a wait at a gate: `BLPOP` holds the one it
+/// is sent on, and must not time out before its deadline.
+async fn waiting_conn(
+    client: &redis::Client,
+) -> Result<redis::aio::MultiplexedConnection, StoreError> {
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    Ok(client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?)
+}
+
+/// Announces `buyer` at `gate` of `run`: `false` when the run was
+/// abandoned (go on).
+async fn arrive(
+    conn: &mut redis::aio::MultiplexedConnection,
+    run: &str,
+    buyer: &str,
+    gate: &str,
+) -> Result<bool, StoreError> {
+    let keys = RunKeys::of(run);
+    let arrived: i64 = ARRIVE
+        .key(&keys.arrivals)
+        .key(&keys.open)
+        .arg(format!("{buyer} {gate}"))
+        .arg(RUN_TTL.as_millis() as u64)
+        .invoke_async(conn)
+        .await?;
+    Ok(arrived == 1)
+}
+
+/// Waits for the release of `buyer` at `gate` of `run`, [`DEADLINE`] at
+/// most: `false` when none came.
+async fn await_release(
+    conn: &mut redis::aio::MultiplexedConnection,
+    run: &str,
+    buyer: &str,
+    gate: &str,
+) -> Result<bool, StoreError> {
+    let go = RunKeys::of(run).go(buyer, gate);
+    let released: Option<(String, String)> = conn.blpop(&go, DEADLINE.as_secs_f64()).await?;
+    Ok(released.is_some())
 }
 
 impl Reached for Gate {

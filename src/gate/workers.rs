@@ -1,48 +1,81 @@
-//! The order workers held still. A model's worker moves only when its
-//! schedule says so, and in the shortest counterexamples of the order
-//! cells it never moves: the sale's message waits on the stream while
-//! Redis loses it. A replay of such a cell holds every live worker before
-//! its first sale ([`hold`]), and hears each one say it is held
-//! ([`await_held`]) before it lets a buyer go: from then on no worker reads
-//! the stream until [`let_go`], or until Redis loses the hold with its data
-//! (a restart that keeps nothing), the moment the model's worker would
-//! find the stream empty too.
+//! The order workers held still, or moved a turn at a time. A model's
+//! worker moves only when its schedule says so. Two ways to hold the live
+//! ones (chaos mode only; a worker looks once per turn of its loop, and a
+//! turn is at most 200 ms: a read waits that long for messages):
 //!
-//! Workers look for the hold only in chaos mode, once per turn of their
-//! loop (a turn is at most 200 ms: a read waits that long for messages).
+//! - [`hold`]: every worker stops and says so ([`await_held`]) until
+//!   [`let_go`], or until Redis loses the hold with its data (a restart that
+//!   keeps nothing), the moment the model's worker would find the stream
+//!   empty too. A replay holds them so before its first sale: none of the
+//!   order cells' shortest counterexamples moves the worker.
+//! - [`give_turns`]: the workers wait at their loop's top as buyers of a
+//!   run ([`worker`]: `@a` for instance `a`'s), at the gate `turn`, and
+//!   one loop turn goes each time the run lets one go. A worker that
+//!   committed a scheduled buyer's order stops at the buyer's gate under a
+//!   name of its own ([`committer`]: `B@a`), so that two workers holding
+//!   one order are let go one by one. An exploration schedules them so.
+//!
+//! The hold lives where the gates meet.
 
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use redis::aio::ConnectionLike;
 
+use super::Gates;
+use crate::lock::Point;
 use crate::store::StoreError;
 
-/// Set while the workers are held; it expires by itself ([`super::DEADLINE`]).
+/// Set while the workers are held: [`ALL`] (it expires by itself,
+/// [`super::DEADLINE`]), or the run that gives them turns.
 const HOLD: &str = "{stocklock:gate}:workers";
+const ALL: &str = "1";
+/// Where a worker given turns waits for its next.
+pub const TURN: Point = Point::new("turn");
 /// Where each held worker says so (its consumer's name).
 const HELD: &str = "{stocklock:gate}:workers:held";
 /// How often a held worker looks whether it may go on (a worker waits
 /// for no buyer: nothing is late for it).
 const LOOK: Duration = Duration::from_millis(20);
 
-/// A worker's side: returns at once unless the workers are held; held, it
-/// says so once and waits until they are let go.
-pub async fn wait_while_held<C: ConnectionLike + Send>(
-    conn: &mut C,
-    consumer: &str,
-) -> Result<(), StoreError> {
+/// The name a worker goes by among a run's arrivals (`@a`).
+pub fn worker(consumer: &str) -> String {
+    format!("@{consumer}")
+}
+
+/// The name a worker goes by at `buyer`'s gate after committing its
+/// order (`B@a`).
+pub fn committer(buyer: &str, consumer: &str) -> String {
+    format!("{buyer}@{consumer}")
+}
+
+/// A worker's side, at the top of its loop: returns at once unless the
+/// workers are held; held, it says so once and waits until they are let
+/// go; given turns, it waits for its next. `true` when it goes on for a
+/// turn a run gave it.
+pub async fn wait_while_held(gates: &Gates, consumer: &str) -> Result<bool, StoreError> {
+    let mut conn = super::waiting_conn(&gates.client().await?).await?;
     let mut announced = false;
     loop {
-        let held: bool = redis::cmd("EXISTS").arg(HOLD).query_async(conn).await?;
-        if !held {
-            return Ok(());
+        let hold: Option<String> = conn.get(HOLD).await?;
+        let run = match hold.as_deref() {
+            None => return Ok(false),
+            Some(ALL) => None,
+            Some(run) => Some(run),
+        };
+        if let Some(run) = run {
+            let name = worker(consumer);
+            let turn = TURN.to_string();
+            // An abandoned run holds nobody: the worker goes on at once.
+            if !super::arrive(&mut conn, run, &name, &turn).await? {
+                return Ok(false);
+            }
+            return super::await_release(&mut conn, run, &name, &turn).await;
         }
         if !announced {
             let _: () = redis::pipe()
                 .rpush(HELD, consumer)
                 .pexpire(HELD, super::DEADLINE.as_millis() as i64)
-                .query_async(conn)
+                .query_async(&mut conn)
                 .await?;
             announced = true;
             tracing::info!(consumer, "order worker: held by a schedule");
@@ -51,11 +84,32 @@ pub async fn wait_while_held<C: ConnectionLike + Send>(
     }
 }
 
+/// Whether the workers are held (the instances' own expiry passes wait
+/// meanwhile: they too are the pipeline's).
+pub async fn held(gates: &Gates) -> Result<bool, StoreError> {
+    let mut conn = gates
+        .client()
+        .await?
+        .get_multiplexed_async_connection()
+        .await?;
+    Ok(conn.exists(HOLD).await?)
+}
+
+/// Gives the workers turns through `run` (for [`super::RUN_TTL`] at most):
+/// each waits for its next at [`TURN`].
+pub async fn give_turns(
+    conn: &mut redis::aio::MultiplexedConnection,
+    run: &str,
+) -> Result<(), StoreError> {
+    let _: () = conn.set_ex(HOLD, run, super::RUN_TTL.as_secs()).await?;
+    Ok(())
+}
+
 /// Holds every worker (for [`super::DEADLINE`] at most).
 pub async fn hold(conn: &mut redis::aio::MultiplexedConnection) -> Result<(), StoreError> {
     let _: () = redis::pipe()
         .del(HELD)
-        .set_ex(HOLD, 1, super::DEADLINE.as_secs())
+        .set_ex(HOLD, ALL, super::DEADLINE.as_secs())
         .query_async(conn)
         .await?;
     Ok(())

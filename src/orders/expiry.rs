@@ -245,6 +245,14 @@ pub async fn run(
             let mut db = super::connect(&url).await?;
             let mut conn = store.conn().await?;
             loop {
+                // Held with the workers (chaos mode): a schedule passes
+                // when it chooses (`POST /api/admin/orders/expire`).
+                if let Some(gates) = &gates
+                    && crate::gate::workers::held(gates).await?
+                {
+                    tokio::time::sleep(every).await;
+                    continue;
+                }
                 let done = expire(&mut db, &mut conn, gates.as_ref()).await?;
                 if done.expired + done.returned + done.again + done.stale > 0 {
                     tracing::info!(?done, "expired reservations");

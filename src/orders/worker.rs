@@ -90,8 +90,13 @@ impl Worker {
         // would hold up every command pipelined behind it.
         let mut reader: Option<Conn> = None;
         loop {
-            if self.chaos.enabled() {
-                crate::gate::workers::wait_while_held(&mut conn, &self.consumer).await?;
+            if let Some(gates) = crate::gate::Gates::of(&self.chaos, &self.store)
+                && crate::gate::workers::wait_while_held(&gates, &self.consumer).await?
+            {
+                // A scheduled turn starts from a fresh look at the streams
+                // (their groups made again, after a reset): what it reads
+                // depends on the schedule alone, not on when it last looked.
+                self.looked = None;
             }
             self.look_for_streams(&mut conn).await?;
             if self.skus.is_empty() {
@@ -392,7 +397,13 @@ impl Worker {
             let Some(gates) = crate::gate::Gates::of(&self.chaos, &self.store) else {
                 return Ok(());
             };
-            crate::gate::Gate::hook(gates.client().await?, schedule, &self.consumer, sku)
+            // Under a name of its own: two workers may hold one order (one
+            // claimed it from the other), and each is let go by itself.
+            let committer = crate::knobs::Schedule {
+                buyer: crate::gate::workers::committer(&schedule.buyer, &self.consumer),
+                run: schedule.run,
+            };
+            crate::gate::Gate::hook(gates.client().await?, committer, &self.consumer, sku)
                 .at(crate::gate::points::WORKER_COMMITTED)
                 .await;
         }

@@ -73,16 +73,25 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
         None => Some(crate::up::redis::RedisServer::start(None).await?),
         Some(_) => None,
     };
+    // And its own PostgreSQL for the orders, which a schedule may stop.
+    let orders = args.all || args.variant.is_some_and(Variant::orders);
+    let postgres = match (orders, &args.target.target) {
+        (true, None) => Some(crate::up::postgres::PostgresServer::start(None).await?),
+        _ => None,
+    };
     let beside = crate::lab::replay::Beside {
-        orders: args.all || args.variant.is_some_and(Variant::orders),
+        orders,
         lock_stores: args.all || matches!(args.variant, Some(Variant::Etcd | Variant::ZooKeeper)),
         gate_redis: gates.as_ref().map(|g| g.url()),
+        postgres_url: postgres.as_ref().map(|p| p.url()),
     };
     let (_redis, stack, redis_url) =
         crate::lab::replay::stack_for(&args.target, false, args.mutant, beside).await?;
+    let postgres = postgres.map(|p| std::sync::Arc::new(tokio::sync::Mutex::new(p)));
     let redises = super::Redises {
         gates: gates.as_ref().map_or(redis_url.clone(), |g| g.url()),
         stock: redis_url,
+        postgres: postgres.clone(),
     };
     let (Some(variant), Some(scenario)) = (args.variant, args.scenario) else {
         let run = matrix::all(

@@ -21,11 +21,13 @@ use super::run::{Buyer, Run, name};
 
 /// The Redis of the stack's stock, and the one its gates meet in: the same
 /// one, unless the stack runs with `--gate-redis` (a schedule then goes on
-/// while the stock's Redis is paused).
-#[derive(Clone, Debug)]
+/// while the stock's Redis is paused). And the orders' PostgreSQL when the
+/// explorer started it (a schedule then may stop it).
+#[derive(Clone)]
 pub struct Redises {
     pub stock: String,
     pub gates: String,
+    pub postgres: Option<super::pipeline::Postgres>,
 }
 
 impl Redises {
@@ -34,6 +36,7 @@ impl Redises {
         Redises {
             stock: url.to_owned(),
             gates: url.to_owned(),
+            postgres: None,
         }
     }
 

@@ -15,15 +15,8 @@ use crate::lab::stack::Stack;
 pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> {
     let protocol = Protocol::of(variant);
     let bounds = check::bounds(scenario, protocol);
-    let why = [
-        (bounds.failovers > 0, "a failover"),
-        (
-            bounds.orders.is_some_and(|o| o != OrderFaults::default()),
-            "the order pipeline's own faults (a worker's crash, PostgreSQL stopped, reservations, Redis losing its data)",
-        ),
-    ];
-    if let Some((_, why)) = why.into_iter().find(|(has, _)| *has) {
-        return Some(why);
+    if bounds.failovers > 0 {
+        return Some("a failover");
     }
     let verdict = check::check(variant, scenario)?;
     match verdict.broken {
@@ -38,6 +31,10 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
 /// Why a cell of calls cut off by a paused Redis is not played on a stack
 /// whose gates meet in the Redis the pause stops.
 pub const CUT_OFF_NEEDS_GATES_APART: &str = "calls cut off by a paused Redis: the gates must meet in a Redis apart, which only a stack of the explorer's own has";
+
+/// Why a cell of the order pipeline's own faults is not played on a stack
+/// the explorer did not start.
+pub const ORDER_FAULTS_NEED_OWN_STACK: &str = "the order pipeline's own faults (a worker's death, PostgreSQL stopped, reservations, Redis losing its data): PostgreSQL is stopped, and a dead worker's messages claimed at once, only on a stack of the explorer's own";
 
 /// One cell of the run.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -75,6 +72,11 @@ pub async fn all(
             let bounds = check::bounds(scenario, Protocol::of(variant));
             if bounds.cutoffs > 0 && !redises.apart() {
                 skipped.push((variant, scenario, CUT_OFF_NEEDS_GATES_APART));
+                continue;
+            }
+            let order_faults = bounds.orders.is_some_and(|o| o != OrderFaults::default());
+            if order_faults && redises.postgres.is_none() {
+                skipped.push((variant, scenario, ORDER_FAULTS_NEED_OWN_STACK));
                 continue;
             }
             let counterexample = verdict.broken.is_some();

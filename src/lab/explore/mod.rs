@@ -30,21 +30,25 @@ use crate::variants::{Scenario, Variant};
 
 use super::stack::Stack;
 
+mod choice;
 mod cli;
 mod cutoff;
 mod elsewhere;
 mod many;
 pub mod matrix;
 mod nodes;
+mod pipeline;
 mod run;
 mod strike;
 
 use run::{Buyer, Run, name};
 use strike::Budget;
 
+pub use choice::Choice;
 pub use cli::{ExploreArgs, run};
 pub use cutoff::Redises;
 pub use many::{Explored, explore};
+pub use pipeline::Postgres;
 
 /// Buyers in each schedule, and units in stock (the checker's bounds).
 const BUYERS: u8 = 3;
@@ -65,60 +69,6 @@ const STALL: Duration = Duration::from_secs(10);
 pub enum Strategy {
     Random,
     Pct,
-}
-
-/// One step of a schedule.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum Choice {
-    /// The buyer at this gate goes on.
-    Release { buyer: String, gate: String },
-    /// The lock key is deleted.
-    Vanish,
-    /// The lock's lease runs out (the explorer makes it: PEXPIRE 1).
-    Expire,
-    /// A buyer is never let go again (its process as good as dead).
-    Crash { buyer: String },
-    /// A holder's watchdog renews late: its lease runs out first, then
-    /// the renewal finds the lock gone.
-    Late { buyer: String },
-    /// A holder's whole process freezes where it waits: its watchdog
-    /// renews nothing, and its lease may run out, until it is let go (it
-    /// wakes, its watchdog renewing first).
-    Freeze { buyer: String },
-    /// Redlock's node (0, 1, 2) restarts empty, or comes back if down.
-    NodeRestart { node: u8 },
-    /// A Redlock round waits a tick of the lease for a slow node.
-    SlowVote,
-    /// Redis pauses (`DEBUG SLEEP`) and the buyer's call goes into the
-    /// pause: its instance stops waiting (1 s) and answers `unknown`; the
-    /// call's script, queued, runs when Redis wakes.
-    Cutoff { buyer: String },
-    /// A buyer told `unknown` asks again with its request id (a release:
-    /// every such buyer asks again before the schedule ends).
-    Retry { buyer: String },
-    /// Redis restarted empty under a working buyer, as the SKU sees it:
-    /// its keys (the lock among them) gone and the SKU stocked again, a
-    /// new epoch. (The outage's failed calls themselves are not played.)
-    Restart,
-}
-
-impl Choice {
-    /// The fault this step strikes (its name in `--json`), `None` for a
-    /// release.
-    pub fn fault(&self) -> Option<&'static str> {
-        Some(match self {
-            Choice::Release { .. } | Choice::Retry { .. } => return None,
-            Choice::Cutoff { .. } => "Cutoff",
-            Choice::Vanish => "Vanish",
-            Choice::Expire => "Expire",
-            Choice::Crash { .. } => "Crash",
-            Choice::Late { .. } => "Late",
-            Choice::Freeze { .. } => "Freeze",
-            Choice::NodeRestart { .. } => "NodeRestart",
-            Choice::SlowVote => "SlowVote",
-            Choice::Restart => "Restart",
-        })
-    }
 }
 
 /// One schedule explored.
@@ -200,11 +150,21 @@ pub async fn one(
         entries: HashMap::new(),
         requests: HashMap::new(),
         stock_url: redises.stock.clone(),
+        pipeline: None,
     };
+    if variant.orders() {
+        let faults = bounds.orders.unwrap_or_default();
+        let servers = (redises.gates.as_str(), redises.postgres.clone());
+        let pipeline = pipeline::Pipeline::new(&run, (&run_id, &sku), faults, servers)?;
+        run.pipeline = Some(pipeline);
+        run.start_pipeline().await?;
+    }
     let one_process = bounds.one_process;
     // Retries of one purchase: every buyer sends the same request id.
-    // Where calls are cut off, each buyer has its own (it asks again).
-    let id = |n: u8| match (bounds.one_request, bounds.cutoffs > 0) {
+    // Where calls are cut off, each buyer has its own (it asks again); so
+    // does each buyer of an order variant (its order is found by it).
+    let own = bounds.cutoffs > 0 || variant.orders();
+    let id = |n: u8| match (bounds.one_request, own) {
         (true, _) => format!("&request_id={run_id}"),
         (false, true) => format!("&request_id={run_id}-{}", name(n)),
         (false, false) => String::new(),
@@ -263,9 +223,12 @@ pub async fn one(
                 true => run.nodes_down().await?,
                 false => Vec::new(),
             };
-            let faults_now = run.offered(&waiting, (lock, &down), &budget, variant);
+            let mut faults_now = run.offered(&waiting, (lock, &down), &budget, variant);
+            // The order pipeline's steps (chosen as faults are) and faults.
+            let (flow, more) = run.pipeline_steps().await?;
+            faults_now.extend(flow.iter().cloned().chain(more));
             let pending = run.buyers.values().any(|b| matches!(b, Buyer::Sent(_)));
-            if choices.is_empty() && !pending {
+            if choices.is_empty() && flow.is_empty() && !pending {
                 break;
             }
             if choices.is_empty() && faults_now.is_empty() {
@@ -334,12 +297,9 @@ pub async fn one(
         None => Ok(()),
     };
     let state = stack.client.state(&sku).await;
-    // The order pipeline, once it settled (a crashed buyer still held, as
-    // good as dead): every unit the ledger sold has one order.
-    let books = match variant.orders() {
-        true => Some(crate::lab::replay::orders::settled(stack, &sku).await),
-        false => None,
-    };
+    // The order pipeline, once it settled (a crashed buyer, a dead worker
+    // still held, as good as dead): its books must match.
+    let books = run.settle_pipeline().await;
     // A lock with no TTL and a dead holder: nobody will ever sell again.
     let ttl = run.lock().await;
     let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(..)));
@@ -347,7 +307,7 @@ pub async fn one(
     run.scheduler.abandon().await?;
     unskewed?;
     let (mut sales, mut answered_sold) = (0, 0);
-    let mut answers = Vec::new();
+    let (mut answers, mut answered) = (Vec::new(), Vec::new());
     let mut buyers: Vec<(u8, Buyer)> = run.buyers.drain().collect();
     buyers.sort_by_key(|(n, _)| *n);
     if buyers.len() != usize::from(BUYERS) && outcome.is_ok() {
@@ -368,19 +328,24 @@ pub async fn one(
         answers.push(format!(
             "{} {}",
             name(n),
-            answer.map_or("no answer".to_owned(), |a| format!(
+            answer.as_ref().map_or("no answer".to_owned(), |a| format!(
                 "{} {}",
                 a.status,
                 a.reason().unwrap_or_default()
             ))
         ));
+        answered.extend(answer.map(|a| (n, a)));
     }
     outcome?;
     let state = state?;
-    let books = books.transpose()?;
-    let unordered = books.as_ref().is_some_and(|b| {
-        !(b.lost.is_empty() && b.phantom.is_empty() && b.ordered_twice.is_empty())
-    });
+    let books = books?;
+    // Every buyer told `sold` finds its order (a sale whose message Redis
+    // lost has none, in whatever epoch).
+    let missing = match variant.orders() {
+        true => pipeline::without_order(&run, (&run_id, &sku), &answered).await?,
+        false => Vec::new(),
+    };
+    let unordered = books.as_ref().is_some_and(|b| !b.matches()) || !missing.is_empty();
     // (`setnx-expiry`'s key has no TTL either, but its value's time runs out.)
     let stuck =
         crashed && ttl? == Some(-1) && variant != Variant::SetnxExpiry && state.remaining > 0;
@@ -416,8 +381,8 @@ pub async fn one(
             },
             match &books {
                 Some(b) => format!(
-                    "; orders: units with none {:?}, with no sale {:?}, ordered twice {:?}",
-                    b.lost, b.phantom, b.ordered_twice
+                    "; orders: {}; buyers sold with no order: {missing:?}",
+                    b.verdict()
                 ),
                 None => String::new(),
             }

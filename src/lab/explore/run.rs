@@ -10,7 +10,7 @@ use super::{Choice, SETTLE, WORKING};
 
 use crate::client::Deduction;
 pub(super) use crate::gate::buyer_name as name;
-use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK, is_note, points};
+use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK, is_note};
 use crate::lab::stack::Stack;
 use crate::store::{Keys, Store};
 
@@ -55,6 +55,8 @@ pub(super) struct Run<'a> {
     pub(super) requests: HashMap<u8, (crate::client::StackClient, String)>,
     /// The stock's Redis, which a cut-off pauses.
     pub(super) stock_url: String,
+    /// The order pipeline's workers and faults (the order variants').
+    pub(super) pipeline: Option<super::pipeline::Pipeline>,
 }
 
 /// Clients of the nodes of `variant`'s lock on `stack` (Redlock's; none
@@ -123,7 +125,9 @@ impl Run<'_> {
                         && !self.asking(**n)
                 })
                 .count();
-            if sent == 0 {
+            // An order worker (or expiry pass) on its way gets there.
+            let busy = self.pipeline.as_ref().is_some_and(|p| p.busy());
+            if sent == 0 && !busy {
                 // Nobody on its way: only renewals can come; take those
                 // already announced.
                 match self.scheduler.try_next().await? {
@@ -132,14 +136,20 @@ impl Run<'_> {
                 }
                 continue;
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(());
+            let left = match busy {
+                true => (deadline + super::STALL).saturating_duration_since(Instant::now()),
+                false => deadline.saturating_duration_since(Instant::now()),
+            };
+            match (left.is_zero(), busy) {
+                (true, true) => bail!("an order worker stopped nowhere within {:?}", super::STALL),
+                (true, false) => return Ok(()),
+                _ => {}
             }
             match self.scheduler.next(left).await? {
                 Some(arrival) => self.heard(arrival).await?,
                 // Whoever is still on its way waits for a lock.
-                None => return Ok(()),
+                None if !busy => return Ok(()),
+                None => {}
             }
         }
     }
@@ -147,22 +157,16 @@ impl Run<'_> {
     /// An arrival: a renewal goes on at once (a lease runs out only when
     /// the explorer chooses so); a buyer on its way now waits at its gate.
     pub(super) async fn heard(&mut self, arrival: Arrival) -> anyhow::Result<()> {
+        // The order pipeline's (a worker at its turn or after a commit, an
+        // expiry pass): never the buyer's own gate.
+        if self.heard_by_pipeline(&arrival) {
+            return Ok(());
+        }
         let Some(n) = arrival.buyer_index() else {
             return Ok(());
         };
         // A Redlock vote's answer: the buyer goes on by itself.
         if is_note(&arrival.gate) && arrival.gate != WAITS_FOR_LOCK {
-            return Ok(());
-        }
-        // The order pipeline's gates (a worker after its commit, an expiry
-        // pass) hold no buyer and are not scheduled here: they go on at
-        // once. (Taken for the buyer's own gate, a worker's arrival ahead
-        // of its buyer's next gate left that gate unheard, the buyer held.)
-        if [points::WORKER_COMMITTED, points::BEFORE_GIVE_BACK]
-            .iter()
-            .any(|p| p.name == arrival.gate)
-        {
-            self.scheduler.release(&arrival).await?;
             return Ok(());
         }
         if arrival.gate.starts_with(crate::gate::points::VOTE)

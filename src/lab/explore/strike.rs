@@ -189,6 +189,15 @@ impl Run<'_> {
     ) -> anyhow::Result<()> {
         match fault {
             Choice::Release { .. } | Choice::Retry { .. } => {}
+            Choice::Work { .. }
+            | Choice::Ack { .. }
+            | Choice::WorkerCrash { .. }
+            | Choice::PostgresStop
+            | Choice::PostgresStart
+            | Choice::Pay { .. }
+            | Choice::Overdue { .. }
+            | Choice::GiveBack { .. }
+            | Choice::DataLoss => self.pipeline_step(fault).await?,
             Choice::Cutoff { buyer } => {
                 budget.cutoffs -= 1;
                 self.cut_off(index(buyer)).await?;

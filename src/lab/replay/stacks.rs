@@ -17,6 +17,11 @@ pub struct Beside {
     /// A Redis apart where the gates meet (`up --gate-redis`), so that a
     /// schedule goes on while the stock's Redis is paused.
     pub gate_redis: Option<String>,
+    /// A PostgreSQL of the command's own for the orders (`up
+    /// --postgres-url`), which it stops and starts; its workers then claim
+    /// a message left pending at once (`--claim-idle 1ms`): a dead worker's
+    /// is another's at its next turn.
+    pub postgres_url: Option<String>,
 }
 
 /// The stack a command plays on: the `--target` one (checked to run
@@ -79,6 +84,10 @@ fn up_args(beside: &Beside) -> Vec<String> {
     .map(str::to_owned)
     .into_iter()
     .chain((beside.gate_redis.iter()).flat_map(|url| ["--gate-redis".to_owned(), url.clone()]))
+    .chain(
+        (beside.postgres_url.iter())
+            .flat_map(|url| ["--postgres-url", url, "--claim-idle", "1ms"].map(str::to_owned)),
+    )
     .collect()
 }
 
@@ -109,8 +118,7 @@ pub async fn start(
 pub async fn start_orders(echo: bool) -> anyhow::Result<(Stack, String)> {
     let beside = Beside {
         orders: true,
-        lock_stores: false,
-        gate_redis: None,
+        ..Beside::default()
     };
     start_with_its_redis(up_args(&beside), echo).await
 }
