@@ -323,7 +323,7 @@ if __name__ == "__main__":
     gates_1()
     if (R / "explore-1.json").exists():
         explore_1()
-    for later in ("explore-2", "explore-3", "explore-4", "explore-5"):
+    for later in ("explore-2", "explore-3", "explore-4", "explore-5", "explore-6"):
         if (R / f"{later}.json").exists():
             explore_1(later)
     bench_run("bench-2")

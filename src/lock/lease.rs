@@ -159,6 +159,12 @@ impl LeaseLock {
     pub async fn is_locked(&self) -> Result<bool, StoreError> {
         Ok(self.conn.clone().exists(&self.key).await?)
     }
+
+    /// Whether `owner` holds the lock (its token is the key's value).
+    pub async fn holds(&self, owner: &OwnerId) -> Result<bool, StoreError> {
+        let value: Option<String> = self.conn.clone().get(&self.key).await?;
+        Ok(value.as_deref() == Some(owner.as_str()))
+    }
 }
 
 impl Lease for LeaseLock {

@@ -8,6 +8,7 @@
 //! which needs a majority of the members up, so all of them are started
 //! before any is waited for.
 
+use futures_util::TryFutureExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -54,16 +55,21 @@ impl EtcdMember {
 
 /// Which of the members at `urls` leads now, as they say themselves
 /// (`/v3/maintenance/status`: its member id is the leader's); its index.
+/// A member that does not answer (one killed) is passed over.
 pub async fn leader(urls: &[String]) -> anyhow::Result<usize> {
     let http = reqwest::Client::builder().timeout(HEALTH_TIMEOUT).build()?;
     for (index, url) in urls.iter().enumerate() {
-        let status: serde_json::Value = http
+        let asked = http
             .post(format!("{url}/v3/maintenance/status"))
             .body("{}")
             .send()
-            .await?
-            .json()
-            .await?;
+            .await;
+        let Ok(status) = futures_util::future::ready(asked)
+            .and_then(|r| r.json::<serde_json::Value>())
+            .await
+        else {
+            continue;
+        };
         if status["leader"] == status["header"]["member_id"] {
             return Ok(index);
         }

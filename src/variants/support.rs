@@ -65,7 +65,16 @@ pub(super) async fn count_tenure(
 /// [`crate::knobs::REPLICA_WAIT`] for N replicas to have it. `true` when
 /// they do (or none was asked for). WAIT blocks the connection it is sent
 /// on, so the requests sharing it wait as long: the price of asking.
-pub(super) async fn replicated(ctx: &mut Ctx<'_>) -> Result<bool, StoreError> {
+///
+/// `WAIT` counts the replicas that have every write the master has, not
+/// the lock: a master that failed over between the lock and the `WAIT`
+/// took the lock with it, and the new master's replica has all the new
+/// master has. So once enough replicas answered, the lock must still be
+/// the owner's (`still_ours`, asked of the master now).
+pub(super) async fn replicated(
+    ctx: &mut Ctx<'_>,
+    still_ours: impl std::future::Future<Output = Result<bool, StoreError>>,
+) -> Result<bool, StoreError> {
     let Some(wanted) = ctx.knobs.replicas.filter(|n| *n > 0).map(i64::from) else {
         return Ok(true);
     };
@@ -78,8 +87,13 @@ pub(super) async fn replicated(ctx: &mut Ctx<'_>) -> Result<bool, StoreError> {
             wanted,
             "the lock did not reach enough replicas; released"
         );
+        return Ok(false);
     }
-    Ok(acked >= wanted)
+    if !still_ours.await? {
+        tracing::warn!("the lock was lost before it reached a replica (a failover); given up");
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 /// The answer of a lock released because too few replicas had it.

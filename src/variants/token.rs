@@ -89,7 +89,7 @@ impl Protection for TokenLock {
         if granted.is_none() {
             return not_acquired(wait);
         }
-        match super::replicated(ctx).await {
+        match super::replicated(ctx, lock.holds(&owner)).await {
             Ok(true) => {}
             not => {
                 let _ = lock.unlock_surely(&owner, Instant::now() + lease).await;

@@ -112,7 +112,8 @@ pub(super) async fn renewed_lock(
     let Some(grant) = granted else {
         return not_acquired(wait);
     };
-    match super::replicated(ctx).await {
+    let held = async { Ok(lock.holds(&owner).await? > 0) };
+    match super::replicated(ctx, held).await {
         Ok(true) => {}
         not => {
             let _ = lock.unlock_all_surely(&owner, Instant::now() + lease).await;

@@ -17,6 +17,7 @@ mod docs;
 mod etcd;
 mod examples;
 mod explore;
+mod explore_failover;
 mod explore_orders;
 mod failover;
 mod gates;

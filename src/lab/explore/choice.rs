@@ -80,6 +80,12 @@ pub enum Choice {
     /// Redis loses its data, as the SKU sees it: its keys (its order
     /// stream among them) gone, and the SKU reset.
     DataLoss,
+    /// Replication to the lock's replica stops (what the master had so
+    /// far reached it).
+    HoldReplication,
+    /// The lock's store fails over: Redis's master dies and its replica is
+    /// promoted; etcd's or ZooKeeper's leader dies.
+    Failover,
 }
 
 impl Choice {
@@ -107,6 +113,8 @@ impl Choice {
             Choice::PostgresStop => "PostgresStop",
             Choice::Overdue { .. } => "Overdue",
             Choice::DataLoss => "DataLoss",
+            Choice::HoldReplication => "HoldReplication",
+            Choice::Failover => "Failover",
         })
     }
 }

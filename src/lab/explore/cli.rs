@@ -81,7 +81,8 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
     };
     let beside = crate::lab::replay::Beside {
         orders,
-        lock_stores: args.all || matches!(args.variant, Some(Variant::Etcd | Variant::ZooKeeper)),
+        etcd: u8::from(args.all || args.variant == Some(Variant::Etcd)),
+        zookeeper: u8::from(args.all || args.variant == Some(Variant::ZooKeeper)),
         gate_redis: gates.as_ref().map(|g| g.url()),
         postgres_url: postgres.as_ref().map(|p| p.url()),
     };

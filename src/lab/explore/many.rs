@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use super::{Redises, Schedule, Strategy, one};
+use crate::check::protocol::Protocol;
 use crate::lab::stack::Stack;
 use crate::variants::{Scenario, Variant};
 
@@ -37,16 +38,20 @@ pub async fn explore(
     let mut run = 0;
     let mut found = None;
     let mut struck = std::collections::BTreeMap::new();
+    // A failover cannot be undone: each schedule on a stack of its own.
+    let fails_over = crate::check::bounds(scenario, Protocol::of(variant)).failovers > 0;
     while run < schedules && found.is_none() {
-        let schedule = one(
-            stack,
-            redises,
-            variant,
-            scenario,
-            strategy,
-            seed + run as u64,
-        )
-        .await?;
+        let seed = seed + run as u64;
+        let schedule = match fails_over {
+            false => one(stack, redises, variant, scenario, strategy, seed).await?,
+            true => {
+                let own = super::failover::own_stack(variant).await?;
+                let schedule =
+                    one(&own.stack, &own.redises, variant, scenario, strategy, seed).await;
+                own.stack.stop().await;
+                schedule?
+            }
+        };
         run += 1;
         let mut kinds: Vec<&'static str> = (schedule.steps.iter())
             .filter_map(super::Choice::fault)

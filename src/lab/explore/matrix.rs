@@ -13,11 +13,6 @@ use crate::lab::stack::Stack;
 /// Why the explorer cannot play a cell's faults (or judge what breaks
 /// there), or `None` when it can.
 pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> {
-    let protocol = Protocol::of(variant);
-    let bounds = check::bounds(scenario, protocol);
-    if bounds.failovers > 0 {
-        return Some("a failover");
-    }
     let verdict = check::check(variant, scenario)?;
     match verdict.broken {
         None
@@ -31,6 +26,11 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
 /// Why a cell of calls cut off by a paused Redis is not played on a stack
 /// whose gates meet in the Redis the pause stops.
 pub const CUT_OFF_NEEDS_GATES_APART: &str = "calls cut off by a paused Redis: the gates must meet in a Redis apart, which only a stack of the explorer's own has";
+
+/// Why a failover cell is not played on a stack the explorer did not
+/// start.
+pub const FAILOVER_NEEDS_OWN_STACKS: &str =
+    "a failover cannot be undone: each schedule runs on a stack of the explorer's own";
 
 /// Why a cell of the order pipeline's own faults is not played on a stack
 /// the explorer did not start.
@@ -72,6 +72,10 @@ pub async fn all(
             let bounds = check::bounds(scenario, Protocol::of(variant));
             if bounds.cutoffs > 0 && !redises.apart() {
                 skipped.push((variant, scenario, CUT_OFF_NEEDS_GATES_APART));
+                continue;
+            }
+            if bounds.failovers > 0 && !redises.apart() {
+                skipped.push((variant, scenario, FAILOVER_NEEDS_OWN_STACKS));
                 continue;
             }
             let order_faults = bounds.orders.is_some_and(|o| o != OrderFaults::default());

@@ -34,6 +34,7 @@ mod choice;
 mod cli;
 mod cutoff;
 mod elsewhere;
+mod failover;
 mod many;
 pub mod matrix;
 mod nodes;
@@ -151,9 +152,14 @@ pub async fn one(
         requests: HashMap::new(),
         stock_url: redises.stock.clone(),
         pipeline: None,
+        failing: None,
     };
-    if variant.orders() {
-        let faults = bounds.orders.unwrap_or_default();
+    if bounds.failovers > 0 {
+        let failing = failover::Failing::of(stack, variant, &redises.stock, &bounds)?;
+        run.failing = Some(failing);
+    }
+    // The order pipeline is scheduled, and judged, where the model has it.
+    if let (true, Some(faults)) = (variant.orders(), bounds.orders) {
         let servers = (redises.gates.as_str(), redises.postgres.clone());
         let pipeline = pipeline::Pipeline::new(&run, (&run_id, &sku), faults, servers)?;
         run.pipeline = Some(pipeline);
@@ -164,11 +170,12 @@ pub async fn one(
     // Where calls are cut off, each buyer has its own (it asks again); so
     // does each buyer of an order variant (its order is found by it).
     let own = bounds.cutoffs > 0 || variant.orders();
-    let id = |n: u8| match (bounds.one_request, own) {
-        (true, _) => format!("&request_id={run_id}"),
-        (false, true) => format!("&request_id={run_id}-{}", name(n)),
-        (false, false) => String::new(),
+    let request_id = |n: u8| match (bounds.one_request, own) {
+        (true, _) => Some(run_id.clone()),
+        (false, true) => Some(format!("{run_id}-{}", name(n))),
+        (false, false) => None,
     };
+    let id = |n: u8| request_id(n).map_or(String::new(), |id| format!("&request_id={id}"));
     if bounds.cutoffs > 0 && !redises.apart() {
         bail!("{}", matrix::CUT_OFF_NEEDS_GATES_APART);
     }
@@ -193,10 +200,16 @@ pub async fn one(
         };
         let instance = &run.stack.instances[at];
         let client = run.stack.client.at(&instance.url);
+        // (`failover-wait`: each buyer `WAIT`s for a replica to have its lock.)
         let path = format!(
-            "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={run_id}:{}{}",
+            "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={run_id}:{}{}{}",
             name(n),
-            id(n)
+            id(n),
+            if bounds.wait_replicas {
+                "&replicas=1"
+            } else {
+                ""
+            }
         );
         run.requests.insert(n, (client, path));
         run.send(n).await?;
@@ -207,6 +220,10 @@ pub async fn one(
     let mut priority: Vec<u64> = (0..BUYERS).map(|_| rng.u64(..)).collect();
     let changes: Vec<usize> = (0..2).map(|_| rng.usize(1..24)).collect();
     let mut steps = Vec::new();
+    // PCT strikes a fault at one step in eight; a failover's two (held
+    // back, then the master dies) at one in three, since each of its
+    // schedules costs a stack of its own.
+    let odds = if bounds.failovers > 0 { 3 } else { 8 };
     let outcome = async {
         let mut progress = Instant::now();
         loop {
@@ -246,7 +263,7 @@ pub async fn one(
                     all[rng.usize(..all.len())].clone()
                 }
                 Strategy::Pct
-                    if !faults_now.is_empty() && (choices.is_empty() || rng.u8(..8) == 0) =>
+                    if !faults_now.is_empty() && (choices.is_empty() || rng.u8(..odds) == 0) =>
                 {
                     faults_now[rng.usize(..faults_now.len())].clone()
                 }
@@ -341,11 +358,17 @@ pub async fn one(
     let books = books?;
     // Every buyer told `sold` finds its order (a sale whose message Redis
     // lost has none, in whatever epoch).
-    let missing = match variant.orders() {
-        true => pipeline::without_order(&run, (&run_id, &sku), &answered).await?,
+    let missing = match run.pipeline.is_some() {
+        true => pipeline::without_order(&run, &sku, &answered, request_id).await?,
         false => Vec::new(),
     };
     let unordered = books.as_ref().is_some_and(|b| !b.matches()) || !missing.is_empty();
+    // A failover loses the old master's records of its sales: a unit sold
+    // twice shows in the answers.
+    let twice_told = match bounds.failovers > 0 {
+        true => crate::lab::replay::sold_twice(answered.iter().map(|(n, a)| (n, a))),
+        false => Vec::new(),
+    };
     // (`setnx-expiry`'s key has no TTL either, but its value's time runs out.)
     let stuck =
         crashed && ttl? == Some(-1) && variant != Variant::SetnxExpiry && state.remaining > 0;
@@ -359,7 +382,7 @@ pub async fn one(
         seed,
         steps,
         ledger: format!(
-            "oversold {}, duplicates {}, sold {} of {}{}{}{}{}",
+            "oversold {}, duplicates {}, sold {} of {}{}{}{}{}{}",
             state.oversold,
             state.duplicates,
             state.sold,
@@ -379,6 +402,10 @@ pub async fn one(
                 ),
                 false => String::new(),
             },
+            match twice_told.is_empty() {
+                true => String::new(),
+                false => format!("; units answered sold twice: {}", twice_told.join(", ")),
+            },
             match &books {
                 Some(b) => format!(
                     "; orders: {}; buyers sold with no order: {missing:?}",
@@ -392,6 +419,7 @@ pub async fn one(
             || stuck
             || twice
             || unowned
-            || unordered,
+            || unordered
+            || !twice_told.is_empty(),
     })
 }

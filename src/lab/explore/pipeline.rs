@@ -386,15 +386,16 @@ async fn epoch(store: &crate::store::Store, keys: &crate::store::Keys) -> anyhow
 /// request id and token (a sale lost on its way to its order).
 pub(super) async fn without_order(
     run: &Run<'_>,
-    (run_id, sku): (&str, &str),
+    sku: &str,
     answers: &[(u8, crate::client::Deduction)],
+    request_id: impl Fn(u8) -> Option<String>,
 ) -> anyhow::Result<Vec<String>> {
     let mut missing = Vec::new();
     for (n, answer) in answers {
-        let (true, Some(token)) = (answer.sold(), answer.order_token()) else {
+        let (true, Some(token), Some(id)) = (answer.sold(), answer.order_token(), request_id(*n))
+        else {
             continue;
         };
-        let id = format!("{run_id}-{}", name(*n));
         if run
             .stack
             .client

@@ -10,7 +10,7 @@ use super::{Choice, SETTLE, WORKING};
 
 use crate::client::Deduction;
 pub(super) use crate::gate::buyer_name as name;
-use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK, is_note};
+use crate::gate::{ANSWERED, Arrival, Scheduler, WAITS_FOR_LOCK, is_note, points};
 use crate::lab::stack::Stack;
 use crate::store::{Keys, Store};
 
@@ -57,6 +57,8 @@ pub(super) struct Run<'a> {
     pub(super) stock_url: String,
     /// The order pipeline's workers and faults (the order variants').
     pub(super) pipeline: Option<super::pipeline::Pipeline>,
+    /// The lock's store failing over (the failover cells').
+    pub(super) failing: Option<super::failover::Failing>,
 }
 
 /// Clients of the nodes of `variant`'s lock on `stack` (Redlock's; none
@@ -162,6 +164,15 @@ impl Run<'_> {
         if self.heard_by_pipeline(&arrival) {
             return Ok(());
         }
+        // Where the model has no pipeline, the workers run free: a worker
+        // after a commit, an expiry pass, goes on at once.
+        if [points::WORKER_COMMITTED, points::BEFORE_GIVE_BACK]
+            .iter()
+            .any(|p| p.name == arrival.gate)
+        {
+            self.scheduler.release(&arrival).await?;
+            return Ok(());
+        }
         let Some(n) = arrival.buyer_index() else {
             return Ok(());
         };
@@ -205,7 +216,7 @@ impl Run<'_> {
             // that those queued after it wait for.
             if matches!(
                 arrival.gate.as_str(),
-                "after_acquire" | "after_setnx" | "queued"
+                "after_acquire" | "after_setnx" | "queued" | "before_wait"
             ) {
                 self.holders.insert(n);
             }

@@ -108,7 +108,10 @@ impl Run<'_> {
         };
         // A frozen holder renews nothing: its lease runs out too.
         let frozen = self.holders.iter().any(|n| self.frozen.contains(n));
-        if ((budget.time && !budget.watchdog) || dead || frozen) && lease {
+        // A lock a failover brought back after its holder let it go: no
+        // watchdog renews it.
+        let restored = self.failing.is_some() && self.holders.is_empty();
+        if ((budget.time && !budget.watchdog) || dead || frozen || restored) && lease {
             faults.push(Choice::Expire);
         }
         let holding = |n: &&u8| self.holders.contains(n);
@@ -161,6 +164,9 @@ impl Run<'_> {
                     .map(|&n| Choice::Cutoff { buyer: name(n) }),
             );
         }
+        if let Some(failing) = &self.failing {
+            faults.extend(failing.offered(lock.is_some()));
+        }
         if budget.crashes > 0 {
             // Anywhere, or (`kill-instance`) only while it works.
             let may_die = |n: &&u8| match self.buyers.get(*n) {
@@ -198,6 +204,7 @@ impl Run<'_> {
             | Choice::Overdue { .. }
             | Choice::GiveBack { .. }
             | Choice::DataLoss => self.pipeline_step(fault).await?,
+            Choice::HoldReplication | Choice::Failover => self.fail(fault, sku).await?,
             Choice::Cutoff { buyer } => {
                 budget.cutoffs -= 1;
                 self.cut_off(index(buyer)).await?;

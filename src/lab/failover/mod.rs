@@ -208,7 +208,7 @@ async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover
 }
 
 /// The etcd member that leads now: its name and pid.
-async fn etcd_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
+pub(crate) async fn etcd_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
     let urls: Vec<String> = stack.etcd_members.iter().map(|m| m.url.clone()).collect();
     let index = crate::up::etcd::leader(&urls).await?;
     let member = &stack.etcd_members[index];
@@ -216,7 +216,7 @@ async fn etcd_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
 }
 
 /// The ZooKeeper server that leads now: its name and pid.
-async fn zookeeper_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
+pub(crate) async fn zookeeper_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
     for (index, server) in stack.zookeeper.iter().enumerate() {
         let port = server.port().context("a ZooKeeper server's port")?;
         if crate::up::zookeeper::mode_at(port).await.as_deref() == Some("leader") {

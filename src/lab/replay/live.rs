@@ -358,9 +358,11 @@ pub(super) async fn judge(
 }
 
 /// The units more than one buyer was answered sold, as "unit U (A, B)".
-fn sold_twice(answers: &HashMap<u8, Deduction>) -> Vec<String> {
+pub(in crate::lab) fn sold_twice<'a>(
+    answers: impl IntoIterator<Item = (&'a u8, &'a Deduction)>,
+) -> Vec<String> {
     let mut buyers: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
-    let mut sorted: Vec<_> = answers.iter().collect();
+    let mut sorted: Vec<_> = answers.into_iter().collect();
     sorted.sort_by_key(|(n, _)| **n);
     for (n, answer) in sorted {
         if let crate::client::DeductBody::Outcome(body) = &answer.body

@@ -40,6 +40,7 @@ mod redlock;
 mod stacks;
 
 pub use cli::{ReplayArgs, replay, run};
+pub(in crate::lab) use live::sold_twice;
 pub use stacks::{Beside, stack_for, start, start_failover, start_orders};
 
 use live::{Live, judge, name};

@@ -12,8 +12,10 @@ use crate::lab::stack::{Stack, UpOptions};
 pub struct Beside {
     /// The order pipeline (PostgreSQL, the workers).
     pub orders: bool,
-    /// An etcd member and a ZooKeeper server (`etcd`, `zookeeper`).
-    pub lock_stores: bool,
+    /// etcd members and ZooKeeper servers (`etcd`, `zookeeper`): one
+    /// each, or three for a failover of their leader.
+    pub etcd: u8,
+    pub zookeeper: u8,
     /// A Redis apart where the gates meet (`up --gate-redis`), so that a
     /// schedule goes on while the stock's Redis is paused.
     pub gate_redis: Option<String>,
@@ -76,13 +78,11 @@ fn up_args(beside: &Beside) -> Vec<String> {
         "3",
         "--orders",
         on(beside.orders, "on", "off"),
-        "--etcd",
-        on(beside.lock_stores, "1", "0"),
-        "--zookeeper",
-        on(beside.lock_stores, "1", "0"),
     ]
     .map(str::to_owned)
     .into_iter()
+    .chain(["--etcd".to_owned(), beside.etcd.to_string()])
+    .chain(["--zookeeper".to_owned(), beside.zookeeper.to_string()])
     .chain((beside.gate_redis.iter()).flat_map(|url| ["--gate-redis".to_owned(), url.clone()]))
     .chain(
         (beside.postgres_url.iter())
