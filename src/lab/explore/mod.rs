@@ -227,7 +227,10 @@ pub async fn one(
     let outcome = async {
         let mut progress = Instant::now();
         loop {
-            run.settle().await?;
+            // (A stall names its schedule, to be played again by its seed.)
+            run.settle()
+                .await
+                .with_context(|| format!("seed {seed}; steps {steps:?}"))?;
             let waiting: Vec<u8> = (0..BUYERS)
                 .filter(|n| matches!(run.buyers.get(n), Some(Buyer::Waiting(..))))
                 .collect();
