@@ -61,18 +61,18 @@ async fn the_order_pipelines_faults_are_explored_turn_by_turn() {
             postgres: Some(Arc::new(tokio::sync::Mutex::new(postgres))),
             ..explore::Redises::one(&redis_url)
         };
+        // Up to `schedules` of a cell from seed 1.
+        let explore_cell = |variant: Variant, scenario: Scenario, schedules: usize| {
+            let redises = &redises;
+            let stack = &stack;
+            async move {
+                explore::explore(stack, redises, variant, scenario, Strategy::Pct, schedules, 1)
+                    .await
+                    .unwrap_or_else(|err| panic!("{variant} in {scenario}: {err:#}"))
+            }
+        };
         for (variant, scenario, fault) in SAFE {
-            let explored = explore::explore(
-                &stack,
-                &redises,
-                variant,
-                scenario,
-                Strategy::Pct,
-                SAFE_SCHEDULES,
-                1,
-            )
-            .await
-            .unwrap_or_else(|err| panic!("{variant} in {scenario}: {err:#}"));
+            let explored = explore_cell(variant, scenario, SAFE_SCHEDULES).await;
             if let Some(found) = &explored.found {
                 panic!(
                     "{variant} in {scenario}: the checker finds nothing, schedule {} (seed {}) broke: {}; steps {:?}",
@@ -93,17 +93,7 @@ async fn the_order_pipelines_faults_are_explored_turn_by_turn() {
             );
         }
         let (variant, scenario) = (Variant::LuaThenQueue, Scenario::RedisDataLoss);
-        let explored = explore::explore(
-            &stack,
-            &redises,
-            variant,
-            scenario,
-            Strategy::Pct,
-            FIND_WITHIN,
-            1,
-        )
-        .await
-        .unwrap();
+        let explored = explore_cell(variant, scenario, FIND_WITHIN).await;
         let found = explored.found.unwrap_or_else(|| {
             panic!("{variant} in {scenario}: no lost order in {FIND_WITHIN} schedules")
         });
