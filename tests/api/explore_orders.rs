@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stocklock::lab::explore::{self, Strategy};
+use stocklock::lab::explore::{self, Choice, Strategy};
 use stocklock::up::postgres::PostgresServer;
 use stocklock::variants::{Scenario, Variant};
 
@@ -92,6 +92,31 @@ async fn the_order_pipelines_faults_are_explored_turn_by_turn() {
                 "{variant} in {scenario}: {SAFE_SCHEDULES} schedules, {fault} in {struck}, nothing broke"
             );
         }
+        // A worker let go of its ack while PostgreSQL is down goes on to
+        // its batch's next insert, fails, and waits for PostgreSQL (the
+        // model's worker, whose insert fails, lets its message stay
+        // pending): it reaches no gate until PostgreSQL is back. Seed
+        // 64 of lua-stream acks there (it stalled the explorer once).
+        let (variant, scenario) = (Variant::LuaStream, Scenario::PostgresRestart);
+        let schedule = explore::one(&stack, &redises, variant, scenario, Strategy::Pct, 64)
+            .await
+            .unwrap_or_else(|err| panic!("{variant} in {scenario}, seed 64: {err:#}"));
+        let at = |wanted: fn(&Choice) -> bool| schedule.steps.iter().position(wanted);
+        let (stop, start) = (
+            at(|c| matches!(c, Choice::PostgresStop)),
+            at(|c| matches!(c, Choice::PostgresStart)),
+        );
+        let acked_while_down = schedule.steps.iter().enumerate().any(|(i, c)| {
+            matches!(c, Choice::Ack { .. })
+                && stop.is_some_and(|s| s < i)
+                && start.is_none_or(|s| i < s)
+        });
+        assert!(
+            acked_while_down && !schedule.violation,
+            "{variant} in {scenario}, seed 64: an ack while PostgreSQL was down, and nothing broke: {:?}; {}",
+            schedule.steps,
+            schedule.ledger
+        );
         let (variant, scenario) = (Variant::LuaThenQueue, Scenario::RedisDataLoss);
         let explored = explore_cell(variant, scenario, FIND_WITHIN).await;
         let found = explored.found.unwrap_or_else(|| {

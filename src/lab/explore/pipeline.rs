@@ -99,9 +99,13 @@ impl Pipeline {
         })
     }
 
-    /// Whether a worker, or the pass, is on its way.
+    /// Whether a worker, or the pass, is on its way. While PostgreSQL is
+    /// down a worker let go (after its ack) may be on no way at all: its
+    /// batch's next insert failed, and it waits for PostgreSQL, trying
+    /// again, as the model's worker whose insert fails; it gets to its
+    /// turn once PostgreSQL is started again.
     pub(super) fn busy(&self) -> bool {
-        self.workers.values().any(|w| matches!(w, Worker::Busy))
+        (!self.down && self.workers.values().any(|w| matches!(w, Worker::Busy)))
             || (self.passing && self.give_backs.is_empty())
     }
 
