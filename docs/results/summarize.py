@@ -303,6 +303,21 @@ def replay_run(name):
           f"median {statistics.median(seconds):.1f}, most {max(seconds):.1f}\n")
 
 
+def explore_cells(name):
+    """Single cells explored (`explore --variant V --scenario S --json`)."""
+    print(f"## {name}\n")
+    rows = []
+    for f in sorted(R.glob(f"{name}-*.json")):
+        c = json.loads(f.read_text())
+        rows.append([f"`{c['variant']}` in {c['scenario']}", c["schedules"],
+                     ", ".join(f"{k} {n}" for k, n in sorted(c["struck"].items())) or "none",
+                     "none" if c["found"] is None else f"schedule {c['until_found']}",
+                     f"{c['per_second']:.1f}"])
+    print(table(["cell", "schedules", "faults struck (schedules)", "broke",
+                 "schedules a second"], rows))
+    print()
+
+
 def handoff_1():
     print("## handoff-1\n")
     for f in sorted(R.glob("handoff-1-*.txt")):
@@ -326,6 +341,8 @@ if __name__ == "__main__":
     for later in ("explore-2", "explore-3", "explore-4", "explore-5", "explore-6"):
         if (R / f"{later}.json").exists():
             explore_1(later)
+    if list(R.glob("explore-7-*.json")):
+        explore_cells("explore-7")
     bench_run("bench-2")
     for later in ("replay-1", "replay-2"):
         if (R / f"{later}.json").exists():
