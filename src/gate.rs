@@ -72,6 +72,9 @@ impl Gates {
 struct RunKeys {
     arrivals: String,
     open: String,
+    /// Set while someone (a learner in step mode) may take longer than
+    /// [`DEADLINE`] over a step: a buyer waits on while it exists.
+    patient: String,
     prefix: String,
 }
 
@@ -81,6 +84,7 @@ impl RunKeys {
         RunKeys {
             arrivals: format!("{prefix}:arrivals"),
             open: format!("{prefix}:open"),
+            patient: format!("{prefix}:patient"),
             prefix,
         }
     }
@@ -191,16 +195,26 @@ async fn arrive(
 }
 
 /// Waits for the release of `buyer` at `gate` of `run`, [`DEADLINE`] at
-/// most: `false` when none came.
+/// most (again and again while the run is patient): `false` when none
+/// came.
 async fn await_release(
     conn: &mut redis::aio::MultiplexedConnection,
     run: &str,
     buyer: &str,
     gate: &str,
 ) -> Result<bool, StoreError> {
-    let go = RunKeys::of(run).go(buyer, gate);
-    let released: Option<(String, String)> = conn.blpop(&go, DEADLINE.as_secs_f64()).await?;
-    Ok(released.is_some())
+    let keys = RunKeys::of(run);
+    let go = keys.go(buyer, gate);
+    loop {
+        let released: Option<(String, String)> = conn.blpop(&go, DEADLINE.as_secs_f64()).await?;
+        if released.is_some() {
+            return Ok(true);
+        }
+        let patient: bool = conn.exists(&keys.patient).await?;
+        if !patient {
+            return Ok(false);
+        }
+    }
 }
 
 impl Reached for Gate {
@@ -304,7 +318,9 @@ impl Scheduler {
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
         let keys = RunKeys::of(run);
-        let _: () = conn.del(&[&keys.arrivals, &keys.open]).await?;
+        let _: () = conn
+            .del(&[&keys.arrivals, &keys.open, &keys.patient])
+            .await?;
         Ok(Scheduler {
             client,
             conn,
@@ -359,6 +375,17 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Makes the run's buyers wait at their gates past [`DEADLINE`] for
+    /// `for_` from now (a learner thinking over a step): said again at
+    /// each step, it lapses `for_` after the last.
+    pub async fn be_patient(&mut self, for_: Duration) -> Result<(), StoreError> {
+        let _: () = self
+            .conn
+            .pset_ex(&self.keys.patient, 1, for_.as_millis() as u64)
+            .await?;
+        Ok(())
+    }
+
     /// The arrivals heard and not let go yet.
     pub fn waiting(&self) -> &[Arrival] {
         &self.waiting
@@ -367,9 +394,10 @@ impl Scheduler {
     /// Ends the run: every waiting buyer goes on, and no gate of the run
     /// holds anyone again.
     pub async fn abandon(&mut self) -> Result<(), StoreError> {
-        let _: () = self
-            .conn
+        let _: () = redis::pipe()
             .set_ex(&self.keys.open, 1, RUN_TTL.as_secs())
+            .del(&self.keys.patient)
+            .query_async(&mut self.conn)
             .await?;
         // Arrivals announced before the run was opened and not heard yet
         // wait too; none comes after (the arrival script checks first).
@@ -382,42 +410,4 @@ impl Scheduler {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_arrival_names_its_buyer_and_gate_and_only_tools_names_have_an_index() {
-        let arrival = Arrival::parse("B vote:2").unwrap();
-        assert_eq!(
-            (arrival.buyer.as_str(), arrival.gate.as_str()),
-            ("B", "vote:2")
-        );
-        assert_eq!(arrival.buyer_index(), Some(1));
-        assert_eq!(buyer_name(2), "C");
-        for stranger in ["0 after_read", "AB after_read", "a after_read", "_ x"] {
-            assert_eq!(
-                Arrival::parse(stranger).unwrap().buyer_index(),
-                None,
-                "{stranger}"
-            );
-        }
-        assert!(Arrival::parse("nogate").is_none());
-    }
-
-    #[test]
-    fn only_a_wait_for_a_lock_and_a_votes_answer_are_notes() {
-        for note in ["waits", "voted:0", "voted:4"] {
-            assert!(is_note(note), "{note}");
-        }
-        for gate in [
-            "vote:0",
-            "voted",
-            "votedx:1",
-            "after_read",
-            "renewal",
-            ANSWERED,
-        ] {
-            assert!(!is_note(gate), "{gate}");
-        }
-    }
-}
+mod tests;

@@ -1,7 +1,7 @@
 //! A step of a schedule: a release, or a fault struck.
 
 /// One step of a schedule.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Choice {
     /// The buyer at this gate goes on.
     Release {

@@ -89,7 +89,7 @@ impl Run<'_> {
     /// whether it noted a wait for a lock), at a gate, answered, crashed.
     pub(super) fn whereabouts(&self) -> String {
         let mut said = Vec::new();
-        for n in 0..super::BUYERS {
+        for n in 0..self.count {
             let state = match self.buyers.get(&n) {
                 None => "unknown to the explorer".to_owned(),
                 Some(Buyer::Sent(_)) if self.blocked.contains(&n) => {

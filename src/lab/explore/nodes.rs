@@ -95,3 +95,31 @@ impl Run<'_> {
         Ok(down)
     }
 }
+
+/// Clients of the nodes of `variant`'s lock on `stack` (Redlock's; none
+/// for the others). An attached stack shows none: Redlock is explored on
+/// a stack of the explorer's own.
+pub(super) fn nodes_of(
+    stack: &Stack,
+    variant: crate::variants::Variant,
+) -> anyhow::Result<Vec<redis::Client>> {
+    if variant != crate::variants::Variant::Redlock {
+        return Ok(Vec::new());
+    }
+    if stack.redlock_nodes.is_empty() {
+        bail!("redlock is explored on a stack of the explorer's own, whose Redlock nodes it sees");
+    }
+    let nodes = stack.redlock_nodes.iter();
+    Ok(nodes
+        .map(|node| redis::Client::open(node.url.as_str()))
+        .collect::<Result<_, _>>()?)
+}
+
+/// A connection to a Redlock node, `None` when it is down.
+pub(super) async fn node_conn(node: &redis::Client) -> Option<redis::aio::MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_millis(200)));
+    node.get_multiplexed_async_connection_with_config(&config)
+        .await
+        .ok()
+}

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use redis::AsyncCommands;
 
+use super::nodes::node_conn;
 use super::{Choice, SETTLE, WORKING};
 
 use crate::client::Deduction;
@@ -25,6 +26,8 @@ pub(super) enum Buyer {
 /// The explorer's side of one schedule.
 pub(super) struct Run<'a> {
     pub(super) stack: &'a Stack,
+    /// How many buyers the schedule has (A, B, ...).
+    pub(super) count: u8,
     pub(super) scheduler: Scheduler,
     pub(super) buyers: HashMap<u8, Buyer>,
     pub(super) keys: Keys,
@@ -59,34 +62,6 @@ pub(super) struct Run<'a> {
     pub(super) pipeline: Option<super::pipeline::Pipeline>,
     /// The lock's store failing over (the failover cells').
     pub(super) failing: Option<super::failover::Failing>,
-}
-
-/// Clients of the nodes of `variant`'s lock on `stack` (Redlock's; none
-/// for the others). An attached stack shows none: Redlock is explored on
-/// a stack of the explorer's own.
-pub(super) fn nodes_of(
-    stack: &Stack,
-    variant: crate::variants::Variant,
-) -> anyhow::Result<Vec<redis::Client>> {
-    if variant != crate::variants::Variant::Redlock {
-        return Ok(Vec::new());
-    }
-    if stack.redlock_nodes.is_empty() {
-        bail!("redlock is explored on a stack of the explorer's own, whose Redlock nodes it sees");
-    }
-    let nodes = stack.redlock_nodes.iter();
-    Ok(nodes
-        .map(|node| redis::Client::open(node.url.as_str()))
-        .collect::<Result<_, _>>()?)
-}
-
-/// A connection to a Redlock node, `None` when it is down.
-pub(super) async fn node_conn(node: &redis::Client) -> Option<redis::aio::MultiplexedConnection> {
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(Duration::from_millis(200)));
-    node.get_multiplexed_async_connection_with_config(&config)
-        .await
-        .ok()
 }
 
 impl Run<'_> {
@@ -250,7 +225,7 @@ impl Run<'_> {
     /// buyers' order.
     pub(super) fn releases(&self) -> Vec<Choice> {
         let mut releases = Vec::new();
-        for n in 0..super::BUYERS {
+        for n in 0..self.count {
             if let Some(Buyer::Waiting(arrival, _)) = self.buyers.get(&n) {
                 releases.push(Choice::Release {
                     buyer: name(n),

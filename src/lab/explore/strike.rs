@@ -284,7 +284,7 @@ impl Run<'_> {
             let _: i64 = conn.del(&self.keys.lock).await?;
         }
         for node in &self.nodes {
-            if let Some(mut conn) = super::run::node_conn(node).await {
+            if let Some(mut conn) = super::nodes::node_conn(node).await {
                 let _: i64 = conn.del(&self.keys.lock).await?;
             }
         }

@@ -1,0 +1,427 @@
+//! One schedule as a session of steps: its buyers sent, then, step by
+//! step, what may happen now ([`Session::next`]) and the step someone
+//! chose ([`Session::take`]), then the ledger's verdict
+//! ([`Session::finish`]). The explorer chooses by its strategy; step mode
+//! lets a learner choose.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+use super::run::{Buyer, Run, name};
+use super::strike::Budget;
+use super::{
+    BUYERS, Choice, EARLY_LEASE_MS, LEASE_MS, Redises, STALL, STOCK, elsewhere, failover, matrix,
+    nodes, pipeline,
+};
+use crate::check::{self, model::Bounds, protocol::Protocol};
+use crate::client::StackClient;
+use crate::gate::Scheduler;
+use crate::knobs::Sku;
+use crate::lab::stack::Stack;
+use crate::store::{Keys, Store};
+use crate::variants::{Scenario, Variant};
+
+/// Where a session runs: its run's name (its gates' and its request ids'),
+/// its SKU, and its buyers' lease where no fault needs a short one.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub run_id: String,
+    pub sku: String,
+    pub lease_ms: u64,
+    /// How many buyers (A, B, ...): the checker's three, or fewer.
+    pub buyers: u8,
+}
+
+impl Setup {
+    /// The explorer's: seed `seed` of `variant`'s cell.
+    pub fn explore(variant: Variant, seed: u64) -> Setup {
+        Setup {
+            run_id: format!("explore-{variant}-{seed}"),
+            sku: format!("x-{variant}"),
+            lease_ms: LEASE_MS,
+            buyers: BUYERS,
+        }
+    }
+}
+
+/// What may happen now: the buyers' steps (a gate's release, a retry) and
+/// the rest (the scenario's faults, the order pipeline's steps).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub releases: Vec<Choice>,
+    pub faults: Vec<Choice>,
+}
+
+impl Options {
+    /// Whether `choice` is offered.
+    pub fn offers(&self, choice: &Choice) -> bool {
+        self.releases.contains(choice) || self.faults.contains(choice)
+    }
+}
+
+/// One schedule under way.
+pub struct Session<'a> {
+    pub(super) run: Run<'a>,
+    variant: Variant,
+    bounds: Bounds,
+    budget: Budget,
+    pub(super) setup: Setup,
+    /// The instance whose clock runs ahead, and how far per lease tick.
+    skewed: Option<StackClient>,
+    lease_ms: u64,
+    pub(super) steps: Vec<Choice>,
+    progress: Instant,
+    /// A stall names the schedule by its seed (0 outside the explorer).
+    seed: u64,
+}
+
+impl<'a> Session<'a> {
+    /// Stocks the SKU and sends the buyers of `variant` in `scenario` to
+    /// their first gates.
+    pub async fn start(
+        stack: &'a Stack,
+        redises: &Redises,
+        (variant, scenario): (Variant, Scenario),
+        setup: Setup,
+        seed: u64,
+    ) -> anyhow::Result<Session<'a>> {
+        let sku = setup.sku.clone();
+        stack.client.reset(&sku, STOCK, 0).await?;
+        let bounds = check::bounds(scenario, Protocol::of(variant));
+        // etcd's and ZooKeeper's leases: their keep-alives pass no gate, and
+        // the explorer ends a lease in the store (see `elsewhere`).
+        let keys = Keys::new(&Sku::parse(&sku)?);
+        let elsewhere = elsewhere::Elsewhere::of(stack, variant, &keys).await?;
+        let watchdog = Protocol::of(variant).watchdog() && elsewhere.is_none();
+        // An early deletion, or a frozen holder's lock, is noticed by the
+        // holder's next renewal: with a short lease it comes soon (renewals go
+        // on at once; see `settle`).
+        let early = bounds.vanish_early && watchdog;
+        // (A slow Redlock node: the round's validity is that lease minus the
+        // ticks its votes took.)
+        let short = (bounds.vanish_early
+            || bounds.pauses > 0
+            || bounds.late_renewals > 0
+            || bounds.slow_votes > 0)
+            && watchdog;
+        let lease_ms = if short {
+            EARLY_LEASE_MS
+        } else {
+            setup.lease_ms
+        };
+        if variant == Variant::Redlock {
+            // The model's nodes are the stack's, those down from the start down.
+            let nodes = usize::from(bounds.nodes);
+            if stack.redlock_nodes.len() != nodes {
+                bail!(
+                    "the model asks {nodes} Redlock nodes and the stack has {}",
+                    stack.redlock_nodes.len()
+                );
+            }
+            nodes::set(stack, usize::from(bounds.nodes_down)).await?;
+        }
+        let count = setup.buyers.clamp(1, BUYERS);
+        let mut run = Run {
+            stack,
+            count,
+            scheduler: Scheduler::start(&redises.gates, &setup.run_id).await?,
+            buyers: HashMap::new(),
+            keys,
+            store: Store::open(&redises.stock)?,
+            renewed: HashSet::new(),
+            blocked: HashSet::new(),
+            holders: HashSet::new(),
+            frozen: HashSet::new(),
+            held_renewals: Vec::new(),
+            votes: Vec::new(),
+            rounds: HashMap::new(),
+            nodes: nodes::nodes_of(stack, variant)?,
+            elsewhere,
+            entries: HashMap::new(),
+            requests: HashMap::new(),
+            stock_url: redises.stock.clone(),
+            pipeline: None,
+            failing: None,
+        };
+        if bounds.failovers > 0 {
+            let failing = failover::Failing::of(stack, variant, &redises.stock, &bounds)?;
+            run.failing = Some(failing);
+        }
+        // The order pipeline is scheduled, and judged, where the model has it.
+        if let (true, Some(faults)) = (variant.orders(), bounds.orders) {
+            let servers = (redises.gates.as_str(), redises.postgres.clone());
+            let run_sku = (setup.run_id.as_str(), sku.as_str());
+            let pipeline = pipeline::Pipeline::new(&run, run_sku, faults, servers)?;
+            run.pipeline = Some(pipeline);
+            run.start_pipeline().await?;
+        }
+        if bounds.cutoffs > 0 && !redises.apart() {
+            bail!("{}", matrix::CUT_OFF_NEEDS_GATES_APART);
+        }
+        let tick = std::time::Duration::from_millis(lease_ms / u64::from(bounds.lease.max(1)));
+        let mut session = Session {
+            run,
+            variant,
+            budget: Budget::of(variant, scenario, early, tick),
+            bounds,
+            setup,
+            skewed: None,
+            lease_ms,
+            steps: Vec::new(),
+            progress: Instant::now(),
+            seed,
+        };
+        // A skewed clock: the last buyer's instance runs ahead by the model's
+        // skew, counted in the buyers' lease's ticks (chaos mode's
+        // `clock_skew`, which only `setnx-expiry` believes), set back once the
+        // schedule is over.
+        if session.bounds.skew > 0 {
+            let at = usize::from(count - 1) % stack.instances.len();
+            let client = stack.client.at(&stack.instances[at].url);
+            client.chaos(&session.skew(session.bounds.skew)).await?;
+            session.skewed = Some(client);
+        }
+        for n in 0..count {
+            let at = match session.bounds.one_process {
+                true => 0,
+                false => usize::from(n) % stack.instances.len(),
+            };
+            let client = stack.client.at(&stack.instances[at].url);
+            // (`failover-wait`: each buyer `WAIT`s for a replica to have its lock.)
+            let path = format!(
+                "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={}:{}{}{}",
+                session.setup.run_id,
+                name(n),
+                session
+                    .request_id(n)
+                    .map_or(String::new(), |id| format!("&request_id={id}")),
+                if session.bounds.wait_replicas {
+                    "&replicas=1"
+                } else {
+                    ""
+                }
+            );
+            session.run.requests.insert(n, (client, path));
+            session.run.send(n).await?;
+        }
+        Ok(session)
+    }
+
+    /// Retries of one purchase: every buyer sends the same request id.
+    /// Where calls are cut off, each buyer has its own (it asks again); so
+    /// does each buyer of an order variant (its order is found by it).
+    fn request_id(&self, n: u8) -> Option<String> {
+        let own = self.bounds.cutoffs > 0 || self.variant.orders();
+        match (self.bounds.one_request, own) {
+            (true, _) => Some(self.setup.run_id.clone()),
+            (false, true) => Some(format!("{}-{}", self.setup.run_id, name(n))),
+            (false, false) => None,
+        }
+    }
+
+    fn skew(&self, ticks: u8) -> crate::wire::ChaosAction {
+        crate::wire::ChaosAction::ClockSkew {
+            ms: i64::from(ticks) * self.lease_ms as i64 / i64::from(self.bounds.lease.max(1)),
+        }
+    }
+
+    /// The steps taken so far.
+    pub fn steps(&self) -> &[Choice] {
+        &self.steps
+    }
+
+    /// Waits until every buyer waits at a gate, has answered, or waits for
+    /// a lock, then says what may happen now; `None` once the schedule is
+    /// over (every buyer answered or dead, the pipeline at rest).
+    pub async fn next(&mut self) -> anyhow::Result<Option<Options>> {
+        loop {
+            // (A stall names its schedule, to be played again by its seed.)
+            let (seed, steps) = (self.seed, &self.steps);
+            let settled = self.run.settle().await;
+            settled.with_context(|| format!("seed {seed}; steps {steps:?}"))?;
+            let run = &mut self.run;
+            let waiting: Vec<u8> = (0..run.count)
+                .filter(|n| matches!(run.buyers.get(n), Some(Buyer::Waiting(..))))
+                .collect();
+            let lock = run.lock().await?;
+            // Each buyer's gate, each Redlock vote held, and each buyer
+            // told `unknown` asking again.
+            let mut releases = run.releases();
+            releases.extend(run.retries());
+            let down = match self.bounds.restarts > 0 {
+                true => run.nodes_down().await?,
+                false => Vec::new(),
+            };
+            let mut faults = run.offered(&waiting, (lock, &down), &self.budget, self.variant);
+            // The order pipeline's steps (chosen as faults are) and faults.
+            let (flow, more) = run.pipeline_steps().await?;
+            faults.extend(flow.iter().cloned().chain(more));
+            let pending = run.buyers.values().any(|b| matches!(b, Buyer::Sent(_)));
+            if releases.is_empty() && flow.is_empty() && !pending {
+                return Ok(None);
+            }
+            if releases.is_empty() && faults.is_empty() {
+                if self.progress.elapsed() > STALL {
+                    bail!(
+                        "no buyer reached a gate or answered within {STALL:?} (seed {}; {}; steps {:?})",
+                        self.seed,
+                        run.whereabouts(),
+                        self.steps
+                    );
+                }
+                continue;
+            }
+            return Ok(Some(Options { releases, faults }));
+        }
+    }
+
+    /// Takes `choice`, one of those [`Session::next`] offered.
+    pub async fn take(&mut self, choice: Choice) -> anyhow::Result<()> {
+        let run = &mut self.run;
+        match &choice {
+            Choice::Release { buyer, gate } => {
+                let n = super::index(buyer);
+                if run.frozen.contains(&n) {
+                    // (etcd's and ZooKeeper's renewals pass no gate.)
+                    let renews = self.budget.watchdog && run.elsewhere.is_none();
+                    run.wake_up(n, renews).await?;
+                }
+                match run.held_vote(n, gate) {
+                    Some(vote) => run.release_vote(vote).await?,
+                    None => run.release(n).await?,
+                }
+            }
+            Choice::Retry { buyer } => run.send(super::index(buyer)).await?,
+            fault => {
+                let sku = self.setup.sku.clone();
+                run.strike(fault, &mut self.budget, self.variant, &sku)
+                    .await?
+            }
+        }
+        self.steps.push(choice);
+        self.progress = Instant::now();
+        Ok(())
+    }
+
+    /// Ends the schedule (`outcome`: how its steps went) and judges it by
+    /// the ledger, the answers and the orders.
+    pub async fn finish(mut self, outcome: anyhow::Result<()>) -> anyhow::Result<super::Schedule> {
+        let unskewed = match &self.skewed {
+            Some(client) => client.chaos(&self.skew(0)).await.map(|_| ()),
+            None => Ok(()),
+        };
+        let sku = self.setup.sku.clone();
+        let stack = self.run.stack;
+        let state = stack.client.state(&sku).await;
+        // The order pipeline, once it settled (a crashed buyer, a dead worker
+        // still held, as good as dead): its books must match.
+        let books = self.run.settle_pipeline().await;
+        // A lock with no TTL and a dead holder: nobody will ever sell again.
+        let ttl = self.run.lock().await;
+        let run = &mut self.run;
+        let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(..)));
+        // Nobody stays held, the crashed included.
+        run.scheduler.abandon().await?;
+        unskewed?;
+        let (mut sales, mut answered_sold) = (0, 0);
+        let (mut answers, mut answered) = (Vec::new(), Vec::new());
+        let mut buyers: Vec<(u8, Buyer)> = run.buyers.drain().collect();
+        buyers.sort_by_key(|(n, _)| *n);
+        if buyers.len() != usize::from(run.count) && outcome.is_ok() {
+            bail!(
+                "the explorer lost track of a buyer: {} of {} left",
+                buyers.len(),
+                run.count
+            );
+        }
+        for (n, buyer) in buyers {
+            let answer = match buyer {
+                Buyer::Sent(request) | Buyer::Waiting(_, request) | Buyer::Crashed(request) => {
+                    request.await.ok()
+                }
+                Buyer::Done(answer) => Some(answer),
+            };
+            sales += answer.as_ref().is_some_and(|a| a.sold() && !a.replayed()) as usize;
+            answered_sold += answer.as_ref().is_some_and(|a| a.sold()) as usize;
+            answers.push(format!(
+                "{} {}",
+                name(n),
+                answer.as_ref().map_or("no answer".to_owned(), |a| format!(
+                    "{} {}",
+                    a.status,
+                    a.reason().unwrap_or_default()
+                ))
+            ));
+            answered.extend(answer.map(|a| (n, a)));
+        }
+        outcome?;
+        let state = state?;
+        let books = books?;
+        // Every buyer told `sold` finds its order (a sale whose message Redis
+        // lost has none, in whatever epoch).
+        let missing = match self.run.pipeline.is_some() {
+            true => {
+                let id = |n: u8| self.request_id(n);
+                pipeline::without_order(&self.run, &sku, &answered, id).await?
+            }
+            false => Vec::new(),
+        };
+        let bounds = &self.bounds;
+        let unordered = books.as_ref().is_some_and(|b| !b.matches()) || !missing.is_empty();
+        // A failover loses the old master's records of its sales: a unit sold
+        // twice shows in the answers.
+        let twice_told = match bounds.failovers > 0 {
+            true => crate::lab::replay::sold_twice(answered.iter().map(|(n, a)| (n, a))),
+            false => Vec::new(),
+        };
+        // (`setnx-expiry`'s key has no TTL either, but its value's time runs out.)
+        let stuck = crashed
+            && ttl? == Some(-1)
+            && self.variant != Variant::SetnxExpiry
+            && state.remaining > 0;
+        // One purchase retried: it may sell once (its retries replay it).
+        let twice = bounds.one_request && sales > 1;
+        // Calls cut off: once every buyer told `unknown` asked again, each sale
+        // in the ledger is a buyer's answered `sold` (an id sold twice, or a
+        // sale no answer owns, breaks it).
+        let unowned = bounds.cutoffs > 0 && state.sold != answered_sold as i64;
+        let mut ledger = format!(
+            "oversold {}, duplicates {}, sold {} of {}",
+            state.oversold, state.duplicates, state.sold, state.initial
+        );
+        if stuck {
+            ledger.push_str("; stuck: a lock with no TTL, its holder dead, units left");
+        }
+        if twice {
+            ledger.push_str(&format!("; one request id sold {sales} times"));
+        }
+        if unowned {
+            let said = answers.join(", ");
+            ledger.push_str(&format!("; {answered_sold} buyers answered sold: {said}"));
+        }
+        if !twice_told.is_empty() {
+            let units = twice_told.join(", ");
+            ledger.push_str(&format!("; units answered sold twice: {units}"));
+        }
+        if let Some(b) = &books {
+            let verdict = b.verdict();
+            ledger.push_str(&format!(
+                "; orders: {verdict}; buyers sold with no order: {missing:?}"
+            ));
+        }
+        Ok(super::Schedule {
+            seed: self.seed,
+            steps: self.steps,
+            ledger,
+            violation: state.oversold > 0
+                || state.duplicates > 0
+                || stuck
+                || twice
+                || unowned
+                || unordered
+                || !twice_told.is_empty(),
+        })
+    }
+}
