@@ -17,6 +17,7 @@ mod locks;
 mod models;
 mod page;
 pub mod runs;
+mod step;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -140,6 +141,9 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/api/lessons", get(lessons::statuses))
         .route("/api/check", get(models::cell))
         .route("/api/admin/lessons/{id}", post(lessons::run))
+        .route("/step", get(step::page))
+        .route("/api/admin/step", post(step::start))
+        .route("/api/admin/step/{id}", get(step::read).post(step::take))
         .route("/metrics", get(page::metrics))
         .with_state(dashboard)
 }

@@ -60,7 +60,7 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
 
 /// The pages' assets, compiled into the binary so an instance needs no
 /// files beside it (containers, `up` from any directory).
-const ASSETS: [(&str, &str, &str); 9] = [
+const ASSETS: [(&str, &str, &str); 11] = [
     ("common.js", include_str!("../../static/common.js"), JS),
     ("app.js", include_str!("../../static/app.js"), JS),
     ("style.css", include_str!("../../static/style.css"), CSS),
@@ -78,6 +78,8 @@ const ASSETS: [(&str, &str, &str); 9] = [
     ("lessons.js", include_str!("../../static/lessons.js"), JS),
     ("lessons.css", include_str!("../../static/lessons.css"), CSS),
     ("check.js", include_str!("../../static/check.js"), JS),
+    ("step.js", include_str!("../../static/step.js"), JS),
+    ("step.css", include_str!("../../static/step.css"), CSS),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";

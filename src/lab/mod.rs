@@ -37,6 +37,7 @@ pub mod report;
 mod runner;
 pub mod scenario;
 pub mod stack;
+pub mod step;
 
 pub use self::args::LabArgs;
 pub use self::failover::failover_by_store;

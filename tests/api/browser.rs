@@ -150,6 +150,14 @@ impl Browser {
             .await;
     }
 
+    /// Presses and releases `key` on the keyboard (to whatever has the
+    /// focus; the page's key handlers listen on the document).
+    pub(crate) async fn press(&self, key: &str) {
+        let strokes = json!([{"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]);
+        let actions = json!({"actions": [{"type": "key", "id": "keyboard", "actions": strokes}]});
+        self.call("POST", "/actions", actions).await;
+    }
+
     pub(crate) async fn run(&self, script: &str) -> Value {
         self.run_with(script, json!([])).await
     }

@@ -40,6 +40,7 @@ mod rate_limit;
 mod redlock;
 mod replay;
 mod stack;
+mod step_mode;
 mod timeline;
 mod up_minimal;
 mod up_processes;

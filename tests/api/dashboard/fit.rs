@@ -92,6 +92,16 @@ const TIMELINE: [&str; 5] = [
     "footer.bottom",
 ];
 
+const STEP: [&str; 7] = [
+    "header.top",
+    ".intro",
+    "#pick",
+    ".lane",
+    ".faults-box",
+    ".store-box",
+    "footer.bottom",
+];
+
 /// Checks the page as it is now, in English and then in 中文 (the page's
 /// own switch), and leaves it in English; adds what does not fit to `problems`.
 async fn check_both_languages(
@@ -206,6 +216,34 @@ async fn the_pages_fit_a_laptop_and_a_phone_in_both_languages() {
         check_both_languages(&browser, &screen, "/timeline", &TIMELINE, &mut problems).await;
         if phone {
             browser.screenshot("timeline-phone.png").await;
+        }
+
+        // Step mode, a run under way: token's lease run out under A.
+        browser
+            .goto(&format!(
+                "{}/step?variant=token&scenario=slow-business",
+                stack.url
+            ))
+            .await;
+        browser.press("n").await;
+        browser
+            .wait_until("document.querySelectorAll('#lanes .lane button').length === 3")
+            .await;
+        for key in ["1", "1"] {
+            let version = browser
+                .run("return Number(document.getElementById('step').dataset.version)")
+                .await;
+            browser.press(key).await;
+            browser
+                .wait_until(&format!(
+                    "Number(document.getElementById('step').dataset.version) > {version}"
+                ))
+                .await;
+        }
+        check_both_languages(&browser, &screen, "/step", &STEP, &mut problems).await;
+        let name = format!("step-mode-{}.png", if phone { "390" } else { "1280" });
+        if width != 1400 {
+            browser.screenshot(&name).await;
         }
     }
 

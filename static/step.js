@@ -1,0 +1,305 @@
+// stocklock step mode: the learner is the scheduler. The page starts a run
+// of one cell (POST /api/admin/step), shows each buyer's lane (the gate it
+// waits at and what it does next), and sends the step the learner picks:
+// a buyer let go (a click, or its number key) or a fault struck (a click,
+// or its letter). After every step it shows what the stores hold, the
+// steps so far, the critical sections' timeline and, once the run is
+// over, the ledger's verdict beside the checker's. No framework.
+'use strict';
+
+const I18N = {
+  en: {
+    title: 'step mode', subtitle: 'you are the scheduler',
+    nav_dashboard: 'dashboard', nav_lessons: 'lessons', nav_timeline: 'timeline',
+    cell: 'variant and scenario', buyers: 'buyers', start: 'Start (n)', again: 'Again from the start (n)',
+    faults: 'Faults, now', stores: 'What the stores hold', steps_taken: 'Steps taken',
+    timeline: 'Critical sections', served_by: 'page served by instance',
+    remaining: 'remaining', sold: 'sold', oversold: 'oversold', holder: 'lock holder', ttl: 'lock TTL', fence: 'fence',
+    none: 'none', no_ttl: 'no TTL: it never expires', ms: '{n} ms',
+    waiting: 'waits at {gate}', on_its_way: 'on its way', waits_for_lock: 'waits for the lock', frozen: 'frozen at {gate}',
+    crashed: 'crashed: it never goes on', answered: 'answered {status} {reason}',
+    next: 'next: {what}', went: '{buyer} went on from {gate}', go: 'let {buyer} go ({key})', retry: '{buyer} asks again ({key})',
+    goal: 'Goal: {goal}',
+    starting: 'starting a run on this stack…', moving: 'taking the step…',
+    over: 'The run is over.',
+    violation: 'You broke it: {ledger}.', safe: 'Nothing broke: {ledger}.',
+    checker_breaks: 'The checker breaks "{property}" in {steps} steps; you took {taken}.',
+    checker_safe: 'The checker finds no schedule that breaks this cell.',
+    refused: 'refused: {detail}', failed: 'the run failed: {error}',
+    ask_token: 'Admin token (printed by stocklock up):',
+    need_token: 'Step mode needs the admin token.',
+    bad_token: 'The admin token was refused; it will be asked again.',
+    unreachable: 'the stack does not answer: {error}',
+    fault_Vanish: 'delete the lock ({key})', fault_Expire: 'let the lease run out ({key})',
+    fault_Crash: 'crash {buyer} ({key})', fault_Freeze: 'freeze {buyer} ({key})',
+    fault_Late: '{buyer}\'s renewal comes late ({key})', fault_Restart: 'Redis restarts empty ({key})',
+    fault_SlowVote: 'a slow node ({key})', fault_other: '{name} ({key})',
+    what_before_acquire: 'take the lock', what_after_setnx: 'EXPIRE the lock key (SETNX done)',
+    what_after_acquire: 'GET stock', what_after_read: 'do the business work',
+    what_before_check: 'ask whether it still holds the lock', what_before_write: 'SET stock and record the sale',
+    what_before_release: 'release the lock', what_after_release: 'answer the buyer',
+    what_renewal: 'renew the lease', what_renewed: 'learn the renewal\'s outcome',
+    what_after_grant: 'queue its key', what_queued: 'learn its turn', what_before_wait: 'WAIT for a replica',
+    what_script: 'run the sale\'s one script (check, DECR, record)',
+  },
+  zh: {
+    title: '单步模式', subtitle: '由你来调度',
+    nav_dashboard: '仪表盘', nav_lessons: '课程', nav_timeline: '时间线',
+    cell: '变体与场景', buyers: '买家数', start: '开始 (n)', again: '从头再来 (n)',
+    faults: '此刻可注入的故障', stores: '存储里的状态', steps_taken: '已走的步骤',
+    timeline: '临界区', served_by: '本页面由实例提供:',
+    remaining: '剩余', sold: '已售', oversold: '超卖', holder: '锁持有者', ttl: '锁 TTL', fence: 'fence',
+    none: '无', no_ttl: '没有 TTL:永不过期', ms: '{n} 毫秒',
+    waiting: '停在 {gate}', on_its_way: '在路上', waits_for_lock: '等待锁', frozen: '冻结在 {gate}',
+    crashed: '已崩溃:不会再继续', answered: '已应答 {status} {reason}',
+    next: '下一步:{what}', went: '{buyer} 从 {gate} 继续', go: '放 {buyer} 走 ({key})', retry: '{buyer} 重试 ({key})',
+    goal: '目标:{goal}',
+    starting: '正在当前环境上开始…', moving: '正在执行这一步…',
+    over: '这一轮结束了。',
+    violation: '你把它弄坏了:{ledger}。', safe: '没有出错:{ledger}。',
+    checker_breaks: '模型检查器用 {steps} 步打破了「{property}」;你用了 {taken} 步。',
+    checker_safe: '模型检查器找不到能打破这个格子的调度。',
+    refused: '被拒绝:{detail}', failed: '运行失败:{error}',
+    ask_token: '管理令牌(stocklock up 启动时打印):',
+    need_token: '单步模式需要管理令牌。',
+    bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
+    unreachable: '环境没有响应:{error}',
+    fault_Vanish: '删除锁 ({key})', fault_Expire: '让租约到期 ({key})',
+    fault_Crash: '让 {buyer} 崩溃 ({key})', fault_Freeze: '冻结 {buyer} ({key})',
+    fault_Late: '{buyer} 的续期迟到 ({key})', fault_Restart: 'Redis 清空重启 ({key})',
+    fault_SlowVote: '一个慢节点 ({key})', fault_other: '{name} ({key})',
+    what_before_acquire: '加锁', what_after_setnx: '给锁设置 EXPIRE(SETNX 已完成)',
+    what_after_acquire: 'GET 库存', what_after_read: '执行业务逻辑',
+    what_before_check: '确认自己仍持有锁', what_before_write: 'SET 库存并记账',
+    what_before_release: '释放锁', what_after_release: '返回应答',
+    what_renewal: '续期租约', what_renewed: '得知续期结果',
+    what_after_grant: '把自己的 key 排进队列', what_queued: '得知轮到自己', what_before_wait: 'WAIT 副本',
+    what_script: '执行整个销售脚本(检查、DECR、记账)',
+  },
+};
+
+const FAULT_KEYS = 'qwertyuiop';
+const SCRIPTED = ['lua', 'lua-batch', 'lua-sharded', 'lua-then-queue', 'lua-stream'];
+
+let view = null;
+let busy = false;
+
+function t(key, vars) {
+  return StocklockPage.translate(I18N, key, vars);
+}
+
+function say(text) {
+  document.getElementById('message').textContent = text || '';
+}
+
+function el(tag, attrs, text) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+async function admin(method, path, body) {
+  const token = StocklockPage.adminToken(t('ask_token'));
+  if (!token) {
+    say(t('need_token'));
+    return null;
+  }
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+    });
+  } catch (err) {
+    say(t('unreachable', { error: err.message }));
+    return null;
+  }
+  if (response.status === 401) {
+    StocklockPage.forgetToken();
+    say(t('bad_token'));
+    return null;
+  }
+  const json = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    say(t('refused', { detail: json.detail || response.status }));
+    return null;
+  }
+  return json;
+}
+
+// What the buyer at `gate` does when it is let go.
+function nextWhat(gate) {
+  const cell = view ? view.variant : '';
+  if (SCRIPTED.includes(cell) && gate === 'before_acquire') return t('what_script');
+  const base = gate.split(':')[0];
+  const key = `what_${base}`;
+  const said = t(key);
+  return said === key ? gate : said;
+}
+
+function choiceLabel(choice, key) {
+  if (choice.Release) return t('go', { buyer: choice.Release.buyer, key });
+  if (choice.Retry) return t('retry', { buyer: choice.Retry.buyer, key });
+  const name = typeof choice === 'string' ? choice : Object.keys(choice)[0];
+  const fields = typeof choice === 'string' ? {} : choice[name];
+  const label = t(`fault_${name}`, { ...fields, key });
+  return label === `fault_${name}` ? t('fault_other', { name, key }) : label;
+}
+
+// A step taken, in words.
+function stepLabel(choice) {
+  if (choice.Release) return t('went', { buyer: choice.Release.buyer, gate: choice.Release.gate });
+  return choiceLabel(choice, '').replace(/ \(\)$/, '');
+}
+
+// A buyer's key is its number (A is 1); its first offered step goes.
+function buyerOf(choice) {
+  return (choice.Release && choice.Release.buyer) || (choice.Retry && choice.Retry.buyer) || null;
+}
+
+function render() {
+  const main = document.getElementById('step');
+  if (view) {
+    main.dataset.run = view.id;
+    main.dataset.sku = view.sku;
+    main.dataset.version = String(view.version);
+    main.dataset.over = String(view.over);
+  }
+  const lanes = document.getElementById('lanes');
+  lanes.replaceChildren();
+  const faults = document.getElementById('faults');
+  faults.replaceChildren();
+  if (!view) return;
+  for (const [i, lane] of view.lanes.entries()) {
+    const box = el('article', { class: 'lane', 'data-buyer': lane.buyer, 'data-state': lane.state, 'data-gate': lane.gate || '' });
+    box.append(el('h3', {}, lane.buyer));
+    const said = lane.state === 'answered'
+      ? t('answered', { status: lane.status, reason: lane.reason || '' })
+      : t(lane.state, { gate: lane.gate || '' });
+    box.append(el('p', { class: 'lane-state' }, said));
+    if (lane.gate && lane.state === 'waiting') box.append(el('p', { class: 'lane-next' }, t('next', { what: nextWhat(lane.gate) })));
+    const mine = view.releases.filter((c) => buyerOf(c) === lane.buyer);
+    for (const choice of mine.slice(0, 1)) {
+      const button = el('button', { type: 'button', class: 'primary', 'data-key': String(i + 1) }, choiceLabel(choice, i + 1));
+      button.addEventListener('click', () => take(choice));
+      box.append(button);
+    }
+    lanes.append(box);
+  }
+  for (const [i, choice] of view.faults.entries()) {
+    const key = FAULT_KEYS[i] || '';
+    const kind = typeof choice === 'string' ? choice : Object.keys(choice)[0];
+    const on = typeof choice === 'string' ? {} : choice[kind];
+    const button = el('button', { type: 'button', 'data-key': key, 'data-fault': kind, 'data-buyer': on.buyer || '' }, choiceLabel(choice, key));
+    button.addEventListener('click', () => take(choice));
+    faults.append(button);
+  }
+  const state = view.state || {};
+  const lock = state.lock || {};
+  const field = (name, value) => { document.querySelector(`#state [data-field="${name}"]`).textContent = value; };
+  field('remaining', state.remaining ?? '–');
+  field('sold', state.sold ?? '–');
+  field('oversold', state.oversold ?? '–');
+  field('holder', lock.held ? (lock.holder || '?') : t('none'));
+  field('ttl', !lock.held ? '–' : lock.no_ttl ? t('no_ttl') : t('ms', { n: lock.ttl_ms }));
+  field('fence', view.fence ?? '–');
+  const steps = document.getElementById('steps');
+  steps.replaceChildren(...view.steps.map((s) => el('li', {}, stepLabel(s))));
+  const verdict = document.getElementById('verdict');
+  verdict.hidden = !view.over;
+  verdict.replaceChildren();
+  if (view.over) {
+    verdict.append(el('p', {}, t('over')));
+    if (view.error) verdict.append(el('p', { class: 'bad' }, t('failed', { error: view.error })));
+    const v = view.verdict;
+    if (v) {
+      verdict.dataset.violation = String(v.violation);
+      verdict.append(el('p', { class: v.violation ? 'bad' : 'good' }, t(v.violation ? 'violation' : 'safe', { ledger: v.ledger })));
+      verdict.append(el('p', {}, v.checker_breaks
+        ? t('checker_breaks', { property: v.checker_breaks, steps: v.checker_steps, taken: view.steps.length })
+        : t('checker_safe')));
+    }
+  }
+  document.getElementById('start').textContent = t(view ? 'again' : 'start');
+  drawTimeline();
+}
+
+async function drawTimeline() {
+  const box = document.getElementById('timeline');
+  if (!view || !window.StocklockTimeline) return;
+  try {
+    const response = await fetch(`/api/timeline?sku=${encodeURIComponent(view.sku)}`, { cache: 'no-store' });
+    if (!response.ok) return;
+    const data = await response.json();
+    window.StocklockTimeline.mount(box, data, { lang: StocklockPage.lang() });
+  } catch (_) {
+    // The timeline is a picture of the run: the run goes on without it.
+  }
+}
+
+async function start() {
+  if (busy) return;
+  busy = true;
+  say(t('starting'));
+  const [variant, scenario] = document.getElementById('cell').value.split('/');
+  if (view && !view.over) await admin('POST', `/api/admin/step/${view.id}`, 'end');
+  const buyers = Number(document.getElementById('buyers').value);
+  const started = await admin('POST', '/api/admin/step', { variant, scenario, buyers });
+  busy = false;
+  if (!started) return;
+  view = started;
+  say('');
+  render();
+}
+
+async function take(choice) {
+  if (busy || !view || view.over) return;
+  busy = true;
+  say(t('moving'));
+  const next = await admin('POST', `/api/admin/step/${view.id}`, { take: choice });
+  busy = false;
+  if (!next) return;
+  view = next;
+  say('');
+  render();
+}
+
+function showGoal() {
+  const main = document.getElementById('step');
+  const goal = StocklockPage.lang() === 'zh' ? main.dataset.goalZh : main.dataset.goal;
+  const line = document.getElementById('goal');
+  line.hidden = !goal;
+  line.textContent = goal ? t('goal', { goal }) : '';
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  StocklockPage.applyLang(t);
+  showGoal();
+  document.getElementById('pick').addEventListener('submit', (event) => {
+    event.preventDefault();
+    start();
+  });
+  document.getElementById('lang').addEventListener('click', () => {
+    StocklockPage.toggleLang();
+    StocklockPage.applyLang(t);
+    showGoal();
+    render();
+  });
+  document.addEventListener('keydown', (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target && ['SELECT', 'INPUT', 'TEXTAREA'].includes(event.target.tagName)) return;
+    if (event.key === 'n') {
+      event.preventDefault();
+      start();
+      return;
+    }
+    const button = document.querySelector(`main button[data-key="${event.key}"]`);
+    if (button) {
+      event.preventDefault();
+      button.click();
+    }
+  });
+});
