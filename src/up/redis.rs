@@ -220,9 +220,14 @@ impl RedisServer {
 }
 
 /// Waits (bounded by `within`) until the replica at `url` says
-/// `master_link_status:up` in `INFO replication`: it has synced with its
-/// master and receives its writes.
-pub async fn wait_replicating(url: &str, within: Duration) -> anyhow::Result<()> {
+/// `master_link_status:up` in `INFO replication` (it has synced with its
+/// master and receives its writes), and then until its master at
+/// `master` counts it: a write there is acknowledged within a buyer's
+/// `WAIT` ([`crate::knobs::REPLICA_WAIT`]). A master may answer `WAIT` 0
+/// for half a second after its new replica's link is up (seen after a
+/// Sentinel failover): a buyer's `WAIT` in that window would find no
+/// replica.
+pub async fn wait_replicating(url: &str, master: &str, within: Duration) -> anyhow::Result<()> {
     let client = redis::Client::open(url)?;
     let deadline = tokio::time::Instant::now() + within;
     loop {
@@ -235,12 +240,30 @@ pub async fn wait_replicating(url: &str, within: Duration) -> anyhow::Result<()>
             Err(_) => String::new(),
         };
         if info.contains("master_link_status:up") {
-            return Ok(());
+            break;
         }
         if tokio::time::Instant::now() > deadline {
             anyhow::bail!("the replica {url} did not sync within {within:?}: {info}");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut conn = redis::Client::open(master)?
+        .get_multiplexed_async_connection()
+        .await?;
+    loop {
+        // A write that stores nothing: PUBLISH is replicated too.
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg("stocklock:replica-probe")
+            .arg(url)
+            .query_async(&mut conn)
+            .await?;
+        let acked = crate::store::wait_replicas(&mut conn, 1, crate::knobs::REPLICA_WAIT).await?;
+        if acked >= 1 {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!("the master {master} did not count its replica {url} within {within:?}");
+        }
     }
 }
 

@@ -124,7 +124,7 @@ impl ReplicaSet {
         let master_addr = SocketAddr::from(([127, 0, 0, 1], master.port()));
         let relay = Relay::start(master_addr).await?;
         let replica = RedisServer::start_replica(relay.listen()).await?;
-        super::redis::wait_replicating(&replica.url(), READY_TIMEOUT).await?;
+        super::redis::wait_replicating(&replica.url(), &master.url(), READY_TIMEOUT).await?;
         let mut sentinels = Vec::new();
         for n in 1..=SENTINELS {
             let dir = run_dir.join(format!("sentinel-{n}"));

@@ -181,7 +181,7 @@ impl Run<'_> {
                 if failing.wait_replicas {
                     let addr: SocketAddr = promoted.trim_start_matches("redis://").parse()?;
                     let replica = RedisServer::start_replica(addr).await?;
-                    crate::up::redis::wait_replicating(&replica.url(), SYNC).await?;
+                    crate::up::redis::wait_replicating(&replica.url(), &promoted, SYNC).await?;
                     failing.replica = Some(replica);
                 }
                 self.store = Store::open(&promoted)?;

@@ -92,7 +92,7 @@ impl Live<'_> {
         if wait_replicas {
             let addr: SocketAddr = promoted.trim_start_matches("redis://").parse()?;
             let replica = RedisServer::start_replica(addr).await?;
-            crate::up::redis::wait_replicating(&replica.url(), SYNC).await?;
+            crate::up::redis::wait_replicating(&replica.url(), &promoted, SYNC).await?;
             said.push_str(&format!("; a replica of it synced at {}", replica.url()));
             failing.replica = Some(replica);
         }
