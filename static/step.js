@@ -20,6 +20,13 @@ const I18N = {
     crashed: 'crashed: it never goes on', answered: 'answered {status} {reason}',
     next: 'next: {what}', went: '{buyer} went on from {gate}', go: 'let {buyer} go ({key})', retry: '{buyer} asks again ({key})',
     goal: 'Goal: {goal}',
+    shortest: 'Show me the shortest way (s)', auto: 'play it by itself', speed: 'speed',
+    slow: 'slow', normal: 'normal', fast: 'fast', anyway: 'Is there any way? (a)',
+    shortest_progress: 'the checker\'s shortest way: step {played} of {of}',
+    anyway_running: 'exploring up to {n} schedules of this cell on this stack…',
+    anyway_found: 'Yes: schedule {n} of the exploration broke it ({ledger}), in {steps} steps.',
+    anyway_none: 'No schedule of {n} explored broke it.',
+    anyway_failed: 'the exploration failed: {error}',
     starting: 'starting a run on this stack…', moving: 'taking the step…',
     over: 'The run is over.',
     violation: 'You broke it: {ledger}.', safe: 'Nothing broke: {ledger}.',
@@ -54,6 +61,13 @@ const I18N = {
     crashed: '已崩溃:不会再继续', answered: '已应答 {status} {reason}',
     next: '下一步:{what}', went: '{buyer} 从 {gate} 继续', go: '放 {buyer} 走 ({key})', retry: '{buyer} 重试 ({key})',
     goal: '目标:{goal}',
+    shortest: '给我看最短的路 (s)', auto: '自动播放', speed: '速度',
+    slow: '慢', normal: '中', fast: '快', anyway: '有没有办法弄坏它?(a)',
+    shortest_progress: '模型检查器的最短路径:第 {played} / {of} 步',
+    anyway_running: '正在当前环境上探索这个格子,最多 {n} 个调度…',
+    anyway_found: '有:探索的第 {n} 个调度弄坏了它({ledger}),用了 {steps} 步。',
+    anyway_none: '探索的 {n} 个调度都没有弄坏它。',
+    anyway_failed: '探索失败:{error}',
     starting: '正在当前环境上开始…', moving: '正在执行这一步…',
     over: '这一轮结束了。',
     violation: '你把它弄坏了:{ledger}。', safe: '没有出错:{ledger}。',
@@ -167,6 +181,7 @@ function render() {
     main.dataset.sku = view.sku;
     main.dataset.version = String(view.version);
     main.dataset.over = String(view.over);
+    main.dataset.steps = String(view.steps.length);
   }
   const lanes = document.getElementById('lanes');
   lanes.replaceChildren();
@@ -224,6 +239,8 @@ function render() {
     }
   }
   document.getElementById('start').textContent = t(view ? 'again' : 'start');
+  document.getElementById('shortest-progress').textContent = view.shortest
+    ? t('shortest_progress', { played: view.shortest[0], of: view.shortest[1] }) : '';
   drawTimeline();
 }
 
@@ -256,15 +273,56 @@ async function start() {
 }
 
 async function take(choice) {
-  if (busy || !view || view.over) return;
+  await send({ take: choice });
+}
+
+// Sends one command to the run: the view after it, or null.
+async function send(command) {
+  if (busy || !view || view.over) return null;
   busy = true;
   say(t('moving'));
-  const next = await admin('POST', `/api/admin/step/${view.id}`, { take: choice });
+  const next = await admin('POST', `/api/admin/step/${view.id}`, command);
   busy = false;
-  if (!next) return;
+  if (!next) return null;
   view = next;
   say('');
   render();
+  return next;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// The checker's shortest way, from a fresh run: one step per press, or
+// every step by itself at the chosen speed.
+async function shortest() {
+  if (busy) return;
+  if (!view || view.over || (view.steps.length > 0 && !view.shortest)) {
+    await start();
+    if (!view) return;
+  }
+  for (;;) {
+    if (!(await send('shortest'))) return;
+    if (view.over || !document.getElementById('auto').checked) return;
+    await sleep(Number(document.getElementById('speed').value));
+  }
+}
+
+// An exploration of the cell on this stack, until it says what it found.
+async function anyWay() {
+  const [variant, scenario] = document.getElementById('cell').value.split('/');
+  const line = document.getElementById('anyway-result');
+  let way = await admin('POST', '/api/admin/step/anyway', { variant, scenario });
+  while (way && way.state === 'running') {
+    line.textContent = t('anyway_running', { n: way.schedules });
+    await sleep(500);
+    way = await admin('GET', `/api/admin/step/anyway?variant=${encodeURIComponent(variant)}&scenario=${encodeURIComponent(scenario)}`);
+  }
+  if (!way) return;
+  line.dataset.state = way.state;
+  line.dataset.found = String(way.found);
+  line.textContent = way.state === 'failed' ? t('anyway_failed', { error: way.error })
+    : way.found ? t('anyway_found', { n: way.schedules, ledger: way.ledger, steps: way.steps })
+      : t('anyway_none', { n: way.schedules });
 }
 
 function showGoal() {
@@ -282,6 +340,8 @@ document.addEventListener('DOMContentLoaded', () => {
     event.preventDefault();
     start();
   });
+  document.getElementById('shortest').addEventListener('click', shortest);
+  document.getElementById('anyway').addEventListener('click', anyWay);
   document.getElementById('lang').addEventListener('click', () => {
     StocklockPage.toggleLang();
     StocklockPage.applyLang(t);
@@ -291,9 +351,10 @@ document.addEventListener('DOMContentLoaded', () => {
   document.addEventListener('keydown', (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target && ['SELECT', 'INPUT', 'TEXTAREA'].includes(event.target.tagName)) return;
-    if (event.key === 'n') {
+    const keys = { n: start, s: shortest, a: anyWay };
+    if (keys[event.key]) {
       event.preventDefault();
-      start();
+      keys[event.key]();
       return;
     }
     const button = document.querySelector(`main button[data-key="${event.key}"]`);

@@ -143,6 +143,10 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/api/admin/lessons/{id}", post(lessons::run))
         .route("/step", get(step::page))
         .route("/api/admin/step", post(step::start))
+        .route(
+            "/api/admin/step/anyway",
+            get(step::any_way_status).post(step::any_way),
+        )
         .route("/api/admin/step/{id}", get(step::read).post(step::take))
         .route("/metrics", get(page::metrics))
         .with_state(dashboard)

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::Dashboard;
 use crate::knobs::InputError;
 use crate::lab::stack::Stack;
+use crate::lab::step::anyway::{self, AnyWay};
 use crate::lab::step::{self, Command, StepView};
 use crate::variants::{Scenario, Variant};
 use crate::web::AppError;
@@ -41,6 +42,8 @@ struct StepPage {
 pub(super) struct Picked {
     variant: Option<String>,
     scenario: Option<String>,
+    /// A lesson step's id: its cell, and its goal stated.
+    lesson: Option<String>,
 }
 
 /// `GET /step`
@@ -60,13 +63,28 @@ pub(super) async fn page(
             }
         }
     }
+    let lesson = picked.lesson.as_deref().and_then(crate::lessons::find);
+    let variant = match lesson {
+        Some(step) => step.variant.to_owned(),
+        None => picked.variant.unwrap_or_else(|| "none".to_owned()),
+    };
+    let asked = match lesson {
+        Some(step) => step.scenario.to_owned(),
+        None => picked.scenario.unwrap_or_else(|| "race".to_owned()),
+    };
+    // A card names only its variant: its first scenario step mode plays.
+    let playable = |c: &&CellChoice| c.variant == variant && c.why_not.is_none();
+    let scenario = match cells.iter().filter(playable).find(|c| c.scenario == asked) {
+        Some(_) => asked,
+        None => (cells.iter().find(playable)).map_or(asked, |c| c.scenario.to_owned()),
+    };
     StepPage {
         instance: state.instance().to_owned(),
         cells,
-        variant: picked.variant.unwrap_or_else(|| "none".to_owned()),
-        scenario: picked.scenario.unwrap_or_else(|| "race".to_owned()),
-        goal: String::new(),
-        goal_zh: String::new(),
+        variant,
+        scenario,
+        goal: lesson.map_or("", |step| step.goal).to_owned(),
+        goal_zh: lesson.map_or("", |step| step.goal_zh).to_owned(),
     }
     .render()
     .map(Html)
@@ -93,27 +111,7 @@ pub(super) async fn start(
 ) -> Result<(StatusCode, Json<StepView>), AppError> {
     state.authorize(&headers)?;
     let Json(request) = body?;
-    let variant: Variant = request.variant.parse().map_err(|_| {
-        InputError::new(
-            "variant",
-            format!(
-                "no variant {:?}; valid: {}",
-                request.variant,
-                Variant::names().join(", ")
-            ),
-        )
-    })?;
-    let scenario: Scenario = request.scenario.parse().map_err(|_| {
-        let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
-        InputError::new(
-            "scenario",
-            format!(
-                "no scenario {:?}; valid: {}",
-                request.scenario,
-                names.join(", ")
-            ),
-        )
-    })?;
+    let (variant, scenario) = cell(&request.variant, &request.scenario)?;
     let buyers = request.buyers.unwrap_or(*step::BUYERS.end());
     if !step::BUYERS.contains(&buyers) {
         return Err(InputError::new(
@@ -126,6 +124,42 @@ pub(super) async fn start(
         )
         .into());
     }
+    let redis_url = playable(&state, variant, scenario)?;
+    let stack = attach(&state)
+        .await
+        .map_err(|err| AppError::Internal(format!("the stack: {err:#}")))?;
+    let cell = (variant, scenario);
+    let started = step::start(state.store().clone(), stack, redis_url, cell, buyers);
+    match started.await {
+        Ok(view) => Ok((StatusCode::CREATED, Json(view))),
+        Err(err) => Err(AppError::Internal(format!("{err:#}"))),
+    }
+}
+
+/// The variant and scenario named, or 400.
+fn cell(variant: &str, scenario: &str) -> Result<(Variant, Scenario), AppError> {
+    let parsed: Variant = variant.parse().map_err(|_| {
+        InputError::new(
+            "variant",
+            format!(
+                "no variant {variant:?}; valid: {}",
+                Variant::names().join(", ")
+            ),
+        )
+    })?;
+    let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
+    let scenario = scenario.parse().map_err(|_| {
+        InputError::new(
+            "scenario",
+            format!("no scenario {scenario:?}; valid: {}", names.join(", ")),
+        )
+    })?;
+    Ok((parsed, scenario))
+}
+
+/// Refuses a cell step mode does not play, or a stack it cannot play on;
+/// the stack's one Redis.
+fn playable(state: &Dashboard, variant: Variant, scenario: Scenario) -> Result<String, AppError> {
     if let Some(why) = step::unplayable(variant, scenario) {
         return Err(AppError::Conflict(format!(
             "{variant} in {scenario} is not played in step mode: {why}"
@@ -142,21 +176,58 @@ pub(super) async fn start(
             "step mode runs on a stack with one Redis (not a cluster or Sentinel)".to_owned(),
         )
     })?;
-    let stack = attach(&state)
-        .await
-        .map_err(|err| AppError::Internal(format!("the stack: {err:#}")))?;
-    let cell = (variant, scenario);
-    let started = step::start(
-        state.store().clone(),
-        stack,
-        redis_url.to_owned(),
-        cell,
-        buyers,
-    );
-    match started.await {
-        Ok(view) => Ok((StatusCode::CREATED, Json(view))),
+    Ok(redis_url.to_owned())
+}
+
+/// `POST /api/admin/step/anyway` `{"variant": V, "scenario": S}`: 202, an
+/// exploration of the cell on this stack ("is there any way?"); its
+/// result in `GET /api/admin/step/anyway?variant=V&scenario=S`.
+pub(super) async fn any_way(
+    State(state): State<Dashboard>,
+    headers: HeaderMap,
+    body: Result<Json<Cell>, JsonRejection>,
+) -> Result<(StatusCode, Json<AnyWay>), AppError> {
+    state.authorize(&headers)?;
+    let Json(request) = body?;
+    let (variant, scenario) = cell(&request.variant, &request.scenario)?;
+    let redis_url = playable(&state, variant, scenario)?;
+    let target = anyway::Target {
+        url: state.public_url().to_owned(),
+        admin_token: state.admin_token().to_owned(),
+        redis_url,
+    };
+    let started = anyway::start(state.store().clone(), (variant, scenario), target).await;
+    match started {
+        Ok(way) => Ok((StatusCode::ACCEPTED, Json(way))),
         Err(err) => Err(AppError::Internal(format!("{err:#}"))),
     }
+}
+
+/// `GET /api/admin/step/anyway?variant=V&scenario=S`: the cell's last
+/// exploration from step mode.
+pub(super) async fn any_way_status(
+    State(state): State<Dashboard>,
+    headers: HeaderMap,
+    Query(request): Query<Cell>,
+) -> Result<Json<AnyWay>, AppError> {
+    state.authorize(&headers)?;
+    let (variant, scenario) = cell(&request.variant, &request.scenario)?;
+    let way = anyway::status(state.store(), variant, scenario)
+        .await
+        .map_err(|err| AppError::Internal(format!("{err:#}")))?;
+    way.map(Json).ok_or_else(|| {
+        AppError::Missing(format!(
+            "{variant} in {scenario} was not explored from step mode"
+        ))
+    })
+}
+
+/// A cell, named.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Cell {
+    variant: String,
+    scenario: String,
 }
 
 /// The live stack as the run's buyers see it: every healthy instance, a

@@ -23,6 +23,9 @@ pub struct Step {
     /// What to look at in the timeline after the run (one sentence).
     pub look: &'static str,
     pub look_zh: &'static str,
+    /// What to do by hand in step mode, on the same cell (one sentence).
+    pub goal: &'static str,
+    pub goal_zh: &'static str,
 }
 
 /// The path, in article 001's order, then the step past its end.
@@ -48,6 +51,8 @@ let Ok(_held) = held else {
 let answer = critical_section(ctx, unguarded()).await;"#,
         look: "Every section in the timeline comes from one instance, and no two of them overlap.",
         look_zh: "时间线上的所有临界区都来自同一个实例,任意两个都不重叠。",
+        goal: "Try every order you like: with one instance, no two buyers can sell the same unit.",
+        goal_zh: "随便按什么顺序试:只有一个实例时,两个买家卖不出同一件商品。",
     },
     Step {
         id: "two-instances",
@@ -69,6 +74,8 @@ let held = tokio::time::timeout(wait, in_use.lock()).await;
 let answer = critical_section(ctx, unguarded()).await;"#,
         look: "Find sections of instance a and instance b that overlap in time, and the oversold count above zero in the ledger.",
         look_zh: "找出实例 a 与实例 b 在时间上重叠的临界区,再看账本里大于零的超卖数。",
+        goal: "Make two buyers, on two instances, sell the same unit.",
+        goal_zh: "让两个位于不同实例上的买家卖出同一件商品。",
     },
     Step {
         id: "setnx",
@@ -93,6 +100,8 @@ let answer = critical_section(ctx, unguarded().leased(lease)).await;
 let _: i64 = conn.del(&keys.lock).await?;"#,
         look: "The sections of both instances now follow one another without overlapping; the busy count is the buyers refused while the lock was held.",
         look_zh: "两个实例的临界区现在一个接一个,不再重叠;busy 数是锁被占用时被拒绝的买家。",
+        goal: "Try to get two buyers past SETNX at once: only one ever holds the lock.",
+        goal_zh: "试着让两个买家同时通过 SETNX:锁永远只有一个持有者。",
     },
     Step {
         id: "setnx-crash",
@@ -115,6 +124,8 @@ ctx.chaos
 let _: bool = ctx.conn.pexpire(&keys.lock, lease_ms).await?;"#,
         look: "Find the crash event (between SETNX and EXPIRE) and notice that no sale follows it within the waiting window.",
         look_zh: "找到崩溃事件(发生在 SETNX 与 EXPIRE 之间),注意在整个等待窗口里它之后再也没有成交。",
+        goal: "Crash the holder between its SETNX and its EXPIRE, and see that nobody sells again.",
+        goal_zh: "在 SETNX 和 EXPIRE 之间让持有者崩溃,看看之后再也没有人能卖出。",
     },
     Step {
         id: "expiry-frees",
@@ -141,6 +152,8 @@ Some(current) if current < now => {
 let released = ctx.conn.del::<_, i64>(&keys.lock).await;"#,
         look: "Look for sections that overlap although each of them believed it held the lock.",
         look_zh: "找出那些都以为自己持有锁、在时间上却彼此重叠的临界区。",
+        goal: "Let the lease run out while A works, and make B sell the unit A is about to sell.",
+        goal_zh: "在 A 执行业务时让租约到期,让 B 卖出 A 正要卖的那件商品。",
     },
     Step {
         id: "owner-token",
@@ -163,6 +176,8 @@ if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) 
   redis.call('DEL', KEYS[1])"#,
         look: "About one lease (1 s) after the crash event, a section on the other instance begins and sells.",
         look_zh: "崩溃事件之后大约一个租期(1 秒),另一个实例上的临界区开始并成功售出。",
+        goal: "Crash the holder, let its lease run out, and let another buyer sell.",
+        goal_zh: "让持有者崩溃,等它的租约到期,再让另一个买家卖出。",
     },
     Step {
         id: "lease-runs-out",
@@ -187,6 +202,8 @@ let guard = Guard {
 let answer = critical_section(ctx, guard).await;"#,
         look: "Compare each section with its 200 ms lease: the next section starts when the lease ends, while the previous one is still running.",
         look_zh: "把每个临界区和它 200 毫秒的租期对比:租期一到,下一个临界区就开始了,而上一个还没结束。",
+        goal: "Let A's lease run out while it works, let B take the lock, and let both write.",
+        goal_zh: "在 A 执行业务时让它的租约到期,让 B 拿到锁,然后让两人都写入。",
     },
     Step {
         id: "watchdog",
@@ -209,6 +226,8 @@ if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HEXISTS', KEYS[1]
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])"#,
         look: "Each section now lasts longer than its lease and carries renewal marks, and still no two sections overlap.",
         look_zh: "每个临界区都比租期长,上面带着续期标记,而任意两个临界区仍然互不重叠。",
+        goal: "Try to make a working holder's lease run out: its watchdog renews it first.",
+        goal_zh: "试着让正在工作的持有者租约到期:看门狗会先续期。",
     },
     Step {
         id: "pause",
@@ -234,6 +253,8 @@ if let Some(pause) = faults.pause {
 let sale = write(ctx, current, &epoch, guard.fence).await;"#,
         look: "Find the freeze event and the two sections around it, one per instance, that overlap.",
         look_zh: "找到冻结(freeze)事件,以及它前后分属两个实例、彼此重叠的两个临界区。",
+        goal: "Freeze the holder past its lease, let B take the lock, then wake A before its write.",
+        goal_zh: "冻结持有者直到租约过期,让 B 拿到锁,然后在 A 写入前唤醒它。",
     },
     Step {
         id: "fencing",
@@ -260,6 +281,8 @@ if number < seen then
 end"#,
         look: "The sections still overlap around the freeze, but the stale holder's ends refused (busy, stale_token) instead of sold, and oversold stays at 0.",
         look_zh: "冻结前后的临界区依然重叠,但过期持有者那一段以拒绝(busy, stale_token)结束而不是售出,超卖保持为 0。",
+        goal: "Freeze the holder and let B in: try to make the stale holder's write land.",
+        goal_zh: "冻结持有者并让 B 进来:试着让过期持有者的写入生效。",
     },
     Step {
         id: "lua",
@@ -284,6 +307,8 @@ local sale = redis.call('HINCRBY', KEYS[2], 'sold', '1')
 sold_unit(KEYS[2], KEYS[3], offset)"#,
         look: "Every section is a single atomic step, none overlaps another, and sold equals the initial stock with 0 remaining.",
         look_zh: "每个临界区都只是一个原子步骤,没有任何重叠;已售数等于初始库存,剩余为 0。",
+        goal: "Try every order of two buyers: the one script sells each unit once.",
+        goal_zh: "试遍两个买家的所有顺序:一个脚本让每件商品只卖一次。",
     },
     Step {
         id: "lua-batch",
@@ -307,6 +332,8 @@ for i = 5, #ARGV do
   for j = 1, 7 do out[#out + 1] = answer[j] end"#,
         look: "The sections of one batch come from one instance and share one moment (the script's single TIME), and still no two sections overlap.",
         look_zh: "同一批的临界区来自同一个实例,共用同一个时刻(脚本里唯一的一次 TIME),任意两个临界区仍然互不重叠。",
+        goal: "Try every order: a batch's script sells each unit once too.",
+        goal_zh: "试遍所有顺序:批量脚本同样让每件商品只卖一次。",
     },
 ];
 

@@ -20,6 +20,8 @@ const SHOWN: &str = "const main = document.getElementById('step');
      const verdict = document.getElementById('verdict');
      return {run: main.dataset.run || null, sku: main.dataset.sku || null,
        version: Number(main.dataset.version || 0), over: main.dataset.over === 'true', lanes,
+       steps: Number(main.dataset.steps || 0),
+       progress: document.getElementById('shortest-progress').textContent,
        violation: verdict.dataset.violation || null, verdict: verdict.hidden ? null : verdict.innerText,
        message: document.getElementById('message').textContent,
        stores: Object.fromEntries([...document.querySelectorAll('#state [data-field]')].map((d) => [d.dataset.field, d.textContent]))};";
@@ -37,13 +39,7 @@ impl Page<'_> {
     /// key, and waits for its first view.
     async fn start(&self, variant: Variant, scenario: Scenario, buyers: u8) -> Value {
         let before = self.shown().await["run"].clone();
-        self.browser
-            .run_with(
-                "document.getElementById('cell').value = arguments[0];
-                 document.getElementById('buyers').value = String(arguments[1]); return true",
-                json!([format!("{variant}/{scenario}"), buyers]),
-            )
-            .await;
+        self.pick(variant, scenario, buyers).await;
         self.browser.press("n").await;
         self.browser
             .wait_until(&format!(
@@ -51,6 +47,17 @@ impl Page<'_> {
             ))
             .await;
         self.shown().await
+    }
+
+    /// Picks a cell and a number of buyers in the form, starting nothing.
+    async fn pick(&self, variant: Variant, scenario: Scenario, buyers: u8) {
+        self.browser
+            .run_with(
+                "document.getElementById('cell').value = arguments[0];
+                 document.getElementById('buyers').value = String(arguments[1]); return true",
+                json!([format!("{variant}/{scenario}"), buyers]),
+            )
+            .await;
     }
 
     /// Waits for the view after the step a key or a click just sent.
@@ -221,6 +228,112 @@ async fn a_learner_breaks_the_broken_cells_by_hand_and_no_order_of_clicks_breaks
             orders += 1;
         }
         assert_eq!(orders, 6, "every order of two steps each");
+
+        // The checker's shortest way, a press of `s` per step, from the
+        // start of a run.
+        let (variant, scenario) = (Variant::Setnx, Scenario::CrashAfterAcquire);
+        page.start(variant, scenario, 3).await;
+        let mut presses = 0;
+        let mut progress = String::new();
+        loop {
+            let shown = page.shown().await;
+            if shown["over"] == true && presses > 0 {
+                broke(&shown, variant, scenario);
+                break;
+            }
+            assert!(presses < 20, "the shortest way never ended: {shown}");
+            let steps = shown["steps"].as_i64().unwrap_or(0);
+            browser.press("s").await;
+            browser
+                .wait_until(&format!(
+                    "Number(document.getElementById('step').dataset.steps) > {steps}"
+                ))
+                .await;
+            presses += 1;
+            let now = page.shown().await;
+            if let Some(line) = now["progress"].as_str().filter(|l| !l.is_empty()) {
+                progress = line.to_owned();
+            }
+        }
+        let steps = check::check(variant, scenario).unwrap().trace.len();
+        eprintln!("setnx's shortest way: {presses} presses, last {progress:?}, the checker's {steps} steps");
+        assert!(
+            presses > 1
+                && progress
+                    == format!("the checker's shortest way: step {} of {presses}", presses - 1),
+            "a press per step of the plan: {progress:?} after {presses} presses"
+        );
+
+        // Played by itself: token's lease runs out under its holder.
+        let (variant, scenario) = (Variant::Token, Scenario::SlowBusiness);
+        page.pick(variant, scenario, 3).await;
+        browser
+            .run("document.getElementById('auto').checked = true; document.getElementById('speed').value = '150'; return true")
+            .await;
+        let before = page.shown().await["run"].clone();
+        browser.click("#shortest").await;
+        browser
+            .wait_until(&format!("document.getElementById('step').dataset.run !== {before} && document.getElementById('step').dataset.over === 'true'"))
+            .await;
+        broke(&page.shown().await, variant, scenario);
+
+        // Each lesson step's "try it by hand" opens step mode on its cell,
+        // playable, with the lesson's goal stated; a card's link opens it
+        // on its variant.
+        for lesson in &stocklock::lessons::STEPS {
+            browser.goto(&format!("{}/lessons", stack.url)).await;
+            let href = browser
+                .run_with(
+                    "return document.querySelector(`[data-step=${arguments[0]}] [data-field=by-hand]`).getAttribute('href')",
+                    json!([lesson.id]),
+                )
+                .await;
+            assert_eq!(href, format!("/step?lesson={}", lesson.id));
+            browser.goto(&format!("{}{}", stack.url, href.as_str().unwrap())).await;
+            browser.wait_until("document.getElementById('cell') !== null").await;
+            let opened = browser
+                .run("const c = document.getElementById('cell'); return [c.value, c.selectedOptions[0].disabled, document.getElementById('goal').textContent]")
+                .await;
+            assert_eq!(opened[0], format!("{}/{}", lesson.variant, lesson.scenario), "{}", lesson.id);
+            assert_eq!(opened[1], false, "{}: step mode does not play its cell", lesson.id);
+            assert!(
+                opened[2].as_str().unwrap().contains(lesson.goal),
+                "{}: the goal is not stated: {opened}",
+                lesson.id
+            );
+        }
+        browser.goto(&format!("{}/", stack.url)).await;
+        let href = browser
+            .run("return document.querySelector('[data-variant=token] [data-field=step-link]').getAttribute('href')")
+            .await;
+        browser.goto(&format!("{}{}", stack.url, href.as_str().unwrap())).await;
+        browser.wait_until("document.getElementById('cell') !== null").await;
+        let opened = browser
+            .run("const c = document.getElementById('cell'); return [c.value.split('/')[0], c.selectedOptions[0].disabled]")
+            .await;
+        assert_eq!(opened, json!(["token", false]), "the card's link");
+
+        // "Is there any way?": an exploration on this stack finds one for
+        // none, and none for lua.
+        browser
+            .goto(&format!("{}/step?variant=none&scenario=race", stack.url))
+            .await;
+        browser.wait_until("document.getElementById('cell') !== null").await;
+        for (variant, found) in [(Variant::None, true), (Variant::Lua, false)] {
+            page.pick(variant, Scenario::Race, 3).await;
+            browser
+                .run("delete document.getElementById('anyway-result').dataset.state; return true")
+                .await;
+            browser.press("a").await;
+            browser
+                .wait_until("['done', 'failed'].includes(document.getElementById('anyway-result').dataset.state)")
+                .await;
+            let said = browser
+                .run("const r = document.getElementById('anyway-result'); return [r.dataset.state, r.dataset.found, r.textContent]")
+                .await;
+            assert_eq!(said[0], "done", "{variant}: {said}");
+            assert_eq!(said[1], found.to_string(), "{variant}: {said}");
+        }
     })
     .await;
     browser.quit().await;

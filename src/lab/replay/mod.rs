@@ -51,7 +51,7 @@ const NODE_RESTART_LEASE_MS: u64 = 3_000;
 /// Where a buyer at `pc` waits live: its gate, or `None` for a model
 /// step inside a stretch of code with no gate; `Err` for what the gates
 /// cannot stand for yet.
-fn gate_of(pc: Pc) -> Result<Option<&'static str>, String> {
+pub(in crate::lab) fn gate_of(pc: Pc) -> Result<Option<&'static str>, String> {
     Ok(Some(match pc.at() {
         At::Start => "before_acquire",
         At::Held if pc == setnx::Pc::Expire.into() => "after_setnx",
