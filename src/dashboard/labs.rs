@@ -123,40 +123,13 @@ async fn run_lab(variant: Variant) -> LabStatus {
         cells: Vec::new(),
         error: Some(error),
     };
-    let Ok(dir) = tempfile::tempdir() else {
-        return failed("no temporary directory".to_owned());
-    };
-    let json = dir.path().join("lab.json");
-    let binary = match std::env::current_exe() {
-        Ok(binary) => binary,
-        Err(err) => return failed(err.to_string()),
-    };
-    let output = tokio::process::Command::new(binary)
-        .arg("lab")
-        .arg("--variant")
-        .arg(variant.name())
-        .arg("--json")
-        .arg(&json)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await;
-    let report = std::fs::read(&json)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<crate::lab::LabReport>(&bytes).ok());
-    match (output, report) {
-        (Ok(_), Some(report)) => LabStatus {
+    let args = ["lab", "--variant", variant.name()];
+    match crate::lab::child::json_of::<crate::lab::LabReport>(&args).await {
+        Ok(report) => LabStatus {
             state: "done".to_owned(),
             cells: report.cells,
             error: None,
         },
-        (Ok(output), None) => failed(
-            String::from_utf8_lossy(&output.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-                .to_owned(),
-        ),
-        (Err(err), _) => failed(err.to_string()),
+        Err(error) => failed(error),
     }
 }

@@ -28,6 +28,7 @@
 //!   share (a duel between two buyers, killing and restarting nodes, ...).
 
 mod args;
+pub mod child;
 pub mod explore;
 mod failover;
 pub mod judge;

@@ -110,28 +110,24 @@ async fn explore(variant: Variant, scenario: Scenario, target: &Target) -> AnyWa
         steps: None,
         error: Some(error),
     };
-    let (Ok(dir), Ok(binary)) = (tempfile::tempdir(), std::env::current_exe()) else {
-        return failed("no temporary directory, or no binary to run".to_owned());
-    };
-    let json = dir.path().join("explore.json");
-    let output = tokio::process::Command::new(binary)
-        .args(["explore", "--variant", variant.name()])
-        .args(["--scenario", scenario.name()])
-        .args(["--schedules", &SCHEDULES.to_string()])
-        .args(["--target", &target.url])
-        .args(["--admin-token", &target.admin_token])
-        .args(["--redis-url", &target.redis_url])
-        .arg("--json")
-        .arg(&json)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await;
-    let explored = std::fs::read(&json)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Explored>(&bytes).ok());
-    match (output, explored) {
-        (Ok(_), Some(explored)) => AnyWay {
+    let schedules = SCHEDULES.to_string();
+    let args = [
+        "explore",
+        "--variant",
+        variant.name(),
+        "--scenario",
+        scenario.name(),
+        "--schedules",
+        &schedules,
+        "--target",
+        &target.url,
+        "--admin-token",
+        &target.admin_token,
+        "--redis-url",
+        &target.redis_url,
+    ];
+    match crate::lab::child::json_of::<Explored>(&args).await {
+        Ok(explored) => AnyWay {
             state: "done".to_owned(),
             schedules: explored.schedules,
             found: Some(explored.found.is_some()),
@@ -139,13 +135,6 @@ async fn explore(variant: Variant, scenario: Scenario, target: &Target) -> AnyWa
             steps: explored.found.as_ref().map(|f| f.steps.len()),
             error: None,
         },
-        (Ok(output), None) => failed(
-            String::from_utf8_lossy(&output.stderr)
-                .lines()
-                .last()
-                .unwrap_or("the exploration wrote no result")
-                .to_owned(),
-        ),
-        (Err(err), _) => failed(err.to_string()),
+        Err(error) => failed(error),
     }
 }
