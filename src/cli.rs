@@ -1,10 +1,9 @@
 //! The command line: `stocklock serve`, `up`, `load`, `bench`, `compare`,
-//! `reconcile` and `lab` (and the hidden `resume` that chaos mode's pauses
-//! use, and `relay`, the replication relay of `up --replica`).
+//! `reconcile`, `lab`, `check`, `replay`, `explore` and `soak` (and the hidden
+//! `resume` of chaos mode's pauses and `relay`, a relay process of `up`).
 //!
-//! `load`, `bench` and `up` parse straight into their config types, which
-//! carry their own flags ([`LoadConfig`], [`BenchConfig`], [`UpConfig`]); the
-//! values they share are parsed in [`crate::args`].
+//! `load`, `bench` and `up` parse into their config types ([`LoadConfig`],
+//! [`BenchConfig`], [`UpConfig`]); shared values are parsed in [`crate::args`].
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -73,8 +72,9 @@ pub enum Command {
     /// Run schedules of the real code chosen at random (or by PCT) on a
     /// live stack of its own, with the scenario's faults, and judge each.
     Explore(crate::lab::explore::ExploreArgs),
-    /// (internal) Wake a frozen process: SIGCONT to PID after a delay. Chaos
-    /// mode's pause starts it before freezing itself.
+    /// The nemesis: random faults under load on every variant, judged from the history.
+    Soak(crate::lab::soak::SoakArgs),
+    /// (internal) SIGCONT to PID after a delay (chaos mode's pause).
     #[command(hide = true)]
     Resume {
         #[arg(long)]
@@ -82,9 +82,8 @@ pub enum Command {
         #[arg(long)]
         after_ms: u64,
     },
-    /// (internal) The replication relay of `up --replica`: a plain TCP
-    /// forwarder from LISTEN to TO, its own process so that it can be
-    /// SIGSTOPped (replication held back) and SIGKILLed (held bytes lost).
+    /// (internal) The relay of `up --replica` and `--store-relays`: a TCP
+    /// forwarder from LISTEN to TO, its own process (SIGSTOP holds its bytes).
     #[command(hide = true)]
     Relay {
         #[arg(long)]
@@ -323,6 +322,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             up::process::children_die_with_us()?;
             crate::lab::explore::run(args).await
         }
+        Command::Soak(args) => crate::lab::soak::run(args).await,
         Command::Reconcile(args) => {
             telemetry::init("warn");
             crate::reconcile::run(args).await

@@ -44,7 +44,7 @@
 //! 21. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! 22. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
 //! 23. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
-//! 24. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix. Below the dashboard, which starts runs and scenarios.
+//! 24. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix; `soak` ([`lab::soak`]), the nemesis. Below the dashboard, which starts runs and scenarios.
 //! 25. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
 //! 26. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!

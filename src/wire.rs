@@ -12,10 +12,15 @@ use serde::{Deserialize, Serialize};
 mod dashboard;
 mod orders;
 mod reconciliation;
+mod soak;
 
 pub use dashboard::{Board, InstanceStatus, RunRequest, RunStatus};
 pub use orders::{ORDER_TOKEN, OrderSummary, OrderView, OrdersCheck, OrdersView};
 pub use reconciliation::Reconciliation;
+pub use soak::{
+    Recovery, RedisAtEnd, SOAK_STATUS_KEY, SoakFault, SoakOrders, SoakReport, SoakStatus,
+    SoakVariant, SoakViolation, Unknowns,
+};
 
 /// What a `/deductStock` request ended as. Sold out and busy are outcomes of
 /// the business, not errors; errors use [`ErrorBody`].

@@ -6,7 +6,7 @@
 const I18N = {
   en: {
     subtitle: 'flash-sale stock protection lab',
-    nav_lessons: 'Lessons', nav_timeline: 'Timeline', timeline_link: 'timeline', step_link: 'step through',
+    nav_lessons: 'Lessons', nav_timeline: 'Timeline', nav_soak: 'Soak', timeline_link: 'timeline', step_link: 'step through',
     connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…',
     controls: 'Controls', stock: 'stock', requests: 'requests', concurrency: 'concurrency',
     default: 'default', race_all: 'Race all', reset_all: 'Reset all', instances: 'Instances',
@@ -39,7 +39,7 @@ const I18N = {
   },
   zh: {
     subtitle: '秒杀库存保护实验室',
-    nav_lessons: '课程', nav_timeline: '时间线', timeline_link: '时间线', step_link: '单步调度',
+    nav_lessons: '课程', nav_timeline: '时间线', nav_soak: '浸泡测试', timeline_link: '时间线', step_link: '单步调度',
     connecting: '连接中…', live: '实时', reconnecting: '重新连接中…',
     controls: '控制', stock: '库存', requests: '请求数', concurrency: '并发',
     default: '默认', race_all: '全部同时压测', reset_all: '全部重置', instances: '实例',

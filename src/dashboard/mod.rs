@@ -1,6 +1,7 @@
 //! The live dashboard: the page, its assets, the board every instance
 //! serves, the runs started from the page, and the model checker's verdict
-//! on one cell of the lab (`/api/check`, for the lessons and the scenarios).
+//! on one cell of the lab (`/api/check`, for the lessons and the scenarios),
+//! and a running soak followed (`/soak`).
 //!
 //! Everything the page shows is read from Redis, so any instance behind
 //! nginx draws the same board: each variant's SKU (the SKU is the variant's
@@ -17,6 +18,7 @@ mod locks;
 mod models;
 mod page;
 pub mod runs;
+mod soak;
 mod step;
 
 use std::sync::Arc;
@@ -148,6 +150,8 @@ pub fn router(dashboard: Dashboard) -> Router {
             get(step::any_way_status).post(step::any_way),
         )
         .route("/api/admin/step/{id}", get(step::read).post(step::take))
+        .route("/soak", get(soak::page))
+        .route("/api/soak", get(soak::status))
         .route("/metrics", get(page::metrics))
         .with_state(dashboard)
 }

@@ -37,6 +37,7 @@ pub mod replay;
 pub mod report;
 mod runner;
 pub mod scenario;
+pub mod soak;
 pub mod stack;
 pub mod step;
 

@@ -28,6 +28,8 @@ fn instance_name(index: u16) -> String {
 /// What every instance of the stack shares.
 pub(super) struct Shared {
     pub(super) redis_url: String,
+    /// `--store-relays`: instance n reaches Redis through the nth.
+    pub(super) relay_urls: Vec<String>,
     pub(super) redis_cluster: Vec<String>,
     /// `--replica`: the Sentinels the instances find the master through.
     pub(super) sentinels: Vec<String>,
@@ -91,7 +93,9 @@ impl Instances {
                 index: usize::from(index),
                 name: instance_name(index),
                 addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), crate::os::free_port()?),
-                redis_url: shared.redis_url.clone(),
+                redis_url: (shared.relay_urls.get(usize::from(index)))
+                    .unwrap_or(&shared.redis_url)
+                    .clone(),
                 redis_cluster: shared.redis_cluster.clone(),
                 sentinels: shared.sentinels.clone(),
                 lock_stores: shared.lock_stores.clone(),

@@ -21,6 +21,7 @@
 //! redis replica: pid 129 redis://127.0.0.1:PORT   (--replica: the main Redis's replica)
 //! replication relay: pid 130 127.0.0.1:PORT       (--replica: what the replica replicates through)
 //! sentinel 1: pid 131 127.0.0.1:PORT              (--replica: one line per Sentinel, three)
+//! redis relay 1: pid 133 127.0.0.1:PORT         (--store-relays: instance a's way to Redis; one per instance)
 //! redlock node 1: pid 127 redis://127.0.0.1:PORT  (one line per node; --redlock N)
 //! etcd member 1: pid 128 http://127.0.0.1:PORT    (one line per member; --etcd N)
 //! zookeeper 1: pid 128 127.0.0.1:PORT            (one line per server; --zookeeper N)
@@ -172,6 +173,13 @@ pub struct UpConfig {
     /// master is lost in the failover. The master is not restarted.
     #[arg(long, conflicts_with_all = ["redis_url", "cluster", "persist"])]
     pub replica: bool,
+    /// Route each instance's connections to the main Redis through a relay
+    /// process of its own (`redis relay 1: pid N 127.0.0.1:PORT` for
+    /// instance a): SIGSTOP a relay and its instance is cut off from Redis
+    /// (a partition; what it sent waits in the kernel and arrives late on
+    /// SIGCONT). `stocklock soak` asks for it. Not with --cluster or --replica.
+    #[arg(long, conflicts_with_all = ["cluster", "replica"])]
+    pub store_relays: bool,
     /// How long the instances remember a request_id's outcome for retries.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub request_ttl: Duration,
@@ -223,10 +231,15 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
 
     let mut stores = Stores::start(&config, run_dir.path()).await?;
     seed_stock(&stores.store()?, stock).await?;
+    let mut relays = store_relays(&config, &stores.redis_url).await?;
     let mut instances = Instances::start(
         config.instances,
         &Shared {
             redis_url: stores.redis_url.clone(),
+            relay_urls: relays
+                .iter()
+                .map(|r| format!("redis://{}", r.listen()))
+                .collect(),
             redis_cluster: stores.cluster_urls(),
             sentinels: stores.sentinel_addrs(),
             lock_stores: stores.lock_stores(),
@@ -256,10 +269,38 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     tracing::info!("stopping after {ended_by}");
     nginx.stop().await;
     instances.stop().await;
+    for relay in &mut relays {
+        relay.stop().await;
+    }
     stores.stop().await;
     drop(run_dir);
     say!("stocklock stopped");
     Ok(())
+}
+
+/// `--store-relays`: one relay to the main Redis per instance, announced.
+async fn store_relays(config: &UpConfig, redis_url: &str) -> anyhow::Result<Vec<relay::Relay>> {
+    if !config.store_relays {
+        return Ok(Vec::new());
+    }
+    let to = redis_url
+        .strip_prefix("redis://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|addr| addr.parse::<SocketAddr>().ok())
+        .with_context(|| {
+            format!("--store-relays needs a plain redis://HOST:PORT, not {redis_url}")
+        })?;
+    let mut relays = Vec::new();
+    for index in 1..=config.instances {
+        let relay = relay::Relay::start(to).await?;
+        say!(
+            "redis relay {index}: pid {} {}",
+            relay.pid().unwrap_or(0),
+            relay.listen()
+        );
+        relays.push(relay);
+    }
+    Ok(relays)
 }
 
 /// Where users reach the stack: nginx's address, and the URL shown for it.

@@ -39,6 +39,8 @@ mod prometheus;
 mod rate_limit;
 mod redlock;
 mod replay;
+mod soak;
+mod soak_page;
 mod stack;
 mod step_mode;
 mod timeline;

@@ -1,0 +1,184 @@
+//! `stocklock soak`: two minutes of every fault kind in turn under load on
+//! every variant break no claim; and its judge, fed a history on a real
+//! stack, finds an oversell where the claims are safe and counts the same
+//! oversell where a fault that struck claims it.
+
+use std::time::{Duration, Instant};
+
+use stocklock::lab::soak::buyers::{Attempt, Ending, Got, Request, Round};
+use stocklock::lab::soak::faults::Kind;
+use stocklock::lab::soak::judge;
+use stocklock::variants::Variant;
+use stocklock::wire::{SoakFault, SoakReport};
+
+use crate::helpers::{Stack, stack_turn, within};
+
+#[tokio::test]
+async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
+    let _turn = stack_turn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("soak.json");
+    let run = within(Duration::from_secs(600), async {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+            .args(["soak", "--minutes", "2", "--seed", "7", "--cycle", "--json"])
+            .arg(&json)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap()
+    })
+    .await;
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let report: SoakReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // Every kind struck, at least once, on a stack that has them all.
+    for kind in Kind::ALL {
+        assert!(
+            report.faults_by_kind.get(kind.name()).copied().unwrap_or(0) >= 1,
+            "{} never struck: {:?}",
+            kind.name(),
+            report.faults
+        );
+    }
+    assert!(report.persist);
+    assert_eq!(report.violations, vec![], "violations");
+    assert!(run.status.success(), "exit {:?}", run.status);
+    assert!(stdout.contains("0 violations of a claim."), "{stdout}");
+    // Every variant sold, and went on selling through the faults.
+    assert_eq!(report.variants.len(), Variant::ALL.len());
+    for v in &report.variants {
+        assert!(v.rounds >= 2 && v.sold > 0, "{v:?}");
+        assert_eq!(v.violations, 0, "{v:?}");
+    }
+    // The unknowns were all settled by retries with their ids, and some
+    // faults made some: the retries were exercised.
+    assert_eq!(report.unknowns.unresolved, 0, "{:?}", report.unknowns);
+    assert!(report.unknowns.total > 0, "{:?}", report.unknowns);
+    assert_eq!(
+        report.unknowns.sold + report.unknowns.not_sold,
+        report.unknowns.total
+    );
+    // Orders: every SKU of the order variants reconciled.
+    assert!(!report.orders.is_empty());
+    assert!(
+        report.orders.iter().all(|o| o.allowed),
+        "{:?}",
+        report.orders
+    );
+    assert!(
+        report.redis.used_memory_bytes < 256 << 20,
+        "{:?}",
+        report.redis
+    );
+    assert_eq!(report.redis.locks_left, 0, "{:?}", report.redis);
+    assert!(
+        report.redis.keys <= report.redis.keys_allowed,
+        "{:?}",
+        report.redis
+    );
+    assert!(!report.recovery.is_empty());
+}
+
+/// Two buyers of a one-unit SKU through `none` at once, each reading the
+/// stock before the other writes: both are told they bought.
+async fn oversold_round(stack: &Stack, variant: Variant) -> Round {
+    let sku = format!("judged-{}", variant.name());
+    stack.reset(&sku, 1).await;
+    let started = Instant::now();
+    let ask = |n: u32| {
+        let sku = sku.clone();
+        let path = format!("/deductStock/none?sku={sku}&request_id={sku}-{n}&work_ms=300");
+        let client = stack.client.clone();
+        async move {
+            let at_ms = started.elapsed().as_millis() as u64;
+            let answer = client.deduct(&path).await;
+            Request {
+                id: format!("{sku}-{n}"),
+                attempts: vec![Attempt {
+                    at_ms,
+                    took_ms: answer.took.as_millis() as u64,
+                    status: answer.status,
+                    got: stocklock::lab::soak::buyers::got(&answer),
+                    reason: None,
+                    instance: None,
+                    replayed: false,
+                }],
+            }
+        }
+    };
+    let (a, b) = tokio::join!(ask(1), ask(2));
+    assert!(matches!(a.settled(), Got::Sold(_)) && matches!(b.settled(), Got::Sold(_)));
+    assert_eq!(stack.state(&sku).await.oversold, 1);
+    Round {
+        variant,
+        sku,
+        from_ms: 0,
+        to_ms: started.elapsed().as_millis() as u64,
+        ending: Ending::SoldOut,
+        requests: vec![a, b],
+    }
+}
+
+#[tokio::test]
+async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow() {
+    let stack = Stack::start(2, None).await;
+    within(Duration::from_secs(120), async {
+        // `fenced` claims safe in a race and under a frozen holder: a
+        // violation, named.
+        let round = oversold_round(&stack, Variant::Fenced).await;
+        let (broken, counted) = judge::round(&stack.client, &round, &[], true, 1).await;
+        assert!(
+            broken
+                .iter()
+                .any(|b| b.contains("oversold 1") && b.contains("every claim")),
+            "{broken:?}"
+        );
+        assert_eq!(counted.oversold, 0);
+
+        // `token` claims safe in a race: the same oversell, a violation...
+        let round = oversold_round(&stack, Variant::Token).await;
+        let (broken, _) = judge::round(&stack.client, &round, &[], true, 1).await;
+        assert!(!broken.is_empty(), "token's race oversold unnoticed");
+        // ...unless a frozen holder struck while it sold: token claims it
+        // oversells then, so it is counted, not a violation.
+        let pause = SoakFault {
+            kind: Kind::StopInstance.name().to_owned(),
+            target: "instance a".to_owned(),
+            at_s: 0.0,
+            healed_s: 0.0,
+            error: String::new(),
+        };
+        let (broken, counted) =
+            judge::round(&stack.client, &round, std::slice::from_ref(&pause), true, 1).await;
+        assert_eq!(broken, Vec::<String>::new());
+        assert_eq!(counted.oversold, 1);
+        // A fault that did not strike (the stack refused it) allows nothing.
+        let refused = SoakFault {
+            error: "refused".to_owned(),
+            ..pause
+        };
+        let (broken, _) = judge::round(&stack.client, &round, &[refused], true, 1).await;
+        assert!(!broken.is_empty());
+
+        // `none` claims it oversells in a race: counted.
+        let round = oversold_round(&stack, Variant::None).await;
+        let (broken, counted) = judge::round(&stack.client, &round, &[], true, 1).await;
+        assert_eq!(broken, Vec::<String>::new());
+        assert_eq!(counted.oversold, 1);
+
+        // A sale the buyer was told of that the ledger never recorded.
+        let mut round = oversold_round(&stack, Variant::None).await;
+        let mut forged = round.requests[0].clone();
+        forged.id = format!("{}-forged", round.sku);
+        round.requests.push(forged);
+        let (broken, _) = judge::round(&stack.client, &round, &[], true, 1).await;
+        assert!(
+            broken
+                .iter()
+                .any(|b| b.contains("answered but the ledger counts")),
+            "{broken:?}"
+        );
+    })
+    .await;
+    stack.stop().await;
+}
