@@ -303,6 +303,34 @@ def replay_run(name):
           f"median {statistics.median(seconds):.1f}, most {max(seconds):.1f}\n")
 
 
+def soak_run(name):
+    """A soak's report (`stocklock soak --json`): faults, variants, recovery."""
+    r = load(f"{name}.json")
+    struck = sum(r["faults_by_kind"].values())
+    print(f"## {name}\n")
+    print(f"seed {r['seed']}, {r['minutes']:g} min of faults ({r['elapsed_s']:.0f} s in all), "
+          f"{r['requests']} requests, {r['sold']} sold, {struck} faults struck "
+          f"({len(r['faults']) - struck} refused), {len(r['violations'])} violations\n")
+    print(table(["fault", "struck"], [[k, n] for k, n in sorted(r["faults_by_kind"].items())]))
+    print()
+    print(table(["variant", "rounds", "requests", "sold", "oversold (claimed)",
+                 "deadlocks (claimed)", "units lost (claimed)", "violations"],
+                [[f"`{v['variant']}`", v["rounds"], v["requests"], v["sold"],
+                  v["oversold_allowed"], v["deadlocks_allowed"], v["lost_units_allowed"],
+                  v["violations"]] for v in r["variants"]]))
+    print()
+    u = r["unknowns"]
+    print(f"unknowns {u['total']}: sold {u['sold']}, not sold {u['not_sold']}, "
+          f"unresolved {u['unresolved']}\n")
+    print(table(["after", "measured", "p50 ms", "p99 ms", "max ms"],
+                [[x["kind"], x["count"], x["p50_ms"], x["p99_ms"], x["max_ms"]]
+                 for x in r["recovery"]]))
+    print()
+    m = r["redis"]
+    print(f"Redis at the end: {m['used_memory_bytes'] / 1048576:.1f} MB, {m['keys']} keys "
+          f"(at most {m['keys_allowed']}), {m['locks_left']} locks left\n")
+
+
 def explore_cells(name):
     """Single cells explored (`explore --variant V --scenario S --json`)."""
     print(f"## {name}\n")
@@ -343,6 +371,8 @@ if __name__ == "__main__":
             explore_1(later)
     if list(R.glob("explore-7-*.json")):
         explore_cells("explore-7")
+    if (R / "soak-1.json").exists():
+        soak_run("soak-1")
     bench_run("bench-2")
     for later in ("replay-1", "replay-2"):
         if (R / f"{later}.json").exists():

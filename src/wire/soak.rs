@@ -63,7 +63,9 @@ pub struct SoakReport {
     pub unknowns: Unknowns,
     /// Redis at the end, once the faults stopped.
     pub redis: RedisAtEnd,
-    /// Orders against the ledger, per SKU of an order variant.
+    /// Order SKUs whose orders matched their ledger.
+    pub orders_matched: u64,
+    /// Order SKUs whose orders did not match their ledger (claimed or not).
     pub orders: Vec<SoakOrders>,
 }
 
@@ -156,6 +158,9 @@ pub struct RedisAtEnd {
     pub keys_allowed: u64,
     /// Lock keys left once the faults stopped (each a claimed deadlock).
     pub locks_left: u64,
+    /// Keys by the name before their first `:` (`(soak)`: of a soak SKU).
+    #[serde(default)]
+    pub kinds: BTreeMap<String, u64>,
 }
 
 /// An order SKU's books at the end.

@@ -58,8 +58,9 @@ async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
         report.unknowns.sold + report.unknowns.not_sold,
         report.unknowns.total
     );
-    // Orders: every SKU of the order variants reconciled.
-    assert!(!report.orders.is_empty());
+    // Orders: every SKU of the order variants reconciled (those that did
+    // not match are listed, each allowed by a claim).
+    assert!(report.orders_matched > 0);
     assert!(
         report.orders.iter().all(|o| o.allowed),
         "{:?}",

@@ -18,7 +18,7 @@ pub const LEASE_MS: u64 = 3_000;
 /// The business work of every sale.
 pub const WORK_MS: u64 = 2;
 /// How long a request is retried with its id before it counts as unresolved.
-pub const SETTLE_WITHIN: Duration = Duration::from_secs(90);
+pub const SETTLE_WITHIN: Duration = Duration::from_secs(180);
 
 /// What one attempt got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,11 +78,27 @@ pub struct Shared {
     pub unknowns_resolved: AtomicU64,
     /// When each variant last sold, ms from the start.
     pub last_sale: Mutex<std::collections::BTreeMap<Variant, u64>>,
+    /// Faults playing now, and when the last one healed (ms from the
+    /// start): a round stalls only in a quiet stretch, when no fault has
+    /// played for as long as it waits for a sale.
+    pub faults_playing: AtomicU64,
+    pub healed_ms: AtomicU64,
 }
 
 impl Shared {
     pub fn ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
+    }
+
+    /// How long since a fault last played (zero while one does).
+    pub fn quiet_for(&self) -> Duration {
+        if self.faults_playing.load(Ordering::Relaxed) > 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_millis(
+            self.ms()
+                .saturating_sub(self.healed_ms.load(Ordering::Relaxed)),
+        )
     }
 
     /// Whether every one of `variants` sold at or after `since_ms`.
@@ -194,7 +210,7 @@ pub async fn buy(shared: &Shared, variant: Variant, sku: &str, id: String) -> Re
 }
 
 /// Sells `sku` (already stocked) with `buyers` buyers until it is sold
-/// out, stops selling for `stall`, or the load stops.
+/// out, sells nothing for `stall` while no fault plays, or the load stops.
 pub async fn round(
     shared: Arc<Shared>,
     variant: Variant,
@@ -239,12 +255,11 @@ pub async fn round(
                     *ending.lock().unwrap_or_else(|p| p.into_inner()) = Ending::SoldOut;
                     done.store(true, Ordering::Relaxed);
                 }
-                if last_sale
+                let unsold = last_sale
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .elapsed()
-                    > stall
-                {
+                    .elapsed();
+                if unsold.min(shared.quiet_for()) > stall {
                     let mut ending = ending.lock().unwrap_or_else(|p| p.into_inner());
                     if *ending != Ending::SoldOut {
                         *ending = Ending::Stalled;

@@ -7,11 +7,12 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex as StdMutex;
 
+use super::books::{Books, forget};
 use super::buyers::{Got, Round};
 use super::judge::{self, GRACE_S};
 use crate::client::StackClient;
 use crate::variants::Variant;
-use crate::wire::{SoakFault, SoakVariant, SoakViolation, Unknowns};
+use crate::wire::{SoakFault, SoakOrders, SoakVariant, SoakViolation, Unknowns};
 
 /// An order variant's round, reconciled at the end.
 pub(super) struct OrderSku {
@@ -30,8 +31,13 @@ pub(super) struct Found {
     /// When each variant sold, ms from the start, for the recovery times.
     pub(super) sales: BTreeMap<Variant, Vec<u64>>,
     pub(super) unknowns: Unknowns,
-    pub(super) order_skus: Vec<OrderSku>,
+    /// Order SKUs whose books matched, and those that did not.
+    pub(super) orders_matched: u64,
+    pub(super) orders: Vec<SoakOrders>,
+    /// SKUs judged; their keys let go unless they broke a claim.
     pub(super) skus: u64,
+    /// SKUs kept in Redis as evidence.
+    pub(super) kept: u64,
 }
 
 /// Rounds waiting for their checkpoint, and what the judged ones found.
@@ -42,6 +48,7 @@ pub(super) struct Checker {
     pub(super) persist: bool,
     pub(super) stock: i64,
     pub(super) rerun: String,
+    pub(super) books: Books,
 }
 
 impl Checker {
@@ -67,6 +74,39 @@ impl Checker {
         };
         for round in ready {
             self.judge(round, faults).await;
+        }
+        let settled = self.books.settle(faults, now_s.is_none()).await;
+        let mut found = self.found.lock().await;
+        for order in settled {
+            if order.verdict == "MATCH" {
+                found.orders_matched += 1;
+                continue;
+            }
+            if !order.allowed {
+                let what = format!("its orders do not match its ledger: {}", order.verdict);
+                eprintln!("VIOLATION {} {}: {what}", order.variant, order.sku);
+                if let Ok(variant) = order.variant.parse::<Variant>() {
+                    found.variants.entry(variant).or_default().violations += 1;
+                }
+                found.violations.push(SoakViolation {
+                    variant: order.variant.clone(),
+                    sku: order.sku.clone(),
+                    what,
+                    from_s: 0.0,
+                    to_s: 0.0,
+                    faults: Vec::new(),
+                    history: Vec::new(),
+                    timeline: None,
+                    rerun: self.rerun.clone(),
+                });
+            } else if let Ok(variant) = order.variant.parse::<Variant>() {
+                found
+                    .variants
+                    .entry(variant)
+                    .or_default()
+                    .lost_units_allowed += 1;
+            }
+            found.orders.push(order);
         }
     }
 
@@ -105,11 +145,20 @@ impl Checker {
             }
         }
         if round.variant.orders() {
-            found.order_skus.push(OrderSku {
-                variant: round.variant,
-                sku: round.sku.clone(),
-                from_ms: round.from_ms,
-            });
+            self.books
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(OrderSku {
+                    variant: round.variant,
+                    sku: round.sku.clone(),
+                    from_ms: round.from_ms,
+                });
+        } else if broken.is_empty() {
+            forget(&self.books.store, &round.sku, round.variant, false).await;
+        }
+        if !broken.is_empty() {
+            found.kept += 1;
         }
         for what in broken {
             let violation = judge::violation(&round, what, faults, &self.rerun);

@@ -77,38 +77,6 @@ pub async fn round(
     let mut broken = Vec::new();
     let mut counted = Counted::default();
 
-    let state = match read_state(client, &round.sku).await {
-        Ok(state) if state.initial == stock => state,
-        _ if data_lost => return (broken, counted),
-        Ok(state) => {
-            broken.push(format!(
-                "the ledger's initial stock is {}, not {stock}",
-                state.initial
-            ));
-            return (broken, counted);
-        }
-        Err(err) => {
-            broken.push(format!("its ledger could not be read: {err:#}"));
-            return (broken, counted);
-        }
-    };
-    counted.sold = state.sold;
-    if state.oversold < 0 {
-        broken.push(format!(
-            "LEDGER_BROKEN {}: stock left without a recorded sale",
-            state.oversold
-        ));
-    } else if state.oversold > 0 || state.duplicates > 0 {
-        if may_oversell {
-            counted.oversold = state.oversold.max(state.duplicates);
-        } else {
-            broken.push(format!(
-                "oversold {}, {} units sold twice, where every claim under its faults is safe",
-                state.oversold, state.duplicates
-            ));
-        }
-    }
-
     // Every request settled, each id sold once, every sale told recorded.
     let mut units: BTreeMap<i64, &str> = BTreeMap::new();
     for request in &round.requests {
@@ -174,6 +142,40 @@ pub async fn round(
             Got::SoldOut | Got::Busy => {}
         }
     }
+    // Read after the ids were asked again: the read counts in every
+    // instance's answers, those too, before the SKU is let go.
+    let state = match read_state(client, &round.sku).await {
+        Ok(state) if state.initial == stock => state,
+        _ if data_lost => return (broken, counted),
+        Ok(state) => {
+            broken.push(format!(
+                "the ledger's initial stock is {}, not {stock}",
+                state.initial
+            ));
+            return (broken, counted);
+        }
+        Err(err) => {
+            broken.push(format!("its ledger could not be read: {err:#}"));
+            return (broken, counted);
+        }
+    };
+    counted.sold = state.sold;
+    if state.oversold < 0 {
+        broken.push(format!(
+            "LEDGER_BROKEN {}: stock left without a recorded sale",
+            state.oversold
+        ));
+    } else if state.oversold > 0 || state.duplicates > 0 {
+        if may_oversell {
+            counted.oversold = state.oversold.max(state.duplicates);
+        } else {
+            broken.push(format!(
+                "oversold {}, {} units sold twice, where every claim under its faults is safe",
+                state.oversold, state.duplicates
+            ));
+        }
+    }
+
     if counted.answered_sold > counted.sold && !data_lost {
         broken.push(format!(
             "{} sales were answered but the ledger counts {}",
@@ -185,7 +187,9 @@ pub async fn round(
             counted.sold, counted.answered_sold
         ));
     }
-    if round.ending == super::buyers::Ending::Stalled {
+    // A round whose last buyers were still settling when it sold out is
+    // no stall.
+    if round.ending == super::buyers::Ending::Stalled && state.remaining > 0 {
         if allowed.contains(&Behaviour::Deadlock) {
             counted.deadlocked = true;
         } else {
@@ -200,9 +204,9 @@ pub async fn round(
 }
 
 /// The SKU's ledger, read again while the stack cannot answer (a fault
-/// struck meanwhile: Redis restarting, loading its data) for up to 30 s.
+/// struck meanwhile: Redis restarting, loading its data) for up to 2 min.
 async fn read_state(client: &StackClient, sku: &str) -> anyhow::Result<crate::wire::StateSnapshot> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         match client.state(sku).await {
             Err(_) if std::time::Instant::now() < deadline => {
@@ -213,9 +217,9 @@ async fn read_state(client: &StackClient, sku: &str) -> anyhow::Result<crate::wi
     }
 }
 
-/// `path` asked again until an answer settles it (30 s at most).
+/// `path` asked again until an answer settles it (2 min at most).
 async fn ask_again(client: &StackClient, path: &str) -> crate::client::Deduction {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         let answer = client.deduct(path).await;
         if super::buyers::got(&answer) != Got::Unsettled || std::time::Instant::now() > deadline {

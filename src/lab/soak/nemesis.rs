@@ -5,6 +5,7 @@
 //! nodes, etcd's members, ZooKeeper) the nemesis starts again itself, with
 //! the command line, directory and environment they had.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use serde_json::json;
 use tokio::process::Child;
 use tokio::sync::Mutex;
 
+use super::buyers::Shared;
 use super::faults::{Kind, Planned};
 use super::processes::{RESTART_WITHIN, Respawn, Server, frozen, listening};
 use crate::lab::stack::Stack;
@@ -23,6 +25,8 @@ use crate::wire::SoakFault;
 
 /// What the nemesis shares with its fault tasks.
 pub(super) struct Nemesis {
+    /// The load's: how many faults play, when the last healed.
+    shared: Arc<Shared>,
     pub(super) stack: Arc<Mutex<Stack>>,
     /// The stack's own Redis (to disarm a fault that never struck).
     pub(super) store: Store,
@@ -39,17 +43,19 @@ pub(super) struct Nemesis {
 
 impl Nemesis {
     pub(super) fn new(
+        shared: Arc<Shared>,
         stack: Arc<Mutex<Stack>>,
         store: Store,
         lock_skus: Arc<StdMutex<Vec<String>>>,
     ) -> Self {
         Nemesis {
+            started: shared.started,
+            shared,
             stack,
             store,
             lock_skus,
             respawned: StdMutex::new(Vec::new()),
             respawned_redis: StdMutex::new(Vec::new()),
-            started: Instant::now(),
             log: StdMutex::new(Vec::new()),
             active: StdMutex::new(Vec::new()),
         }
@@ -99,6 +105,10 @@ impl Nemesis {
         if let Some(i) = active.iter().position(|&s| s == at_s) {
             active.swap_remove(i);
         }
+        self.shared
+            .healed_ms
+            .store(self.shared.ms(), Ordering::Relaxed);
+        self.shared.faults_playing.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// The faults healed so far, and when the earliest still playing started.
@@ -163,16 +173,12 @@ impl Nemesis {
                     skus[fault.pick as usize % skus.len()].clone()
                 };
                 let client = self.stack.lock().await.client.clone();
-                client
-                    .chaos(&json!({"action": "lock_vanishes", "sku": sku}))
-                    .await?;
+                patiently(&client, json!({"action": "lock_vanishes", "sku": sku})).await?;
                 Ok(sku)
             }
             Kind::PauseRedis => {
                 let client = self.stack.lock().await.client.clone();
-                client
-                    .chaos(&json!({"action": "pause_redis", "ms": ms}))
-                    .await?;
+                patiently(&client, json!({"action": "pause_redis", "ms": ms})).await?;
                 tokio::time::sleep(hold).await;
                 Ok("redis".to_owned())
             }
@@ -181,7 +187,7 @@ impl Nemesis {
                     let stack = self.stack.lock().await;
                     (stack.client.clone(), stack.redis_pid)
                 };
-                client.chaos(&json!({"action": "restart_redis"})).await?;
+                patiently(&client, json!({"action": "restart_redis"})).await?;
                 self.until(|s| s.redis_pid.is_some() && s.redis_pid != pid)
                     .await?;
                 Ok("redis".to_owned())
@@ -197,9 +203,7 @@ impl Nemesis {
                 } else {
                     -3_000
                 };
-                client
-                    .chaos(&json!({"action": "clock_skew", "ms": skew}))
-                    .await?;
+                patiently(&client, json!({"action": "clock_skew", "ms": skew})).await?;
                 tokio::time::sleep(hold).await;
                 // A restart in between already set it back.
                 let _ = client
@@ -290,7 +294,7 @@ impl Nemesis {
         };
         // The arming call can lose its answer to the crash it armed (its
         // instance struck first): whether an instance restarted says.
-        let armed = client.chaos(&action).await;
+        let armed = patiently(&client, action).await;
         let restarted = self
             .until_within(hold + Duration::from_secs(3), |s| pids(s) != before)
             .await;
@@ -391,6 +395,25 @@ impl Nemesis {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// A chaos action sent until the stack takes it (a few tries, half a
+/// second apart): another fault may have the instance nginx picked down,
+/// or Redis loading its data.
+async fn patiently(
+    client: &crate::client::StackClient,
+    action: serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
+    let mut tries = 0;
+    loop {
+        match client.chaos(&action).await {
+            Err(_) if tries < 6 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            done => return done,
         }
     }
 }

@@ -9,23 +9,25 @@ use std::sync::atomic::Ordering;
 use redis::AsyncCommands;
 
 use super::buyers::Shared;
-use super::checker::OrderSku;
-use super::judge;
 use super::nemesis::Nemesis;
 use crate::client::StackClient;
 use crate::store::Store;
-use crate::variants::{Behaviour, Variant};
+use crate::variants::Variant;
 use crate::wire::{
-    Recovery, RedisAtEnd, SOAK_STATUS_KEY, SoakFault, SoakOrders, SoakReport, SoakStatus,
-    SoakViolation,
+    Recovery, RedisAtEnd, SOAK_STATUS_KEY, SoakFault, SoakReport, SoakStatus, SoakViolation,
 };
 
 /// The most memory Redis may use at the end.
 pub(super) const MEMORY_LIMIT: u64 = 256 * 1024 * 1024;
-/// Keys one SKU may need (its ledger, stock, units, ids, timeline, orders...).
-const KEYS_PER_SKU: u64 = 14;
-/// Keys the stack keeps besides its SKUs (its own SKUs, events, marks...).
-const STACK_KEYS: u64 = 400;
+/// Keys one SKU may need (its ledger, stock, units, ids, timeline, orders...),
+/// and as many again for each of a sharded SKU's 8 buckets.
+pub(super) const KEYS_PER_SKU: u64 = 14 * 9;
+/// Keys an order SKU's books keep once it matched: its stock, ledger,
+/// units, stream, returns and epochs.
+pub(super) const BOOK_KEYS: u64 = 7;
+/// Keys the stack keeps besides the soak's SKUs (its own SKUs, events,
+/// marks, the status).
+pub(super) const STACK_KEYS: u64 = 400;
 
 /// Writes the live status where the dashboard reads it.
 pub(super) struct Status {
@@ -146,76 +148,14 @@ pub(super) fn recovery(
         .collect()
 }
 
-/// Every order variant's SKUs reconciled with PostgreSQL, each judged by
-/// what its variant claims for the faults that struck it.
-pub(super) async fn orders(
-    order_rounds: &[OrderSku],
-    faults: &[SoakFault],
-    postgres_url: Option<&str>,
-    store: &Store,
-    persist: bool,
-) -> Vec<SoakOrders> {
-    let Some(url) = postgres_url.filter(|_| !order_rounds.is_empty()) else {
-        return Vec::new();
-    };
-    let (db, mut conn) = match (crate::orders::connect(url).await, store.conn().await) {
-        (Ok(db), Ok(conn)) => (db, conn),
-        (Err(err), _) => return vec![unreadable("postgres", format!("{err:#}"))],
-        (_, Err(err)) => return vec![unreadable("redis", err.to_string())],
-    };
-    let mut found = Vec::new();
-    for round in order_rounds {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let books = loop {
-            match crate::orders::reconcile::reconcile(&mut conn, &db, &round.sku).await {
-                Ok(r) if r.in_flight > 0 && std::time::Instant::now() < deadline => {
-                    // The workers' pace: no event to wait on.
-                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                }
-                other => break other,
-            }
-        };
-        let (verdict, allowed) = match books {
-            Ok(r) if r.clean() => ("MATCH".to_owned(), true),
-            Ok(r) => {
-                let struck =
-                    judge::struck(faults, &round.sku, round.from_ms as f64 / 1e3, f64::MAX);
-                let may = judge::allowed(round.variant, &struck, persist);
-                let only_lost = r.phantom.is_empty()
-                    && r.ordered_twice.is_empty()
-                    && r.in_flight == 0
-                    && (r.lost.is_empty() || may.contains(&Behaviour::LosesUnits))
-                    && (!r.ledger_lost || may.contains(&Behaviour::LosesUnits));
-                (
-                    r.verdict(),
-                    only_lost && may.contains(&Behaviour::LosesUnits),
-                )
-            }
-            Err(err) => (format!("cannot reconcile: {err:#}"), false),
-        };
-        found.push(SoakOrders {
-            variant: round.variant.name().to_owned(),
-            sku: round.sku.clone(),
-            verdict,
-            allowed,
-        });
-    }
-    found
-}
-
-fn unreadable(store: &str, why: String) -> SoakOrders {
-    SoakOrders {
-        variant: String::new(),
-        sku: String::new(),
-        verdict: format!("{store} could not be read: {why}"),
-        allowed: false,
-    }
-}
-
 /// Redis once the faults stopped: its memory, its keys and the locks left.
-pub(super) async fn redis_at_end(store: &Store, skus: u64, deadlocked: &[String]) -> RedisAtEnd {
+pub(super) async fn redis_at_end(
+    store: &Store,
+    keys_allowed: u64,
+    deadlocked: &[String],
+) -> RedisAtEnd {
     let mut end = RedisAtEnd {
-        keys_allowed: skus * KEYS_PER_SKU * 4 + STACK_KEYS,
+        keys_allowed,
         ..Default::default()
     };
     let Ok(mut conn) = store.conn().await else {
@@ -239,8 +179,6 @@ pub(super) async fn redis_at_end(store: &Store, skus: u64, deadlocked: &[String]
     loop {
         let (next, keys): (u64, Vec<String>) = match redis::cmd("SCAN")
             .arg(cursor)
-            .arg("MATCH")
-            .arg("lock:{soak*")
             .arg("COUNT")
             .arg(1000)
             .query_async(&mut conn)
@@ -249,8 +187,15 @@ pub(super) async fn redis_at_end(store: &Store, skus: u64, deadlocked: &[String]
             Ok(page) => page,
             Err(_) => break,
         };
+        for key in &keys {
+            let kind = key.split([':', '{']).next().unwrap_or_default();
+            let soak = key.contains("{soak");
+            let kind = format!("{kind}{}", if soak { " (soak)" } else { "" });
+            *end.kinds.entry(kind).or_insert(0) += 1;
+        }
         end.locks_left += keys
             .iter()
+            .filter(|k| k.starts_with("lock:{soak"))
             .filter(|k| !deadlocked.iter().any(|sku| k.contains(&format!("{{{sku}"))))
             .count() as u64;
         cursor = next;
@@ -262,25 +207,27 @@ pub(super) async fn redis_at_end(store: &Store, skus: u64, deadlocked: &[String]
 }
 
 /// What is wrong with Redis at the end, if anything.
-pub(super) fn redis_wrong(end: &RedisAtEnd) -> Option<String> {
+pub(super) fn redis_wrong(end: &RedisAtEnd) -> Vec<String> {
+    let mut wrong = Vec::new();
     if end.used_memory_bytes > MEMORY_LIMIT {
-        Some(format!(
+        wrong.push(format!(
             "Redis uses {} MB at the end (limit 256)",
             end.used_memory_bytes >> 20
-        ))
-    } else if end.keys > end.keys_allowed {
-        Some(format!(
+        ));
+    }
+    if end.keys > end.keys_allowed {
+        wrong.push(format!(
             "Redis holds {} keys at the end; the SKUs need at most {}",
             end.keys, end.keys_allowed
-        ))
-    } else if end.locks_left > 0 {
-        Some(format!(
+        ));
+    }
+    if end.locks_left > 0 {
+        wrong.push(format!(
             "{} locks were left held once the faults stopped (no claimed deadlock)",
             end.locks_left
-        ))
-    } else {
-        None
+        ));
     }
+    wrong
 }
 
 /// Draws each violation's SKU timeline beside the JSON report.
@@ -346,14 +293,12 @@ pub(super) fn print(r: &SoakReport) {
             rec.kind, rec.p50_ms, rec.p99_ms, rec.max_ms, rec.count
         );
     }
-    let matched = r.orders.iter().filter(|o| o.verdict == "MATCH").count();
-    if !r.orders.is_empty() {
-        println!(
-            "\norders: {matched} of {} order SKUs match their ledger",
-            r.orders.len()
-        );
-    }
-    for o in r.orders.iter().filter(|o| o.verdict != "MATCH") {
+    println!(
+        "\norders: {} of {} order SKUs match their ledger",
+        r.orders_matched,
+        r.orders_matched + r.orders.len() as u64
+    );
+    for o in &r.orders {
         let judged = if o.allowed { "claimed" } else { "VIOLATION" };
         println!("  {} {}: {} ({judged})", o.variant, o.sku, o.verdict);
     }
@@ -364,6 +309,13 @@ pub(super) fn print(r: &SoakReport) {
         r.redis.keys_allowed,
         r.redis.locks_left
     );
+    let kinds: Vec<String> = r
+        .redis
+        .kinds
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    println!("  keys by kind: {}", kinds.join(", "));
     if r.violations.is_empty() {
         println!("\n0 violations of a claim.");
         return;
