@@ -183,3 +183,45 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
     .await;
     stack.stop().await;
 }
+
+/// setnx alone, struck by crashes right after it took its lock: the lock
+/// never expires (setnx claims a deadlock there), the round stalls once the
+/// faults are quiet, the deadlock is counted, and a fresh SKU sells again.
+/// The 30-minute run found the nemesis's count of the faults playing never
+/// came down, so no round ever stalled and setnx never sold again.
+#[tokio::test]
+async fn a_claimed_deadlock_is_counted_and_its_variant_sells_again_on_a_fresh_sku() {
+    let _turn = stack_turn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("soak.json");
+    let run = within(Duration::from_secs(300), async {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+            .args(["soak", "--minutes", "0.2", "--seed", "3", "--cycle"])
+            .args([
+                "--variant",
+                "setnx",
+                "--faults",
+                "crash-after-acquire",
+                "--json",
+            ])
+            .arg(&json)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap()
+    })
+    .await;
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let report: SoakReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(
+        report.faults_by_kind["crash-after-acquire"] >= 2,
+        "{:?}",
+        report.faults
+    );
+    let setnx = &report.variants[0];
+    assert_eq!(setnx.variant, "setnx");
+    assert!(setnx.deadlocks_allowed >= 1, "{setnx:?}");
+    assert_eq!(report.violations, vec![], "violations");
+    assert!(run.status.success(), "exit {:?}", run.status);
+}

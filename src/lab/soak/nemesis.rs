@@ -83,6 +83,7 @@ impl Nemesis {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(at_s);
+        let _playing = Playing::start(&self.shared);
         let (target, error) = match self.play(&fault).await {
             Ok(target) => (target, String::new()),
             Err(err) => (String::new(), format!("{err:#}")),
@@ -105,10 +106,7 @@ impl Nemesis {
         if let Some(i) = active.iter().position(|&s| s == at_s) {
             active.swap_remove(i);
         }
-        self.shared
-            .healed_ms
-            .store(self.shared.ms(), Ordering::Relaxed);
-        self.shared.faults_playing.fetch_sub(1, Ordering::Relaxed);
+        // `_playing` ends here: the fault has healed.
     }
 
     /// The faults healed so far, and when the earliest still playing started.
@@ -396,6 +394,24 @@ impl Nemesis {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+}
+
+/// A fault counted as playing while this lives, however its task ends;
+/// when it ends the fault has healed (the load's quiet stretch begins).
+struct Playing<'a>(&'a Shared);
+
+impl<'a> Playing<'a> {
+    fn start(shared: &'a Shared) -> Self {
+        shared.faults_playing.fetch_add(1, Ordering::Relaxed);
+        Playing(shared)
+    }
+}
+
+impl Drop for Playing<'_> {
+    fn drop(&mut self) {
+        self.0.healed_ms.store(self.0.ms(), Ordering::Relaxed);
+        self.0.faults_playing.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
