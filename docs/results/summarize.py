@@ -314,7 +314,7 @@ def soak_run(name):
     print(table(["fault", "struck"], [[k, n] for k, n in sorted(r["faults_by_kind"].items())]))
     print()
     print(table(["variant", "rounds", "requests", "sold", "oversold (claimed)",
-                 "deadlocks (claimed)", "units lost (claimed)", "violations"],
+                 "deadlocks (claimed)", "SKUs with units lost (claimed)", "violations"],
                 [[f"`{v['variant']}`", v["rounds"], v["requests"], v["sold"],
                   v["oversold_allowed"], v["deadlocks_allowed"], v["lost_units_allowed"],
                   v["violations"]] for v in r["variants"]]))

@@ -98,7 +98,8 @@ pub struct SoakVariant {
     /// Rounds that stopped selling with stock left (a lock nobody holds),
     /// where a fault that struck claims it.
     pub deadlocks_allowed: u64,
-    /// Units that no order names, where the claims allow losing units.
+    /// Order SKUs with units that no order names, where the claims allow
+    /// losing units (each listed in the report's `orders`).
     pub lost_units_allowed: i64,
     /// Violations of a claim.
     pub violations: u64,

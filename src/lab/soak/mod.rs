@@ -188,6 +188,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         args.buyers,
         args.stock
     );
+    println!("follow it on the dashboard: {}/soak", client.base());
     let checker = Arc::new(Checker {
         pending: StdMutex::new(Vec::new()),
         found: Default::default(),
