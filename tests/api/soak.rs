@@ -13,14 +13,17 @@ use stocklock::wire::{SoakFault, SoakReport};
 
 use crate::helpers::{Stack, stack_turn, within};
 
-#[tokio::test]
-async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
+/// `stocklock soak ARGS --json FILE` on a stack of its own, within
+/// `bound` seconds: its exit, its output (shown) and its report.
+async fn soak(args: &[&str], bound: u64) -> (std::process::Output, String, SoakReport) {
     let _turn = stack_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("soak.json");
-    let run = within(Duration::from_secs(600), async {
+    let run = within(Duration::from_secs(bound), async {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
-            .args(["soak", "--minutes", "2", "--seed", "7", "--cycle", "--json"])
+            .arg("soak")
+            .args(args)
+            .arg("--json")
             .arg(&json)
             .kill_on_drop(true)
             .output()
@@ -28,9 +31,15 @@ async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
             .unwrap()
     })
     .await;
-    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     eprintln!("{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
-    let report: SoakReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let report = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (run, stdout, report)
+}
+
+#[tokio::test]
+async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
+    let (run, stdout, report) = soak(&["--minutes", "2", "--seed", "7", "--cycle"], 600).await;
     // Every kind struck, at least once, on a stack that has them all.
     for kind in Kind::ALL {
         assert!(
@@ -192,29 +201,17 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
 /// setnx never sold again.
 #[tokio::test]
 async fn a_claimed_deadlock_is_counted_and_its_variant_sells_again_on_a_fresh_sku() {
-    let _turn = stack_turn().await;
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("soak.json");
-    let run = within(Duration::from_secs(300), async {
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
-            .args(["soak", "--minutes", "0.2", "--seed", "3", "--cycle"])
-            .args([
-                "--variant",
-                "setnx",
-                "--faults",
-                "crash-after-acquire",
-                "--json",
-            ])
-            .arg(&json)
-            .kill_on_drop(true)
-            .output()
-            .await
-            .unwrap()
-    })
-    .await;
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
-    let report: SoakReport = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let args = [
+        "--minutes",
+        "0.2",
+        "--seed",
+        "3",
+        "--cycle",
+        "--variant",
+        "setnx",
+    ];
+    let faults = ["--faults", "crash-after-acquire"];
+    let (run, _, report) = soak(&[&args[..], &faults[..]].concat(), 300).await;
     assert!(
         report.faults_by_kind["crash-after-acquire"] >= 2,
         "{:?}",
