@@ -88,17 +88,8 @@ impl Checker {
                 if let Ok(variant) = order.variant.parse::<Variant>() {
                     found.variants.entry(variant).or_default().violations += 1;
                 }
-                found.violations.push(SoakViolation {
-                    variant: order.variant.clone(),
-                    sku: order.sku.clone(),
-                    what,
-                    from_s: 0.0,
-                    to_s: 0.0,
-                    faults: Vec::new(),
-                    history: Vec::new(),
-                    timeline: None,
-                    rerun: self.rerun.clone(),
-                });
+                let v = bare(&order.variant, &order.sku, what, (0.0, 0.0), &self.rerun);
+                found.violations.push(v);
             } else if let Ok(variant) = order.variant.parse::<Variant>() {
                 found
                     .variants
@@ -182,16 +173,30 @@ impl Checker {
         if let Some(v) = Variant::ALL.iter().find(|v| v.name() == variant) {
             found.variants.entry(*v).or_default().violations += 1;
         }
-        found.violations.push(SoakViolation {
-            variant: variant.to_owned(),
-            sku: sku.to_owned(),
-            what,
-            from_s,
-            to_s,
-            faults: Vec::new(),
-            history: Vec::new(),
-            timeline: None,
-            rerun: self.rerun.clone(),
-        });
+        found
+            .violations
+            .push(bare(variant, sku, what, (from_s, to_s), &self.rerun));
+    }
+}
+
+/// A violation of no one round's history (the books, recovery, Redis at
+/// the end): what broke, where and when, and the rerun.
+pub(super) fn bare(
+    variant: &str,
+    sku: &str,
+    what: String,
+    (from_s, to_s): (f64, f64),
+    rerun: &str,
+) -> SoakViolation {
+    SoakViolation {
+        variant: variant.to_owned(),
+        sku: sku.to_owned(),
+        what,
+        from_s,
+        to_s,
+        faults: Vec::new(),
+        history: Vec::new(),
+        timeline: None,
+        rerun: rerun.to_owned(),
     }
 }

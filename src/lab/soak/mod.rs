@@ -34,7 +34,7 @@ use crate::lab::args::TargetArgs;
 use crate::lab::stack::{Stack, UpOptions};
 use crate::store::Store;
 use crate::variants::Variant;
-use crate::wire::{SoakReport, SoakViolation};
+use crate::wire::SoakReport;
 
 /// No sale for this long with stock left, and no fault playing for as
 /// long: the round stalled.
@@ -298,7 +298,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     for what in report::redis_wrong(&redis) {
         found
             .violations
-            .push(checker_violation("", "", what, end_s, &checker.rerun));
+            .push(checker::bare("", "", what, (0.0, end_s), &checker.rerun));
     }
     if let Some(path) = &args.json {
         report::draw_timelines(&client, &mut found.violations, path).await;
@@ -342,27 +342,6 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         stack.into_inner().stop().await;
     }
     Ok(soak.violations.is_empty())
-}
-
-/// A violation found at the end, of no one round.
-fn checker_violation(
-    variant: &str,
-    sku: &str,
-    what: String,
-    end_s: f64,
-    rerun: &str,
-) -> SoakViolation {
-    SoakViolation {
-        variant: variant.to_owned(),
-        sku: sku.to_owned(),
-        what,
-        from_s: 0.0,
-        to_s: end_s,
-        faults: Vec::new(),
-        history: Vec::new(),
-        timeline: None,
-        rerun: rerun.to_owned(),
-    }
 }
 
 /// Stocks a round's SKU, trying again while the stack is down; `false`
