@@ -325,11 +325,14 @@ sold_unit(KEYS[2], KEYS[3], offset)"#,
         code: r#"// src/variants/lua_batch.rs: nothing in flight, so this buyer goes now
 if lane.push(buyer) {
 while let Some(batch) = lane.next(max) {
--- src/scripts/deduct_batch.lua: one call, deduct.lua's sale per buyer
-for i = 5, #ARGV do
-  argv[2] = ARGV[i]
-  local answer = deduct(KEYS, argv, l, started)
-  for j = 1, 7 do out[#out + 1] = answer[j] end"#,
+-- src/scripts/deduct_batch.lua: one call, every buyer decided on one read
+  else
+    local unit = left
+    left = left - 1
+    units[#units + 1] = unit
+-- then the batch's sales written together
+  redis.call('DECRBY', KEYS[1], #units)
+  redis.call('HINCRBY', KEYS[2], 'sold', #units)"#,
         look: "The sections of one batch come from one instance and share one moment (the script's single TIME), and still no two sections overlap.",
         look_zh: "同一批的临界区来自同一个实例,共用同一个时刻(脚本里唯一的一次 TIME),任意两个临界区仍然互不重叠。",
         goal: "Try every order: a batch's script sells each unit once too.",

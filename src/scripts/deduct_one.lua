@@ -14,9 +14,11 @@ end
 -- One buyer's sale: what deduct.lua does after it read the ledger's
 -- fields (l: HMGET initial, buckets, epoch, timeline, returned) and
 -- Redis's time (started; 0 when the SKU's timeline is off). deduct.lua
--- calls it once; deduct_batch.lua once per buyer of its batch, all of
--- them with the batch's one read and one moment (nothing a sale writes
--- changes those five fields). KEYS and ARGV as deduct.lua's.
+-- calls it once; deduct_batch.lua only for a SKU that had units given back
+-- or was never stocked, once per buyer of its batch, all of them with the
+-- batch's one read and one moment (nothing a sale writes changes those
+-- five fields); its other batches are coalesced. KEYS and ARGV as
+-- deduct.lua's.
 local function deduct(KEYS, ARGV, l, started)
   local function done(kind, unit, remaining, sale, epoch, at)
     return {kind, unit, remaining, started, sale or 0, epoch or 0, at or 0}

@@ -67,11 +67,12 @@ local function claim_deadline(entry)
   return deadline and tonumber(deadline)
 end
 
--- Forgets a few of the ids first seen more than `ttl` ms ago: the records
--- of request ids live about that long, and each new id does a bounded
--- share of the sweep.
-local function forget(requests, times, now, ttl)
-  local old = redis.call('ZRANGEBYSCORE', times, '-inf', now - tonumber(ttl), 'LIMIT', 0, 32)
+-- Forgets a few (`limit`, 32 if nil) of the ids first seen more than
+-- `ttl` ms ago: the records of request ids live about that long, and each
+-- new id does a bounded share of the sweep. Returns the ids forgotten.
+local function forget(requests, times, now, ttl, limit)
+  local old = redis.call('ZRANGEBYSCORE', times, '-inf', now - tonumber(ttl), 'LIMIT', 0, limit or 32)
+  local gone = {}
   for _, old_id in ipairs(old) do
     local entry = redis.call('HGET', requests, old_id)
     local deadline = entry and claim_deadline(entry)
@@ -81,8 +82,10 @@ local function forget(requests, times, now, ttl)
     else
       redis.call('HDEL', requests, old_id)
       redis.call('ZREM', times, old_id)
+      gone[#gone + 1] = old_id
     end
   end
+  return gone
 end
 
 -- Remembers request id `id` for `keep` ms (at most `ttl`: a sold-out answer,

@@ -68,7 +68,8 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
 /// `deduct_batch.lua`.
 pub(super) const DEDUCT_ONE_LUA: &str = include_str!("../scripts/deduct_one.lua");
 
-static DEDUCT: LazyLock<Script> = LazyLock::new(|| {
+/// `deduct.lua`: one buyer's sale, as `lua` sends it.
+pub static DEDUCT: LazyLock<Script> = LazyLock::new(|| {
     ledger::with_ledger(&format!(
         "{DEDUCT_ONE_LUA}\n{}",
         include_str!("../scripts/deduct.lua")
@@ -148,7 +149,7 @@ pub(super) async fn run_deduct(
 }
 
 /// The keys of `deduct.lua` (and of `deduct_batch.lua`), in its order.
-pub(super) fn deduct_keys(keys: &crate::store::Keys) -> [&str; 8] {
+pub fn deduct_keys(keys: &crate::store::Keys) -> [&str; 8] {
     [
         &keys.stock,
         &keys.ledger,

@@ -347,6 +347,16 @@ pub struct Protections {
 
 pub use self::lua_batch::{DEFAULT_BATCH_MAX, MAX_BATCH_MAX};
 
+/// The sale scripts as the instances send them, for tests that run them
+/// side by side on a real Redis: `lua`'s one-buyer sale (`deduct.lua`)
+/// and `lua-batch`'s coalesced batch (`deduct_batch.lua`), with the keys
+/// of a SKU in their order.
+#[doc(hidden)]
+pub mod sale_scripts {
+    pub use super::lua::{DEDUCT as ONE, deduct_keys as keys};
+    pub use super::lua_batch::DEDUCT_BATCH as BATCH;
+}
+
 impl Protections {
     pub fn new() -> Self {
         Self::default()

@@ -113,7 +113,7 @@ async fn dumped(redis_url: &str, sku: &str) -> Vec<(String, String)> {
 /// before an error, so a check that fails after a write leaves half a sale.
 /// Here the stock is set above the ledger's initial by hand, so the unit to
 /// sell has no place in the units' bitfield: the sale scripts (`lua`'s one
-/// script, the lock variants' write) and a give-back of a unit above the
+/// script, `lua-batch`'s batch, the lock variants' write) and a give-back of a unit above the
 /// initial must fail and change nothing at all, and say nothing was sold.
 #[tokio::test]
 async fn a_script_that_fails_its_check_changes_nothing() {
@@ -130,7 +130,7 @@ async fn a_script_that_fails_its_check_changes_nothing() {
         .await
         .unwrap();
     let before = dumped(&redis.url(), sku).await;
-    for variant in ["lua", "token", "fenced"] {
+    for variant in ["lua", "lua-batch", "token", "fenced"] {
         for id in ["", "&request_id=over-1"] {
             let (status, body) = instance
                 .get(&format!("/deductStock/{variant}?sku={sku}{id}"))

@@ -8,6 +8,7 @@
 
 mod atomic;
 mod attempts;
+mod batch;
 mod local;
 mod request_ids;
 mod returns;
