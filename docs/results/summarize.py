@@ -86,9 +86,11 @@ def bench_run(name):
     for r in b["rows"]:
         runs = " / ".join(n(a) for a, _ in r["runs"]) + " vs " + \
             " / ".join(n(t) for _, t in r["runs"])
-        goal = f"≥ {r['goal']:.2f}" if r["goal"] is not None else "-"
-        rows.append([f"`{r['row']}`", r["sides"][0], n(r["ours"]), r["sides"][1],
-                     n(r["theirs"]), f"{r['ratio']:.2f}", goal, runs])
+        sign = "≤" if r.get("goal_at_most") else "≥"
+        goal = f"{sign} {r['goal']:.2f}" if r["goal"] is not None else "-"
+        unit = "" if r["unit"] == "req/s" else f" {r['unit']}".replace("us", "µs")
+        rows.append([f"`{r['row']}`", r["sides"][0], n(r["ours"]) + unit, r["sides"][1],
+                     n(r["theirs"]) + unit, f"{r['ratio']:.2f}", goal, runs])
     for s in b["skipped"]:
         rows.append([f"`{s['row']}`", "skipped", "-", "-", "-", "-", "-", s["why"]])
     print(table(["row", "ours", "req/s", "theirs", "req/s", "ratio", "goal",
@@ -116,7 +118,14 @@ def bench_run(name):
           f"{c['cores']} cores\n")
     print(table(["process", "share of one core", "CPU µs per answer"], rows))
     if b.get("lua_vs_bare"):
-        side_costs("lua-vs-bare, per answer:", b["lua_vs_bare"]["sides"])
+        side_costs("the rows against the bare route, per answer:", b["lua_vs_bare"]["sides"])
+        for side in b["lua_vs_bare"]["sides"]:
+            if "stack_cpu_usec_runs" in side:
+                print(f"{side['side']}: instances + Redis CPU per answer, median "
+                      f"{side['stack_cpu_usec_per_answer']:.1f} us, runs "
+                      + " / ".join(f"{u:.1f}" for u in side["stack_cpu_usec_runs"]))
+    if b.get("throughput_not_judged"):
+        print(f"\n{b['throughput_not_judged']}")
     lb = b.get("lua_batch")
     if lb:
         side_costs("lua-batch rows, per answer:", lb["sides"])

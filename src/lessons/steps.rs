@@ -330,7 +330,7 @@ while let Some(batch) = lane.next(max) {
     local unit = left
     left = left - 1
     units[#units + 1] = unit
--- then the batch's sales written together
+-- Writing: the units sold, then the counts and the records, each once.
   redis.call('DECRBY', KEYS[1], #units)
   redis.call('HINCRBY', KEYS[2], 'sold', #units)"#,
         look: "The sections of one batch come from one instance and share one moment (the script's single TIME), and still no two sections overlap.",

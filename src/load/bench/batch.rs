@@ -11,17 +11,16 @@
 //!   with one request in flight, where no batch ever forms and a buyer can
 //!   only lose by the queue.
 //!
-//! The issue's goals are printed beside the figures, never checked.
+//! The issue's goals are printed beside the figures, never checked; the
+//! two rate rows carry none (see [`super::bare::THROUGHPUT_UNJUDGED`]):
+//! what batching saves is judged in CPU per answer, by
+//! `lua-batch-cpu-vs-bare`.
 
 use super::report::{LatencyAtOne, LuaBatchReport};
 use super::side::{all_200, print_cpu, quantile_us, usec_text};
 use super::*;
 
-/// `lua-batch` at least this share of `/healthz`'s rate ...
-const GOAL_VS_HEALTHZ: f64 = 0.9;
-/// ... and this many times `lua`'s, ...
-const GOAL_VS_LUA: f64 = 1.3;
-/// ... its p99 at most this many times `lua`'s, ...
+/// `lua-batch`'s p99 at most this many times `lua`'s, ...
 const GOAL_P99_RATIO: f64 = 1.0;
 /// ... and with one request in flight, its median latency at most this
 /// many microseconds above `lua`'s.
@@ -123,7 +122,7 @@ impl Bench {
                     "lua-batch-vs-healthz",
                     ["lua-batch", "/healthz"],
                     against(healthz),
-                    Some(GOAL_VS_HEALTHZ),
+                    None,
                 )
                 .with_note(format!(
                     "Redis per lua-batch answer (EVALSHA usec over the answers, median): {}; \
@@ -141,7 +140,7 @@ impl Bench {
                     "lua-batch-vs-lua",
                     ["lua-batch", "lua"],
                     against(1),
-                    Some(GOAL_VS_LUA),
+                    None,
                 )
                 .with_note(format!(
                     "p99 latency at {} connections (median of the runs): lua-batch {:.0} us vs lua {:.0} us, \

@@ -97,6 +97,17 @@ impl Usage {
         self.seconds += seconds;
         self.answers += answers;
     }
+
+    /// Adds the windows of `other`.
+    pub fn merge(&mut self, other: &Usage) {
+        for (pid, ticks) in &other.processes {
+            *self.processes.entry(*pid).or_default() += ticks;
+        }
+        let (m, o) = (&mut self.machine, &other.machine);
+        (m.busy, m.idle, m.steal) = (m.busy + o.busy, m.idle + o.idle, m.steal + o.steal);
+        self.seconds += other.seconds;
+        self.answers += other.answers;
+    }
 }
 
 /// The CPU shares over the windows measured, in percent of one core.
@@ -170,6 +181,14 @@ pub fn shares(watched: &Watched, usage: &Usage, cores: usize) -> CpuShares {
 }
 
 impl CpuShares {
+    /// CPU per answer of the instances and Redis together, in microseconds:
+    /// what the sale itself costs, without nginx and the generator.
+    pub fn stack_usec_per_answer(&self) -> f64 {
+        let stack = |share: &&Share| share.kind == "instances" || share.kind == "redis";
+        let usec = self.processes.iter().filter(stack);
+        usec.filter_map(|share| share.cpu_usec_per_answer).sum()
+    }
+
     /// One line: `instances 78 % (52 us per answer), nginx 41 % (...), ...`.
     pub fn line(&self) -> String {
         self.line_for("the lua sides")

@@ -10,7 +10,10 @@
 //! 3. `lua-vs-bare`: the `lua` variant vs `GET /bench/bare`, one EVALSHA
 //!    of a bare decrement and nothing else, through the same nginx (what a
 //!    correct sale costs over the cheapest answer that makes one Redis
-//!    round trip; skipped unless the stack was started with `--bench-bare`);
+//!    round trip; skipped unless the stack was started with `--bench-bare`),
+//!    and from the same rounds `lua-cpu-vs-bare` and
+//!    `lua-batch-cpu-vs-bare`: the CPU per answer of the instances and
+//!    Redis together, the figure the sale itself controls (`bare.rs`);
 //! 4. `lua-batch-vs-healthz`: the `lua-batch` variant vs `/healthz`
 //!    through the same nginx (what a sale sent in batches costs over a
 //!    bare request);
@@ -30,6 +33,9 @@
 //! 10. `redlock-vs-watchdog`: both with many waiting clients (what a lock
 //!     on a majority of five servers costs over one Redis; skipped when
 //!     the stack has no Redlock nodes).
+//!
+//! The rows of requests per second through nginx are reported with no
+//! goal (`bare::THROUGHPUT_UNJUDGED` says why); the cost rows are judged.
 //!
 //! Around each `lua` side (and each bare, `lua-batch` and `/healthz` side
 //! of rows 3 to 5) it also measures where the time goes: what Redis
@@ -106,6 +112,8 @@ pub enum RowName {
     GeneratorVsOha,
     LuaVsHealthz,
     LuaVsBare,
+    LuaCpuVsBare,
+    LuaBatchCpuVsBare,
     LuaBatchVsHealthz,
     LuaBatchVsLua,
     LuaBatchLatencyC1,
@@ -161,6 +169,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         lua_vs_bare: None,
         lua_batch: None,
         instances: Vec::new(),
+        throughput_not_judged: bare::THROUGHPUT_UNJUDGED.to_owned(),
     };
     println!("{}", report.header());
     println!("{}", report::table_head());
@@ -195,9 +204,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     if bench.wants(RowName::LuaVsHealthz) {
         bench.lua_vs_healthz().await?;
     }
-    if bench.wants(RowName::LuaVsBare) {
-        bench.lua_vs_bare().await?;
-    }
+    bench.against_bare().await?;
     bench.lua_batch().await?;
     if bench.wants(RowName::TimelineCost) {
         bench.timeline_cost().await?;
@@ -212,6 +219,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         bench.redlock_vs_watchdog().await?;
     }
     bench.memory().await?;
+    println!("{}", bare::THROUGHPUT_UNJUDGED);
 
     if let Some(path) = &bench.config.json {
         std::fs::write(path, serde_json::to_string_pretty(&bench.report)?)

@@ -26,8 +26,11 @@ pub struct Row {
     pub ratio: f64,
     /// Each run's pair of figures, in the order they ran: `[ours, theirs]`.
     pub runs: Vec<[f64; 2]>,
-    /// The ratio an issue aims at, when one set it (a goal, never checked here).
+    /// The ratio an issue aims at, when one set it (a goal, never checked here) ...
     pub goal: Option<f64>,
+    /// ... a floor (`false`: the ratio should be at least the goal, as for
+    /// rates) or a ceiling (`true`: at most, as for costs).
+    pub goal_at_most: bool,
     /// What else the row measured, in words (the Redis round trip, ...).
     pub note: Option<String>,
 }
@@ -46,7 +49,16 @@ impl Row {
             ratio: ours / theirs,
             runs,
             goal,
+            goal_at_most: false,
             note: None,
+        }
+    }
+
+    /// The row's goal is a ceiling: a cost, the lower the better.
+    pub fn at_most(self) -> Row {
+        Row {
+            goal_at_most: true,
+            ..self
         }
     }
 
@@ -75,9 +87,10 @@ impl Row {
                 .collect();
             shown.join(" ")
         };
-        let goal = match self.goal {
-            Some(goal) => format!(">= {goal:.2}"),
-            None => "-".to_owned(),
+        let goal = match (self.goal, self.goal_at_most) {
+            (Some(goal), false) => format!(">= {goal:.2}"),
+            (Some(goal), true) => format!("<= {goal:.2}"),
+            (None, _) => "-".to_owned(),
         };
         let mut line = format!(
             "{:<27} {:>9} {:>7.0}  {:>9} {:>7.0}  {:>5.2}  {:<7}  {} | {}",
@@ -153,10 +166,11 @@ impl RedisPerSale {
     }
 }
 
-/// Row `lua-vs-bare`'s costs, side by side: `lua`, then the bare route.
+/// The costs of the rows against the bare route, side by side: `lua`,
+/// the bare route, then `lua-batch` when its row ran.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BareComparison {
-    pub sides: [SideCost; 2],
+    pub sides: Vec<SideCost>,
 }
 
 /// What one side of a row cost per answer: Redis's time and each process's CPU.
@@ -181,11 +195,27 @@ pub struct SideCost {
     pub answers: u64,
     /// Each process's CPU share and CPU per answer during the side's runs.
     pub cpu: CpuShares,
+    /// CPU per answer of the instances and Redis together, in
+    /// microseconds, each run's own (in the order they ran) ...
+    pub stack_cpu_usec_runs: Vec<f64>,
+    /// ... and their median.
+    pub stack_cpu_usec_per_answer: f64,
     /// The median over the side's runs of each run's 99th percentile
     /// latency, in microseconds, at the bench's concurrency ...
     pub p99_us: f64,
     /// ... and each run's.
     pub p99_runs: Vec<f64>,
+}
+
+impl SideCost {
+    /// redis-server's CPU per answer, in microseconds (`None`: not watched).
+    pub fn redis_cpu_usec_per_answer(&self) -> Option<f64> {
+        self.cpu
+            .processes
+            .iter()
+            .find(|share| share.kind == "redis")
+            .and_then(|share| share.cpu_usec_per_answer)
+    }
 }
 
 /// The `lua-batch` rows' measurements.
@@ -248,12 +278,15 @@ pub struct BenchReport {
     pub redis_per_lua_sale: Option<RedisPerSale>,
     /// Each process's CPU share during the `lua` sides.
     pub cpu_during_lua: Option<CpuShares>,
-    /// Row `lua-vs-bare`'s Redis time and CPU per answer of each side.
+    /// The rows against the bare route (`lua-vs-bare`, `lua-cpu-vs-bare`,
+    /// `lua-batch-cpu-vs-bare`): Redis's time and CPU per answer of each side.
     pub lua_vs_bare: Option<BareComparison>,
     /// The `lua-batch` rows' sides, p99s and latencies at concurrency 1
     /// (`None` when none of them ran).
     pub lua_batch: Option<LuaBatchReport>,
     pub instances: Vec<InstanceMemory>,
+    /// Why the rows of requests per second through nginx carry no goal.
+    pub throughput_not_judged: String,
 }
 
 impl BenchReport {
@@ -348,6 +381,7 @@ mod tests {
                 "ratio": 0.9,
                 "runs": [[90.0, 100.0]],
                 "goal": 0.95,
+                "goal_at_most": false,
                 "note": "every answer 409",
             })
         );
@@ -368,6 +402,15 @@ mod tests {
         assert!(line.contains("250 | 200 (us)"), "{line}");
         let rate = Row::new("r", ["a", "b"], vec![[1.0, 2.0]], None).line();
         assert!(rate.ends_with("1 | 2"), "{rate}");
+    }
+
+    #[test]
+    fn a_cost_row_has_a_ceiling_for_its_goal() {
+        let row = Row::new("c", ["lua", "bare"], vec![[30.0, 24.0]], Some(1.3)).at_most();
+        assert!(row.goal_at_most);
+        assert!(row.line().contains("<= 1.30"), "{}", row.line());
+        let floor = Row::new("r", ["a", "b"], vec![[1.0, 2.0]], Some(0.9));
+        assert!(floor.line().contains(">= 0.90"), "{}", floor.line());
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub(super) struct Side {
     p99_us: Vec<f64>,
     calls: u64,
     answers: u64,
+    /// Each run's CPU per answer of the instances and Redis.
+    stack_usec: Vec<f64>,
 }
 
 impl Side {
@@ -33,6 +35,8 @@ impl Side {
             evalsha_calls: self.calls,
             answers: self.answers,
             cpu: cpu::shares(watched, &self.usage, cores),
+            stack_cpu_usec_per_answer: report::median(self.stack_usec.clone()),
+            stack_cpu_usec_runs: self.stack_usec,
             p99_us: report::median(self.p99_us.clone()),
             p99_runs: self.p99_us,
         }
@@ -50,7 +54,11 @@ impl Bench {
         side: &mut Side,
     ) -> anyhow::Result<f64> {
         self.redis.mark().await?;
-        let tally = self.measured(path, watched, &mut side.usage).await?;
+        let mut run = Usage::default();
+        let tally = self.measured(path, watched, &mut run).await?;
+        side.stack_usec
+            .push(cpu::shares(watched, &run, cpu::cores()).stack_usec_per_answer());
+        side.usage.merge(&run);
         all_200(path, &tally)?;
         if let Some(evalsha) = self.redis.evalsha().await? {
             side.per_call.push(evalsha.usec_per_call);
