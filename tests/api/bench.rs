@@ -65,12 +65,17 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         .iter()
         .map(|s| s["row"].as_str().unwrap())
         .collect();
+    // The stack runs without orders: their row says so.
     if stocklock::os::find_program("oha").is_some() {
         expected.insert(0, "generator-vs-oha");
-        assert!(skipped.is_empty(), "{skipped:?}");
+        assert_eq!(skipped, ["orders-vs-sales"]);
     } else {
-        assert_eq!(skipped, ["generator-vs-oha"]);
+        assert_eq!(skipped, ["generator-vs-oha", "orders-vs-sales"]);
     }
+    let why = report["skipped"].as_array().unwrap().last().unwrap()["why"]
+        .as_str()
+        .unwrap();
+    assert!(why.contains("no orders"), "{why}");
     let rows = report["rows"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
     assert_eq!(names, expected);
@@ -195,6 +200,67 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
             "{instance}"
         );
     }
+    stack.stop().await;
+}
+
+/// Row `orders-vs-sales` on a stack with orders: each run sold its SKU
+/// out with `lua-stream`, every sale became its order, and the row's
+/// figures are the books' (orders per second, lag) and the run's sale rate.
+#[tokio::test]
+async fn the_orders_row_measures_the_pipeline_behind_the_sales() {
+    if !stocklock::up::postgres::installed() {
+        crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return;
+    }
+    let stack = Stack::start_with(2, None, &["--orders", "on"]).await;
+    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .arg("bench")
+        .args(["--target", &stack.url, "--redis-url", &redis_url])
+        .args(["--admin-token", &stack.token])
+        .args([
+            "--rows",
+            "orders-vs-sales",
+            "--runs",
+            "1",
+            "--concurrency",
+            "16",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(180), output)
+        .await
+        .expect("stocklock bench did not finish within 180 s")
+        .expect("stocklock bench's output");
+    let printed = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{printed}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stocklock bench failed");
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row["row"], "orders-vs-sales");
+    assert_eq!(row["goal"], 0.9);
+    let [orders_per_s, sales_per_s] = [0, 1].map(|i| row["runs"][0][i].as_f64().unwrap());
+    assert!(orders_per_s > 0.0 && sales_per_s > 0.0, "{row}");
+    // Every unit sold became its order, in this run's epoch.
+    let state = stack.client.state("bench-orders").await.unwrap();
+    assert_eq!((state.sold, state.remaining), (20_000, 0), "{state:?}");
+    let books = stack.client.orders("bench-orders").await.unwrap();
+    assert_eq!(books.summary.reserved, 20_000, "{:?}", books.summary);
+    assert_eq!(books.summary.orders_per_s, Some(orders_per_s));
+    let lags = &report["orders_vs_sales"];
+    assert_eq!(
+        lags["lag_p99_ms"].as_f64(),
+        books.summary.lag_p99_ms,
+        "{lags}"
+    );
+    assert_eq!(lags["lag_runs_ms"].as_array().unwrap().len(), 1, "{lags}");
     stack.stop().await;
 }
 

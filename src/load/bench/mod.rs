@@ -32,7 +32,10 @@
 //!    trip) measured in the same run;
 //! 10. `redlock-vs-watchdog`: both with many waiting clients (what a lock
 //!     on a majority of five servers costs over one Redis; skipped when
-//!     the stack has no Redlock nodes).
+//!     the stack has no Redlock nodes);
+//! 11. `orders-vs-sales`: the orders the pipeline writes per second
+//!     against the sale rate of `lua-stream`, with the lag from sale to
+//!     order row (skipped on a stack without orders; `orders.rs`).
 //!
 //! The rows of requests per second through nginx are reported with no
 //! goal (`bare::THROUGHPUT_UNJUDGED` says why); the cost rows are judged.
@@ -48,6 +51,7 @@
 mod bare;
 mod batch;
 pub mod cpu;
+mod orders;
 mod redis_info;
 pub mod report;
 mod rows;
@@ -121,6 +125,7 @@ pub enum RowName {
     SoldOutVsHealthz,
     WatchdogVsHandoffCeiling,
     RedlockVsWatchdog,
+    OrdersVsSales,
 }
 
 /// The SKUs the rows sell, each given its stock before the rows.
@@ -168,6 +173,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         cpu_during_lua: None,
         lua_vs_bare: None,
         lua_batch: None,
+        orders_vs_sales: None,
         instances: Vec::new(),
         throughput_not_judged: bare::THROUGHPUT_UNJUDGED.to_owned(),
     };
@@ -217,6 +223,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
     if bench.wants(RowName::RedlockVsWatchdog) {
         bench.redlock_vs_watchdog().await?;
+    }
+    if bench.wants(RowName::OrdersVsSales) {
+        bench.orders_vs_sales().await?;
     }
     bench.memory().await?;
     println!("{}", bare::THROUGHPUT_UNJUDGED);

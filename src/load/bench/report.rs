@@ -242,6 +242,16 @@ pub struct LatencyAtOne {
     pub difference_us: f64,
 }
 
+/// Row `orders-vs-sales`'s lag from sale to order row.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OrdersVsSales {
+    /// The medians over the runs of each run's lag p50 and p99, in ms ...
+    pub lag_p50_ms: f64,
+    pub lag_p99_ms: f64,
+    /// ... and each run's `[p50, p99]`.
+    pub lag_runs_ms: Vec<[f64; 2]>,
+}
+
 /// The machine the bench ran on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Machine {
@@ -284,6 +294,8 @@ pub struct BenchReport {
     /// The `lua-batch` rows' sides, p99s and latencies at concurrency 1
     /// (`None` when none of them ran).
     pub lua_batch: Option<LuaBatchReport>,
+    /// Row `orders-vs-sales`'s lags (`None` when it did not run).
+    pub orders_vs_sales: Option<OrdersVsSales>,
     pub instances: Vec<InstanceMemory>,
     /// Why the rows of requests per second through nginx carry no goal.
     pub throughput_not_judged: String,
