@@ -326,13 +326,13 @@ sold_unit(KEYS[2], KEYS[3], offset)"#,
 if lane.push(buyer) {
 while let Some(batch) = lane.next(max) {
 -- src/scripts/deduct_batch.lua: one call, every buyer decided on one read
-  else
-    local unit = left
-    left = left - 1
-    units[#units + 1] = unit
--- Writing: the units sold, then the counts and the records, each once.
-  redis.call('DECRBY', KEYS[1], #units)
-  redis.call('HINCRBY', KEYS[2], 'sold', #units)"#,
+  local sold = math.min(math.max(stock, 0), n)
+  for k = 1, n do
+    if k <= sold then emit(1, stock - k + 1, stock - k) else emit(0, 0, stock - sold) end
+  end
+-- The batch's sales: `sold` units from the stock's top one down (units
+  redis.call('DECRBY', KEYS[1], sold)
+  redis.call('HINCRBY', KEYS[2], 'sold', sold)"#,
         look: "The sections of one batch come from one instance and share one moment (the script's single TIME), and still no two sections overlap.",
         look_zh: "同一批的临界区来自同一个实例,共用同一个时刻(脚本里唯一的一次 TIME),任意两个临界区仍然互不重叠。",
         goal: "Try every order: a batch's script sells each unit once too.",

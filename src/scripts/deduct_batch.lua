@@ -21,9 +21,12 @@
 -- answers counted in one HINCRBY each. Per buyer, only what is truly its
 -- own: its id's record (one HGET to read it) and its unit's field.
 local l, started = ledger_and_moment(KEYS[2])
-local out = {}
-local function answer(a)
-  for j = 1, 7 do out[#out + 1] = a[j] end
+local out, o = {}, 0
+-- One buyer's seven numbers, appended to the answer.
+local function emit(kind, unit, remaining)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = kind, unit, remaining, started
+  out[o + 5], out[o + 6], out[o + 7] = 0, 0, 0
+  o = o + 7
 end
 
 -- A SKU never stocked, or one that had units given back (the next unit
@@ -34,7 +37,9 @@ if not l[1] or (l[5] or '0') ~= '0' then
   local argv = {ARGV[1], '', '1', '', ARGV[2], '', ARGV[3], ARGV[4], ''}
   for i = 5, #ARGV do
     argv[2] = ARGV[i]
-    answer(deduct(KEYS, argv, l, started))
+    local a = deduct(KEYS, argv, l, started)
+    for j = 1, 7 do out[o + j] = a[j] end
+    o = o + 7
   end
   return out
 end
@@ -57,10 +62,41 @@ if stock > 0 then
   unit_offset(l[1], math.max(1, stock - (#ARGV - 4) + 1))
 end
 -- Redis's time in ms for the ids' records: the batch's moment when it took one.
-local now = 0
-if with_ids then
-  if started > 0 then now = math.floor(started / 1000) else now = now_ms() end
+
+-- The batch's sales: `sold` units from the stock's top one down (units
+-- stock, stock - 1, ...), counted, marked and taken from the stock once.
+local function write_units(sold)
+  if sold == 0 then return end
+  redis.call('DECRBY', KEYS[1], sold)
+  redis.call('HINCRBY', KEYS[2], 'sold', sold)
+  local ops = {'OVERFLOW', 'SAT'}
+  -- unit_offset(initial, unit) for each unit, checked above for the range.
+  local first = tonumber(l[1]) - stock
+  for k = 0, sold - 1 do
+    local j = 2 + 4 * k
+    ops[j + 1], ops[j + 2], ops[j + 3], ops[j + 4] = 'INCRBY', 'u2', string.format('#%d', first + k), '1'
+  end
+  local duplicates = 0
+  for _, times in ipairs(redis.call('BITFIELD', KEYS[3], unpack(ops))) do
+    if times == 2 then duplicates = duplicates + 1 end
+  end
+  if duplicates > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates', duplicates) end
 end
+
+if not with_ids then
+  -- The hot path, no request ids: the next unit to each buyer while any
+  -- is left, then sold out; the instance counts the answers itself.
+  local n = #ARGV - 4
+  local sold = math.min(math.max(stock, 0), n)
+  for k = 1, n do
+    if k <= sold then emit(1, stock - k + 1, stock - k) else emit(0, 0, stock - sold) end
+  end
+  write_units(sold)
+  return out
+end
+
+local now = math.floor(started / 1000)
+if started == 0 then now = now_ms() end
 
 -- Deciding. `view` is what the batch knows of its ids' records: read once
 -- (HGET; false for none), then what this batch decided for them, so that
@@ -68,7 +104,7 @@ end
 -- call later.
 local left = stock
 local view = {}
-local units, records, first_seen = {}, {}, {}
+local records, first_seen = {}, {}
 local served, replays, busy = 0, 0, 0
 local remembered = 0
 -- How many ids the SKU remembers, read when first needed, then counted.
@@ -113,15 +149,15 @@ for i = 5, #ARGV do
     replays = replays + 1
     local kind, a, b = string.match(earlier, '^(%a[%a_]*):(-?%d+):?(-?%d*)$')
     if kind == 'sold' then
-      answer({2, tonumber(a), tonumber(b), started, 0, 0, 0})
+      emit(2, tonumber(a), tonumber(b))
     else
-      answer({3, 0, tonumber(a), started, 0, 0, 0})
+      emit(3, 0, tonumber(a))
     end
   elseif earlier and deadline > now then
     -- Another attempt holds the id's claim.
     served = served + 1
     busy = busy + 1
-    answer({5, 0, 0, started, 0, 0, 0})
+    emit(5, 0, 0)
   elseif left <= 0 then
     if id ~= '' then
       served = served + 1
@@ -130,40 +166,24 @@ for i = 5, #ARGV do
         keep_record(id, 'sold_out:' .. left, not earlier, keep)
       end
     end
-    answer({0, 0, left, started, 0, 0, 0})
+    emit(0, 0, left)
   elseif id ~= '' and not earlier and not room() then
     served = served + 1
     busy = busy + 1
-    answer({7, 0, 0, started, 0, 0, 0})
+    emit(7, 0, 0)
   else
     local unit = left
     left = left - 1
-    units[#units + 1] = unit
     if id ~= '' then
       served = served + 1
       keep_record(id, 'sold:' .. unit .. ':' .. left, not earlier, ttl)
     end
-    answer({1, unit, left, started, 0, 0, 0})
+    emit(1, unit, left)
   end
 end
 
 -- Writing: the units sold, then the counts and the records, each once.
-if #units > 0 then
-  redis.call('DECRBY', KEYS[1], #units)
-  redis.call('HINCRBY', KEYS[2], 'sold', #units)
-  local ops = {'OVERFLOW', 'SAT'}
-  for _, unit in ipairs(units) do
-    ops[#ops + 1] = 'INCRBY'
-    ops[#ops + 1] = 'u2'
-    ops[#ops + 1] = unit_offset(l[1], unit)
-    ops[#ops + 1] = '1'
-  end
-  local duplicates = 0
-  for _, times in ipairs(redis.call('BITFIELD', KEYS[3], unpack(ops))) do
-    if times == 2 then duplicates = duplicates + 1 end
-  end
-  if duplicates > 0 then redis.call('HINCRBY', KEYS[2], 'duplicates', duplicates) end
-end
+write_units(stock - left)
 if served > 0 then redis.call('HINCRBY', KEYS[4], ARGV[1], served) end
 if replays > 0 then redis.call('HINCRBY', KEYS[2], 'replays', replays) end
 if busy > 0 then redis.call('HINCRBY', KEYS[2], 'busy', busy) end

@@ -171,7 +171,7 @@ async fn a_coalesced_batch_answers_and_writes_what_one_buyer_at_a_time_would() {
     let redis = helpers::redis().await;
     let mut conn = helpers::redis_conn(&redis.url()).await;
     let mut rng = fastrand::Rng::with_seed(40);
-    let (mut straddled, mut replayed, mut busy) = (0, 0, 0);
+    let (mut straddled, mut replayed, mut busy, mut bare) = (0, 0, 0, 0);
     for case in 0..300 {
         let pool: Vec<String> = (0..8).map(|i| format!("id{i}")).collect();
         let pick = |rng: &mut fastrand::Rng| pool[rng.usize(..pool.len())].clone();
@@ -194,8 +194,11 @@ async fn a_coalesced_batch_answers_and_writes_what_one_buyer_at_a_time_would() {
         } else {
             1000
         };
+        // One batch in four has no ids at all (the script's hot path).
+        let without_ids = rng.u8(..4) == 0;
         let ids: Vec<String> = (0..rng.usize(1..=10))
             .map(|_| match rng.u8(..5) {
+                _ if without_ids => String::new(),
                 0 => String::new(),
                 _ => pick(&mut rng),
             })
@@ -228,11 +231,12 @@ async fn a_coalesced_batch_answers_and_writes_what_one_buyer_at_a_time_would() {
         straddled += usize::from(kinds.contains(&1) && kinds.contains(&0));
         replayed += usize::from(kinds.contains(&2) || kinds.contains(&3));
         busy += usize::from(kinds.contains(&5) || kinds.contains(&7));
+        bare += usize::from(without_ids && kinds.contains(&1) && kinds.contains(&0));
     }
     // The random cases reached what they are for.
     assert!(
-        straddled > 10 && replayed > 10 && busy > 10,
-        "straddling {straddled}, replaying {replayed}, busy {busy}"
+        straddled > 10 && replayed > 10 && busy > 10 && bare > 10,
+        "straddling {straddled} ({bare} without ids), replaying {replayed}, busy {busy}"
     );
 }
 
