@@ -29,13 +29,13 @@ pub(super) struct Local {
     pub(super) served: u64,
     /// Of these, the buyers refused from a sold-out mark.
     pub(super) mark_refusals: u64,
-    /// The last [`timeline::KEEP`] at most: the list keeps no more.
+    /// The last [`timeline::HELD`] at most.
     pub(super) sections: VecDeque<timeline::Section>,
 }
 
 impl Local {
     pub(super) fn keep(&mut self, section: timeline::Section) {
-        if self.sections.len() >= timeline::KEEP {
+        if self.sections.len() >= timeline::HELD {
             self.sections.pop_front();
         }
         self.sections.push_back(section);

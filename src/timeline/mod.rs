@@ -40,6 +40,12 @@ use crate::wire::StateSnapshot;
 
 /// How many sections the list keeps per SKU.
 pub const KEEP: usize = 10_000;
+/// How many sections of one SKU an instance holds until its next count-in
+/// (about a second later): past it, the oldest go. A SKU sold faster than
+/// that at an instance keeps the last `HELD` of each of its seconds there,
+/// and the instance's memory stays bounded (a section is a few hundred
+/// bytes, and its JSON as much again when it is sent).
+pub const HELD: usize = 2_000;
 /// Where chaos events are kept (the last thousand), for every SKU.
 pub const EVENTS_KEY: &str = "stocklock:timeline:events";
 const EVENTS_KEEP: isize = 1_000;

@@ -144,10 +144,10 @@ async fn no_client_can_grow_redis_or_an_instance_without_bound() {
     for instance in &stack.instances {
         let kb = rss_kb(instance.pid);
         eprintln!("instance {}: {} kB resident", instance.name, kb);
-        // About 30 MiB: the runtime, the connections, and up to a second
+        // About 20 MiB: the runtime, the connections, and up to a second
         // of the SKU's critical sections waiting for the timeline (at most
-        // timeline::KEEP of them, a few MiB). 40 000 requests each leaving
-        // 250 bytes behind would be 10 MiB more.
+        // timeline::HELD of them, under a MiB). 40 000 requests each
+        // leaving 250 bytes behind would be 10 MiB more.
         assert!(kb < 40 * 1024, "instance {} uses {kb} kB", instance.name);
     }
     stack.stop().await;
