@@ -3,9 +3,9 @@
 # before the batch insert (`base`) and the one with it (`new`), alternated
 # three times, each on a default `up` stack of its own. The two builds were
 # made first:
-#   git worktree add /tmp/base 341bf1b && (cd /tmp/base && CARGO_TARGET_DIR=/work/main/target cargo build --release)
+#   git worktree add /tmp/base c7d3edb && (cd /tmp/base && CARGO_TARGET_DIR=/work/main/target cargo build --release)
 #   cp target/release/stocklock /tmp/stocklock-base
-#   git checkout 7e39d8d && touch src/orders/insert.rs && cargo build --release && cp target/release/stocklock /tmp/stocklock-new
+#   git checkout 3e09d5e && touch src/orders/insert.rs && cargo build --release && cp target/release/stocklock /tmp/stocklock-new
 set -u
 out=${1:-/tmp/orders-1}
 mkdir -p "$out"

@@ -366,6 +366,52 @@ def handoff_1():
     print()
 
 
+def orders_runs():
+    """orders-0 (the baseline) and orders-1 (the two builds alternated)."""
+    def row(name):
+        r = load(f"{name}.json")["runs"][0]
+        o = r["orders"]
+        return [name, n(r["rps"]), n(o["orders_per_s"]), f"{o['orders_per_s'] / r['rps']:.2f}",
+                f"{o['lag_p50_ms']:.0f}", f"{o['lag_p99_ms']:.0f}", o["verdict"].split(":")[0]]
+    groups = [("orders-0", [f"orders-0-{i}" for i in (1, 2, 3)]),
+              ("orders-1 base", [f"orders-1-base-{i}" for i in (1, 2, 3)]),
+              ("orders-1 new", [f"orders-1-new-{i}" for i in (1, 2, 3)])]
+    print("## orders-0 and orders-1\n")
+    rows = []
+    for title, names in groups:
+        runs = [row(x) for x in names if (R / f"{x}.json").exists()]
+        rows.extend(runs)
+        if runs:
+            med = lambda i: statistics.median(float(r[i].replace(" ", "")) for r in runs)
+            print(f"{title}: median sales/s {med(1):.0f}, orders/s {med(2):.0f}, "
+                  f"ratio {med(2) / med(1):.2f}, lag p50 {med(4):.0f} ms, p99 {med(5):.0f} ms")
+    print()
+    print(table(["run", "sales/s", "orders/s", "orders / sales", "lag p50 ms", "lag p99 ms",
+                 "reconcile"], rows))
+    print()
+
+
+def alloc_3():
+    """The instances' CPU per answer with glibc's malloc and with mimalloc."""
+    print("## alloc-3\n")
+    rows = []
+    for build in ("glibc", "mi"):
+        for i in (1, 2, 3):
+            b = load(f"alloc-3-{build}-{i}.json")
+            cpu = {s["side"]: {p["kind"]: p["cpu_usec_per_answer"] for p in s["cpu"]["processes"]}
+                   for s in b["lua_vs_bare"]["sides"]}
+            rows.append([f"{build}-{i}", *(f"{cpu[side][k]:.1f}" for side in ("lua", "bare", "lua-batch")
+                                           for k in ("instances",)),
+                         f"{cpu['lua']['nginx']:.1f}",
+                         f"{cpu['lua']['instances'] / cpu['lua']['nginx']:.2f}"])
+    print(table(["run", "lua: instances µs", "bare: instances µs", "lua-batch: instances µs",
+                 "lua: nginx µs", "lua: instances / nginx"], rows))
+    for build in ("glibc", "mi"):
+        ratios = [float(r[5]) for r in rows if r[0].startswith(build)]
+        print(f"{build}: median lua instances / nginx {statistics.median(ratios):.2f}")
+    print()
+
+
 if __name__ == "__main__":
     bench_run("bench-1")
     scale_1()
@@ -386,7 +432,11 @@ if __name__ == "__main__":
     for later in ("replay-1", "replay-2"):
         if (R / f"{later}.json").exists():
             replay_run(later)
-    for later in ("load-2", "bench-3", "lab-2", "lab-3", "compare-2"):
+    if (R / "orders-0-1.json").exists():
+        orders_runs()
+    if (R / "alloc-3-mi-1.json").exists():
+        alloc_3()
+    for later in ("load-2", "bench-3", "bench-5", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():
             {"load": load_run, "bench": bench_run, "lab": lab_run,
              "compare": compare_run}[later.split("-")[0]](later)
