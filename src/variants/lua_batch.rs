@@ -240,20 +240,22 @@ impl Call {
         }
     }
 
-    /// One call of `deduct_batch.lua` for the buyers `ids`.
+    /// One call of `deduct_batch.lua` for the buyers `ids`, written
+    /// straight into one command (as `lua`'s sale is).
     async fn send(
         self: Arc<Self>,
         mut conn: Conn,
         ids: Vec<String>,
     ) -> Result<Vec<i64>, StoreError> {
-        let mut invocation = DEDUCT_BATCH.prepare_invoke();
-        for key in deduct_keys(&self.keys) {
-            invocation.key(key);
-        }
-        for arg in self.head.iter().chain(&ids) {
-            invocation.arg(arg);
-        }
-        Ok(invocation.invoke_async(&mut conn).await?)
+        let keys = deduct_keys(&self.keys);
+        Ok(
+            crate::store::evalsha(&mut conn, &DEDUCT_BATCH, &keys, |cmd| {
+                for arg in self.head.iter().chain(&ids) {
+                    cmd.arg(arg);
+                }
+            })
+            .await?,
+        )
     }
 }
 
