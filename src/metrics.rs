@@ -34,8 +34,8 @@
 //! variant and instance, at the price of lumping together the SKUs that came
 //! late (after a restart the instance starts counting again).
 
-use std::collections::HashSet;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::collections::{HashMap, HashSet};
+use std::sync::{LazyLock, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
@@ -189,9 +189,32 @@ pub fn start_at_zero(variants: &[&'static str], lock_variants: &[&'static str]) 
     }
 }
 
+/// The `REQUESTS` counter of each (variant, outcome) answered since the
+/// recorder was installed: registered once, then looked up (the macro
+/// builds its labels afresh at each call).
+static ANSWERED: LazyLock<RwLock<HashMap<(&'static str, &'static str), metrics::Counter>>> =
+    LazyLock::new(Default::default);
+
 /// Counts one `/deductStock` answer.
 pub fn answered(variant: &'static str, outcome: &'static str) {
-    metrics::counter!(REQUESTS, "variant" => variant, "outcome" => outcome).increment(1);
+    // Before the recorder (a process that serves no metrics), the macro:
+    // a handle taken then would stay a no-op for good.
+    if HANDLE.get().is_none() {
+        metrics::counter!(REQUESTS, "variant" => variant, "outcome" => outcome).increment(1);
+        return;
+    }
+    let known = ANSWERED.read().unwrap_or_else(PoisonError::into_inner);
+    if let Some(counter) = known.get(&(variant, outcome)) {
+        counter.increment(1);
+        return;
+    }
+    drop(known);
+    let counter = metrics::counter!(REQUESTS, "variant" => variant, "outcome" => outcome);
+    counter.increment(1);
+    ANSWERED
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert((variant, outcome), counter);
 }
 
 pub fn busy(variant: &'static str, reason: &'static str) {
