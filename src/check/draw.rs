@@ -149,14 +149,14 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
                         section.exit_ns = t;
                     }
                     if at == At::Write && after.sold != before.sold {
-                        section.outcome = "sold".to_owned();
+                        section.outcome = "sold".into();
                         section.unit = Some(i64::from(was.read));
                     } else if at == At::Write {
                         section.reason = Some("stale_token".to_owned());
                     } else if at == At::Check && next == At::Release {
                         section.reason = Some("lock_lost".to_owned());
                     } else if at == At::Read && next == At::Release {
-                        section.outcome = "sold_out".to_owned();
+                        section.outcome = "sold_out".into();
                     }
                     if next == At::Done {
                         section.release_ns = Some(t);
@@ -174,7 +174,7 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
         if let Some(i) = *section
             && last.buyers[n].crashed
         {
-            sections[i].outcome = "unknown".to_owned();
+            sections[i].outcome = "unknown".into();
             sections[i].reason = Some("crashed".to_owned());
             if super::model::stuck(last) {
                 sections[i].release_ns = Some(to_ns);

@@ -293,7 +293,7 @@ fn a_counterexample_is_drawn_as_a_timeline() {
     let drawn: Vec<(&str, Option<i64>, bool)> = lost
         .sections
         .iter()
-        .map(|s| (s.outcome.as_str(), s.unit, s.atomic))
+        .map(|s| (s.outcome.as_ref(), s.unit, s.atomic))
         .collect();
     assert_eq!(drawn, [("sold", Some(2), true)]);
     assert_eq!(lost.events[0].kind, "crash");
@@ -316,7 +316,7 @@ fn a_counterexample_is_drawn_as_a_timeline() {
     let drawn: Vec<(&str, Option<i64>)> = witness
         .sections
         .iter()
-        .map(|s| (s.outcome.as_str(), s.unit))
+        .map(|s| (s.outcome.as_ref(), s.unit))
         .collect();
     assert_eq!(drawn, [("sold", Some(2))]);
     assert_eq!(witness.verdict, "SAFE");

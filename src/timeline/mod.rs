@@ -67,8 +67,9 @@ pub struct Section {
     /// When the lock was released (`None`: no lock, or not known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_ns: Option<u64>,
-    /// `sold`, `sold_out`, `busy`, `unknown`.
-    pub outcome: String,
+    /// `sold`, `sold_out`, `busy`, `unknown` (borrowed when recorded here:
+    /// no allocation per section).
+    pub outcome: std::borrow::Cow<'static, str>,
     /// Why a busy section did not write (`lock_lost`, `stale_token`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -90,14 +91,19 @@ pub struct Section {
 
 impl Section {
     /// A section that entered at `enter_ns` and exits now.
-    pub fn timed(instance: &str, holder: Option<&str>, enter_ns: u64, outcome: &str) -> Section {
+    pub fn timed(
+        instance: &str,
+        holder: Option<&str>,
+        enter_ns: u64,
+        outcome: &'static str,
+    ) -> Section {
         Section {
             instance: instance.to_owned(),
             holder: holder.map(str::to_owned),
             enter_ns,
             exit_ns: now_ns(),
             release_ns: None,
-            outcome: outcome.to_owned(),
+            outcome: outcome.into(),
             reason: None,
             unit: None,
             request_id: None,

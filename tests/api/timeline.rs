@@ -61,7 +61,7 @@ async fn every_section_is_recorded_without_chaos_mode_with_its_overlaps_lease_an
                 "the work is inside: {s:?}"
             );
             assert!(s.exit_ns <= s.release_ns.unwrap());
-            assert_eq!((s.outcome.as_str(), s.instance.as_str()), ("sold", "t"));
+            assert_eq!((s.outcome.as_ref(), s.instance.as_str()), ("sold", "t"));
             assert!(s.unit.is_some());
         }
         assert!(t.from_ns <= t.sections[0].enter_ns && t.sections[2].exit_ns <= t.to_ns);
