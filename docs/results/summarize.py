@@ -412,6 +412,28 @@ def alloc_3():
     print()
 
 
+def cuts_1():
+    """The CPU rows on the builds before and after the allocation cuts."""
+    print("## cuts-1\n")
+    rows = []
+    for build in ("e868264", "eeab77e"):
+        ratios = {"lua-cpu-vs-bare": [], "lua-batch-cpu-vs-bare": []}
+        inst = []
+        for i in (1, 2, 3):
+            b = load(f"cuts-1-{build}-{i}.json")
+            for r in b["rows"]:
+                ratios[r["row"]].append(r["ratio"])
+            lua = b["lua_vs_bare"]["sides"][0]
+            inst.append(next(p["cpu_usec_per_answer"] for p in lua["cpu"]["processes"]
+                             if p["kind"] == "instances"))
+        rows.append([build, *(f"{statistics.median(v):.2f} ({' / '.join(f'{x:.2f}' for x in v)})"
+                              for v in ratios.values()),
+                     f"{statistics.median(inst):.1f} ({' / '.join(f'{x:.1f}' for x in inst)})"])
+    print(table(["build", "lua-cpu-vs-bare", "lua-batch-cpu-vs-bare",
+                 "instances CPU µs per lua answer"], rows))
+    print()
+
+
 if __name__ == "__main__":
     bench_run("bench-1")
     scale_1()
@@ -436,6 +458,8 @@ if __name__ == "__main__":
         orders_runs()
     if (R / "alloc-3-mi-1.json").exists():
         alloc_3()
+    if (R / "cuts-1-eeab77e-1.json").exists():
+        cuts_1()
     for later in ("load-2", "bench-3", "bench-5", "lab-2", "lab-3", "compare-2"):
         if (R / f"{later}.json").exists():
             {"load": load_run, "bench": bench_run, "lab": lab_run,
