@@ -213,34 +213,19 @@ async fn the_orders_row_measures_the_pipeline_behind_the_sales() {
         return;
     }
     let stack = Stack::start_with(2, None, &["--orders", "on"]).await;
-    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("bench.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
-        .arg("bench")
-        .args(["--target", &stack.url, "--redis-url", &redis_url])
-        .args(["--admin-token", &stack.token])
-        .args([
+    let (_, report) = bench(
+        &stack,
+        &[
             "--rows",
             "orders-vs-sales",
             "--runs",
             "1",
             "--concurrency",
             "16",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .env("RUST_LOG", "warn")
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(180), output)
-        .await
-        .expect("stocklock bench did not finish within 180 s")
-        .expect("stocklock bench's output");
-    let printed = String::from_utf8_lossy(&output.stdout);
-    eprintln!("{printed}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "stocklock bench failed");
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        ],
+        Duration::from_secs(180),
+    )
+    .await;
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     let row = &rows[0];
@@ -270,28 +255,21 @@ async fn the_orders_row_measures_the_pipeline_behind_the_sales() {
 #[tokio::test]
 async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is_skipped() {
     let stack = Stack::start_with(1, None, &["--no-chaos", "--redlock", "0"]).await;
-    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("bench.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
-        .arg("bench")
-        .args(["--target", &stack.url, "--redis-url", &redis_url])
-        .args(["--admin-token", &stack.token])
-        .args(["--rows", "lua-vs-healthz,lua-vs-bare"])
-        .args(["--runs", "1", "--duration", "300ms", "--concurrency", "8"])
-        .arg("--json")
-        .arg(&json)
-        .env("RUST_LOG", "warn")
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), output)
-        .await
-        .expect("stocklock bench did not finish within 120 s")
-        .expect("stocklock bench's output");
-    let printed = String::from_utf8_lossy(&output.stdout);
-    eprintln!("{printed}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "stocklock bench failed");
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (printed, report) = bench(
+        &stack,
+        &[
+            "--rows",
+            "lua-vs-healthz,lua-vs-bare",
+            "--runs",
+            "1",
+            "--duration",
+            "300ms",
+            "--concurrency",
+            "8",
+        ],
+        Duration::from_secs(120),
+    )
+    .await;
     let rows: Vec<&str> = report["rows"]
         .as_array()
         .unwrap()
@@ -309,6 +287,33 @@ async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is
     assert!(report["lua_vs_bare"].is_null());
     assert!(report["lua_batch"].is_null(), "rows not asked for");
     stack.stop().await;
+}
+
+/// `stocklock bench ARGS --json FILE` against `stack`, as a user runs it,
+/// within `bound`: what it printed, and the file it wrote.
+async fn bench(stack: &Stack, args: &[&str], bound: Duration) -> (String, Value) {
+    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .arg("bench")
+        .args(["--target", &stack.url, "--redis-url", &redis_url])
+        .args(["--admin-token", &stack.token])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(bound, output)
+        .await
+        .unwrap_or_else(|_| panic!("stocklock bench did not finish within {bound:?}"))
+        .expect("stocklock bench's output");
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    eprintln!("{printed}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "stocklock bench failed");
+    let report = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (printed, report)
 }
 
 /// A measured side of a row (`name`): it had answers, each process's CPU
