@@ -316,6 +316,17 @@ async fn bench(stack: &Stack, args: &[&str], bound: Duration) -> (String, Value)
     (printed, report)
 }
 
+/// The row of the bench's JSON report called `name`.
+fn row_named(report: &Value, name: &str) -> Value {
+    report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["row"] == name)
+        .unwrap_or_else(|| panic!("no row {name}"))
+        .clone()
+}
+
 /// A measured side of a row (`name`): it had answers, each process's CPU
 /// per answer counted over them, and its CPU line printed under the row.
 /// Its answers.
@@ -363,15 +374,7 @@ fn cpu_rows_are_each_runs_instances_and_redis(report: &Value, sides: &[Value], t
         // One run: its window is the side's whole window.
         assert!((run - stack(side)).abs() <= 1e-9 * run, "{side}");
     }
-    let row = |name: &str| {
-        report["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["row"] == name)
-            .unwrap_or_else(|| panic!("no row {name}"))
-            .clone()
-    };
+    let row = |name: &str| row_named(report, name);
     for (name, ours) in [("lua-cpu-vs-bare", 0), ("lua-batch-cpu-vs-bare", 2)] {
         let cpu = row(name);
         assert_eq!(
@@ -433,15 +436,7 @@ async fn lua_batch_rows_are_measured(stack: &Stack, report: &Value, table: &str)
     let p99 = |i: usize| sides[i]["p99_us"].as_f64().unwrap();
     assert!((ratio - p99(0) / p99(1)).abs() <= 1e-12 * ratio, "{batch}");
 
-    let row = |name: &str| {
-        report["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["row"] == name)
-            .unwrap_or_else(|| panic!("no row {name}"))
-            .clone()
-    };
+    let row = |name: &str| row_named(report, name);
     // One set of rounds: both rows' lua-batch figure is the same run.
     let (vs_healthz, vs_lua) = (row("lua-batch-vs-healthz"), row("lua-batch-vs-lua"));
     assert_eq!(vs_healthz["runs"][0][0], vs_lua["runs"][0][0]);
