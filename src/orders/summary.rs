@@ -62,6 +62,9 @@ pub async fn books(store: &Store, db: &Client, sku: &str) -> anyhow::Result<Book
     let mut conn = store.conn().await?;
     let reconciliation = reconcile(&mut conn, db, sku).await?;
     let summary = summary(db, sku, reconciliation.epoch).await?;
+    // A reconciliation reads every order and message of the epoch at
+    // once: give back what it took.
+    crate::os::release_freed_memory();
     Ok(Books {
         summary,
         reconciliation,

@@ -178,14 +178,22 @@ impl Seller {
     }
 
     /// Counts the answers given without Redis every second, for as long as
-    /// the task runs.
+    /// the task runs; and after a second without a request that followed
+    /// some, hands the memory the burst freed back to the kernel.
     pub fn keep_counting_local(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let seller = self.clone();
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
+            let (mut seen, mut trimmed) = (0, 0);
             loop {
                 every.tick().await;
                 seller.flush_local().await;
+                let now = seller.requests.load(Ordering::Relaxed);
+                if now == seen && now != trimmed {
+                    crate::os::release_freed_memory();
+                    trimmed = now;
+                }
+                seen = now;
             }
         })
     }
