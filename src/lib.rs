@@ -31,33 +31,34 @@
 //! 11. [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes; the etcd lock through its JSON gateway; a ZooKeeper lock).
 //! 12. [`gate`]: schedules of the real code: a scheduled request stops at named points (gates) of the section and its lock until its run's scheduler, through Redis, lets it go.
 //! 13. [`orders`]: orders in PostgreSQL: the connection and the schema's migrations (embedded SQL files), run by each instance at start.
-//! 14. [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
-//! 15. [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
-//! 16. [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`; the lab's scenarios and each variant's claim in them.
-//! 17. [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
+//! 14. [`pgstock`]: the stock the database itself protects: one row per SKU, its sales and request ids in tables beside it, and the protocols that sell from it (a conditional UPDATE, a row lock, a version, an advisory lock).
+//! 15. [`marks`]: sold-out marks: an instance answers "sold out" itself once Redis said so, until a reset is announced or a short TTL passes.
+//! 16. [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
+//! 17. [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`; the lab's scenarios and each variant's claim in them.
+//! 18. [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
 //!
 //! ## The tools
 //!
-//! 18. [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
-//! 19. [`reconcile`]: `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per SKU, straight from the two stores.
-//! 20. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
-//! 21. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
-//! 22. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
-//! 23. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
-//! 24. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix; `soak` ([`lab::soak`]), the nemesis. Below the dashboard, which starts runs and scenarios.
-//! 25. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
-//! 26. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
+//! 19. [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
+//! 20. [`reconcile`]: `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per SKU, straight from the two stores.
+//! 21. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
+//! 22. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
+//! 23. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
+//! 24. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
+//! 25. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix; `soak` ([`lab::soak`]), the nemesis. Below the dashboard, which starts runs and scenarios.
+//! 26. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
+//! 27. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!
 //! ## HTTP
 //!
-//! 27. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
-//! 28. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
-//! 29. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
-//! 30. [`server`]: `stocklock serve`: building and running one instance.
+//! 28. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
+//! 29. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
+//! 30. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
+//! 31. [`server`]: `stocklock serve`: building and running one instance.
 //!
 //! ## The command line
 //!
-//! 31. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
+//! 32. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
 
 pub mod args;
 pub mod chaos;
@@ -79,6 +80,7 @@ pub mod metrics;
 pub mod orders;
 pub mod os;
 pub mod outcome;
+pub mod pgstock;
 pub mod reconcile;
 pub mod sale;
 pub mod section;

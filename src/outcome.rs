@@ -87,6 +87,9 @@ pub enum BusyReason {
     /// The SKU was reset between this request's read and its write: the
     /// write was refused, so no sale of the old stock lands in the new ledger.
     Reset,
+    /// The stock row's version moved between the request's read and its
+    /// write every time it tried (`pg-optimistic`): nothing was sold.
+    VersionConflict,
 }
 
 impl BusyReason {
@@ -101,6 +104,7 @@ impl BusyReason {
             BusyReason::NoQuorum => "no_quorum",
             BusyReason::Reset => "reset",
             BusyReason::NotReplicated => "not_replicated",
+            BusyReason::VersionConflict => "version_conflict",
         }
     }
 }

@@ -136,6 +136,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "order_tokens",
         sql: include_str!("../../migrations/0004_order_tokens.sql"),
     },
+    Migration {
+        version: 5,
+        name: "stock",
+        sql: include_str!("../../migrations/0005_stock.sql"),
+    },
 ];
 
 /// The advisory lock [`migrate`] holds for its transaction (`stockloc` in

@@ -34,6 +34,7 @@ mod lock_safety;
 mod lua_batch;
 mod marks;
 mod orders;
+mod pgstock;
 mod post_sale;
 mod prometheus;
 mod rate_limit;

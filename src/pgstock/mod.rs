@@ -1,0 +1,128 @@
+//! The stock the database itself protects: what practitioners pick instead
+//! of a Redis lock, "let the database do it".
+//!
+//! A SKU's stock is one row of `stock` (migration `0005_stock.sql`), its
+//! sales rows of `stock_sales`, each request id's first answer a row of
+//! `stock_requests`. Like Redis's ledger, a sale is written by the very
+//! statement or transaction that moves the stock, and the books
+//! ([`books`]) are read from the rows, never from what a protocol believes
+//! it did: a unit sold twice shows as two sales of one unit.
+//!
+//! The protocols ([`sale`]) differ only in what surrounds the same read,
+//! work and write: a conditional `UPDATE` that is the whole sale, a row
+//! lock (`SELECT … FOR UPDATE`), a version compared at the write
+//! (optimistic), or an advisory lock on the SKU; and, for the lesson's
+//! contrast, nothing at all.
+
+mod ids;
+pub mod sale;
+
+use std::time::Duration;
+
+use tokio_postgres::GenericClient;
+
+use crate::outcome::Outcome;
+
+/// Who buys, and what the request asked of the section.
+#[derive(Clone, Copy, Debug)]
+pub struct Buyer<'a> {
+    pub sku: &'a str,
+    pub request_id: Option<&'a str>,
+    /// The instance that sells, in the sale's row.
+    pub instance: &'a str,
+    /// The business work between the read and the write (`work_ms`).
+    pub work: Duration,
+    /// How long to wait for a lock (row or advisory): zero fails at once.
+    pub wait: Duration,
+}
+
+/// A protocol's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgAnswer {
+    pub outcome: Outcome,
+    /// The request id's first answer, repeated: nothing sold now.
+    pub replayed: bool,
+    /// Writes refused because the version had moved (`optimistic`).
+    pub conflicts: u32,
+}
+
+impl PgAnswer {
+    pub(super) fn new(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            replayed: false,
+            conflicts: 0,
+        }
+    }
+}
+
+/// Nothing was committed: the database refused, or was not reached,
+/// before a commit was sent.
+#[derive(Debug, thiserror::Error)]
+#[error("PostgreSQL: {0}")]
+pub struct PgError(#[from] pub tokio_postgres::Error);
+
+/// A SKU's books as the rows say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Books {
+    /// Which stocking of the SKU: each reset starts the next.
+    pub epoch: i64,
+    pub initial: i64,
+    /// The stock row's value now.
+    pub remaining: i64,
+    /// Sales of this epoch, counted from their rows.
+    pub sold: i64,
+    /// Units sold more than once (each extra sale of a unit counts once).
+    pub duplicates: i64,
+    /// Sales beyond the stock: `sold - initial`, never below zero.
+    pub oversold: i64,
+}
+
+/// Stocks `sku` with `stock` units in a new epoch (the first is 1): the
+/// earlier epochs' sales and request ids stay, the SKU counts from zero.
+/// Returns the new epoch.
+pub async fn reset(client: &impl GenericClient, sku: &str, stock: i64) -> Result<i64, PgError> {
+    let row = client
+        .query_one(
+            "INSERT INTO stock (sku, epoch, initial, remaining) VALUES ($1, 1, $2, $2)
+             ON CONFLICT (sku) DO UPDATE
+                 SET epoch = stock.epoch + 1, initial = $2, remaining = $2, sold = 0,
+                     version = stock.version + 1
+             RETURNING epoch",
+            &[&sku, &stock],
+        )
+        .await?;
+    Ok(row.try_get(0)?)
+}
+
+/// `sku`'s books, or `None` if it was never stocked.
+pub async fn books(client: &impl GenericClient, sku: &str) -> Result<Option<Books>, PgError> {
+    let Some(row) = client
+        .query_opt(
+            "SELECT s.epoch, s.initial, s.remaining,
+                    count(x.sale), count(x.sale) - count(DISTINCT x.unit)
+             FROM stock s LEFT JOIN stock_sales x ON x.sku = s.sku AND x.epoch = s.epoch
+             WHERE s.sku = $1
+             GROUP BY s.epoch, s.initial, s.remaining",
+            &[&sku],
+        )
+        .await?
+    else {
+        return Ok(None);
+    };
+    let (epoch, initial, remaining, sold, duplicates): (i64, i64, i64, i64, i64) = (
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
+        row.try_get(3)?,
+        row.try_get(4)?,
+    );
+    Ok(Some(Books {
+        epoch,
+        initial,
+        remaining,
+        sold,
+        duplicates,
+        oversold: (sold - initial).max(0),
+    }))
+}

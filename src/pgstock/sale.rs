@@ -1,0 +1,369 @@
+//! One sale of a SKU whose stock lives in PostgreSQL, by each protocol.
+//!
+//! Every protocol but [`update`] runs the same section: read the stock,
+//! do the business work, write back what was read minus one with the
+//! sale's row. They differ in what surrounds it: a row lock
+//! ([`for_update`]), an advisory lock on the SKU ([`advisory`]), a version
+//! compared at the write ([`optimistic`]), or nothing ([`unprotected`],
+//! which loses updates: the lesson's contrast). [`update`] is the
+//! database's own atomic decrement, one statement, no section.
+//!
+//! Exactness, as in Redis's ledger: a request id's first answer is
+//! written by the statement or transaction that decided it, and its key
+//! lets only one attempt commit (a second waits on the key, then finds the
+//! first's row and repeats its answer); an attempt whose commit was sent
+//! and not answered is [`Outcome::Unknown`], and only the books (or a retry
+//! with the id) can tell whether it sold. Everything before the commit
+//! that fails leaves nothing behind: the database rolls the transaction
+//! back.
+
+use std::time::Duration;
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, GenericClient};
+
+use super::ids::{duplicate_id, record_sold_out, replay, replayed};
+use super::{Buyer, PgAnswer, PgError};
+use crate::gate::points;
+use crate::lock::Hook;
+use crate::outcome::{BusyReason, Outcome};
+
+/// `pg-update`: the whole sale is one conditional `UPDATE` (with the
+/// sale's row and the id's answer in the same statement): the database's
+/// atomic decrement, the counterpart of `lua`.
+pub async fn update(
+    c: &impl GenericClient,
+    buyer: &Buyer<'_>,
+    hook: &Hook,
+) -> Result<PgAnswer, PgError> {
+    if let Some(answer) = replay(c, buyer).await? {
+        return Ok(answer);
+    }
+    hook.at(points::BEFORE_WRITE).await;
+    let sold = c
+        .query_opt(
+            &sale_statement("remaining - 1", "remaining > 0", "remaining + 1"),
+            &[&buyer.sku, &buyer.request_id, &buyer.instance],
+        )
+        .await;
+    match sold {
+        Ok(Some(row)) => Ok(sold_answer(row.try_get(0)?, row.try_get(1)?)),
+        Ok(None) => sold_out(c, buyer).await,
+        Err(err) if duplicate_id(&err) => replayed(c, buyer).await,
+        // The statement commits itself: sent and not answered, it may have.
+        Err(err) if err.as_db_error().is_none() => Ok(PgAnswer::new(Outcome::Unknown)),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `pg-for-update`: the section under the stock row's lock (`SELECT …
+/// FOR UPDATE`), held from the read to the commit; `wait` zero is `NOWAIT`.
+pub async fn for_update(
+    c: &mut Client,
+    buyer: &Buyer<'_>,
+    hook: &Hook,
+) -> Result<PgAnswer, PgError> {
+    if let Some(answer) = replay(&*c, buyer).await? {
+        return Ok(answer);
+    }
+    let tx = c.transaction().await?;
+    let lock = if buyer.wait.is_zero() {
+        " FOR UPDATE NOWAIT"
+    } else {
+        set_lock_timeout(&tx, buyer.wait).await?;
+        " FOR UPDATE"
+    };
+    let read = tx
+        .query_opt(
+            &format!("SELECT epoch, remaining FROM stock WHERE sku = $1{lock}"),
+            &[&buyer.sku],
+        )
+        .await;
+    let (epoch, remaining) = match read {
+        Ok(Some(row)) => (row.try_get(0)?, row.try_get(1)?),
+        Ok(None) => return Ok(PgAnswer::new(Outcome::NotStocked)),
+        Err(err) => return lock_refused(err, buyer),
+    };
+    hook.at(points::AFTER_ACQUIRE).await;
+    let decided = section(tx, buyer, hook, epoch, remaining).await?;
+    answer_of(c, buyer, decided).await
+}
+
+/// `pg-advisory`: the section under a transaction-scoped advisory lock on
+/// the SKU (the database as a lock store): released by the commit, or by
+/// the end of the session if the instance dies holding it.
+pub async fn advisory(c: &mut Client, buyer: &Buyer<'_>, hook: &Hook) -> Result<PgAnswer, PgError> {
+    if let Some(answer) = replay(&*c, buyer).await? {
+        return Ok(answer);
+    }
+    let tx = c.transaction().await?;
+    if buyer.wait.is_zero() {
+        let row = tx
+            .query_one(
+                "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))",
+                &[&buyer.sku],
+            )
+            .await?;
+        if !row.try_get::<_, bool>(0)? {
+            return Ok(PgAnswer::new(Outcome::Busy(BusyReason::LockHeld)));
+        }
+    } else {
+        set_lock_timeout(&tx, buyer.wait).await?;
+        if let Err(err) = tx
+            .execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                &[&buyer.sku],
+            )
+            .await
+        {
+            return lock_refused(err, buyer);
+        }
+    }
+    hook.at(points::AFTER_ACQUIRE).await;
+    let Some(row) = tx
+        .query_opt(
+            "SELECT epoch, remaining FROM stock WHERE sku = $1",
+            &[&buyer.sku],
+        )
+        .await?
+    else {
+        return Ok(PgAnswer::new(Outcome::NotStocked));
+    };
+    let decided = section(tx, buyer, hook, row.try_get(0)?, row.try_get(1)?).await?;
+    answer_of(c, buyer, decided).await
+}
+
+/// `pg-optimistic`: read with the row's version, work, write only if the
+/// version is still the one read; up to `tries` times, then `busy`
+/// (`version_conflict`). No lock is held while working.
+pub async fn optimistic(
+    c: &impl GenericClient,
+    buyer: &Buyer<'_>,
+    hook: &Hook,
+    tries: u32,
+) -> Result<PgAnswer, PgError> {
+    if let Some(answer) = replay(c, buyer).await? {
+        return Ok(answer);
+    }
+    let mut conflicts = 0;
+    for _ in 0..tries.max(1) {
+        let Some(row) = c
+            .query_opt(
+                "SELECT remaining, version FROM stock WHERE sku = $1",
+                &[&buyer.sku],
+            )
+            .await?
+        else {
+            return Ok(PgAnswer::new(Outcome::NotStocked));
+        };
+        let (remaining, version): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        hook.at(points::AFTER_READ).await;
+        if remaining <= 0 {
+            let mut answer = record_sold_out(c, buyer, remaining).await?;
+            answer.conflicts = conflicts;
+            return Ok(answer);
+        }
+        work(buyer).await;
+        hook.at(points::BEFORE_WRITE).await;
+        let sold = c
+            .query_opt(
+                &sale_statement("$4 - 1", "version = $5", "$4::bigint"),
+                &[
+                    &buyer.sku,
+                    &buyer.request_id,
+                    &buyer.instance,
+                    &remaining,
+                    &version,
+                ],
+            )
+            .await;
+        let mut answer = match sold {
+            Ok(Some(row)) => sold_answer(row.try_get(0)?, row.try_get(1)?),
+            Ok(None) => {
+                conflicts += 1;
+                continue;
+            }
+            Err(err) if duplicate_id(&err) => replayed(c, buyer).await?,
+            Err(err) if err.as_db_error().is_none() => PgAnswer::new(Outcome::Unknown),
+            Err(err) => return Err(err.into()),
+        };
+        answer.conflicts = conflicts;
+        return Ok(answer);
+    }
+    Ok(PgAnswer {
+        conflicts,
+        ..PgAnswer::new(Outcome::Busy(BusyReason::VersionConflict))
+    })
+}
+
+/// The section with nothing around it, each statement its own
+/// transaction: two buyers that read the same stock both write it minus
+/// one, and one unit is sold twice. Not a variant: the contrast the
+/// database's protocols are measured against.
+pub async fn unprotected(
+    c: &mut Client,
+    buyer: &Buyer<'_>,
+    hook: &Hook,
+) -> Result<PgAnswer, PgError> {
+    if let Some(answer) = replay(&*c, buyer).await? {
+        return Ok(answer);
+    }
+    let Some(row) = c
+        .query_opt(
+            "SELECT epoch, remaining FROM stock WHERE sku = $1",
+            &[&buyer.sku],
+        )
+        .await?
+    else {
+        return Ok(PgAnswer::new(Outcome::NotStocked));
+    };
+    let tx = c.transaction().await?;
+    let decided = section(tx, buyer, hook, row.try_get(0)?, row.try_get(1)?).await?;
+    answer_of(c, buyer, decided).await
+}
+
+/// The section after the read: the work, then the write of what was read
+/// minus one (refused if the SKU was reset since the read), and the
+/// commit. `remaining` is the stock the read saw.
+async fn section(
+    tx: tokio_postgres::Transaction<'_>,
+    buyer: &Buyer<'_>,
+    hook: &Hook,
+    epoch: i64,
+    remaining: i64,
+) -> Result<Decided, PgError> {
+    hook.at(points::AFTER_READ).await;
+    if remaining <= 0 {
+        let answer = record_sold_out(&tx, buyer, remaining).await?;
+        return commit(tx, answer, hook).await;
+    }
+    work(buyer).await;
+    hook.at(points::BEFORE_WRITE).await;
+    let sold = tx
+        .query_opt(
+            &sale_statement("$4 - 1", "epoch = $5", "$4::bigint"),
+            &[
+                &buyer.sku,
+                &buyer.request_id,
+                &buyer.instance,
+                &remaining,
+                &epoch,
+            ],
+        )
+        .await;
+    let answer = match sold {
+        Ok(Some(row)) => sold_answer(row.try_get(0)?, row.try_get(1)?),
+        Ok(None) => {
+            return Ok(Decided::Answer(PgAnswer::new(Outcome::Busy(
+                BusyReason::Reset,
+            ))));
+        }
+        // Another attempt with the id committed first: this transaction
+        // is void (rolled back as it is dropped); its answer is the other's.
+        Err(err) if duplicate_id(&err) => return Ok(Decided::DuplicateId),
+        Err(err) => return Err(err.into()),
+    };
+    commit(tx, answer, hook).await
+}
+
+/// What the section decided.
+enum Decided {
+    Answer(PgAnswer),
+    /// The id's answer was committed by another attempt first.
+    DuplicateId,
+}
+
+/// The section's answer, or the id's answer another attempt committed.
+async fn answer_of(c: &Client, buyer: &Buyer<'_>, decided: Decided) -> Result<PgAnswer, PgError> {
+    match decided {
+        Decided::Answer(answer) => Ok(answer),
+        Decided::DuplicateId => replayed(c, buyer).await,
+    }
+}
+
+/// Commits; a commit sent and not answered is `unknown`.
+async fn commit(
+    tx: tokio_postgres::Transaction<'_>,
+    answer: PgAnswer,
+    hook: &Hook,
+) -> Result<Decided, PgError> {
+    hook.at(points::BEFORE_RELEASE).await;
+    match tx.commit().await {
+        Ok(()) => Ok(Decided::Answer(answer)),
+        Err(err) if err.as_db_error().is_none() => {
+            Ok(Decided::Answer(PgAnswer::new(Outcome::Unknown)))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The statement of a sale: the stock row's write (`remaining` set to
+/// `new_remaining` where `condition` holds), the sale's row and the
+/// request id's answer, all or nothing. Parameters: `$1` the SKU, `$2`
+/// the request id (or NULL), `$3` the instance, then the protocol's own.
+/// Returns the unit (`unit`, evaluated after the write) and what remains.
+fn sale_statement(new_remaining: &str, condition: &str, unit: &str) -> String {
+    format!(
+        "WITH s AS (
+             UPDATE stock SET remaining = {new_remaining}, sold = sold + 1, version = version + 1
+             WHERE sku = $1 AND {condition}
+             RETURNING epoch, sold, remaining, {unit} AS unit
+         ), sale AS (
+             INSERT INTO stock_sales (sku, epoch, sale, unit, request_id, instance)
+             SELECT $1, epoch, sold, unit, $2::text, $3::text FROM s
+         ), answer AS (
+             INSERT INTO stock_requests (sku, epoch, request_id, outcome, unit, remaining)
+             SELECT $1, epoch, $2::text, 'sold', unit, remaining FROM s WHERE $2::text IS NOT NULL
+         )
+         SELECT unit, remaining FROM s"
+    )
+}
+
+fn sold_answer(unit: i64, remaining: i64) -> PgAnswer {
+    PgAnswer::new(Outcome::Sold { unit, remaining })
+}
+
+/// `update`'s sold-out answer: the stock as read now (the row that did not
+/// match), recorded for the id.
+async fn sold_out(c: &impl GenericClient, buyer: &Buyer<'_>) -> Result<PgAnswer, PgError> {
+    let Some(row) = c
+        .query_opt("SELECT remaining FROM stock WHERE sku = $1", &[&buyer.sku])
+        .await?
+    else {
+        return Ok(PgAnswer::new(Outcome::NotStocked));
+    };
+    record_sold_out(c, buyer, row.try_get(0)?).await
+}
+
+/// A lock that was not had: `busy`, nothing written.
+fn lock_refused(err: tokio_postgres::Error, buyer: &Buyer<'_>) -> Result<PgAnswer, PgError> {
+    match err.code() {
+        Some(code) if code == &SqlState::LOCK_NOT_AVAILABLE => {
+            let reason = if buyer.wait.is_zero() {
+                BusyReason::LockHeld
+            } else {
+                BusyReason::WaitTimedOut
+            };
+            Ok(PgAnswer::new(Outcome::Busy(reason)))
+        }
+        _ => Err(err.into()),
+    }
+}
+
+async fn set_lock_timeout(
+    tx: &tokio_postgres::Transaction<'_>,
+    wait: Duration,
+) -> Result<(), PgError> {
+    tx.batch_execute(&format!(
+        "SET LOCAL lock_timeout = {}",
+        wait.as_millis().max(1)
+    ))
+    .await?;
+    Ok(())
+}
+
+async fn work(buyer: &Buyer<'_>) {
+    if !buyer.work.is_zero() {
+        tokio::time::sleep(buyer.work).await;
+    }
+}
