@@ -74,7 +74,8 @@ pub struct Books {
     pub sold: i64,
     /// Units sold more than once (each extra sale of a unit counts once).
     pub duplicates: i64,
-    /// Sales beyond the stock: `sold - initial`, never below zero.
+    /// `sold - (initial - remaining)`: sales that no stock backs, as in
+    /// Redis's ledger (a lost update leaves two sales and one unit gone).
     pub oversold: i64,
 }
 
@@ -123,6 +124,6 @@ pub async fn books(client: &impl GenericClient, sku: &str) -> Result<Option<Book
         remaining,
         sold,
         duplicates,
-        oversold: (sold - initial).max(0),
+        oversold: sold - (initial - remaining),
     }))
 }
