@@ -47,6 +47,7 @@ macro_rules! say {
 pub mod etcd;
 mod instances;
 pub mod nginx;
+pub mod pg_relay;
 pub mod postgres;
 pub mod process;
 pub mod redis;
