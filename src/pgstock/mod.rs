@@ -17,8 +17,11 @@
 mod ids;
 pub mod sale;
 
+use std::str::FromStr;
 use std::time::Duration;
 
+use anyhow::Context;
+pub use deadpool_postgres::Pool;
 use tokio_postgres::GenericClient;
 
 use crate::outcome::Outcome;
@@ -77,6 +80,33 @@ pub struct Books {
     /// `sold - (initial - remaining)`: sales that no stock backs, as in
     /// Redis's ledger (a lost update leaves two sales and one unit gone).
     pub oversold: i64,
+}
+
+/// How long a connection of a [`pool`] may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A pool of at most `size` connections to the database at `url`
+/// (`postgresql://user@host:port/database`, no TLS), each opened when a
+/// sale first needs it and again after it broke. Nothing is connected yet.
+pub fn pool(url: &str, size: usize) -> anyhow::Result<Pool> {
+    let mut config = tokio_postgres::Config::from_str(url)
+        .with_context(|| format!("bad PostgreSQL URL {}", crate::orders::shown(url)))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    let manager = deadpool_postgres::Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        deadpool_postgres::ManagerConfig {
+            // A broken connection shows as closed: no round trip per use.
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .build()
+        .context("cannot build the PostgreSQL pool")
 }
 
 /// Stocks `sku` with `stock` units in a new epoch (the first is 1): the

@@ -18,7 +18,7 @@ use stocklock::outcome::{BusyReason, Outcome};
 use stocklock::pgstock::{self, Books, Buyer, PgAnswer, sale};
 use stocklock::up::pg_relay::PgRelay;
 use stocklock::up::postgres::PostgresServer;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 
 use crate::helpers::within;
 use crate::orders::postgres;
@@ -87,18 +87,13 @@ async fn every_protocol_sells_each_unit_once_under_a_race() {
         for p in protocols {
             let sku = format!("race-{p:?}");
             pgstock::reset(&admin, &sku, 30).await.unwrap();
-            // 8 connections, 80 buyers for 30 units, a little work each.
-            let connections = Arc::new(Semaphore::new(8));
-            let mut pool = Vec::new();
-            for _ in 0..8 {
-                pool.push(Arc::new(tokio::sync::Mutex::new(client(&server).await)));
-            }
+            // 8 pooled connections, 80 buyers for 30 units, a little work each.
+            let pool = pgstock::pool(&server.url(), 8).unwrap();
             let mut buyers = Vec::new();
-            for i in 0..80 {
-                let (sku, connections, c) = (sku.clone(), connections.clone(), pool[i % 8].clone());
+            for _ in 0..80 {
+                let (sku, pool) = (sku.clone(), pool.clone());
                 buyers.push(tokio::spawn(async move {
-                    let _turn = connections.acquire().await.unwrap();
-                    let mut c = c.lock().await;
+                    let mut c = pool.get().await.unwrap();
                     let mut b = buyer(&sku, None);
                     b.work = Duration::from_millis(1);
                     sell(p, &mut c, &b, &Hook::none()).await.outcome
