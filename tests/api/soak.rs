@@ -198,7 +198,10 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
 /// faults are quiet, the deadlock is counted, and a fresh SKU sells again.
 /// The first 30-minute run found it broken: the count of the faults playing
 /// was never raised, its fall wrapped below zero, no round ever stalled and
-/// setnx never sold again.
+/// setnx never sold again. Rounds of 40 units made it flaky: a crash that
+/// struck right after a round's last sale stalled a round with nothing
+/// left, which is rightly no deadlock (it failed once in CI, on a machine
+/// slowed by other work); no round of 10 000 units sells out in the run.
 #[tokio::test]
 async fn a_claimed_deadlock_is_counted_and_its_variant_sells_again_on_a_fresh_sku() {
     let args = [
@@ -209,6 +212,9 @@ async fn a_claimed_deadlock_is_counted_and_its_variant_sells_again_on_a_fresh_sk
         "--cycle",
         "--variant",
         "setnx",
+        // No round can sell out in the run: every crash finds stock left.
+        "--stock",
+        "10000",
     ];
     let faults = ["--faults", "crash-after-acquire"];
     let (run, _, report) = soak(&[&args[..], &faults[..]].concat(), 300).await;
