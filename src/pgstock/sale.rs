@@ -165,18 +165,7 @@ pub async fn optimistic(
         }
         work(buyer).await;
         hook.at(points::BEFORE_WRITE).await;
-        let sold = c
-            .query_opt(
-                &sale_statement("$4 - 1", "version = $5", "$4::bigint"),
-                &[
-                    &buyer.sku,
-                    &buyer.request_id,
-                    &buyer.instance,
-                    &remaining,
-                    &version,
-                ],
-            )
-            .await;
+        let sold = write_back(c, buyer, "version = $5", remaining, version).await;
         let mut answer = match sold {
             Ok(Some(row)) => sold_answer(row.try_get(0)?, row.try_get(1)?),
             Ok(None) => {
@@ -239,18 +228,7 @@ async fn section(
     }
     work(buyer).await;
     hook.at(points::BEFORE_WRITE).await;
-    let sold = tx
-        .query_opt(
-            &sale_statement("$4 - 1", "epoch = $5", "$4::bigint"),
-            &[
-                &buyer.sku,
-                &buyer.request_id,
-                &buyer.instance,
-                &remaining,
-                &epoch,
-            ],
-        )
-        .await;
+    let sold = write_back(&tx, buyer, "epoch = $5", remaining, epoch).await;
     let answer = match sold {
         Ok(Some(row)) => sold_answer(row.try_get(0)?, row.try_get(1)?),
         Ok(None) => {
@@ -317,6 +295,29 @@ fn sale_statement(new_remaining: &str, condition: &str, unit: &str) -> String {
          )
          SELECT unit, remaining FROM s"
     )
+}
+
+/// The section's write: what was read (`read`) minus one, and the sale,
+/// where `condition` holds of `$5` (`check`: the epoch read, or the
+/// version read); no row when it does not.
+async fn write_back(
+    c: &impl GenericClient,
+    buyer: &Buyer<'_>,
+    condition: &str,
+    read: i64,
+    check: i64,
+) -> Result<Option<tokio_postgres::Row>, tokio_postgres::Error> {
+    c.query_opt(
+        &sale_statement("$4 - 1", condition, "$4::bigint"),
+        &[
+            &buyer.sku,
+            &buyer.request_id,
+            &buyer.instance,
+            &read,
+            &check,
+        ],
+    )
+    .await
 }
 
 fn sold_answer(unit: i64, remaining: i64) -> PgAnswer {
