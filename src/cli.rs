@@ -373,16 +373,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             &args.sentinel,
             &args.sentinel_master,
         )?;
-        // Redis may not answer yet; keep trying in the background.
-        tokio::spawn(async move {
-            loop {
-                match up::seed_stock(&store, stock).await {
-                    Ok(()) => break,
-                    Err(err) => tracing::warn!("seeding stock: {err:#}; retrying"),
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-        });
+        up::seed_stock_in_background(store, args.postgres_url.clone(), stock);
     }
     let app = Application::build(ServeConfig {
         listen: args.listen,

@@ -80,6 +80,16 @@ impl Protocol {
             | Variant::LuaSharded
             | Variant::LuaThenQueue
             | Variant::LuaStream => Program::Script,
+            // The database's: a conditional UPDATE is one step; a row or
+            // advisory lock held by the transaction from the read to the
+            // commit, or a write refused unless the version read is still
+            // the row's, leaves every other buyer the stock before or after
+            // the whole sale, never between its read and its write. A
+            // holder that dies is rolled back with its lock.
+            Variant::PgUpdate
+            | Variant::PgForUpdate
+            | Variant::PgOptimistic
+            | Variant::PgAdvisory => Program::Script,
         };
         Protocol {
             program,

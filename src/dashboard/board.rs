@@ -89,6 +89,13 @@ pub(super) async fn read_board(
         let sku = Sku::parse(variant.name()).expect("variant names are valid SKUs");
         let keys = Keys::new(&sku);
         let mut state = ledger::snapshot(&mut conn, &keys, sku.as_str()).await?;
+        if let (true, Some(pool)) = (variant.stock_in_postgres(), &stores.postgres) {
+            // Its stock is the database's: a database away leaves the card
+            // Redis's counts, as a Redis away leaves the board unread.
+            if let Ok(client) = pool.get().await {
+                let _ = crate::pgstock::overlay(&**client, &mut state).await;
+            }
+        }
         if let Some(lock) = super::locks::read(variant, &keys, stores).await {
             state.lock = lock;
         }

@@ -32,6 +32,20 @@ pub(super) async fn reset(
     let mut conn = state.store().conn().await?;
     // Answers given without Redis before the reset belong to the old books.
     state.seller().flush_everywhere().await;
+    // The pg-* variants' stock of the SKU starts over first: a database
+    // that cannot take it refuses the whole reset (503) before Redis is
+    // touched, rather than leave the SKU stocked in one store only.
+    if let Some(pool) = state.seller().postgres() {
+        let unavailable = |err: &dyn std::fmt::Display| {
+            AppError::DatabaseUnavailable(format!(
+                "the SKU's stock in PostgreSQL could not be reset; nothing was reset: {err}"
+            ))
+        };
+        let client = pool.get().await.map_err(|e| unavailable(&e))?;
+        crate::pgstock::reset(&**client, sku.as_str(), stock)
+            .await
+            .map_err(|e| unavailable(&e))?;
+    }
     ledger::reset_sku(&mut conn, &keys, stock, buckets, false).await?;
     if request.timeline == Some(false) {
         ledger::timeline_off(&mut conn, &keys, buckets).await?;

@@ -42,12 +42,32 @@ pub(super) async fn state_of(
     let sku = sku_only(&query?.0)?;
     state.seller().flush_everywhere().await;
     let mut conn = state.store().conn().await?;
-    let snapshot = ledger::snapshot(&mut conn, &Keys::new(&sku), sku.as_str()).await?;
+    let snapshot = snapshot(&state, &mut conn, &Keys::new(&sku), &sku).await?;
     let redis_memory = ledger::redis_memory(&mut conn).await;
     Ok(Json(StateView {
         snapshot,
         redis_memory,
     }))
+}
+
+/// `sku`'s snapshot: Redis's ledger, with the database's books of its
+/// stock when the `pg-*` variants sold from it ([`crate::pgstock::overlay`]).
+pub(super) async fn snapshot(
+    state: &AppState,
+    conn: &mut crate::store::Conn,
+    keys: &Keys,
+    sku: &Sku,
+) -> Result<crate::wire::StateSnapshot, AppError> {
+    let mut snapshot = ledger::snapshot(conn, keys, sku.as_str()).await?;
+    if let Some(pool) = state.seller().postgres() {
+        let unavailable =
+            |err: &dyn std::fmt::Display| AppError::DatabaseUnavailable(err.to_string());
+        let client = pool.get().await.map_err(|e| unavailable(&e))?;
+        crate::pgstock::overlay(&**client, &mut snapshot)
+            .await
+            .map_err(|e| unavailable(&e))?;
+    }
+    Ok(snapshot)
 }
 
 /// `GET /api/variants`

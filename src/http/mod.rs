@@ -100,7 +100,14 @@ impl AppState {
                 .collect::<Vec<_>>(),
         );
         // The URLs were checked at start-up (`serve`); a bad one here means none.
-        let stores = crate::lock::LockStores::open(&config.lock_stores).unwrap_or_default();
+        let mut stores = crate::lock::LockStores::open(&config.lock_stores).unwrap_or_default();
+        // The orders' PostgreSQL keeps the pg-* variants' stock too.
+        if let Some(orders) = &config.orders {
+            match crate::pgstock::pool(&orders.postgres_url, crate::pgstock::POOL_SIZE) {
+                Ok(pool) => stores.postgres = Some(pool),
+                Err(err) => tracing::warn!("the pg-* variants are off: {err:#}"),
+            }
+        }
         let seller = Seller::new(
             store.clone(),
             config.instance.clone(),

@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 
 use super::{AppState, Pairs};
 use crate::knobs::{InputError, Sku};
-use crate::ledger;
 use crate::store::Keys;
 use crate::timeline::{self, Timeline};
 use crate::web::AppError;
@@ -59,7 +58,7 @@ async fn read(state: &AppState, pairs: &Pairs) -> Result<Timeline, AppError> {
     let counted_in = state.seller().flush_everywhere().await;
     let mut conn = state.store().conn().await?;
     let keys = Keys::new(&sku);
-    let snapshot = ledger::snapshot(&mut conn, &keys, sku.as_str()).await?;
+    let snapshot = super::info::snapshot(state, &mut conn, &keys, &sku).await?;
     Ok(timeline::read(&mut conn, &keys, snapshot, seconds, counted_in).await?)
 }
 

@@ -238,6 +238,13 @@ impl Lab {
                 .first()
                 .map(|&(a, b)| format!("{} with {}", holder(a), holder(b))),
             timeline: self.timeline_of(sku).await?,
+            sections: timeline.sections.len(),
+            longest_ms: timeline
+                .sections
+                .iter()
+                .map(|s| s.release_ns.unwrap_or(s.exit_ns).saturating_sub(s.enter_ns) / 1_000_000)
+                .max()
+                .unwrap_or(0),
             state: timeline.state,
         })
     }
@@ -408,7 +415,9 @@ impl Lab {
                 | Scenario::RedlockMajorityDown
                 | Scenario::RedlockRestartWithoutPersistence
         );
-        if scenario == Scenario::RedisRestart && self.redis.is_none() {
+        if variant.stock_in_postgres() && self.stack.postgres.is_none() {
+            Some("its stock is in PostgreSQL, which this stack has not (install postgresql)")
+        } else if scenario == Scenario::RedisRestart && self.redis.is_none() {
             Some("the lab can only restart a Redis it started")
         } else if redlock_scenario
             && variant == Variant::Redlock

@@ -178,10 +178,17 @@ async fn start(target: Option<&Target>, timelines: Option<PathBuf>) -> anyhow::R
         None => {
             eprintln!("lab: starting redis-server and a chaos-mode stack (2 instances)");
             let redis = RedisServer::start(None).await?;
+            // PostgreSQL for the pg-* variants' stock, when it is installed
+            // (their cells are skipped without it); the orders' scenarios
+            // run stacks of their own.
+            let postgres = if crate::up::postgres::installed() {
+                "on"
+            } else {
+                "off"
+            };
             let stack = Stack::start(&UpOptions {
                 redis_url: Some(redis.url()),
-                // No scenario of the lab sells into orders yet.
-                args: ["--chaos", "--instances", "2", "--orders", "off"]
+                args: ["--chaos", "--instances", "2", "--orders", postgres]
                     .map(str::to_owned)
                     .to_vec(),
                 ..UpOptions::default()

@@ -10,12 +10,13 @@
 -- process: a restarted instance counts anew), number (increasing per
 -- counter and SKU), unknown,
 -- served, mark refusals, sections' batch ("COUNT|JSON"; '' for none), its
--- count, how many sections the timeline keeps
+-- count, how many sections the timeline keeps, replays and busy answers
+-- (of variants that record nothing in Redis: the database's)
 -- Returns 1 when applied, 0 for a copy.
 local field = 'counted_in:' .. ARGV[2]
 local number = tonumber(ARGV[3])
 if not (number and tonumber(ARGV[4]) and tonumber(ARGV[5]) and tonumber(ARGV[6])
-  and tonumber(ARGV[8]) and tonumber(ARGV[9])) then
+  and tonumber(ARGV[8]) and tonumber(ARGV[9]) and tonumber(ARGV[10]) and tonumber(ARGV[11])) then
   error('bad numbers: nothing written')
 end
 local last = tonumber(redis.call('HGET', KEYS[1], field) or '0') or 0
@@ -24,5 +25,7 @@ redis.call('HSET', KEYS[1], field, ARGV[3])
 if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[1], 'unknown', ARGV[4]) end
 if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[5]) end
 if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[1], 'mark_refusals', ARGV[6]) end
+if ARGV[10] ~= '0' then redis.call('HINCRBY', KEYS[1], 'replays', ARGV[10]) end
+if ARGV[11] ~= '0' then redis.call('HINCRBY', KEYS[1], 'busy', ARGV[11]) end
 if ARGV[7] ~= '' then append_sections(KEYS[3], KEYS[1], ARGV[7], ARGV[8], ARGV[9]) end
 return 1

@@ -29,6 +29,9 @@ pub struct CountIn {
     /// The instance's share of the SKU's answers.
     pub served: u64,
     pub mark_refusals: u64,
+    /// Replays and busy answers no script counted (the database's variants).
+    pub replays: u64,
+    pub busy: u64,
     pub sections: Vec<Section>,
 }
 
@@ -67,6 +70,8 @@ pub async fn count_in(
         .arg(batch)
         .arg(count.sections.len())
         .arg(KEEP)
+        .arg(count.replays)
+        .arg(count.busy)
         .invoke_async(conn)
         .await?;
     Ok(if applied == 1 {

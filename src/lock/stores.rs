@@ -1,8 +1,10 @@
 //! The lock stores beside the main Redis: Redlock's independent Redis
 //! servers, an etcd cluster and a ZooKeeper ensemble. Each is optional: a
 //! variant whose store an instance was not given answers 503
-//! `not_configured` and says how to get one. The stock always stays on the
-//! main Redis; only the lock lives here.
+//! `not_configured` and says how to get one. The stock of the Redis
+//! variants always stays on the main Redis; only their lock lives here.
+//! PostgreSQL, when the instance has one, is here too: the `pg-*`
+//! variants keep their stock there, and `pg-advisory` its lock.
 
 use super::etcd::EtcdClient;
 use super::{RedlockNodes, ZooKeeperSessions};
@@ -55,6 +57,8 @@ pub struct LockStores {
     pub redlock: Option<RedlockNodes>,
     pub etcd: Option<EtcdClient>,
     pub zookeeper: Option<ZooKeeperSessions>,
+    /// A pool of connections to the instance's PostgreSQL (`--postgres-url`).
+    pub postgres: Option<deadpool_postgres::Pool>,
 }
 
 impl LockStores {
@@ -95,6 +99,7 @@ impl LockStores {
             redlock: (!redlock.is_empty()).then_some(redlock),
             etcd,
             zookeeper,
+            postgres: None,
         })
     }
 }

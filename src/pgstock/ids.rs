@@ -60,6 +60,7 @@ pub(super) async fn replay(
         outcome,
         replayed: true,
         conflicts: 0,
+        held: None,
     }))
 }
 

@@ -47,6 +47,11 @@ pub struct PgAnswer {
     pub replayed: bool,
     /// Writes refused because the version had moved (`optimistic`).
     pub conflicts: u32,
+    /// From when the lock was seen granted to when COMMIT was about to be
+    /// sent, on the timeline's clock ([`crate::timeline::now_ns`]): a span
+    /// the locking protocols surely held it for (`None` without a lock,
+    /// or when the commit's answer never came).
+    pub held: Option<(u64, u64)>,
 }
 
 impl PgAnswer {
@@ -55,6 +60,7 @@ impl PgAnswer {
             outcome,
             replayed: false,
             conflicts: 0,
+            held: None,
         }
     }
 }
@@ -81,6 +87,11 @@ pub struct Books {
     /// Redis's ledger (a lost update leaves two sales and one unit gone).
     pub oversold: i64,
 }
+
+/// How many connections an instance's [`pool`] keeps at most: enough for
+/// the sales in flight on one instance to hold a transaction each while
+/// working, few enough for several instances on one server's default 100.
+pub const POOL_SIZE: usize = 16;
 
 /// How long a connection of a [`pool`] may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -126,6 +137,19 @@ pub async fn reset(client: &impl GenericClient, sku: &str, stock: i64) -> Result
     Ok(row.try_get(0)?)
 }
 
+/// Stocks `sku` with `stock` units unless it is stocked already (a
+/// database that holds it keeps its state).
+pub async fn seed(client: &impl GenericClient, sku: &str, stock: i64) -> Result<(), PgError> {
+    client
+        .execute(
+            "INSERT INTO stock (sku, epoch, initial, remaining) VALUES ($1, 1, $2, $2)
+             ON CONFLICT (sku) DO NOTHING",
+            &[&sku, &stock],
+        )
+        .await?;
+    Ok(())
+}
+
 /// `sku`'s books, or `None` if it was never stocked.
 pub async fn books(client: &impl GenericClient, sku: &str) -> Result<Option<Books>, PgError> {
     let Some(row) = client
@@ -156,4 +180,27 @@ pub async fn books(client: &impl GenericClient, sku: &str) -> Result<Option<Book
         duplicates,
         oversold: sold - (initial - remaining),
     }))
+}
+
+/// `snapshot` (Redis's ledger of its SKU) with the stock and sales of
+/// PostgreSQL's books, when the database sold from that SKU in its current
+/// epoch: the `pg-*` variants' SKUs are read there. The answers' counts
+/// (by instance, unknown ones) stay Redis's, where every instance counts
+/// them. Returns whether it did.
+pub async fn overlay(
+    client: &impl GenericClient,
+    snapshot: &mut crate::wire::StateSnapshot,
+) -> Result<bool, PgError> {
+    let Some(books) = books(client, &snapshot.sku).await? else {
+        return Ok(false);
+    };
+    if books.sold == 0 {
+        return Ok(false);
+    }
+    snapshot.initial = books.initial;
+    snapshot.remaining = books.remaining;
+    snapshot.sold = books.sold;
+    snapshot.oversold = books.oversold;
+    snapshot.duplicates = books.duplicates;
+    Ok(true)
 }

@@ -84,8 +84,9 @@ pub async fn for_update(
         Ok(None) => return Ok(PgAnswer::new(Outcome::NotStocked)),
         Err(err) => return lock_refused(err, buyer),
     };
+    let entered = crate::timeline::now_ns();
     hook.at(points::AFTER_ACQUIRE).await;
-    let decided = section(tx, buyer, hook, epoch, remaining).await?;
+    let decided = section(tx, buyer, hook, Some(entered), (epoch, remaining)).await?;
     answer_of(c, buyer, decided).await
 }
 
@@ -119,6 +120,7 @@ pub async fn advisory(c: &mut Client, buyer: &Buyer<'_>, hook: &Hook) -> Result<
             return lock_refused(err, buyer);
         }
     }
+    let entered = crate::timeline::now_ns();
     hook.at(points::AFTER_ACQUIRE).await;
     let Some(row) = tx
         .query_opt(
@@ -129,7 +131,8 @@ pub async fn advisory(c: &mut Client, buyer: &Buyer<'_>, hook: &Hook) -> Result<
     else {
         return Ok(PgAnswer::new(Outcome::NotStocked));
     };
-    let decided = section(tx, buyer, hook, row.try_get(0)?, row.try_get(1)?).await?;
+    let read = (row.try_get(0)?, row.try_get(1)?);
+    let decided = section(tx, buyer, hook, Some(entered), read).await?;
     answer_of(c, buyer, decided).await
 }
 
@@ -207,24 +210,26 @@ pub async fn unprotected(
         return Ok(PgAnswer::new(Outcome::NotStocked));
     };
     let tx = c.transaction().await?;
-    let decided = section(tx, buyer, hook, row.try_get(0)?, row.try_get(1)?).await?;
+    let read = (row.try_get(0)?, row.try_get(1)?);
+    let decided = section(tx, buyer, hook, None, read).await?;
     answer_of(c, buyer, decided).await
 }
 
 /// The section after the read: the work, then the write of what was read
 /// minus one (refused if the SKU was reset since the read), and the
-/// commit. `remaining` is the stock the read saw.
+/// commit. `read` is the epoch and the stock the read saw; `entered`,
+/// when the lock was had (none: no lock).
 async fn section(
     tx: tokio_postgres::Transaction<'_>,
     buyer: &Buyer<'_>,
     hook: &Hook,
-    epoch: i64,
-    remaining: i64,
+    entered: Option<u64>,
+    (epoch, remaining): (i64, i64),
 ) -> Result<Decided, PgError> {
     hook.at(points::AFTER_READ).await;
     if remaining <= 0 {
         let answer = record_sold_out(&tx, buyer, remaining).await?;
-        return commit(tx, answer, hook).await;
+        return commit(tx, answer, hook, entered).await;
     }
     work(buyer).await;
     hook.at(points::BEFORE_WRITE).await;
@@ -241,7 +246,7 @@ async fn section(
         Err(err) if duplicate_id(&err) => return Ok(Decided::DuplicateId),
         Err(err) => return Err(err.into()),
     };
-    commit(tx, answer, hook).await
+    commit(tx, answer, hook, entered).await
 }
 
 /// What the section decided.
@@ -259,15 +264,24 @@ async fn answer_of(c: &Client, buyer: &Buyer<'_>, decided: Decided) -> Result<Pg
     }
 }
 
-/// Commits; a commit sent and not answered is `unknown`.
+/// Commits (which releases the lock had at `entered`); a commit sent and
+/// not answered is `unknown`.
 async fn commit(
     tx: tokio_postgres::Transaction<'_>,
     answer: PgAnswer,
     hook: &Hook,
+    entered: Option<u64>,
 ) -> Result<Decided, PgError> {
     hook.at(points::BEFORE_RELEASE).await;
+    // Taken before COMMIT is sent: from the lock's grant seen to here the
+    // lock is surely held, so two such spans never overlap (the server
+    // frees the lock at the commit, before its client hears of it).
+    let exit = crate::timeline::now_ns();
     match tx.commit().await {
-        Ok(()) => Ok(Decided::Answer(answer)),
+        Ok(()) => Ok(Decided::Answer(PgAnswer {
+            held: entered.map(|at| (at, exit)),
+            ..answer
+        })),
         Err(err) if err.as_db_error().is_none() => {
             Ok(Decided::Answer(PgAnswer::new(Outcome::Unknown)))
         }

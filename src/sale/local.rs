@@ -29,6 +29,10 @@ pub(super) struct Local {
     pub(super) served: u64,
     /// Of these, the buyers refused from a sold-out mark.
     pub(super) mark_refusals: u64,
+    /// Replays and busy answers of the variants that count nothing in
+    /// Redis as they answer (the database's).
+    pub(super) replays: u64,
+    pub(super) busy: u64,
     /// The last [`timeline::HELD`] at most.
     pub(super) sections: VecDeque<timeline::Section>,
 }
@@ -48,6 +52,8 @@ fn local_of(count: ledger::CountIn) -> Local {
         unknown: count.unknown,
         served: count.served,
         mark_refusals: count.mark_refusals,
+        replays: count.replays,
+        busy: count.busy,
         sections: count.sections.into(),
     }
 }
@@ -144,6 +150,8 @@ impl Seller {
                 unknown: n.unknown,
                 served: n.served,
                 mark_refusals: n.mark_refusals,
+                replays: n.replays,
+                busy: n.busy,
                 sections: Vec::from(n.sections),
             };
             match ledger::count_in(&mut conn, &Keys::new(&sku), &self.instance, counter, &count)
@@ -169,6 +177,8 @@ impl Seller {
             entry.unknown += n.unknown;
             entry.served += n.served;
             entry.mark_refusals += n.mark_refusals;
+            entry.replays += n.replays;
+            entry.busy += n.busy;
             // Older than whatever came meanwhile.
             let newer = std::mem::replace(&mut entry.sections, n.sections);
             for section in newer {

@@ -95,6 +95,9 @@ impl KnownSku {
     }
 }
 
+/// Why a `pg-*` variant cannot sell on an instance without PostgreSQL.
+pub const NO_POSTGRES: &str = "the pg-* variants keep their stock in PostgreSQL: this instance was started without --postgres-url (stocklock up starts one unless --orders off or --minimal; install postgresql)";
+
 /// How many SKUs an instance remembers (about 500 bytes each): the hot ones
 /// of a flash sale are few.
 const SKUS_REMEMBERED: usize = 1024;
@@ -153,6 +156,11 @@ impl Seller {
         }
     }
 
+    /// The PostgreSQL of the `pg-*` variants, if this instance has one.
+    pub fn postgres(&self) -> Option<&crate::pgstock::Pool> {
+        self.stores.postgres.as_ref()
+    }
+
     /// The same seller, remembering request ids for `ttl`.
     pub fn with_request_ttl(mut self, ttl: Duration, ids_per_sku: u64) -> Self {
         self.request_ttl = ttl;
@@ -202,6 +210,9 @@ impl Seller {
     ) -> Result<Sale, SaleError> {
         if let Some(missing) = variant.missing_store(&self.stores) {
             return Err(SaleError::NotConfigured(missing));
+        }
+        if variant.stock_in_postgres() && self.stores.postgres.is_none() {
+            return Err(SaleError::NotConfigured(NO_POSTGRES));
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
         // A request id's answer is recorded for its retries: only Redis
@@ -282,13 +293,15 @@ impl Seller {
         };
         // The scripted variants check the SKU and the request id inside their
         // one script, writing nothing for a SKU never stocked.
-        if !variant.scripted() && !known.stocked(&mut conn).await? {
+        // The database's variants check the SKU and the id in PostgreSQL.
+        let own_ids = variant.scripted() || variant.stock_in_postgres();
+        if !own_ids && !known.stocked(&mut conn).await? {
             return Ok(sale(Answer::recorded(Outcome::NotStocked, false)));
         }
         let claim = match request.request_id.as_deref() {
             // A live mutant (debug builds only) claims nothing.
             Some(_) if mutant::on(Mutant::NoClaim) => None,
-            Some(id) if !variant.scripted() => {
+            Some(id) if !own_ids => {
                 // As long as the attempt may legitimately take: its wait
                 // for the lock, its work, and the grace.
                 let hold = variant.wait(&request.knobs) + request.knobs.work + CLAIM_GRACE;
@@ -365,24 +378,34 @@ impl Seller {
         let unknown = answer.outcome == Outcome::Unknown;
         // The script counts the answers of requests with an id; the others
         // are counted here, one Redis call fewer per sale.
-        let served = variant.scripted()
-            && request.request_id.is_none()
-            && matches!(
-                answer.outcome,
-                Outcome::Sold { .. } | Outcome::SoldOut { .. } | Outcome::Unknown
-            );
+        // The database's variants count nothing in Redis: every answer here.
+        let served = variant.stock_in_postgres()
+            || variant.scripted()
+                && request.request_id.is_none()
+                && matches!(
+                    answer.outcome,
+                    Outcome::Sold { .. } | Outcome::SoldOut { .. } | Outcome::Unknown
+                );
         let section = answer.witnessed.take().map(|mut section| {
-            // The variant has let go of its lock by now.
-            if !section.atomic {
+            // The variant has let go of its lock by now (unless it said
+            // when: the database's locks go with their commit).
+            if !section.atomic && section.release_ns.is_none() {
                 section.release_ns = Some(timeline::now_ns());
             }
             section
         });
+        // The database's variants record no answer in Redis as they give it.
+        let (replay, busy) = match variant.stock_in_postgres() {
+            true => (answer.replayed, matches!(answer.outcome, Outcome::Busy(_))),
+            false => (false, false),
+        };
         if unknown || served || section.is_some() {
             // One lock of the counts for all three.
             self.count_local(&request.sku, |local| {
                 local.unknown += u64::from(unknown);
                 local.served += u64::from(served);
+                local.replays += u64::from(replay);
+                local.busy += u64::from(busy);
                 if let Some(section) = section {
                     local.keep(*section);
                 }

@@ -49,6 +49,8 @@ mod instances;
 pub mod nginx;
 pub mod pg_relay;
 pub mod postgres;
+mod seed;
+pub use seed::{seed_stock, seed_stock_in_background};
 pub mod process;
 pub mod redis;
 pub mod relay;
@@ -67,10 +69,8 @@ use self::nginx::Nginx;
 use self::redis::RedisServer;
 use self::stores::{Exited, Stores};
 use crate::args::{Switch, generate_token, parse_duration, parse_duration_or_zero, parse_variant};
-use crate::knobs::{DEFAULT_SKU, Sku, parse_stock};
-use crate::ledger;
+use crate::knobs::parse_stock;
 use crate::os::shutdown_signal;
-use crate::store::{Keys, Store};
 use crate::variants::Variant;
 
 /// What `up` was asked for: its flags.
@@ -231,7 +231,7 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     let run_dir = run_dir::create(None)?;
 
     let mut stores = Stores::start(&config, run_dir.path()).await?;
-    seed_stock(&stores.store()?, stock).await?;
+    seed_stock(&stores.store()?, stores.postgres_url.as_deref(), stock).await?;
     let mut relays = store_relays(&config, &stores.redis_url).await?;
     let mut instances = Instances::start(
         config.instances,
@@ -417,24 +417,4 @@ async fn until_stopped(
             },
         }
     }
-}
-
-/// Gives the SKUs the lab uses (`00001` and one per variant) their stock,
-/// leaving any that already have some alone (an existing Redis keeps its
-/// state). `lua-sharded`'s SKU is split into [`crate::knobs::DEFAULT_BUCKETS`].
-pub async fn seed_stock(store: &Store, stock: i64) -> anyhow::Result<()> {
-    let mut conn = store.conn().await.context("cannot reach Redis")?;
-    ledger::reset_sku(
-        &mut conn,
-        &Keys::new(&Sku::parse(DEFAULT_SKU)?),
-        stock,
-        0,
-        true,
-    )
-    .await?;
-    for variant in Variant::ALL {
-        let sku = Sku::parse(variant.name())?;
-        ledger::reset_sku(&mut conn, &Keys::new(&sku), stock, variant.buckets(), true).await?;
-    }
-    Ok(())
 }

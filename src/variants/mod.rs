@@ -33,6 +33,7 @@
 //! matrix, the command line's help, the k6 script and the tests that mean
 //! "every variant" all iterate [`Variant::ALL`] or read `/api/variants`.
 
+mod about;
 mod claims;
 mod etcd;
 mod fenced;
@@ -43,6 +44,11 @@ mod lua_sharded;
 mod lua_stream;
 mod lua_then_queue;
 mod none;
+mod pg_advisory;
+mod pg_common;
+mod pg_for_update;
+mod pg_optimistic;
+mod pg_update;
 mod redlock;
 mod scenario;
 mod setnx;
@@ -56,6 +62,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+pub use self::about::{About, Reason};
 pub use self::claims::{Behaviour, Claim, Claims};
 pub use self::scenario::{Scenario, UnknownScenario};
 use self::support::{
@@ -85,11 +92,15 @@ pub enum Variant {
     LuaSharded,
     LuaThenQueue,
     LuaStream,
+    PgUpdate,
+    PgForUpdate,
+    PgOptimistic,
+    PgAdvisory,
 }
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 15] = [
+    pub const ALL: [Variant; 19] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
@@ -105,6 +116,10 @@ impl Variant {
         Variant::LuaSharded,
         Variant::LuaThenQueue,
         Variant::LuaStream,
+        Variant::PgUpdate,
+        Variant::PgForUpdate,
+        Variant::PgOptimistic,
+        Variant::PgAdvisory,
     ];
 
     /// The name in URLs, JSON and on the dashboard.
@@ -125,6 +140,10 @@ impl Variant {
             Variant::LuaSharded => "lua-sharded",
             Variant::LuaThenQueue => "lua-then-queue",
             Variant::LuaStream => "lua-stream",
+            Variant::PgUpdate => "pg-update",
+            Variant::PgForUpdate => "pg-for-update",
+            Variant::PgOptimistic => "pg-optimistic",
+            Variant::PgAdvisory => "pg-advisory",
         }
     }
 
@@ -146,6 +165,10 @@ impl Variant {
             Variant::LuaSharded => &lua_sharded::ABOUT,
             Variant::LuaThenQueue => &lua_then_queue::ABOUT,
             Variant::LuaStream => &lua_stream::ABOUT,
+            Variant::PgUpdate => &pg_update::ABOUT,
+            Variant::PgForUpdate => &pg_for_update::ABOUT,
+            Variant::PgOptimistic => &pg_optimistic::ABOUT,
+            Variant::PgAdvisory => &pg_advisory::ABOUT,
         }
     }
 
@@ -165,6 +188,16 @@ impl Variant {
                 | Variant::LuaSharded
                 | Variant::LuaThenQueue
                 | Variant::LuaStream
+        )
+    }
+
+    /// Whether its stock and ledger live in PostgreSQL (`pg-*`): it
+    /// checks and records its request ids there, and its books are read
+    /// there ([`crate::pgstock::books`]).
+    pub fn stock_in_postgres(self) -> bool {
+        matches!(
+            self,
+            Variant::PgUpdate | Variant::PgForUpdate | Variant::PgOptimistic | Variant::PgAdvisory
         )
     }
 
@@ -192,7 +225,11 @@ impl Variant {
             | Variant::LuaBatch
             | Variant::LuaSharded
             | Variant::LuaThenQueue
-            | Variant::LuaStream => false,
+            | Variant::LuaStream
+            | Variant::PgUpdate
+            | Variant::PgForUpdate
+            | Variant::PgOptimistic
+            | Variant::PgAdvisory => false,
         }
     }
 
@@ -274,34 +311,6 @@ impl FromStr for Variant {
             .find(|v| v.name() == name)
             .ok_or_else(|| UnknownVariant(name.to_owned()))
     }
-}
-
-/// The teaching text of a variant. Each variant's file opens with the same
-/// words in its module comment.
-pub struct About {
-    /// One line: what protects the critical section.
-    pub protection: &'static str,
-    /// What it does, what breaks it, which scenario shows it.
-    pub explanation: &'static str,
-    /// The same two in Chinese, for the dashboard's 中文 view.
-    pub protection_zh: &'static str,
-    pub explanation_zh: &'static str,
-    /// The lines of code that matter.
-    pub code: &'static str,
-    pub default_lease: Option<Duration>,
-    pub default_wait: Option<Duration>,
-    /// What it does in each scenario of the lab: its row of the matrix.
-    /// A safe race claim has no note: `stocklock load` compares it with "safe".
-    pub claims: Claims,
-    /// Why it is expected to under-sell a race (turn buyers away while
-    /// stock is left), if it is.
-    pub undersells: Option<Reason>,
-}
-
-/// A reason, in English and in Chinese (the dashboard's 中文 view).
-pub struct Reason {
-    pub en: &'static str,
-    pub zh: &'static str,
 }
 
 impl Ctx<'_> {
@@ -397,6 +406,10 @@ impl Protections {
             Variant::LuaSharded => self.sharded.deduct(ctx).await,
             Variant::LuaThenQueue => lua_then_queue::LuaThenQueue.deduct(ctx).await,
             Variant::LuaStream => self.stream.deduct(ctx).await,
+            Variant::PgUpdate => pg_update::PgUpdate.deduct(ctx).await,
+            Variant::PgForUpdate => pg_for_update::PgForUpdate.deduct(ctx).await,
+            Variant::PgOptimistic => pg_optimistic::PgOptimistic.deduct(ctx).await,
+            Variant::PgAdvisory => pg_advisory::PgAdvisory.deduct(ctx).await,
         }
     }
 }

@@ -63,12 +63,22 @@ fn crowd(
 }
 
 /// `slow-business`: a safe cell needs the lease to have been renewed
-/// while the work outlived it.
-pub fn slow_business(ledger: &Ledger) -> Judgement {
+/// while the work outlived it; for a lock with no lease (`lease_ms`
+/// `None`: the database's), the sections held longer than the lease a
+/// Redis lock would have had, one after the other.
+pub fn slow_business(ledger: &Ledger, lease_ms: Option<u64>) -> Judgement {
     let landed = check(ledger.state.sold > 0, || "no buyer got through".to_owned());
-    let earned = check(ledger.state.renewals > 0, || {
-        "no lease was renewed: the work never outlived one".to_owned()
-    });
+    let earned = match lease_ms {
+        None => check(ledger.state.renewals > 0, || {
+            "no lease was renewed: the work never outlived one".to_owned()
+        }),
+        Some(lease) => check(ledger.sections >= 2 && ledger.longest_ms > lease, || {
+            format!(
+                "no lock was held past {lease} ms by two buyers in turn ({} sections, the longest {} ms)",
+                ledger.sections, ledger.longest_ms
+            )
+        }),
+    };
     decide(landed, ledger, earned, ledger.to_string())
 }
 

@@ -200,6 +200,10 @@ pub struct Ledger {
     pub overlap_example: Option<String>,
     /// Where its timeline can be seen (a page of the stack), if it lasts.
     pub timeline: Option<String>,
+    /// Critical sections the timeline holds, and the longest one's time
+    /// from its entry to its lock's release.
+    pub sections: usize,
+    pub longest_ms: u64,
 }
 
 impl Ledger {

@@ -114,15 +114,37 @@ fn slow_business_is_safe_only_when_renewed() {
     let mut renewed = state(5, 2, 3);
     renewed.renewals = 12;
     assert_eq!(
-        observed(slow_business(&ledger(renewed))),
+        observed(slow_business(&ledger(renewed), None)),
         Observed::Seen(Safe)
     );
     assert_eq!(
-        observed(slow_business(&ledger(state(5, 3, 3)))),
+        observed(slow_business(&ledger(state(5, 3, 3)), None)),
         Observed::Seen(Oversells)
     );
     assert_eq!(
-        observed(slow_business(&ledger(state(5, 2, 3)))),
+        observed(slow_business(&ledger(state(5, 2, 3)), None)),
+        Observed::Inconclusive
+    );
+}
+
+#[test]
+fn slow_business_without_a_lease_is_safe_only_when_the_lock_outlived_one() {
+    let held = |sections, longest_ms| Ledger {
+        sections,
+        longest_ms,
+        ..ledger(state(5, 2, 3))
+    };
+    assert_eq!(
+        observed(slow_business(&held(3, 650), Some(200))),
+        Observed::Seen(Safe)
+    );
+    // Work shorter than a lease, or one buyer alone, proves nothing.
+    assert_eq!(
+        observed(slow_business(&held(3, 150), Some(200))),
+        Observed::Inconclusive
+    );
+    assert_eq!(
+        observed(slow_business(&held(1, 650), Some(200))),
         Observed::Inconclusive
     );
 }

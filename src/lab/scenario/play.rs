@@ -107,7 +107,10 @@ pub(super) async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgemen
         ),
     )
     .await?;
-    Ok(judge::slow_business(&lab.ledger(v).await?))
+    // A lock without a lease (the database's) must hold through the work.
+    let variant: Variant = v.parse().map_err(|_| anyhow::anyhow!("no variant {v}"))?;
+    let leaseless = variant.stock_in_postgres().then_some(lease as u64);
+    Ok(judge::slow_business(&lab.ledger(v).await?, leaseless))
 }
 
 /// After a holder died: a buyer on `other`, waiting up to the recovery

@@ -120,16 +120,18 @@ pub(crate) fn note(line: &str) {
 }
 
 /// `up`'s flags for the smallest etcd cluster and ZooKeeper (one member,
-/// one server): for the stacks of tests that run every variant.
-pub(crate) const LOCK_STORES: &[&str] = &["--etcd", "1", "--zookeeper", "1"];
+/// one server) and a PostgreSQL (the pg-* variants' stock): for the stacks
+/// of tests that run every variant.
+pub(crate) const LOCK_STORES: &[&str] = &["--etcd", "1", "--zookeeper", "1", "--orders", "on"];
 
 /// The variants an in-process instance serves: it is given Redlock's
-/// "nodes" (databases of its own Redis) but no etcd or ZooKeeper, whose
-/// variants answer 503 `not_configured` there and run in the stack tests.
+/// "nodes" (databases of its own Redis) but no etcd, ZooKeeper or
+/// PostgreSQL, whose variants answer 503 `not_configured` there and run in
+/// the stack tests.
 pub(crate) fn in_process_variants() -> impl Iterator<Item = Variant> {
     Variant::ALL
         .into_iter()
-        .filter(|v| !matches!(v, Variant::Etcd | Variant::ZooKeeper))
+        .filter(|v| !matches!(v, Variant::Etcd | Variant::ZooKeeper) && !v.stock_in_postgres())
 }
 
 impl Stack {

@@ -118,7 +118,9 @@ async fn a_paused_redis_never_separates_a_sale_from_its_record_and_every_id_reso
     let bound = Duration::from_secs(30);
     let stack = Stack::start_with(2, None, &["--chaos", "--etcd", "1", "--zookeeper", "1"]).await;
     let redis_url = stack.redis_url.clone().unwrap();
-    for variant in Variant::ALL {
+    // The database's variants keep their stock out of Redis: its pause
+    // has no write of theirs to separate from its record.
+    for variant in Variant::ALL.into_iter().filter(|v| !v.stock_in_postgres()) {
         let v = variant.name();
         stack.reset(v, STOCK).await;
         // lua and lua-sharded have no section in Rust: nothing announces.

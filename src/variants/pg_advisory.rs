@@ -1,0 +1,73 @@
+//! `pg-advisory`: the section under an advisory lock on the SKU: the
+//! database as a lock store, beside Redis, etcd and ZooKeeper.
+//!
+//! `pg_advisory_xact_lock(hash of the SKU)` in the transaction that reads,
+//! works and writes: the lock is the transaction's, released by its commit,
+//! or by the end of the session if its holder dies (rolled back with it).
+//! `wait_ms=0` tries once (`pg_try_advisory_xact_lock`).
+
+use std::time::Duration;
+
+use super::pg_common::{NOT_IN_REDIS, answer, buyer, connection};
+use super::{About, Claim, Claims, Protection};
+use crate::pgstock::sale;
+use crate::section::{Answer, Ctx};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "PostgreSQL advisory lock on the SKU, held by the transaction that reads, works and writes",
+    explanation: "The database as a lock store. The transaction takes pg_advisory_xact_lock on a hash of the SKU, reads the \
+        stock plainly, does the business work, writes what was read minus one and commits; the commit releases the \
+        lock. It is PostgreSQL's own mutex, not a row: nothing of the stock is locked, only the name, as with a Redis \
+        lock, but it belongs to the transaction, so a holder that dies releases it when its session ends, its write \
+        rolled back with it: no lease to run out, no token needed. Waits up to wait_ms (lock_timeout); with wait_ms=0 \
+        it tries once and is told busy.",
+    protection_zh: "PostgreSQL 咨询锁(advisory lock),由读取、业务、写回的那个事务持有",
+    explanation_zh: "把数据库当作锁服务。事务对 SKU 的哈希取 pg_advisory_xact_lock,普通地读取库存,执行业务,写回读到的值减一并提交;提交时释放锁。这是 PostgreSQL 自己的互斥锁,锁的不是行,而是一个名字,和 Redis 锁一样;但它属于事务,持有者死掉时会话结束,锁随之释放,它的写入也一起回滚:没有会到期的租期,也不需要令牌。最多等待 wait_ms(lock_timeout);wait_ms=0 时只试一次,失败得到 busy。",
+    code: r#"
+BEGIN;
+SELECT pg_advisory_xact_lock(hashtextextended($sku, 0));      -- waits for the name
+SELECT epoch, remaining FROM stock WHERE sku = $1;             -- a plain read
+-- the business work (work_ms)
+UPDATE stock SET remaining = $read - 1, sold = sold + 1 WHERE sku = $1 AND epoch = $epoch;
+INSERT INTO stock_sales ...;
+COMMIT;                                                        -- releases the lock"#,
+    default_lease: None,
+    default_wait: Some(Duration::from_secs(10)),
+    claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
+        race: Claim::safe(""),
+        slow_business: Claim::safe("the lock is the transaction's, no lease"),
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::NOT_APPLICABLE,
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes_early: Claim::not_applicable(NOT_IN_REDIS),
+        lock_vanishes: Claim::not_applicable(NOT_IN_REDIS),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::not_applicable("no lease"),
+        redis_restart: Claim::not_applicable(NOT_IN_REDIS),
+        redis_pause: Claim::not_applicable(NOT_IN_REDIS),
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable(NOT_IN_REDIS),
+        failover_wait_early: Claim::NOT_APPLICABLE,
+        failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::NOT_APPLICABLE,
+        worker_crash_before_ack: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::NOT_APPLICABLE,
+        reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
+    },
+    undersells: None,
+};
+
+pub(super) struct PgAdvisory;
+
+impl Protection for PgAdvisory {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
+        let mut c = connection(ctx).await?;
+        let buyer = buyer(ctx, &ABOUT);
+        answer(ctx, sale::advisory(&mut c, &buyer, &ctx.hook).await)
+    }
+}

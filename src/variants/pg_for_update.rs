@@ -1,0 +1,73 @@
+//! `pg-for-update`: the section under the stock row's lock.
+//!
+//! `SELECT … FOR UPDATE` reads the stock and locks its row until the
+//! transaction ends; the business work runs with the row locked, then the
+//! write of what was read minus one and the commit. Every other buyer of
+//! the SKU waits on the row (up to `wait_ms`, `NOWAIT` when zero). The
+//! pessimistic lock: a dead holder's session ends and its transaction is
+//! rolled back, lock and all.
+
+use std::time::Duration;
+
+use super::pg_common::{NOT_IN_REDIS, answer, buyer, connection};
+use super::{About, Claim, Claims, Protection};
+use crate::pgstock::sale;
+use crate::section::{Answer, Ctx};
+use crate::store::StoreError;
+
+pub(super) const ABOUT: About = About {
+    protection: "PostgreSQL row lock: SELECT ... FOR UPDATE, the work, the write, COMMIT",
+    explanation: "The pessimistic lock of the database. SELECT remaining FROM stock WHERE sku = $1 FOR UPDATE reads the stock \
+        and locks its row until the transaction ends; the business work runs with the row locked, then the write of \
+        what was read minus one, the sale's row, and COMMIT. Every other buyer of the SKU waits on the row lock (up to \
+        wait_ms; with wait_ms=0 it asks NOWAIT and is told busy at once). There is no lease: a holder that dies ends \
+        its session, and PostgreSQL rolls its transaction back and frees the row. The price is that the work is done \
+        holding the row: one buyer at a time per SKU.",
+    protection_zh: "PostgreSQL 行锁:SELECT ... FOR UPDATE,业务,写回,COMMIT",
+    explanation_zh: "数据库的悲观锁。SELECT remaining FROM stock WHERE sku = $1 FOR UPDATE 读取库存并锁住这一行直到事务结束;业务逻辑在持有行锁时执行,然后写回读到的值减一、记下这次售出,再 COMMIT。同一 SKU 的其他买家在行锁上等待(最多 wait_ms;wait_ms=0 时用 NOWAIT,立即得到 busy)。没有租期:持有者死掉,它的会话随之结束,PostgreSQL 回滚它的事务并释放这一行。代价是业务在持锁期间执行:每个 SKU 同一时间只有一个买家。",
+    code: r#"
+BEGIN;
+SELECT epoch, remaining FROM stock WHERE sku = $1 FOR UPDATE;  -- waits for the row
+-- the business work (work_ms), the row still locked
+UPDATE stock SET remaining = $read - 1, sold = sold + 1 WHERE sku = $1 AND epoch = $epoch;
+INSERT INTO stock_sales ...;
+COMMIT;                                                       -- frees the row"#,
+    default_lease: None,
+    default_wait: Some(Duration::from_secs(10)),
+    claims: Claims {
+        one_instance: Claim::not_applicable("adds nothing to the race"),
+        race: Claim::safe(""),
+        slow_business: Claim::safe("the row stays locked through the work"),
+        crash_after_acquire: Claim::NOT_APPLICABLE,
+        pause_holder: Claim::NOT_APPLICABLE,
+        kill_instance: Claim::NOT_APPLICABLE,
+        lock_vanishes_early: Claim::not_applicable(NOT_IN_REDIS),
+        lock_vanishes: Claim::not_applicable(NOT_IN_REDIS),
+        retry_storm: Claim::safe("one sale per request_id"),
+        clock_skew: Claim::not_applicable("no lease"),
+        redis_restart: Claim::not_applicable(NOT_IN_REDIS),
+        redis_pause: Claim::not_applicable(NOT_IN_REDIS),
+        redlock_minority_down: Claim::NOT_APPLICABLE,
+        redlock_majority_down: Claim::NOT_APPLICABLE,
+        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
+        failover: Claim::not_applicable(NOT_IN_REDIS),
+        failover_wait_early: Claim::NOT_APPLICABLE,
+        failover_wait: Claim::NOT_APPLICABLE,
+        crash_before_enqueue: Claim::NOT_APPLICABLE,
+        worker_crash_before_ack: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::NOT_APPLICABLE,
+        reservation_expiry: Claim::NOT_APPLICABLE,
+        redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
+    },
+    undersells: None,
+};
+
+pub(super) struct PgForUpdate;
+
+impl Protection for PgForUpdate {
+    async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
+        let mut c = connection(ctx).await?;
+        let buyer = buyer(ctx, &ABOUT);
+        answer(ctx, sale::for_update(&mut c, &buyer, &ctx.hook).await)
+    }
+}
