@@ -24,24 +24,31 @@ async fn buy(stack: &crate::helpers::Stack, variant: &str, id: &str) -> (u16, Va
         .await
 }
 
-/// Waits (bounded) until the replica holds `stock` as `variant`'s stock:
-/// the sales so far reached it.
+/// Waits (bounded) until the replica holds `stock` as `variant`'s stock
+/// and no lock of it: the sales so far reached it, and so did the release
+/// of the last one's lock, which the master sends after the sale's write
+/// (a master killed in between leaves the new master a lock nobody holds
+/// until its lease ends, and the buyers after the failover wait it out).
 async fn replicated(replica_url: &str, variant: &str, stock: i64) {
     let mut conn = plain(replica_url).await;
-    let key = format!("stock:{{{variant}}}");
+    let (key, lock) = (
+        format!("stock:{{{variant}}}"),
+        format!("lock:{{{variant}}}"),
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let seen: Option<i64> = redis::cmd("GET")
-            .arg(&key)
+        let (seen, locked): (Option<i64>, bool) = redis::pipe()
+            .get(&key)
+            .exists(&lock)
             .query_async(&mut conn)
             .await
             .unwrap();
-        if seen == Some(stock) {
+        if seen == Some(stock) && !locked {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "the replica still has {seen:?} for {key}, not {stock}"
+            "the replica still has {seen:?} for {key}, not {stock} (its lock held: {locked})"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
