@@ -2,6 +2,10 @@
 //! SKU, straight from the two stores (no instance in between). Exit 0 only
 //! when every SKU matches, nothing is still on its way and no order names
 //! an epoch the ledger lost (`LEDGER_LOST`).
+//!
+//! With `--stock`, the stock both stores keep (`redis-then-pg`): Redis's
+//! stock and net sales against the database's, per SKU
+//! ([`crate::pgstock::both`]); exit 0 only when they agree.
 
 use std::time::{Duration, Instant};
 
@@ -36,9 +40,15 @@ pub struct ReconcileArgs {
     #[arg(long, default_value = "10s", value_parser = parse_wait)]
     pub wait: Duration,
     /// Print the reconciliations as JSON: [{sku, epoch, sold, ..., lost, phantom, ...,
-    /// orphaned, ledger_lost}].
+    /// orphaned, ledger_lost}] (with --stock: [{sku, redis_remaining, redis_sold,
+    /// redis_returned, pg_remaining, pg_sold, pg_oversold, agree}]).
     #[arg(long)]
     pub json: bool,
+    /// Reconcile the stock both stores keep (redis-then-pg: Redis takes a unit
+    /// first, the database decides the sale) instead of the orders: Redis's stock
+    /// and net sales against the database's (default: every SKU sold from in both).
+    #[arg(long)]
+    pub stock: bool,
 }
 
 fn parse_wait(text: &str) -> Result<Duration, String> {
@@ -54,6 +64,9 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<bool> {
         .with_context(|| format!("bad Redis URL {}", orders::shown(&args.redis_url)))?;
     let mut conn = store.conn().await.context("cannot reach Redis")?;
     let db = orders::connect(&args.postgres_url).await?;
+    if args.stock {
+        return stock(&mut conn, &db, &args).await;
+    }
     let skus = if args.sku.is_empty() {
         order_skus(&mut conn, &db).await?
     } else {
@@ -84,6 +97,46 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<bool> {
         }
     }
     Ok(found.iter().all(Reconciliation::clean))
+}
+
+/// `stocklock reconcile --stock`: `Ok(false)` when any SKU's two books
+/// disagree.
+async fn stock(conn: &mut Conn, db: &Client, args: &ReconcileArgs) -> anyhow::Result<bool> {
+    use crate::pgstock::both;
+    let skus = if args.sku.is_empty() {
+        both::both_skus(conn, db).await?
+    } else {
+        args.sku
+            .iter()
+            .map(|s| Sku::parse(s))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let mut found = Vec::with_capacity(skus.len());
+    for sku in &skus {
+        match both::both(conn, db, sku).await? {
+            Some(books) => found.push(books),
+            None => anyhow::bail!("{sku}: the database never stocked this SKU"),
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+    } else if found.is_empty() {
+        println!("no SKU has sold from both stores yet (redis-then-pg)");
+    } else {
+        println!(
+            "{:<20} {:>22} {:>22}",
+            "sku", "redis left/sold/back", "postgres left/sold"
+        );
+        for b in &found {
+            let redis = format!(
+                "{}/{}/{}",
+                b.redis_remaining, b.redis_sold, b.redis_returned
+            );
+            let pg = format!("{}/{}", b.pg_remaining, b.pg_sold);
+            println!("{:<20} {redis:>22} {pg:>22}   {}", b.sku, b.verdict());
+        }
+    }
+    Ok(found.iter().all(|b| b.agree))
 }
 
 /// The reconciliation of `sku` once nothing is on its way, or at `deadline`.

@@ -89,7 +89,10 @@ impl Protocol {
             Variant::PgUpdate
             | Variant::PgForUpdate
             | Variant::PgOptimistic
-            | Variant::PgAdvisory => Program::Script,
+            | Variant::PgAdvisory
+            // redis-then-pg: Redis only lets buyers through; the sale that
+            // counts is the database's version-checked write.
+            | Variant::RedisThenPg => Program::Script,
         };
         Protocol {
             program,

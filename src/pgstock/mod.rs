@@ -14,6 +14,7 @@
 //! (optimistic), or an advisory lock on the SKU; and, for the lesson's
 //! contrast, nothing at all.
 
+pub mod both;
 mod ids;
 pub mod sale;
 

@@ -28,6 +28,15 @@ use crate::gate::points;
 use crate::lock::Hook;
 use crate::outcome::{BusyReason, Outcome};
 
+/// The request id's first answer, if the database gave one in the SKU's
+/// current stocking: what a retry is told (`replayed`), nothing sold now.
+pub async fn answered(
+    c: &impl GenericClient,
+    buyer: &Buyer<'_>,
+) -> Result<Option<PgAnswer>, PgError> {
+    replay(c, buyer).await
+}
+
 /// `pg-update`: the whole sale is one conditional `UPDATE` (with the
 /// sale's row and the id's answer in the same statement): the database's
 /// atomic decrement, the counterpart of `lua`.

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::Claims;
+use super::{Claims, Variant};
+use crate::wire::{VariantInfo, Verdicts};
 
 /// The teaching text of a variant. Each variant's file opens with the same
 /// words in its module comment.
@@ -31,4 +32,33 @@ pub struct About {
 pub struct Reason {
     pub en: &'static str,
     pub zh: &'static str,
+}
+
+impl Variant {
+    /// What `/api/variants` says of it.
+    pub fn info(self) -> VariantInfo {
+        let about = self.about();
+        let claims = &about.claims;
+        VariantInfo {
+            name: self.name().to_owned(),
+            protection: about.protection.to_owned(),
+            explanation: about.explanation.to_owned(),
+            protection_zh: about.protection_zh.to_owned(),
+            explanation_zh: about.explanation_zh.to_owned(),
+            code: about.code.trim().to_owned(),
+            default_lease_ms: about.default_lease.map(|d| d.as_millis() as u64),
+            default_wait_ms: about.default_wait.map(|d| d.as_millis() as u64),
+            // The teaching matrix's five columns, read from the lab's scenarios.
+            expected: Verdicts {
+                two_instances: claims.race.text(),
+                work_exceeds_lease: claims.slow_business.text(),
+                crash_after_acquire: claims.crash_after_acquire.text(),
+                pause_exceeds_lease: claims.pause_holder.text(),
+                redis_minority_down: claims.redlock_minority_down.text(),
+            },
+            undersells: about.undersells.as_ref().map(|r| r.en.to_owned()),
+            undersells_zh: about.undersells.as_ref().map(|r| r.zh.to_owned()),
+            orders: self.orders(),
+        }
+    }
 }

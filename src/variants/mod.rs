@@ -49,6 +49,7 @@ mod pg_common;
 mod pg_for_update;
 mod pg_optimistic;
 mod pg_update;
+mod redis_then_pg;
 mod redlock;
 mod scenario;
 mod setnx;
@@ -72,7 +73,6 @@ use self::support::{
 use crate::knobs::Knobs;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
-use crate::wire::{VariantInfo, Verdicts};
 
 /// Every variant of the lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -96,11 +96,12 @@ pub enum Variant {
     PgForUpdate,
     PgOptimistic,
     PgAdvisory,
+    RedisThenPg,
 }
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 19] = [
+    pub const ALL: [Variant; 20] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
@@ -120,6 +121,7 @@ impl Variant {
         Variant::PgForUpdate,
         Variant::PgOptimistic,
         Variant::PgAdvisory,
+        Variant::RedisThenPg,
     ];
 
     /// The name in URLs, JSON and on the dashboard.
@@ -144,6 +146,7 @@ impl Variant {
             Variant::PgForUpdate => "pg-for-update",
             Variant::PgOptimistic => "pg-optimistic",
             Variant::PgAdvisory => "pg-advisory",
+            Variant::RedisThenPg => "redis-then-pg",
         }
     }
 
@@ -169,6 +172,7 @@ impl Variant {
             Variant::PgForUpdate => &pg_for_update::ABOUT,
             Variant::PgOptimistic => &pg_optimistic::ABOUT,
             Variant::PgAdvisory => &pg_advisory::ABOUT,
+            Variant::RedisThenPg => &redis_then_pg::ABOUT,
         }
     }
 
@@ -191,13 +195,18 @@ impl Variant {
         )
     }
 
-    /// Whether its stock and ledger live in PostgreSQL (`pg-*`): it
-    /// checks and records its request ids there, and its books are read
-    /// there ([`crate::pgstock::books`]).
+    /// Whether its stock and ledger live in PostgreSQL (`pg-*`, and
+    /// `redis-then-pg`, whose Redis only filters the buyers): it checks
+    /// and records its request ids there, and its books are read there
+    /// ([`crate::pgstock::books`]).
     pub fn stock_in_postgres(self) -> bool {
         matches!(
             self,
-            Variant::PgUpdate | Variant::PgForUpdate | Variant::PgOptimistic | Variant::PgAdvisory
+            Variant::PgUpdate
+                | Variant::PgForUpdate
+                | Variant::PgOptimistic
+                | Variant::PgAdvisory
+                | Variant::RedisThenPg
         )
     }
 
@@ -229,7 +238,8 @@ impl Variant {
             | Variant::PgUpdate
             | Variant::PgForUpdate
             | Variant::PgOptimistic
-            | Variant::PgAdvisory => false,
+            | Variant::PgAdvisory
+            | Variant::RedisThenPg => false,
         }
     }
 
@@ -262,32 +272,6 @@ impl Variant {
         match self {
             Variant::LuaSharded => crate::knobs::DEFAULT_BUCKETS,
             _ => 0,
-        }
-    }
-
-    pub fn info(self) -> VariantInfo {
-        let about = self.about();
-        let claims = &about.claims;
-        VariantInfo {
-            name: self.name().to_owned(),
-            protection: about.protection.to_owned(),
-            explanation: about.explanation.to_owned(),
-            protection_zh: about.protection_zh.to_owned(),
-            explanation_zh: about.explanation_zh.to_owned(),
-            code: about.code.trim().to_owned(),
-            default_lease_ms: about.default_lease.map(|d| d.as_millis() as u64),
-            default_wait_ms: about.default_wait.map(|d| d.as_millis() as u64),
-            // The teaching matrix's five columns, read from the lab's scenarios.
-            expected: Verdicts {
-                two_instances: claims.race.text(),
-                work_exceeds_lease: claims.slow_business.text(),
-                crash_after_acquire: claims.crash_after_acquire.text(),
-                pause_exceeds_lease: claims.pause_holder.text(),
-                redis_minority_down: claims.redlock_minority_down.text(),
-            },
-            undersells: about.undersells.as_ref().map(|r| r.en.to_owned()),
-            undersells_zh: about.undersells.as_ref().map(|r| r.zh.to_owned()),
-            orders: self.orders(),
         }
     }
 }
@@ -344,7 +328,8 @@ trait Protection {
 /// The variants' process-wide state, one field per variant that keeps any
 /// (`local-mutex`: a mutex per SKU; `lua-batch`: a queue per SKU;
 /// `lua-sharded`: each SKU's bucket count as last seen; `lua-stream`: when
-/// it last put each SKU in the workers' registry), and the dispatch of a
+/// it last put each SKU in the workers' registry; `redis-then-pg`: when it
+/// last compared a sold-out SKU's two books), and the dispatch of a
 /// request to its variant.
 #[derive(Default)]
 pub struct Protections {
@@ -352,6 +337,7 @@ pub struct Protections {
     batch: lua_batch::LuaBatch,
     sharded: lua_sharded::ShardedScript,
     stream: lua_stream::LuaStream,
+    redis_then_pg: redis_then_pg::RedisThenPg,
 }
 
 pub use self::lua_batch::{DEFAULT_BATCH_MAX, MAX_BATCH_MAX};
@@ -410,6 +396,7 @@ impl Protections {
             Variant::PgForUpdate => pg_for_update::PgForUpdate.deduct(ctx).await,
             Variant::PgOptimistic => pg_optimistic::PgOptimistic.deduct(ctx).await,
             Variant::PgAdvisory => pg_advisory::PgAdvisory.deduct(ctx).await,
+            Variant::RedisThenPg => self.redis_then_pg.deduct(ctx).await,
         }
     }
 }

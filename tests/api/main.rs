@@ -39,6 +39,7 @@ mod pgstock;
 mod post_sale;
 mod prometheus;
 mod rate_limit;
+mod redis_then_pg;
 mod redlock;
 mod replay;
 mod soak;

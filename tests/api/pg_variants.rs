@@ -1,5 +1,5 @@
 //! The database's variants (`pg-update`, `pg-for-update`, `pg-optimistic`,
-//! `pg-advisory`) behind `/deductStock` like every other: on a stack with
+//! `pg-advisory`, and `redis-then-pg`, whose truth is there too) behind `/deductStock` like every other: on a stack with
 //! PostgreSQL two instances sell each unit once through nginx, the SKU's
 //! state is read from the database's books, a request id is answered
 //! once; without PostgreSQL they say which store is missing.

@@ -1,0 +1,112 @@
+//! A SKU whose stock both stores keep (`redis-then-pg`: Redis takes a
+//! unit first, the database decides the sale, a refusal gives the unit
+//! back): Redis's books beside the database's, and whether they agree.
+
+use serde::Serialize;
+use tokio_postgres::GenericClient;
+
+use super::{Books, PgError, books};
+use crate::store::{Conn, Keys, StoreError};
+
+/// The two books of one SKU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BothBooks {
+    pub sku: String,
+    /// Redis's stock now, its sales, and the units given back to it.
+    pub redis_remaining: i64,
+    pub redis_sold: i64,
+    pub redis_returned: i64,
+    /// The database's stock now and its sales (the truth).
+    pub pg_remaining: i64,
+    pub pg_sold: i64,
+    /// The database's sales that no stock backs (0 unless it oversold).
+    pub pg_oversold: i64,
+    /// The same stock, and Redis's net sales (sold − returned) equal to
+    /// the database's sales.
+    pub agree: bool,
+}
+
+impl BothBooks {
+    fn of(sku: &str, redis: &crate::wire::StateSnapshot, pg: &Books) -> Self {
+        let agree = redis.initial == pg.initial
+            && redis.remaining == pg.remaining
+            && redis.sold - redis.returned == pg.sold
+            && pg.oversold == 0
+            && pg.duplicates == 0;
+        Self {
+            sku: sku.to_owned(),
+            redis_remaining: redis.remaining,
+            redis_sold: redis.sold,
+            redis_returned: redis.returned,
+            pg_remaining: pg.remaining,
+            pg_sold: pg.sold,
+            pg_oversold: pg.oversold,
+            agree,
+        }
+    }
+
+    /// What a reader sees: `agree`, or how Redis is apart from the database.
+    pub fn verdict(&self) -> String {
+        if self.agree {
+            return "agree".to_owned();
+        }
+        let short = self.pg_remaining - self.redis_remaining;
+        match short {
+            n if n > 0 => format!("Redis is {n} unit(s) short of the database (under-sold)"),
+            n if n < 0 => format!("Redis has {} unit(s) the database does not", -n),
+            _ => "the sales differ".to_owned(),
+        }
+    }
+}
+
+/// Failure reading either store.
+#[derive(Debug, thiserror::Error)]
+pub enum BothError {
+    #[error(transparent)]
+    Redis(#[from] StoreError),
+    #[error(transparent)]
+    Postgres(#[from] PgError),
+}
+
+/// `sku`'s two books, or `None` when the database never stocked it.
+pub async fn both(
+    conn: &mut Conn,
+    client: &impl GenericClient,
+    sku: &crate::knobs::Sku,
+) -> Result<Option<BothBooks>, BothError> {
+    let Some(pg) = books(client, sku.as_str()).await? else {
+        return Ok(None);
+    };
+    let redis = crate::ledger::snapshot(conn, &Keys::new(sku), sku.as_str()).await?;
+    Ok(Some(BothBooks::of(sku.as_str(), &redis, &pg)))
+}
+
+/// The SKUs whose stock both stores keep: stocked in the database and
+/// sold from in both (the `pg-*` variants' SKUs sell in the database
+/// only, the Redis variants' in Redis only).
+pub async fn both_skus(
+    conn: &mut Conn,
+    client: &impl GenericClient,
+) -> Result<Vec<crate::knobs::Sku>, BothError> {
+    let rows = client
+        .query(
+            "SELECT sku FROM stock s WHERE EXISTS
+                 (SELECT 1 FROM stock_sales x WHERE x.sku = s.sku AND x.epoch = s.epoch)
+             ORDER BY sku",
+            &[],
+        )
+        .await
+        .map_err(PgError)?;
+    let mut skus = Vec::new();
+    for row in rows {
+        let name: String = row.try_get(0).map_err(PgError)?;
+        let Ok(sku) = crate::knobs::Sku::parse(&name) else {
+            continue;
+        };
+        let redis = crate::ledger::snapshot(conn, &Keys::new(&sku), sku.as_str()).await?;
+        if redis.sold > 0 {
+            skus.push(sku);
+        }
+    }
+    Ok(skus)
+}
