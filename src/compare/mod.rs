@@ -11,7 +11,8 @@
 //! 1. uncontended lock/unlock pairs per second on each store, one client;
 //! 2. contended sales per second through nginx, `--concurrency` clients on
 //!    one SKU, with the p50 and p99 of a sale, for the lock variant of
-//!    each store (`watchdog` for Redis, `redlock`, `etcd`, `zookeeper`);
+//!    each store (`watchdog` for Redis, `redlock`, `etcd`, `zookeeper`,
+//!    and `pg-advisory` for PostgreSQL's advisory lock when it is installed);
 //! 3. the failover verdict per store, from the lab's `failover` scenario
 //!    on a stack with a replicated Redis (`redis+wait`: `failover-wait`,
 //!    whose holder's WAIT saw its lock on the replica; `--no-failover`
@@ -97,6 +98,7 @@ fn variant_of(store: PairStore) -> Variant {
         PairStore::Redlock => Variant::Redlock,
         PairStore::Etcd => Variant::Etcd,
         PairStore::ZooKeeper => Variant::ZooKeeper,
+        PairStore::Postgres => Variant::PgAdvisory,
     }
 }
 
@@ -104,12 +106,18 @@ fn variant_of(store: PairStore) -> Variant {
 pub async fn run(config: CompareConfig) -> anyhow::Result<()> {
     // A replica (and its Sentinels) for the WAIT row, when Sentinel is here.
     let replica = crate::os::find_program("redis-sentinel").is_some();
+    let postgres = crate::up::postgres::installed();
     eprintln!(
-        "compare: starting a stack with every lock store (Redis{}, 5 Redlock nodes, 3 etcd members, 1 ZooKeeper)",
+        "compare: starting a stack with every lock store (Redis{}, 5 Redlock nodes, 3 etcd members, 1 ZooKeeper, {})",
         if replica {
             " with a replica"
         } else {
             "; no replica: redis-sentinel is not installed"
+        },
+        if postgres {
+            "PostgreSQL"
+        } else {
+            "no PostgreSQL: it is not installed"
         }
     );
     let mut args = vec![
@@ -123,7 +131,7 @@ pub async fn run(config: CompareConfig) -> anyhow::Result<()> {
         "--zookeeper",
         "1",
         "--orders",
-        "off",
+        if postgres { "on" } else { "off" },
     ];
     if replica {
         args.push("--replica");
@@ -175,6 +183,7 @@ async fn measure(stack: &Stack, config: &CompareConfig) -> anyhow::Result<Vec<St
             servers.join(",")
         }),
         replica: stack.replica.is_some(),
+        postgres: stack.postgres.as_ref().map(|node| node.url.clone()),
     };
     let mut rows: Vec<StoreRow> = PairStore::ALL
         .iter()
@@ -204,7 +213,9 @@ async fn measure(stack: &Stack, config: &CompareConfig) -> anyhow::Result<Vec<St
             }
         }
         for (index, &store) in PairStore::ALL.iter().enumerate() {
-            if store == PairStore::RedisWait && !stores.replica {
+            if store == PairStore::RedisWait && !stores.replica
+                || store == PairStore::Postgres && stores.postgres.is_none()
+            {
                 continue;
             }
             let variant = variant_of(store);
@@ -275,7 +286,8 @@ mod tests {
                 Variant::Watchdog,
                 Variant::Redlock,
                 Variant::Etcd,
-                Variant::ZooKeeper
+                Variant::ZooKeeper,
+                Variant::PgAdvisory
             ]
         );
     }

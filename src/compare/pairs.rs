@@ -24,6 +24,8 @@ pub struct Stores {
     pub zookeeper: Option<String>,
     /// The main Redis has a replica (`up --replica`).
     pub replica: bool,
+    /// The stack's PostgreSQL, for `pg-advisory`'s lock.
+    pub postgres: Option<String>,
 }
 
 /// One store's lock and release, again and again.
@@ -35,15 +37,18 @@ pub enum PairStore {
     Redlock,
     Etcd,
     ZooKeeper,
+    /// PostgreSQL's advisory lock, held by a transaction (`pg-advisory`).
+    Postgres,
 }
 
 impl PairStore {
-    pub const ALL: [PairStore; 5] = [
+    pub const ALL: [PairStore; 6] = [
         PairStore::Redis,
         PairStore::RedisWait,
         PairStore::Redlock,
         PairStore::Etcd,
         PairStore::ZooKeeper,
+        PairStore::Postgres,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +58,7 @@ impl PairStore {
             PairStore::Redlock => "redlock",
             PairStore::Etcd => "etcd",
             PairStore::ZooKeeper => "zookeeper",
+            PairStore::Postgres => "postgres",
         }
     }
 }
@@ -148,6 +154,25 @@ pub async fn pairs_per_second(
                     .await?
                     .context("the zookeeper lock was held")?;
                 lock.unlock(&hold).await?;
+                pairs += 1;
+            }
+        }
+        PairStore::Postgres => {
+            let Some(url) = &stores.postgres else {
+                return Ok(None);
+            };
+            // As pg-advisory takes it: the transaction's lock on a key,
+            // released by the commit (three round trips a pair).
+            let mut client = crate::orders::connect(url).await?;
+            let key = 0x636f_6d70_i64; // "comp"
+            while started.elapsed() < period {
+                let tx = client.transaction().await?;
+                let got: bool = tx
+                    .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&key])
+                    .await?
+                    .try_get(0)?;
+                anyhow::ensure!(got, "the advisory lock was held");
+                tx.commit().await?;
                 pairs += 1;
             }
         }

@@ -28,11 +28,20 @@ async fn compare_measures_every_store_side_by_side() {
     let rows = report["rows"].as_array().unwrap();
     let stores: Vec<&str> = rows.iter().map(|r| r["store"].as_str().unwrap()).collect();
     // With a replica (redis-sentinel is installed where the tests run), the
-    // Redis lock is measured again, each lock WAITed for by the replica.
+    // Redis lock is measured again, each lock WAITed for by the replica;
+    // with PostgreSQL, its advisory lock (pg-advisory) too.
     assert_eq!(
         stores,
-        ["redis", "redis+wait", "redlock", "etcd", "zookeeper"]
+        [
+            "redis",
+            "redis+wait",
+            "redlock",
+            "etcd",
+            "zookeeper",
+            "postgres"
+        ]
     );
+    assert_eq!(rows[5]["variant"], "pg-advisory");
     for row in rows {
         let store = &row["store"];
         // Every store locked and sold something, and none oversold.
@@ -61,7 +70,7 @@ async fn compare_measures_every_store_side_by_side() {
         .find(|l| l.starts_with("performance, "))
         .expect("a performance verdict");
     let redis = rows[0]["pairs_per_s_median"].as_f64().unwrap();
-    let slower = rows[3..]
+    let slower = rows[3..5]
         .iter()
         .all(|r| r["pairs_per_s_median"].as_f64().unwrap() <= redis);
     let verdict = if slower { "confirmed" } else { "refuted" };
@@ -72,6 +81,15 @@ async fn compare_measures_every_store_side_by_side() {
             .lines()
             .any(|l| l.starts_with("WAIT 1 after each lock")),
         "{stdout}"
+    );
+    let postgres = stdout
+        .lines()
+        .find(|l| l.starts_with("PostgreSQL's advisory lock"))
+        .expect("a line on PostgreSQL's advisory lock");
+    let pairs = rows[5]["pairs_per_s_median"].as_f64().unwrap();
+    assert!(
+        postgres.contains(&format!("{pairs:.0} pairs/s")),
+        "{postgres}"
     );
     assert!(report["date"].as_str().unwrap().ends_with("UTC"));
 }
