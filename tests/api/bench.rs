@@ -65,17 +65,31 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         .iter()
         .map(|s| s["row"].as_str().unwrap())
         .collect();
-    // The stack runs without orders: their row says so.
+    // The stack runs without orders (nor PostgreSQL): their rows say so.
+    let without_postgres = ["orders-vs-sales", "pg-update-vs-lua", "pg-update-many-skus"];
     if stocklock::os::find_program("oha").is_some() {
         expected.insert(0, "generator-vs-oha");
-        assert_eq!(skipped, ["orders-vs-sales"]);
+        assert_eq!(skipped, without_postgres);
     } else {
-        assert_eq!(skipped, ["generator-vs-oha", "orders-vs-sales"]);
+        let mut all = vec!["generator-vs-oha"];
+        all.extend(without_postgres);
+        assert_eq!(skipped, all);
     }
-    let why = report["skipped"].as_array().unwrap().last().unwrap()["why"]
-        .as_str()
-        .unwrap();
-    assert!(why.contains("no orders"), "{why}");
+    let why = |row: &str| {
+        let skip = report["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["row"] == row);
+        skip.unwrap()["why"].as_str().unwrap().to_owned()
+    };
+    assert!(
+        why("orders-vs-sales").contains("no orders"),
+        "{}",
+        why("orders-vs-sales")
+    );
+    let pg = why("pg-update-vs-lua");
+    assert!(pg.contains("503") && pg.contains("PostgreSQL"), "{pg}");
     let rows = report["rows"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
     assert_eq!(names, expected);
@@ -291,7 +305,7 @@ async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is
 
 /// `stocklock bench ARGS --json FILE` against `stack`, as a user runs it,
 /// within `bound`: what it printed, and the file it wrote.
-async fn bench(stack: &Stack, args: &[&str], bound: Duration) -> (String, Value) {
+pub(crate) async fn bench(stack: &Stack, args: &[&str], bound: Duration) -> (String, Value) {
     let redis_url = stack.redis_url.clone().expect("up started its own Redis");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");

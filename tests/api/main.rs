@@ -4,6 +4,7 @@
 mod bad_input;
 mod bench;
 mod bench_bare;
+mod bench_pg;
 mod browser;
 mod chaos;
 mod check;

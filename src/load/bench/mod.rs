@@ -35,7 +35,10 @@
 //!     the stack has no Redlock nodes);
 //! 11. `orders-vs-sales`: the orders the pipeline writes per second
 //!     against the sale rate of `lua-stream`, with the lag from sale to
-//!     order row (skipped on a stack without orders; `orders.rs`).
+//!     order row (skipped on a stack without orders; `orders.rs`);
+//! 12. `pg-update-vs-lua` and `pg-update-many-skus`: `pg-update` vs `lua` on
+//!     one hot SKU (with PostgreSQL's and Redis's CPU per answer), and over
+//!     64 SKUs vs one (skipped without PostgreSQL; `pg.rs`).
 //!
 //! The rows of requests per second through nginx are reported with no
 //! goal (`bare::THROUGHPUT_UNJUDGED` says why); the cost rows are judged.
@@ -52,6 +55,7 @@ mod bare;
 mod batch;
 pub mod cpu;
 mod orders;
+mod pg;
 mod redis_info;
 pub mod report;
 mod rows;
@@ -104,6 +108,10 @@ pub struct BenchConfig {
     /// the memory as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The stack's PostgreSQL (stocklock up prints it), to count its CPU
+    /// per answer in the pg-update rows; without it they show rates only.
+    #[arg(long, env = "STOCKLOCK_POSTGRES_URL", hide_env_values = true)]
+    pub postgres_url: Option<String>,
     /// Only these rows (comma-separated), e.g. `--rows timeline-cost --runs 15`
     /// to measure one small difference with many more runs. Default: all.
     #[arg(long, value_enum, value_delimiter = ',')]
@@ -126,6 +134,8 @@ pub enum RowName {
     WatchdogVsHandoffCeiling,
     RedlockVsWatchdog,
     OrdersVsSales,
+    PgUpdateVsLua,
+    PgUpdateManySkus,
 }
 
 /// The SKUs the rows sell, each given its stock before the rows.
@@ -174,6 +184,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         lua_vs_bare: None,
         lua_batch: None,
         orders_vs_sales: None,
+        postgres: None,
         instances: Vec::new(),
         throughput_not_judged: bare::THROUGHPUT_UNJUDGED.to_owned(),
     };
@@ -226,6 +237,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
     if bench.wants(RowName::OrdersVsSales) {
         bench.orders_vs_sales().await?;
+    }
+    if bench.wants(RowName::PgUpdateVsLua) || bench.wants(RowName::PgUpdateManySkus) {
+        bench.pg_rows().await?;
     }
     bench.memory().await?;
     println!("{}", bare::THROUGHPUT_UNJUDGED);

@@ -296,6 +296,8 @@ pub struct BenchReport {
     pub lua_batch: Option<LuaBatchReport>,
     /// Row `orders-vs-sales`'s lags (`None` when it did not run).
     pub orders_vs_sales: Option<OrdersVsSales>,
+    /// The pg-update rows' CPU per answer and latencies, when they ran.
+    pub postgres: Option<super::pg::PgFigures>,
     pub instances: Vec<InstanceMemory>,
     /// Why the rows of requests per second through nginx carry no goal.
     pub throughput_not_judged: String,

@@ -1,0 +1,86 @@
+//! `stocklock bench`'s PostgreSQL rows on a stack with PostgreSQL:
+//! `pg-update` against `lua` on one hot SKU, with the CPU per answer of
+//! the store that decided each sale, and `pg-update` spread over 64 SKUs.
+//! The figures depend on the machine: the test checks that each was
+//! measured and that the books hold every sale, never how fast.
+
+use std::time::Duration;
+
+use crate::bench::bench;
+use crate::helpers::Stack;
+
+#[tokio::test]
+async fn the_pg_rows_measure_the_database_beside_redis() {
+    if !stocklock::up::postgres::installed() {
+        crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return;
+    }
+    let stack = Stack::start_with(2, None, &["--orders", "on"]).await;
+    let postgres = stack.postgres.as_ref().unwrap().url.clone();
+    let (table, report) = bench(
+        &stack,
+        &[
+            "--rows",
+            "pg-update-vs-lua,pg-update-many-skus",
+            "--runs",
+            "2",
+            "--duration",
+            "500ms",
+            "--concurrency",
+            "16",
+            "--postgres-url",
+            &postgres,
+        ],
+        Duration::from_secs(180),
+    )
+    .await;
+    let rows = report["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
+    assert_eq!(names, ["pg-update-vs-lua", "pg-update-many-skus"]);
+    for row in rows {
+        let runs = row["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{row}");
+        assert!(
+            runs.iter()
+                .flat_map(|r| r.as_array().unwrap())
+                .all(|v| v.as_f64().unwrap() > 0.0),
+            "{row}"
+        );
+        let name = row["row"].as_str().unwrap();
+        assert!(
+            table.lines().any(|l| l.starts_with(name)),
+            "no {name} line: {table}"
+        );
+    }
+    // The many-SKU row's second side is the first row's first: the same runs.
+    let [hot, many] = [&rows[0], &rows[1]].map(|r| r["runs"].as_array().unwrap().clone());
+    for (h, m) in hot.iter().zip(&many) {
+        assert_eq!(h[0], m[1], "{h} {m}");
+    }
+    let figures = &report["postgres"];
+    for (field, runs) in [
+        ("postgres_usec_per_answer", "postgres_usec_runs"),
+        ("redis_usec_per_answer", "redis_usec_runs"),
+    ] {
+        assert!(figures[field].as_f64().unwrap() > 0.0, "{field}: {figures}");
+        assert_eq!(figures[runs].as_array().unwrap().len(), 2, "{figures}");
+    }
+    assert!(
+        figures["postgres_usec_per_answer_many_skus"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{figures}"
+    );
+    let note = rows[0]["note"].as_str().unwrap();
+    assert!(
+        note.contains("CPU per answer: PostgreSQL") && note.contains("6 000"),
+        "{note}"
+    );
+    // Every pg-update answer of the hot SKU was a sale the database's books
+    // hold (the bench fails on any answer but 200).
+    let state = stack.client.state("bench-pg-update").await.unwrap();
+    assert!(state.sold > 0, "{state:?}");
+    assert_eq!((state.oversold, state.duplicates), (0, 0), "{state:?}");
+    stack.stop().await;
+}
