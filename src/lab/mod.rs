@@ -415,7 +415,10 @@ impl Lab {
                 | Scenario::RedlockMajorityDown
                 | Scenario::RedlockRestartWithoutPersistence
         );
-        if variant.stock_in_postgres() && self.stack.postgres.is_none() {
+        // A stack the lab started says whether it has PostgreSQL; one it
+        // was pointed at (`--target`) is asked: its instances answer 503
+        // if they have none.
+        if variant.stock_in_postgres() && self.stack.postgres.is_none() && !self.lasts {
             Some("its stock is in PostgreSQL, which this stack has not (install postgresql)")
         } else if scenario == Scenario::RedisRestart && self.redis.is_none() {
             Some("the lab can only restart a Redis it started")

@@ -1,5 +1,5 @@
-//! The guided lesson path (`GET /lessons`): article 001's story in twelve
-//! steps (the last one past its end), each one experiment of the lab run
+//! The guided lesson path (`GET /lessons`): article 001's story in
+//! thirteen steps (the last two past its end), each one experiment of the lab run
 //! on the live stack.
 //!
 //! A step's button asks any instance (`POST /api/admin/lessons/{id}`) to

@@ -1,6 +1,7 @@
 //! The lesson path: article 001's story told as eleven experiments, in its
-//! order, and a twelfth past its end (the same script, one round trip for
-//! many buyers). Each step names a variant and a lab scenario; the `Lessons` page
+//! order, and two past its end (the same script, one round trip for many
+//! buyers; and the question that follows the story: why not let the
+//! database guard the stock?). Each step names a variant and a lab scenario; the `Lessons` page
 //! runs that pair on the live stack (`stocklock lab --variant V --scenario S`)
 //! and shows the lab's cell next to the SKU's timeline, so that every claim
 //! of the story is seen happening rather than read.
@@ -28,8 +29,8 @@ pub struct Step {
     pub goal_zh: &'static str,
 }
 
-/// The path, in article 001's order, then the step past its end.
-pub const STEPS: [Step; 12] = [
+/// The path, in article 001's order, then the steps past its end.
+pub const STEPS: [Step; 13] = [
     Step {
         id: "one-instance",
         variant: "local-mutex",
@@ -338,10 +339,35 @@ while let Some(batch) = lane.next(max) {
         goal: "Try every order: a batch's script sells each unit once too.",
         goal_zh: "试遍所有顺序:批量脚本同样让每件商品只卖一次。",
     },
+    Step {
+        id: "database",
+        variant: "pg-update",
+        scenario: "race",
+        title: "Why not just the database?",
+        title_zh: "为什么不直接交给数据库?",
+        text: "Most shops already keep their stock in a relational database, so why not let it guard the stock? \
+            The pg-update variant does in PostgreSQL what the lua script does in Redis: one conditional UPDATE takes a unit only where one is left, and writes the sale and the request id's answer in the same statement; the row's lock makes the statement atomic, and the same two-instance race sells its 50 units once each. \
+            The price is the hot row: every buyer of the SKU queues on that one row's lock, and each sale costs the database far more than a script costs Redis, which the bench's pg-update-vs-lua row measures side by side on one stack.",
+        text_zh: "大多数商店本来就把库存存在关系型数据库里,为什么不让数据库来守护库存?\
+            pg-update 变体在 PostgreSQL 里做的正是 lua 脚本在 Redis 里做的事:一条带条件的 UPDATE 只在还有库存时扣减一件,并在同一条语句里写入这次售出和请求 id 的答复;行锁让这条语句是原子的,同样的两个实例的抢购,50 件商品每件恰好卖出一次。\
+            代价是热点行:这个 SKU 的所有买家都在同一行的锁上排队,每次售出让数据库付出的代价远高于一个脚本让 Redis 付出的;bench 的 pg-update-vs-lua 一行在同一个栈上把两者并排量出来。",
+        code: r#"// src/pgstock/sale.rs
+let sold = c
+    .query_opt(
+        &sale_statement("remaining - 1", "remaining > 0", "remaining + 1"),
+        &[&buyer.sku, &buyer.request_id, &buyer.instance],
+    UPDATE stock SET remaining = {new_remaining}, sold = sold + 1, version = version + 1
+    WHERE sku = $1 AND {condition}
+    RETURNING epoch, sold, remaining, {unit} AS unit"#,
+        look: "Every section is one statement's moment in the database, none overlaps another, and sold equals the initial stock with 0 remaining: safe like lua, and the bench shows what the one row costs.",
+        look_zh: "每个临界区都是数据库里一条语句的时刻,没有任何重叠;已售数等于初始库存,剩余为 0:和 lua 一样安全,而那一行的代价由 bench 量出。",
+        goal: "Try every order of two buyers: the conditional UPDATE sells each unit once.",
+        goal_zh: "试遍两个买家的所有顺序:带条件的 UPDATE 让每件商品只卖一次。",
+    },
 ];
 
 /// The step with this id.
 pub fn find(id: &str) -> Option<&'static Step> {
-    let steps: &'static [Step; 12] = &STEPS;
+    let steps: &'static [Step; 13] = &STEPS;
     steps.iter().find(|step| step.id == id)
 }

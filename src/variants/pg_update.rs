@@ -11,7 +11,7 @@
 use super::pg_common::{NOT_IN_REDIS, answer, buyer, connection};
 use super::{About, Claim, Claims, Protection};
 use crate::pgstock::sale;
-use crate::section::{Answer, Ctx};
+use crate::section::{Answer, Ctx, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
@@ -67,6 +67,18 @@ impl Protection for PgUpdate {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let c = connection(ctx).await?;
         let buyer = buyer(ctx, &ABOUT);
-        answer(ctx, sale::update(&**c, &buyer, &ctx.hook).await)
+        let mut answered = answer(ctx, sale::update(&**c, &buyer, &ctx.hook).await)?;
+        // The statement's moment, on the timeline: one step inside the
+        // database, which overlaps nothing (taken as its answer arrived).
+        if let Outcome::Sold { .. } | Outcome::SoldOut { .. } = answered.outcome
+            && !answered.replayed
+        {
+            let at = crate::timeline::now_ns();
+            let mut section = crate::section::ended_as(ctx, None, at, &answered.outcome);
+            section.exit_ns = at;
+            section.atomic = true;
+            answered.witnessed = Some(Box::new(section));
+        }
+        Ok(answered)
     }
 }

@@ -31,7 +31,8 @@ async fn the_lesson_path_runs_each_experiment_and_shows_its_verdict_ledger_and_r
     let Some(browser) = Browser::start().await else {
         return;
     };
-    let stack = Stack::start(2, None).await;
+    // With PostgreSQL: the database step sells from it.
+    let stack = Stack::start_with(2, None, &["--orders", "on"]).await;
     let store = Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
     let mut conn = store.conn().await.unwrap();
     browser
@@ -117,6 +118,14 @@ async fn the_lesson_path_runs_each_experiment_and_shows_its_verdict_ledger_and_r
                         sections.len() as i64 >= state.sold,
                         "a section per buyer of a batch: {shown}"
                     );
+                }
+                // One statement a sale inside the database: a moment each,
+                // and the books are the database's.
+                "database" => {
+                    assert_eq!(pairs.len(), 0, "{shown}");
+                    assert!(sections.iter().all(|s| s.atomic), "pg-update's sections are statements");
+                    assert!(sections.len() as i64 >= state.sold, "a statement per sale: {shown}");
+                    assert_eq!((state.sold, state.remaining), (state.initial, 0), "{shown}");
                 }
                 _ => {}
             }
