@@ -96,7 +96,7 @@ impl KnownSku {
 }
 
 /// Why a `pg-*` variant cannot sell on an instance without PostgreSQL.
-pub const NO_POSTGRES: &str = "the pg-* variants keep their stock in PostgreSQL: this instance was started without --postgres-url (stocklock up starts one unless --orders off or --minimal; install postgresql)";
+pub const NO_POSTGRES: &str = "the pg-* variants and redis-then-pg keep their stock in PostgreSQL: this instance was started without --postgres-url (stocklock up starts one unless --orders off; install postgresql, or run scripts/up.sh without --minimal)";
 
 /// How many SKUs an instance remembers (about 500 bytes each): the hot ones
 /// of a flash sale are few.

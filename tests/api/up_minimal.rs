@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use stocklock::variants::Variant;
+
 use crate::helpers::Stack;
 
 /// What `up.sh --minimal` adds to `stocklock up`'s arguments; the shell
@@ -87,12 +89,22 @@ async fn a_minimal_stack_serves_and_names_each_missing_store() {
         assert_eq!(answer.status(), 200, "{variant}");
     }
 
-    // What the dashboard's card shows for each: the answer's detail.
-    let missing = [
-        ("/deductStock/etcd?sku=etcd", "--etcd"),
-        ("/deductStock/zookeeper?sku=zookeeper", "--zookeeper"),
-        ("/api/orders?sku=lua", "--orders"),
+    // What the dashboard's card shows for each: the answer's detail. The
+    // database's variants name the flag that gives an instance PostgreSQL.
+    let mut missing = vec![
+        ("/deductStock/etcd?sku=etcd".to_owned(), "--etcd"),
+        (
+            "/deductStock/zookeeper?sku=zookeeper".to_owned(),
+            "--zookeeper",
+        ),
+        ("/api/orders?sku=lua".to_owned(), "--orders"),
     ];
+    for variant in Variant::ALL.into_iter().filter(|v| v.stock_in_postgres()) {
+        missing.push((
+            format!("/deductStock/{variant}?sku={variant}"),
+            "--postgres-url",
+        ));
+    }
     for (path, flag) in missing {
         let answer = http
             .get(format!("{}{path}", stack.url))
