@@ -182,7 +182,12 @@ impl Sale {
             .iter()
             .filter(|node| node.lock.is_some_and(|lock| lock.owner == Some(n)))
             .count() as u8;
-        w.lock.is_some_and(|lock| lock.holder == n) || (nodes > 0 && nodes >= self.majority())
+        // The database's lock is its transaction's (the one mutex).
+        let transaction =
+            self.protocol.program == Program::Transaction && w.buyers[usize::from(n)].holds_mutex;
+        w.lock.is_some_and(|lock| lock.holder == n)
+            || (nodes > 0 && nodes >= self.majority())
+            || transaction
     }
 
     /// Whether time may pass: something waits for it, and no live buyer is

@@ -27,8 +27,14 @@ pub enum Program {
     /// `redlock`: SET NX PX on each node in turn; with a majority it
     /// holds the lock, otherwise it lets go of what it got and tries again.
     Redlock,
-    /// The `lua` family: the whole sale is one script, no lock.
+    /// The `lua` family: the whole sale is one script, no lock (and the
+    /// database's atomic writes: `pg-update`'s conditional UPDATE,
+    /// `pg-optimistic`'s version-checked one, `redis-then-pg`'s).
     Script,
+    /// `pg-for-update`, `pg-advisory`: the database's lock, held by the
+    /// buyer's transaction from the grant to its commit, no lease; a dead
+    /// holder's transaction is rolled back and its lock freed.
+    Transaction,
 }
 
 /// Whether the ledger checks a fencing token on the read and the write.
@@ -80,19 +86,15 @@ impl Protocol {
             | Variant::LuaSharded
             | Variant::LuaThenQueue
             | Variant::LuaStream => Program::Script,
-            // The database's: a conditional UPDATE is one step; a row or
-            // advisory lock held by the transaction from the read to the
-            // commit, or a write refused unless the version read is still
-            // the row's, leaves every other buyer the stock before or after
-            // the whole sale, never between its read and its write. A
-            // holder that dies is rolled back with its lock.
-            Variant::PgUpdate
-            | Variant::PgForUpdate
-            | Variant::PgOptimistic
-            | Variant::PgAdvisory
-            // redis-then-pg: Redis only lets buyers through; the sale that
-            // counts is the database's version-checked write.
-            | Variant::RedisThenPg => Program::Script,
+            // The database's atomic writes: a conditional UPDATE, or a
+            // write refused unless the version read is still the row's,
+            // leaves every other buyer the stock before or after the whole
+            // sale, never between its read and its write (redis-then-pg:
+            // Redis only lets buyers through; the sale that counts is the
+            // database's version-checked write).
+            Variant::PgUpdate | Variant::PgOptimistic | Variant::RedisThenPg => Program::Script,
+            // The database's locks: held by the transaction.
+            Variant::PgForUpdate | Variant::PgAdvisory => Program::Transaction,
         };
         Protocol {
             program,
@@ -119,7 +121,7 @@ impl Protocol {
     pub fn leased(&self) -> bool {
         !matches!(
             self.program,
-            Program::None | Program::LocalMutex | Program::Script
+            Program::None | Program::LocalMutex | Program::Script | Program::Transaction
         )
     }
 }

@@ -4,10 +4,12 @@
 
 use super::model::{Action, At, Buyer, Node, Outage, Pc, Request, Sale, World};
 use super::order::Pipeline;
+use super::protocol::Program;
 
 impl Sale {
     pub(super) fn process_of(&self, buyer: u8) -> usize {
-        if self.bounds.one_process {
+        // The database's lock is one for every process.
+        if self.bounds.one_process || self.protocol.program == Program::Transaction {
             0
         } else {
             usize::from(buyer)

@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use super::pg_common::{NOT_IN_REDIS, answer, buyer, connection};
+use super::pg_common::{
+    DIES_WITH_ITS_CONNECTION, NOT_IN_REDIS, answer, buyer, connection, with_chaos,
+};
 use super::{About, Claim, Claims, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
@@ -38,9 +40,9 @@ COMMIT;                                                        -- releases the l
         one_instance: Claim::not_applicable("adds nothing to the race"),
         race: Claim::safe(""),
         slow_business: Claim::safe("the lock is the transaction's, no lease"),
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::NOT_APPLICABLE,
-        kill_instance: Claim::NOT_APPLICABLE,
+        crash_after_acquire: Claim::frees(DIES_WITH_ITS_CONNECTION),
+        pause_holder: Claim::safe("no lease to run out"),
+        kill_instance: Claim::frees(DIES_WITH_ITS_CONNECTION),
         lock_vanishes_early: Claim::not_applicable(NOT_IN_REDIS),
         lock_vanishes: Claim::not_applicable(NOT_IN_REDIS),
         retry_storm: Claim::safe("one sale per request_id"),
@@ -68,6 +70,7 @@ impl Protection for PgAdvisory {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
         let mut c = connection(ctx).await?;
         let buyer = buyer(ctx, &ABOUT);
-        answer(ctx, sale::advisory(&mut c, &buyer, &ctx.hook).await)
+        let hook = with_chaos(ctx);
+        answer(ctx, sale::advisory(&mut c, &buyer, &hook).await)
     }
 }

@@ -2,15 +2,26 @@
 //! the instance's pool, the buyer as [`crate::pgstock`] takes it, and its
 //! answer as every variant gives it.
 
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
 use super::About;
+use crate::chaos::Chaos;
+use crate::gate::points;
+use crate::lock::{Held, Hook, Point, Reached};
 use crate::pgstock::{self, Buyer, PgAnswer};
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::StoreError;
+use crate::store::{Conn, Keys};
 use crate::timeline::Section;
 
 /// Claims common to the database's variants in the scenarios whose fault
 /// cannot reach a stock kept in PostgreSQL.
 pub(super) const NOT_IN_REDIS: &str = "the stock is in PostgreSQL";
+
+/// Why a dead holder's database lock frees itself: its transaction is
+/// rolled back, and its lock released, as its connection closes.
+pub(super) const DIES_WITH_ITS_CONNECTION: &str = "the transaction dies with its connection";
 
 /// The buyer of `ctx`'s request.
 pub(super) fn buyer<'a>(ctx: &'a Ctx<'_>, about: &About) -> Buyer<'a> {
@@ -63,4 +74,61 @@ pub(super) fn answer(
         witnessed,
         ..Answer::unrecorded(answer.outcome)
     })
+}
+
+/// The hook a database lock's section runs with: in chaos mode, at
+/// `after_read` (the lock held, the stock read) it announces the section
+/// and takes what was armed, as the Redis locks' section does: a crash
+/// right after acquiring strikes there, a pause right before the write;
+/// then, at every point, the request's own hook (its schedule's gates).
+/// Outside chaos mode, the request's hook alone.
+pub(super) fn with_chaos(ctx: &Ctx<'_>) -> Hook {
+    if !ctx.chaos.enabled() {
+        return ctx.hook.clone();
+    }
+    Hook::new(Arc::new(ChaosAtSection {
+        inner: ctx.hook.clone(),
+        chaos: ctx.chaos.clone(),
+        conn: ctx.conn.clone(),
+        keys: ctx.keys.clone(),
+        pause: Mutex::new(None),
+    }))
+}
+
+struct ChaosAtSection {
+    inner: Hook,
+    chaos: Chaos,
+    conn: Conn,
+    keys: Keys,
+    /// A pause taken at `after_read`, struck at `before_write`.
+    pause: Mutex<Option<Duration>>,
+}
+
+impl Reached for ChaosAtSection {
+    fn reached(&self, point: Point) -> Held<'_> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            if point == points::AFTER_READ {
+                match self.chaos.in_the_gap(&mut conn, &self.keys).await {
+                    Ok(faults) => {
+                        *self.pause.lock().unwrap_or_else(PoisonError::into_inner) = faults.pause;
+                    }
+                    Err(err) => tracing::warn!(%err, "chaos faults could not be read"),
+                }
+            } else if point == points::BEFORE_WRITE {
+                let pause = self
+                    .pause
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some(pause) = pause {
+                    let detail = format!("{} ms, right before the write", pause.as_millis());
+                    let sku = Some(self.keys.tag.as_str());
+                    self.chaos.record(&mut conn, "freeze", sku, &detail).await;
+                    self.chaos.stop_the_world(pause);
+                }
+            }
+            self.inner.at(point).await;
+        })
+    }
 }

@@ -11,7 +11,8 @@
 //! counter, and its step function with each step's guard beside its
 //! effect ([`none`], [`local_mutex`], [`setnx`], [`setnx_expiry`],
 //! [`token`], [`lease`] for `watchdog`, `fenced`, `etcd` and `zookeeper`,
-//! [`redlock`], and [`script`] for the `lua` family). The commands they
+//! [`redlock`], [`script`] for the `lua` family, and [`transaction`] for
+//! the database's locks). The commands they
 //! share (the claim, the read, the write, the watchdog's word, letting go)
 //! are in `section`, as `crate::section` shares them in the code.
 //!
@@ -42,6 +43,7 @@ pub mod script;
 pub mod setnx;
 pub mod setnx_expiry;
 pub mod token;
+pub mod transaction;
 
 pub use program::{At, Pc};
 

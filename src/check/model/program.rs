@@ -3,7 +3,9 @@
 //! them a buyer runs, and [`At`] is what the rest of the checker (the
 //! faults, the clock, the drawings) sees of it.
 
-use super::{Sale, World, lease, local_mutex, none, redlock, script, setnx, setnx_expiry, token};
+use super::{
+    Sale, World, lease, local_mutex, none, redlock, script, setnx, setnx_expiry, token, transaction,
+};
 use crate::check::protocol::Program;
 
 /// What a protocol's program says of its steps.
@@ -51,6 +53,7 @@ pub enum Pc {
     Lease(lease::Pc),
     Redlock(redlock::Pc),
     Script(script::Pc),
+    Transaction(transaction::Pc),
 }
 
 /// The kinds of step every protocol's program is made of: what a fault,
@@ -124,6 +127,7 @@ macro_rules! each {
             Pc::Lease($p) => $body,
             Pc::Redlock($p) => $body,
             Pc::Script($p) => $body,
+            Pc::Transaction($p) => $body,
         }
     };
 }
@@ -139,7 +143,8 @@ macro_rules! wrap {
 }
 
 wrap!(none => None, local_mutex => LocalMutex, setnx => SetNx, setnx_expiry => SetNxExpiry,
-    token => Token, lease => Lease, redlock => Redlock, script => Script);
+    token => Token, lease => Lease, redlock => Redlock, script => Script,
+    transaction => Transaction);
 
 fn done<S: Steps>(_: S) -> Pc {
     S::DONE.into()
@@ -157,6 +162,7 @@ impl Pc {
             Program::Lease => lease::Pc::start(sale).into(),
             Program::Redlock => redlock::Pc::start(sale).into(),
             Program::Script => script::Pc::start(sale).into(),
+            Program::Transaction => transaction::Pc::start(sale).into(),
         }
     }
 

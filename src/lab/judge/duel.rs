@@ -58,13 +58,26 @@ impl Duel {
 }
 
 /// `pause-holder`: the holder froze longer than its lease right before
-/// its write. Safe only when its stale write was refused.
-pub fn pause_holder(duel: &Duel, pause: Duration) -> Judgement {
+/// its write. Safe only when its stale write was refused; for a lock
+/// without a lease (`leaseless`: the database's, held by its transaction),
+/// only when the newcomer waited through the freeze for the holder's
+/// commit, then sold.
+pub fn pause_holder(duel: &Duel, pause: Duration, leaseless: bool) -> Judgement {
     let landed = duel.entered().and_then(|()| duel.frozen(pause));
+    let earned = if leaseless {
+        check(duel.newcomer.sold() && duel.newcomer.took >= pause, || {
+            format!(
+                "the newcomer answered {}: it did not wait out the frozen holder's lock",
+                duel.newcomer
+            )
+        })
+    } else {
+        duel.stale_write_refused()
+    };
     decide(
         landed,
         &duel.ledger,
-        duel.stale_write_refused(),
+        earned,
         duel.evidence(&format!("froze {:.1} s; ", pause.as_secs_f64())),
     )
 }

@@ -169,7 +169,10 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         reply(200, None, 320),
         refused,
     );
-    assert_eq!(observed(pause_holder(&fenced, PAUSE)), Observed::Seen(Safe));
+    assert_eq!(
+        observed(pause_holder(&fenced, PAUSE, false)),
+        Observed::Seen(Safe)
+    );
 
     let watchdog = duel(
         reply(200, None, 1510),
@@ -177,7 +180,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         state(5, 4, 2),
     );
     assert_eq!(
-        observed(pause_holder(&watchdog, PAUSE)),
+        observed(pause_holder(&watchdog, PAUSE, false)),
         Observed::Seen(Oversells)
     );
 
@@ -188,14 +191,30 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         state(5, 3, 2),
     );
     assert_eq!(
-        observed(pause_holder(&waited, PAUSE)),
+        observed(pause_holder(&waited, PAUSE, false)),
         Observed::Inconclusive
+    );
+
+    // A lock with no lease: the newcomer waiting out the frozen holder's
+    // transaction is the lock holding, safe; one that did not wait is not.
+    assert_eq!(
+        observed(pause_holder(&waited, PAUSE, true)),
+        Observed::Seen(Safe)
+    );
+    let early = duel(
+        reply(200, None, 1510),
+        reply(200, None, 320),
+        state(5, 3, 2),
+    );
+    assert_ne!(
+        observed(pause_holder(&early, PAUSE, true)),
+        Observed::Seen(Safe)
     );
 
     // Not frozen: the pause never landed, whatever the ledger says.
     let quick = duel(reply(200, None, 20), reply(200, None, 320), state(5, 4, 2));
     assert_eq!(
-        observed(pause_holder(&quick, PAUSE)),
+        observed(pause_holder(&quick, PAUSE, false)),
         Observed::Inconclusive
     );
 
@@ -203,7 +222,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         entered: false,
         ..fenced
     };
-    let judgement = pause_holder(&never, PAUSE);
+    let judgement = pause_holder(&never, PAUSE, false);
     assert_eq!(judgement.observed, Observed::Inconclusive);
     assert!(judgement.evidence.contains("never entered its section"));
 }

@@ -214,7 +214,12 @@ pub(super) async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement
         .await?;
     let buyer = query(v, "lease_ms=300&work_ms=0&wait_ms=5000");
     let (duel, _) = lab.duel(v, &buyer, &buyer, None).await?;
-    Ok(judge::pause_holder(&duel, pause))
+    let variant: Variant = v.parse().map_err(|_| anyhow::anyhow!("no variant {v}"))?;
+    Ok(judge::pause_holder(
+        &duel,
+        pause,
+        variant.stock_in_postgres(),
+    ))
 }
 
 /// Sixteen concurrent retries of one request_id through nginx.
