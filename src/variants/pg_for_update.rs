@@ -9,10 +9,8 @@
 
 use std::time::Duration;
 
-use super::pg_common::{
-    DIES_WITH_ITS_CONNECTION, NOT_IN_REDIS, answer, buyer, connection, with_chaos,
-};
-use super::{About, Claim, Claims, Protection};
+use super::pg_common::{answer, buyer, connection, transaction_lock_claims, with_chaos};
+use super::{About, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
@@ -36,31 +34,7 @@ INSERT INTO stock_sales ...;
 COMMIT;                                                       -- frees the row"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::safe("the row stays locked through the work"),
-        crash_after_acquire: Claim::frees(DIES_WITH_ITS_CONNECTION),
-        pause_holder: Claim::safe("no lease to run out"),
-        kill_instance: Claim::frees(DIES_WITH_ITS_CONNECTION),
-        lock_vanishes_early: Claim::not_applicable(NOT_IN_REDIS),
-        lock_vanishes: Claim::not_applicable(NOT_IN_REDIS),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::not_applicable("no lease"),
-        redis_restart: Claim::not_applicable(NOT_IN_REDIS),
-        redis_pause: Claim::not_applicable(NOT_IN_REDIS),
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable(NOT_IN_REDIS),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
-    },
+    claims: transaction_lock_claims("the row stays locked through the work"),
     undersells: None,
 };
 
