@@ -90,6 +90,32 @@ test('epoch-sized numbers (beyond 2^53) still work', () => {
   assert.strictEqual(T._prepare({ from_ns: 0, to_ns: 100, sections: crowd, overlaps: [[1, 2]], overlap_count: 3 }).server.agree, true);
 });
 
+test('parse keeps epoch nanoseconds exact: a pair 1 ns deep is a pair, as the server counts it', () => {
+  // 1796135266741593001 and ...593000 are one double: read by JSON.parse,
+  // b's entry ties a's exit and the pair the server counted is lost.
+  const text = '{"from_ns":1796135266741590000,"to_ns":1796135266741600000,"sections":[' +
+    '{"instance":"a","enter_ns":1796135266741592000,"exit_ns":1796135266741593001,"renewals_ns":[1796135266741592500],"outcome":"sold"},' +
+    '{"instance":"b","enter_ns":1796135266741593000,"exit_ns":1796135266741594000,"outcome":"sold","detail":"x_ns\\":1796135266741593000"}],' +
+    '"events":[{"at_ns":1796135266741591000,"kind":"pause"}],"overlaps":[[0,1]],"overlap_count":1}';
+  assert.deepStrictEqual(T.overlaps(JSON.parse(text).sections), [], 'what a double makes of it');
+  const data = T.parse(text);
+  assert.deepStrictEqual(T.overlaps(data.sections), [[0, 1]]);
+  assert.strictEqual(data.origin_ns, '1796135266741590000');
+  assert.strictEqual(data.from_ns, 0);
+  assert.strictEqual(data.to_ns, 10000);
+  assert.strictEqual(data.sections[0].exit_ns, 3001);
+  assert.deepStrictEqual(data.sections[0].renewals_ns, [2500]);
+  assert.strictEqual(data.events[0].at_ns, 1000);
+  // strings are left as they were, whatever they hold
+  assert.strictEqual(data.sections[1].detail, 'x_ns":1796135266741593000');
+  assert.strictEqual(T._prepare(data).server.agree, true);
+  // small numbers, no _ns fields, and bad text
+  assert.deepStrictEqual(T.parse('{"sections":[],"overlap_count":0}'), { sections: [], overlap_count: 0, origin_ns: null });
+  assert.throws(() => T.parse('{"sections":'));
+  // a time that is not an integer is left as it came
+  assert.deepStrictEqual(T.parse('{"from_ns":1.5,"to_ns":"soon","at_ns":null}'), { from_ns: 1.5, to_ns: 'soon', at_ns: null, origin_ns: null });
+});
+
 test('summary counts cross-instance pairs', () => {
   const s = [at('a', 0, 100), at('a', 10, 20), at('b', 15, 30), at('c', 200, 300)];
   const sum = T.summary(s);

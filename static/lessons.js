@@ -212,7 +212,7 @@ async function fetchTimeline(sku) {
     try {
       const response = await fetch(`/api/timeline?sku=${encodeURIComponent(sku)}`, { cache: 'no-store' });
       if (response.ok) {
-        const data = await response.json();
+        const data = window.StocklockTimeline.parse(await response.text());
         if (data.counted_in !== false || Date.now() - started > LATE_LIMIT_MS) return { data };
         await sleep(300);
         continue;

@@ -250,7 +250,7 @@ async function drawTimeline() {
   try {
     const response = await fetch(`/api/timeline?sku=${encodeURIComponent(view.sku)}`, { cache: 'no-store' });
     if (!response.ok) return;
-    const data = await response.json();
+    const data = window.StocklockTimeline.parse(await response.text());
     window.StocklockTimeline.mount(box, data, { lang: StocklockPage.lang() });
   } catch (_) {
     // The timeline is a picture of the run: the run goes on without it.

@@ -3,6 +3,7 @@
 // served at /static/timeline.js and inlined into the self-contained export.
 //
 //   StocklockTimeline.mount(element, data, { lang }) -> { redraw(data), setLang(lang), reset(), zoom(f), destroy() }
+//   StocklockTimeline.parse(text)                    -> /api/timeline's data, times exact (see parse)
 //   StocklockTimeline.overlaps(sections)             -> [[a, b], ...] (the server's witness rule)
 //   StocklockTimeline.summary(sections)              -> { pairs, count, cross }
 //
@@ -100,6 +101,63 @@
         return 'busy';
       default: return 'unknown';
     }
+  }
+
+  // /api/timeline's JSON, read without losing a nanosecond. Times are
+  // nanoseconds since the epoch, past 2^53: a double keeps them to 256 ns
+  // only, and a pair of sections the server counted (one entered a few ns
+  // before the other left) would tie and be lost. Every integer of 16
+  // digits or more outside a string is kept as text, then each `*_ns`
+  // (and each item of a `*_ns` list) becomes nanoseconds after the earliest
+  // of them, exact as BigInt and small enough for a double. `origin_ns`
+  // (a string; null without times) is that earliest one.
+  const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+  function parse(text) {
+    const src = String(text);
+    let out = '';
+    let from = 0;
+    for (let i = 0; i < src.length; i++) {
+      const c = src[i];
+      if (c === '"') {
+        // skip the string, escapes and all
+        for (i++; i < src.length && src[i] !== '"'; i++) if (src[i] === '\\') i++;
+      } else if (c === '-' || (c >= '0' && c <= '9')) {
+        NUMBER.lastIndex = i;
+        const m = NUMBER.exec(src);
+        if (!m) continue;
+        const token = m[0];
+        if (/^-?\d{16,}$/.test(token)) {
+          out += src.slice(from, i) + '"' + token + '"';
+          from = i + token.length;
+        }
+        i += token.length - 1;
+      }
+    }
+    const data = JSON.parse(out + src.slice(from));
+    const times = [];
+    (function visit(node) {
+      if (!node || typeof node !== 'object') return;
+      for (const key of Object.keys(node)) {
+        const value = node[key];
+        if (/_ns$/.test(key) && !Array.isArray(node)) {
+          if (Array.isArray(value)) value.forEach((_, i) => times.push([value, i]));
+          else if (value !== null && value !== undefined) times.push([node, key]);
+        } else {
+          visit(value);
+        }
+      }
+    })(data);
+    const exact = (v) => (typeof v === 'number' && Number.isInteger(v)) || (typeof v === 'string' && /^-?\d+$/.test(v));
+    const kept = times.filter(([holder, key]) => exact(holder[key]));
+    let origin = null;
+    for (const [holder, key] of kept) {
+      const at = BigInt(holder[key]);
+      holder[key] = at;
+      if (origin === null || at < origin) origin = at;
+    }
+    for (const [holder, key] of kept) holder[key] = Number(holder[key] - origin);
+    if (data && typeof data === 'object' && !Array.isArray(data)) data.origin_ns = origin === null ? null : String(origin);
+    return data;
   }
 
   // Pairs of sections that overlapped, exactly as the server's witness:
@@ -1004,6 +1062,7 @@
 
   const StocklockTimeline = {
     mount,
+    parse,
     overlaps,
     summary,
     crossCount,

@@ -111,7 +111,7 @@
         signal: controller ? controller.signal : undefined,
       });
       if (!response.ok) throw new Error(await errorOf(response));
-      const data = await response.json();
+      const data = window.StocklockTimeline.parse(await response.text());
       if (pending !== controller) return;
       if (chart) chart.redraw(data);
       else chart = window.StocklockTimeline.mount(target, data, { lang: StocklockPage.lang() });
