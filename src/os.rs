@@ -227,6 +227,17 @@ pub fn port_taken(addr: SocketAddr) -> bool {
     )
 }
 
+/// Kills process `pid` and its children at once (SIGKILL): a crash of a
+/// server whose parent forks a process per connection (PostgreSQL's
+/// postmaster and its backends), with nothing left to shut down cleanly.
+pub fn kill_with_children(pid: u32) {
+    let mut all = children_of(pid);
+    all.push(pid);
+    for pid in all {
+        signal(pid, Signal::SIGKILL);
+    }
+}
+
 /// The live (not zombie) children of process `pid`, from /proc (Linux):
 /// nginx's workers, which a reload replaces.
 pub fn children_of(pid: u32) -> Vec<u32> {

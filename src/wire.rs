@@ -445,4 +445,6 @@ pub enum ChaosAction {
     /// Redis shuts down without saving; `up` starts it again, empty. Only
     /// when `up` owns the Redis.
     RestartRedis,
+    /// This instance's next PostgreSQL statement with `sql` runs; its answer is lost.
+    LoseCommitAnswer { sql: String },
 }

@@ -36,6 +36,8 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Bounds {
         one_request: false,
         outages: 0,
         cutoffs: 0,
+        db_crashes: 0,
+        lost_answers: 0,
         orders: None,
     };
     // The order pipeline's scenarios: each sale's order, and these faults.
@@ -157,6 +159,17 @@ pub fn bounds(scenario: Scenario, protocol: Protocol) -> Bounds {
             worker_crashes: 1,
             ..OrderFaults::default()
         }),
+        // The database that keeps the stock crashes under the buyers, each
+        // with a request id of its own, and starts again on its data.
+        Scenario::PostgresRestart if protocol.database => Bounds {
+            db_crashes: 1,
+            ..base
+        },
+        // One commit's answer lost on its way back, each buyer with an id.
+        Scenario::CommitAnswerLost => Bounds {
+            lost_answers: 1,
+            ..base
+        },
         Scenario::PostgresRestart => orders(OrderFaults {
             postgres_stops: 1,
             ..OrderFaults::default()

@@ -63,6 +63,11 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
     let mut sections: Vec<Section> = Vec::new();
     // The section each buyer is in, by index into `sections`.
     let mut open: Vec<Option<usize>> = vec![None; usize::from(sale.bounds.buyers)];
+    // A sale of one script (or statement): the database's transactions
+    // count their ids' sales too, and are drawn as sections.
+    let scripted = |before: &World, after: &World, n: u8| {
+        sale.protocol.program == super::protocol::Program::Script && script::sold(before, after, n)
+    };
     let mut events = Vec::new();
     for (k, action) in actions.iter().enumerate() {
         let (before, after, t) = (&worlds[k], &worlds[k + 1], at[k]);
@@ -89,6 +94,40 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             Action::RedisDown => events.push(event("redis_down", None)),
             Action::RedisBack => events.push(event("redis_back", None)),
             Action::CutOff(n) => events.push(event("cut_off", Some(usize::from(n)))),
+            Action::DatabaseCrash(_) | Action::AnswerLost(_) => {
+                let (kind, lost) = match *action {
+                    Action::AnswerLost(n) => ("answer_lost", Some(n)),
+                    Action::DatabaseCrash(lost) => ("postgres_crash", lost),
+                    _ => ("", None),
+                };
+                events.push(event(kind, lost.map(usize::from)));
+                if let Some(n) = lost
+                    && scripted(before, after, n)
+                {
+                    // A statement that committed: its sale, one moment.
+                    let n = usize::from(n);
+                    let mut section = Section::timed(&name(n), None, t, "sold");
+                    section.exit_ns = t;
+                    section.unit = Some(i64::from(after.buyers[n].read));
+                    section.atomic = true;
+                    sections.push(section);
+                }
+                // The transactions it ended: committed (its answer lost), or
+                // rolled back by a crash.
+                for (n, slot) in open.iter_mut().enumerate() {
+                    if let Some(i) = slot.take_if(|_| !after.buyers[n].pc.at().inside()) {
+                        let section = &mut sections[i];
+                        section.exit_ns = t;
+                        section.release_ns = Some(t);
+                        if after.sold != before.sold && lost == Some(n as u8) {
+                            section.outcome = "sold".into();
+                            section.unit = Some(i64::from(before.buyers[n].read));
+                        } else {
+                            section.reason = Some("rolled_back".to_owned());
+                        }
+                    }
+                }
+            }
             Action::Order(step) => {
                 let kind = match step {
                     OrderStep::WorkerCrash => "worker_crash",
@@ -118,7 +157,7 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
             Action::Step(n) | Action::Deliver(n) => {
                 let n = usize::from(n);
                 let (was, now) = (&before.buyers[n], &after.buyers[n]);
-                if script::sold(before, after, n as u8) {
+                if scripted(before, after, n as u8) {
                     // The lua family's sale, one script.
                     let mut section = Section::timed(&name(n), None, t, "sold");
                     section.exit_ns = t;

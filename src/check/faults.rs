@@ -70,6 +70,21 @@ impl Sale {
             Outage::Down => actions.push(Action::RedisBack),
             _ => {}
         }
+        // The buyers whose next command is a commit: its answer may be lost.
+        let committing = w
+            .buyers
+            .iter()
+            .enumerate()
+            .filter(|(_, buyer)| buyer.live() && self.commits_next(buyer.pc.at()))
+            .map(|(n, _)| n as u8);
+        if w.db_crashes < b.db_crashes {
+            actions.push(Action::DatabaseCrash(None));
+            // A crash that loses the answer of a commit that made it.
+            actions.extend(committing.clone().map(|n| Action::DatabaseCrash(Some(n))));
+        }
+        if w.answers_lost < b.lost_answers {
+            actions.extend(committing.map(Action::AnswerLost));
+        }
         self.order_actions(w, actions);
         if w.failovers < b.failovers {
             if !w.replication_held {
@@ -159,6 +174,28 @@ impl Sale {
                 w.buyers[usize::from(n)].queued = false;
                 self.script(w, n);
             }
+            Action::AnswerLost(n) => {
+                self.lose_answer(w, n);
+                w.answers_lost += 1;
+            }
+            Action::DatabaseCrash(lost) => {
+                let struck = lost.is_some() || w.buyers.iter().any(|b| b.live() && b.holds_mutex);
+                if let Some(n) = lost {
+                    self.lose_answer(w, n);
+                }
+                w.db_crashes += 1;
+                w.crash_struck = struck;
+                // Every other open transaction is rolled back, its lock
+                // with it: its buyer is told 503 and asks again.
+                for n in 0..self.bounds.buyers {
+                    let buyer = &w.buyers[usize::from(n)];
+                    if buyer.live() && buyer.holds_mutex {
+                        self.free_mutex(w, n);
+                        let pc = w.buyers[usize::from(n)].pc;
+                        w.buyers[usize::from(n)].pc = pc.retry();
+                    }
+                }
+            }
             Action::Step(_) | Action::Tick | Action::LateTick(_) | Action::Order(_) => {}
         }
     }
@@ -172,6 +209,26 @@ impl Sale {
                 fence: w.fence,
                 seen: w.seen,
             });
+        }
+    }
+
+    /// Buyer `n`'s statement or commit is run and committed, and its answer
+    /// lost: it asks again with its request id.
+    fn lose_answer(&self, w: &mut World, n: u8) {
+        let i = usize::from(n);
+        let pc = w.buyers[i].pc;
+        if pc.step(self, w, n).is_some() {
+            w.buyers[i].pc = pc.retry();
+        }
+    }
+
+    /// Whether a buyer here sends a commit next: a statement of the
+    /// database's atomic writes (or its retry), a transaction's commit.
+    fn commits_next(&self, at: At) -> bool {
+        match self.protocol.program {
+            Program::Script => matches!(at, At::Start | At::Retry),
+            Program::Transaction => at == At::Write,
+            _ => false,
         }
     }
 

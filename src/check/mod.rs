@@ -170,7 +170,8 @@ fn properties_of(bounds: Bounds) -> Vec<Property> {
             false => Property::SellsAll,
         });
     }
-    if bounds.one_request || bounds.cutoffs > 0 {
+    if bounds.one_request || bounds.cutoffs > 0 || bounds.db_crashes > 0 || bounds.lost_answers > 0
+    {
         properties.push(Property::OneSale);
     }
     if bounds.orders.is_some() {

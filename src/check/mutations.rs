@@ -165,6 +165,44 @@ fn each_mechanism_taken_out_flips_a_named_cell() {
             },
             "oversells",
         ),
+        // A commit whose answer PostgreSQL's crash lost, asked again with
+        // no record of its id: sold twice.
+        (
+            Variant::PgUpdate,
+            Scenario::PostgresRestart,
+            Mutation {
+                no_request_claim: true,
+                ..none
+            },
+            "oversells",
+        ),
+        (
+            Variant::PgForUpdate,
+            Scenario::PostgresRestart,
+            Mutation {
+                no_request_claim: true,
+                ..none
+            },
+            "oversells",
+        ),
+        (
+            Variant::PgOptimistic,
+            Scenario::CommitAnswerLost,
+            Mutation {
+                no_request_claim: true,
+                ..none
+            },
+            "oversells",
+        ),
+        (
+            Variant::PgAdvisory,
+            Scenario::CommitAnswerLost,
+            Mutation {
+                no_request_claim: true,
+                ..none
+            },
+            "oversells",
+        ),
     ];
     let mut kept = Vec::new();
     for (variant, scenario, mutation, flipped) in cases {

@@ -24,7 +24,9 @@ pub enum Property {
     OrdersKept,
     /// Nothing sells while fewer than a majority of Redlock's nodes are up.
     NoSaleWhileDown,
-    /// Witness: a unit is sold (after Redis came back, if it went down).
+    /// Witness: a unit is sold (after Redis came back, if it went down;
+    /// after the database crashed, if it does; with a commit's answer
+    /// lost, if one may be).
     Sells,
     /// Witness: a lock holder dies, and another buyer sells within a lease
     /// and a tick of its death.
@@ -85,6 +87,8 @@ pub fn holds(property: Property, sale: &Sale, w: &World) -> bool {
         Property::Sells => {
             w.sold.iter().any(|&n| n > 0)
                 && (sale.bounds.outages == 0 || w.redis == model::Outage::Back)
+                && (sale.bounds.db_crashes == 0 || w.sold_since_crash)
+                && (sale.bounds.lost_answers == 0 || w.answers_lost > 0)
         }
         Property::Frees => w.freed,
         Property::SellsAll => w.stock == 0 && w.sold.iter().all(|&n| n == 1),

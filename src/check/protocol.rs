@@ -66,6 +66,9 @@ pub struct Protocol {
     /// has it (etcd, ZooKeeper): a failover loses nothing acknowledged.
     pub consensus: bool,
     pub enqueue: Enqueue,
+    /// The stock and its ledger are PostgreSQL's: a crash of the database
+    /// rolls back every open transaction and keeps what it committed.
+    pub database: bool,
 }
 
 impl Protocol {
@@ -103,6 +106,7 @@ impl Protocol {
                 _ => Fence::None,
             },
             consensus: matches!(variant, Variant::Etcd | Variant::ZooKeeper),
+            database: variant.stock_in_postgres(),
             enqueue: match variant {
                 Variant::LuaThenQueue => Enqueue::AfterScript,
                 Variant::LuaStream => Enqueue::InScript,

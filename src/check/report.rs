@@ -241,6 +241,14 @@ fn describe_bounds(v: &Verdict) -> String {
             "{n} calls cut off by a paused Redis (told unknown, the script queued), each buyer retrying its own request id".into(),
         ),
         (
+            b.db_crashes,
+            "{n} crash of PostgreSQL under the buyers (open transactions rolled back, a commit's answer possibly lost), each buyer retrying its own request id".into(),
+        ),
+        (
+            b.lost_answers,
+            "{n} commit's answer lost on its way back (the sale committed, its buyer told unknown), each buyer retrying its own request id".into(),
+        ),
+        (
             b.orders.is_some().into(),
             "each sale's order through the stream, the worker and PostgreSQL".into(),
         ),

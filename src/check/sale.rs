@@ -21,6 +21,13 @@ impl Sale {
         self.bounds.one_request && !self.mutation.no_request_claim
     }
 
+    /// Whether each buyer has a request id of its own, recorded by the
+    /// database's commit that decides it (and so asked again when an
+    /// attempt dies with the database, or its answer does).
+    pub(super) fn ids_in_commits(&self) -> bool {
+        self.bounds.db_crashes > 0 || self.bounds.lost_answers > 0
+    }
+
     /// Redlock's majority: more than half of all its nodes, up or not.
     pub(super) fn majority(&self) -> u8 {
         self.bounds.nodes / 2 + 1
@@ -87,6 +94,10 @@ impl Sale {
             redis: Outage::Up,
             outages: 0,
             cutoffs: 0,
+            db_crashes: 0,
+            crash_struck: false,
+            sold_since_crash: false,
+            answers_lost: 0,
             answered: 0,
             script_sales: vec![0; usize::from(b.buyers)],
             returned: 0,

@@ -90,6 +90,38 @@ pub fn describe(sale: &Sale, before: &World, action: Action, after: &World) -> S
             name(n),
             script::says_result(sale, before, n, after)
         ),
+        Action::AnswerLost(n) => format!(
+            "{}'s commit is run by PostgreSQL and its answer lost on the way back (unknown): {}",
+            name(n),
+            match after.sold == before.sold {
+                true => "nothing sold",
+                false => "a unit sold",
+            }
+        ),
+        Action::DatabaseCrash(lost) => {
+            let rolled_back: Vec<String> = (0..before.buyers.len())
+                .filter(|&n| before.buyers[n].holds_mutex && Some(n as u8) != lost)
+                .map(|n| name(n as u8).to_string())
+                .collect();
+            let mut text = "PostgreSQL crashes and starts again on what it committed".to_owned();
+            if let Some(n) = lost {
+                text += &format!(
+                    "; {}'s commit made it, its answer lost (unknown): {}",
+                    name(n),
+                    match after.sold == before.sold {
+                        true => "nothing sold",
+                        false => "a unit sold",
+                    }
+                );
+            }
+            if !rolled_back.is_empty() {
+                text += &format!(
+                    "; {}'s transaction rolled back (503), its lock with it",
+                    rolled_back.join(" and ")
+                );
+            }
+            text
+        }
         Action::Order(step) => super::pipeline::describe(before, step, after),
         Action::Step(n) if before.redis == model::Outage::Down => {
             format!("{}'s call fails: Redis is down (503)", name(n))

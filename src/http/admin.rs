@@ -142,6 +142,33 @@ pub(super) async fn chaos_action(
             chaos::arm_worker_crash_before_ack(&mut conn).await?;
             serde_json::json!({"armed": "worker_crash_before_ack"})
         }
+        ChaosAction::LoseCommitAnswer { sql } => {
+            let sql = sql.trim();
+            if sql.is_empty() || sql.len() > 200 {
+                return Err(AppError::Invalid(crate::knobs::InputError::new(
+                    "sql",
+                    "a piece of the statement whose answer is lost: 1 to 200 characters (e.g. commit)",
+                )));
+            }
+            let relay = state.pg_relay().ok_or_else(|| {
+                AppError::Forbidden(
+                    "losing a commit's answer needs this instance's relay to PostgreSQL: chaos mode and --postgres-url".to_owned(),
+                )
+            })?;
+            let cut = relay.cut_after(sql);
+            let detail = format!("the next statement with {sql:?}: its answer lost");
+            state
+                .chaos()
+                .record(&mut conn, "lose_commit_answer", None, &detail)
+                .await;
+            let instance = state.instance().to_owned();
+            tokio::spawn(async move {
+                if cut.await.is_ok() {
+                    tracing::warn!(instance, "a commit's answer was lost on its way back");
+                }
+            });
+            serde_json::json!({"armed": "lose_commit_answer", "sql": sql, "instance": state.instance()})
+        }
         ChaosAction::Crash => {
             state
                 .chaos()

@@ -32,6 +32,7 @@ use crate::dashboard::{self, Dashboard};
 use crate::lock::Wakeups;
 use crate::sale::Seller;
 use crate::store::Store;
+use crate::up::pg_relay::PgRelay;
 use crate::variants::Variant;
 use crate::web::{AdminToken, AppError};
 
@@ -49,6 +50,8 @@ struct Shared {
     dashboard: Dashboard,
     /// The orders' database (`None`: orders off).
     orders: Option<crate::orders::Database>,
+    /// Chaos mode: the relay the stock's PostgreSQL is reached through.
+    pg_relay: Option<Arc<PgRelay>>,
 }
 
 /// Who this instance is and how it is reached.
@@ -101,9 +104,22 @@ impl AppState {
         );
         // The URLs were checked at start-up (`serve`); a bad one here means none.
         let mut stores = crate::lock::LockStores::open(&config.lock_stores).unwrap_or_default();
-        // The orders' PostgreSQL keeps the pg-* variants' stock too.
+        // The orders' PostgreSQL keeps the pg-* variants' stock too; in
+        // chaos mode their connections go through a relay of the
+        // instance's own, which can lose a commit's answer.
+        let mut pg_relay = None;
         if let Some(orders) = &config.orders {
-            match crate::pgstock::pool(&orders.postgres_url, crate::pgstock::POOL_SIZE) {
+            let mut url = orders.postgres_url.clone();
+            if config.chaos.enabled() {
+                match PgRelay::in_front_of(&url) {
+                    Ok((relay, through)) => {
+                        pg_relay = Some(Arc::new(relay));
+                        url = through;
+                    }
+                    Err(err) => tracing::warn!("no relay to PostgreSQL: {err:#}"),
+                }
+            }
+            match crate::pgstock::pool(&url, crate::pgstock::POOL_SIZE) {
                 Ok(pool) => stores.postgres = Some(pool),
                 Err(err) => tracing::warn!("the pg-* variants are off: {err:#}"),
             }
@@ -133,6 +149,7 @@ impl AppState {
         });
         let orders = config.orders.clone().map(crate::orders::Database::new);
         Self(Arc::new(Shared {
+            pg_relay,
             orders,
             store,
             config,
@@ -190,6 +207,11 @@ impl AppState {
 
     pub fn chaos(&self) -> &Chaos {
         &self.0.config.chaos
+    }
+
+    /// The relay to the stock's PostgreSQL (chaos mode, with PostgreSQL).
+    pub fn pg_relay(&self) -> Option<&PgRelay> {
+        self.0.pg_relay.as_deref()
     }
 
     pub fn wakeups(&self) -> &Wakeups {

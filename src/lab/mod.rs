@@ -420,6 +420,8 @@ impl Lab {
         // if they have none.
         if variant.stock_in_postgres() && self.stack.postgres.is_none() && !self.lasts {
             Some("its stock is in PostgreSQL, which this stack has not (install postgresql)")
+        } else if scenario == Scenario::PostgresRestart && self.stack.postgres.is_none() {
+            Some("the lab can only crash a PostgreSQL its stack's `up` started (and starts again)")
         } else if scenario == Scenario::RedisRestart && self.redis.is_none() {
             Some("the lab can only restart a Redis it started")
         } else if redlock_scenario

@@ -26,15 +26,20 @@ async fn play(
     lab: Option<&mut Lab>,
     variant: Variant,
 ) -> anyhow::Result<Judgement> {
+    let own = scenario.own_stack(variant);
     match scenario {
-        Scenario::Failover | Scenario::FailoverWaitEarly | Scenario::FailoverWait => {
+        Scenario::Failover | Scenario::FailoverWaitEarly | Scenario::FailoverWait if own => {
             super::failover::play(scenario, variant).await
         }
         Scenario::CrashBeforeEnqueue
         | Scenario::WorkerCrashBeforeAck
         | Scenario::PostgresRestart
         | Scenario::ReservationExpiry
-        | Scenario::RedisDataLoss => super::orders::play(scenario, variant).await,
+        | Scenario::RedisDataLoss
+            if own =>
+        {
+            super::orders::play(scenario, variant).await
+        }
         _ => {
             let lab =
                 lab.ok_or_else(|| anyhow::anyhow!("{scenario} needs the lab's main stack"))?;
@@ -68,9 +73,11 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             .collect::<anyhow::Result<_>>()?
     };
 
-    let needs_main_stack = scenarios
-        .iter()
-        .any(|s| !s.own_stack() && variants.iter().any(|&v| s.claim(v).applies()));
+    let needs_main_stack = scenarios.iter().any(|s| {
+        variants
+            .iter()
+            .any(|&v| !s.own_stack(v) && s.claim(v).applies())
+    });
     let mut lab = match needs_main_stack {
         true => Some(start(config.target.as_ref(), config.timelines.clone()).await?),
         false => None,

@@ -193,7 +193,7 @@ mod tests {
                 step.scenario
             );
             assert!(
-                !scenario.own_stack(),
+                !scenario.own_stack(variant),
                 "{}: plays on the live stack",
                 step.id
             );

@@ -36,15 +36,19 @@ struct Armed {
 }
 
 impl PgRelay {
-    /// Starts relaying from a free loopback port to `to`.
-    pub async fn start(to: SocketAddr) -> anyhow::Result<PgRelay> {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .context("the relay cannot listen")?;
+    /// Starts relaying from a free loopback port to `to` (from within a
+    /// Tokio runtime: it listens at once, and accepts on a task of it).
+    pub fn start(to: SocketAddr) -> anyhow::Result<PgRelay> {
+        let listener =
+            std::net::TcpListener::bind(("127.0.0.1", 0)).context("the relay cannot listen")?;
+        listener.set_nonblocking(true)?;
         let listen = listener.local_addr()?;
         let armed: Arc<Mutex<Option<Armed>>> = Arc::default();
         let shared = armed.clone();
         let accept = tokio::spawn(async move {
+            let Ok(listener) = TcpListener::from_std(listener) else {
+                return;
+            };
             // Dropped with the accept task: every connection ends with it.
             let mut connections = JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
@@ -66,6 +70,25 @@ impl PgRelay {
     /// Where clients connect.
     pub fn listen(&self) -> SocketAddr {
         self.listen
+    }
+
+    /// A relay in front of the PostgreSQL of `url` (its first host and
+    /// port), and `url` pointed at the relay instead.
+    pub fn in_front_of(url: &str) -> anyhow::Result<(PgRelay, String)> {
+        use std::net::ToSocketAddrs;
+        let config: tokio_postgres::Config = url.parse().context("a PostgreSQL URL")?;
+        let host = match config.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+            _ => anyhow::bail!("the relay needs PostgreSQL's TCP host"),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let to = (host.as_str(), port)
+            .to_socket_addrs()?
+            .next()
+            .context("PostgreSQL's host has no address")?;
+        let relay = PgRelay::start(to)?;
+        let through = relay.url_through(url)?;
+        Ok((relay, through))
     }
 
     /// `url` (a PostgreSQL URL) pointed at the relay instead.

@@ -159,8 +159,12 @@ pub struct Claims {
     pub crash_before_enqueue: Claim,
     /// The order worker that committed a batch dies before acking it.
     pub worker_crash_before_ack: Claim,
-    /// PostgreSQL stops while buyers buy, and comes back.
+    /// PostgreSQL stops while buyers buy, and comes back (the database's
+    /// variants: it crashes under them).
     pub postgres_restart: Claim,
+    /// PostgreSQL commits a sale and the answer never reaches the
+    /// instance: its connection closes on the way back.
+    pub commit_answer_lost: Claim,
     /// Reservations not paid within `--pay-within` expire; half are paid.
     pub reservation_expiry: Claim,
     /// Redis restarts empty with orders on their way, then a reset and

@@ -60,6 +60,7 @@ return {1, unit, stock - 1, sale, epoch, at}"#,
         crash_before_enqueue: Claim::safe("the order is in the sale's script"),
         worker_crash_before_ack: Claim::safe("redelivered, inserted once"),
         postgres_restart: Claim::safe("orders wait in the stream"),
+        commit_answer_lost: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::safe("each unpaid unit returned once"),
         redis_data_loss: Claim::loses_units(
             "in-flight orders go with Redis; reconcile says LEDGER_LOST",

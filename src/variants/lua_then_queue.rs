@@ -51,6 +51,7 @@ XADD orders:{sku} * unit .. sale .. epoch ..; // a second command"#,
         crash_before_enqueue: Claim::loses_units("the crash comes between the sale and its XADD"),
         worker_crash_before_ack: Claim::safe("redelivered, inserted once"),
         postgres_restart: Claim::safe("orders wait in the stream"),
+        commit_answer_lost: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::safe("each unpaid unit returned once"),
         redis_data_loss: Claim::loses_units(
             "in-flight orders go with Redis; reconcile says LEDGER_LOST",

@@ -19,6 +19,13 @@ use crate::timeline::Section;
 /// cannot reach a stock kept in PostgreSQL.
 pub(super) const NOT_IN_REDIS: &str = "the stock is in PostgreSQL";
 
+/// The database's variants when a commit's answer is lost: the buyer is
+/// told `unknown`, and its id's record answers its retry.
+pub(super) const ANSWERED_ON_RETRY: &str = "unknown, then its id's record";
+
+/// The database's variants when PostgreSQL crashes under their buyers.
+pub(super) const SURVIVES_A_CRASH: &str = "committed or rolled back; each id resolves";
+
 /// Why a dead holder's database lock frees itself: its transaction is
 /// rolled back, and its lock released, as its connection closes.
 pub(super) const DIES_WITH_ITS_CONNECTION: &str = "the transaction dies with its connection";
@@ -49,7 +56,8 @@ pub(super) const fn transaction_lock_claims(slow_business: &'static str) -> Clai
         failover_wait: Claim::NOT_APPLICABLE,
         crash_before_enqueue: Claim::NOT_APPLICABLE,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
+        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
         reservation_expiry: Claim::NOT_APPLICABLE,
         redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
     }

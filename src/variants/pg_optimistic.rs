@@ -7,7 +7,9 @@
 //! told `busy` (`version_conflict`) with stock left: safe, and on a hot
 //! SKU many buyers are turned away while later ones sell the stock.
 
-use super::pg_common::{NOT_IN_REDIS, answer, buyer, connection};
+use super::pg_common::{
+    ANSWERED_ON_RETRY, NOT_IN_REDIS, SURVIVES_A_CRASH, answer, buyer, connection,
+};
 use super::{About, Claim, Claims, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
@@ -52,7 +54,8 @@ loop up to 5 times {
         failover_wait: Claim::NOT_APPLICABLE,
         crash_before_enqueue: Claim::NOT_APPLICABLE,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
+        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
         reservation_expiry: Claim::NOT_APPLICABLE,
         redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
     },

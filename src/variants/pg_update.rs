@@ -8,7 +8,9 @@
 //! work cannot run inside it (`work_ms` is ignored). On one hot row the
 //! statements queue on the row's lock: the price the bench measures.
 
-use super::pg_common::{NOT_IN_REDIS, answer, buyer, connection};
+use super::pg_common::{
+    ANSWERED_ON_RETRY, NOT_IN_REDIS, SURVIVES_A_CRASH, answer, buyer, connection,
+};
 use super::{About, Claim, Claims, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx, Outcome};
@@ -54,7 +56,8 @@ SELECT unit, remaining FROM s"#,
         failover_wait: Claim::NOT_APPLICABLE,
         crash_before_enqueue: Claim::NOT_APPLICABLE,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
+        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
         reservation_expiry: Claim::NOT_APPLICABLE,
         redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
     },

@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 use redis::Script;
 
 use super::lua::{Deducted, Orders, run_deduct};
-use super::pg_common::{answer, buyer, connection, unavailable};
+use super::pg_common::{
+    ANSWERED_ON_RETRY, SURVIVES_A_CRASH, answer, buyer, connection, unavailable,
+};
 use super::{About, Claim, Claims, Protection};
 use crate::orders::OrderMessage;
 use crate::pgstock::sale;
@@ -82,7 +84,8 @@ loop up to 100 times {                 -- PostgreSQL: the truth
         failover_wait: Claim::NOT_APPLICABLE,
         crash_before_enqueue: Claim::NOT_APPLICABLE,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
+        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
+        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
         reservation_expiry: Claim::NOT_APPLICABLE,
         redis_data_loss: Claim::not_applicable(REDIS_ONLY_FILTERS),
     },

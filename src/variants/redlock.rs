@@ -65,6 +65,7 @@ unlock_all()                                       // compare-and-delete on ever
         crash_before_enqueue: Claim::NOT_APPLICABLE,
         worker_crash_before_ack: Claim::NOT_APPLICABLE,
         postgres_restart: Claim::NOT_APPLICABLE,
+        commit_answer_lost: Claim::NOT_APPLICABLE,
         reservation_expiry: Claim::NOT_APPLICABLE,
         redis_data_loss: Claim::NOT_APPLICABLE,
     },

@@ -32,13 +32,14 @@ pub enum Scenario {
     CrashBeforeEnqueue,
     WorkerCrashBeforeAck,
     PostgresRestart,
+    CommitAnswerLost,
     ReservationExpiry,
     RedisDataLoss,
 }
 
 impl Scenario {
     /// All of them, in the order the lab runs them.
-    pub const ALL: [Scenario; 23] = [
+    pub const ALL: [Scenario; 24] = [
         Scenario::OneInstance,
         Scenario::Race,
         Scenario::SlowBusiness,
@@ -60,6 +61,7 @@ impl Scenario {
         Scenario::CrashBeforeEnqueue,
         Scenario::WorkerCrashBeforeAck,
         Scenario::PostgresRestart,
+        Scenario::CommitAnswerLost,
         Scenario::ReservationExpiry,
         Scenario::RedisDataLoss,
     ];
@@ -88,6 +90,7 @@ impl Scenario {
             Scenario::CrashBeforeEnqueue => "crash-before-enqueue",
             Scenario::WorkerCrashBeforeAck => "worker-crash-before-ack",
             Scenario::PostgresRestart => "postgres-restart",
+            Scenario::CommitAnswerLost => "commit-answer-lost",
             Scenario::ReservationExpiry => "reservation-expiry",
             Scenario::RedisDataLoss => "redis-data-loss",
         }
@@ -154,7 +157,10 @@ impl Scenario {
                 "the order worker that committed a batch dies before its XACK; its messages are delivered again (claim idle 1 s)"
             }
             Scenario::PostgresRestart => {
-                "PostgreSQL stops while three units sell, then starts again; every sale must end up as one order"
+                "PostgreSQL stops while three units sell, then starts again; every sale must end up as one order (a variant whose stock it keeps: it crashes under a buyer held before its write, and every request id must resolve once)"
+            }
+            Scenario::CommitAnswerLost => {
+                "PostgreSQL commits a sale and its answer is lost on the way back (the relay between instance a and PostgreSQL closes the connection): the buyer is told unknown, and asking again with its request id must find the sale"
             }
             Scenario::ReservationExpiry => {
                 "six reservations (pay within 2 s), three paid; the other three expire and give their unit back, once"
@@ -192,6 +198,7 @@ impl Scenario {
             Scenario::CrashBeforeEnqueue => claims.crash_before_enqueue,
             Scenario::WorkerCrashBeforeAck => claims.worker_crash_before_ack,
             Scenario::PostgresRestart => claims.postgres_restart,
+            Scenario::CommitAnswerLost => claims.commit_answer_lost,
             Scenario::ReservationExpiry => claims.reservation_expiry,
             Scenario::RedisDataLoss => claims.redis_data_loss,
         }

@@ -101,6 +101,23 @@ async fn without_postgres_the_database_variants_name_the_missing_store() {
             let detail = body["detail"].as_str().unwrap_or_default();
             assert!(detail.contains("--postgres-url"), "{variant}: {detail}");
         }
+        // Losing a commit's answer needs the relay to PostgreSQL: 403 here;
+        // an empty `sql` is refused before that, 400.
+        let chaos = format!("{}/api/admin/chaos", stack.url);
+        for (sql, status, error) in [("commit", 403, "forbidden"), ("  ", 400, "invalid_input")] {
+            let action = serde_json::json!({"action": "lose_commit_answer", "sql": sql});
+            let response = stack
+                .http()
+                .post(&chaos)
+                .bearer_auth(&stack.token)
+                .json(&action)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), status, "{sql:?}");
+            let body: serde_json::Value = response.json().await.unwrap();
+            assert_eq!(body["error"], error, "{sql:?}: {body}");
+        }
         stack.stop().await;
     })
     .await;

@@ -391,9 +391,7 @@ async fn a_commit_whose_answer_is_lost_is_unknown_and_a_retry_learns_it() {
             return;
         };
         let admin = migrated(&server).await;
-        let relay = PgRelay::start(SocketAddr::from(([127, 0, 0, 1], server.port())))
-            .await
-            .unwrap();
+        let relay = PgRelay::start(SocketAddr::from(([127, 0, 0, 1], server.port()))).unwrap();
         let through = relay.url_through(&server.url()).unwrap();
         // The statement that commits: COMMIT in a transaction, the
         // statement itself when it is its own transaction.

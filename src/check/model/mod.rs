@@ -100,6 +100,12 @@ pub struct Bounds {
     /// Calls cut off by a paused Redis: the buyer is told `unknown` and
     /// retries its own request id; its script runs when Redis wakes.
     pub cutoffs: u8,
+    /// Crashes of the database that keeps the stock ([`Action::DatabaseCrash`]):
+    /// each buyer retries its own request id.
+    pub db_crashes: u8,
+    /// Answers of the database's commits lost on their way back
+    /// ([`Action::AnswerLost`]): each buyer retries its own request id.
+    pub lost_answers: u8,
     /// The order pipeline and its faults (`None`: no orders).
     pub orders: Option<OrderFaults>,
 }
@@ -137,6 +143,15 @@ pub struct Mutation {
     pub no_on_conflict: bool,
     /// Giving a unit back does not record the sale's return first.
     pub no_give_back_once: bool,
+}
+
+impl Bounds {
+    /// Whether the database that keeps the stock fails under the buyers:
+    /// a crash, or a commit's answer lost (the lab plays these; the
+    /// explorer and step mode do not strike them).
+    pub fn database_faults(&self) -> bool {
+        self.db_crashes > 0 || self.lost_answers > 0
+    }
 }
 
 /// The lock key as the store holds it.
@@ -238,11 +253,19 @@ pub struct World {
     pub outages: u8,
     /// Calls cut off so far.
     pub cutoffs: u8,
+    /// Crashes of the database so far; whether one ended an attempt (its
+    /// transaction rolled back, or its answer lost), and whether a unit
+    /// sold since such a one.
+    pub db_crashes: u8,
+    pub crash_struck: bool,
+    pub sold_since_crash: bool,
+    /// Commits' answers lost so far.
+    pub answers_lost: u8,
     /// The request ids the sale's script holds a record of (bits, by
     /// `Sale::script_id`).
     pub answered: u8,
-    /// The units each buyer's script sold (with cut-off calls: under its
-    /// own request id).
+    /// The units sold under each buyer's own request id (a script's, or a
+    /// database transaction's with ids in play).
     pub script_sales: Vec<u8>,
     /// Units given back to the stock, sold first (bits: unit u at u - 1).
     pub returned: u8,
@@ -314,6 +337,16 @@ pub enum Action {
     CutOff(u8),
     /// Redis wakes and runs buyer `n`'s queued script.
     Deliver(u8),
+    /// The database crashes and starts again on what it committed: every
+    /// open transaction is rolled back (its buyer, told 503, asks again
+    /// with its request id). `Some(n)`: buyer `n`'s statement or commit
+    /// had reached it and committed, its answer lost in the crash (told
+    /// `unknown`, it asks again).
+    DatabaseCrash(Option<u8>),
+    /// Buyer `n`'s statement or commit is run and committed by the
+    /// database, and its answer lost on the way back (told `unknown`, it
+    /// asks again with its request id).
+    AnswerLost(u8),
     /// A step of the order pipeline.
     Order(OrderStep),
 }

@@ -187,6 +187,17 @@ impl Pc {
         each!(self, p => p.says(sale, before, after, n))
     }
 
+    /// Where a buyer goes when its attempt dies with the database, or its
+    /// answer does: asking again with its request id (the database's
+    /// protocols; any other ends).
+    pub fn retry(self) -> Pc {
+        match self {
+            Pc::Script(_) => script::Pc::Retry.into(),
+            Pc::Transaction(_) => transaction::Pc::Retry.into(),
+            other => other.done(),
+        }
+    }
+
     /// Where this buyer's program ends.
     pub fn done(self) -> Pc {
         each!(self, p => done(p))

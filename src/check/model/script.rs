@@ -90,7 +90,7 @@ impl Sale {
         match () {
             _ if self.mutation.no_request_claim => None,
             _ if self.bounds.one_request => Some(0),
-            _ if self.bounds.cutoffs > 0 => Some(n),
+            _ if self.bounds.cutoffs > 0 || self.ids_in_commits() => Some(n),
             _ => None,
         }
     }

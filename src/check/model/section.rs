@@ -146,6 +146,9 @@ impl Sale {
     /// lease and a tick of a holder's death, by another buyer (the lock
     /// freed), and one while Redlock's nodes had no majority up.
     pub(super) fn sold_by(&self, w: &mut World, n: u8) {
+        if w.crash_struck {
+            w.sold_since_crash = true;
+        }
         if let Some(at) = w.holder_crash
             && !w.buyers[usize::from(n)].crashed
             && w.now <= at + self.bounds.lease + 1

@@ -6,7 +6,9 @@
 //! write is seen only once committed, and the commit lets the lock go);
 //! a holder that dies takes its transaction with it, the lock freed
 //! (`crate::check::faults`: a crash frees a buyer's mutex, and this lock
-//! is the one mutex of the database).
+//! is the one mutex of the database). With ids in play (a crash of the
+//! database), the commit records the id's answer with the sale, and a
+//! buyer whose transaction died asks again: an answered id is replayed.
 
 use super::program::{Steps, claim_first};
 use super::{At, Sale, World, section};
@@ -19,6 +21,9 @@ pub enum Pc {
     Work,
     /// The write, and the commit that releases the lock.
     Commit,
+    /// Its transaction died with the database, or its commit's answer
+    /// did: asks again with its request id.
+    Retry,
     Done,
 }
 
@@ -45,16 +50,23 @@ impl Steps for Pc {
             Pc::Read if sale.read(w, n) => Pc::Work,
             // Sold out: the transaction commits its answer, the lock goes.
             Pc::Read => {
+                record(sale, w, n, false);
                 sale.free_mutex(w, n);
                 Pc::Done
             }
             Pc::Work if !sale.worked(w, n) => return None,
             Pc::Work => Pc::Commit,
             Pc::Commit => {
+                let before = w.sold.iter().map(|&k| u32::from(k)).sum::<u32>();
                 sale.write(w, n);
+                let sold = w.sold.iter().map(|&k| u32::from(k)).sum::<u32>() > before;
+                record(sale, w, n, sold);
                 sale.free_mutex(w, n);
                 Pc::Done
             }
+            // The database answers an id it has a record of from it.
+            Pc::Retry if answered(sale, w, n) => Pc::Done,
+            Pc::Retry => Pc::Acquire,
             Pc::Done => return None,
         })
     }
@@ -66,6 +78,7 @@ impl Steps for Pc {
             Pc::Read => At::Read,
             Pc::Work => At::Work,
             Pc::Commit => At::Write,
+            Pc::Retry => At::Retry,
             Pc::Done => At::Done,
         }
     }
@@ -80,7 +93,33 @@ impl Steps for Pc {
     fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
         match self {
             Pc::Acquire => section::says_taken(before, after, n),
+            Pc::Retry if after.buyers[usize::from(n)].pc == Pc::Done.into() => {
+                "asks again with its request id: its answer replayed".to_owned()
+            }
+            Pc::Retry => {
+                "asks again with its request id: none recorded, it starts again".to_owned()
+            }
             pc => section::says(sale, pc.at(), before, after, n),
         }
     }
+}
+
+/// With ids in play, the commit records the id's answer in the same
+/// transaction; the sales under each id are counted (one per id, the
+/// property says).
+fn record(sale: &Sale, w: &mut World, n: u8, sold: bool) {
+    if !sale.ids_in_commits() {
+        return;
+    }
+    if !sale.mutation.no_request_claim {
+        w.answered |= 1 << n;
+    }
+    if sold {
+        w.script_sales[usize::from(n)] += 1;
+    }
+}
+
+/// Whether the database has a record of buyer `n`'s request id.
+fn answered(sale: &Sale, w: &World, n: u8) -> bool {
+    !sale.mutation.no_request_claim && w.answered & (1 << n) != 0
 }

@@ -27,6 +27,9 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
 /// whose gates meet in the Redis the pause stops.
 pub const CUT_OFF_NEEDS_GATES_APART: &str = "calls cut off by a paused Redis: the gates must meet in a Redis apart, which only a stack of the explorer's own has";
 
+/// Why the faults of the database that keeps the stock are not explored.
+pub const DATABASE_FAULTS_NOT_STRUCK: &str = "a crash of PostgreSQL under the buyers, or a commit's answer lost: the explorer does not strike them (`stocklock lab` plays them, `stocklock check` explores their model)";
+
 /// Why a failover cell is not played on a stack the explorer did not
 /// start.
 pub const FAILOVER_NEEDS_OWN_STACKS: &str =
@@ -72,6 +75,10 @@ pub async fn all(
             let bounds = check::bounds(scenario, Protocol::of(variant));
             if bounds.cutoffs > 0 && !redises.apart() {
                 skipped.push((variant, scenario, CUT_OFF_NEEDS_GATES_APART));
+                continue;
+            }
+            if bounds.database_faults() {
+                skipped.push((variant, scenario, DATABASE_FAULTS_NOT_STRUCK));
                 continue;
             }
             if bounds.failovers > 0 && !redises.apart() {

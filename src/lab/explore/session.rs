@@ -160,6 +160,9 @@ impl<'a> Session<'a> {
         if bounds.cutoffs > 0 && !redises.apart() {
             bail!("{}", matrix::CUT_OFF_NEEDS_GATES_APART);
         }
+        if bounds.database_faults() {
+            bail!("{}", matrix::DATABASE_FAULTS_NOT_STRUCK);
+        }
         let tick = std::time::Duration::from_millis(lease_ms / u64::from(bounds.lease.max(1)));
         let mut session = Session {
             run,

@@ -1,6 +1,7 @@
 //! The judge of buyers left in doubt: Redis stopped answering under them,
 //! they were told `unknown`, and each asked again with its request id once
-//! Redis answered (`redis-pause`).
+//! Redis answered (`redis-pause`); and what every judge of buyers in doubt
+//! shares (`database` judges PostgreSQL's faults with it).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -40,80 +41,111 @@ pub struct RedisPause {
     pub ledger: Ledger,
 }
 
-/// Safe when calls were cut off (buyers told `unknown`) on both instances'
-/// watch, every buyer's request id then resolved to a final answer (its
-/// record replayed, or decided anew), no unit went to two buyers, and the
-/// buyers told "sold" are exactly the sales the ledger recorded.
-pub fn redis_pause(p: &RedisPause) -> Judgement {
-    let in_doubt: Vec<&Doubted> = p.buyers.iter().filter(|b| b.first.unknown).collect();
-    let unresolved: Vec<&str> = p
-        .buyers
+/// What the buyers' answers came to: the ids in doubt at first (told
+/// `unknown`, or any answer but a final one), how they resolved, and
+/// what they were told beside what the ledger recorded.
+pub(super) struct Resolution<'a> {
+    pub(super) in_doubt: usize,
+    pub(super) unresolved: Vec<&'a str>,
+    pub(super) told: i64,
+    pub(super) units: usize,
+    pub(super) recorded: i64,
+    /// The numbers in words, for the evidence.
+    pub(super) said: String,
+}
+
+pub(super) fn resolve<'a>(
+    buyers: &'a [Doubted],
+    ledger: &Ledger,
+    doubted: impl Fn(&Reply) -> bool,
+) -> Resolution<'a> {
+    let in_doubt: Vec<&Doubted> = buyers.iter().filter(|b| doubted(&b.first)).collect();
+    let unresolved: Vec<&str> = buyers
         .iter()
         .filter(|b| b.resolved().is_none())
         .map(|b| b.id.as_str())
         .collect();
-    let replayed = in_doubt
-        .iter()
-        .filter_map(|b| b.resolved())
-        .filter(|r| r.replayed)
-        .count();
-    let decided = in_doubt
-        .iter()
-        .filter_map(|b| b.resolved())
-        .filter(|r| !r.replayed)
-        .count();
-    let told_sold: Vec<&Reply> = p
-        .buyers
+    let final_of_doubted = || in_doubt.iter().filter_map(|b| b.resolved());
+    let replayed = final_of_doubted().filter(|r| r.replayed).count();
+    let decided = final_of_doubted().filter(|r| !r.replayed).count();
+    let told_sold: Vec<&Reply> = buyers
         .iter()
         .filter_map(Doubted::resolved)
         .filter(|r| r.sold())
         .collect();
     let units: BTreeSet<i64> = told_sold.iter().filter_map(|r| r.unit).collect();
     let told = told_sold.len() as i64;
-    let recorded = p.ledger.state.sold;
-    let answering = p.ledger.answering();
-    let evidence = format!(
-        "Redis paused {:.1} s mid-sale, {} buyers with request ids: {} answered unknown; \
-         on retry {replayed} replayed their record and {decided} were decided anew, {} unresolved{}; \
+    let recorded = ledger.state.sold;
+    let said = format!(
+        "on retry {replayed} replayed their record and {decided} were decided anew, {} unresolved{}; \
          {told} told sold, {} distinct units, {recorded} sales recorded \
-         (the ledger counted {} unknown, {} replays); answered by {answering:?}; {}",
-        p.pause.as_secs_f64(),
-        p.buyers.len(),
-        in_doubt.len(),
+         (the ledger counted {} unknown, {} replays)",
         unresolved.len(),
         match unresolved.first() {
             Some(id) => format!(" (e.g. {id})"),
             None => String::new(),
         },
         units.len(),
-        p.ledger.state.unknown,
-        p.ledger.state.replays,
+        ledger.state.unknown,
+        ledger.state.replays,
+    );
+    Resolution {
+        in_doubt: in_doubt.len(),
+        unresolved,
+        told,
+        units: units.len(),
+        recorded,
+        said,
+    }
+}
+
+/// The verdict once the fault is known to have landed: the ledger's own,
+/// a unit told to two buyers or a sale told and never recorded
+/// (oversells), an id never resolved (stuck), a recorded sale nobody was
+/// told of (loses units), or safe.
+pub(super) fn decide(r: &Resolution<'_>, ledger: &Ledger, evidence: String) -> Judgement {
+    if let Some(failure) = ledger.failure() {
+        return Judgement::new(failure, evidence);
+    }
+    if (r.units as i64) < r.told || r.told > r.recorded {
+        return Judgement::seen(Behaviour::Oversells, evidence);
+    }
+    if !r.unresolved.is_empty() {
+        return Judgement::new(Observed::Stuck, evidence);
+    }
+    if r.told < r.recorded {
+        // Sales recorded that no buyer was ever told of: stock gone to nobody.
+        return Judgement::seen(Behaviour::LosesUnits, evidence);
+    }
+    Judgement::seen(Behaviour::Safe, evidence)
+}
+
+/// Safe when calls were cut off (buyers told `unknown`) on both instances'
+/// watch, every buyer's request id then resolved to a final answer (its
+/// record replayed, or decided anew), no unit went to two buyers, and the
+/// buyers told "sold" are exactly the sales the ledger recorded.
+pub fn redis_pause(p: &RedisPause) -> Judgement {
+    let r = resolve(&p.buyers, &p.ledger, |first| first.unknown);
+    let answering = p.ledger.answering();
+    let evidence = format!(
+        "Redis paused {:.1} s mid-sale, {} buyers with request ids: {} answered unknown; {}; \
+         answered by {answering:?}; {}",
+        p.pause.as_secs_f64(),
+        p.buyers.len(),
+        r.in_doubt,
+        r.said,
         p.ledger,
     );
     if let Err(why) = &p.paused {
         return Judgement::inconclusive(why, evidence);
     }
-    if in_doubt.is_empty() {
+    if r.in_doubt == 0 {
         return Judgement::inconclusive("no call was cut off: no buyer answered unknown", evidence);
     }
     if answering.len() < 2 {
         return Judgement::inconclusive("only one instance answered", evidence);
     }
-    if let Some(failure) = p.ledger.failure() {
-        return Judgement::new(failure, evidence);
-    }
-    if (units.len() as i64) < told || told > recorded {
-        // A unit told to two buyers, or a buyer told sold with no sale recorded.
-        return Judgement::seen(Behaviour::Oversells, evidence);
-    }
-    if !unresolved.is_empty() {
-        return Judgement::new(Observed::Stuck, evidence);
-    }
-    if told < recorded {
-        // Sales recorded that no buyer was ever told of: stock gone to nobody.
-        return Judgement::seen(Behaviour::LosesUnits, evidence);
-    }
-    Judgement::seen(Behaviour::Safe, evidence)
+    decide(&r, &p.ledger, evidence)
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@
 //! - `outage`: a store that went away (`redis-restart`, Redlock's nodes);
 //! - `doubt`: buyers told `unknown` by a Redis that stopped answering, and
 //!   their retries (`redis-pause`);
+//! - `database`: PostgreSQL's faults under the variants whose stock it
+//!   keeps (`postgres-restart`, `commit-answer-lost`), judged as `doubt` does;
 //! - `failover`: a lock's store that failed over under its holder;
 //! - `orders`: the order pipeline, judged from the reconciliation of the
 //!   ledger with the orders (`crash-before-enqueue`, ...).
@@ -31,6 +33,7 @@
 //! and the order they decide in (`decide`).
 
 mod crowd;
+mod database;
 mod doubt;
 mod duel;
 mod failover;
@@ -44,6 +47,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use self::crowd::{one_instance, race, retry_storm, slow_business};
+pub use self::database::{DatabaseCrash, LostAnswer, commit_answer_lost, database_crash};
 pub use self::doubt::{Doubted, RedisPause, redis_pause};
 pub use self::duel::{
     Deletion, Duel, clock_skew, forgotten_lock, lock_vanishes, lock_vanishes_early, pause_holder,

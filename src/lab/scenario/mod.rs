@@ -10,10 +10,12 @@
 //! The scenarios themselves (names, summaries, each variant's claim, the
 //! command line's values) are [`crate::variants::Scenario`], shared with the
 //! checker. This module: where each cell plays; `play`: what each one on
-//! the main stack does, `redis_pause` the one that pauses Redis, `vanish`
-//! the two that delete the lock under its holder (the failover scenarios
+//! the main stack does, `redis_pause` the one that pauses Redis,
+//! `database` the two that fail PostgreSQL under the variants whose
+//! stock it keeps (a crash, a commit's answer lost), `vanish` the two that delete the lock under its holder (the failover scenarios
 //! play in `failover/`, the order scenarios in `orders/`).
 
+mod database;
 mod play;
 mod redis_pause;
 mod vanish;
@@ -24,10 +26,15 @@ use crate::variants::Variant;
 pub use crate::variants::{Scenario, UnknownScenario};
 
 impl Scenario {
-    /// Whether each of its cells runs on a stack of its own (the failover
+    /// Whether `variant`'s cell runs on a stack of its own (the failover
     /// ones, a failover cannot be undone; the order ones, which need
     /// PostgreSQL and timings of their own), not on the lab's main stack.
-    pub fn own_stack(self) -> bool {
+    /// A crash of PostgreSQL under a variant whose stock it keeps plays
+    /// on the main stack, whose PostgreSQL `up` starts again.
+    pub fn own_stack(self, variant: Variant) -> bool {
+        if self == Scenario::PostgresRestart && variant.stock_in_postgres() {
+            return false;
+        }
         matches!(
             self,
             Scenario::Failover
@@ -61,6 +68,10 @@ impl Scenario {
             Scenario::ClockSkew => play::clock_skew(lab, v).await,
             Scenario::RedisRestart => play::redis_restart(lab, v).await,
             Scenario::RedisPause => redis_pause::play(lab, variant).await,
+            Scenario::PostgresRestart if variant.stock_in_postgres() => {
+                database::crash(lab, variant).await
+            }
+            Scenario::CommitAnswerLost => database::commit_answer_lost(lab, variant).await,
             Scenario::RedlockMinorityDown => play::redlock_minority_down(lab, variant).await,
             Scenario::RedlockMajorityDown => play::redlock_majority_down(lab, v).await,
             Scenario::RedlockRestartWithoutPersistence => {

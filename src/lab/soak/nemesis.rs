@@ -263,11 +263,7 @@ impl Nemesis {
             }
             Kind::KillPostgres => {
                 let pid = self.postgres_pid().await?;
-                let mut all = children_of(pid);
-                all.push(pid);
-                for pid in all {
-                    signal(pid, Signal::SIGKILL);
-                }
+                crate::os::kill_with_children(pid);
                 self.until(|s| s.postgres.as_ref().is_some_and(|p| p.pid != pid))
                     .await?;
                 Ok("postgres".to_owned())

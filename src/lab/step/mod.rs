@@ -66,6 +66,9 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
     if bounds.failovers > 0 {
         return Some(matrix::FAILOVER_NEEDS_OWN_STACKS);
     }
+    if bounds.database_faults() {
+        return Some(matrix::DATABASE_FAULTS_NOT_STRUCK);
+    }
     if bounds.orders.is_some() {
         return Some(
             "the order pipeline is scheduled for the whole stack: `stocklock explore` plays it on a stack of its own",

@@ -1,0 +1,216 @@
+//! The faults of the database under the variants whose stock PostgreSQL
+//! keeps: `postgres-restart`, the database crashes (every process of it
+//! killed at once) under a buyer held at its gate right before its write,
+//! inside its transaction for the database's locks, and `up` starts it
+//! again on its data; `commit-answer-lost`, a sale's commit is run and its
+//! answer lost on the way back. Each buyer then asks again with its
+//! request id until it has a final answer.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::play::query;
+use crate::check::protocol::{Program, Protocol};
+use crate::gate::{Scheduler, buyer_name, points};
+use crate::lab::Lab;
+use crate::lab::judge::{self, DatabaseCrash, Doubted, Judgement, LostAnswer, Reply};
+use crate::variants::Variant;
+use crate::wire::ChaosAction;
+
+/// The SKU's stock, the buyers served before the crash (one at a time),
+/// and those sent while the held one waits at its gate (they queue behind
+/// its lock, or sell around it).
+const STOCK: i64 = 10;
+const BEFORE: usize = 2;
+const ALONGSIDE: usize = 3;
+/// How long the held buyer may take to reach its write, and `up` to start
+/// PostgreSQL again.
+const GATE_TIMEOUT: Duration = Duration::from_secs(10);
+const RESTART_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many times a buyer asks again at most, and the back-off between
+/// two rounds (a client's: nothing announces when the database is back
+/// for an instance's pool).
+const RETRIES: usize = 10;
+const RETRY_BACKOFF: Duration = Duration::from_millis(300);
+
+/// Two sales; a buyer with a schedule held at `before_write` on instance
+/// a (for `pg-for-update` and `pg-advisory` with the lock and its
+/// transaction open) and three more sent through nginx; PostgreSQL killed
+/// (postmaster and backends, SIGKILL: a crash, not a shutdown); `up`
+/// starts it again; the held buyer let go onto a connection that died;
+/// then every buyer without a final answer asks again with its id.
+pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Judgement> {
+    let v = variant.name();
+    lab.client().reset(v, STOCK, 0).await?;
+    let id = |i: usize| format!("{v}-crash-{i}");
+    let path = |i: usize| query(v, &format!("request_id={}", id(i)));
+    let mut buyers = Vec::new();
+    for i in 0..BEFORE {
+        buyers.push(Doubted {
+            id: id(i),
+            first: lab.send(&lab.stack.url, &path(i)).await?,
+            retries: Vec::new(),
+        });
+    }
+
+    // The held buyer, at its gate before the write.
+    let run = format!("lab-crash-{v}-{}", std::process::id());
+    let mut gates = Scheduler::start(&lab.redis_url, &run).await?;
+    let held_id = BEFORE;
+    let held = lab.send(
+        &lab.instance(0).url,
+        &format!("{}&schedule={run}:{}", path(held_id), buyer_name(0)),
+    );
+    let at_write = loop {
+        let arrival = gates
+            .next(GATE_TIMEOUT)
+            .await?
+            .context("the held buyer never reached its write")?;
+        if arrival.gate == points::BEFORE_WRITE.name {
+            break arrival;
+        }
+        if !crate::gate::is_note(&arrival.gate) {
+            gates.release(&arrival).await?;
+        }
+    };
+    let alongside: Vec<_> = (held_id + 1..=held_id + ALONGSIDE)
+        .map(|i| (i, lab.send(&lab.stack.url, &path(i))))
+        .collect();
+
+    // The crash, and the database back on its data.
+    let old = lab
+        .stack
+        .postgres
+        .clone()
+        .context("the stack's PostgreSQL (its pid)")?;
+    let open = open_transactions(&old.url).await.unwrap_or(0);
+    crate::os::kill_with_children(old.pid);
+    let crashed = Instant::now();
+    let back = lab
+        .stack
+        .next_line("postgres: pid", RESTART_TIMEOUT)
+        .await
+        .and_then(|_| lab.stack.postgres.clone())
+        .filter(|p| p.pid != old.pid);
+    let down_for = crashed.elapsed();
+    gates.release(&at_write).await?;
+    gates.abandon().await?;
+    buyers.push(Doubted {
+        id: id(held_id),
+        first: held.await?,
+        retries: Vec::new(),
+    });
+    for (i, reply) in alongside {
+        buyers.push(Doubted {
+            id: id(i),
+            first: reply.await?,
+            retries: Vec::new(),
+        });
+    }
+    retry_until_final(lab, &mut buyers, &path).await?;
+    Ok(judge::database_crash(&DatabaseCrash {
+        held: id(held_id),
+        open,
+        restarted: back.map(|p| (p.pid, down_for)).ok_or_else(|| {
+            format!("`up` did not start PostgreSQL again within {RESTART_TIMEOUT:?}")
+        }),
+        buyers,
+        ledger: lab.ledger(v).await?,
+    }))
+}
+
+/// `commit-answer-lost`: two sales; instance a's relay to PostgreSQL
+/// armed to lose the answer of the next statement that commits a sale
+/// (`COMMIT` for the database's locks, whose sale is a transaction; the
+/// sale's own statement for the others, each its own transaction); a
+/// buyer with a request id on instance a; two more sales; then each
+/// buyer without a final answer asks again with its id.
+pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
+    let v = variant.name();
+    lab.client().reset(v, STOCK, 0).await?;
+    let id = |i: usize| format!("{v}-lost-{i}");
+    let path = |i: usize| query(v, &format!("request_id={}", id(i)));
+    let mut buyers = Vec::new();
+    for i in 0..BEFORE {
+        buyers.push(Doubted {
+            id: id(i),
+            first: lab.send(&lab.stack.url, &path(i)).await?,
+            retries: Vec::new(),
+        });
+    }
+    let sql = match Protocol::of(variant).program {
+        Program::Transaction => "commit",
+        _ => "insert into stock_sales",
+    };
+    let armed = BEFORE;
+    lab.chaos_on(
+        0,
+        &ChaosAction::LoseCommitAnswer {
+            sql: sql.to_owned(),
+        },
+    )
+    .await?;
+    buyers.push(Doubted {
+        id: id(armed),
+        first: lab.send(&lab.instance(0).url, &path(armed)).await?,
+        retries: Vec::new(),
+    });
+    for i in armed + 1..armed + 3 {
+        buyers.push(Doubted {
+            id: id(i),
+            first: lab.send(&lab.stack.url, &path(i)).await?,
+            retries: Vec::new(),
+        });
+    }
+    retry_until_final(lab, &mut buyers, &path).await?;
+    Ok(judge::commit_answer_lost(&LostAnswer {
+        armed: id(armed),
+        sql,
+        buyers,
+        ledger: lab.ledger(v).await?,
+    }))
+}
+
+/// Each buyer without a final answer asks again with its request id (the
+/// `k`-th buyer's path is `path(k)`), a round at a time, until each has
+/// one or [`RETRIES`] rounds went by.
+async fn retry_until_final(
+    lab: &Lab,
+    buyers: &mut [Doubted],
+    path: &impl Fn(usize) -> String,
+) -> anyhow::Result<()> {
+    for round in 0..RETRIES {
+        let pending: Vec<usize> = (0..buyers.len())
+            .filter(|&k| buyers[k].resolved().is_none())
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        if round > 0 {
+            tokio::time::sleep(RETRY_BACKOFF).await;
+        }
+        let sent: Vec<(usize, tokio::task::JoinHandle<Reply>)> = pending
+            .into_iter()
+            .map(|k| (k, lab.send(&lab.stack.url, &path(k))))
+            .collect();
+        for (k, reply) in sent {
+            buyers[k].retries.push(reply.await?);
+        }
+    }
+    Ok(())
+}
+
+/// Transactions open in the database (other than this one's): the held
+/// buyer's, for the database's locks, at the moment of the crash.
+async fn open_transactions(url: &str) -> anyhow::Result<i64> {
+    let client = crate::orders::connect(url).await?;
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()",
+            &[],
+        )
+        .await?;
+    Ok(row.try_get(0)?)
+}
