@@ -253,6 +253,38 @@ async fn explore_cli(
     (code, serde_json::from_str(&report).unwrap())
 }
 
+/// The database's locks explored from the command line: the explorer's
+/// stack has PostgreSQL (without it every buyer would be told the store
+/// is missing, and nothing explored), crashes strike (a dead holder's
+/// transaction is ended, its lock freed, as a dead process's would be),
+/// and no schedule breaks a property.
+#[tokio::test]
+async fn the_database_locks_are_explored_with_their_holders_crashing() {
+    helpers::within(Duration::from_secs(300), async {
+        if !stocklock::up::postgres::installed() {
+            helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+            return;
+        }
+        for cell in [
+            (Variant::PgForUpdate, Scenario::CrashAfterAcquire, "pct"),
+            (Variant::PgAdvisory, Scenario::KillInstance, "pct"),
+        ] {
+            let (code, report) = explore_cli(cell, 10, None).await;
+            assert_eq!(code, 0, "{} in {}: {report}", cell.0, cell.1);
+            assert_eq!(report["schedules"], 10, "{report}");
+            assert!(report["found"].is_null(), "{report}");
+            let crashes = report["struck"]["Crash"].as_u64().unwrap_or(0);
+            assert!(
+                crashes > 0,
+                "{} in {}: no crash struck: {report}",
+                cell.0,
+                cell.1
+            );
+        }
+    })
+    .await;
+}
+
 /// Each live mutant is found by exploration within [`MUTANT_WITHIN`]
 /// schedules, and the code as it is passes the same seeds.
 #[tokio::test]

@@ -73,8 +73,12 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
         None => Some(crate::up::redis::RedisServer::start(None).await?),
         Some(_) => None,
     };
-    // And its own PostgreSQL for the orders, which a schedule may stop.
-    let orders = args.all || args.variant.is_some_and(Variant::orders);
+    // And its own PostgreSQL for the orders, which a schedule may stop
+    // (and for the variants whose stock it keeps).
+    let orders = args.all
+        || args
+            .variant
+            .is_some_and(|v| v.orders() || v.stock_in_postgres());
     let postgres = match (orders, &args.target.target) {
         (true, None) => Some(crate::up::postgres::PostgresServer::start(None).await?),
         _ => None,

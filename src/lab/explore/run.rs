@@ -58,6 +58,8 @@ pub(super) struct Run<'a> {
     pub(super) requests: HashMap<u8, (crate::client::StackClient, String)>,
     /// The stock's Redis, which a cut-off pauses.
     pub(super) stock_url: String,
+    /// The PostgreSQL of the database's variants, if the stack has one.
+    pub(super) postgres_url: Option<String>,
     /// The order pipeline's workers and faults (the order variants').
     pub(super) pipeline: Option<super::pipeline::Pipeline>,
     /// The lock's store failing over (the failover cells').

@@ -123,6 +123,11 @@ impl<'a> Session<'a> {
             nodes::set(stack, usize::from(bounds.nodes_down)).await?;
         }
         let count = setup.buyers.clamp(1, BUYERS);
+        // The stock's PostgreSQL: the explorer's own, or the one `up` started.
+        let postgres_url = match &redises.postgres {
+            Some(postgres) => Some(postgres.lock().await.url()),
+            None => stack.postgres.as_ref().map(|p| p.url.clone()),
+        };
         let mut run = Run {
             stack,
             count,
@@ -142,6 +147,7 @@ impl<'a> Session<'a> {
             entries: HashMap::new(),
             requests: HashMap::new(),
             stock_url: redises.stock.clone(),
+            postgres_url,
             pipeline: None,
             failing: None,
         };
@@ -360,6 +366,19 @@ impl<'a> Session<'a> {
             answered.extend(answer.map(|a| (n, a)));
         }
         outcome?;
+        // A stack without the variant's store answers every buyer so:
+        // such a schedule explored nothing, and must not pass for one.
+        if !answered.is_empty()
+            && answered
+                .iter()
+                .all(|(_, a)| a.reason() == Some("not_configured"))
+        {
+            bail!(
+                "this stack cannot sell {}: every buyer was answered so ({}): it lacks the variant's store",
+                self.variant,
+                answers.join(", ")
+            );
+        }
         let state = state?;
         let books = books?;
         // Every buyer told `sold` finds its order (a sale whose message Redis

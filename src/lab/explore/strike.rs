@@ -1,11 +1,12 @@
 //! The faults a schedule may strike: which the scenario offers at a step
 //! (its budget of each, and where each may land), and striking one.
 
+use anyhow::Context;
 use redis::AsyncCommands;
 
 use super::run::{Buyer, Run, name};
 use super::{Choice, STALL, STOCK, WORKING, index};
-use crate::check::protocol::Protocol;
+use crate::check::protocol::{Program, Protocol};
 use crate::variants::{Scenario, Variant};
 
 /// What a schedule may still strike (the checker's bounds), and how.
@@ -33,6 +34,8 @@ pub(super) struct Budget {
     early: bool,
     /// The lock has a watchdog.
     pub(super) watchdog: bool,
+    /// The lock is the database's, held by the holder's transaction.
+    transaction: bool,
 }
 
 impl Budget {
@@ -59,6 +62,7 @@ impl Budget {
             time: bounds.work >= bounds.lease || bounds.pauses > 0,
             early,
             watchdog,
+            transaction: Protocol::of(variant).program == Program::Transaction,
         }
     }
 }
@@ -272,8 +276,40 @@ impl Run<'_> {
                 if let Some(Buyer::Waiting(_, request)) = self.buyers.remove(&n) {
                     self.buyers.insert(n, Buyer::Crashed(request));
                 }
+                // A process that dies takes its connections with it: the
+                // transaction a holder of the database's lock is in rolls
+                // back, its lock freed. The buyer left at its gate does not
+                // die, so its connection is ended for it.
+                if budget.transaction && self.holders.remove(&n) {
+                    self.end_held_transaction().await?;
+                }
             }
         }
+        Ok(())
+    }
+
+    /// Ends the one transaction of the database's lock held at a gate (the
+    /// holder's: a buyer waiting for the lock is not idle in one), as its
+    /// process's death would.
+    async fn end_held_transaction(&self) -> anyhow::Result<()> {
+        let url = self
+            .postgres_url
+            .as_ref()
+            .context("the stack's PostgreSQL, to end a dead holder's transaction")?;
+        let client = crate::orders::connect(url).await?;
+        let ended = client
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                 AND state LIKE 'idle in transaction%'",
+                &[],
+            )
+            .await?;
+        anyhow::ensure!(
+            ended.len() == 1,
+            "{} transactions idle at a gate, where the dead holder's should be the one",
+            ended.len()
+        );
         Ok(())
     }
 
