@@ -129,20 +129,9 @@ mod tests {
 
     use super::*;
     use crate::lab::judge::Observed;
+    use crate::lab::judge::doubt::tests::{observed, reply};
     use crate::variants::Behaviour::*;
     use crate::wire::StateSnapshot;
-
-    fn reply(status: u16, took_ms: u64) -> Reply {
-        Reply {
-            status,
-            took: Duration::from_millis(took_ms),
-            ..Reply::default()
-        }
-    }
-
-    fn observed(judgement: Judgement) -> Observed {
-        judgement.observed
-    }
 
     /// A `postgres-restart` cell of a database variant as it should go: two
     /// sold before, the held buyer answered 503 by the crash, then sold on

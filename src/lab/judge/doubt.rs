@@ -149,14 +149,15 @@ pub fn redis_pause(p: &RedisPause) -> Judgement {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Duration;
 
     use super::*;
     use crate::variants::Behaviour::*;
     use crate::wire::StateSnapshot;
 
-    fn reply(status: u16, took_ms: u64) -> Reply {
+    /// An answer of `status` after `took_ms` (shared with `database`'s tests).
+    pub(in crate::lab::judge) fn reply(status: u16, took_ms: u64) -> Reply {
         Reply {
             status,
             took: Duration::from_millis(took_ms),
@@ -164,7 +165,7 @@ mod tests {
         }
     }
 
-    fn observed(judgement: Judgement) -> Observed {
+    pub(in crate::lab::judge) fn observed(judgement: Judgement) -> Observed {
         judgement.observed
     }
 

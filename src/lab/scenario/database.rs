@@ -45,14 +45,7 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
     lab.client().reset(v, STOCK, 0).await?;
     let id = |i: usize| format!("{v}-crash-{i}");
     let path = |i: usize| query(v, &format!("request_id={}", id(i)));
-    let mut buyers = Vec::new();
-    for i in 0..BEFORE {
-        buyers.push(Doubted {
-            id: id(i),
-            first: lab.send(&lab.stack.url, &path(i)).await?,
-            retries: Vec::new(),
-        });
-    }
+    let mut buyers = one_by_one(lab, &lab.stack.url, 0..BEFORE, (&id, &path)).await?;
 
     // The held buyer, at its gate before the write.
     let run = format!("lab-crash-{v}-{}", std::process::id());
@@ -131,14 +124,7 @@ pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::R
     lab.client().reset(v, STOCK, 0).await?;
     let id = |i: usize| format!("{v}-lost-{i}");
     let path = |i: usize| query(v, &format!("request_id={}", id(i)));
-    let mut buyers = Vec::new();
-    for i in 0..BEFORE {
-        buyers.push(Doubted {
-            id: id(i),
-            first: lab.send(&lab.stack.url, &path(i)).await?,
-            retries: Vec::new(),
-        });
-    }
+    let mut buyers = one_by_one(lab, &lab.stack.url, 0..BEFORE, (&id, &path)).await?;
     let sql = match Protocol::of(variant).program {
         Program::Transaction => "commit",
         _ => "insert into stock_sales",
@@ -151,18 +137,9 @@ pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::R
         },
     )
     .await?;
-    buyers.push(Doubted {
-        id: id(armed),
-        first: lab.send(&lab.instance(0).url, &path(armed)).await?,
-        retries: Vec::new(),
-    });
-    for i in armed + 1..armed + 3 {
-        buyers.push(Doubted {
-            id: id(i),
-            first: lab.send(&lab.stack.url, &path(i)).await?,
-            retries: Vec::new(),
-        });
-    }
+    let on_a = &lab.instance(0).url;
+    buyers.extend(one_by_one(lab, on_a, armed..armed + 1, (&id, &path)).await?);
+    buyers.extend(one_by_one(lab, &lab.stack.url, armed + 1..armed + 3, (&id, &path)).await?);
     retry_until_final(lab, &mut buyers, &path).await?;
     Ok(judge::commit_answer_lost(&LostAnswer {
         armed: id(armed),
@@ -170,6 +147,25 @@ pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::R
         buyers,
         ledger: lab.ledger(v).await?,
     }))
+}
+
+/// Buyers `range`, one after the other, each sent to `base` with its
+/// request id (`id(i)`, at `path(i)`), and their answers.
+async fn one_by_one(
+    lab: &Lab,
+    base: &str,
+    range: std::ops::Range<usize>,
+    (id, path): (&dyn Fn(usize) -> String, &dyn Fn(usize) -> String),
+) -> anyhow::Result<Vec<Doubted>> {
+    let mut buyers = Vec::new();
+    for i in range {
+        buyers.push(Doubted {
+            id: id(i),
+            first: lab.send(base, &path(i)).await?,
+            retries: Vec::new(),
+        });
+    }
+    Ok(buyers)
 }
 
 /// Each buyer without a final answer asks again with its request id (the
