@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::play::query;
+use super::redis_pause::retry_until_final;
 use crate::check::protocol::{Program, Protocol};
 use crate::gate::{Scheduler, buyer_name, points};
 use crate::lab::Lab;
-use crate::lab::judge::{self, DatabaseCrash, Doubted, Judgement, LostAnswer, Reply};
+use crate::lab::judge::{self, DatabaseCrash, Doubted, Judgement, LostAnswer};
 use crate::variants::Variant;
 use crate::wire::ChaosAction;
 
@@ -101,7 +102,7 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
             retries: Vec::new(),
         });
     }
-    retry_until_final(lab, &mut buyers, &path).await?;
+    retry_until_final(lab, &mut buyers, &path, (RETRIES, RETRY_BACKOFF)).await?;
     Ok(judge::database_crash(&DatabaseCrash {
         held: id(held_id),
         open,
@@ -140,7 +141,7 @@ pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::R
     let on_a = &lab.instance(0).url;
     buyers.extend(one_by_one(lab, on_a, armed..armed + 1, (&id, &path)).await?);
     buyers.extend(one_by_one(lab, &lab.stack.url, armed + 1..armed + 3, (&id, &path)).await?);
-    retry_until_final(lab, &mut buyers, &path).await?;
+    retry_until_final(lab, &mut buyers, &path, (RETRIES, RETRY_BACKOFF)).await?;
     Ok(judge::commit_answer_lost(&LostAnswer {
         armed: id(armed),
         sql,
@@ -166,35 +167,6 @@ async fn one_by_one(
         });
     }
     Ok(buyers)
-}
-
-/// Each buyer without a final answer asks again with its request id (the
-/// `k`-th buyer's path is `path(k)`), a round at a time, until each has
-/// one or [`RETRIES`] rounds went by.
-async fn retry_until_final(
-    lab: &Lab,
-    buyers: &mut [Doubted],
-    path: &impl Fn(usize) -> String,
-) -> anyhow::Result<()> {
-    for round in 0..RETRIES {
-        let pending: Vec<usize> = (0..buyers.len())
-            .filter(|&k| buyers[k].resolved().is_none())
-            .collect();
-        if pending.is_empty() {
-            break;
-        }
-        if round > 0 {
-            tokio::time::sleep(RETRY_BACKOFF).await;
-        }
-        let sent: Vec<(usize, tokio::task::JoinHandle<Reply>)> = pending
-            .into_iter()
-            .map(|k| (k, lab.send(&lab.stack.url, &path(k))))
-            .collect();
-        for (k, reply) in sent {
-            buyers[k].retries.push(reply.await?);
-        }
-    }
-    Ok(())
 }
 
 /// Transactions open in the database (other than this one's): the held

@@ -56,29 +56,42 @@ pub(super) async fn play(lab: &Lab, variant: Variant) -> anyhow::Result<Judgemen
         });
     }
     probe.answering().await?;
-    for round in 0..RETRIES {
-        let pending: Vec<usize> = (0..buyers.len())
-            .filter(|&i| buyers[i].resolved().is_none())
-            .collect();
-        if pending.is_empty() {
-            break;
-        }
-        if round > 0 {
-            // A client's back-off: nothing announces when an id in progress is decided.
-            tokio::time::sleep(RETRY_BACKOFF).await;
-        }
-        let retries: Vec<_> = pending
-            .into_iter()
-            .map(|i| (i, lab.send(&lab.stack.url, &path(i))))
-            .collect();
-        for (i, reply) in retries {
-            buyers[i].retries.push(reply.await?);
-        }
-    }
+    retry_until_final(lab, &mut buyers, &path, (RETRIES, RETRY_BACKOFF)).await?;
     Ok(judge::redis_pause(&RedisPause {
         pause: REDIS_PAUSE,
         paused,
         buyers,
         ledger: lab.ledger(v).await?,
     }))
+}
+
+/// Each buyer without a final answer asks again with its request id (the
+/// `k`-th buyer's path is `path(k)`) through nginx, a round at a time, at
+/// most `rounds` rounds, `backoff` apart (a client's: nothing announces
+/// when an id in progress is decided).
+pub(super) async fn retry_until_final(
+    lab: &Lab,
+    buyers: &mut [Doubted],
+    path: &impl Fn(usize) -> String,
+    (rounds, backoff): (usize, Duration),
+) -> anyhow::Result<()> {
+    for round in 0..rounds {
+        let pending: Vec<usize> = (0..buyers.len())
+            .filter(|&k| buyers[k].resolved().is_none())
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        if round > 0 {
+            tokio::time::sleep(backoff).await;
+        }
+        let sent: Vec<_> = pending
+            .into_iter()
+            .map(|k| (k, lab.send(&lab.stack.url, &path(k))))
+            .collect();
+        for (k, reply) in sent {
+            buyers[k].retries.push(reply.await?);
+        }
+    }
+    Ok(())
 }
