@@ -19,8 +19,10 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
     { echo "rustfmt and clippy are needed: rustup component add rustfmt clippy" >&2; exit 1; }
 fi
 cargo fmt --all -- --check
-cargo clippy --locked --all-targets -- -D warnings
-# The library's documentation builds without a warning (its examples are
-# doctests, compiled by cargo test; examples/ is built by cargo test too).
-RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps
-exec cargo test --locked "$@"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+# The documentation of both crates builds without a warning (the lock
+# library's examples are doctests, compiled by cargo test; its examples/
+# are built by cargo test too). The workspace: the application and the
+# lock library (crates/stocklock-lock), tested together.
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
+exec cargo test --locked --workspace "$@"

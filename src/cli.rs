@@ -367,7 +367,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(stock) = args.seed_stock {
         let stock = crate::knobs::parse_stock(stock)?;
-        let store = crate::store::Store::open_any(
+        let store = crate::store::open_any(
             &args.redis_url,
             &args.redis_cluster,
             &args.sentinel,

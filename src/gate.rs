@@ -63,7 +63,7 @@ impl Gates {
     pub async fn client(&self) -> Result<redis::Client, StoreError> {
         match &self.apart {
             Some(client) => Ok(client.clone()),
-            None => self.store.master_client().await,
+            None => Ok(self.store.master_client().await?),
         }
     }
 }

@@ -28,7 +28,7 @@
 //! 8. [`chaos`]: chaos mode: crash after SETNX, stop-the-world pauses, vanishing locks, Redis paused or restarted, the overlap witness; a debug build's live mutants.
 //! 9. [`outcome`]: what an attempt ends as (sold, sold out, busy and why, unknown), below both the section and the ledger.
 //! 10. [`ledger`]: the truth. A sale is recorded by the same script that writes the stock, in every variant.
-//! 11. [`lock`]: the distributed lock library (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes; the etcd lock through its JSON gateway; a ZooKeeper lock).
+//! 11. [`lock`]: the distributed lock library, the workspace's own crate `stocklock-lock` (lease lock, reentrant lock, watchdog, wake-ups, Redlock and its nodes; the etcd lock through its JSON gateway; a ZooKeeper lock), re-exported, and the lock stores an instance was given.
 //! 12. [`gate`]: schedules of the real code: a scheduled request stops at named points (gates) of the section and its lock until its run's scheduler, through Redis, lets it go.
 //! 13. [`orders`]: orders in PostgreSQL: the connection and the schema's migrations (embedded SQL files), run by each instance at start.
 //! 14. [`pgstock`]: the stock the database itself protects: one row per SKU, its sales and request ids in tables beside it, and the protocols that sell from it (a conditional UPDATE, a row lock, a version, an advisory lock).

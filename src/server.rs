@@ -12,7 +12,6 @@ use tokio::net::TcpListener;
 use crate::http::{AppState, InstanceConfig, app_limited, limit};
 use crate::lock::Wakeups;
 use crate::os::shutdown_signal;
-use crate::store::Store;
 use crate::variants::Variant;
 
 /// Everything one instance needs to know.
@@ -65,7 +64,7 @@ impl Application {
     /// Binds the listener and starts the release listener. Redis need not be
     /// up yet: requests answer 503 until it is.
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
-        let store = Store::open_any(
+        let store = crate::store::open_any(
             &config.redis_url,
             &config.redis_cluster,
             &config.sentinel,

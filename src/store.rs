@@ -4,22 +4,16 @@
 //! Redis Cluster slot and every multi-key script stays valid on a cluster.
 //!
 //! The store is one Redis server, a Redis Cluster, or a master found
-//! through Sentinel ([`sentinel`]: followed across failovers).
+//! through Sentinel ([`sentinel`]: followed across failovers). Its handle
+//! ([`Store`], [`Conn`]) is the lock library's: the locks take the same
+//! connections.
 
-pub mod sentinel;
-
-use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{
-    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
-};
-use redis::cluster::ClusterClient;
-use redis::cluster_async::ClusterConnection;
-use redis::{Client, IntoConnectionInfo, ProtocolVersion, RedisFuture};
-use tokio::sync::OnceCell;
+use redis::aio::ConnectionLike;
+pub use stocklock_lock::sentinel;
+pub use stocklock_lock::store::{Conn, Store, manager_config, resp3_client};
 
-use self::sentinel::{Follower, SentinelConn};
 use crate::knobs::Sku;
 
 /// The name `up --replica`'s Sentinels know the master by, and `serve
@@ -31,6 +25,17 @@ pub const SENTINEL_MASTER: &str = "stocklock";
 #[derive(Debug, thiserror::Error)]
 #[error("redis: {0}")]
 pub struct StoreError(#[from] pub redis::RedisError);
+
+impl From<stocklock_lock::Error> for StoreError {
+    /// A lock's error, as the store's: Redis's own error when it is one,
+    /// else (another store of a lock) as an I/O error with its message.
+    fn from(err: stocklock_lock::Error) -> Self {
+        match err {
+            stocklock_lock::Error::Redis(err) => StoreError(err),
+            other => StoreError(std::io::Error::other(other.to_string()).into()),
+        }
+    }
+}
 
 /// The keys of one SKU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,259 +117,29 @@ impl Keys {
     }
 }
 
-/// One connection to the store, whichever kind it is: a single Redis (a
-/// reconnecting [`ConnectionManager`]) or a Redis Cluster (redis-rs routes
-/// each command by its key's slot). Cheap to clone; every clone pipelines
-/// over the same sockets. Scripts work on both because all keys of one SKU
-/// share a hash tag.
-///
-/// A single server's command refused at connect is sent once more: the
-/// manager hands the first command after an outage the failure of the
-/// reconnection it tried while Redis was down (and only then reconnects),
-/// so that command failed although Redis was back (the lab's first look at
-/// the order stream after `redis-data-loss` did, in CI). A refused
-/// connection sent nothing, so nothing runs twice.
-#[derive(Clone)]
-pub enum Conn {
-    Single(ConnectionManager),
-    Cluster(ClusterConnection),
-    /// A plain multiplexed connection that does not reconnect by itself
-    /// (Redlock's nodes: a dead node must fail at once, not after retries).
-    Plain(MultiplexedConnection),
-    /// The master the Sentinels name, asked again after a lost connection.
-    Sentinel(SentinelConn),
+/// The cluster when `cluster` names any node, else the Redis at `url`
+/// (how `serve --redis-url / --redis-cluster` reads).
+pub fn open_either(url: &str, cluster: &[String]) -> Result<Store, StoreError> {
+    Ok(if cluster.is_empty() {
+        Store::open(url)?
+    } else {
+        Store::open_cluster(cluster)?
+    })
 }
 
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, redis::Value> {
-        match self {
-            Conn::Single(conn) => Box::pin(async move {
-                match conn.req_packed_command(cmd).await {
-                    Err(err) if err.is_connection_refusal() => conn.req_packed_command(cmd).await,
-                    answer => answer,
-                }
-            }),
-            Conn::Cluster(conn) => conn.req_packed_command(cmd),
-            Conn::Plain(conn) => conn.req_packed_command(cmd),
-            Conn::Sentinel(conn) => conn.req_packed_command(cmd),
-        }
+/// The master of `sentinels` when any is named, else as [`open_either`]
+/// (`serve --sentinel` wins over `--redis-url`).
+pub fn open_any(
+    url: &str,
+    cluster: &[String],
+    sentinels: &[String],
+    master_name: &str,
+) -> Result<Store, StoreError> {
+    if sentinels.is_empty() {
+        open_either(url, cluster)
+    } else {
+        Ok(Store::open_sentinel(sentinels, master_name)?)
     }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a redis::Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<redis::Value>> {
-        match self {
-            Conn::Single(conn) => Box::pin(async move {
-                match conn.req_packed_commands(pipeline, offset, count).await {
-                    Err(err) if err.is_connection_refusal() => {
-                        conn.req_packed_commands(pipeline, offset, count).await
-                    }
-                    answer => answer,
-                }
-            }),
-            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
-            Conn::Plain(conn) => conn.req_packed_commands(pipeline, offset, count),
-            Conn::Sentinel(conn) => conn.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(conn) => conn.get_db(),
-            Conn::Cluster(conn) => conn.get_db(),
-            Conn::Plain(conn) => conn.get_db(),
-            Conn::Sentinel(conn) => conn.get_db(),
-        }
-    }
-}
-
-/// What a [`Store`] talks to.
-#[derive(Clone)]
-enum Backend {
-    Single,
-    Cluster(Box<ClusterClient>),
-    Sentinel(Arc<Follower>),
-}
-
-/// A cheap-to-clone handle on the store: one Redis server, a Redis Cluster,
-/// or the master a set of Sentinels names.
-///
-/// The connection is made on first use, not at start-up, so an instance
-/// started before its Redis answers 503 until Redis is there instead of
-/// refusing to start. Once made, it reconnects by itself; a request during
-/// an outage fails fast rather than queueing.
-#[derive(Clone)]
-pub struct Store {
-    /// The single server, or the cluster's first node: pub/sub and the
-    /// chaos actions use it (a PUBLISH anywhere in a cluster reaches the
-    /// subscribers of every node).
-    client: Client,
-    backend: Backend,
-    conn: Arc<OnceCell<Conn>>,
-    /// The URL of a single Redis, as given (`None`: a cluster or Sentinel).
-    url: Option<String>,
-}
-
-impl Store {
-    /// Opens a handle on `url` (`redis://host:port/db`). Nothing is connected yet.
-    /// RESP3 is used so that the same client can carry pub/sub pushes.
-    pub fn open(url: &str) -> Result<Self, StoreError> {
-        Ok(Self {
-            client: resp3_client(url)?,
-            backend: Backend::Single,
-            conn: Arc::new(OnceCell::new()),
-            url: Some(url.to_owned()),
-        })
-    }
-
-    /// Opens a handle on a Redis Cluster, given one or more of its nodes
-    /// (the rest are discovered). Nothing is connected yet.
-    pub fn open_cluster(urls: &[String]) -> Result<Self, StoreError> {
-        let first = urls.first().ok_or_else(|| {
-            StoreError(redis::RedisError::from((
-                redis::ErrorKind::InvalidClientConfig,
-                "a cluster needs at least one node URL",
-            )))
-        })?;
-        // No retries: redis-rs's cluster client sends a request again on a
-        // new connection when its connection drops, and a sale script (or
-        // a lock's SET NX) that ran before the drop would run twice. As on
-        // one server, a request whose answer never came fails, and a sale
-        // sent is answered `unknown`. (A MOVED or ASK is not followed
-        // either: that request fails once while the client refreshes its
-        // slot map for the next.)
-        let cluster = ClusterClient::builder(urls.iter().map(String::as_str))
-            .connection_timeout(Duration::from_millis(500))
-            .response_timeout(Duration::from_secs(1))
-            .retries(0)
-            .build()?;
-        Ok(Self {
-            client: resp3_client(first)?,
-            backend: Backend::Cluster(Box::new(cluster)),
-            conn: Arc::new(OnceCell::new()),
-            url: None,
-        })
-    }
-
-    /// Opens a handle on the master that `sentinels` (`host:port` or
-    /// `redis://host:port`) know as `master_name`. Nothing is connected
-    /// yet; each (re)connection asks them who the master is.
-    pub fn open_sentinel(sentinels: &[String], master_name: &str) -> Result<Self, StoreError> {
-        let follower = Follower::new(sentinels, master_name)?;
-        let first = sentinels.first().map(String::as_str).unwrap_or_default();
-        Ok(Self {
-            client: resp3_client(&sentinel::sentinel_url(first))?,
-            backend: Backend::Sentinel(Arc::new(follower)),
-            conn: Arc::new(OnceCell::new()),
-            url: None,
-        })
-    }
-
-    /// The cluster when `cluster` names any node, else the Redis at `url`
-    /// (how `serve --redis-url / --redis-cluster` reads).
-    pub fn open_either(url: &str, cluster: &[String]) -> Result<Self, StoreError> {
-        if cluster.is_empty() {
-            Self::open(url)
-        } else {
-            Self::open_cluster(cluster)
-        }
-    }
-
-    /// The master of `sentinels` when any is named, else as
-    /// [`open_either`](Self::open_either) (`serve --sentinel` wins over
-    /// `--redis-url`).
-    pub fn open_any(
-        url: &str,
-        cluster: &[String],
-        sentinels: &[String],
-        master_name: &str,
-    ) -> Result<Self, StoreError> {
-        if sentinels.is_empty() {
-            Self::open_either(url, cluster)
-        } else {
-            Self::open_sentinel(sentinels, master_name)
-        }
-    }
-
-    /// Whether this store is a Redis Cluster.
-    /// The URL of a single Redis, as it was opened (`None`: a cluster or
-    /// Sentinel): what a tool started for this store connects to.
-    pub fn single_url(&self) -> Option<&str> {
-        self.url.as_deref()
-    }
-
-    pub fn is_cluster(&self) -> bool {
-        matches!(self.backend, Backend::Cluster(_))
-    }
-
-    /// Whether this store finds its master through Sentinel.
-    pub fn is_sentinel(&self) -> bool {
-        matches!(self.backend, Backend::Sentinel(_))
-    }
-
-    /// The client of the single server (of the first node on a cluster),
-    /// for connections of another kind. A Sentinel store has no fixed
-    /// server: this is its first Sentinel's; use
-    /// [`master_client`](Self::master_client), which works for every kind.
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// A RESP3 client of the server to open connections of another kind on
-    /// (the pub/sub listener, chaos mode's own connections): the single
-    /// server, the cluster's first node, or the master the Sentinels name
-    /// right now (an error while they name none that answers as master).
-    pub async fn master_client(&self) -> Result<Client, StoreError> {
-        match &self.backend {
-            Backend::Sentinel(follower) => Ok(follower.master_client().await?),
-            Backend::Single | Backend::Cluster(_) => Ok(self.client.clone()),
-        }
-    }
-
-    /// A multiplexed connection: cloning it is cheap and all clones pipeline
-    /// their commands over the same sockets.
-    pub async fn conn(&self) -> Result<Conn, StoreError> {
-        let conn = self
-            .conn
-            .get_or_try_init(|| async {
-                Ok::<_, StoreError>(match &self.backend {
-                    Backend::Single => Conn::Single(
-                        ConnectionManager::new_with_config(self.client.clone(), manager_config())
-                            .await?,
-                    ),
-                    Backend::Cluster(cluster) => {
-                        Conn::Cluster(cluster.get_async_connection().await?)
-                    }
-                    Backend::Sentinel(follower) => Conn::Sentinel(SentinelConn(follower.clone())),
-                })
-            })
-            .await?;
-        Ok(conn.clone())
-    }
-}
-
-/// A client that speaks RESP3 (needed for pub/sub on a multiplexed connection).
-pub fn resp3_client(url: &str) -> Result<Client, StoreError> {
-    let info = url.into_connection_info()?;
-    let settings = info
-        .redis_settings()
-        .clone()
-        .set_protocol(ProtocolVersion::RESP3);
-    Ok(Client::open(info.set_redis_settings(settings))?)
-}
-
-/// Fail fast while Redis is away: a stuck request holds a client's connection
-/// and, worse, a lock. A paused Redis shows up as a timeout after a second.
-pub fn manager_config() -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_millis(500)))
-        .set_response_timeout(Some(Duration::from_secs(1)))
-        .set_number_of_retries(1)
-        .set_min_delay(Duration::from_millis(50))
-        .set_max_delay(Duration::from_millis(500))
 }
 
 /// `WAIT numreplicas timeout`: blocks until the writes this connection

@@ -105,6 +105,12 @@ impl From<StoreError> for AppError {
     }
 }
 
+impl From<crate::lock::Error> for AppError {
+    fn from(err: crate::lock::Error) -> Self {
+        AppError::Unavailable(err.into())
+    }
+}
+
 impl From<QueryRejection> for AppError {
     fn from(err: QueryRejection) -> Self {
         AppError::Malformed(format!("query string: {}", err.body_text()))

@@ -70,6 +70,12 @@ pub enum StartError {
     Store(#[from] StoreError),
 }
 
+impl From<crate::lock::Error> for StartError {
+    fn from(err: crate::lock::Error) -> Self {
+        StartError::Store(err.into())
+    }
+}
+
 /// Where the stack is, for the lab process.
 pub struct Stack<'a> {
     /// nginx.
@@ -212,7 +218,7 @@ mod tests {
                 .strip_prefix("// ")
                 .or_else(|| line.strip_prefix("-- "))?;
             let path = rest.split_whitespace().next()?.trim_end_matches(':');
-            path.starts_with("src/").then_some(path)
+            (path.starts_with("src/") || path.starts_with("crates/")).then_some(path)
         }
         for step in &STEPS {
             let mut file: Option<(&str, Vec<String>)> = None;

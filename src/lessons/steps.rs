@@ -168,11 +168,11 @@ let released = ctx.conn.del::<_, i64>(&keys.lock).await;"#,
         text_zh: "token 变体用一条命令同时加锁并设置租期:SET lock:{sku} <token> NX PX lease,值是每个请求独有的 token,所以任何崩溃都不会留下没有过期时间的锁。\
             释放时执行一个 Lua 脚本,只有键里还是自己的 token 才删除。\
             持有者加锁后立刻崩溃时(租期 1 秒),它的锁在租期结束后自然失效,另一个实例上的买家随之拿到锁。",
-        code: r#"// src/lock/lease.rs: SET lock:{sku} <token> NX PX lease
+        code: r#"// crates/stocklock-lock/src/lease.rs: SET lock:{sku} <token> NX PX lease
 let options = SetOptions::default()
     .conditional_set(redis::ExistenceCheck::NX)
     .with_expiration(SetExpiry::PX(millis(lease)));
--- src/lock/scripts/lease_release.lua
+-- crates/stocklock-lock/src/scripts/lease_release.lua
 if redis.call('TYPE', KEYS[1])['ok'] == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])"#,
         look: "About one lease (1 s) after the crash event, a section on the other instance begins and sells.",
@@ -218,11 +218,11 @@ let answer = critical_section(ctx, guard).await;"#,
         text_zh: "watchdog 变体是本项目版的 Redisson RLock:锁存放在一个可重入的 hash 里,另有一个任务在持有者干活期间每 lease/3 续一次租期。\
             同样是三个买家、600 毫秒的业务、200 毫秒的租期,现在他们依次排队,因为只要持有者还在干活,锁就一直有效。\
             持有者进程一旦死掉,续期随之停止,锁在一个租期后自动释放。",
-        code: r#"// src/lock/watchdog.rs
+        code: r#"// crates/stocklock-lock/src/watchdog.rs
 let every = (lease / 3).max(Duration::from_millis(1));
 ticks.tick().await;
 let lost = match lock.renew(&owner, lease).await {
--- src/lock/scripts/reentrant_renew.lua
+-- crates/stocklock-lock/src/scripts/reentrant_renew.lua
 if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])"#,
         look: "Each section now lasts longer than its lease and carries renewal marks, and still no two sections overlap.",
@@ -269,7 +269,7 @@ let sale = write(ctx, current, &epoch, guard.fence).await;"#,
         text_zh: "fenced 变体给看门狗锁加上一个编号:加锁脚本在授予锁的同一步里执行 INCR fence:{sku},而库存的读和写都只能经过 Lua 脚本,脚本拒绝比已见过的最新编号更旧的 token。\
             同样 1.5 秒的停顿照样发生,但过期的持有者醒来后,写入带的是旧 token,Redis 直接拒绝。\
             账本保持准确,这次拒绝被记为一次过期 token(stale token)。",
-        code: r#"-- src/lock/scripts/reentrant_acquire.lua (the grant)
+        code: r#"-- crates/stocklock-lock/src/scripts/reentrant_acquire.lua (the grant)
 if ARGV[3] == '1' then token = redis.call('INCR', KEYS[2]) end
 -- src/scripts/fence.lua (every read and write of the stock)
 local kept = redis.call('HMGET', ledger, seen_field, store_field)

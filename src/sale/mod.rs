@@ -131,6 +131,12 @@ pub enum SaleError {
     Panicked(String),
 }
 
+impl From<crate::lock::Error> for SaleError {
+    fn from(err: crate::lock::Error) -> Self {
+        SaleError::Unavailable(err.into())
+    }
+}
+
 impl Seller {
     pub fn new(
         store: Store,

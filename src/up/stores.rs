@@ -176,7 +176,10 @@ impl Stores {
 
     /// The store the instances sell from.
     pub(super) fn store(&self) -> anyhow::Result<Store> {
-        Ok(Store::open_either(&self.redis_url, &self.cluster_urls())?)
+        Ok(crate::store::open_either(
+            &self.redis_url,
+            &self.cluster_urls(),
+        )?)
     }
 
     /// Resolves when our Redis (never without one, nor under `--replica`:

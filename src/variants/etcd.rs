@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 
-use crate::lock::etcd::{EtcdError, EtcdLock, LockError, Session};
+use crate::lock::Error as LockError;
+use crate::lock::etcd::{EtcdLock, Session};
 use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
 
@@ -91,7 +92,7 @@ impl Protection for EtcdVariant {
         let mut timer = LockTimer::start(Variant::Etcd, ctx.keys);
         let session = match Session::grant(&client, lease).await {
             Ok(session) => session,
-            Err(err) => return refused(err.into()),
+            Err(err) => return refused(err),
         };
         ctx.hook.at(crate::gate::points::AFTER_GRANT).await;
         let lock = EtcdLock::new(client, &ctx.keys.lock).with_hook(ctx.hook.clone());
@@ -133,10 +134,10 @@ fn refused(err: LockError) -> Result<Answer, StoreError> {
     match err {
         LockError::Busy => Ok(Answer::unrecorded(Outcome::Busy(BusyReason::WaitTimedOut))),
         LockError::SessionLost => Ok(Answer::unrecorded(Outcome::Busy(BusyReason::LockLost))),
-        LockError::Store(EtcdError::Unavailable(why)) => {
+        LockError::EtcdUnavailable(why) => {
             tracing::warn!(%why, "etcd cannot serve");
             Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NoQuorum)))
         }
-        LockError::Store(err) => Err(super::lock_store_error("etcd", &err)),
+        err => Err(super::lock_store_error("etcd", &err)),
     }
 }

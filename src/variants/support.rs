@@ -73,7 +73,7 @@ pub(super) async fn count_tenure(
 /// the owner's (`still_ours`, asked of the master now).
 pub(super) async fn replicated(
     ctx: &mut Ctx<'_>,
-    still_ours: impl std::future::Future<Output = Result<bool, StoreError>>,
+    still_ours: impl std::future::Future<Output = Result<bool, crate::lock::Error>>,
 ) -> Result<bool, StoreError> {
     let Some(wanted) = ctx.knobs.replicas.filter(|n| *n > 0).map(i64::from) else {
         return Ok(true);

@@ -83,7 +83,7 @@ impl Protection for TokenLock {
                 // The acquire may have happened though its answer was lost:
                 // release by our token, now or as soon as Redis answers.
                 let _ = lock.unlock_surely(&owner, Instant::now() + lease).await;
-                return Err(err);
+                return Err(err.into());
             }
         };
         timer.waited(granted.is_some());
@@ -111,7 +111,10 @@ impl Protection for TokenLock {
         let released = match mutant::on(Mutant::PlainDel) {
             // A live mutant (debug builds only): whoever holds it.
             true => plain_del(ctx).await,
-            false => lock.unlock_surely(&owner, Instant::now() + lease).await,
+            false => lock
+                .unlock_surely(&owner, Instant::now() + lease)
+                .await
+                .map_err(StoreError::from),
         };
         timer.released();
         if let Ok(false) = released {

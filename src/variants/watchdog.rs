@@ -106,7 +106,7 @@ pub(super) async fn renewed_lock(
             // The acquire may have happened though its answer was lost:
             // release as this owner, now or as soon as Redis answers.
             let _ = lock.unlock_all_surely(&owner, Instant::now() + lease).await;
-            return Err(err);
+            return Err(err.into());
         }
     };
     timer.waited(granted.is_some());

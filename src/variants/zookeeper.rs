@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
-use crate::lock::ZooKeeperLockError;
+use crate::lock::Error as ZooKeeperLockError;
 use crate::lock::zookeeper::lock_name;
 use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
@@ -151,8 +151,8 @@ fn outlived(held: Duration, timeout: Duration) -> u64 {
 /// anything else.
 fn refused(err: ZooKeeperLockError) -> Result<Answer, StoreError> {
     match err {
-        ZooKeeperLockError::Timeout(_)
-        | ZooKeeperLockError::Store(
+        ZooKeeperLockError::ZooKeeperTimeout(_)
+        | ZooKeeperLockError::ZooKeeper(
             zookeeper_client::Error::ConnectionLoss
             | zookeeper_client::Error::NoHosts
             | zookeeper_client::Error::SessionExpired

@@ -1,8 +1,8 @@
-//! The lock library's examples (`examples/`), run as a user runs them,
+//! The lock library's examples (`crates/stocklock-lock/examples/`), run as a user runs them,
 //! against real servers (Redis, etcd, ZooKeeper): each checks what it
 //! shows and exits 1 when the lock does not behave as described. `cargo
 //! test` builds them first; a run filtered to this binary may not have
-//! (then `cargo build --examples`).
+//! (then `cargo build --workspace --examples`).
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -19,7 +19,7 @@ fn example(name: &str) -> Option<PathBuf> {
 async fn run(name: &str, args: &[&str]) -> Option<Output> {
     let Some(path) = example(name) else {
         helpers::missing_tool(&format!(
-            "the example {name} is not built (cargo test builds the examples; cargo build --examples)"
+            "the example {name} is not built (cargo test --workspace builds the examples; cargo build --workspace --examples)"
         ));
         return None;
     };

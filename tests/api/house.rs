@@ -27,6 +27,30 @@ fn modules_import_only_modules_listed_before_them() {
     );
 }
 
+/// The lock library (`crates/stocklock-lock`) keeps the house's file
+/// length too.
+#[test]
+fn the_lock_library_keeps_its_files_short() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/stocklock-lock/src");
+    let files = rust_files(&src);
+    assert!(
+        files.len() > 10,
+        "the library's sources not found in {src:?}"
+    );
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let lines = std::fs::read_to_string(file).ok()?.lines().count();
+            (lines > MAX_LINES).then(|| format!("{}: {lines} lines", file.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "over the house's {MAX_LINES}:\n{}",
+        long.join("\n")
+    );
+}
+
 /// Each rule, broken once in a small crate of its own, is reported with
 /// the file, the line and the path.
 #[test]

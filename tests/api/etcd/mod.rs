@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use stocklock::lock::etcd::{EtcdClient, EtcdLock, LockError, Session};
+use stocklock::lock::Error as LockError;
+use stocklock::lock::etcd::{EtcdClient, EtcdLock, Session};
 use stocklock::up::etcd::EtcdCluster;
 use tokio::sync::Mutex;
 

@@ -5,7 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use stocklock::lock::etcd::{EtcdClient, EtcdError, EtcdLock, LockError, Session};
+use stocklock::lock::Error as LockError;
+use stocklock::lock::etcd::{EtcdClient, EtcdLock, Session};
 use stocklock::up::etcd::EtcdCluster;
 
 use super::{LONG, bounded, client, cluster, stop};
@@ -85,7 +86,7 @@ async fn etcd_lock_survives_the_leaders_death() {
         let b = match b {
             Ok(b) => b,
             // Granted during the election: try once more.
-            Err(EtcdError::Unavailable(_)) => Session::grant(&client, LONG).await.unwrap(),
+            Err(LockError::EtcdUnavailable(_)) => Session::grant(&client, LONG).await.unwrap(),
             Err(err) => panic!("lease grant after the leader died: {err}"),
         };
         let refused = lock.lock(&b, Duration::from_millis(300)).await;
@@ -135,7 +136,7 @@ async fn etcd_lock_with_two_members_of_three_down_is_refused_without_a_hang() {
         let refused = lock.lock(&session, wait).await;
         let took = started.elapsed();
         assert!(
-            matches!(refused, Err(LockError::Store(EtcdError::Unavailable(_)))),
+            matches!(refused, Err(LockError::EtcdUnavailable(_))),
             "no quorum must be an unavailable store: {refused:?}"
         );
         super::note(&format!(
@@ -149,10 +150,13 @@ async fn etcd_lock_with_two_members_of_three_down_is_refused_without_a_hang() {
 
         let started = Instant::now();
         let grant = Session::grant(&client, LONG).await;
-        assert!(matches!(grant, Err(EtcdError::Unavailable(_))), "{grant:?}");
+        assert!(
+            matches!(grant, Err(LockError::EtcdUnavailable(_))),
+            "{grant:?}"
+        );
         assert!(started.elapsed() < 3 * timeout + Duration::from_secs(1));
         // The message names what was tried.
-        let Err(EtcdError::Unavailable(why)) = grant else {
+        let Err(LockError::EtcdUnavailable(why)) = grant else {
             unreachable!()
         };
         assert!(why.contains("127.0.0.1"), "{why}");

@@ -25,9 +25,9 @@ use tokio::task::JoinHandle;
 
 use super::{Grant, Hook, Lease, OwnerId, Point, drift};
 
-/// Where a hooked watchdog holds each renewal, and where it stops once
-/// the renewal's outcome is known to the owner.
+/// Where a hooked watchdog holds each renewal.
 pub const RENEWAL: Point = Point::new("renewal");
+/// Where a hooked watchdog stops once a renewal's outcome is known to the owner.
 pub const RENEWED: Point = Point::new("renewed");
 
 /// What a running watchdog shares with its owner.
@@ -236,14 +236,14 @@ impl Drop for Watchdog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::StoreError;
+    use crate::Error;
 
     /// A store whose renewals never come back (a paused Redis, a dead
     /// network): only the local deadline can tell the owner.
     struct Unanswered;
 
     impl Lease for Unanswered {
-        async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, StoreError> {
+        async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, Error> {
             std::future::pending().await
         }
     }
@@ -252,7 +252,7 @@ mod tests {
     struct Confirming;
 
     impl Lease for Confirming {
-        async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, StoreError> {
+        async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, Error> {
             Ok(true)
         }
     }

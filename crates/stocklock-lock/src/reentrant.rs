@@ -19,7 +19,7 @@ use redis::Script;
 use super::hook::Hook;
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
 use super::{Grant, Lease, OwnerId, millis, release_in_background, ttl_from_pttl};
-use crate::store::StoreError;
+use crate::Error;
 
 static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/reentrant_acquire.lua")));
@@ -55,8 +55,8 @@ pub enum Unlocked {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use stocklock::lock::{OwnerId, ReentrantLock, Wakeups, Watchdog};
-/// use stocklock::store::Store;
+/// use stocklock_lock::{OwnerId, ReentrantLock, Wakeups, Watchdog};
+/// use stocklock_lock::store::Store;
 ///
 /// # async fn example() -> anyhow::Result<()> {
 /// let store = Store::open("redis://127.0.0.1:6379")?;
@@ -94,6 +94,7 @@ pub struct ReentrantLock {
 }
 
 impl ReentrantLock {
+    /// A reentrant lock on `key`, on `conn`; its waiters are woken through `wakeups`.
     pub fn new(conn: Conn, key: impl Into<String>, wakeups: Wakeups) -> Self {
         Self {
             conn,
@@ -113,8 +114,8 @@ impl ReentrantLock {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use stocklock::lock::{OwnerId, ReentrantLock, Wakeups};
-    /// use stocklock::store::Store;
+    /// use stocklock_lock::{OwnerId, ReentrantLock, Wakeups};
+    /// use stocklock_lock::store::Store;
     ///
     /// # async fn example() -> anyhow::Result<()> {
     /// let store = Store::open("redis://127.0.0.1:6379")?;
@@ -140,20 +141,18 @@ impl ReentrantLock {
         self
     }
 
+    /// The same lock, fenced: every grant increments `fence_key` in the acquire script and carries the value as [`Grant::token`](crate::Grant::token).
     pub fn fenced(mut self, fence_key: impl Into<String>) -> Self {
         self.fence = Some(fence_key.into());
         self
     }
 
+    /// The key the lock is stored at.
     pub fn key(&self) -> &str {
         &self.key
     }
 
-    async fn attempt(
-        &self,
-        owner: &OwnerId,
-        lease: Duration,
-    ) -> Result<Attempt<Grant>, StoreError> {
+    async fn attempt(&self, owner: &OwnerId, lease: Duration) -> Result<Attempt<Grant>, Error> {
         let sent = Instant::now();
         let (acquired, value, token): (i64, i64, i64) = ACQUIRE
             .key(&self.key)
@@ -178,11 +177,7 @@ impl ReentrantLock {
 
     /// One try: `Some(holds)` when `owner` holds the lock now (holds > 1 when
     /// it already did), `None` when someone else does.
-    pub async fn try_lock(
-        &self,
-        owner: &OwnerId,
-        lease: Duration,
-    ) -> Result<Option<u32>, StoreError> {
+    pub async fn try_lock(&self, owner: &OwnerId, lease: Duration) -> Result<Option<u32>, Error> {
         Ok(match self.attempt(owner, lease).await? {
             Attempt::Acquired(grant) => Some(grant.holds),
             Attempt::HeldFor(_) => None,
@@ -196,7 +191,7 @@ impl ReentrantLock {
         owner: &OwnerId,
         lease: Duration,
         wait: Duration,
-    ) -> Result<Option<Grant>, StoreError> {
+    ) -> Result<Option<Grant>, Error> {
         wait_for_lock(&self.wakeups, &self.key, wait, &self.hook, || {
             self.attempt(owner, lease)
         })
@@ -204,14 +199,14 @@ impl ReentrantLock {
     }
 
     /// Counts one hold down, and refreshes the lease of the holds left.
-    pub async fn unlock(&self, owner: &OwnerId, lease: Duration) -> Result<Unlocked, StoreError> {
+    pub async fn unlock(&self, owner: &OwnerId, lease: Duration) -> Result<Unlocked, Error> {
         self.release(owner, lease, false).await
     }
 
     /// Releases every hold `owner` has: for an owner that is done, and
     /// safe to repeat (a retry of a release whose answer was lost cannot
     /// take a hold twice).
-    pub async fn unlock_all(&self, owner: &OwnerId) -> Result<Unlocked, StoreError> {
+    pub async fn unlock_all(&self, owner: &OwnerId) -> Result<Unlocked, Error> {
         self.release(owner, Duration::ZERO, true).await
     }
 
@@ -221,7 +216,7 @@ impl ReentrantLock {
         &self,
         owner: &OwnerId,
         until: Instant,
-    ) -> Result<Unlocked, StoreError> {
+    ) -> Result<Unlocked, Error> {
         let unlocked = self.unlock_all(owner).await;
         if unlocked.is_err() {
             let (lock, owner) = (self.clone(), owner.clone());
@@ -238,7 +233,7 @@ impl ReentrantLock {
         owner: &OwnerId,
         lease: Duration,
         all: bool,
-    ) -> Result<Unlocked, StoreError> {
+    ) -> Result<Unlocked, Error> {
         let left: Result<i64, _> = RELEASE
             .key(&self.key)
             .arg(owner.as_str())
@@ -262,19 +257,19 @@ impl ReentrantLock {
     }
 
     /// How many times `owner` holds the lock (0: not at all).
-    pub async fn holds(&self, owner: &OwnerId) -> Result<u32, StoreError> {
+    pub async fn holds(&self, owner: &OwnerId) -> Result<u32, Error> {
         let holds: Option<u32> = self.conn.clone().hget(&self.key, owner.as_str()).await?;
         Ok(holds.unwrap_or(0))
     }
 
     /// Whether anyone holds the lock.
-    pub async fn is_locked(&self) -> Result<bool, StoreError> {
+    pub async fn is_locked(&self) -> Result<bool, Error> {
         Ok(self.conn.clone().exists(&self.key).await?)
     }
 }
 
 impl Lease for ReentrantLock {
-    async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, StoreError> {
+    async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, Error> {
         let renewed: i64 = RENEW
             .key(&self.key)
             .arg(owner.as_str())

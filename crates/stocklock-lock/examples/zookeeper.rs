@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use clap::Parser;
-use stocklock::lock::{ZooKeeperLock, ZooKeeperSession};
+use stocklock_lock::{ZooKeeperLock, ZooKeeperSession};
 use zookeeper_client as zk;
 
 #[derive(Parser)]

@@ -5,7 +5,7 @@
 //! deletes the key when the TTL runs out (the Redis locks' lease, kept by
 //! the cluster's consensus instead of one server's clock). While the owner
 //! lives, a task renews the lease every third of its TTL, as the
-//! [`crate::lock::Watchdog`] renews a Redis lease.
+//! [`crate::Watchdog`] renews a Redis lease.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use super::gateway::{EtcdClient, EtcdError, int};
+use super::gateway::{EtcdClient, int};
+use crate::Error;
 
 /// A granted lease and the task keeping it alive.
 #[derive(Debug)]
@@ -29,7 +30,7 @@ pub struct Session {
 #[derive(Debug)]
 struct State {
     /// Until when the lease is known to live: the last confirmed keep-alive's
-    /// *send* plus the TTL etcd answered (as a [`crate::lock::Grant`]'s deadline).
+    /// *send* plus the TTL etcd answered (as a [`crate::Grant`]'s deadline).
     deadline: Mutex<Instant>,
     /// etcd said the lease is gone (expired or revoked).
     gone: AtomicBool,
@@ -41,7 +42,7 @@ impl Session {
     /// Grants a lease of `ttl` (etcd counts whole seconds: rounded up, and
     /// raised to etcd's own minimum, which it answers with) and starts
     /// keeping it alive.
-    pub async fn grant(client: &EtcdClient, ttl: Duration) -> Result<Self, EtcdError> {
+    pub async fn grant(client: &EtcdClient, ttl: Duration) -> Result<Self, Error> {
         let seconds = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
         let sent = Instant::now();
         let answer = client
@@ -50,7 +51,7 @@ impl Session {
         let lease = int(&answer["ID"])?;
         let granted = Duration::from_secs(int(&answer["TTL"])?.max(0).unsigned_abs());
         if lease == 0 || granted.is_zero() {
-            return Err(EtcdError::Protocol(format!(
+            return Err(Error::EtcdProtocol(format!(
                 "lease grant answered {answer}"
             )));
         }
@@ -101,7 +102,7 @@ impl Session {
 
     /// Ends the session: stops the keep-alives and revokes the lease, which
     /// deletes every key attached to it. A lease already gone is no error.
-    pub async fn revoke(self) -> Result<(), EtcdError> {
+    pub async fn revoke(self) -> Result<(), Error> {
         self.keepalive.abort();
         revoke_lease(&self.client, self.lease).await
     }
@@ -163,13 +164,13 @@ async fn keep_alive(client: EtcdClient, lease: i64, ttl: Duration, state: Arc<St
 
 /// Revokes `lease`: etcd deletes every key attached to it. A lease already
 /// gone is no error.
-pub(super) async fn revoke_lease(client: &EtcdClient, lease: i64) -> Result<(), EtcdError> {
+pub(super) async fn revoke_lease(client: &EtcdClient, lease: i64) -> Result<(), Error> {
     match client
         .call("/v3/lease/revoke", &json!({"ID": lease.to_string()}))
         .await
     {
         Ok(_) => Ok(()),
-        Err(EtcdError::Refused(message)) if message.contains("not found") => Ok(()),
+        Err(Error::EtcdRefused(message)) if message.contains("not found") => Ok(()),
         Err(err) => Err(err),
     }
 }

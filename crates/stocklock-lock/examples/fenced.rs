@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, ensure};
 use clap::Parser;
 use redis::Script;
-use stocklock::lock::{OwnerId, ReentrantLock, Wakeups};
-use stocklock::store::{Conn, Store};
+use stocklock_lock::store::{Conn, Store};
+use stocklock_lock::{OwnerId, ReentrantLock, Wakeups};
 
 #[derive(Parser)]
 struct Args {

@@ -10,7 +10,7 @@
 //! Every call has a bound: a member that refuses the connection, times out
 //! or answers that it cannot serve (no leader, quorum lost) is skipped for
 //! the next one; when none could, the call fails with
-//! [`EtcdError::Unavailable`], never hangs.
+//! [`Error::EtcdUnavailable`], never hangs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,23 +20,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
 
+use crate::Error;
+
 /// How long one call may take on one member, by default.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// What can go wrong talking to etcd.
-#[derive(Debug, thiserror::Error)]
-pub enum EtcdError {
-    /// No member answered usefully in time: down, unreachable, or without a
-    /// quorum behind it. Nothing is known to have changed.
-    #[error("etcd unavailable: {0}")]
-    Unavailable(String),
-    /// etcd answered with an error of its own (a gRPC status).
-    #[error("etcd refused the request: {0}")]
-    Refused(String),
-    /// An answer this client cannot read.
-    #[error("unexpected answer from etcd: {0}")]
-    Protocol(String),
-}
 
 /// gRPC codes that mean "this member cannot serve now, another may":
 /// DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, UNAVAILABLE.
@@ -62,19 +49,19 @@ struct Inner {
 impl EtcdClient {
     /// A client of the members at `endpoints` (`http://127.0.0.1:PORT`),
     /// each call bounded by [`REQUEST_TIMEOUT`] per member.
-    pub fn new(endpoints: Vec<String>) -> Result<Self, EtcdError> {
+    pub fn new(endpoints: Vec<String>) -> Result<Self, Error> {
         Self::with_timeout(endpoints, REQUEST_TIMEOUT)
     }
 
     /// The same, with each call bounded by `timeout` per member.
-    pub fn with_timeout(endpoints: Vec<String>, timeout: Duration) -> Result<Self, EtcdError> {
+    pub fn with_timeout(endpoints: Vec<String>, timeout: Duration) -> Result<Self, Error> {
         if endpoints.is_empty() {
-            return Err(EtcdError::Unavailable("no etcd endpoint configured".into()));
+            return Err(Error::EtcdUnavailable("no etcd endpoint configured".into()));
         }
         let http = reqwest::Client::builder()
             .connect_timeout(timeout)
             .build()
-            .map_err(|err| EtcdError::Protocol(format!("cannot build the HTTP client: {err}")))?;
+            .map_err(|err| Error::EtcdProtocol(format!("cannot build the HTTP client: {err}")))?;
         let endpoints = endpoints
             .into_iter()
             .map(|e| e.trim_end_matches('/').to_owned())
@@ -89,6 +76,7 @@ impl EtcdClient {
         })
     }
 
+    /// The client URLs of the members this client talks to.
     pub fn endpoints(&self) -> &[String] {
         &self.inner.endpoints
     }
@@ -96,7 +84,7 @@ impl EtcdClient {
     /// `POST {member}{path}` with `body`, on the preferred member first and
     /// then each other once. Only for calls that are safe to send twice
     /// (every call the lock makes is: its keys are named after its lease).
-    pub async fn call(&self, path: &str, body: &Value) -> Result<Value, EtcdError> {
+    pub async fn call(&self, path: &str, body: &Value) -> Result<Value, Error> {
         let inner = &self.inner;
         let count = inner.endpoints.len();
         let first = inner.preferred.load(Ordering::Relaxed) % count;
@@ -113,7 +101,7 @@ impl EtcdClient {
                 Err(Failure::TryAnother(why)) => failures.push(format!("{endpoint}: {why}")),
             }
         }
-        Err(EtcdError::Unavailable(failures.join("; ")))
+        Err(Error::EtcdUnavailable(failures.join("; ")))
     }
 
     async fn call_one(&self, endpoint: &str, path: &str, body: &Value) -> Result<Value, Failure> {
@@ -137,7 +125,7 @@ impl EtcdClient {
             Some((code, message)) if TRANSIENT_CODES.contains(&code) || is_transient(&message) => {
                 Err(Failure::TryAnother(message))
             }
-            Some((code, message)) => Err(Failure::Final(EtcdError::Refused(format!(
+            Some((code, message)) => Err(Failure::Final(Error::EtcdRefused(format!(
                 "{message} (code {code})"
             )))),
         }
@@ -150,7 +138,7 @@ impl EtcdClient {
         key: &str,
         start_revision: i64,
         timeout: Duration,
-    ) -> Result<WatchStream, EtcdError> {
+    ) -> Result<WatchStream, Error> {
         let body = json!({"create_request": {
             "key": b64(key),
             "start_revision": start_revision.to_string(),
@@ -180,7 +168,7 @@ impl EtcdClient {
                 Err(err) => failures.push(format!("{endpoint}: {}", describe(&err))),
             }
         }
-        Err(EtcdError::Unavailable(failures.join("; ")))
+        Err(Error::EtcdUnavailable(failures.join("; ")))
     }
 }
 
@@ -188,7 +176,7 @@ enum Failure {
     /// This member could not serve; another may.
     TryAnother(String),
     /// etcd's own answer: the same from any member.
-    Final(EtcdError),
+    Final(Error),
 }
 
 /// The messages of one open watch, one JSON object per line.
@@ -200,7 +188,7 @@ pub struct WatchStream {
 impl WatchStream {
     /// The next message's `result`; `Err` when the stream broke or ended
     /// (the member died, the timeout passed): the caller looks again.
-    pub async fn next(&mut self) -> Result<Value, EtcdError> {
+    pub async fn next(&mut self) -> Result<Value, Error> {
         loop {
             if let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.buffer.drain(..=end).collect();
@@ -209,17 +197,17 @@ impl WatchStream {
                     continue;
                 }
                 let value: Value = serde_json::from_slice(trimmed)
-                    .map_err(|err| EtcdError::Protocol(format!("watch message: {err}")))?;
+                    .map_err(|err| Error::EtcdProtocol(format!("watch message: {err}")))?;
                 if let Some((_, message)) = grpc_error(&value) {
-                    return Err(EtcdError::Unavailable(format!("watch: {message}")));
+                    return Err(Error::EtcdUnavailable(format!("watch: {message}")));
                 }
                 return Ok(value.get("result").cloned().unwrap_or(Value::Null));
             }
             match self.response.chunk().await {
                 Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
-                Ok(None) => return Err(EtcdError::Unavailable("the watch stream ended".into())),
+                Ok(None) => return Err(Error::EtcdUnavailable("the watch stream ended".into())),
                 Err(err) => {
-                    return Err(EtcdError::Unavailable(format!("watch: {}", describe(&err))));
+                    return Err(Error::EtcdUnavailable(format!("watch: {}", describe(&err))));
                 }
             }
         }
@@ -275,16 +263,16 @@ pub fn from_b64(value: &Value) -> Option<String> {
 
 /// A 64-bit integer from an answer: the gateway writes them as strings;
 /// a field left out is zero (proto3's default).
-pub fn int(value: &Value) -> Result<i64, EtcdError> {
+pub fn int(value: &Value) -> Result<i64, Error> {
     match value {
         Value::Null => Ok(0),
         Value::String(s) => s
             .parse()
-            .map_err(|_| EtcdError::Protocol(format!("not an integer: {s:?}"))),
+            .map_err(|_| Error::EtcdProtocol(format!("not an integer: {s:?}"))),
         Value::Number(n) => n
             .as_i64()
-            .ok_or_else(|| EtcdError::Protocol(format!("not a 64-bit integer: {n}"))),
-        other => Err(EtcdError::Protocol(format!("not an integer: {other}"))),
+            .ok_or_else(|| Error::EtcdProtocol(format!("not a 64-bit integer: {n}"))),
+        other => Err(Error::EtcdProtocol(format!("not an integer: {other}"))),
     }
 }
 

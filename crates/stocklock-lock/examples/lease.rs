@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use clap::Parser;
-use stocklock::lock::{LeaseLock, OwnerId, Wakeups};
-use stocklock::store::Store;
+use stocklock_lock::store::Store;
+use stocklock_lock::{LeaseLock, OwnerId, Wakeups};
 
 #[derive(Parser)]
 struct Args {

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use clap::Parser;
-use stocklock::lock::etcd::{EtcdClient, EtcdLock, LockError, Session};
+use stocklock_lock::Error as LockError;
+use stocklock_lock::etcd::{EtcdClient, EtcdLock, Session};
 
 #[derive(Parser)]
 struct Args {

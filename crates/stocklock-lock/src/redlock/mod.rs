@@ -24,7 +24,8 @@ pub use self::holding::Holding;
 pub use self::nodes::{NODE_TIMEOUT, RedlockNodes};
 use super::wakeups::{Attempt, release_channel, wait_for_lock};
 use super::{Grant, Hook, Lease, LeaseLock, OwnerId, Wakeups, drift};
-use crate::store::{Conn, StoreError};
+use crate::Error;
+use crate::store::Conn;
 
 /// Where a hooked round holds its question to node K (`vote:K`).
 pub const VOTE: &str = "vote";
@@ -76,7 +77,12 @@ pub enum Refused {
     Held,
     /// Fewer than a majority of the nodes answered at all: nobody can hold
     /// this lock until they come back.
-    NoQuorum { answered: usize, quorum: usize },
+    NoQuorum {
+        /// How many nodes answered.
+        answered: usize,
+        /// How many make a majority.
+        quorum: usize,
+    },
 }
 
 /// The lock on one key across all nodes. Cheap to clone.
@@ -93,10 +99,12 @@ pub struct Redlock {
 }
 
 impl Redlock {
+    /// The key the lock is stored at on every node.
     pub fn key(&self) -> &str {
         &self.key
     }
 
+    /// How many nodes make a majority.
     pub fn quorum(&self) -> usize {
         self.nodes.quorum()
     }
@@ -128,7 +136,7 @@ impl Redlock {
     ) -> Vec<Vote>
     where
         F: Fn(LeaseLock) -> Fut,
-        Fut: std::future::Future<Output = Result<bool, StoreError>>,
+        Fut: std::future::Future<Output = Result<bool, Error>>,
     {
         let none = Hook::none();
         let (hook, points) = match points {
@@ -182,7 +190,7 @@ impl Redlock {
         owner: &OwnerId,
         lease: Duration,
         wait: Duration,
-    ) -> Result<Result<Grant, Refused>, StoreError> {
+    ) -> Result<Result<Grant, Refused>, Error> {
         let wakeups = match &self.announce {
             Some((_, wakeups)) => wakeups.clone(),
             None => Wakeups::new(),
@@ -263,7 +271,7 @@ impl Redlock {
 impl Lease for Redlock {
     /// Extends the lease on every node; kept when a majority extended it
     /// while some of the lease is left.
-    async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, StoreError> {
+    async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, Error> {
         let started = Instant::now();
         let extended = self
             .on_every_node(None, |lock| async move { lock.renew(owner, lease).await })

@@ -6,11 +6,11 @@
 //!
 //! ```
 //! # use std::sync::Arc;
-//! use stocklock::lock::{Hook, Point, Reached};
+//! use stocklock_lock::{Hook, Point, Reached};
 //!
 //! struct Log;
 //! impl Reached for Log {
-//!     fn reached(&self, point: Point) -> stocklock::lock::Held<'_> {
+//!     fn reached(&self, point: Point) -> stocklock_lock::Held<'_> {
 //!         Box::pin(async move { println!("at {point}") })
 //!     }
 //! }
@@ -30,12 +30,14 @@ use std::sync::Arc;
 /// A point of a protocol: a name, and for Redlock the node it is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Point {
+    /// The point's name (`after_setnx`, `renewal`, ...).
     pub name: &'static str,
     /// Which of several (Redlock's node, counted from 0).
     pub index: Option<usize>,
 }
 
 impl Point {
+    /// The point called `name`.
     pub const fn new(name: &'static str) -> Point {
         Point { name, index: None }
     }
@@ -64,6 +66,7 @@ pub type Held<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// What a hook does when a step reaches a point.
 pub trait Reached: Send + Sync {
+    /// Called when a step reaches `point`: the step goes on when the returned future resolves.
     fn reached(&self, point: Point) -> Held<'_>;
 }
 
@@ -77,10 +80,12 @@ impl Hook {
         Hook(None)
     }
 
+    /// A hook that calls `reached` at every point.
     pub fn new(reached: Arc<dyn Reached>) -> Hook {
         Hook(Some(reached))
     }
 
+    /// Whether a hook is set (else every point costs one branch).
     pub fn is_set(&self) -> bool {
         self.0.is_some()
     }

@@ -60,6 +60,7 @@ impl<T> PerKey<T> {
             .len()
     }
 
+    /// Whether no key has an entry.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

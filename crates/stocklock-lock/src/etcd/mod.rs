@@ -36,23 +36,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub use gateway::{EtcdClient, EtcdError};
+use crate::Error;
+
+pub use gateway::EtcdClient;
 pub use session::Session;
 
 use gateway::{b64, b64_bytes, from_b64, int, prefix_end};
-
-/// Why a lock was not taken.
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    /// Another holder kept it for the whole wait (or at once, with no wait).
-    #[error("the lock is held by another owner")]
-    Busy,
-    /// The session's lease ended before the lock was ours (its key went with it).
-    #[error("the etcd lease ended before the lock was acquired")]
-    SessionLost,
-    #[error(transparent)]
-    Store(#[from] EtcdError),
-}
 
 /// A lock held: its key, and the fencing token that came with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,7 +61,9 @@ pub struct Held {
 /// Who holds a lock now, as etcd says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holder {
+    /// The lock's key: `<prefix>/<lease id in hex>`.
     pub key: String,
+    /// The etcd lease the key is attached to (the session's).
     pub lease: i64,
     /// Its `create_revision`: the holder's fencing token.
     pub revision: i64,
@@ -83,9 +74,9 @@ pub struct Holder {
 pub struct EtcdLock {
     client: EtcdClient,
     /// Where a hooked acquisition stops once its key is queued
-    /// ([`crate::lock::QUEUED`]) and each time it waits for a predecessor
-    /// ([`crate::lock::WAITS`]).
-    hook: crate::lock::Hook,
+    /// ([`crate::QUEUED`]) and each time it waits for a predecessor
+    /// ([`crate::WAITS`]).
+    hook: crate::Hook,
     /// `<name>/`: every contender's key starts with it.
     prefix: String,
 }
@@ -96,12 +87,12 @@ impl EtcdLock {
         Self {
             client,
             prefix: format!("{name}/"),
-            hook: crate::lock::Hook::none(),
+            hook: crate::Hook::none(),
         }
     }
 
     /// The same lock, stopping at `hook`'s points (a schedule's gates).
-    pub fn with_hook(mut self, hook: crate::lock::Hook) -> Self {
+    pub fn with_hook(mut self, hook: crate::Hook) -> Self {
         self.hook = hook;
         self
     }
@@ -111,23 +102,23 @@ impl EtcdLock {
     /// contender that gives up takes its key back out of the queue.
     ///
     /// An etcd that cannot serve (no quorum) is retried until `wait` has
-    /// passed, then reported as [`LockError::Store`]; each call is bounded,
+    /// passed, then reported as [`Error::EtcdUnavailable`]; each call is bounded,
     /// so this never hangs.
-    pub async fn lock(&self, session: &Session, wait: Duration) -> Result<Held, LockError> {
+    pub async fn lock(&self, session: &Session, wait: Duration) -> Result<Held, Error> {
         let deadline = Instant::now() + wait;
         let key = format!("{}{:016x}", self.prefix, session.lease());
         let sent = Instant::now();
         let (token, owner, cluster) = loop {
             match self.queue(&key, session.lease()).await {
                 Ok(queued) => break queued,
-                Err(EtcdError::Unavailable(why)) if Instant::now() < deadline => {
+                Err(Error::EtcdUnavailable(why)) if Instant::now() < deadline => {
                     tracing::debug!(%why, "etcd unavailable while queueing; trying again");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(EtcdError::Refused(why)) if why.contains("lease not found") => {
-                    return Err(LockError::SessionLost);
+                Err(Error::EtcdRefused(why)) if why.contains("lease not found") => {
+                    return Err(Error::SessionLost);
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(err),
             }
         };
         let held = Held {
@@ -136,12 +127,12 @@ impl EtcdLock {
             cluster,
             sent,
         };
-        self.hook.at(crate::lock::QUEUED).await;
+        self.hook.at(crate::QUEUED).await;
         if owner == Some(token) {
             return Ok(held);
         }
         let waited = if wait.is_zero() {
-            Err(LockError::Busy)
+            Err(Error::Busy)
         } else {
             self.wait_for_predecessors(token, deadline).await
         };
@@ -155,26 +146,26 @@ impl EtcdLock {
         // Our turn, if our key is still there: a lease lost while waiting
         // took the key (and our place) with it.
         if session.is_lost() || !self.exists(&held.key).await? {
-            return Err(LockError::SessionLost);
+            return Err(Error::SessionLost);
         }
         Ok(held)
     }
 
     /// Releases a lock held: deletes its key (waking the next waiter).
     /// The session stays, for another lock; [`EtcdLock::release`] ends both.
-    pub async fn unlock(&self, held: &Held) -> Result<(), EtcdError> {
+    pub async fn unlock(&self, held: &Held) -> Result<(), Error> {
         self.delete(&held.key).await
     }
 
     /// Releases the lock and revokes the session's lease.
-    pub async fn release(&self, held: &Held, session: Session) -> Result<(), EtcdError> {
+    pub async fn release(&self, held: &Held, session: Session) -> Result<(), Error> {
         let deleted = self.delete(&held.key).await;
         let revoked = session.revoke().await;
         deleted.and(revoked)
     }
 
     /// Who holds the lock now (the queue's first key), if anyone.
-    pub async fn holder(&self) -> Result<Option<Holder>, EtcdError> {
+    pub async fn holder(&self) -> Result<Option<Holder>, Error> {
         let answer = self
             .client
             .call("/v3/kv/range", &self.first_created(None, "ASCEND"))
@@ -190,7 +181,7 @@ impl EtcdLock {
     }
 
     /// Every contender queued now, the holder first (by creation).
-    pub async fn contenders_in_order(&self) -> Result<Vec<Holder>, EtcdError> {
+    pub async fn contenders_in_order(&self) -> Result<Vec<Holder>, Error> {
         let mut range = self.first_created(None, "ASCEND");
         range["limit"] = json!(0);
         let answer = self.client.call("/v3/kv/range", &range).await?;
@@ -212,12 +203,12 @@ impl EtcdLock {
     /// Ends a contender's `lease` now, as its TTL would once its
     /// keep-alives stopped: etcd deletes its key with it, and its own
     /// keep-alive finds it gone. A lease already gone is no error.
-    pub async fn end_lease(&self, lease: i64) -> Result<(), EtcdError> {
+    pub async fn end_lease(&self, lease: i64) -> Result<(), Error> {
         session::revoke_lease(&self.client, lease).await
     }
 
     /// How long `lease` has left, as etcd counts it (`None`: it is gone).
-    pub async fn lease_left(&self, lease: i64) -> Result<Option<Duration>, EtcdError> {
+    pub async fn lease_left(&self, lease: i64) -> Result<Option<Duration>, Error> {
         let answer = self
             .client
             .call("/v3/lease/timetolive", &json!({"ID": lease.to_string()}))
@@ -227,7 +218,7 @@ impl EtcdLock {
     }
 
     /// How many contenders are queued (the holder included).
-    pub async fn contenders(&self) -> Result<u64, EtcdError> {
+    pub async fn contenders(&self) -> Result<u64, Error> {
         let answer = self
             .client
             .call(
@@ -245,7 +236,7 @@ impl EtcdLock {
     /// Puts our key unless it is there (one transaction), and reads the
     /// queue's first key: our key's create revision, the owner's, and the
     /// cluster's id.
-    async fn queue(&self, key: &str, lease: i64) -> Result<(i64, Option<i64>, String), EtcdError> {
+    async fn queue(&self, key: &str, lease: i64) -> Result<(i64, Option<i64>, String), Error> {
         let owner = json!({"request_range": self.first_created(None, "ASCEND")});
         let txn = json!({
             "compare": [{"target": "CREATE", "key": b64(key), "create_revision": "0", "result": "EQUAL"}],
@@ -260,7 +251,7 @@ impl EtcdLock {
             int(&responses[0]["response_range"]["kvs"][0]["create_revision"])?
         };
         if mine == 0 {
-            return Err(EtcdError::Protocol(format!(
+            return Err(Error::EtcdProtocol(format!(
                 "lock transaction answered {answer}"
             )));
         }
@@ -278,11 +269,11 @@ impl EtcdLock {
 
     /// Waits until no key created before `mine` is left, watching each time
     /// the last one created before it (our predecessor) until it is deleted.
-    async fn wait_for_predecessors(&self, mine: i64, deadline: Instant) -> Result<(), LockError> {
+    async fn wait_for_predecessors(&self, mine: i64, deadline: Instant) -> Result<(), Error> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(LockError::Busy);
+                return Err(Error::Busy);
             }
             let answer = match self
                 .client
@@ -293,22 +284,22 @@ impl EtcdLock {
                 .await
             {
                 Ok(answer) => answer,
-                Err(EtcdError::Unavailable(why)) => {
+                Err(Error::EtcdUnavailable(why)) => {
                     tracing::debug!(%why, "etcd unavailable while waiting; trying again");
                     tokio::time::sleep(Duration::from_millis(100).min(left)).await;
                     continue;
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(err),
             };
             let Some(predecessor) = answer["kvs"].get(0) else {
                 return Ok(());
             };
             let key = from_b64(&predecessor["key"])
-                .ok_or_else(|| EtcdError::Protocol(format!("a key not in UTF-8: {predecessor}")))?;
+                .ok_or_else(|| Error::EtcdProtocol(format!("a key not in UTF-8: {predecessor}")))?;
             let seen = int(&answer["header"]["revision"])?;
             // From the revision just after the one read: a deletion in
             // between is replayed by the watch, never missed.
-            self.hook.at(crate::lock::WAITS).await;
+            self.hook.at(crate::WAITS).await;
             self.await_deletion(&key, seen + 1, left).await;
         }
     }
@@ -341,7 +332,7 @@ impl EtcdLock {
         }
     }
 
-    async fn exists(&self, key: &str) -> Result<bool, EtcdError> {
+    async fn exists(&self, key: &str) -> Result<bool, Error> {
         let answer = self
             .client
             .call(
@@ -352,7 +343,7 @@ impl EtcdLock {
         Ok(int(&answer["count"])? > 0)
     }
 
-    async fn delete(&self, key: &str) -> Result<(), EtcdError> {
+    async fn delete(&self, key: &str) -> Result<(), Error> {
         self.client
             .call("/v3/kv/deleterange", &json!({"key": b64(key)}))
             .await

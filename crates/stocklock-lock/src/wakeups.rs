@@ -33,7 +33,8 @@ use tokio::time::Instant;
 
 use super::hook::{Hook, Point};
 use super::per_key::{InUse, PerKey};
-use crate::store::{Store, StoreError, manager_config};
+use crate::Error;
+use crate::store::{Store, manager_config};
 
 /// Prefix of every release channel; the listener subscribes to `PREFIX*`.
 const PREFIX: &str = "stocklock:released:";
@@ -62,7 +63,12 @@ pub struct Wakeups {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Heard {
     /// A message on one of the channels named with [`Wakeups::also_hearing`].
-    Message { channel: String, message: String },
+    Message {
+        /// The channel it came on.
+        channel: String,
+        /// What was published.
+        message: String,
+    },
     /// The subscription dropped (or a listener fell behind): messages may
     /// have been missed.
     Lost,
@@ -82,6 +88,7 @@ impl Default for Wakeups {
 }
 
 impl Wakeups {
+    /// A set of waiters with no listener yet ([`Wakeups::listen`] starts one).
     pub fn new() -> Self {
         Self::default()
     }
@@ -106,9 +113,9 @@ impl Wakeups {
     /// Publishes `message` on `channel` over the listener's connection;
     /// how many subscribers of that server received it (every process's
     /// listener subscribes on the same server, a cluster's first node).
-    pub async fn publish(&self, channel: &str, message: &str) -> Result<i64, StoreError> {
+    pub async fn publish(&self, channel: &str, message: &str) -> Result<i64, Error> {
         let Some(mut conn) = self.listener_conn() else {
-            return Err(StoreError(redis::RedisError::from((
+            return Err(Error::Redis(redis::RedisError::from((
                 redis::ErrorKind::Client,
                 "the listener is not subscribed (yet, or since its master went away)",
             ))));
@@ -293,7 +300,7 @@ async fn subscribe(
     client: Client,
     config: redis::aio::ConnectionManagerConfig,
     channels: &[String],
-) -> Result<ConnectionManager, StoreError> {
+) -> Result<ConnectionManager, Error> {
     let mut conn = ConnectionManager::new_with_config(client, config).await?;
     conn.psubscribe(format!("{PREFIX}*")).await?;
     for channel in channels {
@@ -305,7 +312,9 @@ async fn subscribe(
 /// One try at a lock: either it is ours now, or someone holds it and its
 /// lease has `Some(ttl)` left (`None`: no expiry at all).
 pub enum Attempt<T> {
+    /// The lock is ours.
     Acquired(T),
+    /// Someone holds it; its lease has this long left (`None`: no expiry).
     HeldFor(Option<Duration>),
 }
 
@@ -325,10 +334,10 @@ pub async fn wait_for_lock<T, F, Fut>(
     wait: Duration,
     hook: &Hook,
     mut attempt: F,
-) -> Result<Option<T>, StoreError>
+) -> Result<Option<T>, Error>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Attempt<T>, StoreError>>,
+    Fut: Future<Output = Result<Attempt<T>, Error>>,
 {
     let deadline = Instant::now() + wait;
     let waiting = wakeups.notifier(lock_key);
@@ -374,7 +383,7 @@ mod tests {
                 &format!("lock:{{{key}}}"),
                 Duration::ZERO,
                 &Hook::none(),
-                || async { Ok::<_, StoreError>(Attempt::Acquired(())) },
+                || async { Ok::<_, Error>(Attempt::Acquired(())) },
             )
             .await
             .unwrap();
@@ -402,7 +411,7 @@ mod tests {
                         tries += 1;
                         let acquired = tries > 1;
                         async move {
-                            Ok::<_, StoreError>(if acquired {
+                            Ok::<_, Error>(if acquired {
                                 Attempt::Acquired(())
                             } else {
                                 Attempt::HeldFor(Some(Duration::from_secs(5)))

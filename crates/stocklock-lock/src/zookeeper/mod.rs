@@ -49,6 +49,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
+use crate::Error;
+
 pub use sessions::ZooKeeperSessions;
 
 /// Where every lock lives: `{LOCKS_ROOT}/{name}`.
@@ -61,17 +63,6 @@ pub const ENSEMBLE_ID: &str = "/stocklock/ensemble";
 /// `{` or `}`, so the key's hash tag goes (`lock:{sku}` → `lock:sku`).
 pub fn lock_name(key: &str) -> String {
     key.chars().filter(|c| !"{}".contains(*c)).collect()
-}
-
-/// What went wrong talking to ZooKeeper (a lock being busy is not an error).
-#[derive(Debug, thiserror::Error)]
-pub enum ZooKeeperLockError {
-    #[error("zookeeper: {0}")]
-    Store(#[from] zk::Error),
-    #[error("zookeeper: no answer within {0:?}")]
-    Timeout(Duration),
-    #[error("invalid lock name {0:?}: letters, digits, '-', '_', '.' and ':' only")]
-    BadName(String),
 }
 
 /// One ZooKeeper session: the lease of every lock taken through it.
@@ -92,14 +83,14 @@ impl ZooKeeperSession {
         connect_string: &str,
         session_timeout: Duration,
         connect_timeout: Duration,
-    ) -> Result<Self, ZooKeeperLockError> {
+    ) -> Result<Self, Error> {
         let connect = zk::Client::connector()
             .with_session_timeout(session_timeout)
             .with_connection_timeout(connect_timeout.min(session_timeout))
             .connect(connect_string);
         let client = tokio::time::timeout(connect_timeout, connect)
             .await
-            .map_err(|_| ZooKeeperLockError::Timeout(connect_timeout))??;
+            .map_err(|_| Error::ZooKeeperTimeout(connect_timeout))??;
         Ok(Self {
             client,
             ensemble: Default::default(),
@@ -113,7 +104,7 @@ impl ZooKeeperSession {
     /// they compare only with tokens of the same ensemble. (The czxid of a
     /// znode of ours would not do: two fresh ensembles that did the same
     /// few writes give it the same value.)
-    pub async fn ensemble_id(&self) -> Result<String, ZooKeeperLockError> {
+    pub async fn ensemble_id(&self) -> Result<String, Error> {
         let id = self
             .ensemble
             .get_or_try_init(|| async {
@@ -129,7 +120,7 @@ impl ZooKeeperSession {
                     Ok(_) => Ok(fresh),
                     Err(zk::Error::NodeExists) => {
                         let (id, _) = self.client.get_data(ENSEMBLE_ID).await?;
-                        Ok::<_, ZooKeeperLockError>(String::from_utf8_lossy(&id).into_owned())
+                        Ok::<_, Error>(String::from_utf8_lossy(&id).into_owned())
                     }
                     Err(err) => Err(err.into()),
                 }
@@ -163,7 +154,7 @@ impl ZooKeeperSession {
     }
 
     /// The lock `name` through this session.
-    pub fn lock(&self, name: &str) -> Result<ZooKeeperLock, ZooKeeperLockError> {
+    pub fn lock(&self, name: &str) -> Result<ZooKeeperLock, Error> {
         let valid = !name.is_empty()
             && name.len() <= 200
             && name
@@ -172,12 +163,12 @@ impl ZooKeeperSession {
             && name != "."
             && name != "..";
         if !valid {
-            return Err(ZooKeeperLockError::BadName(name.to_owned()));
+            return Err(Error::BadName(name.to_owned()));
         }
         Ok(ZooKeeperLock {
             client: self.client.clone(),
             dir: format!("{LOCKS_ROOT}/{name}"),
-            hook: crate::lock::Hook::none(),
+            hook: crate::Hook::none(),
         })
     }
 }
@@ -187,8 +178,8 @@ impl ZooKeeperSession {
 pub struct ZooKeeperLock {
     client: zk::Client,
     /// Where a hooked acquisition stops once its znode is queued
-    /// ([`crate::lock::QUEUED`]).
-    hook: crate::lock::Hook,
+    /// ([`crate::QUEUED`]).
+    hook: crate::Hook,
     /// `/stocklock/locks/{name}`: persistent, never deleted, so that the
     /// sequence numbers under it never start again.
     dir: String,
@@ -207,7 +198,7 @@ pub struct ZooKeeperHold {
 
 impl ZooKeeperLock {
     /// The same lock, stopping at `hook`'s points (a schedule's gates).
-    pub fn with_hook(mut self, hook: crate::lock::Hook) -> Self {
+    pub fn with_hook(mut self, hook: crate::Hook) -> Self {
         self.hook = hook;
         self
     }
@@ -222,7 +213,7 @@ impl ZooKeeperLock {
     /// deleted, as if it had never queued. An error when no server answers:
     /// the client waits for one to come back until its session expires, so
     /// within about the session timeout.
-    pub async fn lock(&self, wait: Duration) -> Result<Option<ZooKeeperHold>, ZooKeeperLockError> {
+    pub async fn lock(&self, wait: Duration) -> Result<Option<ZooKeeperHold>, Error> {
         let deadline = Instant::now() + wait;
         let owner = uuid::Uuid::new_v4().simple().to_string();
         let (path, token) = match self.enqueue(&owner).await {
@@ -237,7 +228,7 @@ impl ZooKeeperLock {
             path,
             token,
         };
-        self.hook.at(crate::lock::QUEUED).await;
+        self.hook.at(crate::QUEUED).await;
         let outcome = self.wait_turn(&queued, deadline).await;
         if matches!(outcome, Ok(true)) {
             return Ok(Some(queued));
@@ -257,7 +248,7 @@ impl ZooKeeperLock {
     /// A release that fails (a lost connection: the session lives on, and
     /// so would the znode, blocking every waiter) is retried in the
     /// background, as a failed acquisition's znode is.
-    pub async fn unlock(&self, hold: &ZooKeeperHold) -> Result<bool, ZooKeeperLockError> {
+    pub async fn unlock(&self, hold: &ZooKeeperHold) -> Result<bool, Error> {
         let deleted = self.delete_own(&hold.path).await;
         if deleted.is_err()
             && let Some(owner) = owner_of(&hold.path)
@@ -268,13 +259,13 @@ impl ZooKeeperLock {
     }
 
     /// The current holder's znode (the lowest), if any.
-    pub async fn holder(&self) -> Result<Option<String>, ZooKeeperLockError> {
+    pub async fn holder(&self) -> Result<Option<String>, Error> {
         let queue = self.queue().await?;
         Ok(queue.first().map(|child| format!("{}/{child}", self.dir)))
     }
 
     /// Every contender's znode now, the holder (the lowest) first.
-    pub async fn contenders_in_order(&self) -> Result<Vec<String>, ZooKeeperLockError> {
+    pub async fn contenders_in_order(&self) -> Result<Vec<String>, Error> {
         let queue = self.queue().await?;
         Ok(queue.iter().map(|c| format!("{}/{c}", self.dir)).collect())
     }
@@ -282,12 +273,12 @@ impl ZooKeeperLock {
     /// Deletes a contender's znode, as its session's end would (any
     /// session may: the lock's znodes are open to all); `false` when it
     /// was gone already.
-    pub async fn evict(&self, path: &str) -> Result<bool, ZooKeeperLockError> {
+    pub async fn evict(&self, path: &str) -> Result<bool, Error> {
         self.delete_own(path).await
     }
 
     /// Creates the contender's ephemeral sequential znode; its path and czxid.
-    async fn enqueue(&self, owner: &str) -> Result<(String, i64), ZooKeeperLockError> {
+    async fn enqueue(&self, owner: &str) -> Result<(String, i64), Error> {
         let prefix = format!("{}/{owner}-lock-", self.dir);
         let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         let created = match self.client.create(&prefix, &[], &ephemeral).await {
@@ -315,7 +306,7 @@ impl ZooKeeperLock {
     }
 
     /// The lock's queue: its children by sequence number.
-    async fn queue(&self) -> Result<Vec<String>, ZooKeeperLockError> {
+    async fn queue(&self) -> Result<Vec<String>, Error> {
         let mut children = match self.client.list_children(&self.dir).await {
             Err(zk::Error::NoNode) => Vec::new(),
             other => other?,
@@ -325,11 +316,7 @@ impl ZooKeeperLock {
     }
 
     /// Waits until `queued` is first in the queue (`true`), or `deadline`.
-    async fn wait_turn(
-        &self,
-        queued: &ZooKeeperHold,
-        deadline: Instant,
-    ) -> Result<bool, ZooKeeperLockError> {
+    async fn wait_turn(&self, queued: &ZooKeeperHold, deadline: Instant) -> Result<bool, Error> {
         let own = queued.path.rsplit('/').next().unwrap_or_default();
         loop {
             let queue = self.queue().await?;
@@ -351,7 +338,7 @@ impl ZooKeeperLock {
                 Err(zk::Error::NoNode) => continue,
                 Err(err) => return Err(err.into()),
             };
-            self.hook.at(crate::lock::WAITS).await;
+            self.hook.at(crate::WAITS).await;
             tokio::select! {
                 // Deleted (released, or its session ended), or the session
                 // changed: look at the queue again either way.
@@ -390,7 +377,7 @@ impl ZooKeeperLock {
     }
 
     /// Deletes the owner's znode; `false` when it was already gone.
-    async fn delete_own(&self, path: &str) -> Result<bool, ZooKeeperLockError> {
+    async fn delete_own(&self, path: &str) -> Result<bool, Error> {
         match self.client.delete(path, None).await {
             Ok(()) => Ok(true),
             Err(zk::Error::NoNode) => Ok(false),

@@ -14,7 +14,8 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::{ZooKeeperLockError, ZooKeeperSession};
+use super::ZooKeeperSession;
+use crate::Error;
 
 /// How many different leases keep a session open at once; beyond that the
 /// oldest is forgotten (requests still using it keep their clone; it closes
@@ -60,7 +61,7 @@ impl ZooKeeperSessions {
 
     /// A live session whose timeout is `lease` (as the server grants it),
     /// opening one if none is, within 5 s (`CONNECT_TIMEOUT`).
-    pub async fn session(&self, lease: Duration) -> Result<ZooKeeperSession, ZooKeeperLockError> {
+    pub async fn session(&self, lease: Duration) -> Result<ZooKeeperSession, Error> {
         self.session_within(lease, CONNECT_TIMEOUT).await
     }
 
@@ -72,19 +73,19 @@ impl ZooKeeperSessions {
         &self,
         lease: Duration,
         wait: Duration,
-    ) -> Result<ZooKeeperSession, ZooKeeperLockError> {
+    ) -> Result<ZooKeeperSession, Error> {
         let limit = wait.clamp(MIN_CONNECT, CONNECT_TIMEOUT);
         let deadline = Instant::now() + limit;
         let slot = self.slot(lease);
         let mut current = tokio::time::timeout_at(deadline, slot.lock())
             .await
-            .map_err(|_| ZooKeeperLockError::Timeout(limit))?;
+            .map_err(|_| Error::ZooKeeperTimeout(limit))?;
         if let Some(session) = current.as_ref().filter(|session| !session.has_ended()) {
             return Ok(session.clone());
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(ZooKeeperLockError::Timeout(limit));
+            return Err(Error::ZooKeeperTimeout(limit));
         }
         let session = ZooKeeperSession::connect(&self.connect, lease, left).await?;
         *current = Some(session.clone());

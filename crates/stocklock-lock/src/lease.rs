@@ -19,7 +19,7 @@ use redis::{AsyncCommands, Script, SetExpiry, SetOptions};
 use super::hook::Hook;
 use super::wakeups::{Attempt, Wakeups, release_channel, wait_for_lock};
 use super::{Grant, Lease, OwnerId, millis, release_in_background, ttl_from_pttl};
-use crate::store::StoreError;
+use crate::Error;
 
 static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/lease_release.lua")));
@@ -38,8 +38,8 @@ static RENEW: LazyLock<Script> =
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use stocklock::lock::{LeaseLock, OwnerId, Wakeups};
-/// use stocklock::store::Store;
+/// use stocklock_lock::{LeaseLock, OwnerId, Wakeups};
+/// use stocklock_lock::store::Store;
 ///
 /// # async fn example() -> anyhow::Result<()> {
 /// let store = Store::open("redis://127.0.0.1:6379")?;
@@ -70,6 +70,7 @@ pub struct LeaseLock {
 }
 
 impl LeaseLock {
+    /// A lease lock on `key`, on `conn`; its waiters are woken through `wakeups`.
     pub fn new(conn: Conn, key: impl Into<String>, wakeups: Wakeups) -> Self {
         Self {
             conn,
@@ -85,12 +86,13 @@ impl LeaseLock {
         self
     }
 
+    /// The key the lock is stored at.
     pub fn key(&self) -> &str {
         &self.key
     }
 
     /// One `SET NX PX`: `true` when `owner` holds the lock now.
-    pub async fn try_lock(&self, owner: &OwnerId, lease: Duration) -> Result<bool, StoreError> {
+    pub async fn try_lock(&self, owner: &OwnerId, lease: Duration) -> Result<bool, Error> {
         let options = SetOptions::default()
             .conditional_set(redis::ExistenceCheck::NX)
             .with_expiration(SetExpiry::PX(millis(lease)));
@@ -110,7 +112,7 @@ impl LeaseLock {
         owner: &OwnerId,
         lease: Duration,
         wait: Duration,
-    ) -> Result<Option<Grant>, StoreError> {
+    ) -> Result<Option<Grant>, Error> {
         wait_for_lock(&self.wakeups, &self.key, wait, &self.hook, || async {
             let sent = Instant::now();
             if self.try_lock(owner, lease).await? {
@@ -129,7 +131,7 @@ impl LeaseLock {
 
     /// Releases the lock if `owner` still holds it; `false` means it had
     /// expired (and may belong to someone else now, who keeps it).
-    pub async fn unlock(&self, owner: &OwnerId) -> Result<bool, StoreError> {
+    pub async fn unlock(&self, owner: &OwnerId) -> Result<bool, Error> {
         let released: i64 = RELEASE
             .key(&self.key)
             .arg(owner.as_str())
@@ -143,7 +145,7 @@ impl LeaseLock {
     /// background until `until` (when the lease would have run out): an
     /// owner that is done leaves nothing behind (a compare-and-delete is
     /// safe to repeat).
-    pub async fn unlock_surely(&self, owner: &OwnerId, until: Instant) -> Result<bool, StoreError> {
+    pub async fn unlock_surely(&self, owner: &OwnerId, until: Instant) -> Result<bool, Error> {
         let released = self.unlock(owner).await;
         if released.is_err() {
             let (lock, owner) = (self.clone(), owner.clone());
@@ -156,19 +158,19 @@ impl LeaseLock {
     }
 
     /// Whether anyone holds the lock.
-    pub async fn is_locked(&self) -> Result<bool, StoreError> {
+    pub async fn is_locked(&self) -> Result<bool, Error> {
         Ok(self.conn.clone().exists(&self.key).await?)
     }
 
     /// Whether `owner` holds the lock (its token is the key's value).
-    pub async fn holds(&self, owner: &OwnerId) -> Result<bool, StoreError> {
+    pub async fn holds(&self, owner: &OwnerId) -> Result<bool, Error> {
         let value: Option<String> = self.conn.clone().get(&self.key).await?;
         Ok(value.as_deref() == Some(owner.as_str()))
     }
 }
 
 impl Lease for LeaseLock {
-    async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, StoreError> {
+    async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, Error> {
         let renewed: i64 = RENEW
             .key(&self.key)
             .arg(owner.as_str())

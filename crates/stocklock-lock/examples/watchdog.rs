@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context, ensure};
 use clap::Parser;
 use redis::AsyncCommands;
-use stocklock::lock::{OwnerId, ReentrantLock, Unlocked, Wakeups, Watchdog};
-use stocklock::store::Store;
+use stocklock_lock::store::Store;
+use stocklock_lock::{OwnerId, ReentrantLock, Unlocked, Wakeups, Watchdog};
 
 #[derive(Parser)]
 struct Args {

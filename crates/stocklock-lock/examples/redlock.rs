@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure};
 use clap::Parser;
-use stocklock::lock::{OwnerId, RedlockNodes, Refused, Watchdog};
+use stocklock_lock::{OwnerId, RedlockNodes, Refused, Watchdog};
 
 #[derive(Parser)]
 struct Args {

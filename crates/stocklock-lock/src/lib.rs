@@ -27,15 +27,20 @@
 //! Every script is built once and called by EVALSHA (redis-rs reloads it by
 //! itself after a `NOSCRIPT`).
 
+#[cfg(feature = "etcd")]
 pub mod etcd;
 mod hook;
 mod lease;
 pub mod per_key;
+#[cfg(feature = "redlock")]
 pub mod redlock;
 mod reentrant;
-mod stores;
+#[cfg(feature = "sentinel")]
+pub mod sentinel;
+pub mod store;
 pub mod wakeups;
 mod watchdog;
+#[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
 use std::fmt;
@@ -44,9 +49,9 @@ use std::time::{Duration, Instant};
 
 pub use hook::{Held, Hook, Point, Reached};
 pub use lease::LeaseLock;
+#[cfg(feature = "redlock")]
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
-pub use stores::{LockStores, LockStoresConfig};
 pub use wakeups::{Heard, WAITS, Wakeups};
 
 /// Where a lock that queues its contenders (etcd's keys, ZooKeeper's
@@ -54,11 +59,54 @@ pub use wakeups::{Heard, WAITS, Wakeups};
 /// whether its turn has come.
 pub const QUEUED: Point = Point::new("queued");
 pub use watchdog::{RENEWAL, RENEWED, Tenure, Watchdog};
-pub use zookeeper::{
-    ZooKeeperHold, ZooKeeperLock, ZooKeeperLockError, ZooKeeperSession, ZooKeeperSessions,
-};
+#[cfg(feature = "zookeeper")]
+pub use zookeeper::{ZooKeeperHold, ZooKeeperLock, ZooKeeperSession, ZooKeeperSessions};
 
-use crate::store::StoreError;
+/// Everything that can go wrong in this library, whichever store the lock
+/// is on. A lock being held by someone else is not an error of
+/// [`LeaseLock::lock`] and the like (they answer `None`); only the guard
+/// API, which has no other way to say it, answers [`Error::Busy`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Redis did not answer, or answered with an error: nothing is known to
+    /// have been decided.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// Another owner held the lock for the whole wait (or at once, with no wait).
+    #[error("the lock is held by another owner")]
+    Busy,
+    /// The etcd session's lease ended before the lock was acquired (its key
+    /// went with it).
+    #[cfg(feature = "etcd")]
+    #[error("the etcd lease ended before the lock was acquired")]
+    SessionLost,
+    /// No etcd member answered usefully in time: down, unreachable, or
+    /// without a quorum behind it. Nothing is known to have changed.
+    #[cfg(feature = "etcd")]
+    #[error("etcd unavailable: {0}")]
+    EtcdUnavailable(String),
+    /// etcd answered with an error of its own (a gRPC status).
+    #[cfg(feature = "etcd")]
+    #[error("etcd refused the request: {0}")]
+    EtcdRefused(String),
+    /// An answer of etcd this client cannot read.
+    #[cfg(feature = "etcd")]
+    #[error("unexpected answer from etcd: {0}")]
+    EtcdProtocol(String),
+    /// ZooKeeper answered with an error, or the session failed.
+    #[cfg(feature = "zookeeper")]
+    #[error("zookeeper: {0}")]
+    ZooKeeper(#[from] zookeeper_client::Error),
+    /// ZooKeeper gave no answer in time.
+    #[cfg(feature = "zookeeper")]
+    #[error("zookeeper: no answer within {0:?}")]
+    ZooKeeperTimeout(Duration),
+    /// A lock name a store cannot take (ZooKeeper: letters, digits, `-`,
+    /// `_`, `.` and `:` only).
+    #[error("invalid lock name {0:?}: letters, digits, '-', '_', '.' and ':' only")]
+    BadName(String),
+}
 
 /// Who holds a lock: `<instance>:<random>`, so the holder's instance can be
 /// shown and no two acquisitions anywhere share an owner by accident.
@@ -71,6 +119,7 @@ impl OwnerId {
         Self(format!("{instance}:{}", uuid::Uuid::new_v4().simple()))
     }
 
+    /// The owner as its store writes it: `<instance>:<random>`.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -99,6 +148,7 @@ pub fn drift(lease: Duration) -> Duration {
 pub struct Grant {
     /// When the winning request was sent.
     pub sent: Instant,
+    /// How long the store keeps the lock without a renewal.
     pub lease: Duration,
     /// How many times the owner holds it now (a reentrant lock; 1 otherwise).
     pub holds: u32,
@@ -123,7 +173,7 @@ impl Grant {
 pub fn release_in_background<F, Fut>(until: Instant, mut release: F)
 where
     F: FnMut() -> Fut + Send + 'static,
-    Fut: Future<Output = Result<(), StoreError>> + Send,
+    Fut: Future<Output = Result<(), Error>> + Send,
 {
     tokio::spawn(async move {
         while Instant::now() < until {
@@ -144,7 +194,7 @@ pub trait Lease: Send + Sync + 'static {
         &self,
         owner: &OwnerId,
         lease: Duration,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    ) -> impl Future<Output = Result<bool, Error>> + Send;
 }
 
 /// Milliseconds for Redis (at least 1: `PX 0` is an error).

@@ -7,8 +7,9 @@ use futures_util::future::join_all;
 use redis::aio::MultiplexedConnection;
 
 use super::Redlock;
-use crate::lock::{Hook, Point};
-use crate::store::{Conn, StoreError};
+use crate::Error;
+use crate::store::Conn;
+use crate::{Hook, Point};
 
 /// How long one node may take to answer one command before it counts as
 /// down: small against any lease, as the algorithm asks, so that a dead node
@@ -29,7 +30,7 @@ struct Node {
 }
 
 impl Node {
-    async fn conn(&self, timeout: Duration) -> Result<Conn, StoreError> {
+    async fn conn(&self, timeout: Duration) -> Result<Conn, Error> {
         let mut slot = self.conn.lock().await;
         if let Some(conn) = slot.as_ref() {
             return Ok(Conn::Plain(conn.clone()));
@@ -59,7 +60,7 @@ impl Node {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use stocklock::lock::{OwnerId, RedlockNodes, Refused, Watchdog};
+/// use stocklock_lock::{OwnerId, RedlockNodes, Refused, Watchdog};
 ///
 /// # async fn example() -> anyhow::Result<()> {
 /// let urls: Vec<String> = (1..=5).map(|i| format!("redis://redlock-{i}:6379")).collect();
@@ -89,7 +90,7 @@ pub struct RedlockNodes {
 
 impl RedlockNodes {
     /// Handles on `urls`; nothing is connected yet.
-    pub fn open(urls: &[String]) -> Result<Self, StoreError> {
+    pub fn open(urls: &[String]) -> Result<Self, Error> {
         let nodes = urls
             .iter()
             .map(|url| {
@@ -98,7 +99,7 @@ impl RedlockNodes {
                     conn: tokio::sync::Mutex::new(None),
                 })
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            .collect::<Result<Vec<_>, Error>>()?;
         Ok(Self {
             nodes: nodes.into(),
             node_timeout: NODE_TIMEOUT,
@@ -111,10 +112,12 @@ impl RedlockNodes {
         self
     }
 
+    /// How many nodes there are.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
+    /// Whether there are no nodes (never, once opened).
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
@@ -132,7 +135,7 @@ impl RedlockNodes {
     pub(super) async fn ask_every_node<T, F, Fut>(&self, op: F) -> Vec<Option<T>>
     where
         F: Fn(Conn) -> Fut,
-        Fut: std::future::Future<Output = Result<T, StoreError>>,
+        Fut: std::future::Future<Output = Result<T, Error>>,
     {
         self.ask_every_node_at(&Hook::none(), ("", ""), op).await
     }
@@ -149,7 +152,7 @@ impl RedlockNodes {
     ) -> Vec<Option<T>>
     where
         F: Fn(Conn) -> Fut,
-        Fut: std::future::Future<Output = Result<T, StoreError>>,
+        Fut: std::future::Future<Output = Result<T, Error>>,
     {
         let timeout = self.node_timeout;
         join_all(self.nodes.iter().enumerate().map(|(k, node)| {
