@@ -4,8 +4,8 @@
 #   docker build -t stocklock .
 #   docker run --rm -p 3000:3000 -e STOCKLOCK_REDIS_URL=redis://HOST:6379 stocklock
 
-# Override with --build-arg RUST_VERSION=1.95 to pin a toolchain (edition 2024
-# needs 1.85 or newer; the project is developed on 1.95).
+# Override with --build-arg RUST_VERSION=1.95 to pin a toolchain (the workspace
+# needs 1.89 or newer, its rust-version; the project is developed on 1.95).
 ARG RUST_VERSION=1
 
 # ---- build ------------------------------------------------------------------
@@ -14,24 +14,31 @@ WORKDIR /build
 
 # Dependencies first, against stub sources, so editing src/ does not rebuild
 # all of tokio, axum and redis. Only a cache: if it fails (a manifest that needs
-# more than src/main.rs and src/lib.rs), the full build below still runs and
-# reports the real error. The stub's own artifacts are deleted so the real
-# crate is always rebuilt, whatever the file timestamps say.
+# more than the stubs), the full build below still runs and reports the real
+# error. The workspace's two crates (the application and the lock library,
+# crates/stocklock-lock, whose examples its manifest names) get stub sources;
+# their own artifacts are deleted so the real crates are always rebuilt,
+# whatever the file timestamps say.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir src \
+COPY crates/stocklock-lock/Cargo.toml crates/stocklock-lock/
+COPY crates/stocklock-lock/examples crates/stocklock-lock/examples
+RUN mkdir -p src crates/stocklock-lock/src \
     && echo 'fn main() {}' > src/main.rs \
     && : > src/lib.rs \
+    && : > crates/stocklock-lock/src/lib.rs \
     && (cargo build --release --locked \
         || echo "dependency pre-build failed; the full build below will retry") \
-    && rm -rf src \
+    && rm -rf src crates/stocklock-lock/src \
         target/release/.fingerprint/stocklock-* \
         target/release/deps/stocklock-* \
         target/release/deps/libstocklock-* \
+        target/release/deps/stocklock_lock-* \
+        target/release/deps/libstocklock_lock-* \
         target/release/stocklock \
         target/release/libstocklock.*
 
-# The whole tree: src/ pulls in src/**/*.lua and nginx/nginx.conf with
-# include_str!, so they must be here at compile time.
+# The whole tree: src/ pulls in src/**/*.lua and nginx/nginx.conf, the lock
+# library its scripts, with include_str!, so they must be here at compile time.
 COPY . .
 RUN cargo build --release --locked \
     && install -m 0755 target/release/stocklock /usr/local/bin/stocklock

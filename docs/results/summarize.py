@@ -366,6 +366,28 @@ def handoff_1():
     print()
 
 
+def build_1():
+    """build-1: each build's seconds from nothing, the median of its runs."""
+    print("## build-1\n")
+    times = {}
+    for line in (R / "build-1.txt").read_text().splitlines():
+        m = re.match(r"(.+?) #\d+\t([\d.]+) s\t(\d+) rlibs$", line)
+        if m:
+            times.setdefault(m.group(1), []).append((float(m.group(2)), int(m.group(3))))
+    rows = []
+    for build, runs in times.items():
+        secs = [t for t, _ in runs]
+        rows.append([build, len(runs), f"{statistics.median(secs):.1f} s",
+                     " / ".join(f"{t:.1f}" for t in secs), runs[0][1]])
+    print(table(["build", "runs", "median", "each run", "rlibs built"], rows))
+    app = statistics.median(t for t, _ in times["application"])
+    for build, runs in times.items():
+        if build != "application":
+            lib = statistics.median(t for t, _ in runs)
+            print(f"{build}: {lib / app:.2f} of the application's time")
+    print()
+
+
 def orders_runs():
     """orders-0 (the baseline) and orders-1 (the two builds alternated)."""
     def row(name):
@@ -456,6 +478,8 @@ if __name__ == "__main__":
             replay_run(later)
     if (R / "orders-0-1.json").exists():
         orders_runs()
+    if (R / "build-1.txt").exists():
+        build_1()
     if (R / "alloc-3-mi-1.json").exists():
         alloc_3()
     if (R / "cuts-1-eeab77e-1.json").exists():

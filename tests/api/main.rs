@@ -31,6 +31,8 @@ mod ledger;
 mod lessons;
 mod load;
 mod lock;
+mod lock_crate;
+mod lock_guard;
 mod lock_safety;
 mod lua_batch;
 mod marks;

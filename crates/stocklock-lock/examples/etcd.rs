@@ -6,7 +6,7 @@
 //! the next; and a holder that dies without releasing, whose lock etcd
 //! frees when its lease runs out.
 //!
-//!     cargo run --example etcd -- --etcd-endpoints http://127.0.0.1:P1,http://127.0.0.1:P2,...
+//!     cargo run -p stocklock-lock --features etcd --example etcd -- --etcd-endpoints http://127.0.0.1:P1,http://127.0.0.1:P2,...
 //!
 //! (`stocklock up` starts three members and prints them as "etcd member
 //! N".) Exits 1 if the lock does not behave as described.

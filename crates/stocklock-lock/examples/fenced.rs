@@ -4,7 +4,7 @@
 //! alice is paused past her lease, bob takes the lock and writes, alice
 //! wakes and writes with her old token: refused.
 //!
-//!     cargo run --example fenced -- --redis-url redis://127.0.0.1:PORT
+//!     cargo run -p stocklock-lock --example fenced -- --redis-url redis://127.0.0.1:PORT
 //!
 //! Exits 1 if the lock does not behave as described.
 

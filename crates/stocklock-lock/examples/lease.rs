@@ -3,7 +3,7 @@
 //! then what a lease cannot do, the articles' slow business: the work
 //! outlives the lease, and the owner's release finds the lock gone.
 //!
-//!     cargo run --example lease -- --redis-url redis://127.0.0.1:PORT
+//!     cargo run -p stocklock-lock --example lease -- --redis-url redis://127.0.0.1:PORT
 //!
 //! (`stocklock up` prints the URL of its Redis.) Exits 1 if the lock does
 //! not behave as described.

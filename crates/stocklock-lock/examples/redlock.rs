@@ -1,6 +1,6 @@
 //! Redlock: one lock on a majority of N independent Redis servers.
 //!
-//!     cargo run --example redlock -- --nodes redis://127.0.0.1:P1,redis://127.0.0.1:P2,...
+//!     cargo run -p stocklock-lock --features redlock --example redlock -- --nodes redis://127.0.0.1:P1,redis://127.0.0.1:P2,...
 //!
 //! (`stocklock up` starts five and prints them as "redlock node N".) Takes
 //! the lock, shows a second owner refused while it is held, renews it with

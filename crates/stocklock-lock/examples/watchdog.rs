@@ -2,7 +2,7 @@
 //! lease while the watchdog renews it, then learn that the lease was lost
 //! (the key deleted under the holder, as a failover would), and release.
 //!
-//!     cargo run --example watchdog -- --redis-url redis://127.0.0.1:PORT
+//!     cargo run -p stocklock-lock --example watchdog -- --redis-url redis://127.0.0.1:PORT
 //!
 //! Exits 1 if the lock does not behave as described.
 

@@ -6,7 +6,7 @@
 //! holder whose process exits without releasing, whose lock is freed at
 //! once because its session closes.
 //!
-//!     cargo run --example zookeeper -- --zookeeper 127.0.0.1:PORT
+//!     cargo run -p stocklock-lock --features zookeeper --example zookeeper -- --zookeeper 127.0.0.1:PORT
 //!
 //! (`stocklock up` starts one server and prints it as "zookeeper 1".)
 //! Exits 1 if the lock does not behave as described.

@@ -28,6 +28,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 /// A point of a protocol: a name, and for Redlock the node it is about.
+///
+/// ```
+/// use stocklock_lock::Point;
+///
+/// assert_eq!(Point::new("after_setnx").to_string(), "after_setnx");
+/// let vote = Point::nth("vote", 2); // the question to Redlock's node 2
+/// assert_eq!((vote.name, vote.index), ("vote", Some(2)));
+/// assert_eq!(vote.to_string(), "vote:2");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Point {
     /// The point's name (`after_setnx`, `renewal`, ...).
@@ -62,15 +71,62 @@ impl fmt::Display for Point {
 }
 
 /// A step held at a point: resolves when it may go on.
+///
+/// ```
+/// use std::time::Duration;
+/// use stocklock_lock::Held;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let go_on: Held<'static> = Box::pin(async {}); // at once
+/// let later: Held<'static> = Box::pin(tokio::time::sleep(Duration::from_millis(5)));
+/// go_on.await;
+/// later.await; // 5 ms after the step reached the point
+/// # }
+/// ```
 pub type Held<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// What a hook does when a step reaches a point.
+///
+/// ```
+/// use std::sync::Arc;
+/// use stocklock_lock::{Held, Hook, Point, Reached};
+/// use tokio::sync::Semaphore;
+///
+/// struct Gate(Semaphore); // a schedule's gate: every step waits for a permit
+/// impl Reached for Gate {
+///     fn reached(&self, _: Point) -> Held<'_> {
+///         Box::pin(async move { self.0.acquire().await.expect("never closed").forget() })
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let gate = Arc::new(Gate(Semaphore::new(0)));
+/// gate.0.add_permits(1); // let one step through
+/// Hook::new(gate.clone()).at(Point::new("renewal")).await;
+/// # }
+/// ```
 pub trait Reached: Send + Sync {
     /// Called when a step reaches `point`: the step goes on when the returned future resolves.
     fn reached(&self, point: Point) -> Held<'_>;
 }
 
 /// A lock's hook: none, or one [`Reached`] shared by every clone.
+///
+/// ```
+/// use std::sync::Arc;
+/// use stocklock_lock::{Held, Hook, Point, Reached};
+///
+/// struct Pass;
+/// impl Reached for Pass {
+///     fn reached(&self, _: Point) -> Held<'_> {
+///         Box::pin(async {})
+///     }
+/// }
+///
+/// assert!(Hook::new(Arc::new(Pass)).is_set());
+/// assert!(!Hook::default().is_set()); // as `Hook::none()`: every point passes at once
+/// ```
 #[derive(Clone, Default)]
 pub struct Hook(Option<Arc<dyn Reached>>);
 

@@ -1,11 +1,35 @@
-//! A small distributed lock library on Redis (and one lock on ZooKeeper),
-//! usable outside HTTP.
+//! Distributed locks for tokio programs on Redis (lease, reentrant,
+//! watchdog, fenced; Redlock with the feature `redlock`), etcd (`etcd`)
+//! and ZooKeeper (`zookeeper`), each documented with what it guarantees
+//! and what it does not. The store may also be a Redis Cluster (`cluster`)
+//! or the master a set of Sentinels names (`sentinel`); `full` turns every
+//! feature on. By default only redis, tokio, thiserror, tracing and uuid
+//! are needed.
 //!
-//! It has the capabilities of article 000's lock interface:
+//! Most users want the guard API: [`LockOptions`] in, a [`LockGuard`] out
+//! that releases on drop (and [`LockGuard::release`] to learn how it went):
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use stocklock_lock::{LeaseLock, LockOptions, Wakeups};
+//! use stocklock_lock::store::Store;
+//!
+//! # async fn example() -> Result<(), stocklock_lock::Error> {
+//! let store = Store::open("redis://127.0.0.1:6379")?;
+//! let lock = LeaseLock::new(store.conn().await?, "lock:{order-42}", Wakeups::new());
+//! let guard = lock.acquire(&LockOptions::new().lease(Duration::from_secs(10))).await?;
+//! // ... work; `guard.is_lost()` before a write ...
+//! guard.release().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Under it, the capabilities of a full lock interface:
 //!
 //! | capability                        | here |
 //! |-----------------------------------|------|
-//! | try-lock with a wait and a lease  | [`LeaseLock::lock`], [`ReentrantLock::lock`], [`Redlock::lock`]: a [`Grant`] |
+//! | a guard that releases on drop     | [`LeaseLock::acquire`], [`ReentrantLock::acquire`], `Redlock::acquire` with [`LockOptions`]: a [`LockGuard`] (its token, its deadline, [`LockGuard::release`]) |
+//! | try-lock with a wait and a lease  | [`LeaseLock::lock`], [`ReentrantLock::lock`], `Redlock::lock`: a [`Grant`] |
 //! | knowing when the lock may be lost | [`Grant::deadline`] (acquire *sent* + lease − drift), kept up by [`Watchdog`]'s confirmed renewals: [`Tenure::is_lost`] |
 //! | unlock by the owner only, atomic  | [`LeaseLock::unlock`], [`ReentrantLock::unlock`] (Lua compare-and-delete) |
 //! | nothing left behind on errors     | [`LeaseLock::unlock_surely`], [`ReentrantLock::unlock_all_surely`]: retried until answered or the lease is over |
@@ -14,10 +38,10 @@
 //! | fencing token with the grant      | [`ReentrantLock::fenced`]: `INCR` in the acquire script, [`Grant::token`] |
 //! | renewal                           | [`Lease::renew`], and [`Watchdog`] to do it while held |
 //! | waiting without polling           | [`Wakeups`]: releases are published, waiters woken (Redlock's too) |
-//! | a lock on a majority of N Redis   | [`Redlock`] on [`RedlockNodes`] (renewable by [`Watchdog`]; its validity is its deadline) |
-//! | a lock on a CP store (etcd)       | [`etcd::EtcdLock`]: lease + keep-alive, queue by `create_revision`, watch the predecessor; the revision is the fencing token |
-//! | a lock on ZooKeeper               | [`ZooKeeperLock`]: ephemeral sequential znodes, predecessor watch, the session as lease, czxid as fencing token (not reentrant) |
-//! | points a caller may hold a step at | [`Hook`]: named [`Point`]s (a schedule's gates, a test), one branch each when none is set |
+//! | a lock on a majority of N Redis   | `Redlock` on `RedlockNodes` (feature `redlock`; renewable by [`Watchdog`]; its validity is its deadline) |
+//! | a lock on a CP store (etcd)       | `etcd::EtcdLock` (feature `etcd`): lease + keep-alive, queue by `create_revision`, watch the predecessor; the revision is the fencing token |
+//! | a lock on ZooKeeper               | `ZooKeeperLock` (feature `zookeeper`): ephemeral sequential znodes, predecessor watch, the session as lease, czxid as fencing token (not reentrant) |
+//! | points a caller may hook          | [`Hook`]: named [`Point`]s where the hook may hold the step (a schedule's gate), end the process (a crash at that step) or record it (a timeline); one branch each when none is set |
 //!
 //! What a local deadline cannot fix: a pause *between* the owner's last look
 //! at its deadline and its write (a GC, a SIGSTOP). Nothing the owner checks
@@ -27,10 +51,19 @@
 //! Every script is built once and called by EVALSHA (redis-rs reloads it by
 //! itself after a `NOSCRIPT`).
 
+#![deny(missing_docs)]
+
+/// The README's examples, compiled as doctests (they use every store).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;
+
 #[cfg(feature = "etcd")]
 pub mod etcd;
+mod guard;
 mod hook;
 mod lease;
+mod options;
 pub mod per_key;
 #[cfg(feature = "redlock")]
 pub mod redlock;
@@ -47,8 +80,10 @@ use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+pub use guard::{LockGuard, Released};
 pub use hook::{Held, Hook, Point, Reached};
 pub use lease::LeaseLock;
+pub use options::LockOptions;
 #[cfg(feature = "redlock")]
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
@@ -66,6 +101,14 @@ pub use zookeeper::{ZooKeeperHold, ZooKeeperLock, ZooKeeperSession, ZooKeeperSes
 /// is on. A lock being held by someone else is not an error of
 /// [`LeaseLock::lock`] and the like (they answer `None`); only the guard
 /// API, which has no other way to say it, answers [`Error::Busy`].
+///
+/// ```
+/// use stocklock_lock::Error;
+///
+/// assert_eq!(Error::Busy.to_string(), "the lock is held by another owner");
+/// let bad = Error::BadName("locks/a".into());
+/// assert!(bad.to_string().starts_with(r#"invalid lock name "locks/a""#));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -76,6 +119,16 @@ pub enum Error {
     /// Another owner held the lock for the whole wait (or at once, with no wait).
     #[error("the lock is held by another owner")]
     Busy,
+    /// Fewer than a majority of Redlock's nodes answered: nobody can hold
+    /// the lock until they come back.
+    #[cfg(feature = "redlock")]
+    #[error("{answered} of the Redlock nodes answered, {quorum} needed")]
+    NoQuorum {
+        /// How many nodes answered.
+        answered: usize,
+        /// How many make a majority.
+        quorum: usize,
+    },
     /// The etcd session's lease ended before the lock was acquired (its key
     /// went with it).
     #[cfg(feature = "etcd")]
@@ -110,6 +163,15 @@ pub enum Error {
 
 /// Who holds a lock: `<instance>:<random>`, so the holder's instance can be
 /// shown and no two acquisitions anywhere share an owner by accident.
+///
+/// ```
+/// use stocklock_lock::OwnerId;
+///
+/// let (a, b) = (OwnerId::new("worker-1"), OwnerId::new("worker-1"));
+/// assert!(a.as_str().starts_with("worker-1:"));
+/// assert_ne!(a, b); // the same instance, yet two owners
+/// assert_eq!(a.to_string(), a.as_str());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OwnerId(String);
 
@@ -144,6 +206,16 @@ pub fn drift(lease: Duration) -> Duration {
 /// from the send, not from the answer, is what makes the deadline safe: the
 /// store started the lease no earlier than the send, however late the
 /// answer came back.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use stocklock_lock::Grant;
+///
+/// let sent = Instant::now();
+/// let grant = Grant { sent, lease: Duration::from_secs(10), holds: 1, token: None };
+/// // 10 s less the drift (1 % of the lease plus 2 ms), counted from the send:
+/// assert_eq!(grant.deadline(), sent + Duration::from_millis(9_898));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Grant {
     /// When the winning request was sent.
@@ -186,7 +258,25 @@ where
     });
 }
 
-/// A lock whose lease its owner can extend.
+/// A lock whose lease its owner can extend: what a [`Watchdog`] renews.
+///
+/// ```
+/// use std::time::Duration;
+/// use stocklock_lock::{Error, Lease, OwnerId};
+///
+/// struct Confirming; // a store that extends every lease (a test's stand-in)
+///
+/// impl Lease for Confirming {
+///     async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, Error> {
+///         Ok(true)
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Error> {
+/// assert!(Confirming.renew(&OwnerId::new("w"), Duration::from_secs(1)).await?);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Lease: Send + Sync + 'static {
     /// Extends the lease to `lease` from now if `owner` still holds the lock;
     /// `false` when it does not (expired, or taken by someone else).

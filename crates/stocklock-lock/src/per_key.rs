@@ -6,6 +6,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The values in use, by key.
+///
+/// ```
+/// use stocklock_lock::per_key::PerKey;
+///
+/// let mutexes: PerKey<tokio::sync::Mutex<()>> = PerKey::default();
+/// {
+///     let first = mutexes.use_key("sku-1");
+///     let second = mutexes.use_key("sku-1");
+///     assert!(std::sync::Arc::ptr_eq(first.shared(), second.shared())); // one per key
+///     assert_eq!(mutexes.len(), 1);
+/// }
+/// assert!(mutexes.is_empty()); // gone with its last user
+/// ```
 pub struct PerKey<T> {
     map: Mutex<HashMap<String, Arc<T>>>,
 }
@@ -67,6 +80,18 @@ impl<T> PerKey<T> {
 }
 
 /// One user's hold on a key's value; the last one to leave removes it.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use stocklock_lock::per_key::PerKey;
+///
+/// let counts: PerKey<AtomicU32> = PerKey::default();
+/// let in_use = counts.use_key("sku-1");
+/// in_use.fetch_add(1, Ordering::Relaxed); // derefs to the shared value
+/// assert_eq!(counts.get("sku-1").map(|n| n.load(Ordering::Relaxed)), Some(1));
+/// drop(in_use);
+/// assert!(counts.get("sku-1").is_none());
+/// ```
 pub struct InUse<'a, T> {
     owner: &'a PerKey<T>,
     key: &'a str,

@@ -29,6 +29,21 @@ static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/reentrant_renew.lua")));
 
 /// What an unlock did.
+///
+/// ```
+/// use stocklock_lock::Unlocked;
+///
+/// // What an owner makes of an unlock's answer: `Ok(true)` once the lock is free.
+/// fn done(unlocked: Unlocked) -> Result<bool, &'static str> {
+///     match unlocked {
+///         Unlocked::StillHeld(_) => Ok(false), // an outer hold is left: still the holder
+///         Unlocked::Released => Ok(true),      // free, and one waiter woken
+///         Unlocked::NotOwner => Err("the lease ran out before the unlock"),
+///     }
+/// }
+/// assert_eq!(done(Unlocked::StillHeld(1)), Ok(false));
+/// assert!(done(Unlocked::NotOwner).is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unlocked {
     /// The owner still holds it this many times.
@@ -105,6 +120,12 @@ impl ReentrantLock {
         }
     }
 
+    /// Notes each wait for the lock at `hook`'s [`super::wakeups::WAITS`].
+    pub fn with_hook(mut self, hook: Hook) -> Self {
+        self.hook = hook;
+        self
+    }
+
     /// The same lock, fenced: every grant also takes a fencing token from
     /// `INCR fence_key`, in the acquire script itself ([`Grant::token`]).
     /// The store that takes the holder's writes must refuse a token older
@@ -135,13 +156,6 @@ impl ReentrantLock {
     /// ```
     ///
     /// [`Grant::token`]: super::Grant::token
-    /// Notes each wait for the lock at `hook`'s [`super::wakeups::WAITS`].
-    pub fn with_hook(mut self, hook: Hook) -> Self {
-        self.hook = hook;
-        self
-    }
-
-    /// The same lock, fenced: every grant increments `fence_key` in the acquire script and carries the value as [`Grant::token`](crate::Grant::token).
     pub fn fenced(mut self, fence_key: impl Into<String>) -> Self {
         self.fence = Some(fence_key.into());
         self

@@ -40,6 +40,18 @@ pub fn sentinel_url(address: &str) -> String {
 
 /// The master of one name, as the Sentinels see it, and the connection to
 /// it. Shared by every clone of a [`SentinelConn`].
+///
+/// ```no_run
+/// use stocklock_lock::sentinel::Follower;
+///
+/// # async fn example() -> Result<(), redis::RedisError> {
+/// let sentinels = ["127.0.0.1:26379".to_owned(), "redis://127.0.0.1:26380".to_owned()];
+/// let follower = Follower::new(&sentinels, "mymaster")?; // nothing connected yet
+/// let master = follower.master_client().await?; // the master they name now
+/// # drop(master);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Follower {
     master_name: String,
     /// One look-up at a time; the last failure, to fail fast after it.
@@ -202,6 +214,19 @@ pub fn lost_master(err: &RedisError) -> bool {
 
 /// A connection to whichever server the Sentinels name master. Cheap to
 /// clone; every clone shares one multiplexed connection.
+///
+/// ```no_run
+/// use stocklock_lock::store::{Conn, Store};
+///
+/// # async fn example() -> Result<(), stocklock_lock::Error> {
+/// let store = Store::open_sentinel(&["127.0.0.1:26379".to_owned()], "mymaster")?;
+/// let Conn::Sentinel(mut conn) = store.conn().await? else { unreachable!() };
+/// // Sent to the master the Sentinels name; after a failover, to the new one.
+/// let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+/// # drop(pong);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct SentinelConn(pub(super) Arc<Follower>);
 

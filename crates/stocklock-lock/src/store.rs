@@ -42,6 +42,17 @@ use crate::sentinel::{self, Follower, SentinelConn};
 /// so that command failed although Redis was back (the lab's first look at
 /// the order stream after `redis-data-loss` did, in CI). A refused
 /// connection sent nothing, so nothing runs twice.
+///
+/// ```no_run
+/// use stocklock_lock::store::Store;
+///
+/// # async fn example() -> Result<(), stocklock_lock::Error> {
+/// let conn = Store::open("redis://127.0.0.1:6379")?.conn().await?;
+/// let pong: String = redis::cmd("PING").query_async(&mut conn.clone()).await?;
+/// assert_eq!(pong, "PONG");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub enum Conn {
     /// One Redis server, through a reconnecting manager.
@@ -126,6 +137,16 @@ enum Backend {
 /// started before its Redis answers 503 until Redis is there instead of
 /// refusing to start. Once made, it reconnects by itself; a request during
 /// an outage fails fast rather than queueing.
+///
+/// ```
+/// use stocklock_lock::store::Store;
+///
+/// let store = Store::open("redis://127.0.0.1:6379/0")?; // nothing connected yet
+/// assert_eq!(store.single_url(), Some("redis://127.0.0.1:6379/0"));
+/// assert!(!store.is_cluster() && !store.is_sentinel());
+/// // `store.conn().await` connects on first use; after an error the next call tries again.
+/// # Ok::<(), stocklock_lock::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Store {
     /// The single server, or the cluster's first node: pub/sub and the

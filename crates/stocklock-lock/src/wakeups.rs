@@ -45,6 +45,13 @@ pub fn release_channel(lock_key: &str) -> String {
 }
 
 /// The waiters of this process, by lock key. Cheap to clone.
+///
+/// ```no_run
+/// # async fn example(store: stocklock_lock::store::Store) {
+/// let wakeups = stocklock_lock::Wakeups::new(); // clones go to every lock of the process
+/// let _listener = wakeups.follow(store); // one listener: a release wakes a waiter, no polling
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Wakeups {
     by_lock: Arc<PerKey<Notify>>,
@@ -60,6 +67,15 @@ pub struct Wakeups {
 }
 
 /// What the listener passes on besides lock releases.
+///
+/// ```no_run
+/// # async fn example(wakeups: stocklock_lock::Wakeups) {
+/// let mut heard = wakeups.heard(); // of a `Wakeups` made with `also_hearing`
+/// while let Ok(stocklock_lock::Heard::Message { channel, message }) = heard.recv().await {
+///     println!("{channel}: {message}"); // until `Heard::Lost`: messages may have been missed
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Heard {
     /// A message on one of the channels named with [`Wakeups::also_hearing`].
@@ -69,8 +85,7 @@ pub enum Heard {
         /// What was published.
         message: String,
     },
-    /// The subscription dropped (or a listener fell behind): messages may
-    /// have been missed.
+    /// The subscription dropped, or a listener fell behind: messages may have been missed.
     Lost,
 }
 
@@ -99,8 +114,7 @@ impl Wakeups {
         self
     }
 
-    /// What this process's releases publish, so that its own listener
-    /// knows the waiter was woken already ([`Self::released`]).
+    /// What this process's releases publish: its own listener skips them ([`Self::released`]).
     pub fn origin(&self) -> &str {
         &self.origin
     }
@@ -110,9 +124,8 @@ impl Wakeups {
         self.heard.subscribe()
     }
 
-    /// Publishes `message` on `channel` over the listener's connection;
-    /// how many subscribers of that server received it (every process's
-    /// listener subscribes on the same server, a cluster's first node).
+    /// Publishes `message` on `channel` over the listener's connection: how many subscribers of
+    /// that server got it (every process's listener subscribes there: a cluster's first node).
     pub async fn publish(&self, channel: &str, message: &str) -> Result<i64, Error> {
         let Some(mut conn) = self.listener_conn() else {
             return Err(Error::Redis(redis::RedisError::from((
@@ -141,8 +154,7 @@ impl Wakeups {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = conn;
     }
 
-    /// Whether [`listen`](Self::listen) has subscribed: until then a
-    /// waiter would not hear a release.
+    /// Whether [`listen`](Self::listen) has subscribed: until then no waiter hears a release.
     pub fn is_subscribed(&self) -> bool {
         *self.subscribed.borrow()
     }
@@ -153,9 +165,8 @@ impl Wakeups {
         let _ = rx.wait_for(|subscribed| *subscribed).await;
     }
 
-    /// The notifier of one lock, for one waiter: its entry lives as long as
-    /// someone waits on that lock, not for the process's life, so waiting
-    /// on ever new keys does not grow the map.
+    /// One waiter's notifier of `lock_key`: the entry lives while someone waits on that lock,
+    /// not for the process's life, so ever new keys do not grow the map.
     fn notifier<'a>(&'a self, lock_key: &'a str) -> InUse<'a, Notify> {
         self.by_lock.use_key(lock_key)
     }
@@ -165,16 +176,14 @@ impl Wakeups {
         self.by_lock.len()
     }
 
-    /// A release of `lock_key` was heard of, or made by this process (or
-    /// may have been: its answer was lost): wake one waiter of that lock.
+    /// A release of `lock_key` was heard, or made here (perhaps: its answer was lost): wake one.
     pub fn released(&self, lock_key: &str) {
         if let Some(notify) = self.by_lock.get(lock_key) {
             notify.notify_one();
         }
     }
 
-    /// The subscription dropped: messages may have been missed, so every
-    /// waiter re-checks.
+    /// The subscription dropped: every waiter re-checks (messages may have been missed).
     fn wake_all(&self) {
         for notify in self.by_lock.all() {
             notify.notify_waiters();
@@ -210,10 +219,9 @@ impl Wakeups {
         }
     }
 
-    /// Keeps this process subscribed to every release channel for as long as
-    /// the returned task runs. Survives Redis being away at start-up or later:
-    /// the connection re-subscribes by itself after a reconnect, and a
-    /// heartbeat PING makes it notice a dead socket.
+    /// Keeps this process subscribed to every release channel while the returned task runs.
+    /// Survives Redis being away, at start-up or later: it re-subscribes after a reconnect, and
+    /// a heartbeat PING notices a dead socket.
     pub fn listen(&self, client: Client) -> tokio::task::JoinHandle<()> {
         let wakeups = self.clone();
         tokio::spawn(async move {
@@ -238,11 +246,9 @@ impl Wakeups {
         })
     }
 
-    /// [`listen`](Self::listen) on `store`'s server; on a Sentinel store,
-    /// on its master, following it: when the heartbeat finds the master
-    /// gone, the subscription is dropped (every waiter re-checks, listeners
-    /// hear [`Heard::Lost`]) and made again on whichever server the
-    /// Sentinels name master next.
+    /// [`listen`](Self::listen) on `store`'s server, or on a Sentinel store's master, followed:
+    /// when the heartbeat finds it gone, waiters re-check, listeners hear [`Heard::Lost`], and
+    /// it subscribes again on whichever server the Sentinels name master next.
     pub fn follow(&self, store: Store) -> tokio::task::JoinHandle<()> {
         if !store.is_sentinel() {
             return self.listen(store.client().clone());
@@ -283,8 +289,7 @@ impl Wakeups {
         })
     }
 
-    /// The listener's connection settings: pushes come here, and a
-    /// reconnection subscribes again.
+    /// The listener's connection settings: pushes come here; a reconnection subscribes again.
     fn listener_config(&self) -> redis::aio::ConnectionManagerConfig {
         let sink = self.clone();
         manager_config()
@@ -309,8 +314,16 @@ async fn subscribe(
     Ok(conn)
 }
 
-/// One try at a lock: either it is ours now, or someone holds it and its
-/// lease has `Some(ttl)` left (`None`: no expiry at all).
+/// One try at a lock, for [`wait_for_lock`]: ours now, or someone else's for a while yet.
+///
+/// ```
+/// use stocklock_lock::{Hook, wakeups::{Attempt, Wakeups, wait_for_lock}};
+/// # #[tokio::main] async fn main() -> Result<(), stocklock_lock::Error> {
+/// let held = || async { Ok(Attempt::<()>::HeldFor(None)) }; // held, with no expiry
+/// let once = std::time::Duration::ZERO; // no wait: one try
+/// assert_eq!(wait_for_lock(&Wakeups::new(), "lock:{a}", once, &Hook::none(), held).await?, None);
+/// # Ok(()) }
+/// ```
 pub enum Attempt<T> {
     /// The lock is ours.
     Acquired(T),
@@ -318,16 +331,13 @@ pub enum Attempt<T> {
     HeldFor(Option<Duration>),
 }
 
-/// The point a taker reaches each time it found the lock held and is about
-/// to sleep until a release or the lease's end: a hook may note it (a
-/// scheduler learns that the step waits for a lock, not for it). A hook
-/// that holds it holds the wait.
+/// Where a taker stops each time it finds the lock held, before sleeping until a release or the
+/// lease's end: a hook notes that the step waits for a lock (not for it), or holds the wait.
 pub const WAITS: Point = Point::new("waits");
 
-/// Tries `attempt` until it succeeds or `wait` runs out, sleeping between
-/// tries until a release of `lock_key` is announced or the holder's TTL is
-/// over, whichever comes first. Returns `None` when the wait ran out.
-/// Before each sleep the taker reaches [`WAITS`] of `hook`.
+/// Tries `attempt` until it succeeds (`Some`) or `wait` runs out (`None`), sleeping between
+/// tries until a release of `lock_key` is announced or the holder's TTL is over, whichever
+/// comes first. Before each sleep the taker reaches [`WAITS`] of `hook`.
 pub async fn wait_for_lock<T, F, Fut>(
     wakeups: &Wakeups,
     lock_key: &str,

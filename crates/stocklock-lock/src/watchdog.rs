@@ -31,6 +31,22 @@ pub const RENEWAL: Point = Point::new("renewal");
 pub const RENEWED: Point = Point::new("renewed");
 
 /// What a running watchdog shares with its owner.
+///
+/// ```
+/// use std::time::Duration;
+/// use stocklock_lock::{Error, Lease, OwnerId, Watchdog};
+///
+/// struct Refusing; // a store where the lock is someone else's now
+/// impl Lease for Refusing {
+///     async fn renew(&self, _: &OwnerId, _: Duration) -> Result<bool, Error> { Ok(false) }
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let dog = Watchdog::start(Refusing, OwnerId::new("w"), Duration::from_millis(30));
+/// dog.tenure().lost().await; // the first renewal, after 10 ms, is refused
+/// assert!(dog.tenure().is_lost() && dog.tenure().renewals() == 0);
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Tenure {
     /// The instant the deadline is counted from.
@@ -129,6 +145,22 @@ impl Tenure {
 }
 
 /// A running watchdog. Dropping it stops the renewals.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock_lock::{LeaseLock, OwnerId, Watchdog};
+///
+/// # async fn example(lock: LeaseLock) -> Result<(), stocklock_lock::Error> {
+/// let me = OwnerId::new("worker-1");
+/// if let Some(grant) = lock.lock(&me, Duration::from_secs(30), Duration::ZERO).await? {
+///     let dog = Watchdog::for_grant(lock.clone(), me.clone(), &grant); // every 10 s
+///     // ... work; before each write, check `!dog.tenure().is_lost()` ...
+///     dog.stop(); // before the release, not after
+///     lock.unlock(&me).await?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub struct Watchdog {
     tenure: Arc<Tenure>,
     task: JoinHandle<()>,

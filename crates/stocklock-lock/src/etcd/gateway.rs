@@ -31,6 +31,16 @@ const TRANSIENT_CODES: [i64; 4] = [4, 8, 10, 14];
 
 /// A handle on an etcd cluster through its members' JSON gateways.
 /// Cheap to clone; clones share the member they last found working.
+///
+/// ```
+/// use stocklock_lock::etcd::EtcdClient;
+///
+/// let members = vec!["http://127.0.0.1:2379/".into(), "http://127.0.0.1:22379".into()];
+/// let client = EtcdClient::new(members)?; // nothing connected yet
+/// assert_eq!(client.endpoints(), ["http://127.0.0.1:2379", "http://127.0.0.1:22379"]);
+/// assert!(EtcdClient::new(vec![]).is_err()); // at least one member
+/// # Ok::<(), stocklock_lock::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct EtcdClient {
     inner: Arc<Inner>,
@@ -180,6 +190,20 @@ enum Failure {
 }
 
 /// The messages of one open watch, one JSON object per line.
+///
+/// ```no_run
+/// # async fn example(client: stocklock_lock::etcd::EtcdClient) -> Result<(), stocklock_lock::Error> {
+/// let key = "locks/order-42/694d8c1e2f3a4b5c"; // a contender's key, as read at revision 1041
+/// let mut watch = client.watch_deletes(key, 1042, std::time::Duration::from_secs(5)).await?;
+/// loop {
+///     let result = watch.next().await?; // Err: the stream broke, or the 5 s passed
+///     if result["events"].as_array().is_some_and(|events| !events.is_empty()) {
+///         break; // deleted (the first message only says the watch is created)
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub struct WatchStream {
     response: reqwest::Response,
     buffer: Vec<u8>,

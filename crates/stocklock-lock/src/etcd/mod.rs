@@ -44,6 +44,20 @@ pub use session::Session;
 use gateway::{b64, b64_bytes, from_b64, int, prefix_end};
 
 /// A lock held: its key, and the fencing token that came with it.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock_lock::etcd::{EtcdLock, Session};
+///
+/// # async fn example(lock: EtcdLock, session: Session) -> Result<(), stocklock_lock::Error> {
+/// let held = lock.lock(&session, Duration::from_secs(2)).await?;
+/// // Each write carries (held.cluster, held.token): the store refuses a token
+/// // lower than the newest it has seen from that cluster.
+/// println!("{} held; token {} of cluster {}", held.key, held.token, held.cluster);
+/// lock.unlock(&held).await?; // the session stays, for another lock
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Held {
     /// `<prefix>/<lease id in hex>`.
@@ -59,6 +73,16 @@ pub struct Held {
 }
 
 /// Who holds a lock now, as etcd says.
+///
+/// ```no_run
+/// # async fn example(lock: stocklock_lock::etcd::EtcdLock) -> Result<(), stocklock_lock::Error> {
+/// if let Some(holder) = lock.holder().await? {
+///     let left = lock.lease_left(holder.lease).await?; // None: the lease is gone
+///     println!("{} holds it (token {}), {left:?} left", holder.key, holder.revision);
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holder {
     /// The lock's key: `<prefix>/<lease id in hex>`.
@@ -70,6 +94,24 @@ pub struct Holder {
 }
 
 /// One named lock on an etcd cluster. Cheap to clone.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock_lock::Error;
+/// use stocklock_lock::etcd::{EtcdClient, EtcdLock, Session};
+///
+/// # async fn example() -> Result<(), Error> {
+/// let client = EtcdClient::new(vec!["http://127.0.0.1:2379".into()])?;
+/// let lock = EtcdLock::new(client.clone(), "locks/order-42");
+/// let session = Session::grant(&client, Duration::from_secs(10)).await?; // kept alive
+/// match lock.lock(&session, Duration::from_secs(2)).await {
+///     Ok(held) => lock.release(&held, session).await?, // the key, then the lease
+///     Err(Error::Busy) => { /* others held it for the whole 2 s */ }
+///     Err(other) => return Err(other),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct EtcdLock {
     client: EtcdClient,

@@ -18,6 +18,19 @@ use super::gateway::{EtcdClient, int};
 use crate::Error;
 
 /// A granted lease and the task keeping it alive.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock_lock::etcd::{EtcdClient, Session};
+///
+/// # async fn example(client: EtcdClient) -> Result<(), stocklock_lock::Error> {
+/// let session = Session::grant(&client, Duration::from_millis(2500)).await?;
+/// assert!(session.ttl() >= Duration::from_secs(3)); // whole seconds, rounded up
+/// // ... locks taken with it; once `session.is_lost()`, none of them counts ...
+/// session.revoke().await?; // deletes every key attached to the lease
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Session {
     client: EtcdClient,

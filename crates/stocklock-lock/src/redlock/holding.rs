@@ -6,6 +6,16 @@ use std::time::Duration;
 use super::Redlock;
 
 /// Who holds a Redlock right now, as the nodes say (for the dashboard).
+///
+/// ```no_run
+/// # async fn example(lock: stocklock_lock::Redlock) {
+/// let holding = lock.holding().await; // GET and PTTL on every node
+/// if let Some((owner, nodes)) = &holding.owner {
+///     let majority = *nodes >= lock.quorum();
+///     println!("{owner} on {nodes} of {} answering (majority: {majority})", holding.answered);
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holding {
     /// The owner most nodes name, and on how many nodes.

@@ -55,7 +55,19 @@ enum Vote {
     Down,
 }
 
-/// One round of `SET NX PX` on every node.
+/// One round of `SET NX PX` on every node ([`Redlock::try_round`]).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use stocklock_lock::{Round, redlock::validity};
+///
+/// // 3 of 5 nodes granted a 10 s lease (a majority), 4 answered, all within 50 ms:
+/// let (lease, elapsed) = (Duration::from_secs(10), Duration::from_millis(50));
+/// let validity = validity(lease, elapsed); // as `Redlock::try_round` counts it
+/// let round = Round { sent: Instant::now(), granted: 3, answered: 4, elapsed, validity };
+/// // The lease less the time spent and the drift (1 % of it + 2 ms):
+/// assert_eq!(round.validity, Some(Duration::from_millis(9_848)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Round {
     /// When the round's requests were sent.
@@ -71,6 +83,19 @@ pub struct Round {
 }
 
 /// Why [`Redlock::lock`] gave up.
+///
+/// ```
+/// use stocklock_lock::Refused;
+///
+/// // An HTTP status for each: someone else holds it, or nobody can.
+/// fn status(refused: Refused) -> u16 {
+///     match refused {
+///         Refused::Held => 409,
+///         Refused::NoQuorum { .. } => 503,
+///     }
+/// }
+/// assert_eq!(status(Refused::NoQuorum { answered: 2, quorum: 3 }), 503);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
     /// Enough nodes answered, but others hold the lock.
@@ -86,6 +111,22 @@ pub enum Refused {
 }
 
 /// The lock on one key across all nodes. Cheap to clone.
+///
+/// ```no_run
+/// use stocklock_lock::store::Store;
+/// use stocklock_lock::{LockOptions, RedlockNodes, Wakeups};
+///
+/// # async fn example(urls: Vec<String>) -> Result<(), stocklock_lock::Error> {
+/// let store = Store::open("redis://127.0.0.1:6379")?; // where releases are announced
+/// let wakeups = Wakeups::new();
+/// let _listener = wakeups.listen(store.client().clone());
+/// let lock = RedlockNodes::open(&urls)?.lock("lock:{order-42}");
+/// let lock = lock.with_wakeups(store.conn().await?, wakeups); // waiters woken by releases
+/// let guard = lock.acquire(&LockOptions::new()).await?; // or Error::Busy, Error::NoQuorum
+/// guard.release().await?; // on every node
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Redlock {
     nodes: RedlockNodes,

@@ -68,6 +68,18 @@ pub fn lock_name(key: &str) -> String {
 /// One ZooKeeper session: the lease of every lock taken through it.
 /// Cloning shares the session; when the last clone is dropped the session
 /// is closed and the server deletes its znodes at once.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock_lock::ZooKeeperSession;
+///
+/// # async fn example() -> Result<(), stocklock_lock::Error> {
+/// let (lease, connect) = (Duration::from_secs(5), Duration::from_secs(2));
+/// let session = ZooKeeperSession::connect("127.0.0.1:2181", lease, connect).await?;
+/// let lock = session.lock("order-42")?; // Err(Error::BadName) for "orders/42"
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ZooKeeperSession {
     client: zk::Client,
@@ -174,6 +186,16 @@ impl ZooKeeperSession {
 }
 
 /// One lock: a directory of contenders' znodes.
+///
+/// ```no_run
+/// # async fn example(lock: stocklock_lock::ZooKeeperLock) -> Result<(), stocklock_lock::Error> {
+/// if let Some(hold) = lock.lock(std::time::Duration::from_secs(2)).await? {
+///     // ... work, checking the session's `may_be_lost()` before each write ...
+///     lock.unlock(&hold).await?; // false: the session had expired, the lock with it
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ZooKeeperLock {
     client: zk::Client,
@@ -186,6 +208,16 @@ pub struct ZooKeeperLock {
 }
 
 /// A lock held: the znode that holds it.
+///
+/// ```no_run
+/// # async fn example(lock: stocklock_lock::ZooKeeperLock) -> Result<(), stocklock_lock::Error> {
+/// if let Some(hold) = lock.lock(std::time::Duration::ZERO).await? {
+///     println!("{} (#{}) holds it; fencing token {}", hold.path, hold.sequence, hold.token);
+///     lock.unlock(&hold).await?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZooKeeperHold {
     /// The owner's znode (`/stocklock/locks/{name}/{owner}-lock-{sequence}`).

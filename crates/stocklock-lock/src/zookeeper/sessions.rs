@@ -34,6 +34,19 @@ const MIN_CONNECT: Duration = Duration::from_millis(500);
 type Slot = Arc<Mutex<Option<ZooKeeperSession>>>;
 
 /// The sessions of one instance on one ensemble. Cheap to clone.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock_lock::ZooKeeperSessions;
+///
+/// # async fn example() -> Result<(), stocklock_lock::Error> {
+/// let sessions = ZooKeeperSessions::new("127.0.0.1:2181"); // nothing connected yet
+/// let session = sessions.session(Duration::from_secs(5)).await?; // the lease: 5 s
+/// let again = sessions.session(Duration::from_secs(5)).await?; // the same lease's session
+/// assert_eq!(session.session_id(), again.session_id());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ZooKeeperSessions {
     connect: Arc<str>,

@@ -1,0 +1,383 @@
+//! The guard API: take a lock with its [`LockOptions`] (lease, wait,
+//! renewal, owner), hold a [`LockGuard`], and let it go by dropping the
+//! guard or, to learn how it went, by [`LockGuard::release`].
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use stocklock_lock::{LeaseLock, LockOptions, Released, Wakeups};
+//! use stocklock_lock::store::Store;
+//!
+//! # async fn example() -> Result<(), stocklock_lock::Error> {
+//! let store = Store::open("redis://127.0.0.1:6379")?;
+//! let lock = LeaseLock::new(store.conn().await?, "lock:{order-42}", Wakeups::new());
+//! let options = LockOptions::new()
+//!     .lease(Duration::from_secs(10))
+//!     .wait(Duration::from_secs(2))
+//!     .renew(true); // a watchdog renews the lease every lease/3 while held
+//! let guard = lock.acquire(&options).await?; // Err(Error::Busy) after 2 s of waiting
+//! if guard.is_lost() {
+//!     // a renewal was refused or came too late: do not write
+//! }
+//! match guard.release().await? {
+//!     Released::Released => {}
+//!     other => eprintln!("the lease ran out before the release: {other:?}"),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The guard's lifetime is not the lock's: a lease runs out on its own,
+//! and a holder paused past it keeps its guard. [`LockGuard::is_lost`] is
+//! the holder's last look before a write; only a store that checks
+//! [`LockGuard::token`] (a fenced lock) refuses a write that comes after.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use tracing::{Instrument, Span};
+
+use crate::{Error, Grant, LeaseLock, LockOptions, OwnerId, ReentrantLock, Unlocked, Watchdog};
+
+/// How a release went.
+///
+/// ```
+/// use stocklock_lock::Released;
+/// assert_ne!(Released::Released, Released::Expired);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Released {
+    /// The lock was ours and is free now.
+    Released,
+    /// One hold of a reentrant lock released; the owner still holds it
+    /// this many times.
+    StillHeld(u32),
+    /// The lock was no longer ours: the lease had run out (and someone
+    /// else may have held it in the meantime; for Redlock, fewer than a
+    /// majority of the nodes still had it).
+    Expired,
+}
+
+/// The lock a guard holds.
+#[derive(Clone)]
+enum Lock {
+    Lease(LeaseLock),
+    Reentrant(ReentrantLock),
+    #[cfg(feature = "redlock")]
+    Redlock(crate::Redlock),
+}
+
+impl Lock {
+    fn key(&self) -> &str {
+        match self {
+            Lock::Lease(lock) => lock.key(),
+            Lock::Reentrant(lock) => lock.key(),
+            #[cfg(feature = "redlock")]
+            Lock::Redlock(lock) => lock.key(),
+        }
+    }
+
+    fn watchdog(&self, owner: &OwnerId, grant: &Grant) -> Watchdog {
+        let owner = owner.clone();
+        match self {
+            Lock::Lease(lock) => Watchdog::for_grant(lock.clone(), owner, grant),
+            Lock::Reentrant(lock) => Watchdog::for_grant(lock.clone(), owner, grant),
+            #[cfg(feature = "redlock")]
+            Lock::Redlock(lock) => Watchdog::for_grant(lock.clone(), owner, grant),
+        }
+    }
+
+    /// Releases one hold of `owner` (`holds`: how many it had).
+    async fn release(
+        &self,
+        owner: &OwnerId,
+        holds: u32,
+        lease: Duration,
+    ) -> Result<Released, Error> {
+        Ok(match self {
+            Lock::Lease(lock) => match lock.unlock(owner).await? {
+                true => Released::Released,
+                false => Released::Expired,
+            },
+            Lock::Reentrant(lock) => {
+                // The first hold releases them all (safe to repeat); a
+                // nested one counts down and refreshes the lease.
+                let unlocked = if holds <= 1 {
+                    lock.unlock_all(owner).await?
+                } else {
+                    lock.unlock(owner, lease).await?
+                };
+                match unlocked {
+                    Unlocked::Released => Released::Released,
+                    Unlocked::StillHeld(n) => Released::StillHeld(n),
+                    Unlocked::NotOwner => Released::Expired,
+                }
+            }
+            #[cfg(feature = "redlock")]
+            Lock::Redlock(lock) => match lock.unlock(owner).await >= lock.quorum() {
+                true => Released::Released,
+                false => Released::Expired,
+            },
+        })
+    }
+}
+
+/// A lock held. Dropping it releases the lock in the background (on the
+/// tokio runtime it was dropped on, retried every 100 ms until answered or
+/// the lease is over); [`LockGuard::release`] releases it now and says how
+/// it went, which a drop cannot.
+///
+/// ```no_run
+/// use stocklock_lock::{LockOptions, ReentrantLock, Wakeups};
+/// use stocklock_lock::store::Store;
+///
+/// # async fn example() -> Result<(), stocklock_lock::Error> {
+/// let store = Store::open("redis://127.0.0.1:6379")?;
+/// let lock = ReentrantLock::new(store.conn().await?, "lock:{order-42}", Wakeups::new())
+///     .fenced("fence:{order-42}");
+/// let guard = lock.acquire(&LockOptions::new()).await?;
+/// let token = guard.token().expect("a fenced lock's guard carries a token");
+/// // ... send `token` with the write; the store refuses older tokens ...
+/// # let _ = token;
+/// drop(guard); // released in the background
+/// # Ok(())
+/// # }
+/// ```
+pub struct LockGuard {
+    lock: Lock,
+    owner: OwnerId,
+    grant: Grant,
+    watchdog: Option<Watchdog>,
+    /// Set once released explicitly: the drop has nothing left to do.
+    released: bool,
+}
+
+impl LockGuard {
+    /// The guard of `grant`, taken by `owner` under `span`; its watchdog
+    /// started if `options` say so.
+    fn new(lock: Lock, owner: OwnerId, grant: Grant, options: &LockOptions, span: &Span) -> Self {
+        span.in_scope(|| tracing::debug!(holds = grant.holds, token = grant.token, "acquired"));
+        let watchdog = options.renews().then(|| lock.watchdog(&owner, &grant));
+        LockGuard {
+            lock,
+            owner,
+            grant,
+            watchdog,
+            released: false,
+        }
+    }
+
+    /// Who holds the lock.
+    pub fn owner(&self) -> &OwnerId {
+        &self.owner
+    }
+
+    /// The grant the lock came with: when its request was sent, its lease,
+    /// the holds, the token.
+    pub fn grant(&self) -> &Grant {
+        &self.grant
+    }
+
+    /// The fencing token that came with the lock, from the same atomic step
+    /// that granted it (a fenced lock; `None` otherwise). Send it with every
+    /// write; a store that refuses tokens older than the newest it saw
+    /// refuses a holder whose lease ran out unnoticed.
+    pub fn token(&self) -> Option<i64> {
+        self.grant.token
+    }
+
+    /// The last instant the holder may count on the lock: the grant's
+    /// deadline, moved forward by each renewal the store confirmed.
+    pub fn deadline(&self) -> Instant {
+        match &self.watchdog {
+            Some(watchdog) => watchdog.tenure().deadline(),
+            None => self.grant.deadline(),
+        }
+    }
+
+    /// Whether the holder may no longer count on the lock: its deadline
+    /// passed, or a renewal was refused.
+    pub fn is_lost(&self) -> bool {
+        match &self.watchdog {
+            Some(watchdog) => watchdog.tenure().is_lost(),
+            None => Instant::now() >= self.grant.deadline(),
+        }
+    }
+
+    /// Resolves when the lock is known to be lost (at once if it is).
+    pub async fn lost(&self) {
+        match &self.watchdog {
+            Some(watchdog) => watchdog.tenure().lost().await,
+            None => {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(self.grant.deadline()))
+                    .await
+            }
+        }
+    }
+
+    /// Releases the lock now (its renewals stopped first) and says how it
+    /// went: [`Released::Expired`] when it was no longer ours. On an error
+    /// the release is retried in the background, as a drop would.
+    pub async fn release(mut self) -> Result<Released, Error> {
+        self.released = true;
+        if let Some(watchdog) = self.watchdog.take() {
+            watchdog.stop();
+        }
+        let span = tracing::debug_span!("lock.release", key = self.lock.key(), owner = %self.owner);
+        let released = self
+            .lock
+            .release(&self.owner, self.grant.holds, self.grant.lease)
+            .instrument(span.clone())
+            .await;
+        match &released {
+            Ok(how) => span.in_scope(|| tracing::debug!(?how, "released")),
+            Err(err) => {
+                span.in_scope(
+                    || tracing::warn!(%err, "release not answered; retried in the background"),
+                );
+                self.release_in_background();
+            }
+        }
+        released
+    }
+
+    fn release_in_background(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(
+                key = self.lock.key(),
+                "guard dropped outside a tokio runtime: the lock is left to its lease"
+            );
+            return;
+        };
+        let (lock, owner) = (self.lock.clone(), self.owner.clone());
+        let (holds, lease) = (self.grant.holds, self.grant.lease);
+        let until = Instant::now() + lease;
+        runtime.spawn(async move {
+            while Instant::now() < until {
+                match lock.release(&owner, holds, lease).await {
+                    Ok(_) => return,
+                    Err(err) => tracing::debug!(%err, "release still not answered; trying again"),
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(watchdog) = self.watchdog.take() {
+            watchdog.stop();
+        }
+        if !self.released {
+            self.release_in_background();
+        }
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("key", &self.lock.key())
+            .field("owner", &self.owner)
+            .field("grant", &self.grant)
+            .field("renewed", &self.watchdog.is_some())
+            .finish()
+    }
+}
+
+/// The span an acquisition of `key` by `owner` runs in.
+fn acquire_span(key: &str, owner: &OwnerId, options: &LockOptions) -> Span {
+    tracing::debug_span!(
+        "lock.acquire",
+        key,
+        %owner,
+        lease_ms = options.lease_time().as_millis() as u64,
+        wait_ms = options.wait_time().as_millis() as u64,
+    )
+}
+
+/// Tries `attempt` with slices of the options' wait (each at most its
+/// retry interval) until it grants the lock or the wait is over; then the
+/// last refusal.
+async fn keep_trying<R, F, Fut>(
+    options: &LockOptions,
+    mut attempt: F,
+) -> Result<Result<Grant, R>, Error>
+where
+    F: FnMut(Duration) -> Fut,
+    Fut: Future<Output = Result<Result<Grant, R>, Error>>,
+{
+    let deadline = options.deadline();
+    loop {
+        let answer = attempt(options.slice(deadline)).await?;
+        if answer.is_ok() || Instant::now() >= deadline {
+            return Ok(answer);
+        }
+    }
+}
+
+impl LeaseLock {
+    /// Takes the lock as `options` say, as a guard that releases it when
+    /// dropped. [`Error::Busy`] when someone else held it for the whole wait.
+    pub async fn acquire(&self, options: &LockOptions) -> Result<LockGuard, Error> {
+        let owner = options.owner_or_fresh();
+        let span = acquire_span(self.key(), &owner, options);
+        let lease = options.lease_time();
+        let grant = keep_trying(options, |wait| {
+            let lock = self.lock(&owner, lease, wait);
+            async move { Ok(lock.await?.ok_or(Error::Busy)) }
+        })
+        .instrument(span.clone())
+        .await??;
+        Ok(LockGuard::new(
+            Lock::Lease(self.clone()),
+            owner,
+            grant,
+            options,
+            &span,
+        ))
+    }
+}
+
+impl ReentrantLock {
+    /// Takes the lock as `options` say, as a guard that releases its hold
+    /// when dropped (the same owner may hold it again meanwhile:
+    /// [`LockOptions::owner`]). [`Error::Busy`] when someone else held it
+    /// for the whole wait.
+    pub async fn acquire(&self, options: &LockOptions) -> Result<LockGuard, Error> {
+        let owner = options.owner_or_fresh();
+        let span = acquire_span(self.key(), &owner, options);
+        let lease = options.lease_time();
+        let grant = keep_trying(options, |wait| {
+            let lock = self.lock(&owner, lease, wait);
+            async move { Ok(lock.await?.ok_or(Error::Busy)) }
+        })
+        .instrument(span.clone())
+        .await??;
+        let lock = Lock::Reentrant(self.clone());
+        Ok(LockGuard::new(lock, owner, grant, options, &span))
+    }
+}
+
+#[cfg(feature = "redlock")]
+impl crate::Redlock {
+    /// Takes the lock on a majority of the nodes as `options` say, as a
+    /// guard that releases it on every node when dropped. [`Error::Busy`]
+    /// when others held it; [`Error::NoQuorum`] when too few nodes answered.
+    pub async fn acquire(&self, options: &LockOptions) -> Result<LockGuard, Error> {
+        let owner = options.owner_or_fresh();
+        let span = acquire_span(self.key(), &owner, options);
+        let lease = options.lease_time();
+        let grant = keep_trying(options, |wait| self.lock(&owner, lease, wait))
+            .instrument(span.clone())
+            .await?
+            .map_err(|refused| match refused {
+                crate::Refused::Held => Error::Busy,
+                crate::Refused::NoQuorum { answered, quorum } => {
+                    Error::NoQuorum { answered, quorum }
+                }
+            })?;
+        let lock = Lock::Redlock(self.clone());
+        Ok(LockGuard::new(lock, owner, grant, options, &span))
+    }
+}

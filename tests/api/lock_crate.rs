@@ -1,0 +1,97 @@
+//! The lock library stays a lean crate of its own: `cargo tree` of
+//! `stocklock-lock` never reaches the application's heavy dependencies
+//! (with its default features or with all of them), and the count of
+//! crates its default build needs is the one docs/lock-library.md gives.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+/// What the application needs and a lock must never pull in.
+const HEAVY: &[&str] = &[
+    "axum",
+    "askama",
+    "tokio-postgres",
+    "deadpool-postgres",
+    "stateright",
+    "clap",
+    "governor",
+    "indicatif",
+    "metrics-exporter-prometheus",
+    "hdrhistogram",
+];
+
+/// The distinct crates (name and version) of the library's normal
+/// dependency tree, itself included, with `features` on.
+fn tree(features: &[&str]) -> BTreeSet<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .current_dir(root)
+        .args(["tree", "--locked", "--offline", "-p", "stocklock-lock"])
+        .args(["-e", "normal", "--prefix", "none"]);
+    if !features.is_empty() {
+        cargo.args(["--features", &features.join(",")]);
+    }
+    let output = cargo.output().expect("run cargo tree");
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            Some((words.next()?.to_owned(), words.next()?.to_owned()))
+        })
+        .collect()
+}
+
+fn heavy_in(tree: &BTreeSet<(String, String)>) -> Vec<&str> {
+    HEAVY
+        .iter()
+        .copied()
+        .filter(|heavy| tree.iter().any(|(name, _)| name == heavy))
+        .collect()
+}
+
+#[test]
+fn the_lock_library_never_reaches_the_applications_heavy_dependencies() {
+    let lean = tree(&[]);
+    assert!(
+        lean.iter().any(|(name, _)| name == "redis")
+            && lean.iter().any(|(name, _)| name == "tokio"),
+        "not the library's tree: {lean:?}"
+    );
+    assert_eq!(heavy_in(&lean), Vec::<&str>::new(), "default features");
+    let full = tree(&["full"]);
+    assert!(full.len() > lean.len(), "the features add nothing?");
+    assert_eq!(heavy_in(&full), Vec::<&str>::new(), "every feature");
+    // The extra stores' clients stay out of the default build.
+    assert!(
+        !lean
+            .iter()
+            .any(|(name, _)| ["zookeeper-client", "reqwest", "base64"].contains(&name.as_str())),
+        "an optional store's client in the default build"
+    );
+}
+
+#[test]
+fn the_docs_give_the_default_builds_true_count() {
+    let count = tree(&[]).len();
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/lock-library.md"))
+            .unwrap();
+    let said = page
+        .lines()
+        .find_map(|line| {
+            let (_, after) = line.split_once("its default build needs ")?;
+            after.split_whitespace().next()?.parse::<usize>().ok()
+        })
+        .expect("docs/lock-library.md says \"its default build needs N crates\"");
+    assert_eq!(
+        said, count,
+        "docs/lock-library.md says {said} crates; cargo tree -p stocklock-lock -e normal counts {count}"
+    );
+}
