@@ -196,3 +196,60 @@ async fn a_waiter_without_a_listener_retries_as_often_as_asked() {
     let got = waiting.await.unwrap();
     assert!(got.is_ok(), "{got:?}");
 }
+
+#[tokio::test]
+async fn an_etcd_guard_releases_on_drop_and_its_tokens_grow() {
+    let Some(mut cluster) = crate::etcd::one_member().await else {
+        return;
+    };
+    let client = stocklock::lock::etcd::EtcdClient::new(cluster.urls()).unwrap();
+    let lock = stocklock::lock::etcd::EtcdLock::new(client, "lock/guard");
+    let long = LockOptions::new().lease(Duration::from_secs(30));
+    let first = lock.acquire(&long).await.unwrap();
+    assert!(!first.is_lost());
+    let refused = lock.acquire(&long).await;
+    assert!(matches!(refused, Err(Error::Busy)), "{refused:?}");
+    // Woken by the drop's release, long before the lease (30 s) or the wait (20 s).
+    let waiter = {
+        let (lock, options) = (lock.clone(), long.clone().wait(Duration::from_secs(20)));
+        tokio::spawn(async move { lock.acquire(&options).await })
+    };
+    let token = first.token();
+    drop(first);
+    let second = waiter.await.unwrap().unwrap();
+    assert!(second.token() > token, "{} then {}", token, second.token());
+    assert_eq!(second.release().await.unwrap(), Released::Released);
+    assert_eq!(
+        lock.holder().await.unwrap(),
+        None,
+        "released, session revoked"
+    );
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn a_zookeeper_guard_releases_on_drop_and_says_when_its_znode_was_gone() {
+    let Some(servers) = crate::zookeeper::Servers::start(1).await else {
+        return;
+    };
+    let long = Duration::from_secs(30);
+    let (a, b) = (servers.session(long).await, servers.session(long).await);
+    let (lock_a, lock_b) = (a.lock("guard").unwrap(), b.lock("guard").unwrap());
+    let held = lock_a.acquire(&LockOptions::new()).await.unwrap();
+    assert!(!held.is_lost());
+    let refused = lock_b.acquire(&LockOptions::new()).await;
+    assert!(matches!(refused, Err(Error::Busy)), "{refused:?}");
+    let waiter = {
+        let options = LockOptions::new().wait(Duration::from_secs(20));
+        tokio::spawn(async move { lock_b.acquire(&options).await })
+    };
+    let token = held.token();
+    drop(held);
+    let second = waiter.await.unwrap().unwrap();
+    assert!(second.token() > token);
+    // Its znode deleted under it (as its session's expiry would): the
+    // release says the lock was no longer held.
+    assert!(lock_a.evict(&second.hold().path).await.unwrap());
+    assert_eq!(second.release().await.unwrap(), Released::Expired);
+    servers.stop().await;
+}

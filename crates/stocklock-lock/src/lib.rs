@@ -28,7 +28,7 @@
 //!
 //! | capability                        | here |
 //! |-----------------------------------|------|
-//! | a guard that releases on drop     | [`LeaseLock::acquire`], [`ReentrantLock::acquire`], `Redlock::acquire` with [`LockOptions`]: a [`LockGuard`] (its token, its deadline, [`LockGuard::release`]) |
+//! | a guard that releases on drop     | [`LeaseLock::acquire`], [`ReentrantLock::acquire`], `Redlock::acquire` with [`LockOptions`]: a [`LockGuard`] (its token, its deadline, [`LockGuard::release`]); `EtcdLock::acquire`, `ZooKeeperLock::acquire`: `EtcdGuard`, `ZooKeeperGuard` |
 //! | try-lock with a wait and a lease  | [`LeaseLock::lock`], [`ReentrantLock::lock`], `Redlock::lock`: a [`Grant`] |
 //! | knowing when the lock may be lost | [`Grant::deadline`] (acquire *sent* + lease − drift), kept up by [`Watchdog`]'s confirmed renewals: [`Tenure::is_lost`] |
 //! | unlock by the owner only, atomic  | [`LeaseLock::unlock`], [`ReentrantLock::unlock`] (Lua compare-and-delete) |
@@ -95,7 +95,9 @@ pub use wakeups::{Heard, WAITS, Wakeups};
 pub const QUEUED: Point = Point::new("queued");
 pub use watchdog::{RENEWAL, RENEWED, Tenure, Watchdog};
 #[cfg(feature = "zookeeper")]
-pub use zookeeper::{ZooKeeperHold, ZooKeeperLock, ZooKeeperSession, ZooKeeperSessions};
+pub use zookeeper::{
+    ZooKeeperGuard, ZooKeeperHold, ZooKeeperLock, ZooKeeperSession, ZooKeeperSessions,
+};
 
 /// Everything that can go wrong in this library, whichever store the lock
 /// is on. A lock being held by someone else is not an error of

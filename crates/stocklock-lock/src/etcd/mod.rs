@@ -30,6 +30,7 @@
 //! (with [`Held::token`]) refuses its late write.
 
 pub mod gateway;
+mod guard;
 mod session;
 
 use std::time::{Duration, Instant};
@@ -39,6 +40,7 @@ use serde_json::{Value, json};
 use crate::Error;
 
 pub use gateway::EtcdClient;
+pub use guard::EtcdGuard;
 pub use session::Session;
 
 use gateway::{b64, b64_bytes, from_b64, int, prefix_end};

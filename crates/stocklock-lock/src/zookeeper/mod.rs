@@ -16,8 +16,7 @@
 //!   that dies, or pauses longer than the session timeout, has its session
 //!   expired by the ensemble and its znode deleted, which wakes the next
 //!   waiter. The session timeout is the lease; the client keeps it up with
-//!   its pings (no watchdog of ours).
-//! - **Release** deletes the owner's own znode.
+//!   its pings (no watchdog of ours). **Release** deletes the owner's znode.
 //! - **Protection.** The znode's name starts with the owner's unique id
 //!   (Curator's "protected" mode): if the create's answer is lost, the
 //!   contender finds the znode it may have created by that id instead of
@@ -34,14 +33,13 @@
 //! **Not reentrant.** Curator's `InterProcessMutex` is reentrant *per Java
 //! thread*: a map in the process counts re-acquisitions; its znodes are not.
 //! This recipe keeps no such count: a second [`ZooKeeperLock::lock`] by the
-//! holder queues a second znode behind its own first one and waits, until
-//! its `wait` runs out, for itself. A task that needs reentrancy counts its
-//! holds itself, as Curator does.
+//! holder queues a second znode behind its first and waits, until its
+//! `wait` runs out, for itself (count holds yourself, as Curator does).
 //!
 //! What the session cannot fix: a holder paused past its session timeout
-//! wakes up believing it holds the lock while the next owner works. The
-//! fencing token is what lets the store refuse the stale write.
+//! wakes up holding nothing; the fencing token lets the store refuse it.
 
+mod guard;
 mod sessions;
 
 use std::time::Duration;
@@ -51,6 +49,7 @@ use zookeeper_client as zk;
 
 use crate::Error;
 
+pub use guard::ZooKeeperGuard;
 pub use sessions::ZooKeeperSessions;
 
 /// Where every lock lives: `{LOCKS_ROOT}/{name}`.

@@ -1,0 +1,107 @@
+//! The ZooKeeper lock's guard: [`ZooKeeperLock::acquire`] takes it with
+//! [`LockOptions`], and the guard deletes its znode when dropped.
+
+use tracing::Instrument;
+use zookeeper_client as zk;
+
+use super::{ZooKeeperHold, ZooKeeperLock};
+use crate::{Error, LockOptions, Released};
+
+/// The ZooKeeper lock held: its znode. Dropping it deletes the znode in
+/// the background (on the tokio runtime it was dropped on);
+/// [`ZooKeeperGuard::release`] does it now and says how it went.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use stocklock_lock::{LockOptions, ZooKeeperSession};
+///
+/// # async fn example() -> Result<(), stocklock_lock::Error> {
+/// let timeout = Duration::from_secs(5); // the session's timeout is the lease
+/// let session = ZooKeeperSession::connect("127.0.0.1:2181", timeout, timeout).await?;
+/// let guard = session.lock("order-42")?.acquire(&LockOptions::new().wait(timeout)).await?;
+/// println!("fencing token {}", guard.token());
+/// guard.release().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ZooKeeperGuard {
+    lock: ZooKeeperLock,
+    hold: ZooKeeperHold,
+    released: bool,
+}
+
+impl ZooKeeperGuard {
+    /// The znode held, its place in the queue and its fencing token.
+    pub fn hold(&self) -> &ZooKeeperHold {
+        &self.hold
+    }
+
+    /// The fencing token: the zxid that created the znode.
+    pub fn token(&self) -> i64 {
+        self.hold.token
+    }
+
+    /// Whether the holder may no longer count on the lock: its session is
+    /// not connected (it may expire before the client reconnects), expired
+    /// or closed.
+    pub fn is_lost(&self) -> bool {
+        self.lock.client.state() != zk::SessionState::SyncConnected
+    }
+
+    /// Deletes the znode now. [`Released::Expired`] when it was already
+    /// gone (the session had expired: the lock was lost before).
+    pub async fn release(mut self) -> Result<Released, Error> {
+        self.released = true;
+        let span = tracing::debug_span!("lock.release", path = %self.hold.path);
+        let deleted = self.lock.unlock(&self.hold).instrument(span).await?;
+        Ok(if deleted {
+            Released::Released
+        } else {
+            Released::Expired
+        })
+    }
+}
+
+impl Drop for ZooKeeperGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(path = %self.hold.path, "ZooKeeper guard dropped outside a tokio runtime: the znode lives as long as its session");
+            return;
+        };
+        let (lock, hold) = (self.lock.clone(), self.hold.clone());
+        // `unlock` retries a failed delete in the background itself.
+        runtime.spawn(async move {
+            let _ = lock.unlock(&hold).await;
+        });
+    }
+}
+
+impl ZooKeeperLock {
+    /// Takes the lock, waiting as `options` say: a guard that deletes its
+    /// znode when dropped. The lease is the session's timeout, set when
+    /// it was opened ([`LockOptions::lease`], `renew` and `retry_every`
+    /// change nothing: the client's pings keep the session, and a waiter
+    /// is woken by its predecessor's deletion). [`Error::Busy`] when
+    /// someone else held it for the whole wait.
+    pub async fn acquire(&self, options: &LockOptions) -> Result<ZooKeeperGuard, Error> {
+        let span = tracing::debug_span!(
+            "lock.acquire",
+            dir = %self.dir,
+            wait_ms = options.wait_time().as_millis() as u64,
+        );
+        let hold = self
+            .lock(options.wait_time())
+            .instrument(span)
+            .await?
+            .ok_or(Error::Busy)?;
+        Ok(ZooKeeperGuard {
+            lock: self.clone(),
+            hold,
+            released: false,
+        })
+    }
+}
