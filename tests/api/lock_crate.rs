@@ -1,7 +1,8 @@
 //! The lock library stays a lean crate of its own: `cargo tree` of
 //! `stocklock-lock` never reaches the application's heavy dependencies
 //! (with its default features or with all of them), and the count of
-//! crates its default build needs is the one docs/lock-library.md gives.
+//! crates its default build needs is the one docs/lock-library.md gives;
+//! and it packages for a registry (`cargo package`, verified).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -94,4 +95,45 @@ fn the_docs_give_the_default_builds_true_count() {
         said, count,
         "docs/lock-library.md says {said} crates; cargo tree -p stocklock-lock -e normal counts {count}"
     );
+}
+
+/// `cargo package` of the library succeeds, its package holding its README
+/// and licence, and the package builds on its own (the verification
+/// step: only what the package holds, in a target directory of its own).
+#[test]
+fn the_lock_library_packages_and_its_package_builds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = |args: &[&str], target: &Path| {
+        let output = Command::new(env!("CARGO"))
+            .current_dir(root)
+            .env("CARGO_TARGET_DIR", target)
+            .args(["package", "-p", "stocklock-lock", "--offline", "--locked"])
+            .arg("--allow-dirty")
+            .args(args)
+            .output()
+            .expect("run cargo package");
+        assert!(
+            output.status.success(),
+            "cargo package {args:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let target = tempfile::tempdir().unwrap();
+    let files = cargo(&["--list"], target.path());
+    for needed in [
+        "README.md",
+        "LICENSE",
+        "Cargo.toml",
+        "src/lib.rs",
+        "src/scripts/lease_release.lua",
+    ] {
+        assert!(
+            files.lines().any(|f| f == needed),
+            "{needed} not packaged:\n{files}"
+        );
+    }
+    cargo(&[], target.path());
+    let packaged = target.path().join("package/stocklock-lock-0.1.0.crate");
+    assert!(packaged.exists(), "no {packaged:?}");
 }
