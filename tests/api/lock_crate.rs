@@ -2,7 +2,8 @@
 //! `stocklock-lock` never reaches the application's heavy dependencies
 //! (with its default features or with all of them), and the count of
 //! crates its default build needs is the one docs/lock-library.md gives;
-//! and it packages for a registry (`cargo package`, verified).
+//! and it packages for a registry (`cargo package`, verified), and the
+//! docs' dependency line builds a user's crate.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -136,4 +137,53 @@ fn the_lock_library_packages_and_its_package_builds() {
     cargo(&[], target.path());
     let packaged = target.path().join("package/stocklock-lock-0.1.0.crate");
     assert!(packaged.exists(), "no {packaged:?}");
+}
+
+/// A new user's crate, next to a clone of this repository, with the
+/// dependency line docs/lock-library.md gives (as written) and the
+/// README's first example as its `main.rs`, builds with the library's
+/// default features alone.
+#[test]
+fn a_users_crate_builds_with_the_docs_dependency_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/lock-library.md")).unwrap();
+    let line = page
+        .lines()
+        .find(|line| line.starts_with("stocklock-lock = { path = "))
+        .expect("docs/lock-library.md gives a path dependency line");
+    let readme = std::fs::read_to_string(root.join("crates/stocklock-lock/README.md")).unwrap();
+    let example = readme
+        .split("```rust,no_run\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's first example");
+    let dir = tempfile::tempdir().unwrap();
+    // The line's path is relative: the clone is `../stocklock` of the user's crate.
+    std::os::unix::fs::symlink(root, dir.path().join("stocklock")).unwrap();
+    let user = dir.path().join("user");
+    std::fs::create_dir_all(user.join("src")).unwrap();
+    std::fs::write(
+        user.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"user\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\n{line}\n\
+             tokio = {{ version = \"1\", features = [\"macros\", \"rt-multi-thread\"] }}\n\n\
+             [workspace]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(user.join("src/main.rs"), example).unwrap();
+    // The workspace's lock file: the versions this machine has already.
+    std::fs::copy(root.join("Cargo.lock"), user.join("Cargo.lock")).unwrap();
+    let output = Command::new(env!("CARGO"))
+        .current_dir(&user)
+        .env("CARGO_TARGET_DIR", dir.path().join("target"))
+        .args(["build", "--offline", "--quiet"])
+        .output()
+        .expect("run cargo build");
+    assert!(
+        output.status.success(),
+        "the user's crate did not build:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
