@@ -14,7 +14,7 @@ use crate::helpers;
 const LONG: Duration = Duration::from_secs(30);
 
 /// A store and a subscribed wake-up listener on a fresh redis-server.
-async fn setup() -> (RedisServer, Store, Wakeups) {
+pub(crate) async fn setup() -> (RedisServer, Store, Wakeups) {
     let server = helpers::redis().await;
     let store = Store::open(&server.url()).unwrap();
     let wakeups = Wakeups::new();

@@ -12,20 +12,10 @@ use stocklock::lock::{
     ReentrantLock, Released, WAITS, Wakeups,
 };
 use stocklock::store::Store;
-use stocklock::up::redis::RedisServer;
 use tokio::sync::mpsc;
 
 use crate::helpers;
-
-/// A store and a subscribed wake-up listener on a fresh redis-server.
-async fn setup() -> (RedisServer, Store, Wakeups) {
-    let server = helpers::redis().await;
-    let store = Store::open(&server.url()).unwrap();
-    let wakeups = Wakeups::new();
-    let _listener = wakeups.listen(store.client().clone());
-    wakeups.subscribed().await;
-    (server, store, wakeups)
-}
+use crate::lock::setup;
 
 #[tokio::test]
 async fn a_dropped_guard_releases_and_its_waiter_is_woken() {

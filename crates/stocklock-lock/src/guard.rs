@@ -31,10 +31,9 @@
 //! the holder's last look before a write; only a store that checks
 //! [`LockGuard::token`] (a fenced lock) refuses a write that comes after.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
-use tracing::{Instrument, Span};
+use tracing::Instrument;
 
 use crate::{Error, Grant, LeaseLock, LockOptions, OwnerId, ReentrantLock, Unlocked, Watchdog};
 
@@ -74,6 +73,31 @@ impl Lock {
             #[cfg(feature = "redlock")]
             Lock::Redlock(lock) => lock.key(),
         }
+    }
+
+    /// One wait of up to `wait` for the lock: the grant, or why not
+    /// ([`Error::Busy`], [`Error::NoQuorum`]).
+    async fn try_for(
+        &self,
+        owner: &OwnerId,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Result<Grant, Error>, Error> {
+        Ok(match self {
+            Lock::Lease(lock) => lock.lock(owner, lease, wait).await?.ok_or(Error::Busy),
+            Lock::Reentrant(lock) => lock.lock(owner, lease, wait).await?.ok_or(Error::Busy),
+            #[cfg(feature = "redlock")]
+            Lock::Redlock(lock) => {
+                lock.lock(owner, lease, wait)
+                    .await?
+                    .map_err(|refused| match refused {
+                        crate::Refused::Held => Error::Busy,
+                        crate::Refused::NoQuorum { answered, quorum } => {
+                            Error::NoQuorum { answered, quorum }
+                        }
+                    })
+            }
+        })
     }
 
     fn watchdog(&self, owner: &OwnerId, grant: &Grant) -> Watchdog {
@@ -152,18 +176,40 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    /// The guard of `grant`, taken by `owner` under `span`; its watchdog
-    /// started if `options` say so.
-    fn new(lock: Lock, owner: OwnerId, grant: Grant, options: &LockOptions, span: &Span) -> Self {
+    /// Takes `lock` as `options` say: tries with slices of the wait (each
+    /// at most its retry interval) until it is granted or the wait is
+    /// over (then the last refusal), all in a `lock.acquire` span; the
+    /// guard's watchdog started if `options` say so.
+    async fn take(lock: Lock, options: &LockOptions) -> Result<LockGuard, Error> {
+        let owner = options.owner_or_fresh();
+        let span = tracing::debug_span!(
+            "lock.acquire",
+            key = lock.key(),
+            %owner,
+            lease_ms = options.lease_time().as_millis() as u64,
+            wait_ms = options.wait_time().as_millis() as u64,
+        );
+        let grant = async {
+            let deadline = options.deadline();
+            loop {
+                let wait = options.slice(deadline);
+                let answer = lock.try_for(&owner, options.lease_time(), wait).await?;
+                if answer.is_ok() || Instant::now() >= deadline {
+                    return answer;
+                }
+            }
+        }
+        .instrument(span.clone())
+        .await?;
         span.in_scope(|| tracing::debug!(holds = grant.holds, token = grant.token, "acquired"));
         let watchdog = options.renews().then(|| lock.watchdog(&owner, &grant));
-        LockGuard {
+        Ok(LockGuard {
             lock,
             owner,
             grant,
             watchdog,
             released: false,
-        }
+        })
     }
 
     /// Who holds the lock.
@@ -285,57 +331,11 @@ impl std::fmt::Debug for LockGuard {
     }
 }
 
-/// The span an acquisition of `key` by `owner` runs in.
-fn acquire_span(key: &str, owner: &OwnerId, options: &LockOptions) -> Span {
-    tracing::debug_span!(
-        "lock.acquire",
-        key,
-        %owner,
-        lease_ms = options.lease_time().as_millis() as u64,
-        wait_ms = options.wait_time().as_millis() as u64,
-    )
-}
-
-/// Tries `attempt` with slices of the options' wait (each at most its
-/// retry interval) until it grants the lock or the wait is over; then the
-/// last refusal.
-async fn keep_trying<R, F, Fut>(
-    options: &LockOptions,
-    mut attempt: F,
-) -> Result<Result<Grant, R>, Error>
-where
-    F: FnMut(Duration) -> Fut,
-    Fut: Future<Output = Result<Result<Grant, R>, Error>>,
-{
-    let deadline = options.deadline();
-    loop {
-        let answer = attempt(options.slice(deadline)).await?;
-        if answer.is_ok() || Instant::now() >= deadline {
-            return Ok(answer);
-        }
-    }
-}
-
 impl LeaseLock {
     /// Takes the lock as `options` say, as a guard that releases it when
     /// dropped. [`Error::Busy`] when someone else held it for the whole wait.
     pub async fn acquire(&self, options: &LockOptions) -> Result<LockGuard, Error> {
-        let owner = options.owner_or_fresh();
-        let span = acquire_span(self.key(), &owner, options);
-        let lease = options.lease_time();
-        let grant = keep_trying(options, |wait| {
-            let lock = self.lock(&owner, lease, wait);
-            async move { Ok(lock.await?.ok_or(Error::Busy)) }
-        })
-        .instrument(span.clone())
-        .await??;
-        Ok(LockGuard::new(
-            Lock::Lease(self.clone()),
-            owner,
-            grant,
-            options,
-            &span,
-        ))
+        LockGuard::take(Lock::Lease(self.clone()), options).await
     }
 }
 
@@ -345,17 +345,7 @@ impl ReentrantLock {
     /// [`LockOptions::owner`]). [`Error::Busy`] when someone else held it
     /// for the whole wait.
     pub async fn acquire(&self, options: &LockOptions) -> Result<LockGuard, Error> {
-        let owner = options.owner_or_fresh();
-        let span = acquire_span(self.key(), &owner, options);
-        let lease = options.lease_time();
-        let grant = keep_trying(options, |wait| {
-            let lock = self.lock(&owner, lease, wait);
-            async move { Ok(lock.await?.ok_or(Error::Busy)) }
-        })
-        .instrument(span.clone())
-        .await??;
-        let lock = Lock::Reentrant(self.clone());
-        Ok(LockGuard::new(lock, owner, grant, options, &span))
+        LockGuard::take(Lock::Reentrant(self.clone()), options).await
     }
 }
 
@@ -365,19 +355,6 @@ impl crate::Redlock {
     /// guard that releases it on every node when dropped. [`Error::Busy`]
     /// when others held it; [`Error::NoQuorum`] when too few nodes answered.
     pub async fn acquire(&self, options: &LockOptions) -> Result<LockGuard, Error> {
-        let owner = options.owner_or_fresh();
-        let span = acquire_span(self.key(), &owner, options);
-        let lease = options.lease_time();
-        let grant = keep_trying(options, |wait| self.lock(&owner, lease, wait))
-            .instrument(span.clone())
-            .await?
-            .map_err(|refused| match refused {
-                crate::Refused::Held => Error::Busy,
-                crate::Refused::NoQuorum { answered, quorum } => {
-                    Error::NoQuorum { answered, quorum }
-                }
-            })?;
-        let lock = Lock::Redlock(self.clone());
-        Ok(LockGuard::new(lock, owner, grant, options, &span))
+        LockGuard::take(Lock::Redlock(self.clone()), options).await
     }
 }
