@@ -344,6 +344,10 @@ impl ReentrantLock {
     /// when dropped (the same owner may hold it again meanwhile:
     /// [`LockOptions::owner`]). [`Error::Busy`] when someone else held it
     /// for the whole wait.
+    ///
+    /// Release one owner's guards in the reverse order of taking them, as
+    /// scopes do: the guard of the first hold releases every hold (so that
+    /// a release retried after a lost answer cannot count one down twice).
     pub async fn acquire(&self, options: &LockOptions) -> Result<LockGuard, Error> {
         LockGuard::take(Lock::Reentrant(self.clone()), options).await
     }
