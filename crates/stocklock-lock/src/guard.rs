@@ -31,6 +31,7 @@
 //! the holder's last look before a write; only a store that checks
 //! [`LockGuard::token`] (a fenced lock) refuses a write that comes after.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
@@ -287,17 +288,10 @@ impl LockGuard {
     }
 
     fn release_in_background(&self) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(
-                key = self.lock.key(),
-                "guard dropped outside a tokio runtime: the lock is left to its lease"
-            );
-            return;
-        };
         let (lock, owner) = (self.lock.clone(), self.owner.clone());
         let (holds, lease) = (self.grant.holds, self.grant.lease);
         let until = Instant::now() + lease;
-        runtime.spawn(async move {
+        in_background(self.lock.key(), async move {
             while Instant::now() < until {
                 match lock.release(&owner, holds, lease).await {
                     Ok(_) => return,
@@ -306,6 +300,18 @@ impl LockGuard {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
+    }
+}
+
+/// Runs a dropped guard's `release` on the tokio runtime it was dropped
+/// on; outside one, says that the lock `key` is left to its lease.
+pub(crate) fn in_background(key: &str, release: impl Future<Output = ()> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn(release)),
+        Err(_) => tracing::warn!(
+            key,
+            "guard dropped outside a tokio runtime: the lock is left to its lease"
+        ),
     }
 }
 

@@ -88,12 +88,8 @@ impl Drop for EtcdGuard {
         let Some(session) = self.session.take() else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(key = %self.held.key, "etcd guard dropped outside a tokio runtime: the lock is left to its lease");
-            return;
-        };
         let (lock, held) = (self.lock.clone(), self.held.clone());
-        runtime.spawn(async move {
+        crate::guard::in_background(&self.held.key, async move {
             if let Err(err) = lock.release(&held, session).await {
                 tracing::warn!(%err, key = %held.key, "release of a dropped guard failed: the lock is left to its lease");
             }

@@ -68,13 +68,9 @@ impl Drop for ZooKeeperGuard {
         if self.released {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(path = %self.hold.path, "ZooKeeper guard dropped outside a tokio runtime: the znode lives as long as its session");
-            return;
-        };
         let (lock, hold) = (self.lock.clone(), self.hold.clone());
         // `unlock` retries a failed delete in the background itself.
-        runtime.spawn(async move {
+        crate::guard::in_background(&self.hold.path, async move {
             let _ = lock.unlock(&hold).await;
         });
     }
