@@ -39,26 +39,27 @@
 //!
 //! ## The tools
 //!
-//! 19. [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
-//! 20. [`reconcile`]: `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per SKU, straight from the two stores.
-//! 21. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
-//! 22. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
-//! 23. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
-//! 24. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
-//! 25. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix; `soak` ([`lab::soak`]), the nemesis. Below the dashboard, which starts runs and scenarios.
-//! 26. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
-//! 27. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
+//! 19. [`history`]: `stocklock history check`, the independent judge: a run's history (what its clients were told, recorded by them) decided against one sequential spec of a stock, knowing nothing of variants, claims or models; and the recorder the clients write through.
+//! 20. [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
+//! 21. [`reconcile`]: `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per SKU, straight from the two stores.
+//! 22. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
+//! 23. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
+//! 24. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
+//! 25. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
+//! 26. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix; `soak` ([`lab::soak`]), the nemesis. Below the dashboard, which starts runs and scenarios.
+//! 27. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
+//! 28. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!
 //! ## HTTP
 //!
-//! 28. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
-//! 29. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
-//! 30. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
-//! 31. [`server`]: `stocklock serve`: building and running one instance.
+//! 29. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
+//! 30. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
+//! 31. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
+//! 32. [`server`]: `stocklock serve`: building and running one instance.
 //!
 //! ## The command line
 //!
-//! 32. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
+//! 33. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
 
 pub mod args;
 pub mod chaos;
@@ -68,6 +69,7 @@ pub mod client;
 pub mod compare;
 pub mod dashboard;
 pub mod gate;
+pub mod history;
 pub mod http;
 pub mod knobs;
 pub mod lab;

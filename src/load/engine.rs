@@ -20,6 +20,7 @@ use tokio::sync::Barrier;
 use tokio::time::Instant;
 
 use super::http1::{Answer, Connection, Prepared};
+use crate::history::{Recorder, Told};
 
 /// Where to send the requests.
 #[derive(Clone, Debug)]
@@ -47,6 +48,9 @@ pub struct Plan {
     pub rate: Option<f64>,
     /// Per request, connecting included.
     pub timeout: Duration,
+    /// Records what every request was told (`--history`); each worker is a
+    /// client of its own.
+    pub history: Option<Recorder>,
 }
 
 pub use crate::wire::ErrorCounts as Errors;
@@ -218,6 +222,10 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
             timeout: plan.timeout,
             rate: plan.rate,
             done: progress.0.clone(),
+            history: plan.history.clone().map(|recorder| {
+                let skus = plan.paths.iter().map(|p| sku_of(p)).collect();
+                (recorder, skus)
+            }),
         };
         let (barrier, tickets) = (barrier.clone(), tickets.clone());
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -277,6 +285,18 @@ struct Worker {
     timeout: Duration,
     rate: Option<f64>,
     done: Arc<AtomicU64>,
+    /// The recorder, and the SKU of each request (by its query).
+    history: Option<(Recorder, Arc<[String]>)>,
+}
+
+/// The `sku` of a request path's query (empty when it has none).
+fn sku_of(path: &str) -> String {
+    let query = path.split_once('?').map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("sku="))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 impl Worker {
@@ -290,6 +310,10 @@ impl Worker {
         // arming a fresh one per request costs more than the request.
         let timer = tokio::time::sleep(self.timeout);
         tokio::pin!(timer);
+        let client = self
+            .history
+            .as_ref()
+            .map_or(0, |(recorder, _)| recorder.client());
         let mut now = Instant::now();
         while let Some(n) = tickets.take(now) {
             // Open loop: the request is due at its slot, and its latency
@@ -325,6 +349,18 @@ impl Worker {
             // One clock reading ends this request and starts the next.
             now = Instant::now();
             tally.requests += 1;
+            if let Some((recorder, skus)) = &self.history {
+                let told = match &outcome {
+                    Ok(Ok(answer)) => Told::from_answer(answer.status, answer.unknown, answer.unit),
+                    // Refused before anything was sent.
+                    Ok(Err(SendError::Connect)) => Told::Refused,
+                    // Sent, and no whole answer: it may have happened.
+                    Ok(Err(SendError::Broken)) | Err(()) => Told::Nothing,
+                };
+                let sku = &skus[(n % skus.len() as u64) as usize];
+                let (call, ret) = (recorder.at(sent.into_std()), recorder.at(now.into_std()));
+                recorder.answer_at(sku, client, None, call, told, ret);
+            }
             match outcome {
                 Ok(Ok(answer)) => {
                     tally.count(answer);

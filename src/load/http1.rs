@@ -73,6 +73,8 @@ pub(super) struct Answer {
     pub(super) status: u16,
     /// A 503 whose body says `"outcome":"unknown"`.
     pub(super) unknown: bool,
+    /// A 200's `"unit"`: which unit was sold.
+    pub(super) unit: Option<i64>,
     /// The server keeps the connection open for the next request.
     pub(super) keep_alive: bool,
 }
@@ -237,11 +239,12 @@ fn parse(buf: &[u8], head_request: bool, eof: bool) -> Result<Parsed, Broken> {
         };
 
         let keep_alive = !close && !matches!(framing, Framing::UntilClose);
-        let answer = |end: usize, unknown: bool| {
+        let answer = |end: usize, body: &[u8]| {
             Ok(Parsed::Complete {
                 answer: Answer {
                     status,
-                    unknown: status == 503 && unknown,
+                    unknown: status == 503 && says_unknown(body),
+                    unit: if status == 200 { unit_of(body) } else { None },
                     keep_alive,
                 },
                 end,
@@ -249,25 +252,36 @@ fn parse(buf: &[u8], head_request: bool, eof: bool) -> Result<Parsed, Broken> {
         };
         let body = &buf[body_start..];
         return match framing {
-            Framing::Empty => answer(body_start, false),
+            Framing::Empty => answer(body_start, b""),
             Framing::Length(length) if body.len() < length => Ok(Parsed::Partial),
-            Framing::Length(length) => answer(body_start + length, says_unknown(&body[..length])),
+            Framing::Length(length) => answer(body_start + length, &body[..length]),
             Framing::UntilClose if !eof => Ok(Parsed::Partial),
-            Framing::UntilClose => answer(buf.len(), says_unknown(body)),
+            Framing::UntilClose => answer(buf.len(), body),
             Framing::Chunked => {
                 let mut decoded = Vec::new();
-                let keep = status == 503;
+                let keep = status == 503 || status == 200;
                 match walk_chunks(body, |data| {
                     if keep {
                         decoded.extend_from_slice(data)
                     }
                 })? {
                     None => Ok(Parsed::Partial),
-                    Some(len) => answer(body_start + len, says_unknown(&decoded)),
+                    Some(len) => answer(body_start + len, &decoded),
                 }
             }
         };
     }
+}
+
+/// The `"unit":N` of a sale's body (the history records which unit).
+fn unit_of(body: &[u8]) -> Option<i64> {
+    const UNIT: &[u8] = br#""unit":"#;
+    let at = body.windows(UNIT.len()).position(|w| w == UNIT)? + UNIT.len();
+    let digits = body[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&body[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
 }
 
 fn says_unknown(body: &[u8]) -> bool {

@@ -18,6 +18,7 @@
 
 pub mod bench;
 pub mod engine;
+mod history;
 mod http1;
 pub mod orders;
 mod progress;
@@ -37,6 +38,7 @@ use self::progress::with_progress;
 pub use self::runner::Runner;
 pub use self::verdict::{Judgement, Verdict, contradiction, judge};
 use crate::args::parse_duration;
+use crate::history::Recorder;
 use crate::knobs::{parse_buckets, parse_stock};
 use crate::wire::{LoadReport, VariantInfo};
 
@@ -98,11 +100,17 @@ pub struct LoadConfig {
     pub timeout: Duration,
     /// Load any path instead (e.g. /healthz, for a baseline): no reset, no
     /// ledger, no verdict; prints throughput, latency and statuses.
-    #[arg(long, conflicts_with_all = ["sku", "stock", "json", "check"])]
+    #[arg(long, conflicts_with_all = ["sku", "stock", "json", "check", "history"])]
     pub path: Option<String>,
     /// Write every run as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Record what every request was told (JSON Lines, `stocklock history
+    /// check`'s format) to this file, and judge each run's history with the
+    /// history checker beside the ledger's verdict. With --check, the two
+    /// judges disagreeing on safety, or a history not decided, fails.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
     /// Exit with status 2 when an observed verdict contradicts the expected one.
     #[arg(long)]
     pub check: bool,
@@ -148,6 +156,7 @@ impl LoadConfig {
             timeout: Duration::from_secs(150),
             path: None,
             json: None,
+            history: None,
             check: false,
             expect: None,
             skus: 1,
@@ -165,7 +174,7 @@ impl LoadConfig {
     }
 
     /// The engine's plan for `paths`, with this config's pace and bounds.
-    fn plan(&self, paths: Vec<String>) -> Plan {
+    fn plan(&self, paths: Vec<String>, history: Option<Recorder>) -> Plan {
         Plan {
             method: Method::GET,
             paths,
@@ -174,6 +183,7 @@ impl LoadConfig {
             duration: self.duration,
             rate: self.rate,
             timeout: self.timeout,
+            history,
         }
     }
 }
@@ -243,6 +253,32 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<bool> {
             );
         }
     }
+    if let (Some(path), Some(recorder)) = (&config.history, runner.recorder()) {
+        recorder
+            .write(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!(
+            "wrote {} (check it again: stocklock history check {})",
+            path.display(),
+            path.display()
+        );
+        for report in &reports {
+            if let Some(h) = &report.history {
+                println!(
+                    "history {}: {} ({} operations, {} ms){}",
+                    report.variant,
+                    h.verdict,
+                    h.ops,
+                    h.elapsed_ms,
+                    if h.verdict == "linearizable" {
+                        String::new()
+                    } else {
+                        format!(": {}", h.why)
+                    }
+                );
+            }
+        }
+    }
     let mut ok = true;
     for report in &reports {
         if let Some(why) = &report.disagreement {
@@ -270,7 +306,7 @@ async fn run_path(path: &str, config: &LoadConfig) -> anyhow::Result<()> {
         bail!("--concurrency must be at least 1");
     }
     let target = resolve_target(&config.target).await?;
-    let plan = config.plan(vec![path.to_owned()]);
+    let plan = config.plan(vec![path.to_owned()], None);
     let progress = Progress::default();
     let tally = with_progress(
         path,

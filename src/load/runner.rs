@@ -8,9 +8,11 @@ use std::time::Duration;
 use anyhow::bail;
 
 use super::engine::{self, Progress, Target};
+use super::history;
 use super::verdict::{contradiction, judge};
 use super::{LoadConfig, resolve_target};
 use crate::client::StackClient;
+use crate::history::Recorder;
 use crate::wire::{LatencyMs, RunReport, SkuResult, StateSnapshot, VariantInfo};
 
 /// How long the control plane (reset, state, variants) may take to answer.
@@ -22,6 +24,8 @@ pub struct Runner {
     client: StackClient,
     target: Target,
     config: LoadConfig,
+    /// With `--history`: what every request of every run was told.
+    recorder: Option<Recorder>,
 }
 
 impl Runner {
@@ -29,11 +33,18 @@ impl Runner {
     pub async fn connect(config: LoadConfig) -> anyhow::Result<Runner> {
         let client = StackClient::new(&config.target, config.admin_token.clone(), CONTROL_TIMEOUT)?;
         let target = resolve_target(&config.target).await?;
+        let recorder = config.history.is_some().then(Recorder::new);
         Ok(Runner {
             client,
             target,
             config,
+            recorder,
         })
+    }
+
+    /// The recorded history of every run so far (with `--history`).
+    pub fn recorder(&self) -> Option<&Recorder> {
+        self.recorder.as_ref()
     }
 
     /// The stack's API.
@@ -72,13 +83,22 @@ impl Runner {
             }
         }
         let before = self.client.states(&skus).await?;
+        let recorded = self
+            .recorder
+            .as_ref()
+            .map(|r| (r, history::declare(r, &before)));
         let plan = config.plan(
             skus.iter()
                 .map(|sku| deduct_path(&info.name, sku, config))
                 .collect(),
+            self.recorder.clone(),
         );
         let tally = engine::run(&self.target, &plan, progress).await;
+        let reading = self.recorder.as_ref().map(Recorder::now);
         let after_each = self.client.states(&skus).await?;
+        if let (Some((recorder, _)), Some(call)) = (&recorded, reading) {
+            history::read_books(recorder, call, &after_each);
+        }
         let per_sku: Vec<SkuResult> = if skus.len() > 1 {
             after_each.iter().map(SkuResult::from).collect()
         } else {
@@ -134,6 +154,11 @@ impl Runner {
             _ => None,
         };
         let mut contradiction = contradiction(&expected, &judgement.verdict, designed_to_race);
+        let history =
+            recorded.map(|(recorder, names)| history::judge(recorder, &names, &judgement.verdict));
+        if let Some(why) = history.as_ref().and_then(|h| h.disagreement.as_ref()) {
+            contradiction.get_or_insert_with(|| format!("the two judges disagree: {why}"));
+        }
         if let Some(check) = orders.as_ref().filter(|c| !c.clean) {
             contradiction.get_or_insert_with(|| format!("reconcile: {}", check.verdict));
         }
@@ -166,6 +191,7 @@ impl Runner {
             disagreement,
             elapsed_s: tally.elapsed.as_secs_f64(),
             per_sku,
+            history,
         })
     }
 }

@@ -36,6 +36,7 @@ async fn all_variants_counts_agree_with_the_ledger_and_the_json_has_every_field(
     let stack = Stack::start_with(2, None, crate::helpers::LOCK_STORES).await;
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
+    let history = dir.path().join("history.jsonl");
     let output = load(
         &stack.url,
         &stack.token,
@@ -52,6 +53,8 @@ async fn all_variants_counts_agree_with_the_ledger_and_the_json_has_every_field(
             "2",
             "--json",
             json.to_str().unwrap(),
+            "--history",
+            history.to_str().unwrap(),
             "--check",
         ],
     )
@@ -167,8 +170,41 @@ async fn all_variants_counts_agree_with_the_ledger_and_the_json_has_every_field(
             .expected
             .two_instances;
         assert_eq!(run["expected"], expected.as_str());
+
+        // The independent judge, from what the clients were told alone:
+        // the oversellers' answers fit no stock, every other run's do.
+        let judged = &run["history"];
+        assert_eq!(judged["ops"], 401, "{variant}: 400 answers and the books");
+        let want = match variant {
+            "none" | "local-mutex" => "unsafe",
+            _ => "linearizable",
+        };
+        assert_eq!(judged["verdict"], want, "{variant}: {judged}");
+        assert!(judged.get("disagreement").is_none(), "{variant}: {judged}");
     }
     stack.stop().await;
+
+    // The file it wrote is judged the same again by `history check`, and
+    // the failed SKUs are drawn beside the JSON.
+    let out = dir.path().join("verdicts.json");
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args(["history", "check"])
+        .arg(&history)
+        .arg("--json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(2), "{check:?}");
+    let verdicts: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let skus = verdicts["skus"].as_array().unwrap();
+    assert_eq!(skus.len(), Variant::ALL.len());
+    for sku in skus {
+        let oversells = matches!(sku["sku"].as_str().unwrap(), "none" | "local-mutex");
+        let want = if oversells { "unsafe" } else { "linearizable" };
+        assert_eq!(sku["verdict"], want, "{sku}");
+    }
+    let picture = std::fs::read_to_string(out.with_extension("html")).unwrap();
+    assert!(picture.contains("none — unsafe"), "{picture}");
 }
 
 #[tokio::test]

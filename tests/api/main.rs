@@ -23,6 +23,7 @@ mod explore_orders;
 mod failover;
 mod gates;
 mod helpers;
+mod history;
 mod house;
 mod instance;
 mod lab;

@@ -60,18 +60,20 @@ mod redis_info;
 pub mod report;
 mod rows;
 mod side;
+mod when;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use hyper::Method;
 
 use self::cpu::{Kind, Usage, Watched};
 use self::redis_info::BenchRedis;
-use self::report::{BenchReport, InstanceMemory, Machine, RedisPerSale, Row, Skipped};
+use self::report::{BenchReport, InstanceMemory, RedisPerSale, Row, Skipped};
+pub use self::when::{machine, utc_now};
 use super::engine::{self, Plan, Progress, Tally, Target};
 use super::resolve_target;
 use crate::args::parse_duration;
@@ -268,6 +270,7 @@ impl Bench {
             duration: Some(self.config.duration),
             rate: None,
             timeout: Duration::from_secs(30),
+            history: None,
         };
         let tally = engine::run(&self.target, &plan, &Progress::default()).await;
         let failed = tally.errors.total();
@@ -416,35 +419,4 @@ fn resident_kib(pid: u32) -> Option<u64> {
         .lines()
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Now, in UTC (`YYYY-MM-DD HH:MM UTC`).
-pub fn utc_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    report::utc_date(secs)
-}
-
-/// This machine: its cores, its CPU's model, how busy it already is.
-pub fn machine() -> Machine {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|line| line.strip_prefix("model name"))
-                .and_then(|rest| rest.split_once(':'))
-                .map(|(_, model)| model.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned());
-    let load_average_at_start = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|avg| avg.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
-    Machine {
-        cores: cpu::cores(),
-        cpu,
-        load_average_at_start,
-    }
 }

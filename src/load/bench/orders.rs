@@ -87,6 +87,7 @@ impl Bench {
             duration: None,
             rate: None,
             timeout: Duration::from_secs(30),
+            history: None,
         };
         let tally = engine::run(&self.target, &plan, &Progress::default()).await;
         super::side::all_200(path, &tally)?;

@@ -167,6 +167,7 @@ impl Bench {
             duration: Some(self.config.duration),
             rate: None,
             timeout: Duration::from_secs(30),
+            history: None,
         };
         Ok(engine::run(&self.target, &plan, &Progress::default()).await)
     }

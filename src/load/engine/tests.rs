@@ -59,6 +59,7 @@ fn plan(requests: u64, timeout: Duration) -> Plan {
         duration: None,
         rate: None,
         timeout,
+        history: None,
     }
 }
 

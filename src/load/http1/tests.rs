@@ -50,9 +50,33 @@ fn a_content_length_answer_ends_after_its_body() {
         Answer {
             status: 409,
             unknown: false,
+            unit: None,
             keep_alive: true
         }
     );
+}
+
+#[test]
+fn a_sales_unit_is_read_from_its_body_plain_or_chunked() {
+    let body = r#"{"outcome":"sold","variant":"lua","sku":"a","unit":42,"remaining":41}"#;
+    let plain = format!(
+        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(complete(plain.as_bytes()).0.unit, Some(42));
+    let (a, b) = body.split_at(30);
+    let chunked = format!(
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
+    );
+    assert_eq!(complete(chunked.as_bytes()).0.unit, Some(42));
+    // Only a sale names a unit.
+    let refused = format!(
+        "HTTP/1.1 409 Conflict\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(complete(refused.as_bytes()).0.unit, None);
 }
 
 #[test]

@@ -42,6 +42,7 @@ async fn no_client_can_grow_redis_or_an_instance_without_bound() {
         duration: None,
         rate,
         timeout: Duration::from_secs(30),
+        history: None,
     };
 
     // Distinct SKUs nobody stocked.
