@@ -153,6 +153,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 variants: args.variant,
                 json: json.clone(),
                 timelines: args.timelines,
+                history: args.history,
                 target: match (
                     args.target.target,
                     args.target.admin_token,

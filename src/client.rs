@@ -16,11 +16,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod deduction;
+pub use deduction::{DeductBody, Deduction};
+
+use crate::history::{Recorder, Told};
 use crate::orders::expiry::Expired;
-use crate::wire::{
-    Board, DeductResponse, ErrorBody, Health, OrderView, OrdersView, ResetRequest, StateSnapshot,
-    VariantInfo,
-};
+use crate::wire::{Board, Health, OrderView, OrdersView, ResetRequest, StateSnapshot, VariantInfo};
 
 /// A client of one stack (nginx) or one instance, with the stack's admin
 /// token for `/api/admin/*`. Cloning it shares its connection pool.
@@ -32,6 +33,10 @@ pub struct StackClient {
     token: Option<String>,
     /// Every request's bound; the error says so when it runs out.
     timeout: Duration,
+    /// Records every `/deductStock` request and what it was told, and every
+    /// reset, for the history checker (the lab's, explore's, the soak's
+    /// buyers). Shared by the clients made from this one.
+    history: Option<Recorder>,
 }
 
 impl StackClient {
@@ -47,7 +52,32 @@ impl StackClient {
             base: base.trim_end_matches('/').to_owned(),
             token,
             timeout,
+            history: None,
         })
+    }
+
+    /// The same client, recording into `recorder` (see [`Recorder`]).
+    pub fn recording(&self, recorder: Recorder) -> StackClient {
+        StackClient {
+            history: Some(recorder),
+            ..self.clone()
+        }
+    }
+
+    /// What this client records into, if anything.
+    pub fn recorder(&self) -> Option<&Recorder> {
+        self.history.as_ref()
+    }
+
+    /// `GET /api/state?sku=`, recorded as a reading of the books (the
+    /// store that holds the SKU's truth) when this client records.
+    pub async fn read_books(&self, sku: &str) -> anyhow::Result<StateSnapshot> {
+        let call = self.history.as_ref().map(Recorder::now);
+        let state = self.state(sku).await?;
+        if let (Some(recorder), Some(call)) = (&self.history, call) {
+            recorder.read(sku, call, state.remaining);
+        }
+        Ok(state)
     }
 
     /// The same client (pool, token, timeout) aimed at `base`: one
@@ -202,11 +232,17 @@ impl StackClient {
         .await
     }
 
-    /// `POST /api/admin/reset` with every field of the request.
+    /// `POST /api/admin/reset` with every field of the request. A client
+    /// that records starts the SKU's new stock in its history.
     pub async fn reset_as(&self, body: &ResetRequest) -> anyhow::Result<StateSnapshot> {
         let sku = &body.sku;
-        self.post("/api/admin/reset", body, &format!("reset of {sku} refused"))
-            .await
+        let state: StateSnapshot = self
+            .post("/api/admin/reset", body, &format!("reset of {sku} refused"))
+            .await?;
+        if let Some(recorder) = &self.history {
+            recorder.declare(sku, state.remaining);
+        }
+        Ok(state)
     }
 
     /// `POST /api/admin/chaos` (a [`crate::wire::ChaosAction`], or its
@@ -226,8 +262,24 @@ impl StackClient {
     }
 
     /// A `/deductStock` request (`path` with its query): the answer, typed,
-    /// and how long it took.
+    /// and how long it took. A client that records notes what it was told.
     pub async fn deduct(&self, path: &str) -> Deduction {
+        let call = self
+            .history
+            .as_ref()
+            .map(|recorder| (recorder, recorder.call(&query_value(path, "sku"))));
+        let deduction = self.deduct_unrecorded(path).await;
+        if let Some((recorder, call)) = call {
+            let unit = deduction.unit();
+            let told = Told::from_answer(deduction.status, deduction.unknown(), unit);
+            let id = query_value(path, "request_id");
+            let id = (!id.is_empty()).then_some(id.as_str());
+            recorder.told(call, recorder.client(), id, told);
+        }
+        deduction
+    }
+
+    async fn deduct_unrecorded(&self, path: &str) -> Deduction {
         let sent = Instant::now();
         let (status, body) = match self.http.get(self.url(path)).send().await {
             Ok(response) => {
@@ -316,80 +368,12 @@ impl StackClient {
     }
 }
 
-/// One `/deductStock` answer as the client saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Deduction {
-    /// The HTTP status; 0 when no answer came (the connection was refused
-    /// or dropped: the process died; or the request timed out).
-    pub status: u16,
-    pub body: DeductBody,
-    /// From sending the request to its answer.
-    pub took: Duration,
-}
-
-impl Deduction {
-    /// Why it was not a sale: a busy answer's `reason` (`lock_held`,
-    /// `stale_token`, ...) or an error's code (`store_unavailable`, ...).
-    pub fn reason(&self) -> Option<&str> {
-        match &self.body {
-            DeductBody::Outcome(answer) => answer.reason.as_deref(),
-            DeductBody::Error(error) => Some(&error.error),
-            DeductBody::Unreadable => None,
-        }
-    }
-
-    /// An order variant's sale: the token that pays and finds its order.
-    pub fn order_token(&self) -> Option<&str> {
-        match &self.body {
-            DeductBody::Outcome(answer) => answer.order_token.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// A sale (200).
-    pub fn sold(&self) -> bool {
-        self.status == 200
-    }
-
-    /// The unit a sale sold.
-    pub fn unit(&self) -> Option<i64> {
-        match &self.body {
-            DeductBody::Outcome(answer) => answer.unit,
-            _ => None,
-        }
-    }
-
-    /// A `503 unknown`: the call was sent and no answer came in time; a
-    /// retry with its request id learns what happened.
-    pub fn unknown(&self) -> bool {
-        matches!(&self.body, DeductBody::Outcome(answer) if answer.outcome == crate::wire::OutcomeKind::Unknown)
-    }
-
-    /// A retry answered from its request id's record.
-    pub fn replayed(&self) -> bool {
-        matches!(&self.body, DeductBody::Outcome(answer) if answer.replayed)
-    }
-}
-
-/// The body of a `/deductStock` answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeductBody {
-    /// Sold, sold out, busy or unknown.
-    Outcome(DeductResponse),
-    /// Bad input, a store that cannot be reached, ...
-    Error(ErrorBody),
-    /// No answer, or not one of the two shapes.
-    Unreadable,
-}
-
-impl From<Value> for DeductBody {
-    fn from(json: Value) -> Self {
-        if let Ok(answer) = serde_json::from_value::<DeductResponse>(json.clone()) {
-            DeductBody::Outcome(answer)
-        } else if let Ok(error) = serde_json::from_value::<ErrorBody>(json) {
-            DeductBody::Error(error)
-        } else {
-            DeductBody::Unreadable
-        }
-    }
+/// The value of `name` in `path`'s query (empty when absent).
+fn query_value(path: &str, name: &str) -> String {
+    let query = path.split_once('?').map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or_default()
+        .to_owned()
 }

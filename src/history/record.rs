@@ -20,6 +20,9 @@ pub struct Recorder {
 
 #[derive(Debug)]
 struct Inner {
+    /// Put before every SKU's name in the history (a lab cell's
+    /// `scenario/variant/`), so that many runs' histories can share a file.
+    prefix: String,
     origin: Instant,
     next_client: AtomicU64,
     book: Mutex<Book>,
@@ -34,6 +37,13 @@ struct Book {
     epochs: HashMap<String, u32>,
     /// Operations of SKUs never declared: they cannot be judged.
     undeclared: u64,
+}
+
+/// A request on its way: the stock it was sent to, and when.
+#[derive(Clone, Debug)]
+pub struct Call {
+    name: Option<String>,
+    at: u64,
 }
 
 /// What one request was told, as the recorder reads it.
@@ -82,8 +92,14 @@ impl Default for Recorder {
 
 impl Recorder {
     pub fn new() -> Self {
+        Self::prefixed("")
+    }
+
+    /// A recorder whose SKUs are named `prefix` + their name.
+    pub fn prefixed(prefix: &str) -> Self {
         Recorder {
             inner: Arc::new(Inner {
+                prefix: prefix.to_owned(),
                 origin: Instant::now(),
                 next_client: AtomicU64::new(1),
                 book: Mutex::new(Book::default()),
@@ -115,9 +131,10 @@ impl Recorder {
         let mut book = self.book();
         let epoch = book.epochs.entry(sku.to_owned()).or_insert(0);
         *epoch += 1;
+        let prefix = &self.inner.prefix;
         let name = match *epoch {
-            1 => sku.to_owned(),
-            n => format!("{sku}#{n}"),
+            1 => format!("{prefix}{sku}"),
+            n => format!("{prefix}{sku}#{n}"),
         };
         book.current.insert(sku.to_owned(), name.clone());
         book.lines.push(Line::Declare {
@@ -127,40 +144,51 @@ impl Recorder {
         name
     }
 
-    /// One request to `sku`, sent at `call`, and what it was told (at the
-    /// moment of this call).
-    pub fn answer(&self, sku: &str, client: u64, id: Option<&str>, call: u64, told: Told) {
-        self.answer_at(sku, client, id, call, told, self.now());
+    /// A request to `sku` is being sent now: its SKU's stock as of now (an
+    /// answer that comes after a reset still belongs to the stock it was
+    /// sent to).
+    pub fn call(&self, sku: &str) -> Call {
+        self.call_at(sku, Instant::now())
     }
 
-    /// The same, told at `ret`.
-    pub fn answer_at(
-        &self,
-        sku: &str,
-        client: u64,
-        id: Option<&str>,
-        call: u64,
-        told: Told,
-        ret: u64,
-    ) {
-        let ret = (told != Told::Nothing).then_some(ret);
+    /// The same, sent at `instant`.
+    pub fn call_at(&self, sku: &str, instant: Instant) -> Call {
+        Call {
+            name: self.book().current.get(sku).cloned(),
+            at: self.at(instant),
+        }
+    }
+
+    /// What the request of `call` was told, now.
+    pub fn told(&self, call: Call, client: u64, id: Option<&str>, told: Told) {
+        self.told_at(call, client, id, told, Instant::now());
+    }
+
+    /// What the request of `call` was told, at `instant`.
+    pub fn told_at(&self, call: Call, client: u64, id: Option<&str>, told: Told, instant: Instant) {
+        let ret = (told != Told::Nothing).then(|| self.at(instant));
         let (outcome, unit) = match told {
             Told::Sold(unit) => (Outcome::Sold, Some(unit)),
             Told::SoldOut => (Outcome::SoldOut, None),
             Told::Refused => (Outcome::Busy, None),
             Told::Unknown | Told::Nothing => (Outcome::Unknown, None),
         };
-        self.push(Op {
-            sku: sku.to_owned(),
+        let mut book = self.book();
+        let Some(sku) = call.name else {
+            book.undeclared += 1;
+            return;
+        };
+        book.lines.push(Line::Op(Op {
+            sku,
             client,
             id: id.map(str::to_owned),
-            call,
+            call: call.at,
             ret,
             outcome,
             unit,
             remaining: None,
             note: None,
-        });
+        }));
     }
 
     /// The books of the store holding `sku`'s truth said `remaining` are
@@ -188,6 +216,14 @@ impl Recorder {
             }
             None => book.undeclared += 1,
         }
+    }
+
+    /// The SKUs declared so far, as they were asked for (without the
+    /// prefix or the `#2` of a later stock), each once.
+    pub fn skus(&self) -> Vec<String> {
+        let mut skus: Vec<String> = self.book().epochs.keys().cloned().collect();
+        skus.sort();
+        skus
     }
 
     /// Operations left out because their SKU was never declared.
@@ -244,19 +280,24 @@ mod tests {
         let r = Recorder::new();
         r.declare("a", 2);
         let c = r.client();
-        let t = r.now();
-        r.answer("a", c, Some("x"), t, Told::Sold(2));
-        r.answer("b", c, None, t, Told::SoldOut);
+        r.told(r.call("a"), c, Some("x"), Told::Sold(2));
+        r.told(r.call("b"), c, None, Told::SoldOut);
+        // Sent before the second reset, answered after it: the first stock's.
+        let late = r.call("a");
         r.declare("a", 1);
-        r.answer("a", c, None, r.now(), Told::Nothing);
+        r.told(late, c, None, Told::SoldOut);
+        r.told(r.call("a"), c, None, Told::Nothing);
         r.read("a", r.now(), 1);
         let skus = r.histories().unwrap();
         assert_eq!(skus.len(), 2);
         assert_eq!((skus[0].sku.as_str(), skus[0].initial), ("a", 2));
         assert_eq!(skus[0].ops[0].unit, Some(2));
+        assert_eq!(skus[0].ops[1].outcome, Outcome::SoldOut);
         assert_eq!(skus[1].sku, "a#2");
         assert_eq!(skus[1].ops[0].ret, None);
         assert_eq!(skus[1].ops[1].remaining, Some(1));
         assert_eq!(r.undeclared(), 1);
+        let p = Recorder::prefixed("race/lua/");
+        assert_eq!(p.declare("a", 1), "race/lua/a");
     }
 }

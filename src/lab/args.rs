@@ -19,6 +19,12 @@ pub struct LabArgs {
     /// self-contained HTML file a cell, named in the cell's evidence.
     #[arg(long, value_name = "DIR")]
     pub timelines: Option<std::path::PathBuf>,
+    /// Write every cell's history (what its buyers were told, and the books
+    /// after it; SKUs named SCENARIO/VARIANT/SKU) to this file, in the
+    /// format of `stocklock history check`. Every cell is judged by the
+    /// history checker beside the lab's own judge either way.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<std::path::PathBuf>,
     /// A running chaos-mode stack instead of one of the lab's own.
     #[command(flatten)]
     pub target: TargetArgs,

@@ -17,6 +17,8 @@
 //! - [`judge`]: pure functions from evidence to what a cell observed, one
 //!   file per family of scenario (crowd, duel, recovery, outage, doubt),
 //!   and their tests in `judge/tests.rs`.
+//! - [`judges`]: the history checker's verdict of each cell beside the
+//!   lab's judge; a cell where they disagree on safety fails.
 //! - [`report`]: the cells, the printed matrix and the JSON.
 //! - [`stack`]: the stack harness (shared with the test suite); its API
 //!   through [`crate::client::StackClient`].
@@ -32,7 +34,9 @@ pub mod child;
 pub mod explore;
 mod failover;
 pub mod judge;
+pub mod judges;
 mod orders;
+mod pause;
 pub mod replay;
 pub mod report;
 mod runner;
@@ -43,6 +47,7 @@ pub mod step;
 
 pub use self::args::LabArgs;
 pub use self::failover::failover_by_store;
+pub(in crate::lab) use self::pause::{Probe, pause_redis};
 pub use self::runner::run;
 
 use std::future::Future;
@@ -72,12 +77,6 @@ const CELL_TIMEOUT: Duration = Duration::from_secs(30);
 const ENTER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a dead instance has to come back.
 const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long Redis has to stop answering once `DEBUG SLEEP` was sent, and a
-/// PING that long unanswered says it has.
-const PAUSE_TIMEOUT: Duration = Duration::from_secs(5);
-const PAUSED_AFTER: Duration = Duration::from_millis(50);
-/// How long a paused Redis has to answer again, past its pause.
-const WAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long every instance has to hand in its sections before a cell is
 /// judged (each read of the timeline waits a second for them).
 const COUNTED_IN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -93,6 +92,8 @@ pub struct LabConfig {
     /// Write each cell's timeline here, one HTML file a cell
     /// (`SCENARIO-VARIANT.html`), and name it in the cell's evidence.
     pub timelines: Option<PathBuf>,
+    /// Write every cell's history (what its buyers were told) here.
+    pub history: Option<PathBuf>,
     /// A running stack to use instead of starting one: its URL (nginx),
     /// which must run `up --chaos` with two instances, its admin token and
     /// its Redis.
@@ -105,71 +106,6 @@ pub struct Target {
     pub url: String,
     pub admin_token: String,
     pub redis_url: String,
-}
-
-/// A connection of the lab's own to its Redis, opened before a pause:
-/// it sees Redis stop answering, and answer again.
-pub(in crate::lab) struct Probe {
-    conn: redis::aio::MultiplexedConnection,
-    pause: Duration,
-}
-
-impl Probe {
-    /// A PING: `Ok(false)` when no answer came within `within`.
-    async fn ping(&mut self, within: Duration) -> anyhow::Result<bool> {
-        let ping = redis::cmd("PING");
-        match tokio::time::timeout(within, ping.query_async::<String>(&mut self.conn)).await {
-            Ok(answer) => answer.map(|_| true).context("PING"),
-            Err(_) => Ok(false),
-        }
-    }
-
-    /// Returns once Redis answers again: a PING sent now waits for the end
-    /// of the pause.
-    pub(in crate::lab) async fn answering(&mut self) -> anyhow::Result<()> {
-        if self.ping(self.pause + WAKE_TIMEOUT).await? {
-            Ok(())
-        } else {
-            anyhow::bail!("Redis did not answer again after its pause")
-        }
-    }
-}
-
-/// Pauses the Redis at `redis_url` (`store`'s) for `pause` (`DEBUG SLEEP`,
-/// on a connection of its own), noting on its timeline that `who` did,
-/// and returns once it has stopped answering: a PING unanswered for 50 ms.
-/// Whether it stopped (why not: it kept answering), and the probe that
-/// tells when it answers again.
-pub(in crate::lab) async fn pause_redis(
-    redis_url: &str,
-    store: &Store,
-    pause: Duration,
-    who: &str,
-) -> anyhow::Result<(Check, Probe)> {
-    let client = redis::Client::open(redis_url)?;
-    // No timeout of the connection's own: `answering` waits out the pause.
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    let mut probe = Probe {
-        conn: client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?,
-        pause,
-    };
-    let mut conn = store.conn().await?;
-    let detail = format!("{} ms ({who})", pause.as_millis());
-    crate::timeline::event(&mut conn, "pause_redis", None, None, detail).await;
-    chaos::pause_redis(store, pause);
-    let deadline = Instant::now() + PAUSE_TIMEOUT;
-    while probe.ping(PAUSED_AFTER).await? {
-        if Instant::now() > deadline {
-            let why = format!(
-                "Redis kept answering {} s after DEBUG SLEEP",
-                PAUSE_TIMEOUT.as_secs()
-            );
-            return Ok((Err(why), probe));
-        }
-    }
-    Ok((Ok(()), probe))
 }
 
 /// Everything a scenario works with.

@@ -25,6 +25,9 @@ pub struct Cell {
     /// few words; `None` where the checker has no model of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The history checker's verdict of what the cell's clients were told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
 }
 
 impl Cell {
@@ -44,7 +47,18 @@ impl Cell {
             pass: judgement.observed == Observed::Seen(claim.behaviour),
             evidence: judgement.evidence,
             model: model.map(crate::check::Verdict::summary),
+            history: None,
         }
+    }
+
+    /// The history checker's verdict beside the lab's: a disagreement
+    /// fails the cell, saying why.
+    pub fn set_second_opinion(&mut self, second: super::judges::SecondOpinion) {
+        if let Some(why) = &second.disagreement {
+            self.pass = false;
+            self.evidence += &format!("; THE TWO JUDGES DISAGREE: {why}");
+        }
+        self.history = Some(second.summary);
     }
 
     fn inconclusive(&self) -> bool {
@@ -66,6 +80,10 @@ impl Cell {
         let model = match &self.model {
             Some(model) => format!(" · model: {model}"),
             None => String::new(),
+        };
+        let model = match &self.history {
+            Some(history) => format!("{model} · history: {history}"),
+            None => model,
         };
         format!(
             "{} {:<19} {:<12} expected {:<40} observed {:<13} ({seconds:.1} s) {}{model}",

@@ -10,10 +10,12 @@ use std::time::Instant;
 use anyhow::Context;
 
 use super::judge::{Judgement, Observed};
+use super::judges::second_opinion;
 use super::report::{self, Cell, LabReport};
 use super::scenario::Scenario;
 use super::stack::{Stack, UpOptions};
 use super::{CELL_TIMEOUT, Lab, LabConfig, Target};
+use crate::history::Recorder;
 use crate::store::Store;
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;
@@ -21,15 +23,17 @@ use crate::variants::Variant;
 /// Plays `scenario` against `variant` and judges what it saw: on a stack of
 /// its own (the failover and order scenarios, [`Scenario::own_stack`]), or
 /// on the lab's main stack (`lab`; `None` when no chosen scenario needs it).
+/// Every request its buyers send, and every reset, goes into `recorder`.
 async fn play(
     scenario: Scenario,
     lab: Option<&mut Lab>,
     variant: Variant,
+    recorder: &Recorder,
 ) -> anyhow::Result<Judgement> {
     let own = scenario.own_stack(variant);
     match scenario {
         Scenario::Failover | Scenario::FailoverWaitEarly | Scenario::FailoverWait if own => {
-            super::failover::play(scenario, variant).await
+            super::failover::play(scenario, variant, recorder).await
         }
         Scenario::CrashBeforeEnqueue
         | Scenario::WorkerCrashBeforeAck
@@ -38,12 +42,18 @@ async fn play(
         | Scenario::RedisDataLoss
             if own =>
         {
-            super::orders::play(scenario, variant).await
+            super::orders::play(scenario, variant, recorder).await
         }
         _ => {
             let lab =
                 lab.ok_or_else(|| anyhow::anyhow!("{scenario} needs the lab's main stack"))?;
-            scenario.play(lab, variant).await
+            lab.stack.client = lab.stack.client.recording(recorder.clone());
+            let judgement = scenario.play(lab, variant).await?;
+            // The books after the cell, read where the stack's truth is.
+            for sku in recorder.skus() {
+                lab.client().read_books(&sku).await?;
+            }
+            Ok(judgement)
         }
     }
 }
@@ -84,6 +94,9 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
     };
     let started = Instant::now();
     let mut cells = Vec::new();
+    // Every cell's history, one after another (their SKUs named
+    // `scenario/variant/sku`), for `--history`.
+    let mut history = String::new();
     for &scenario in &scenarios {
         for &variant in &variants {
             let claim = scenario.claim(variant);
@@ -101,25 +114,27 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
                 lab.cell = format!("{scenario}-{variant}");
             }
             let cell_started = Instant::now();
-            let judgement =
-                match tokio::time::timeout(CELL_TIMEOUT, play(scenario, lab.as_mut(), variant))
-                    .await
-                {
-                    Ok(Ok(judgement)) => judgement,
-                    Ok(Err(err)) => Judgement {
-                        observed: Observed::Error,
-                        evidence: format!("{err:#}"),
-                    },
-                    Err(_) => Judgement {
-                        observed: Observed::Error,
-                        evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
-                    },
-                };
+            let recorder = Recorder::prefixed(&format!("{scenario}/{variant}/"));
+            let playing = play(scenario, lab.as_mut(), variant, &recorder);
+            let judgement = match tokio::time::timeout(CELL_TIMEOUT, playing).await {
+                Ok(Ok(judgement)) => judgement,
+                Ok(Err(err)) => Judgement {
+                    observed: Observed::Error,
+                    evidence: format!("{err:#}"),
+                },
+                Err(_) => Judgement {
+                    observed: Observed::Error,
+                    evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
+                },
+            };
             if let Some(lab) = &lab {
                 lab.tidy(scenario).await;
             }
             let model = crate::check::check(variant, scenario);
+            let second = second_opinion(&recorder, judgement.observed);
             let mut cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
+            cell.set_second_opinion(second);
+            history.push_str(&recorder.text());
             let dir = lab.as_ref().and_then(|lab| lab.timelines.as_ref());
             if let (Some(dir), Some(model)) = (dir, &model) {
                 // The checker's shortest way it happens (or the witness its
@@ -161,6 +176,11 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             })?,
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &config.history {
+        std::fs::write(path, &history)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("lab: every cell's history in {}", path.display());
     }
     report::print_failures(&cells);
     Ok(cells.iter().all(|c| c.pass))

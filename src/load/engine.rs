@@ -358,8 +358,8 @@ impl Worker {
                     Ok(Err(SendError::Broken)) | Err(()) => Told::Nothing,
                 };
                 let sku = &skus[(n % skus.len() as u64) as usize];
-                let (call, ret) = (recorder.at(sent.into_std()), recorder.at(now.into_std()));
-                recorder.answer_at(sku, client, None, call, told, ret);
+                let call = recorder.call_at(sku, sent.into_std());
+                recorder.told_at(call, client, None, told, now.into_std());
             }
             match outcome {
                 Ok(Ok(answer)) => {

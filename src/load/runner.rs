@@ -42,6 +42,15 @@ impl Runner {
         })
     }
 
+    /// Records every run into `recorder` (the lab's cell), as `--history`
+    /// does into its own.
+    pub fn recording(self, recorder: Recorder) -> Runner {
+        Runner {
+            recorder: Some(recorder),
+            ..self
+        }
+    }
+
     /// The recorded history of every run so far (with `--history`).
     pub fn recorder(&self) -> Option<&Recorder> {
         self.recorder.as_ref()

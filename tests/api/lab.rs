@@ -71,6 +71,15 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             assert_eq!(cell["observed"], claim.behaviour.name(), "{cell}");
             assert_eq!(cell["pass"], true, "{cell}");
             assert!(!cell["evidence"].as_str().unwrap().is_empty());
+            // The history checker judged the cell too, from what its
+            // clients were told, and agreed (a disagreement fails the cell).
+            let history = cell["history"].as_str().unwrap_or_else(|| panic!("{cell}"));
+            let judged = if claim.behaviour.name() == "oversells" {
+                "unsafe"
+            } else {
+                "linearizable"
+            };
+            assert!(history.starts_with(judged), "{cell}");
             // The checker's verdict, where it has a model, says the same.
             if let Some(verdict) = stocklock::check::check(variant, scenario) {
                 assert_eq!(cell["model"], verdict.summary(), "{cell}");

@@ -150,10 +150,11 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
         None => println!("no schedule broke a property"),
         Some(schedule) => {
             println!(
-                "schedule {} (seed {}) broke a property: {}",
+                "schedule {} (seed {}) broke a property: {}; the history checker: {}",
                 explored.until_found.unwrap_or_default(),
                 schedule.seed,
-                schedule.ledger
+                schedule.ledger,
+                schedule.history
             );
             for (k, step) in schedule.steps.iter().enumerate() {
                 println!("{:>3}. {step:?}", k + 1);

@@ -61,6 +61,18 @@ pub async fn explore(
         for kind in kinds {
             *struck.entry(kind).or_insert(0) += 1;
         }
+        // Shown, not yet failing: a schedule's history is not yet whole
+        // (a buyer the explorer "crashes" is released when the schedule
+        // ends and may still answer; a re-stock after Redis restarted and
+        // units an expiry gave back are not recorded), so the history can
+        // convict a schedule its ledger rightly clears.
+        if let Some(why) = &schedule.disagreement {
+            eprintln!(
+                "explore: {variant} in {scenario}, seed {seed}: the history checker disagrees \
+                 with the ledger: {why} (ledger: {}; history: {})",
+                schedule.ledger, schedule.history
+            );
+        }
         if schedule.violation {
             found = Some(schedule);
         }

@@ -37,6 +37,7 @@ pub mod matrix;
 mod nodes;
 mod pipeline;
 mod run;
+mod second;
 mod session;
 mod strike;
 
@@ -77,6 +78,10 @@ pub struct Schedule {
     /// What the ledger showed, and whether it broke a property.
     pub ledger: String,
     pub violation: bool,
+    /// The history checker's verdict of what the schedule's buyers were told.
+    pub history: String,
+    /// Set when it and the ledger's verdict disagree on safety.
+    pub disagreement: Option<String>,
 }
 
 /// The index of a buyer the explorer named.

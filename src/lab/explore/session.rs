@@ -18,6 +18,9 @@ use super::{
 use crate::check::{self, model::Bounds, protocol::Protocol};
 use crate::client::StackClient;
 use crate::gate::Scheduler;
+use crate::history::Recorder;
+
+mod finish;
 use crate::knobs::Sku;
 use crate::lab::stack::Stack;
 use crate::store::{Keys, Store};
@@ -75,6 +78,8 @@ pub struct Session<'a> {
     progress: Instant,
     /// A stall names the schedule by its seed (0 outside the explorer).
     seed: u64,
+    /// What its buyers were told, for the history checker.
+    recorder: Recorder,
 }
 
 impl<'a> Session<'a> {
@@ -88,7 +93,9 @@ impl<'a> Session<'a> {
         seed: u64,
     ) -> anyhow::Result<Session<'a>> {
         let sku = setup.sku.clone();
-        stack.client.reset(&sku, STOCK, 0).await?;
+        let recorder = Recorder::prefixed(&format!("{}/", setup.run_id));
+        let recording = stack.client.recording(recorder.clone());
+        recording.reset(&sku, STOCK, 0).await?;
         let bounds = check::bounds(scenario, Protocol::of(variant));
         // etcd's and ZooKeeper's leases: their keep-alives pass no gate, and
         // the explorer ends a lease in the store (see `elsewhere`).
@@ -181,6 +188,7 @@ impl<'a> Session<'a> {
             steps: Vec::new(),
             progress: Instant::now(),
             seed,
+            recorder,
         };
         // A skewed clock: the last buyer's instance runs ahead by the model's
         // skew, counted in the buyers' lease's ticks (chaos mode's
@@ -197,7 +205,7 @@ impl<'a> Session<'a> {
                 true => 0,
                 false => usize::from(n) % stack.instances.len(),
             };
-            let client = stack.client.at(&stack.instances[at].url);
+            let client = recording.at(&stack.instances[at].url);
             // (`failover-wait`: each buyer `WAIT`s for a replica to have its lock.)
             let path = format!(
                 "/deductStock/{variant}?sku={sku}&work_ms=0&lease_ms={lease_ms}&schedule={}:{}{}{}",
@@ -312,138 +320,5 @@ impl<'a> Session<'a> {
         self.steps.push(choice);
         self.progress = Instant::now();
         Ok(())
-    }
-
-    /// Ends the schedule (`outcome`: how its steps went) and judges it by
-    /// the ledger, the answers and the orders.
-    pub async fn finish(mut self, outcome: anyhow::Result<()>) -> anyhow::Result<super::Schedule> {
-        let unskewed = match &self.skewed {
-            Some(client) => client.chaos(&self.skew(0)).await.map(|_| ()),
-            None => Ok(()),
-        };
-        let sku = self.setup.sku.clone();
-        let stack = self.run.stack;
-        let state = stack.client.state(&sku).await;
-        // The order pipeline, once it settled (a crashed buyer, a dead worker
-        // still held, as good as dead): its books must match.
-        let books = self.run.settle_pipeline().await;
-        // A lock with no TTL and a dead holder: nobody will ever sell again.
-        let ttl = self.run.lock().await;
-        let run = &mut self.run;
-        let crashed = run.buyers.values().any(|b| matches!(b, Buyer::Crashed(..)));
-        // Nobody stays held, the crashed included.
-        run.scheduler.abandon().await?;
-        unskewed?;
-        let (mut sales, mut answered_sold) = (0, 0);
-        let (mut answers, mut answered) = (Vec::new(), Vec::new());
-        let mut buyers: Vec<(u8, Buyer)> = run.buyers.drain().collect();
-        buyers.sort_by_key(|(n, _)| *n);
-        if buyers.len() != usize::from(run.count) && outcome.is_ok() {
-            bail!(
-                "the explorer lost track of a buyer: {} of {} left",
-                buyers.len(),
-                run.count
-            );
-        }
-        for (n, buyer) in buyers {
-            let answer = match buyer {
-                Buyer::Sent(request) | Buyer::Waiting(_, request) | Buyer::Crashed(request) => {
-                    request.await.ok()
-                }
-                Buyer::Done(answer) => Some(answer),
-            };
-            sales += answer.as_ref().is_some_and(|a| a.sold() && !a.replayed()) as usize;
-            answered_sold += answer.as_ref().is_some_and(|a| a.sold()) as usize;
-            answers.push(format!(
-                "{} {}",
-                name(n),
-                answer.as_ref().map_or("no answer".to_owned(), |a| format!(
-                    "{} {}",
-                    a.status,
-                    a.reason().unwrap_or_default()
-                ))
-            ));
-            answered.extend(answer.map(|a| (n, a)));
-        }
-        outcome?;
-        // A stack without the variant's store answers every buyer so:
-        // such a schedule explored nothing, and must not pass for one.
-        if !answered.is_empty()
-            && answered
-                .iter()
-                .all(|(_, a)| a.reason() == Some("not_configured"))
-        {
-            bail!(
-                "this stack cannot sell {}: every buyer was answered so ({}): it lacks the variant's store",
-                self.variant,
-                answers.join(", ")
-            );
-        }
-        let state = state?;
-        let books = books?;
-        // Every buyer told `sold` finds its order (a sale whose message Redis
-        // lost has none, in whatever epoch).
-        let missing = match self.run.pipeline.is_some() {
-            true => {
-                let id = |n: u8| self.request_id(n);
-                pipeline::without_order(&self.run, &sku, &answered, id).await?
-            }
-            false => Vec::new(),
-        };
-        let bounds = &self.bounds;
-        let unordered = books.as_ref().is_some_and(|b| !b.matches()) || !missing.is_empty();
-        // A failover loses the old master's records of its sales: a unit sold
-        // twice shows in the answers.
-        let twice_told = match bounds.failovers > 0 {
-            true => crate::lab::replay::sold_twice(answered.iter().map(|(n, a)| (n, a))),
-            false => Vec::new(),
-        };
-        // (`setnx-expiry`'s key has no TTL either, but its value's time runs out.)
-        let stuck = crashed
-            && ttl? == Some(-1)
-            && self.variant != Variant::SetnxExpiry
-            && state.remaining > 0;
-        // One purchase retried: it may sell once (its retries replay it).
-        let twice = bounds.one_request && sales > 1;
-        // Calls cut off: once every buyer told `unknown` asked again, each sale
-        // in the ledger is a buyer's answered `sold` (an id sold twice, or a
-        // sale no answer owns, breaks it).
-        let unowned = bounds.cutoffs > 0 && state.sold != answered_sold as i64;
-        let mut ledger = format!(
-            "oversold {}, duplicates {}, sold {} of {}",
-            state.oversold, state.duplicates, state.sold, state.initial
-        );
-        if stuck {
-            ledger.push_str("; stuck: a lock with no TTL, its holder dead, units left");
-        }
-        if twice {
-            ledger.push_str(&format!("; one request id sold {sales} times"));
-        }
-        if unowned {
-            let said = answers.join(", ");
-            ledger.push_str(&format!("; {answered_sold} buyers answered sold: {said}"));
-        }
-        if !twice_told.is_empty() {
-            let units = twice_told.join(", ");
-            ledger.push_str(&format!("; units answered sold twice: {units}"));
-        }
-        if let Some(b) = &books {
-            let verdict = b.verdict();
-            ledger.push_str(&format!(
-                "; orders: {verdict}; buyers sold with no order: {missing:?}"
-            ));
-        }
-        Ok(super::Schedule {
-            seed: self.seed,
-            steps: self.steps,
-            ledger,
-            violation: state.oversold > 0
-                || state.duplicates > 0
-                || stuck
-                || twice
-                || unowned
-                || unordered
-                || !twice_told.is_empty(),
-        })
     }
 }

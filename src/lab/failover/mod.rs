@@ -32,6 +32,7 @@ mod replicated;
 
 pub(crate) use replicated::kill_master;
 
+use crate::history::Recorder;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -64,7 +65,11 @@ fn replication(scenario: Scenario) -> Option<Replication> {
 
 /// Plays one cell of the failover `scenario` against `variant` on a stack
 /// of its own.
-pub(super) async fn play(scenario: Scenario, variant: Variant) -> anyhow::Result<Judgement> {
+pub(super) async fn play(
+    scenario: Scenario,
+    variant: Variant,
+    recorder: &Recorder,
+) -> anyhow::Result<Judgement> {
     let Some(replication) = replication(scenario) else {
         bail!("{scenario} is not a failover scenario");
     };
@@ -73,7 +78,7 @@ pub(super) async fn play(scenario: Scenario, variant: Variant) -> anyhow::Result
         Variant::ZooKeeper => &["--etcd", "0", "--zookeeper", "3"],
         _ => &["--replica", "--etcd", "0", "--zookeeper", "0"],
     };
-    let mut lab = own_lab(args).await?;
+    let mut lab = own_lab(args, recorder).await?;
     let played = match (variant, replication) {
         (Variant::Etcd | Variant::ZooKeeper, _) => leader_dies(&mut lab, variant).await,
         (_, Replication::HeldAfterWait) => replicated::write_lost(&mut lab, variant).await,
@@ -97,17 +102,20 @@ pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
         ("zookeeper", Variant::ZooKeeper, Scenario::Failover),
     ] {
         eprintln!("compare: {scenario}, {store} ({variant})");
-        let judgement = play(scenario, variant).await?;
+        let recorder = Recorder::prefixed(&format!("{scenario}/{variant}/"));
+        let judgement = play(scenario, variant, &recorder).await?;
         let claim = scenario.claim(variant);
         let model = crate::check::check(variant, scenario);
-        let cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
+        let second = super::judges::second_opinion(&recorder, judgement.observed);
+        let mut cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
+        cell.set_second_opinion(second);
         cells.push((store, cell));
     }
     Ok(cells)
 }
 
 /// A chaos-mode stack of two instances with `args`, and a lab on it.
-async fn own_lab(args: &[&str]) -> anyhow::Result<Lab> {
+async fn own_lab(args: &[&str], recorder: &Recorder) -> anyhow::Result<Lab> {
     let mut all = vec![
         "--chaos",
         "--instances",
@@ -118,11 +126,12 @@ async fn own_lab(args: &[&str]) -> anyhow::Result<Lab> {
         "off",
     ];
     all.extend_from_slice(args);
-    let stack = Stack::start(&UpOptions {
+    let mut stack = Stack::start(&UpOptions {
         args: all.into_iter().map(str::to_owned).collect(),
         ..UpOptions::default()
     })
     .await?;
+    stack.client = stack.client.recording(recorder.clone());
     let redis_url = stack
         .redis_url
         .clone()

@@ -36,6 +36,7 @@
 
 mod play;
 
+use crate::history::Recorder;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -69,8 +70,12 @@ pub(super) struct OrdersCell {
 }
 
 /// Plays one order cell of `variant` on a stack of its own.
-pub(super) async fn play(scenario: Scenario, variant: Variant) -> anyhow::Result<Judgement> {
-    let mut cell = OrdersCell::start(scenario).await?;
+pub(super) async fn play(
+    scenario: Scenario,
+    variant: Variant,
+    recorder: &Recorder,
+) -> anyhow::Result<Judgement> {
+    let mut cell = OrdersCell::start(scenario, recorder).await?;
     let v = variant.name();
     let books = |played: anyhow::Result<judge::Books>| played.map(|b| judge::books(&b));
     let played = match scenario {
@@ -91,7 +96,7 @@ pub(super) async fn play(scenario: Scenario, variant: Variant) -> anyhow::Result
 }
 
 impl OrdersCell {
-    async fn start(scenario: Scenario) -> anyhow::Result<OrdersCell> {
+    async fn start(scenario: Scenario, recorder: &Recorder) -> anyhow::Result<OrdersCell> {
         let postgres = match scenario {
             Scenario::PostgresRestart | Scenario::RedisDataLoss => {
                 Some(PostgresServer::start(None).await?)
@@ -121,11 +126,12 @@ impl OrdersCell {
         if scenario == Scenario::ReservationExpiry {
             args.extend(["--pay-within".to_owned(), PAY_WITHIN.to_owned()]);
         }
-        let stack = Stack::start(&UpOptions {
+        let mut stack = Stack::start(&UpOptions {
             args,
             ..UpOptions::default()
         })
         .await?;
+        stack.client = stack.client.recording(recorder.clone());
         if postgres.is_none() && stack.postgres.is_none() {
             anyhow::bail!("stocklock up started no PostgreSQL: is it installed?");
         }

@@ -84,8 +84,11 @@ async fn race_load(lab: &Lab, url: &str, variant: Variant) -> anyhow::Result<Sta
         timeout: Duration::from_secs(60),
         ..LoadConfig::new(url, Some(lab.stack.token.clone()))
     };
-    Runner::connect(config)
-        .await?
+    let mut runner = Runner::connect(config).await?;
+    if let Some(recorder) = lab.client().recorder() {
+        runner = runner.recording(recorder.clone());
+    }
+    runner
         .run_variant(&variant.info(), &Progress::default())
         .await?;
     lab.state(variant.name()).await

@@ -347,11 +347,17 @@ fn check_flags(
         return;
     } else {
         match cli.find_subcommand(sub) {
-            Some(command) => (
-                command,
-                flags.to_vec(),
-                format!("stocklock {}", command.get_name()),
-            ),
+            Some(mut command) => {
+                // A command of commands (`history check`): down to the one named.
+                let mut flags = flags.to_vec();
+                let mut shown = format!("stocklock {}", command.get_name());
+                while let Some(inner) = flags.first().and_then(|w| command.find_subcommand(w)) {
+                    shown = format!("{shown} {}", inner.get_name());
+                    command = inner;
+                    flags.remove(0);
+                }
+                (command, flags, shown)
+            }
             None => {
                 if strict {
                     errors.push(format!("{at}: `stocklock {sub}`: no such subcommand"));

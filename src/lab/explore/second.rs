@@ -1,0 +1,45 @@
+//! A schedule's second judge: the history checker, from what its buyers
+//! were told and the books read after it, beside the explorer's own
+//! verdict from the ledger. On safety they must agree; a schedule where
+//! they do not fails the exploration and says which one the evidence
+//! contradicts.
+
+use std::time::Duration;
+
+use crate::history::{self, Recorder, Verdict};
+
+/// Time the checker has for the schedule's SKU.
+const PER_SKU: Duration = Duration::from_secs(30);
+
+/// The checker's verdict in a few words, and the disagreement with the
+/// ledger's `oversold` (a unit sold twice, or more than the stock), if any.
+pub(super) fn opinion(recorder: &Recorder, oversold: bool) -> (String, Option<String>) {
+    let histories = match recorder.histories() {
+        Ok(histories) => histories,
+        Err(bad) => return (format!("unreadable: {bad}"), Some(format!("{bad}"))),
+    };
+    let report = history::check(&histories, PER_SKU);
+    let worst = report.worst();
+    let why = (report.skus.iter())
+        .find(|d| d.verdict == worst)
+        .map_or_else(String::new, |d| d.why.clone());
+    let summary = match worst {
+        Verdict::Linearizable => worst.as_str().to_owned(),
+        _ => format!("{}: {why}", worst.as_str()),
+    };
+    let disagreement = match (worst, oversold) {
+        (Verdict::Undecided, _) => Some("the history checker could not decide in time".to_owned()),
+        (Verdict::Unsafe, false) => Some(format!(
+            "the ledger shows no unit sold twice, but the buyers' own answers fit no \
+             stock ({why}): the ledger's judge missed it"
+        )),
+        (Verdict::Linearizable | Verdict::NotLinearizable, true) => Some(
+            "the ledger shows a unit sold twice, but every answer fits one stock: \
+             the ledger counted a sale no buyer was told of"
+                .to_owned(),
+        ),
+        _ if histories.is_empty() => Some("nothing was recorded of the schedule".to_owned()),
+        _ => None,
+    };
+    (summary, disagreement)
+}
