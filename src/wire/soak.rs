@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::HistoryJudgement;
+
 /// Where a running soak keeps its status, rewritten every second (with a
 /// TTL, so a soak that died leaves none for long).
 pub const SOAK_STATUS_KEY: &str = "stocklock:soak:status";
@@ -67,6 +69,9 @@ pub struct SoakReport {
     pub orders_matched: u64,
     /// Order SKUs whose orders did not match their ledger (claimed or not).
     pub orders: Vec<SoakOrders>,
+    /// `--history FILE`: where every round's history was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_file: Option<String>,
 }
 
 /// One fault the nemesis struck.
@@ -103,6 +108,16 @@ pub struct SoakVariant {
     pub lost_units_allowed: i64,
     /// Violations of a claim.
     pub violations: u64,
+    /// Rounds by the history checker's verdict of what their buyers were
+    /// told (`linearizable`, `not_linearizable`, `unsafe`, `undecided`).
+    #[serde(default)]
+    pub history: BTreeMap<String, u64>,
+    /// Milliseconds the history checker took, over all the rounds, and
+    /// for the slowest round.
+    #[serde(default)]
+    pub history_ms: u64,
+    #[serde(default)]
+    pub history_ms_max: u64,
 }
 
 /// A claim broken: a reproduction.
@@ -119,6 +134,16 @@ pub struct SoakViolation {
     pub faults: Vec<String>,
     /// The SKU's requests around it, one line each.
     pub history: Vec<String>,
+    /// The history checker's verdict of the round, beside the soak's own
+    /// judge (`disagreement` set when the two disagree on safety); none
+    /// for a violation of no round (Redis at the end, recovery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_check: Option<HistoryJudgement>,
+    /// The round's history as its buyers recorded it (JSON Lines, as
+    /// `stocklock history check` reads it: the SKU's declaration, every
+    /// attempt, the books read after).
+    #[serde(default)]
+    pub recorded: Vec<String>,
     /// The SKU's timeline, drawn (a self-contained HTML file beside the
     /// report), when one was written.
     pub timeline: Option<String>,

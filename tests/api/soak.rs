@@ -1,30 +1,37 @@
 //! `stocklock soak`: two minutes of every fault kind in turn under load on
-//! every variant break no claim; and its judge, fed a history on a real
+//! every variant break no claim, and the history checker agrees with the
+//! soak's judge on every round; and its judge, fed a history on a real
 //! stack, finds an oversell where the claims are safe and counts the same
-//! oversell where a fault that struck claims it.
+//! oversell where a fault that struck claims it, while the history checker
+//! finds it in what the buyers were told.
 
 use std::time::{Duration, Instant};
 
+use stocklock::history::Recorder;
 use stocklock::lab::soak::buyers::{Attempt, Ending, Got, Request, Round};
 use stocklock::lab::soak::faults::Kind;
-use stocklock::lab::soak::judge;
+use stocklock::lab::soak::{judge, second};
 use stocklock::variants::Variant;
 use stocklock::wire::{SoakFault, SoakReport};
 
 use crate::helpers::{Stack, stack_turn, within};
 
-/// `stocklock soak ARGS --json FILE` on a stack of its own, within
-/// `bound` seconds: its exit, its output (shown) and its report.
-async fn soak(args: &[&str], bound: u64) -> (std::process::Output, String, SoakReport) {
+/// `stocklock soak ARGS --json FILE --history FILE` on a stack of its
+/// own, within `bound` seconds: its exit, its output (shown), its report
+/// and every round's history.
+async fn soak(args: &[&str], bound: u64) -> (std::process::Output, String, SoakReport, String) {
     let _turn = stack_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("soak.json");
+    let history = dir.path().join("soak.jsonl");
     let run = within(Duration::from_secs(bound), async {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
             .arg("soak")
             .args(args)
             .arg("--json")
             .arg(&json)
+            .arg("--history")
+            .arg(&history)
             .kill_on_drop(true)
             .output()
             .await
@@ -34,12 +41,14 @@ async fn soak(args: &[&str], bound: u64) -> (std::process::Output, String, SoakR
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     eprintln!("{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     let report = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    (run, stdout, report)
+    let history = std::fs::read_to_string(&history).unwrap();
+    (run, stdout, report, history)
 }
 
 #[tokio::test]
 async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
-    let (run, stdout, report) = soak(&["--minutes", "2", "--seed", "7", "--cycle"], 600).await;
+    let (run, stdout, report, history) =
+        soak(&["--minutes", "2", "--seed", "7", "--cycle"], 600).await;
     // Every kind struck, at least once, on a stack that has them all.
     for kind in Kind::ALL {
         assert!(
@@ -58,6 +67,27 @@ async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
     for v in &report.variants {
         assert!(v.rounds >= 2 && v.sold > 0, "{v:?}");
         assert_eq!(v.violations, 0, "{v:?}");
+        // Every round judged by the history checker too, and none of
+        // them undecided (each would be a violation).
+        assert_eq!(v.history.values().sum::<u64>(), v.rounds, "{v:?}");
+        assert!(!v.history.contains_key("undecided"), "{v:?}");
+    }
+    // Every round's history, one SKU per round, read back as the history
+    // checker reads it: the same verdicts.
+    let histories = stocklock::history::op::parse(&history).unwrap();
+    let rounds: u64 = report.variants.iter().map(|v| v.rounds).sum();
+    assert_eq!(histories.len() as u64, rounds);
+    assert!(histories.iter().all(|h| h.sku.contains("/soak7-")));
+    let checked = stocklock::history::check(&histories, Duration::from_secs(30));
+    for v in &report.variants {
+        let prefix = format!("{}/", v.variant);
+        let unsafe_rounds = checked
+            .skus
+            .iter()
+            .filter(|d| d.sku.starts_with(&prefix) && d.verdict.as_str() == "unsafe")
+            .count() as u64;
+        let reported = v.history.get("unsafe").copied().unwrap_or(0);
+        assert_eq!(unsafe_rounds, reported, "{}", v.variant);
     }
     // The unknowns were all settled by retries with their ids, and some
     // faults made some: the retries were exercised.
@@ -90,15 +120,18 @@ async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
 }
 
 /// Two buyers of a one-unit SKU through `none` at once, each reading the
-/// stock before the other writes: both are told they bought.
+/// stock before the other writes: both are told they bought. Recorded as
+/// the soak's buyers record a round.
 async fn oversold_round(stack: &Stack, variant: Variant) -> Round {
     let sku = format!("judged-{}", variant.name());
-    stack.reset(&sku, 1).await;
+    let recorder = Recorder::prefixed(&format!("{}/", variant.name()));
+    let recording = stack.client.recording(recorder.clone());
+    recording.reset(&sku, 1, 0).await.unwrap();
     let started = Instant::now();
     let ask = |n: u32| {
         let sku = sku.clone();
         let path = format!("/deductStock/none?sku={sku}&request_id={sku}-{n}&work_ms=300");
-        let client = stack.client.clone();
+        let client = recording.clone();
         async move {
             let at_ms = started.elapsed().as_millis() as u64;
             let answer = client.deduct(&path).await;
@@ -126,6 +159,8 @@ async fn oversold_round(stack: &Stack, variant: Variant) -> Round {
         to_ms: started.elapsed().as_millis() as u64,
         ending: Ending::SoldOut,
         requests: vec![a, b],
+        recorder,
+        clock_ns: 0,
     }
 }
 
@@ -144,6 +179,22 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
             "{broken:?}"
         );
         assert_eq!(counted.oversold, 0);
+        // The history checker, from what the two buyers were told (and
+        // the books read after): unsafe too, so the judges agree.
+        assert!(counted.unsafe_seen.is_some(), "{counted:?}");
+        let checked = second::judge(&round.recorder, 2, &counted).await;
+        assert_eq!(checked.verdict, "unsafe", "{checked:?}");
+        assert_eq!(checked.disagreement, None, "{checked:?}");
+        let text = round.recorder.text();
+        assert!(
+            text.contains(r#""outcome":"read""#),
+            "no books read: {text}"
+        );
+        // Had the soak's judge seen nothing, the evidence contradicts it.
+        let blind = judge::Counted::default();
+        let checked = second::judge(&round.recorder, 2, &blind).await;
+        let said = checked.disagreement.unwrap_or_default();
+        assert!(said.contains("contradicts the soak's judge"), "{said}");
 
         // `token` claims safe in a race: the same oversell, a violation...
         let round = oversold_round(&stack, Variant::Token).await;
@@ -217,7 +268,7 @@ async fn a_claimed_deadlock_is_counted_and_its_variant_sells_again_on_a_fresh_sk
         "10000",
     ];
     let faults = ["--faults", "crash-after-acquire"];
-    let (run, _, report) = soak(&[&args[..], &faults[..]].concat(), 300).await;
+    let (run, _, report, _) = soak(&[&args[..], &faults[..]].concat(), 300).await;
     assert!(
         report.faults_by_kind["crash-after-acquire"] >= 2,
         "{:?}",

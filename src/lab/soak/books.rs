@@ -7,6 +7,7 @@ use std::sync::Mutex as StdMutex;
 use std::time::{Duration, Instant};
 
 use super::checker::OrderSku;
+use super::evidence::Evidence;
 use super::judge;
 use crate::knobs::Sku;
 use crate::orders::Client;
@@ -16,6 +17,12 @@ use crate::wire::{Reconciliation, SoakFault, SoakOrders};
 
 /// How long the end waits for the last messages to become orders.
 const LAST_ORDERS_WITHIN: Duration = Duration::from_secs(30);
+
+/// An order SKU reconciled: its books' verdict, and its round's evidence.
+pub(super) struct Settled {
+    pub(super) orders: SoakOrders,
+    pub(super) evidence: Evidence,
+}
 
 pub(super) struct Books {
     url: Option<String>,
@@ -41,7 +48,7 @@ impl Books {
     /// orders (at the end, `last`: every one, waiting for them a while),
     /// each judged by its variant's claims; a SKU whose books match is
     /// let go. What was settled now.
-    pub(super) async fn settle(&self, faults: &[SoakFault], last: bool) -> Vec<SoakOrders> {
+    pub(super) async fn settle(&self, faults: &[SoakFault], last: bool) -> Vec<Settled> {
         let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
         let deadline = Instant::now() + LAST_ORDERS_WITHIN;
         let mut settled = Vec::new();
@@ -75,11 +82,14 @@ impl Books {
             if verdict == "MATCH" {
                 forget(&self.store, &order.sku, order.variant, true).await;
             }
-            settled.push(SoakOrders {
-                variant: order.variant.name().to_owned(),
-                sku: order.sku,
-                verdict,
-                allowed,
+            settled.push(Settled {
+                orders: SoakOrders {
+                    variant: order.variant.name().to_owned(),
+                    sku: order.sku,
+                    verdict,
+                    allowed,
+                },
+                evidence: order.evidence,
             });
         }
         self.pending

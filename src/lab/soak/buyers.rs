@@ -2,13 +2,16 @@
 //! a few buyers who behave as a real client does: every request carries an
 //! id, and an answer that settles nothing (`unknown`, no answer at all, a
 //! gateway error, "in progress") is asked again with the same id until one
-//! does. Every attempt is recorded: the history the judge reads.
+//! does. Every attempt is recorded twice: in the round's attempts (the
+//! soak's judge reads them), and by the round's recording client, in the
+//! history checker's format (what each attempt was told, on one clock).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::client::{DeductBody, Deduction, StackClient};
+use crate::history::Recorder;
 use crate::variants::Variant;
 use crate::wire::OutcomeKind;
 
@@ -129,6 +132,12 @@ pub struct Round {
     pub to_ms: u64,
     pub ending: Ending,
     pub requests: Vec<Request>,
+    /// The round's history, as its recording client wrote it: the reset
+    /// that declared the SKU, every attempt and what it was told.
+    pub recorder: Recorder,
+    /// When the recorder's clock began, ns from the start of the load (its
+    /// times plus this are on the load's clock, the faults').
+    pub clock_ns: u64,
 }
 
 /// The path of one attempt.
@@ -159,16 +168,23 @@ pub fn got(answer: &Deduction) -> Got {
     }
 }
 
-/// One request: attempts with the same id until an answer settles it, or
-/// [`SETTLE_WITHIN`] has passed.
-pub async fn buy(shared: &Shared, variant: Variant, sku: &str, id: String) -> Request {
+/// One request, sent through `client` (the round's, recording): attempts
+/// with the same id until an answer settles it, or [`SETTLE_WITHIN`] has
+/// passed.
+pub async fn buy(
+    shared: &Shared,
+    client: &StackClient,
+    variant: Variant,
+    sku: &str,
+    id: String,
+) -> Request {
     let path = path(variant, sku, &id);
     let first = Instant::now();
     let mut attempts = Vec::new();
     let mut backoff = Duration::from_millis(50);
     loop {
         let at_ms = shared.ms();
-        let answer = shared.client.deduct(&path).await;
+        let answer = client.deduct(&path).await;
         shared.requests.fetch_add(1, Ordering::Relaxed);
         let got = got(&answer);
         let (instance, replayed) = match &answer.body {
@@ -209,10 +225,12 @@ pub async fn buy(shared: &Shared, variant: Variant, sku: &str, id: String) -> Re
     Request { id, attempts }
 }
 
-/// Sells `sku` (already stocked) with `buyers` buyers until it is sold
-/// out, sells nothing for `stall` while no fault plays, or the load stops.
+/// Sells `sku` (already stocked, through `client`, which records the
+/// round's history) with `buyers` buyers until it is sold out, sells
+/// nothing for `stall` while no fault plays, or the load stops.
 pub async fn round(
     shared: Arc<Shared>,
+    client: StackClient,
     variant: Variant,
     sku: String,
     buyers: usize,
@@ -226,8 +244,9 @@ pub async fn round(
     let requests = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for _ in 0..buyers {
-        let (shared, done, ending, last_sale, next, requests, sku) = (
+        let (shared, client, done, ending, last_sale, next, requests, sku) = (
             shared.clone(),
+            client.clone(),
             done.clone(),
             ending.clone(),
             last_sale.clone(),
@@ -238,7 +257,7 @@ pub async fn round(
         tasks.push(tokio::spawn(async move {
             while !done.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
                 let n = next.fetch_add(1, Ordering::Relaxed);
-                let request = buy(&shared, variant, &sku, format!("{sku}-{n}")).await;
+                let request = buy(&shared, &client, variant, &sku, format!("{sku}-{n}")).await;
                 let settled = request.settled();
                 requests
                     .lock()
@@ -274,6 +293,8 @@ pub async fn round(
     }
     let requests = std::mem::take(&mut *requests.lock().unwrap_or_else(|p| p.into_inner()));
     let ending = *ending.lock().unwrap_or_else(|p| p.into_inner());
+    let recorder = client.recorder().cloned().unwrap_or_default();
+    let clock_ns = (shared.started.elapsed().as_nanos() as u64).saturating_sub(recorder.now());
     Round {
         variant,
         sku,
@@ -281,5 +302,7 @@ pub async fn round(
         to_ms: shared.ms(),
         ending,
         requests,
+        recorder,
+        clock_ns,
     }
 }

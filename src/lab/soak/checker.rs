@@ -1,15 +1,19 @@
 //! Checkpoints: each finished round is judged while the load goes on, once
 //! every fault that struck before its end has healed and the grace after
-//! it has passed; what it found is kept, its history let go (a half-hour
-//! soak sends about a million requests). Order SKUs are reconciled once
-//! their messages have become orders.
+//! it has passed, by the soak's judge and by the history checker beside
+//! it; what it found is kept (and its history written to `--history`),
+//! its history let go (a half-hour soak sends about a million requests).
+//! Order SKUs are reconciled once their messages have become orders; a
+//! violation of their books carries their round's evidence.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex as StdMutex;
 
-use super::books::{Books, forget};
+use super::books::{Books, Settled, forget};
 use super::buyers::{Got, Round};
+use super::evidence::{Evidence, on_load_clock};
 use super::judge::{self, GRACE_S};
+use super::second::{self, HistoryFile};
 use crate::client::StackClient;
 use crate::variants::Variant;
 use crate::wire::{SoakFault, SoakOrders, SoakVariant, SoakViolation, Unknowns};
@@ -19,6 +23,8 @@ pub(super) struct OrderSku {
     pub(super) variant: Variant,
     pub(super) sku: String,
     pub(super) from_ms: u64,
+    /// What its round kept, for a violation of its books.
+    pub(super) evidence: Evidence,
 }
 
 /// What the rounds judged so far found.
@@ -49,6 +55,7 @@ pub(super) struct Checker {
     pub(super) stock: i64,
     pub(super) rerun: String,
     pub(super) books: Books,
+    pub(super) history: HistoryFile,
 }
 
 impl Checker {
@@ -77,18 +84,18 @@ impl Checker {
         }
         let settled = self.books.settle(faults, now_s.is_none()).await;
         let mut found = self.found.lock().await;
-        for order in settled {
+        for settled in settled {
+            let order = &settled.orders;
             if order.verdict == "MATCH" {
                 found.orders_matched += 1;
                 continue;
             }
             if !order.allowed {
-                let what = format!("its orders do not match its ledger: {}", order.verdict);
-                eprintln!("VIOLATION {} {}: {what}", order.variant, order.sku);
+                let v = books_violation(&settled, faults, &self.rerun);
+                eprintln!("VIOLATION {} {}: {}", v.variant, v.sku, v.what);
                 if let Ok(variant) = order.variant.parse::<Variant>() {
                     found.variants.entry(variant).or_default().violations += 1;
                 }
-                let v = bare(&order.variant, &order.sku, what, (0.0, 0.0), &self.rerun);
                 found.violations.push(v);
             } else if let Ok(variant) = order.variant.parse::<Variant>() {
                 found
@@ -97,13 +104,29 @@ impl Checker {
                     .or_default()
                     .lost_units_allowed += 1;
             }
-            found.orders.push(order);
+            found.orders.push(settled.orders);
         }
     }
 
     async fn judge(&self, round: Round, faults: &[SoakFault]) {
-        let (broken, counted) =
+        let (mut broken, counted) =
             judge::round(&self.client, &round, faults, self.persist, self.stock).await;
+        // The second judge, from what the buyers were told (the ids asked
+        // again and the books read after are in the history too).
+        let attempts = round.requests.iter().map(|r| r.attempts.len()).sum();
+        let checked = second::judge(&round.recorder, attempts, &counted).await;
+        let recorded = on_load_clock(&round.recorder.text(), round.clock_ns);
+        self.history.append(&recorded);
+        if let Some(disagreement) = &checked.disagreement {
+            broken.push(disagreement.clone());
+        }
+        let (verdict, ms) = (checked.verdict.clone(), checked.elapsed_ms);
+        // Kept for a violation now, or of its books later.
+        let evidence = if !broken.is_empty() || round.variant.orders() {
+            Evidence::of(&round, Some(checked))
+        } else {
+            Evidence::default()
+        };
         let mut found = self.found.lock().await;
         found.skus += 1;
         let entry = found.variants.entry(round.variant).or_default();
@@ -117,6 +140,9 @@ impl Checker {
         entry.oversold_allowed += counted.oversold;
         entry.deadlocks_allowed += u64::from(counted.deadlocked);
         entry.violations += broken.len() as u64;
+        *entry.history.entry(verdict).or_insert(0) += 1;
+        entry.history_ms += ms;
+        entry.history_ms_max = entry.history_ms_max.max(ms);
         if counted.deadlocked {
             found.deadlocked.push(round.sku.clone());
         }
@@ -144,6 +170,7 @@ impl Checker {
                     variant: round.variant,
                     sku: round.sku.clone(),
                     from_ms: round.from_ms,
+                    evidence: evidence.clone(),
                 });
         } else if broken.is_empty() {
             forget(&self.books.store, &round.sku, round.variant, false).await;
@@ -152,7 +179,7 @@ impl Checker {
             found.kept += 1;
         }
         for what in broken {
-            let violation = judge::violation(&round, what, faults, &self.rerun);
+            let violation = evidence.violation(what, faults, &self.rerun);
             eprintln!(
                 "VIOLATION {} {}: {}",
                 violation.variant, violation.sku, violation.what
@@ -196,7 +223,133 @@ pub(super) fn bare(
         to_s,
         faults: Vec::new(),
         history: Vec::new(),
+        history_check: None,
+        recorded: Vec::new(),
         timeline: None,
         rerun: rerun.to_owned(),
+    }
+}
+
+/// A violation of an order SKU's books: the verdict, with the evidence
+/// its round kept (its window, attempts, recorded history and the history
+/// checker's verdict) and every fault of `faults` around the window.
+fn books_violation(settled: &Settled, faults: &[SoakFault], rerun: &str) -> SoakViolation {
+    let what = format!(
+        "its orders do not match its ledger: {}",
+        settled.orders.verdict
+    );
+    settled.evidence.violation(what, faults, rerun)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Recorder, Told};
+    use crate::lab::soak::buyers::{Attempt, Ending, Request};
+    use crate::wire::SoakOrders;
+
+    fn fault(kind: &str, target: &str, at_s: f64, healed_s: f64, error: &str) -> SoakFault {
+        SoakFault {
+            kind: kind.to_owned(),
+            target: target.to_owned(),
+            at_s,
+            healed_s,
+            error: error.to_owned(),
+        }
+    }
+
+    /// Finding 5: a `lua-then-queue` SKU whose orders lost a unit was
+    /// reported as `from_s 0.0, to_s 0.0`, no fault, no history: nothing
+    /// to reproduce it with. Its report is its round's: the window, the
+    /// attempts, the recorded history, and every fault that struck any
+    /// part of the stack meanwhile, whatever it was aimed at.
+    #[test]
+    fn a_violation_of_the_books_carries_its_rounds_window_history_and_every_fault() {
+        let sku = "soak7-12-1";
+        let recorder = Recorder::prefixed("lua-then-queue/");
+        recorder.declare(sku, 40);
+        recorder.told(recorder.call(sku), 1, Some("soak7-12-1-0"), Told::Sold(40));
+        recorder.read(sku, recorder.now(), 39);
+        let round = Round {
+            variant: Variant::LuaThenQueue,
+            sku: sku.to_owned(),
+            from_ms: 12_000,
+            to_ms: 19_500,
+            ending: Ending::SoldOut,
+            requests: vec![Request {
+                id: "soak7-12-1-0".to_owned(),
+                attempts: vec![Attempt {
+                    at_ms: 13_150,
+                    took_ms: 4,
+                    status: 200,
+                    got: Got::Sold(40),
+                    reason: None,
+                    instance: Some("a".to_owned()),
+                    replayed: false,
+                }],
+            }],
+            recorder,
+            clock_ns: 11_900_000_000,
+        };
+        let checked = crate::wire::HistoryJudgement {
+            verdict: "linearizable".to_owned(),
+            why: String::new(),
+            ops: 2,
+            elapsed_ms: 1,
+            disagreement: None,
+        };
+        let settled = Settled {
+            orders: SoakOrders {
+                variant: "lua-then-queue".to_owned(),
+                sku: sku.to_owned(),
+                verdict: "LOST 1 (sold, no order)".to_owned(),
+                allowed: false,
+            },
+            evidence: Evidence::of(&round, Some(checked.clone())),
+        };
+        let faults = [
+            fault("crash", "an instance crashed", 3.0, 6.0, ""),
+            fault("restart-redis", "redis", 13.2, 15.1, ""),
+            // Aimed at another variant's SKU, and at an instance: the
+            // stack is shared.
+            fault("lock-vanishes", "soak7-3-2", 16.0, 16.0, ""),
+            fault("kill-instance", "instance b", 18.0, 20.0, ""),
+            // Struck, then failed to heal cleanly: listed, with why.
+            fault("crash-before-enqueue", "", 19.0, 23.0, "redis, to disarm"),
+            fault("pause-redis", "redis", 60.0, 62.0, ""),
+        ];
+        let v = books_violation(&settled, &faults, "stocklock soak --seed 7");
+        assert_eq!((v.from_s, v.to_s), (12.0, 19.5), "{v:?}");
+        assert!(v.what.contains("LOST 1"), "{v:?}");
+        let kinds: Vec<&str> = v
+            .faults
+            .iter()
+            .map(|f| f.split(' ').nth(2).unwrap_or(""))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "crash",
+                "restart-redis",
+                "lock-vanishes",
+                "kill-instance",
+                "crash-before-enqueue"
+            ],
+            "{:?}",
+            v.faults
+        );
+        assert!(v.faults[4].contains("failed: redis, to disarm"), "{v:?}");
+        assert_eq!(v.history.len(), 1, "{v:?}");
+        assert!(v.history[0].contains("soak7-12-1-0  attempt 1  200 Sold(40) @a"));
+        assert_eq!(v.history_check, Some(checked));
+        // The recorded history, as `stocklock history check` reads it.
+        let text = v.recorded.join("\n");
+        let parsed = crate::history::op::parse(&text).unwrap();
+        assert_eq!(parsed[0].sku, "lua-then-queue/soak7-12-1");
+        assert_eq!(parsed[0].ops.len(), 2);
+        // On the load's clock, the faults' (the round began at 11.9 s).
+        assert!(parsed[0].ops[0].call >= 11_900_000_000, "{text}");
+        assert!(parsed[0].ops[0].call < 13_000_000_000, "{text}");
+        assert_eq!(v.rerun, "stocklock soak --seed 7");
     }
 }

@@ -1,6 +1,7 @@
-//! The history checker: each round of a SKU judged from the ledger and
+//! The soak's own judge: each round of a SKU judged from the ledger and
 //! from every answer its buyers got, against the claims its variant made
-//! for the faults that struck while it sold.
+//! for the faults that struck while it sold. (The independent history
+//! checker judges the same round beside it: [`super::second`].)
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,7 +9,7 @@ use super::buyers::{Got, Round, path};
 use super::faults::Kind;
 use crate::client::StackClient;
 use crate::variants::{Behaviour, Scenario, Variant};
-use crate::wire::{SoakFault, SoakViolation};
+use crate::wire::SoakFault;
 
 /// How long after a fault healed its effects may still show (a stale
 /// lock's lease, a late write, an instance's restart).
@@ -25,6 +26,21 @@ pub struct Counted {
     /// The ledger's sales, and how many of them a buyer was told of.
     pub sold: i64,
     pub answered_sold: i64,
+    /// The first thing the round showed that is unsafe (an oversell, a
+    /// unit or an id sold twice, a sale told that the ledger never
+    /// recorded), allowed by a claim or not: the soak's judge's word on
+    /// safety, set beside the history checker's.
+    pub unsafe_seen: Option<String>,
+    /// Redis lost the round's ledger (restarted empty, without `--persist`).
+    pub data_lost: bool,
+    /// A claim of the faults that struck the round allows losing units.
+    pub may_lose_units: bool,
+}
+
+impl Counted {
+    fn saw(&mut self, what: &str) {
+        self.unsafe_seen.get_or_insert_with(|| what.to_owned());
+    }
 }
 
 /// The faults that struck `sku` between `from_s` and `to_s`.
@@ -61,7 +77,9 @@ pub fn allowed(variant: Variant, faults: &[&SoakFault], persist: bool) -> BTreeS
         .collect()
 }
 
-/// Judges one round: the violations it shows, and what it counted.
+/// Judges one round: the violations it shows, and what it counted. Its
+/// ids are asked again, and its books read, through a client that records
+/// into the round's history (`round.recorder`).
 pub async fn round(
     client: &StackClient,
     round: &Round,
@@ -75,7 +93,12 @@ pub async fn round(
     let may_oversell = allowed.contains(&Behaviour::Oversells);
     let data_lost = !persist && struck.iter().any(|f| f.kind == Kind::RestartRedis.name());
     let mut broken = Vec::new();
-    let mut counted = Counted::default();
+    let mut counted = Counted {
+        data_lost,
+        may_lose_units: allowed.contains(&Behaviour::LosesUnits),
+        ..Counted::default()
+    };
+    let client = &client.recording(round.recorder.clone());
 
     // Every request settled, each id sold once, every sale told recorded.
     let mut units: BTreeMap<i64, &str> = BTreeMap::new();
@@ -88,11 +111,12 @@ pub async fn round(
                 _ => None,
             })
             .collect();
-        if sales.len() > 1 && !may_oversell {
-            broken.push(format!(
-                "id {} was answered sold as units {sales:?}",
-                request.id
-            ));
+        if sales.len() > 1 {
+            let what = format!("id {} was answered sold as units {sales:?}", request.id);
+            counted.saw(&what);
+            if !may_oversell {
+                broken.push(what);
+            }
         }
         match request.settled() {
             Got::Unsettled => broken.push(format!(
@@ -112,13 +136,12 @@ pub async fn round(
             )),
             Got::Sold(unit) => {
                 counted.answered_sold += 1;
-                if let Some(other) = units.insert(unit, &request.id)
-                    && !may_oversell
-                {
-                    broken.push(format!(
-                        "unit {unit} was sold to {other} and to {}",
-                        request.id
-                    ));
+                if let Some(other) = units.insert(unit, &request.id) {
+                    let what = format!("unit {unit} was sold to {other} and to {}", request.id);
+                    counted.saw(&what);
+                    if !may_oversell {
+                        broken.push(what);
+                    }
                 }
                 // Asked again, the id must answer the same sale from its
                 // record: every id an unknown answer made doubtful, and a
@@ -161,11 +184,17 @@ pub async fn round(
     };
     counted.sold = state.sold;
     if state.oversold < 0 {
-        broken.push(format!(
+        let what = format!(
             "LEDGER_BROKEN {}: stock left without a recorded sale",
             state.oversold
-        ));
+        );
+        counted.saw(&what);
+        broken.push(what);
     } else if state.oversold > 0 || state.duplicates > 0 {
+        counted.saw(&format!(
+            "oversold {}, {} units sold twice (the ledger)",
+            state.oversold, state.duplicates
+        ));
         if may_oversell {
             counted.oversold = state.oversold.max(state.duplicates);
         } else {
@@ -177,10 +206,12 @@ pub async fn round(
     }
 
     if counted.answered_sold > counted.sold && !data_lost {
-        broken.push(format!(
+        let what = format!(
             "{} sales were answered but the ledger counts {}",
             counted.answered_sold, counted.sold
-        ));
+        );
+        counted.saw(&what);
+        broken.push(what);
     } else if counted.sold > counted.answered_sold && !may_oversell {
         broken.push(format!(
             "the ledger counts {} sales but only {} buyers were told they bought",
@@ -205,10 +236,12 @@ pub async fn round(
 
 /// The SKU's ledger, read again while the stack cannot answer (a fault
 /// struck meanwhile: Redis restarting, loading its data) for up to 2 min.
+/// Read through the round's recording client: the books its history
+/// ends with.
 async fn read_state(client: &StackClient, sku: &str) -> anyhow::Result<crate::wire::StateSnapshot> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        match client.state(sku).await {
+        match client.read_books(sku).await {
             Err(_) if std::time::Instant::now() < deadline => {
                 tokio::time::sleep(std::time::Duration::from_millis(250)).await;
             }
@@ -229,74 +262,48 @@ async fn ask_again(client: &StackClient, path: &str) -> crate::client::Deduction
     }
 }
 
-/// A violation with what reproduces it: the faults around it and the
-/// SKU's history.
-pub fn violation(round: &Round, what: String, faults: &[SoakFault], rerun: &str) -> SoakViolation {
-    let (from_s, to_s) = (round.from_ms as f64 / 1e3, round.to_ms as f64 / 1e3);
-    let around = faults
-        .iter()
-        .filter(|f| f.at_s <= to_s + 5.0 && f.healed_s + GRACE_S >= from_s - 5.0)
-        .map(|f| {
-            format!(
-                "{:.1} s {} {} (healed {:.1} s){}",
-                f.at_s,
-                f.kind,
-                f.target,
-                f.healed_s,
-                if f.error.is_empty() {
-                    String::new()
-                } else {
-                    format!(" failed: {}", f.error)
-                }
-            )
-        })
-        .collect();
-    let mut lines: Vec<(u64, String)> = round
-        .requests
-        .iter()
-        .flat_map(|r| {
-            r.attempts.iter().enumerate().map(move |(n, a)| {
-                (
-                    a.at_ms,
-                    format!(
-                        "{:>9.3} s  {}  attempt {}  {} {:?}{}{}{}  {} ms",
-                        a.at_ms as f64 / 1e3,
-                        r.id,
-                        n + 1,
-                        a.status,
-                        a.got,
-                        a.reason
-                            .as_deref()
-                            .map(|r| format!(" {r}"))
-                            .unwrap_or_default(),
-                        a.instance
-                            .as_deref()
-                            .map(|i| format!(" @{i}"))
-                            .unwrap_or_default(),
-                        if a.replayed { " replayed" } else { "" },
-                        a.took_ms
-                    ),
-                )
-            })
-        })
-        .collect();
-    lines.sort();
-    let history = lines
-        .into_iter()
-        .rev()
-        .take(60)
-        .rev()
-        .map(|(_, l)| l)
-        .collect();
-    SoakViolation {
-        variant: round.variant.name().to_owned(),
-        sku: round.sku.clone(),
-        what,
-        from_s,
-        to_s,
-        faults: around,
-        history,
-        timeline: None,
-        rerun: rerun.to_owned(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(kind: Kind) -> SoakFault {
+        SoakFault {
+            kind: kind.name().to_owned(),
+            target: String::new(),
+            at_s: 1.0,
+            healed_s: 2.0,
+            error: String::new(),
+        }
+    }
+
+    /// Finding 5: `lua-then-queue` loses a unit whenever a sale's script
+    /// runs and its XADD never follows: a Redis asleep or restarted, or an
+    /// instance frozen, past the store's 1 s response timeout, as surely as
+    /// a crash (the soak shows each of them, one kind at a time). Under
+    /// those faults its claims allow it; a plain race still does not, nor
+    /// does any of them let a variant without orders lose anything.
+    #[test]
+    fn a_lost_answer_is_crash_before_enqueues_gap_for_lua_then_queue() {
+        for kind in [
+            Kind::PauseRedis,
+            Kind::RestartRedis,
+            Kind::StopInstance,
+            Kind::PauseHolder,
+            Kind::Partition,
+            Kind::KillInstance,
+        ] {
+            let struck = fault(kind);
+            let may = allowed(Variant::LuaThenQueue, &[&struck], true);
+            assert!(may.contains(&Behaviour::LosesUnits), "{}", kind.name());
+            let lua = allowed(Variant::Lua, &[&struck], true);
+            assert!(!lua.contains(&Behaviour::LosesUnits), "{}", kind.name());
+            let stream = allowed(Variant::LuaStream, &[&struck], true);
+            assert!(!stream.contains(&Behaviour::LosesUnits), "{}", kind.name());
+        }
+        let race = allowed(Variant::LuaThenQueue, &[], true);
+        assert!(!race.contains(&Behaviour::LosesUnits));
+        let skewed = fault(Kind::ClockSkew);
+        let skew = allowed(Variant::LuaThenQueue, &[&skewed], true);
+        assert!(!skew.contains(&Behaviour::LosesUnits));
     }
 }

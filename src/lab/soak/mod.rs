@@ -4,18 +4,22 @@
 //! several at once now and then: the chaos actions, instances and servers
 //! killed or frozen, an instance cut off from Redis. Each round is judged
 //! when it ends ([`judge`]) against what its variant claims for the faults
-//! that struck it; once the faults stop, every variant must sell again,
+//! that struck it, and by the history checker ([`crate::history`]) from
+//! what its buyers were told, recorded on their side ([`second`]): the two
+//! must agree on safety. Once the faults stop, every variant must sell again,
 //! the order books must match and Redis must be back to what the SKUs
 //! need. The same seed plays the same fault schedule again.
 
 pub mod books;
 pub mod buyers;
 mod checker;
+pub mod evidence;
 pub mod faults;
 pub mod judge;
 mod nemesis;
 mod processes;
 mod report;
+pub mod second;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -30,6 +34,8 @@ use self::buyers::Shared;
 use self::checker::Checker;
 use self::faults::Kind;
 use self::nemesis::Nemesis;
+use crate::client::StackClient;
+use crate::history::Recorder;
 use crate::lab::args::TargetArgs;
 use crate::lab::stack::{Stack, UpOptions};
 use crate::store::Store;
@@ -82,6 +88,11 @@ pub struct SoakArgs {
     /// self-contained HTML file beside it).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write every round's history (JSON Lines, what its buyers were
+    /// told, its SKU named `VARIANT/SKU`) here, as `stocklock history
+    /// check` reads it.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
     /// Show the stack's own output.
     #[arg(long)]
     pub echo: bool,
@@ -197,6 +208,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         stock: args.stock,
         rerun: rerun_line(&args),
         books: books::Books::new(postgres_url, store.clone(), persist),
+        history: second::HistoryFile::create(args.history.as_deref())?,
     });
     let mut sellers = Vec::new();
     for (n, variant) in variants.iter().copied().enumerate() {
@@ -207,7 +219,11 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
             while !shared.stop.load(Ordering::Relaxed) {
                 let sku = format!("soak{seed}-{n}-{index}");
                 index += 1;
-                if !stocked(&shared, &sku, variant, stock).await {
+                // The round's own recording client: its reset declares the
+                // SKU, every attempt of its buyers is recorded.
+                let recorder = Recorder::prefixed(&format!("{}/", variant.name()));
+                let client = shared.client.recording(recorder);
+                if !stocked(&shared, &client, &sku, variant, stock).await {
                     break;
                 }
                 if variant.takes_lock() {
@@ -217,7 +233,8 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
                         .push(sku.clone());
                 }
                 let round =
-                    buyers::round(shared.clone(), variant, sku.clone(), buyers, STALL).await;
+                    buyers::round(shared.clone(), client, variant, sku.clone(), buyers, STALL)
+                        .await;
                 lock_skus
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -334,6 +351,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         redis,
         orders_matched: found.orders_matched,
         orders: found.orders,
+        history_file: args.history.as_ref().map(|p| p.display().to_string()),
     };
     status
         .write("done", &shared, &nemesis, &soak.violations)
@@ -350,16 +368,18 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     Ok(soak.violations.is_empty())
 }
 
-/// Stocks a round's SKU, trying again while the stack is down; `false`
-/// when the load stopped first.
-async fn stocked(shared: &Shared, sku: &str, variant: Variant, stock: i64) -> bool {
+/// Stocks a round's SKU through `client` (whose history it starts),
+/// trying again while the stack is down; `false` when the load stopped
+/// first.
+async fn stocked(
+    shared: &Shared,
+    client: &StackClient,
+    sku: &str,
+    variant: Variant,
+    stock: i64,
+) -> bool {
     while !shared.stop.load(Ordering::Relaxed) {
-        if shared
-            .client
-            .reset(sku, stock, variant.buckets())
-            .await
-            .is_ok()
-        {
+        if client.reset(sku, stock, variant.buckets()).await.is_ok() {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

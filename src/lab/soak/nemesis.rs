@@ -17,7 +17,7 @@ use tokio::sync::Mutex;
 
 use super::buyers::Shared;
 use super::faults::{Kind, Planned};
-use super::processes::{RESTART_WITHIN, Respawn, Server, frozen, listening};
+use super::processes::{RESTART_WITHIN, Respawn, Server, frozen, listening, patiently, pick, pids};
 use crate::lab::stack::Stack;
 use crate::os::{children_of, signal};
 use crate::store::Store;
@@ -39,6 +39,10 @@ pub(super) struct Nemesis {
     pub(super) log: StdMutex<Vec<SoakFault>>,
     /// When each fault still playing started, seconds from the start.
     active: StdMutex<Vec<f64>>,
+    /// One fault at a time on each kind of server `up` does not restart: a
+    /// stop drawn while a kill's restart is under way would read the dead
+    /// process's pid (and fail: never stopped).
+    servers: [Mutex<()>; 3],
 }
 
 impl Nemesis {
@@ -58,6 +62,7 @@ impl Nemesis {
             respawned_redis: StdMutex::new(Vec::new()),
             log: StdMutex::new(Vec::new()),
             active: StdMutex::new(Vec::new()),
+            servers: Default::default(),
         }
     }
 
@@ -250,6 +255,7 @@ impl Nemesis {
                     Kind::StopEtcd => Server::Etcd,
                     _ => Server::Zookeeper,
                 };
+                let _alone = self.servers[server as usize].lock().await;
                 let (index, pid) = {
                     let stack = self.stack.lock().await;
                     let nodes = server.nodes(&stack);
@@ -316,6 +322,7 @@ impl Nemesis {
     /// Kills a server `up` does not restart, and starts it again after
     /// the fault's hold, as it was.
     async fn kill_node(&self, server: Server, fault: &Planned) -> anyhow::Result<String> {
+        let _alone = self.servers[server as usize].lock().await;
         let (index, node) = {
             let stack = self.stack.lock().await;
             let nodes = server.nodes(&stack);
@@ -409,35 +416,4 @@ impl Drop for Playing<'_> {
         self.0.healed_ms.store(self.0.ms(), Ordering::Relaxed);
         self.0.faults_playing.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// A chaos action sent until the stack takes it (a few tries, half a
-/// second apart): another fault may have the instance nginx picked down,
-/// or Redis loading its data.
-async fn patiently(
-    client: &crate::client::StackClient,
-    action: serde_json::Value,
-) -> anyhow::Result<serde_json::Value> {
-    let mut tries = 0;
-    loop {
-        match client.chaos(&action).await {
-            Err(_) if tries < 6 => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            done => return done,
-        }
-    }
-}
-
-/// Every instance's pid, in order.
-fn pids(stack: &Stack) -> Vec<u32> {
-    stack.instances.iter().map(|i| i.pid).collect()
-}
-
-fn pick<T>(items: &[T], pick: u32) -> anyhow::Result<&T> {
-    if items.is_empty() {
-        bail!("nothing of that kind in this stack");
-    }
-    Ok(&items[pick as usize % items.len()])
 }

@@ -1,4 +1,5 @@
-//! Processes the nemesis freezes, or kills and starts again as they were.
+//! Processes the nemesis freezes, or kills and starts again as they were;
+//! and its small helpers (a chaos action sent patiently, a pick).
 
 use std::time::{Duration, Instant};
 
@@ -131,4 +132,35 @@ impl Server {
             Server::Zookeeper => &mut stack.zookeeper,
         }
     }
+}
+
+/// A chaos action sent until the stack takes it (a few tries, half a
+/// second apart): another fault may have the instance nginx picked down,
+/// or Redis loading its data.
+pub(super) async fn patiently(
+    client: &crate::client::StackClient,
+    action: serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
+    let mut tries = 0;
+    loop {
+        match client.chaos(&action).await {
+            Err(_) if tries < 6 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Every instance's pid, in order.
+pub(super) fn pids(stack: &Stack) -> Vec<u32> {
+    stack.instances.iter().map(|i| i.pid).collect()
+}
+
+pub(super) fn pick<T>(items: &[T], pick: u32) -> anyhow::Result<&T> {
+    if items.is_empty() {
+        bail!("nothing of that kind in this stack");
+    }
+    Ok(&items[pick as usize % items.len()])
 }

@@ -281,6 +281,7 @@ pub(super) fn print(r: &SoakReport) {
         );
     }
     println!("  * counted where the faults that struck the round claim it (not a violation)");
+    print_history(r);
     let u = &r.unknowns;
     println!(
         "\nunknowns: {} (settled by a retry with the same id: {} sold, {} not sold; {} unresolved)",
@@ -326,6 +327,22 @@ pub(super) fn print(r: &SoakReport) {
             "\n- {} {}: {} ({:.1}-{:.1} s)",
             v.variant, v.sku, v.what, v.from_s, v.to_s
         );
+        if let Some(h) = &v.history_check {
+            println!(
+                "    history checker: {} ({} ops, {} ms){}",
+                h.verdict,
+                h.ops,
+                h.elapsed_ms,
+                if h.why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", h.why)
+                }
+            );
+        }
+        if v.faults.is_empty() {
+            println!("    no fault struck any part of the stack in or around its window");
+        }
         for f in &v.faults {
             println!("    fault {f}");
         }
@@ -335,6 +352,46 @@ pub(super) fn print(r: &SoakReport) {
         if let Some(t) = &v.timeline {
             println!("    timeline: {t}");
         }
+        if !v.recorded.is_empty() {
+            let where_ = r
+                .history_file
+                .as_deref()
+                .unwrap_or("the JSON report's `recorded`");
+            println!(
+                "    its recorded history: {} lines, in {where_}",
+                v.recorded.len()
+            );
+        }
         println!("    again: {}", v.rerun);
+    }
+}
+
+/// The history checker beside the soak's judge: each variant's rounds by
+/// its verdict, and the time it took per round.
+fn print_history(r: &SoakReport) {
+    println!("\nthe history checker (what the buyers were told), rounds by verdict:");
+    let (mut rounds, mut ms, mut max) = (0u64, 0u64, 0u64);
+    for v in &r.variants {
+        let verdicts: Vec<String> = v.history.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let judged: u64 = v.history.values().sum();
+        rounds += judged;
+        ms += v.history_ms;
+        max = max.max(v.history_ms_max);
+        println!(
+            "  {:<16} {}  ({} ms in all, {} ms at most)",
+            v.variant,
+            verdicts.join(", "),
+            v.history_ms,
+            v.history_ms_max
+        );
+    }
+    if rounds > 0 {
+        println!(
+            "  {rounds} rounds judged in {ms} ms: {:.1} ms a round on average, {max} ms at most",
+            ms as f64 / rounds as f64
+        );
+    }
+    if let Some(file) = &r.history_file {
+        println!("  every round's history: {file} (stocklock history check {file})");
     }
 }
