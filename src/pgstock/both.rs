@@ -1,12 +1,58 @@
 //! A SKU whose stock both stores keep (`redis-then-pg`: Redis takes a
 //! unit first, the database decides the sale, a refusal gives the unit
-//! back): Redis's books beside the database's, and whether they agree.
+//! back): the buyer Redis turned away, whom the database answers
+//! ([`turned_away`]); Redis's books beside the database's, and whether
+//! they agree.
 
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 
-use super::{Books, PgError, books};
+use super::ids::replayed;
+use super::{Books, Buyer, PgAnswer, PgError, books, sale};
+use crate::lock::Hook;
+use crate::outcome::Outcome;
 use crate::store::{Conn, Keys, StoreError};
+
+/// A buyer Redis turned away (sold out there). Redis may be short of the
+/// database (a unit taken in Redis that never reached it: an answer lost
+/// after the script ran, an instance killed between the two), so the
+/// database answers: one statement reads the stock and, when none is left
+/// there either, records the request id's sold-out (true of the stock as
+/// it is recorded; an id another attempt answered first is told that
+/// answer). With stock left, the buyer buys by [`sale::optimistic`]'s
+/// protocol, `tries` times at most, with no Redis unit: no buyer is told
+/// "sold out" while the database holds stock.
+pub async fn turned_away(
+    c: &impl GenericClient,
+    buyer: &Buyer<'_>,
+    hook: &Hook,
+    tries: u32,
+) -> Result<PgAnswer, PgError> {
+    let Some(row) = c
+        .query_opt(
+            "WITH s AS (SELECT epoch, remaining FROM stock WHERE sku = $1),
+                  told AS (
+                      INSERT INTO stock_requests (sku, epoch, request_id, outcome, remaining)
+                      SELECT $1, epoch, $2::text, 'sold_out', remaining FROM s
+                      WHERE remaining <= 0 AND $2::text IS NOT NULL
+                      ON CONFLICT DO NOTHING RETURNING 1
+                  )
+             SELECT s.remaining, EXISTS (SELECT 1 FROM told) FROM s",
+            &[&buyer.sku, &buyer.request_id],
+        )
+        .await?
+    else {
+        return Ok(PgAnswer::new(Outcome::NotStocked));
+    };
+    let (remaining, recorded): (i64, bool) = (row.try_get(0)?, row.try_get(1)?);
+    if remaining > 0 {
+        return sale::optimistic(c, buyer, hook, tries).await;
+    }
+    if buyer.request_id.is_some() && !recorded {
+        return replayed(c, buyer).await;
+    }
+    Ok(PgAnswer::new(Outcome::SoldOut { remaining }))
+}
 
 /// The two books of one SKU.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

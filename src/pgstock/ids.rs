@@ -8,8 +8,11 @@ use tokio_postgres::error::SqlState;
 use super::{Buyer, PgAnswer, PgError};
 use crate::outcome::{BusyReason, Outcome};
 
-/// A sold-out answer, recorded for the request id if there is one (an id
-/// answered meanwhile by another attempt repeats that answer).
+/// A sold-out answer, recorded for the request id if there is one, and
+/// only while the database has none left: a sold-out recorded is true of
+/// the stock when it is recorded. An id answered meanwhile by another
+/// attempt repeats that answer; a SKU restocked since the read (a reset)
+/// records nothing and is `busy` (`reset`).
 pub(super) async fn record_sold_out(
     c: &impl GenericClient,
     buyer: &Buyer<'_>,
@@ -19,7 +22,8 @@ pub(super) async fn record_sold_out(
         let recorded = c
             .query_opt(
                 "INSERT INTO stock_requests (sku, epoch, request_id, outcome, remaining)
-                 SELECT $1, epoch, $2, 'sold_out', $3 FROM stock WHERE sku = $1
+                 SELECT $1, epoch, $2, 'sold_out', $3 FROM stock
+                 WHERE sku = $1 AND remaining <= 0
                  ON CONFLICT DO NOTHING RETURNING 1",
                 &[&buyer.sku, &id, &remaining],
             )
@@ -64,7 +68,8 @@ pub(super) async fn replay(
     }))
 }
 
-/// The answer of an attempt whose id another attempt answered first.
+/// The answer of an attempt whose id another attempt answered first (or
+/// whose sold-out found the SKU restocked).
 pub(super) async fn replayed(
     c: &impl GenericClient,
     buyer: &Buyer<'_>,

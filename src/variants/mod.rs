@@ -328,8 +328,7 @@ trait Protection {
 /// The variants' process-wide state, one field per variant that keeps any
 /// (`local-mutex`: a mutex per SKU; `lua-batch`: a queue per SKU;
 /// `lua-sharded`: each SKU's bucket count as last seen; `lua-stream`: when
-/// it last put each SKU in the workers' registry; `redis-then-pg`: when it
-/// last compared a sold-out SKU's two books), and the dispatch of a
+/// it last put each SKU in the workers' registry), and the dispatch of a
 /// request to its variant.
 #[derive(Default)]
 pub struct Protections {
