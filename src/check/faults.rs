@@ -4,6 +4,7 @@
 //! of each may happen ([`super::model::Bounds`]).
 
 use super::model::{Action, At, Node, Outage, Replica, Sale, World, script};
+use super::order::Status;
 use super::protocol::Program;
 
 impl Sale {
@@ -98,6 +99,40 @@ impl Sale {
                 actions.push(Action::Failover);
             }
         }
+    }
+
+    /// Whether each fault the bounds let strike has struck at least once
+    /// by `w` (so, where none may, always): a witness sells after them,
+    /// through the scenario's fault, not beside it. The failover is the
+    /// fault, not replication held back before it; the end of a fault
+    /// (Redis back, a queued script run, PostgreSQL started) is not one;
+    /// Redlock's nodes down from the start and a clock ahead are there
+    /// from the first step, and late renewals and slow votes are time.
+    pub(super) fn all_struck(&self, w: &World) -> bool {
+        let b = self.bounds;
+        let o = b.orders.unwrap_or_default();
+        let p = &w.pipeline;
+        let expired = p
+            .orders
+            .iter()
+            .any(|order| matches!(order.status, Status::Expired | Status::Recorded));
+        [
+            (b.crashes, w.crashes),
+            (b.pauses, w.pauses),
+            (b.vanishes, w.vanishes),
+            (b.restarts, w.restarts),
+            (b.failovers, w.failovers),
+            (b.outages, w.outages),
+            (b.cutoffs, w.cutoffs),
+            (b.db_crashes, w.db_crashes),
+            (b.lost_answers, w.answers_lost),
+            (o.worker_crashes, p.worker_crashes),
+            (o.postgres_stops, p.postgres_stops),
+            (o.data_losses, p.data_losses),
+            (u8::from(o.reservations), u8::from(expired)),
+        ]
+        .iter()
+        .all(|&(may, struck)| may == 0 || struck > 0)
     }
 
     /// `fault` strikes.

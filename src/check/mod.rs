@@ -6,9 +6,10 @@
 //! small bounds ([`model::Bounds`], printed with each verdict), breadth
 //! first (the `stateright` crate), so that a counterexample it reports is
 //! a shortest one. Every verdict rests on a schedule the search found: a
-//! counterexample, or a witness (a sale; another buyer's sale after a
-//! holder died; the whole stock sold; a sale once a fault is over); a cell
-//! with neither is `vacuous` and fails. A verdict is a bounded check of a model of the protocol,
+//! counterexample, or a witness that goes through the scenario's faults
+//! (a sale once each of them struck; another buyer's sale after a holder
+//! died; the whole stock sold; a sale once a fault is over); a cell with
+//! neither is `vacuous` and fails. A verdict is a bounded check of a model of the protocol,
 //! not a proof of the code: `docs/models.md` says what is modelled and what
 //! is abstracted away.
 //!
@@ -100,8 +101,9 @@ pub struct Verdict {
     pub broken: Option<Property>,
     pub trace: Vec<Step>,
     /// For a verdict no counterexample shows: the witness it rests on (a
-    /// sale; another buyer's sale after a holder died; the whole stock
-    /// sold; a sale after Redis or the nodes came back), and its steps.
+    /// sale once the scenario's faults struck; another buyer's sale after
+    /// a holder died; the whole stock sold; a sale after Redis or the nodes
+    /// came back), and its steps.
     pub witnessed: Option<Property>,
     pub witness: Vec<Step>,
 }
@@ -154,7 +156,8 @@ pub fn explore(
 }
 
 /// The properties a cell's verdict rests on, from its bounds alone (never
-/// from its claim): no unit sold twice, and a sale reachable, always; a
+/// from its claim): no unit sold twice, and a sale reachable once the
+/// scenario's faults struck, always; a
 /// SKU left stuck, and another buyer selling after a holder died, where a
 /// holder can die; where Redlock's nodes are down, nothing sold without a
 /// majority, or the whole stock sold with one; one sale per id where
@@ -333,3 +336,5 @@ mod earned;
 mod mutations;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod witness_tests;

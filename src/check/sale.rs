@@ -61,7 +61,7 @@ impl Sale {
             votes: 0,
             queued: false,
         };
-        World {
+        let mut w = World {
             now: 0,
             stock: b.stock,
             sold: vec![0; usize::from(b.stock)],
@@ -97,12 +97,17 @@ impl Sale {
             db_crashes: 0,
             crash_struck: false,
             sold_since_crash: false,
+            sold_after_faults: false,
             answers_lost: 0,
             answered: 0,
             script_sales: vec![0; usize::from(b.buyers)],
             returned: 0,
             pipeline: Pipeline::default(),
-        }
+        };
+        // The replica starts in step with its master: a failover before
+        // any write replicated restores the state it started in.
+        self.replicate(&mut w);
+        w
     }
 
     /// The lab's reset of the SKU after Redis came back empty: full stock,

@@ -259,6 +259,10 @@ pub struct World {
     pub db_crashes: u8,
     pub crash_struck: bool,
     pub sold_since_crash: bool,
+    /// A unit sold once each fault the scenario may strike had struck
+    /// (`Sale::all_struck`): what a witness of a verdict
+    /// with no counterexample sells through, not beside.
+    pub sold_after_faults: bool,
     /// Commits' answers lost so far.
     pub answers_lost: u8,
     /// The request ids the sale's script holds a record of (bits, by

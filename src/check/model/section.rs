@@ -142,10 +142,14 @@ impl Sale {
         true
     }
 
-    /// What the witnesses look for in a sale by buyer `n`: one within a
-    /// lease and a tick of a holder's death, by another buyer (the lock
-    /// freed), and one while Redlock's nodes had no majority up.
+    /// What the witnesses look for in a sale by buyer `n`: one once the
+    /// scenario's faults struck, one within a lease and a tick of a
+    /// holder's death, by another buyer (the lock freed), and one while
+    /// Redlock's nodes had no majority up.
     pub(super) fn sold_by(&self, w: &mut World, n: u8) {
+        if self.all_struck(w) {
+            w.sold_after_faults = true;
+        }
         if w.crash_struck {
             w.sold_since_crash = true;
         }
