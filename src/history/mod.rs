@@ -85,6 +85,15 @@ impl Report {
             .unwrap_or(Verdict::Linearizable)
     }
 
+    /// Why the history is as bad as it is: the first SKU with the worst
+    /// verdict's reason (empty when there is no SKU).
+    pub fn worst_why(&self) -> String {
+        let worst = self.worst();
+        (self.skus.iter())
+            .find(|d| d.verdict == worst)
+            .map_or_else(String::new, |d| d.why.clone())
+    }
+
     /// The exit status `history check` documents.
     pub fn exit_code(&self) -> u8 {
         match self.worst() {

@@ -36,12 +36,7 @@ pub fn second_opinion(recorder: &Recorder, observed: Observed) -> SecondOpinion 
     let report = history::check(&histories, PER_SKU);
     let worst = report.worst();
     let ops: usize = report.skus.iter().map(|d| d.ops).sum();
-    let why = report
-        .skus
-        .iter()
-        .find(|d| d.verdict == worst)
-        .map(|d| d.why.clone())
-        .unwrap_or_default();
+    let why = report.worst_why();
     let summary = match worst {
         Verdict::Linearizable => format!("linearizable ({ops} ops)"),
         other => format!("{} ({ops} ops): {why}", other.as_str()),

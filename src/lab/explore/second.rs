@@ -20,9 +20,7 @@ pub(super) fn opinion(recorder: &Recorder, oversold: bool) -> (String, Option<St
     };
     let report = history::check(&histories, PER_SKU);
     let worst = report.worst();
-    let why = (report.skus.iter())
-        .find(|d| d.verdict == worst)
-        .map_or_else(String::new, |d| d.why.clone());
+    let why = report.worst_why();
     let summary = match worst {
         Verdict::Linearizable => worst.as_str().to_owned(),
         _ => format!("{}: {why}", worst.as_str()),

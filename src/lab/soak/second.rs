@@ -59,12 +59,7 @@ pub async fn judge(recorder: &Recorder, attempts: usize, counted: &Counted) -> H
         }
     };
     let worst = report.worst();
-    let why = report
-        .skus
-        .iter()
-        .find(|d| d.verdict == worst)
-        .map(|d| d.why.clone())
-        .unwrap_or_default();
+    let why = report.worst_why();
     let bypassed = (attempts > 0 && recorded == 0) || recorder.undeclared() > 0;
     HistoryJudgement {
         verdict: worst.as_str().to_owned(),
