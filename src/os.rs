@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+mod port;
+pub use port::free_port;
+
 /// Hands the pages the allocator holds free back to the kernel; whether
 /// any were. glibc keeps what a thread freed in that thread's arena, so a
 /// burst (a reconciliation of thousands of orders, a run of many SKUs)
@@ -278,11 +281,6 @@ pub async fn until_closed(port: u16, within: std::time::Duration) -> bool {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     true
-}
-
-pub fn free_port() -> std::io::Result<u16> {
-    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
-    Ok(listener.local_addr()?.port())
 }
 
 #[cfg(test)]
