@@ -27,14 +27,19 @@ pub enum Mutant {
     /// A request id is not claimed before the section: a retry of an id
     /// sells again while its first attempt is in flight or done.
     NoClaim,
+    /// `redis-then-pg` answers a buyer Redis turned away with Redis's
+    /// sold-out, never asking the database, which may hold units Redis
+    /// lost track of.
+    RedisSaysSoldOut,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 4] = [
+    pub const ALL: [Mutant; 5] = [
         Mutant::PlainDel,
         Mutant::NoLostCheck,
         Mutant::NoFence,
         Mutant::NoClaim,
+        Mutant::RedisSaysSoldOut,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +48,7 @@ impl Mutant {
             Mutant::NoLostCheck => "no-lost-check",
             Mutant::NoFence => "no-fence",
             Mutant::NoClaim => "no-claim",
+            Mutant::RedisSaysSoldOut => "redis-says-sold-out",
         }
     }
 

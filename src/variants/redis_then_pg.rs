@@ -133,6 +133,11 @@ impl Protection for RedisThenPg {
             // of the id still in its section finds the record, and keeps
             // its unit taken); with stock left, a sale by the same
             // protocol, with no Redis unit to keep or give back.
+            Taken::Refused(outcome @ Outcome::SoldOut { .. })
+                if crate::chaos::mutant::on(crate::chaos::mutant::Mutant::RedisSaysSoldOut) =>
+            {
+                return Ok(Answer::recorded(outcome, false));
+            }
             Taken::Refused(Outcome::SoldOut { .. }) => {
                 let decided = both::turned_away(&**c, &buyer(ctx, &ABOUT), &ctx.hook, TRIES).await;
                 return answer(ctx, decided);

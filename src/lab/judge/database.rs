@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use super::doubt::{decide, resolve};
-use super::{Doubted, Judgement, Ledger, Reply};
+use super::{Doubted, Judgement, Ledger, Observed, Reply};
+use crate::pgstock::both::BothBooks;
 use crate::variants::Behaviour;
 
 /// What `postgres-restart` saw of a variant whose stock PostgreSQL keeps.
@@ -23,6 +24,9 @@ pub struct DatabaseCrash {
     pub buyers: Vec<Doubted>,
     /// The SKU's books (the database's) once every retry was answered.
     pub ledger: Ledger,
+    /// Redis's books beside the database's, for a variant whose stock
+    /// both keep (`redis-then-pg`).
+    pub both: Option<BothBooks>,
 }
 
 /// Safe when the crash landed on the held buyer (its attempt died with the
@@ -48,7 +52,7 @@ pub fn database_crash(c: &DatabaseCrash) -> Judgement {
         r.in_doubt,
         r.said,
         c.ledger,
-    );
+    ) + &both_said(c.both.as_ref());
     if let Err(why) = &c.restarted {
         return Judgement::inconclusive(why, evidence);
     }
@@ -63,7 +67,48 @@ pub fn database_crash(c: &DatabaseCrash) -> Judgement {
         }
         Some(_) => {}
     }
-    decide(&r, &c.ledger, evidence)
+    apart(c.both.as_ref(), decide(&r, &c.ledger, evidence))
+}
+
+/// The two books in words, when the variant keeps both.
+fn both_said(both: Option<&BothBooks>) -> String {
+    let Some(b) = both else {
+        return String::new();
+    };
+    format!(
+        "; drained until sold out: Redis {} left, {} sold, {} given back; the database {} left, {} sold: {}",
+        b.redis_remaining,
+        b.redis_sold,
+        b.redis_returned,
+        b.pg_remaining,
+        b.pg_sold,
+        if b.agree {
+            "both books agree".to_owned()
+        } else {
+            b.verdict()
+        }
+    )
+}
+
+/// A cell judged safe of a variant whose stock both stores keep, drained
+/// until a buyer was told sold out, fails when the database still holds
+/// stock (that buyer was lied to: under-selling, a unit Redis lost track
+/// of and the database never sold), or when the two books did not meet
+/// (Redis's books cannot be trusted).
+fn apart(both: Option<&BothBooks>, judged: Judgement) -> Judgement {
+    match both {
+        Some(b) if judged.observed == Observed::Seen(Behaviour::Safe) && b.pg_remaining > 0 => {
+            let evidence = format!(
+                "{}; a buyer was told sold out with {} unit(s) left in the database",
+                judged.evidence, b.pg_remaining
+            );
+            Judgement::seen(Behaviour::LosesUnits, evidence)
+        }
+        Some(b) if judged.observed == Observed::Seen(Behaviour::Safe) && !b.agree => {
+            Judgement::new(Observed::LedgerBroken, judged.evidence)
+        }
+        _ => judged,
+    }
 }
 
 /// What `commit-answer-lost` saw.
@@ -77,6 +122,8 @@ pub struct LostAnswer {
     pub buyers: Vec<Doubted>,
     /// The SKU's books (the database's) once every retry was answered.
     pub ledger: Ledger,
+    /// Redis's books beside the database's (see [`DatabaseCrash::both`]).
+    pub both: Option<BothBooks>,
 }
 
 /// Safe when the armed buyer was told `unknown` (its commit run, its
@@ -103,7 +150,7 @@ pub fn commit_answer_lost(l: &LostAnswer) -> Judgement {
         l.buyers.len(),
         r.said,
         l.ledger,
-    );
+    ) + &both_said(l.both.as_ref());
     let Some(armed) = armed else {
         return Judgement::inconclusive("no armed buyer", evidence);
     };
@@ -120,7 +167,7 @@ pub fn commit_answer_lost(l: &LostAnswer) -> Judgement {
     {
         return Judgement::seen(Behaviour::Oversells, evidence);
     }
-    decide(&r, &l.ledger, evidence)
+    apart(l.both.as_ref(), decide(&r, &l.ledger, evidence))
 }
 
 #[cfg(test)]
@@ -160,7 +207,70 @@ mod tests {
                 state: StateSnapshot::counted(10, 4, 6),
                 ..Ledger::default()
             },
+            both: None,
         }
+    }
+
+    /// `redis-then-pg`'s two books after [`crashed_sale`] and the drain:
+    /// Redis took 11 units and was given one back (the held buyer's,
+    /// refused by the crash), the database sold all 10.
+    fn both_books() -> BothBooks {
+        BothBooks {
+            sku: "redis-then-pg".to_owned(),
+            redis_remaining: 0,
+            redis_sold: 11,
+            redis_returned: 1,
+            pg_remaining: 0,
+            pg_sold: 10,
+            pg_oversold: 0,
+            agree: true,
+        }
+    }
+
+    /// A variant whose stock both stores keep is safe only when, drained
+    /// until a buyer was told sold out, the database has nothing left and
+    /// the two books meet.
+    #[test]
+    fn a_database_crash_drained_with_stock_left_in_the_database_loses_units() {
+        let mut agreeing = crashed_sale();
+        agreeing.both = Some(both_books());
+        let safe = database_crash(&agreeing);
+        assert_eq!(safe.observed, Observed::Seen(Safe), "{}", safe.evidence);
+        assert!(
+            safe.evidence.ends_with(
+                "; drained until sold out: Redis 0 left, 11 sold, 1 given back; the database 0 left, 10 sold: both books agree"
+            ),
+            "{}",
+            safe.evidence
+        );
+        let mut lied = agreeing.clone();
+        lied.both = Some(BothBooks {
+            redis_returned: 0,
+            pg_remaining: 1,
+            pg_sold: 9,
+            agree: false,
+            ..both_books()
+        });
+        let judged = database_crash(&lied);
+        assert_eq!(judged.observed, Observed::Seen(LosesUnits));
+        assert!(
+            judged.evidence.ends_with(
+                "Redis is 1 unit(s) short of the database (under-sold); a buyer was told sold out with 1 unit(s) left in the database"
+            ),
+            "{}",
+            judged.evidence
+        );
+        let mut apart = agreeing.clone();
+        apart.both = Some(BothBooks {
+            redis_returned: 0,
+            agree: false,
+            ..both_books()
+        });
+        assert_eq!(observed(database_crash(&apart)), Observed::LedgerBroken);
+        // An oversell stays an oversell, whatever the books say.
+        let mut twice = lied;
+        twice.buyers[2].retries[0].unit = Some(9);
+        assert_eq!(observed(database_crash(&twice)), Observed::Seen(Oversells));
     }
 
     #[test]
@@ -236,6 +346,7 @@ mod tests {
                 state: StateSnapshot::counted(10, 5, 5),
                 ..Ledger::default()
             },
+            both: None,
         }
     }
 

@@ -16,6 +16,7 @@ use crate::check::protocol::{Program, Protocol};
 use crate::gate::{Scheduler, buyer_name, points};
 use crate::lab::Lab;
 use crate::lab::judge::{self, DatabaseCrash, Doubted, Judgement, LostAnswer};
+use crate::pgstock::both::BothBooks;
 use crate::variants::Variant;
 use crate::wire::ChaosAction;
 
@@ -103,6 +104,7 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
         });
     }
     retry_until_final(lab, &mut buyers, &path, (RETRIES, RETRY_BACKOFF)).await?;
+    let both = drain(lab, variant, &mut buyers).await?;
     Ok(judge::database_crash(&DatabaseCrash {
         held: id(held_id),
         open,
@@ -111,6 +113,7 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
         }),
         buyers,
         ledger: lab.ledger(v).await?,
+        both,
     }))
 }
 
@@ -142,12 +145,61 @@ pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::R
     buyers.extend(one_by_one(lab, on_a, armed..armed + 1, (&id, &path)).await?);
     buyers.extend(one_by_one(lab, &lab.stack.url, armed + 1..armed + 3, (&id, &path)).await?);
     retry_until_final(lab, &mut buyers, &path, (RETRIES, RETRY_BACKOFF)).await?;
+    let both = drain(lab, variant, &mut buyers).await?;
     Ok(judge::commit_answer_lost(&LostAnswer {
         armed: id(armed),
         sql,
         buyers,
         ledger: lab.ledger(v).await?,
+        both,
     }))
+}
+
+/// For a variant whose stock both stores keep (`redis-then-pg`), once
+/// every buyer was answered: more buyers, one by one through nginx, until
+/// one is told sold out (at most the stock and one more), then Redis's
+/// books beside the database's. The stack's ledger shows the database's
+/// alone (the truth), so a unit Redis lost track of in the fault (taken
+/// there, never sold in the database) would not be seen there: drained,
+/// the database must have sold it to a buyer Redis turned away, and the
+/// two books meet at zero. The drain's buyers join `buyers`. `None` for
+/// the other variants.
+async fn drain(
+    lab: &Lab,
+    variant: Variant,
+    buyers: &mut Vec<Doubted>,
+) -> anyhow::Result<Option<BothBooks>> {
+    if variant != Variant::RedisThenPg {
+        return Ok(None);
+    }
+    let v = variant.name();
+    for i in 0..=STOCK {
+        let id = format!("{v}-drain-{i}");
+        let first = lab
+            .send(&lab.stack.url, &query(v, &format!("request_id={id}")))
+            .await?;
+        let sold_out = first.status == 409;
+        buyers.push(Doubted {
+            id,
+            first,
+            retries: Vec::new(),
+        });
+        if sold_out {
+            break;
+        }
+    }
+    let postgres = lab
+        .stack
+        .postgres
+        .as_ref()
+        .context("the stack's PostgreSQL")?;
+    let db = crate::orders::connect(&postgres.url).await?;
+    let mut conn = lab.store.conn().await.context("cannot reach Redis")?;
+    let sku = crate::knobs::Sku::parse(v)?;
+    let books = crate::pgstock::both::both(&mut conn, &db, &sku).await?;
+    books
+        .map(Some)
+        .with_context(|| format!("the database never stocked {sku}"))
 }
 
 /// Buyers `range`, one after the other, each sent to `base` with its

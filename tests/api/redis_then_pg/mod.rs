@@ -6,8 +6,10 @@
 //! every attempt of an id is told its one answer); `lost.rs`, units lost
 //! between the two stores (a Redis answer lost, an instance killed between
 //! them, a buyer still in flight), where no buyer may be told "sold out"
-//! while the database holds stock.
+//! while the database holds stock; `books.rs`, the lab's database faults
+//! judged on both books, drained.
 
+mod books;
 mod ids;
 mod lost;
 
