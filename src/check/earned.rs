@@ -147,20 +147,19 @@ fn the_fencing_token_comes_with_the_grant() {
 /// whole stock sold.
 #[test]
 fn a_verdict_with_no_schedule_behind_it_is_vacuous() {
-    let crash = bounds(Scenario::CrashAfterAcquire, Protocol::of(Variant::Token));
+    let token = Protocol::of(Variant::Token);
+    let crash = bounds(Scenario::CrashAfterAcquire, token);
     let nothing = |_: Property| None::<&()>;
-    assert!(conclude(crash, nothing).is_none());
+    assert!(conclude(crash, token, nothing).is_none());
     let sells_only = |p: Property| (p == Property::Sells).then_some(&());
     assert!(
-        conclude(crash, sells_only).is_none(),
+        conclude(crash, token, sells_only).is_none(),
         "frees from a sale alone"
     );
-    let minority = bounds(
-        Scenario::RedlockMinorityDown,
-        Protocol::of(Variant::Redlock),
-    );
+    let redlock = Protocol::of(Variant::Redlock);
+    let minority = bounds(Scenario::RedlockMinorityDown, redlock);
     assert!(
-        conclude(minority, sells_only).is_none(),
+        conclude(minority, redlock, sells_only).is_none(),
         "keeps selling from one sale"
     );
     let v = verdict(Variant::Redlock, Scenario::RedlockMinorityDown);

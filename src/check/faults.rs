@@ -258,11 +258,12 @@ impl Sale {
     }
 
     /// Whether a buyer here sends a commit next: a statement of the
-    /// database's atomic writes (or its retry), a transaction's commit.
+    /// database's atomic writes (or its retry), a transaction's commit,
+    /// `redis-then-pg`'s version-checked write.
     fn commits_next(&self, at: At) -> bool {
         match self.protocol.program {
             Program::Script => matches!(at, At::Start | At::Retry),
-            Program::Transaction => at == At::Write,
+            Program::Transaction | Program::RedisThenPg => at == At::Write,
             _ => false,
         }
     }

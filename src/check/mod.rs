@@ -155,16 +155,23 @@ pub fn explore(
     (found, states, started.elapsed())
 }
 
-/// The properties a cell's verdict rests on, from its bounds alone (never
-/// from its claim): no unit sold twice, and a sale reachable once the
-/// scenario's faults struck, always; a
-/// SKU left stuck, and another buyer selling after a holder died, where a
-/// holder can die; where Redlock's nodes are down, nothing sold without a
-/// majority, or the whole stock sold with one; one sale per id where
-/// buyers retry; the orders where there are orders.
-fn properties_of(bounds: Bounds) -> Vec<Property> {
+/// The properties a cell's verdict rests on, from its bounds and its
+/// protocol alone (never from its claim): no unit sold twice, and a sale
+/// reachable once the scenario's faults struck, always; a SKU left stuck,
+/// and another buyer selling after a holder died, where a holder can die
+/// (with two stores and no lock: no buyer told sold out while the database
+/// holds stock, and the whole stock sold through the crash); where
+/// Redlock's nodes are down, nothing sold without a majority, or the whole
+/// stock sold with one; one sale per id where buyers retry; the orders
+/// where there are orders.
+fn properties_of(bounds: Bounds, protocol: Protocol) -> Vec<Property> {
     let mut properties = vec![Property::Safety, Property::Sells];
-    if bounds.crashes > 0 {
+    if protocol.two_stores() {
+        properties.push(Property::SoldOutBacked);
+        if bounds.crashes > 0 {
+            properties.push(Property::SellsAll);
+        }
+    } else if bounds.crashes > 0 {
         properties.extend([Property::Stuck, Property::Frees]);
     }
     if node_fault_only(bounds) {
@@ -198,6 +205,7 @@ fn majority_down(bounds: Bounds) -> bool {
 /// nothing found shows any verdict: vacuous).
 fn conclude<'a, T>(
     bounds: Bounds,
+    protocol: Protocol,
     by: impl Fn(Property) -> Option<&'a T>,
 ) -> Option<(Behaviour, Property, &'a T)> {
     let found = |property| by(property).map(|t| (property, t));
@@ -208,6 +216,7 @@ fn conclude<'a, T>(
         (Property::OneSale, Behaviour::Oversells),
         (Property::OrderedOnce, Behaviour::Oversells),
         (Property::OrdersKept, Behaviour::LosesUnits),
+        (Property::SoldOutBacked, Behaviour::LosesUnits),
         (Property::Stuck, Behaviour::Deadlock),
         (Property::NoSaleWhileDown, Behaviour::KeepsSelling),
     ] {
@@ -220,6 +229,10 @@ fn conclude<'a, T>(
         shown(Behaviour::Safe, Property::Sells)
     } else if bounds.outages > 0 {
         shown(Behaviour::Recovers, Property::Sells)
+    } else if bounds.crashes > 0 && protocol.two_stores() {
+        // No lock for a dead buyer to leave: the stock it took in Redis
+        // must still sell.
+        shown(Behaviour::KeepsSelling, Property::SellsAll)
     } else if bounds.crashes > 0 {
         shown(Behaviour::Frees, Property::Frees)
     } else if node_fault_only(bounds) && majority_down(bounds) {
@@ -255,9 +268,10 @@ pub fn check_mutated(
     }
     let protocol = Protocol::of(variant);
     let bounds = limits.apply(bounds(scenario, protocol));
-    let (found, states, took) = explore(protocol, bounds, mutation, &properties_of(bounds));
+    let (found, states, took) =
+        explore(protocol, bounds, mutation, &properties_of(bounds, protocol));
     let by = |property| found.iter().find(|(sale, _)| sale.property == property);
-    let concluded = conclude(bounds, by);
+    let concluded = conclude(bounds, protocol, by);
     let model = concluded.map_or(VACUOUS, |(behaviour, _, _)| behaviour.name());
     let (mut broken, mut trace, mut witnessed, mut witness) = (None, Vec::new(), None, Vec::new());
     if let Some((_, property, (sale, path))) = concluded {

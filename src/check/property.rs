@@ -24,6 +24,9 @@ pub enum Property {
     OrdersKept,
     /// Nothing sells while fewer than a majority of Redlock's nodes are up.
     NoSaleWhileDown,
+    /// Two stores (`redis-then-pg`): no buyer is told sold out while the
+    /// database, whose books are the truth, holds stock.
+    SoldOutBacked,
     /// Witness: a unit is sold once each fault of the scenario struck
     /// (after a holder froze, a call was cut off, the lock vanished, the
     /// failover, a commit's answer lost, ...; after Redis came back, if it
@@ -33,7 +36,8 @@ pub enum Property {
     /// Witness: a lock holder dies, and another buyer sells within a lease
     /// and a tick of its death.
     Frees,
-    /// Witness: the whole stock sold, each unit once, through the fault.
+    /// Witness: the whole stock sold, each unit once, through the fault
+    /// (a unit sold once each fault of the scenario struck).
     SellsAll,
 }
 
@@ -48,6 +52,7 @@ impl Property {
             Property::OrderedOnce => "each sale one order, each unit given back once",
             Property::OrdersKept => "every sale reaches its order",
             Property::NoSaleWhileDown => "nothing sold while Redlock has no majority up",
+            Property::SoldOutBacked => "no buyer told sold out while the database holds stock",
             Property::Sells => "a unit is sold",
             Property::Frees => "another buyer sells within a lease of the holder's death",
             Property::SellsAll => "the whole stock sold, each unit once",
@@ -86,6 +91,7 @@ pub fn holds(property: Property, sale: &Sale, w: &World) -> bool {
         Property::OrderedOnce => pipeline::ordered_once(w),
         Property::OrdersKept => pipeline::orders_kept(w),
         Property::NoSaleWhileDown => !w.sold_while_down,
+        Property::SoldOutBacked => model::redis_then_pg::sold_out_backed(w),
         Property::Sells => {
             w.sold.iter().any(|&n| n > 0)
                 && w.sold_after_faults
@@ -93,6 +99,6 @@ pub fn holds(property: Property, sale: &Sale, w: &World) -> bool {
                 && (sale.bounds.db_crashes == 0 || w.sold_since_crash)
         }
         Property::Frees => w.freed,
-        Property::SellsAll => w.stock == 0 && w.sold.iter().all(|&n| n == 1),
+        Property::SellsAll => w.stock == 0 && w.sold.iter().all(|&n| n == 1) && w.sold_after_faults,
     }
 }

@@ -29,8 +29,13 @@ pub enum Program {
     Redlock,
     /// The `lua` family: the whole sale is one script, no lock (and the
     /// database's atomic writes: `pg-update`'s conditional UPDATE,
-    /// `pg-optimistic`'s version-checked one, `redis-then-pg`'s).
+    /// `pg-optimistic`'s version-checked one).
     Script,
+    /// `redis-then-pg`: Redis's pre-decrement, then the database's
+    /// optimistic sale (read with the version, work, version-checked
+    /// write), each a step of its own; the database answers a buyer Redis
+    /// turned away.
+    RedisThenPg,
     /// `pg-for-update`, `pg-advisory`: the database's lock, held by the
     /// buyer's transaction from the grant to its commit, no lease; a dead
     /// holder's transaction is rolled back and its lock freed.
@@ -92,10 +97,9 @@ impl Protocol {
             // The database's atomic writes: a conditional UPDATE, or a
             // write refused unless the version read is still the row's,
             // leaves every other buyer the stock before or after the whole
-            // sale, never between its read and its write (redis-then-pg:
-            // Redis only lets buyers through; the sale that counts is the
-            // database's version-checked write).
-            Variant::PgUpdate | Variant::PgOptimistic | Variant::RedisThenPg => Program::Script,
+            // sale, never between its read and its write.
+            Variant::PgUpdate | Variant::PgOptimistic => Program::Script,
+            Variant::RedisThenPg => Program::RedisThenPg,
             // The database's locks: held by the transaction.
             Variant::PgForUpdate | Variant::PgAdvisory => Program::Transaction,
         };
@@ -125,7 +129,18 @@ impl Protocol {
     pub fn leased(&self) -> bool {
         !matches!(
             self.program,
-            Program::None | Program::LocalMutex | Program::Script | Program::Transaction
+            Program::None
+                | Program::LocalMutex
+                | Program::Script
+                | Program::RedisThenPg
+                | Program::Transaction
         )
+    }
+
+    /// Whether the stock is kept in two stores (`redis-then-pg`): the
+    /// database's books are the truth, and a buyer Redis turns away must
+    /// not be told sold out while the database holds stock.
+    pub fn two_stores(&self) -> bool {
+        self.program == Program::RedisThenPg
     }
 }

@@ -103,6 +103,8 @@ impl Sale {
             script_sales: vec![0; usize::from(b.buyers)],
             returned: 0,
             pipeline: Pipeline::default(),
+            redis_stock: b.stock,
+            told_sold_out: false,
         };
         // The replica starts in step with its master: a failover before
         // any write replicated restores the state it started in.

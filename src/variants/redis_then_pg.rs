@@ -82,7 +82,7 @@ loop up to 100 times {                 -- PostgreSQL: the truth
         slow_business: Claim::not_applicable("holds no lock while working"),
         crash_after_acquire: Claim::NOT_APPLICABLE,
         pause_holder: Claim::NOT_APPLICABLE,
-        kill_instance: Claim::NOT_APPLICABLE,
+        kill_instance: Claim::keeps_selling("the database answers whom Redis turned away"),
         lock_vanishes_early: Claim::NOT_APPLICABLE,
         lock_vanishes: Claim::NOT_APPLICABLE,
         retry_storm: Claim::safe("one sale per request_id"),

@@ -118,6 +118,7 @@ async fn the_lab_proves_the_whole_teaching_matrix() {
             Scenario::SlowBusiness,
             Scenario::CrashAfterAcquire,
             Scenario::PauseHolder,
+            Scenario::KillInstance,
             Scenario::LockVanishesEarly,
             Scenario::LockVanishes,
             Scenario::ClockSkew,

@@ -11,8 +11,10 @@
 //! counter, and its step function with each step's guard beside its
 //! effect ([`none`], [`local_mutex`], [`setnx`], [`setnx_expiry`],
 //! [`token`], [`lease`] for `watchdog`, `fenced`, `etcd` and `zookeeper`,
-//! [`redlock`], [`script`] for the `lua` family, and [`transaction`] for
-//! the database's locks). The commands they
+//! [`redlock`], [`script`] for the `lua` family and the database's atomic
+//! writes, [`redis_then_pg`] for Redis's pre-decrement before the
+//! database's optimistic sale, and [`transaction`] for the database's
+//! locks). The commands they
 //! share (the claim, the read, the write, the watchdog's word, letting go)
 //! are in `section`, as `crate::section` shares them in the code.
 //!
@@ -38,6 +40,7 @@ mod section;
 pub mod lease;
 pub mod local_mutex;
 pub mod none;
+pub mod redis_then_pg;
 pub mod redlock;
 pub mod script;
 pub mod setnx;
@@ -143,6 +146,9 @@ pub struct Mutation {
     pub no_on_conflict: bool,
     /// Giving a unit back does not record the sale's return first.
     pub no_give_back_once: bool,
+    /// `redis-then-pg`: Redis's sold-out is the answer by itself (the
+    /// database does not answer the buyers Redis turns away).
+    pub redis_sold_out_final: bool,
 }
 
 impl Bounds {
@@ -274,6 +280,10 @@ pub struct World {
     /// Units given back to the stock, sold first (bits: unit u at u - 1).
     pub returned: u8,
     pub pipeline: Pipeline,
+    /// `redis-then-pg`: Redis's stock (`stock` is the database's), and
+    /// whether a buyer was told sold out.
+    pub redis_stock: u8,
+    pub told_sold_out: bool,
 }
 
 /// Redis through an outage ([`Bounds::outages`]).

@@ -4,7 +4,8 @@
 //! faults, the clock, the drawings) sees of it.
 
 use super::{
-    Sale, World, lease, local_mutex, none, redlock, script, setnx, setnx_expiry, token, transaction,
+    Sale, World, lease, local_mutex, none, redis_then_pg, redlock, script, setnx, setnx_expiry,
+    token, transaction,
 };
 use crate::check::protocol::Program;
 
@@ -53,6 +54,7 @@ pub enum Pc {
     Lease(lease::Pc),
     Redlock(redlock::Pc),
     Script(script::Pc),
+    RedisThenPg(redis_then_pg::Pc),
     Transaction(transaction::Pc),
 }
 
@@ -127,6 +129,7 @@ macro_rules! each {
             Pc::Lease($p) => $body,
             Pc::Redlock($p) => $body,
             Pc::Script($p) => $body,
+            Pc::RedisThenPg($p) => $body,
             Pc::Transaction($p) => $body,
         }
     };
@@ -144,7 +147,7 @@ macro_rules! wrap {
 
 wrap!(none => None, local_mutex => LocalMutex, setnx => SetNx, setnx_expiry => SetNxExpiry,
     token => Token, lease => Lease, redlock => Redlock, script => Script,
-    transaction => Transaction);
+    redis_then_pg => RedisThenPg, transaction => Transaction);
 
 fn done<S: Steps>(_: S) -> Pc {
     S::DONE.into()
@@ -162,6 +165,7 @@ impl Pc {
             Program::Lease => lease::Pc::start(sale).into(),
             Program::Redlock => redlock::Pc::start(sale).into(),
             Program::Script => script::Pc::start(sale).into(),
+            Program::RedisThenPg => redis_then_pg::Pc::start(sale).into(),
             Program::Transaction => transaction::Pc::start(sale).into(),
         }
     }
@@ -193,6 +197,7 @@ impl Pc {
     pub fn retry(self) -> Pc {
         match self {
             Pc::Script(_) => script::Pc::Retry.into(),
+            Pc::RedisThenPg(_) => redis_then_pg::Pc::Retry.into(),
             Pc::Transaction(_) => transaction::Pc::Retry.into(),
             other => other.done(),
         }

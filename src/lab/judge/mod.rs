@@ -19,7 +19,8 @@
 //!   (`pause-holder`, `lock-vanishes-early`, `lock-vanishes`,
 //!   `clock-skew`, a forgotten lock);
 //! - `recovery`: a holder that died, and the buyer after it
-//!   (`kill-instance`, `crash-after-acquire`);
+//!   (`kill-instance`, `crash-after-acquire`), or a buyer killed between
+//!   Redis and the database (`redis-then-pg` in `kill-instance`);
 //! - `outage`: a store that went away (`redis-restart`, Redlock's nodes);
 //! - `doubt`: buyers told `unknown` by a Redis that stopped answering, and
 //!   their retries (`redis-pause`);
@@ -55,7 +56,7 @@ pub use self::duel::{
 pub use self::failover::{Failover, Replication, failover};
 pub use self::orders::{Books, LostLedger, books, ledger_lost};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
-pub use self::recovery::{Recovery, recovery};
+pub use self::recovery::{BetweenStores, Recovery, between_stores, recovery};
 use crate::client::Deduction;
 use crate::variants::Behaviour;
 use crate::wire::StateSnapshot;

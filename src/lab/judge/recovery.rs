@@ -1,9 +1,11 @@
 //! The judge of a holder that died inside its section, and of the buyer
-//! after it (`kill-instance`, `crash-after-acquire`).
+//! after it (`kill-instance`, `crash-after-acquire`); and of a buyer
+//! killed between two stores (`kill-instance` for `redis-then-pg`).
 
 use std::time::Duration;
 
 use super::{Judgement, Observed, Reply};
+use crate::pgstock::both::BothBooks;
 use crate::variants::Behaviour;
 use crate::wire::LockState;
 
@@ -63,6 +65,79 @@ pub fn recovery(r: &Recovery) -> Judgement {
         Judgement::seen(Behaviour::Frees, evidence)
     } else if r.lock.held && r.lock.no_ttl {
         Judgement::seen(Behaviour::Deadlock, evidence)
+    } else {
+        Judgement::new(Observed::Stuck, evidence)
+    }
+}
+
+/// A buyer killed between Redis's pre-decrement and the database's write
+/// (`redis-then-pg` in `kill-instance`, stock 1), and the buyer after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BetweenStores {
+    /// How and where the buyer died.
+    pub death: String,
+    /// Whether it was seen at its write (at its gate, its unit taken in
+    /// Redis and the database read) before the kill.
+    pub at_write: bool,
+    /// The killed buyer's answer: none, if it died before its write.
+    pub killed: Reply,
+    /// The pid `up` restarted its instance as.
+    pub restarted: Option<u32>,
+    /// The next buyer, on the other instance: Redis has no unit left for it.
+    pub next: Reply,
+    /// Redis's books and the database's after both (`None`: the database
+    /// never stocked the SKU).
+    pub books: Option<BothBooks>,
+}
+
+/// Keeps selling (the next buyer sold the database's unit, which the
+/// database's books show sold once, none left), loses units (the next
+/// buyer told sold out while the database holds stock), oversells, or
+/// stuck.
+pub fn between_stores(b: &BetweenStores) -> Judgement {
+    let books = match &b.books {
+        Some(k) => format!(
+            "Redis remaining {} (sold {}, given back {}), database remaining {}, sold {}: {}",
+            k.redis_remaining,
+            k.redis_sold,
+            k.redis_returned,
+            k.pg_remaining,
+            k.pg_sold,
+            k.verdict()
+        ),
+        None => "the database never stocked the SKU".to_owned(),
+    };
+    let evidence = format!(
+        "{}; {}; next buyer answered {}; books after: {books}",
+        b.death,
+        match b.restarted {
+            Some(pid) => format!("restarted as pid {pid}"),
+            None => "not restarted".to_owned(),
+        },
+        b.next,
+    );
+    if !b.at_write || b.killed.status != 0 {
+        return Judgement::inconclusive(
+            "the buyer was not killed between the stores (at its write, unanswered)",
+            evidence,
+        );
+    }
+    if b.restarted.is_none() {
+        return Judgement::inconclusive(
+            "its process did not die (up never restarted it)",
+            evidence,
+        );
+    }
+    let Some(k) = &b.books else {
+        return Judgement::inconclusive("no books to read", evidence);
+    };
+    if k.pg_oversold > 0 {
+        return Judgement::seen(Behaviour::Oversells, evidence);
+    }
+    if b.next.sold() && k.pg_remaining == 0 && k.pg_sold == 1 {
+        Judgement::seen(Behaviour::KeepsSelling, evidence)
+    } else if b.next.status == 409 && k.pg_remaining > 0 {
+        Judgement::seen(Behaviour::LosesUnits, evidence)
     } else {
         Judgement::new(Observed::Stuck, evidence)
     }

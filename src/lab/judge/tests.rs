@@ -319,6 +319,48 @@ fn recovery_tells_frees_from_deadlock_from_stuck() {
     assert_eq!(observed(recovery(&never_held)), Observed::Inconclusive);
 }
 
+/// A buyer killed between Redis and the database: the next buyer sold the
+/// database's unit, or was told sold out while the database held it.
+#[test]
+fn between_stores_tells_keeps_selling_from_loses_units() {
+    let books = |pg_remaining, pg_sold| crate::pgstock::both::BothBooks {
+        sku: "redis-then-pg".to_owned(),
+        redis_remaining: 0,
+        redis_sold: 1,
+        redis_returned: 0,
+        pg_remaining,
+        pg_sold,
+        pg_oversold: 0,
+        agree: pg_sold == 1,
+    };
+    let sold = BetweenStores {
+        death: "instance a killed".to_owned(),
+        at_write: true,
+        killed: reply(0, None, 10),
+        restarted: Some(12),
+        next: reply(200, None, 5),
+        books: Some(books(0, 1)),
+    };
+    let judgement = between_stores(&sold);
+    assert_eq!(judgement.observed, Observed::Seen(KeepsSelling));
+    assert!(
+        judgement
+            .evidence
+            .contains("database remaining 0, sold 1: agree")
+    );
+    let told = BetweenStores {
+        next: reply(409, None, 5),
+        books: Some(books(1, 0)),
+        ..sold.clone()
+    };
+    assert_eq!(observed(between_stores(&told)), Observed::Seen(LosesUnits));
+    let answered = BetweenStores {
+        killed: reply(200, None, 10),
+        ..sold
+    };
+    assert_eq!(observed(between_stores(&answered)), Observed::Inconclusive);
+}
+
 #[test]
 fn retry_storm_counts_sales_of_one_request_id() {
     let answers: BTreeMap<String, usize> = [("200 sold".to_owned(), 16)].into_iter().collect();

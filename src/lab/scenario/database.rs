@@ -4,7 +4,9 @@
 //! inside its transaction for the database's locks, and `up` starts it
 //! again on its data; `commit-answer-lost`, a sale's commit is run and its
 //! answer lost on the way back. Each buyer then asks again with its
-//! request id until it has a final answer.
+//! request id until it has a final answer. And `kill-instance` under
+//! `redis-then-pg`: an instance killed between its buyer's unit taken in
+//! Redis and its write in the database.
 
 use std::time::{Duration, Instant};
 
@@ -233,4 +235,65 @@ async fn open_transactions(url: &str) -> anyhow::Result<i64> {
         )
         .await?;
     Ok(row.try_get(0)?)
+}
+
+/// `kill-instance` for `redis-then-pg`, whose buyer holds no lock: stock
+/// 1; a buyer on the victim instance held at its gate before its write,
+/// its unit taken in Redis and the database read; the victim killed
+/// (SIGKILL), between the two stores; then a buyer on the other instance,
+/// whom Redis turns away, must be sold the database's unit.
+pub(super) async fn kill_between_stores(
+    lab: &mut Lab,
+    variant: Variant,
+) -> anyhow::Result<Judgement> {
+    let v = variant.name();
+    lab.client().reset(v, 1, 0).await?;
+    let (victim, other) = lab.next_victim();
+    let run = format!("lab-kill-{v}-{}", std::process::id());
+    let mut gates = Scheduler::start(&lab.redis_url, &run).await?;
+    let killed = lab.send(
+        &victim.url,
+        &query(v, &format!("schedule={run}:{}", buyer_name(0))),
+    );
+    let mut at_write = false;
+    while let Some(arrival) = gates.next(GATE_TIMEOUT).await? {
+        if arrival.gate == points::BEFORE_WRITE.name {
+            at_write = true;
+            break;
+        }
+        if !crate::gate::is_note(&arrival.gate) {
+            gates.release(&arrival).await?;
+        }
+    }
+    crate::os::signal(victim.pid, nix::sys::signal::Signal::SIGKILL);
+    let killed = killed.await?;
+    gates.abandon().await?;
+    let next = lab.send(&other.url, &query(v, "work_ms=0")).await?;
+    let restarted = lab.restarted(&victim).await;
+    let pg = lab
+        .stack
+        .postgres
+        .clone()
+        .context("the stack's PostgreSQL")?;
+    let db = crate::orders::connect(&pg.url).await?;
+    let mut conn = lab.store.conn().await.context("cannot reach Redis")?;
+    let sku = crate::knobs::Sku::parse(v)?;
+    let books = crate::pgstock::both::both(&mut conn, &db, &sku).await?;
+    Ok(judge::between_stores(&judge::BetweenStores {
+        death: format!(
+            "instance {} (pid {}) killed with SIGKILL, its buyer {} (its request: {})",
+            victim.name,
+            victim.pid,
+            match at_write {
+                true => "at its write, its unit taken in Redis",
+                false => "never seen at its write",
+            },
+            killed.answer()
+        ),
+        at_write,
+        killed,
+        restarted,
+        next,
+        books,
+    }))
 }

@@ -12,7 +12,8 @@
 //! checker. This module: where each cell plays; `play`: what each one on
 //! the main stack does, `redis_pause` the one that pauses Redis,
 //! `database` the two that fail PostgreSQL under the variants whose
-//! stock it keeps (a crash, a commit's answer lost), `vanish` the two that delete the lock under its holder (the failover scenarios
+//! stock it keeps (a crash, a commit's answer lost) and `redis-then-pg`'s
+//! instance killed between its two stores, `vanish` the two that delete the lock under its holder (the failover scenarios
 //! play in `failover/`, the order scenarios in `orders/`).
 
 mod database;
@@ -22,6 +23,7 @@ mod vanish;
 
 use super::Lab;
 use super::judge::Judgement;
+use crate::check::protocol::Protocol;
 use crate::variants::Variant;
 pub use crate::variants::{Scenario, UnknownScenario};
 
@@ -61,6 +63,10 @@ impl Scenario {
             Scenario::SlowBusiness => play::slow_business(lab, v).await,
             Scenario::CrashAfterAcquire => play::crash_after_acquire(lab, v).await,
             Scenario::PauseHolder => play::pause_holder(lab, v).await,
+            // No lock to leave behind: killed between its two stores.
+            Scenario::KillInstance if Protocol::of(variant).two_stores() => {
+                database::kill_between_stores(lab, variant).await
+            }
             Scenario::KillInstance => play::kill_instance(lab, v).await,
             Scenario::LockVanishesEarly => vanish::lock_vanishes_early(lab, v).await,
             Scenario::LockVanishes => vanish::lock_vanishes(lab, variant).await,

@@ -1,0 +1,219 @@
+//! `redis-then-pg`: two stores, each step one command of one of them.
+//! Redis's pre-decrement takes a unit (one atomic script), or turns the
+//! buyer away; the database then sells by the optimistic protocol: read
+//! the stock with its version, work, write only if the version is still
+//! the one read (a refused write reads again). A buyer the database
+//! refuses (its request id answered by another attempt) gives its Redis
+//! unit back; one the database finds sold out keeps it taken. A buyer
+//! Redis turned away is answered by the database: sold out only when the
+//! database has none left, otherwise the same optimistic sale with no
+//! Redis unit. `World::stock` and `World::sold` are the database's books
+//! (the truth), `World::redis_stock` Redis's. A buyer whose process dies
+//! between its pre-decrement and its write leaves Redis a unit short of
+//! the database: only the database's answer to the buyers Redis turns
+//! away keeps that unit for sale.
+//!
+//! With request ids in play, a buyer first asks the database for its id's
+//! answer (an answered id is answered from there); the write and a
+//! sold-out answer record the id, and a write whose id another attempt
+//! recorded first is refused (the id's unique key).
+
+use super::program::Steps;
+use super::{At, Sale, World};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pc {
+    /// With request ids in play: asks the database for its id's answer.
+    Answered,
+    /// Redis's pre-decrement: takes a unit, or is turned away.
+    Take,
+    /// Turned away by Redis: the database's one statement reads its stock.
+    TurnedAway,
+    /// The database's read with the version; `true`: it holds a Redis unit.
+    Read(bool),
+    Work(bool),
+    /// The version-checked write.
+    Write(bool),
+    /// Gives its Redis unit back (`give_back.lua`), the database having
+    /// refused the sale.
+    GiveBack,
+    /// Its write's answer lost: asks again with its request id.
+    Retry,
+    Done,
+}
+
+impl Steps for Pc {
+    const DONE: Pc = Pc::Done;
+
+    fn start(sale: &Sale) -> Pc {
+        match sale.script_id(0) {
+            Some(_) => Pc::Answered,
+            None => Pc::Take,
+        }
+    }
+
+    fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
+        let i = usize::from(n);
+        Some(match self {
+            Pc::Answered | Pc::Retry if recorded(sale, w, n) => Pc::Done,
+            Pc::Answered | Pc::Retry => Pc::Take,
+            Pc::Take if w.redis_stock > 0 => {
+                w.redis_stock -= 1;
+                Pc::Read(true)
+            }
+            // The mutation: Redis's sold-out is the answer by itself.
+            Pc::Take if sale.mutation.redis_sold_out_final => {
+                w.told_sold_out = true;
+                Pc::Done
+            }
+            Pc::Take => Pc::TurnedAway,
+            // Sold out only when the database has none left either.
+            Pc::TurnedAway if w.stock == 0 => {
+                sold_out(sale, w, n);
+                Pc::Done
+            }
+            Pc::TurnedAway => Pc::Read(false),
+            // None left in the database: sold out, and a Redis unit stays
+            // taken (Redis's stock comes down to the database's).
+            Pc::Read(_) if w.stock == 0 => {
+                sold_out(sale, w, n);
+                Pc::Done
+            }
+            Pc::Read(unit) => {
+                w.buyers[i].read = w.stock;
+                w.buyers[i].work_until = w.now + sale.bounds.work;
+                Pc::Work(unit)
+            }
+            Pc::Work(_) if !sale.worked(w, n) => return None,
+            Pc::Work(unit) => Pc::Write(unit),
+            // The id's sale made by another attempt: nothing sold, the
+            // unit goes back.
+            Pc::Write(true) if recorded(sale, w, n) => Pc::GiveBack,
+            Pc::Write(false) if recorded(sale, w, n) => Pc::Done,
+            // The version moved (another buyer sold): read again. Each
+            // refusal is another buyer's sale, so the code's 100 tries are
+            // never used up within the model's stock.
+            Pc::Write(unit) if w.buyers[i].read != w.stock => Pc::Read(unit),
+            Pc::Write(_) => {
+                let unit = w.buyers[i].read;
+                w.stock = unit - 1;
+                let times = &mut w.sold[usize::from(unit) - 1];
+                *times = times.saturating_add(1);
+                sale.sold_by(w, n);
+                record(sale, w, n);
+                if ids_in_play(sale) {
+                    w.script_sales[i] += 1;
+                }
+                Pc::Done
+            }
+            Pc::GiveBack => {
+                w.redis_stock += 1;
+                Pc::Done
+            }
+            Pc::Done => return None,
+        })
+    }
+
+    fn at(self) -> At {
+        match self {
+            Pc::Answered => At::Claim,
+            Pc::Take => At::Start,
+            Pc::TurnedAway | Pc::Read(_) => At::Read,
+            Pc::Work(_) => At::Work,
+            Pc::Write(_) => At::Write,
+            Pc::GiveBack => At::Release,
+            Pc::Retry => At::Retry,
+            Pc::Done => At::Done,
+        }
+    }
+
+    fn moment(self) -> &'static str {
+        match self {
+            Pc::Read(true) | Pc::Work(true) | Pc::Write(true) => {
+                "between its Redis unit and its write"
+            }
+            pc => pc.at().moment(),
+        }
+    }
+
+    fn says(self, _: &Sale, before: &World, after: &World, n: u8) -> String {
+        let i = usize::from(n);
+        let next = after.buyers[i].pc;
+        let redis = after.redis_stock;
+        match self {
+            Pc::Answered | Pc::Retry if next == Pc::Done.into() => {
+                "asks the database for its id's answer: answered from its record".to_owned()
+            }
+            Pc::Answered => "asks the database for its id's answer: none yet".to_owned(),
+            Pc::Retry => "asks again with its request id: none recorded".to_owned(),
+            Pc::Take if after.redis_stock < before.redis_stock => {
+                format!("takes a unit in Redis (Redis has {redis} left)")
+            }
+            Pc::Take if next == Pc::Done.into() => {
+                "is turned away by Redis: told sold out on Redis's word".to_owned()
+            }
+            Pc::Take => "is turned away by Redis: the database answers".to_owned(),
+            Pc::TurnedAway | Pc::Read(_) if next == Pc::Done.into() => format!(
+                "reads the database: none left, told sold out{}",
+                match self {
+                    Pc::Read(true) => " (its Redis unit stays taken)",
+                    _ => "",
+                }
+            ),
+            Pc::TurnedAway => format!(
+                "reads the database: {} left, it buys there with no Redis unit",
+                after.stock
+            ),
+            Pc::Read(_) => format!("reads stock {} and its version", after.buyers[i].read),
+            Pc::Work(_) => "ends its work".to_owned(),
+            Pc::Write(_) if after.sold != before.sold => {
+                format!("writes: sells unit {}", before.buyers[i].read)
+            }
+            Pc::Write(_) if matches!(next, super::Pc::RedisThenPg(Pc::Read(_))) => {
+                "writes: refused, the version moved; reads again".to_owned()
+            }
+            Pc::Write(_) => "writes: refused, its id was answered by another attempt".to_owned(),
+            Pc::GiveBack => format!("gives its unit back to Redis (Redis has {redis} left)"),
+            Pc::Done => "is done".to_owned(),
+        }
+    }
+}
+
+/// Whether request ids are recorded by the database (every buyer a retry
+/// of one, or each with its own).
+fn ids_in_play(sale: &Sale) -> bool {
+    sale.bounds.one_request || sale.ids_in_commits()
+}
+
+/// Whether the database has an answer recorded for buyer `n`'s request id.
+fn recorded(sale: &Sale, w: &World, n: u8) -> bool {
+    sale.script_id(n)
+        .is_some_and(|id| w.answered & (1 << id) != 0)
+}
+
+/// Records buyer `n`'s request id's answer (a first answer only: the id's
+/// unique key keeps the first).
+fn record(sale: &Sale, w: &mut World, n: u8) {
+    if let Some(id) = sale.script_id(n) {
+        w.answered |= 1 << id;
+    }
+}
+
+/// The database tells buyer `n` it is sold out (true of its stock now,
+/// which never grows back), recorded for its id.
+fn sold_out(sale: &Sale, w: &mut World, n: u8) {
+    if !recorded(sale, w, n) {
+        w.told_sold_out = true;
+    }
+    record(sale, w, n);
+}
+
+/// Whether no buyer was told sold out while the database holds stock:
+/// once every buyer is done (or dead), a sold-out answer and stock left
+/// in the database are a sold-out the database's books do not back (the
+/// buyers still on their way to the database may yet sell what it held
+/// when it was told).
+pub fn sold_out_backed(w: &World) -> bool {
+    let quiet = w.buyers.iter().all(|b| b.crashed || b.pc.is_done());
+    !(quiet && w.told_sold_out && w.stock > 0)
+}
