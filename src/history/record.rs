@@ -37,6 +37,9 @@ struct Book {
     epochs: HashMap<String, u32>,
     /// Operations of SKUs never declared: they cannot be judged.
     undeclared: u64,
+    /// Pieces of request paths whose requests are recorded as given no
+    /// answer, whatever they are told (see [`Recorder::silence`]).
+    silenced: Vec<String>,
 }
 
 /// A request on its way: the stock it was sent to, and when.
@@ -203,6 +206,38 @@ impl Recorder {
             outcome: Outcome::Read,
             unit: None,
             remaining: Some(remaining.clamp(0, i64::from(u32::MAX)) as u32),
+            note: None,
+        });
+    }
+
+    /// From now on, a request whose path holds `marker` is recorded as
+    /// given no answer, whatever it is told: its client is as good as dead
+    /// (a buyer the explorer crashed, which it lets go once the schedule
+    /// is over, so that nobody stays held, and which may still answer).
+    pub fn silence(&self, marker: &str) {
+        self.book().silenced.push(marker.to_owned());
+    }
+
+    /// Whether a request at `path` is one [`Recorder::silence`] named.
+    pub fn silenced(&self, path: &str) -> bool {
+        self.book()
+            .silenced
+            .iter()
+            .any(|m| path.contains(m.as_str()))
+    }
+
+    /// Unit `unit` of `sku` came back to the stock (a reservation that
+    /// expired, a stock restored), at some moment between `call` and now.
+    pub fn returned(&self, sku: &str, call: u64, unit: i64) {
+        self.push(Op {
+            sku: sku.to_owned(),
+            client: 0,
+            id: None,
+            call,
+            ret: Some(self.now()),
+            outcome: Outcome::Returned,
+            unit: Some(unit.clamp(0, i64::from(u32::MAX)) as u32),
+            remaining: None,
             note: None,
         });
     }

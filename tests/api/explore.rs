@@ -104,6 +104,10 @@ async fn exploration_finds_what_the_checker_finds_and_nothing_where_it_finds_not
                 "{variant} in {scenario}: found in {} schedules: {}",
                 explored.schedules, found.ledger
             );
+            assert!(
+                found.disagreement.is_none() && explored.disagreed.is_none(),
+                "{variant} in {scenario}: the judges disagree: {found:#?}"
+            );
             // Its seed finds it again.
             let again = explore::one(
                 &stack,
@@ -167,6 +171,13 @@ async fn exploration_finds_what_the_checker_finds_and_nothing_where_it_finds_not
                 explored.found.is_none(),
                 "{variant} in {scenario} broke: {:#?}",
                 explored.found
+            );
+            // The history checker agreed on every schedule: crashed buyers
+            // recorded as unanswered, a restart's re-stock as units back.
+            assert!(
+                explored.disagreed.is_none(),
+                "{variant} in {scenario}: the judges disagree: {:#?}",
+                explored.disagreed
             );
             // Not hollow: where the scenario has faults, they struck.
             let faults = !matches!(
@@ -239,6 +250,8 @@ async fn explore_cli(
             "--json",
         ])
         .arg(&json)
+        .arg("--history")
+        .arg(dir.path().join("history.jsonl"))
         .kill_on_drop(true);
     if let Some(mutant) = mutant {
         command.args(["--mutant", mutant]);
@@ -250,6 +263,17 @@ async fn explore_cli(
     let code = ran.status.code().unwrap_or(-1);
     let report =
         std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no JSON (exit {code}): {said}"));
+    // Every schedule's history is written, its SKU named by its run.
+    let history = std::fs::read_to_string(dir.path().join("history.jsonl")).unwrap();
+    let first = format!(
+        "{{\"sku\":\"explore-{0}-1/x-{0}\",\"initial\":",
+        cell.0.name()
+    );
+    assert!(
+        history.starts_with(&first),
+        "{}",
+        &history[..history.len().min(300)]
+    );
     (code, serde_json::from_str(&report).unwrap())
 }
 
@@ -297,6 +321,13 @@ async fn each_live_mutant_is_found_and_the_code_without_it_passes_the_same_sched
             assert!(
                 code == 2 && !found.is_null(),
                 "{mutant} ({variant} in {scenario}): not found in {MUTANT_WITHIN} schedules (exit {code}): {mutated}"
+            );
+            // The history checker, knowing nothing of the mechanism taken
+            // out, convicts the breaking schedule from its answers alone.
+            assert!(
+                found["history"].as_str().unwrap().starts_with("unsafe")
+                    && found["disagreement"].is_null(),
+                "{mutant} ({variant} in {scenario}): {found}"
             );
             let until = mutated["until_found"].as_u64().unwrap() as usize;
             eprintln!("{mutant} ({variant} in {scenario}): found in {until} schedules: {}", found["ledger"]);

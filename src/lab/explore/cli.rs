@@ -43,6 +43,13 @@ pub struct ExploreArgs {
     /// Also write the result as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write every schedule's history (what its buyers were told, and the
+    /// books read after it) to FILE, JSON Lines in the format of
+    /// `stocklock history check`, each schedule's SKU named by its run
+    /// (`explore-VARIANT-SEED/x-VARIANT`). Every schedule is judged by the
+    /// history checker beside the ledger either way.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
     /// Draw the violating schedule's live timeline into this directory
     /// (SCENARIO-VARIANT-explore.html), beside the checker's shortest
     /// counterexample of the cell (SCENARIO-VARIANT-model.html).
@@ -176,7 +183,17 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<bool> {
         std::fs::write(path, serde_json::to_string_pretty(&explored)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok(explored.found.is_none())
+    if let Some(schedule) = &explored.disagreed {
+        println!(
+            "schedule seed {}: THE TWO JUDGES DISAGREE: {} (ledger: {}; history: {})",
+            schedule.seed,
+            schedule.disagreement.as_deref().unwrap_or_default(),
+            schedule.ledger,
+            schedule.history
+        );
+    }
+    write_histories(args.history.as_deref(), &explored.histories)?;
+    Ok(explored.found.is_none() && explored.disagreed.is_none())
 }
 
 /// The live timeline of the last schedule of `variant` (the violating one).
@@ -190,6 +207,16 @@ async fn draw(stack: &Stack, variant: Variant, path: &Path) -> anyhow::Result<Pa
         .await?;
     std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path.to_owned())
+}
+
+/// `--history`: every schedule's history, into `path`.
+fn write_histories(path: Option<&Path>, histories: &str) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, histories)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("explore: every schedule's history in {}", path.display());
+    }
+    Ok(())
 }
 
 /// `--all`'s table, and its JSON: `Ok(false)` when a cell disagreed.
@@ -239,6 +266,11 @@ fn report_all(args: &ExploreArgs, matrix: matrix::Matrix) -> anyhow::Result<bool
         std::fs::write(path, serde_json::to_string_pretty(&json)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    let histories: String = cells
+        .iter()
+        .map(|c| c.explored.histories.as_str())
+        .collect();
+    write_histories(args.history.as_deref(), &histories)?;
     for errored in &matrix.errors {
         println!(
             "not explored: {} in {}: {}",

@@ -21,6 +21,12 @@ pub struct Explored {
     /// The first schedule that broke a property, and how many it took.
     pub found: Option<Schedule>,
     pub until_found: Option<usize>,
+    /// The first schedule where the history checker and the ledger's
+    /// verdict disagree on safety (it fails the exploration too).
+    pub disagreed: Option<Schedule>,
+    /// Every schedule's history, one after another (`--history`).
+    #[serde(skip)]
+    pub histories: String,
 }
 
 /// Explores up to `schedules` schedules, seeds `seed`, `seed + 1`, ...,
@@ -38,9 +44,11 @@ pub async fn explore(
     let mut run = 0;
     let mut found = None;
     let mut struck = std::collections::BTreeMap::new();
+    let mut histories = String::new();
     // A failover cannot be undone: each schedule on a stack of its own.
     let fails_over = crate::check::bounds(scenario, Protocol::of(variant)).failovers > 0;
-    while run < schedules && found.is_none() {
+    let mut disagreed = None;
+    while run < schedules && found.is_none() && disagreed.is_none() {
         let seed = seed + run as u64;
         let schedule = match fails_over {
             false => one(stack, redises, variant, scenario, strategy, seed).await?,
@@ -53,6 +61,7 @@ pub async fn explore(
             }
         };
         run += 1;
+        histories.push_str(&schedule.recorded);
         let mut kinds: Vec<&'static str> = (schedule.steps.iter())
             .filter_map(super::Choice::fault)
             .collect();
@@ -61,17 +70,15 @@ pub async fn explore(
         for kind in kinds {
             *struck.entry(kind).or_insert(0) += 1;
         }
-        // Shown, not yet failing: a schedule's history is not yet whole
-        // (a buyer the explorer "crashes" is released when the schedule
-        // ends and may still answer; a re-stock after Redis restarted and
-        // units an expiry gave back are not recorded), so the history can
-        // convict a schedule its ledger rightly clears.
+        // The two judges must agree: one of them is wrong, and the
+        // exploration says which the evidence contradicts.
         if let Some(why) = &schedule.disagreement {
             eprintln!(
-                "explore: {variant} in {scenario}, seed {seed}: the history checker disagrees \
-                 with the ledger: {why} (ledger: {}; history: {})",
+                "explore: {variant} in {scenario}, seed {seed}: THE TWO JUDGES DISAGREE: {why} \
+                 (ledger: {}; history: {})",
                 schedule.ledger, schedule.history
             );
+            disagreed = Some(schedule.clone());
         }
         if schedule.violation {
             found = Some(schedule);
@@ -86,5 +93,7 @@ pub async fn explore(
         struck,
         until_found: found.as_ref().map(|_| run),
         found,
+        disagreed,
+        histories,
     })
 }

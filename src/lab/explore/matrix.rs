@@ -48,7 +48,8 @@ pub struct Cell {
     pub counterexample: bool,
     pub explored: Explored,
     /// The live result agrees with the model's: a violation found where
-    /// the checker has one, none where it has none.
+    /// the checker has one, none where it has none; and the history
+    /// checker agreed with the ledger on every schedule.
     pub agrees: bool,
 }
 
@@ -118,7 +119,7 @@ pub async fn all(
             cells.push(Cell {
                 model: verdict.model,
                 counterexample,
-                agrees: counterexample == explored.found.is_some(),
+                agrees: counterexample == explored.found.is_some() && explored.disagreed.is_none(),
                 explored,
             });
         }

@@ -82,6 +82,10 @@ pub struct Schedule {
     pub history: String,
     /// Set when it and the ledger's verdict disagree on safety.
     pub disagreement: Option<String>,
+    /// The history itself, JSON Lines (`stocklock history check`'s
+    /// format), its SKU named by the schedule's run.
+    #[serde(skip)]
+    pub recorded: String,
 }
 
 /// The index of a buyer the explorer named.

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use super::run::{Buyer, Run, name};
+use super::run::{Buyer, Run};
 use super::{Choice, STALL, STOCK, index};
 use crate::check::order::OrderFaults;
 use crate::gate::{ANSWERED, Arrival, points, workers};
@@ -386,29 +386,21 @@ async fn epoch(store: &crate::store::Store, keys: &crate::store::Keys) -> anyhow
     Ok(epoch)
 }
 
-/// The buyers answered `sold` whose order cannot be found by their
-/// request id and token (a sale lost on its way to its order).
-pub(super) async fn without_order(
+/// Each buyer answered `sold`, with its order found by its request id and
+/// token (`None`: a sale lost on its way to its order).
+pub(super) async fn orders_of(
     run: &Run<'_>,
     sku: &str,
     answers: &[(u8, crate::client::Deduction)],
     request_id: impl Fn(u8) -> Option<String>,
-) -> anyhow::Result<Vec<String>> {
-    let mut missing = Vec::new();
+) -> anyhow::Result<Vec<(u8, Option<crate::wire::OrderView>)>> {
+    let mut orders = Vec::new();
     for (n, answer) in answers {
         let (true, Some(token), Some(id)) = (answer.sold(), answer.order_token(), request_id(*n))
         else {
             continue;
         };
-        if run
-            .stack
-            .client
-            .find_order(sku, &id, token)
-            .await?
-            .is_none()
-        {
-            missing.push(name(*n));
-        }
+        orders.push((*n, run.stack.client.find_order(sku, &id, token).await?));
     }
-    Ok(missing)
+    Ok(orders)
 }

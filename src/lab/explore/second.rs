@@ -41,3 +41,43 @@ pub(super) fn opinion(recorder: &Recorder, oversold: bool) -> (String, Option<St
     };
     (summary, disagreement)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Told;
+
+    /// Two buyers told the same unit while the ledger saw nothing wrong:
+    /// the ledger's judge missed it. The same history beside a ledger that
+    /// saw the oversell: they agree. A silenced buyer's answer is no
+    /// answer, which convicts nobody.
+    #[test]
+    fn the_judges_disagree_where_the_answers_fit_no_stock_and_the_ledger_saw_none() {
+        let recorder = Recorder::new();
+        recorder.declare("x", 2);
+        for _ in 0..2 {
+            let call = recorder.call("x");
+            recorder.told(call, recorder.client(), None, Told::Sold(2));
+        }
+        let (summary, disagreement) = opinion(&recorder, false);
+        assert!(summary.starts_with("unsafe: "), "{summary}");
+        assert!(
+            disagreement
+                .unwrap()
+                .contains("the ledger's judge missed it"),
+            "{summary}"
+        );
+        assert_eq!(opinion(&recorder, true).1, None);
+
+        let silenced = Recorder::new();
+        silenced.declare("x", 2);
+        silenced.silence("schedule=run:B");
+        assert!(silenced.silenced("/deductStock/token?sku=x&schedule=run:B"));
+        assert!(!silenced.silenced("/deductStock/token?sku=x&schedule=run:A"));
+        let call = silenced.call("x");
+        silenced.told(call, silenced.client(), None, Told::Sold(2));
+        let call = silenced.call("x");
+        silenced.told(call, silenced.client(), None, Told::Nothing);
+        assert_eq!(opinion(&silenced, false), ("linearizable".to_owned(), None));
+    }
+}

@@ -311,7 +311,26 @@ impl<'a> Session<'a> {
                 }
             }
             Choice::Retry { buyer } => run.send(super::index(buyer)).await?,
+            // Redis back empty (restarted, or its data lost), the SKU
+            // stocked again: for the history, the units sold so far come
+            // back (one stock across the restart: a buyer in flight may
+            // sell in either epoch).
+            Choice::Restart | Choice::DataLoss => {
+                let sku = self.setup.sku.clone();
+                let call = self.recorder.now();
+                let left = run.stack.client.state(&sku).await?.remaining;
+                run.strike(&choice, &mut self.budget, self.variant, &sku)
+                    .await?;
+                for unit in left.max(0) + 1..=STOCK {
+                    self.recorder.returned(&sku, call, unit);
+                }
+            }
             fault => {
+                // Dead: whatever it is told once let go at the end is told
+                // to nobody.
+                if let Choice::Crash { buyer } = fault {
+                    (self.recorder).silence(&format!("schedule={}:{buyer}", self.setup.run_id));
+                }
                 let sku = self.setup.sku.clone();
                 run.strike(fault, &mut self.budget, self.variant, &sku)
                     .await?

@@ -108,24 +108,36 @@ pub(super) async fn all(echo: bool, lease_ms: u64) -> anyhow::Result<All> {
 /// The table of `--all`, and the cells not replayed; `true` when every
 /// replay agreed with the model.
 pub(super) fn report(all: &All) -> bool {
-    println!("| variant | scenario | the model breaks | steps | live | agrees | seconds |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| variant | scenario | the model breaks | steps | live | agrees | the history checker | seconds |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for cell in &all.cells {
         let r = &cell.replay;
         println!(
-            "| `{}` | {} | {} | {} | {} | {} | {:.1} |",
+            "| `{}` | {} | {} | {} | {} | {} | {}{} | {:.1} |",
             r.variant,
             r.scenario,
             r.property,
             r.steps.len(),
             r.live,
             if r.agrees { "yes" } else { "NO" },
+            r.history,
+            r.disagreement
+                .as_ref()
+                .map(|why| format!(" (DISAGREES: {why})"))
+                .unwrap_or_default(),
             cell.seconds
         );
     }
     let agreed = all.cells.iter().filter(|c| c.replay.agrees).count();
+    let judged_alike = all
+        .cells
+        .iter()
+        .filter(|c| c.replay.disagreement.is_none())
+        .count();
     println!(
-        "\n{agreed} of {} replayed counterexamples break live as in the model; {} not replayed ({:.0} s in all):",
+        "\n{agreed} of {} replayed counterexamples break live as in the model, {judged_alike} judged alike by the history checker; {} not replayed ({:.0} s in all):",
         all.cells.len(),
         all.not_replayed.len(),
         all.seconds
@@ -133,5 +145,5 @@ pub(super) fn report(all: &All) -> bool {
     for cell in &all.not_replayed {
         println!("- {} in {}: {}", cell.variant, cell.scenario, cell.why);
     }
-    agreed == all.cells.len()
+    agreed == all.cells.len() && judged_alike == all.cells.len()
 }

@@ -92,10 +92,17 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(100..=5000))]
     pub lease_ms: u64,
     /// Also write the replay as JSON: {variant, scenario, property, steps:
-    /// [{model, live}], live, agrees}; with --all, {cells: [the same, and
+    /// [{model, live}], live, agrees, history, disagreement}; with --all, {cells: [the same, and
     /// seconds], not_replayed: [{variant, scenario, why}], seconds}.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the history of the replay (of every replay, with --all):
+    /// what its buyers were told and the books read after, JSON Lines in
+    /// the format of `stocklock history check`. Every replay is judged by
+    /// the history checker beside the live ledger either way; where they
+    /// disagree, the replay fails.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
     /// Draw the live run's timeline (SCENARIO-VARIANT-replay.html) and
     /// the model's trace (SCENARIO-VARIANT-model.html) into this directory.
     #[arg(long, value_name = "DIR")]
@@ -113,6 +120,12 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
     if args.all {
         let all = super::all::all(args.echo, args.lease_ms).await?;
         let agreed = super::all::report(&all);
+        let histories: String = all
+            .cells
+            .iter()
+            .map(|c| c.replay.recorded.as_str())
+            .collect();
+        write_history(args.history.as_deref(), &histories)?;
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_string_pretty(&all)?)
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -136,9 +149,24 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
             false => "NOT broken: the live run disagrees with the model",
         }
     );
+    println!("the history checker: {}", replay.history);
+    if let Some(why) = &replay.disagreement {
+        println!("the two judges DISAGREE: {why}");
+    }
+    write_history(args.history.as_deref(), &replay.recorded)?;
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&replay)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok(replay.agrees)
+    Ok(replay.agrees && replay.disagreement.is_none())
+}
+
+/// `--history`: the replays' histories, into `path`.
+fn write_history(path: Option<&std::path::Path>, recorded: &str) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, recorded)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("replay: the history in {}", path.display());
+    }
+    Ok(())
 }

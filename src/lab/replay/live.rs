@@ -11,7 +11,10 @@ use crate::check::Property;
 use crate::check::model::Sale;
 use crate::client::Deduction;
 use crate::gate::{Arrival, Scheduler, WAITS_FOR_LOCK};
+use crate::lab::judge::Observed;
+use crate::lab::judges::{SecondOpinion, second_opinion};
 use crate::store::{Keys, Store};
+use crate::variants::Behaviour;
 
 use super::super::stack::Stack;
 
@@ -62,6 +65,8 @@ pub(super) struct Live<'a> {
     pub(super) restarted: HashMap<usize, crate::up::redis::RedisServer>,
     /// A failover cell: the replicated Redis it fails over.
     pub(super) failing: Option<super::failover::Failing>,
+    /// What the buyers were told, for the history checker.
+    pub(super) recorder: crate::history::Recorder,
 }
 
 pub(super) use crate::gate::buyer_name as name;
@@ -75,7 +80,9 @@ impl Live<'_> {
             true => 0,
             false => usize::from(n) % instances.len(),
         };
-        let client = self.stack.client.at(&instances[at].url);
+        let client = (self.stack.client)
+            .recording(self.recorder.clone())
+            .at(&instances[at].url);
         let mut path = format!(
             "/deductStock/{}?sku={}&work_ms=0&lease_ms={}&schedule={}:{}",
             self.variant,
@@ -292,6 +299,30 @@ impl Live<'_> {
         self.reach(n, "after_release").await?;
         let said = self.finish(n).await?;
         Ok(format!("{} answers {said}", name(n)))
+    }
+}
+
+impl Live<'_> {
+    /// The books read once every buyer answered, beside what each was
+    /// told: the history checker's verdict, set beside the live run's
+    /// (`broken`: whether it broke `property`).
+    pub(super) async fn second_opinion(
+        &self,
+        property: Property,
+        broken: bool,
+    ) -> anyhow::Result<SecondOpinion> {
+        let read_at = self.recorder.now();
+        let books = self.stack.client.state(&self.sku).await?;
+        self.recorder.read(&self.sku, read_at, books.remaining);
+        let observed = match (property, broken) {
+            (_, false) => Observed::Seen(Behaviour::Safe),
+            (Property::Safety | Property::OneSale | Property::OrderedOnce, true) => {
+                Observed::Seen(Behaviour::Oversells)
+            }
+            (Property::OrdersKept, true) => Observed::Seen(Behaviour::LosesUnits),
+            (_, true) => Observed::Stuck,
+        };
+        Ok(second_opinion(&self.recorder, observed))
     }
 }
 

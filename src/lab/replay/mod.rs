@@ -25,6 +25,7 @@ use crate::check::model::{Action, At, Pc, Sale, World, setnx};
 use crate::check::order::OrderStep;
 use crate::check::{self, Property, Verdict};
 use crate::gate::Scheduler;
+use crate::history::Recorder;
 use crate::knobs::Sku;
 use crate::store::{Keys, Store};
 use crate::wire::ChaosAction;
@@ -160,6 +161,13 @@ pub struct Replay {
     pub live: String,
     /// Whether the live run broke the same property.
     pub agrees: bool,
+    /// The history checker's verdict of what the buyers were told.
+    pub history: String,
+    /// Set when it and the live ledger's verdict disagree on safety.
+    pub disagreement: Option<String>,
+    /// The history itself (`--history`), JSON Lines.
+    #[serde(skip)]
+    pub recorded: String,
 }
 
 /// Whether `verdict`'s cell plays the order pipeline: its replay needs a
@@ -256,11 +264,12 @@ async fn play(
             stack.redlock_nodes.len()
         );
     }
-    stack
-        .client
+    let run = format!("replay-{}-{}", verdict.variant, verdict.scenario);
+    let recorder = Recorder::prefixed(&format!("{run}/"));
+    (stack.client)
+        .recording(recorder.clone())
         .reset(&sku, i64::from(sale.bounds.stock), 0)
         .await?;
-    let run = format!("replay-{}-{}", verdict.variant, verdict.scenario);
     let mut live = Live {
         variant: verdict.variant,
         sale,
@@ -282,6 +291,7 @@ async fn play(
         rounds: HashMap::new(),
         restarted: HashMap::new(),
         failing,
+        recorder,
     };
     // The last buyer's clock runs ahead by the model's skew, in the live
     // lease's ticks (its instance's own clock, as chaos mode skews it).
@@ -419,6 +429,7 @@ async fn play(
     }
     outcome?;
     let (live_said, agrees) = judged?;
+    let second = live.second_opinion(property, agrees).await?;
     Ok(Replay {
         variant: verdict.variant,
         scenario: verdict.scenario,
@@ -426,5 +437,8 @@ async fn play(
         steps,
         live: live_said,
         agrees,
+        history: second.summary,
+        disagreement: second.disagreement,
+        recorded: live.recorder.text(),
     })
 }

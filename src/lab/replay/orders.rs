@@ -99,7 +99,9 @@ impl Live<'_> {
         drop(back);
         // The instances reconnect by themselves: a reset goes through once they did.
         let stock = i64::from(self.sale.bounds.stock);
-        while let Err(err) = self.stack.client.reset(&self.sku, stock, 0).await {
+        // A new stocking: the history starts a new stock of the SKU.
+        let recording = self.stack.client.recording(self.recorder.clone());
+        while let Err(err) = recording.reset(&self.sku, stock, 0).await {
             if started.elapsed() > SETTLE {
                 return Err(err.context("no reset after Redis came back"));
             }

@@ -84,13 +84,27 @@ impl Session<'_> {
         let books = books?;
         // Every buyer told `sold` finds its order (a sale whose message Redis
         // lost has none, in whatever epoch).
-        let missing = match self.run.pipeline.is_some() {
+        let orders = match self.run.pipeline.is_some() {
             true => {
                 let id = |n: u8| self.request_id(n);
-                pipeline::without_order(&self.run, &sku, &answered, id).await?
+                pipeline::orders_of(&self.run, &sku, &answered, id).await?
             }
             false => Vec::new(),
         };
+        let missing: Vec<String> = (orders.iter())
+            .filter(|(_, order)| order.is_none())
+            .map(|(n, _)| name(*n))
+            .collect();
+        // The units of reservations that expired came back to the stock at
+        // some moment of the schedule (or as it settled), once each
+        // expired order's unit was given back, as the orders' books say.
+        if books.as_ref().is_some_and(|b| b.unreturned.is_empty()) {
+            let expired =
+                (orders.iter()).filter_map(|(_, o)| o.as_ref().filter(|o| o.status == "expired"));
+            for order in expired {
+                self.recorder.returned(&sku, 0, order.unit);
+            }
+        }
         let bounds = &self.bounds;
         let unordered = books.as_ref().is_some_and(|b| !b.matches()) || !missing.is_empty();
         // A failover loses the old master's records of its sales: a unit sold
@@ -98,6 +112,17 @@ impl Session<'_> {
         let twice_told = match bounds.failovers > 0 {
             true => crate::lab::replay::sold_twice(answered.iter().map(|(n, a)| (n, a))),
             false => Vec::new(),
+        };
+        // And a sale told whose record the new master never had: its unit
+        // is back in stock, to be sold again (the books disagree with what
+        // a buyer was told, whether or not a second buyer came for it).
+        let told_units: std::collections::BTreeSet<i64> = (answered.iter())
+            .filter(|(_, a)| a.sold())
+            .filter_map(|(_, a)| a.unit())
+            .collect();
+        let forgotten = match bounds.failovers > 0 {
+            true => (told_units.len() as i64 - state.sold).max(0),
+            false => 0,
         };
         // (`setnx-expiry`'s key has no TTL either, but its value's time runs out.)
         let stuck = crashed
@@ -128,14 +153,22 @@ impl Session<'_> {
             let units = twice_told.join(", ");
             ledger.push_str(&format!("; units answered sold twice: {units}"));
         }
+        if forgotten > 0 {
+            ledger.push_str(&format!(
+                "; {forgotten} sale(s) answered sold that the new master's books do not hold (units told: {told_units:?})"
+            ));
+        }
         if let Some(b) = &books {
             let verdict = b.verdict();
             ledger.push_str(&format!(
                 "; orders: {verdict}; buyers sold with no order: {missing:?}"
             ));
         }
-        let oversold =
-            state.oversold > 0 || state.duplicates > 0 || twice || !twice_told.is_empty();
+        let oversold = state.oversold > 0
+            || state.duplicates > 0
+            || twice
+            || !twice_told.is_empty()
+            || forgotten > 0;
         let (history, disagreement) = super::super::second::opinion(&self.recorder, oversold);
         Ok(super::super::Schedule {
             seed: self.seed,
@@ -143,13 +176,15 @@ impl Session<'_> {
             ledger,
             history,
             disagreement,
+            recorded: self.recorder.text(),
             violation: state.oversold > 0
                 || state.duplicates > 0
                 || stuck
                 || twice
                 || unowned
                 || unordered
-                || !twice_told.is_empty(),
+                || !twice_told.is_empty()
+                || forgotten > 0,
         })
     }
 }
