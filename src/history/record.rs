@@ -87,6 +87,11 @@ impl Told {
     }
 }
 
+/// A count or unit number the history can hold (0 for less).
+fn count(n: i64) -> u32 {
+    n.clamp(0, i64::from(u32::MAX)) as u32
+}
+
 impl Default for Recorder {
     fn default() -> Self {
         Self::new()
@@ -142,7 +147,7 @@ impl Recorder {
         book.current.insert(sku.to_owned(), name.clone());
         book.lines.push(Line::Declare {
             sku: name.clone(),
-            initial: initial.clamp(0, i64::from(u32::MAX)) as u32,
+            initial: count(initial),
         });
         name
     }
@@ -197,17 +202,7 @@ impl Recorder {
     /// The books of the store holding `sku`'s truth said `remaining` are
     /// left, read between `call` and now.
     pub fn read(&self, sku: &str, call: u64, remaining: i64) {
-        self.push(Op {
-            sku: sku.to_owned(),
-            client: 0,
-            id: None,
-            call,
-            ret: Some(self.now()),
-            outcome: Outcome::Read,
-            unit: None,
-            remaining: Some(remaining.clamp(0, i64::from(u32::MAX)) as u32),
-            note: None,
-        });
+        self.observed(sku, call, Outcome::Read, (None, Some(count(remaining))));
     }
 
     /// From now on, a request whose path holds `marker` is recorded as
@@ -229,15 +224,27 @@ impl Recorder {
     /// Unit `unit` of `sku` came back to the stock (a reservation that
     /// expired, a stock restored), at some moment between `call` and now.
     pub fn returned(&self, sku: &str, call: u64, unit: i64) {
+        self.observed(sku, call, Outcome::Returned, (Some(count(unit)), None));
+    }
+
+    /// What the recorder itself saw of the store (no client's request),
+    /// between `call` and now: a unit, or a count left.
+    fn observed(
+        &self,
+        sku: &str,
+        call: u64,
+        outcome: Outcome,
+        (unit, remaining): (Option<u32>, Option<u32>),
+    ) {
         self.push(Op {
             sku: sku.to_owned(),
             client: 0,
             id: None,
             call,
             ret: Some(self.now()),
-            outcome: Outcome::Returned,
-            unit: Some(unit.clamp(0, i64::from(u32::MAX)) as u32),
-            remaining: None,
+            outcome,
+            unit,
+            remaining,
             note: None,
         });
     }

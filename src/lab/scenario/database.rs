@@ -190,6 +190,11 @@ async fn drain(
             break;
         }
     }
+    both_books(lab, v).await.map(Some)
+}
+
+/// Redis's books of SKU `v` beside the database's.
+async fn both_books(lab: &Lab, v: &str) -> anyhow::Result<BothBooks> {
     let postgres = lab
         .stack
         .postgres
@@ -199,9 +204,7 @@ async fn drain(
     let mut conn = lab.store.conn().await.context("cannot reach Redis")?;
     let sku = crate::knobs::Sku::parse(v)?;
     let books = crate::pgstock::both::both(&mut conn, &db, &sku).await?;
-    books
-        .map(Some)
-        .with_context(|| format!("the database never stocked {sku}"))
+    books.with_context(|| format!("the database never stocked {sku}"))
 }
 
 /// Buyers `range`, one after the other, each sent to `base` with its
@@ -270,15 +273,7 @@ pub(super) async fn kill_between_stores(
     gates.abandon().await?;
     let next = lab.send(&other.url, &query(v, "work_ms=0")).await?;
     let restarted = lab.restarted(&victim).await;
-    let pg = lab
-        .stack
-        .postgres
-        .clone()
-        .context("the stack's PostgreSQL")?;
-    let db = crate::orders::connect(&pg.url).await?;
-    let mut conn = lab.store.conn().await.context("cannot reach Redis")?;
-    let sku = crate::knobs::Sku::parse(v)?;
-    let books = crate::pgstock::both::both(&mut conn, &db, &sku).await?;
+    let books = Some(both_books(lab, v).await?);
     Ok(judge::between_stores(&judge::BetweenStores {
         death: format!(
             "instance {} (pid {}) killed with SIGKILL, its buyer {} (its request: {})",
