@@ -341,6 +341,52 @@ async fn each_live_mutant_is_found_and_the_code_without_it_passes_the_same_sched
     .await;
 }
 
+/// `redis-then-pg` in `kill-instance` claims it keeps selling: a buyer
+/// killed between Redis and the database leaves Redis a unit short, and
+/// the database answers whom Redis turns away. The explorer's ledger judge
+/// looks at safety only; the history checker sees what the buyers were
+/// told, so with the live mutant `redis-says-sold-out` (Redis's sold-out
+/// answered by itself) a schedule where a buyer is told sold out with a
+/// unit left in the database fails the exploration, and the code as it is
+/// passes the same seeds with its crashes struck.
+#[tokio::test]
+async fn a_buyer_told_sold_out_with_stock_left_fails_a_cell_that_claims_it_keeps_selling() {
+    helpers::within(Duration::from_secs(300), async {
+        if !stocklock::up::postgres::installed() {
+            helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+            return;
+        }
+        let cell = (Variant::RedisThenPg, Scenario::KillInstance, "pct");
+        let (code, mutated) = explore_cli(cell, 30, Some("redis-says-sold-out")).await;
+        let disagreed = &mutated["disagreed"];
+        assert!(
+            code == 2
+                && disagreed["disagreement"].as_str().is_some_and(
+                    |d| d.starts_with("a buyer was told sold out while stock remained")
+                ),
+            "exit {code}: {mutated}"
+        );
+        assert!(
+            disagreed["history"]
+                .as_str()
+                .unwrap()
+                .starts_with("not_linearizable"),
+            "{mutated}"
+        );
+        let until = mutated["schedules"].as_u64().unwrap() as usize;
+        let (code, clean) = explore_cli(cell, until.max(10), None).await;
+        assert!(
+            code == 0 && clean["disagreed"].is_null() && clean["found"].is_null(),
+            "exit {code}: {clean}"
+        );
+        assert!(
+            clean["struck"]["Crash"].as_u64().unwrap_or(0) > 0,
+            "{clean}"
+        );
+    })
+    .await;
+}
+
 /// `redis-pause`, on a stack of the explorer's own whose gates meet in a
 /// Redis apart: a buyer's call goes into a paused Redis and is answered
 /// `unknown`, the buyer asks again with its id, and every sale in the

@@ -12,8 +12,14 @@ use crate::history::{self, Recorder, Verdict};
 const PER_SKU: Duration = Duration::from_secs(30);
 
 /// The checker's verdict in a few words, and the disagreement with the
-/// ledger's `oversold` (a unit sold twice, or more than the stock), if any.
-pub(super) fn opinion(recorder: &Recorder, oversold: bool) -> (String, Option<String>) {
+/// ledger's `oversold` (a unit sold twice, or more than the stock), if
+/// any; or with the cell's claim, where a buyer was told "sold out" while
+/// stock remained and the claim (`undersells`: it admits losing units)
+/// does not expect it.
+pub(super) fn opinion(
+    recorder: &Recorder,
+    (oversold, undersells): (bool, bool),
+) -> (String, Option<String>) {
     let histories = match recorder.histories() {
         Ok(histories) => histories,
         Err(bad) => return (format!("unreadable: {bad}"), Some(format!("{bad}"))),
@@ -30,6 +36,10 @@ pub(super) fn opinion(recorder: &Recorder, oversold: bool) -> (String, Option<St
         (Verdict::Unsafe, false) => Some(format!(
             "the ledger shows no unit sold twice, but the buyers' own answers fit no \
              stock ({why}): the ledger's judge missed it"
+        )),
+        (Verdict::NotLinearizable, false) if !undersells => Some(format!(
+            "a buyer was told sold out while stock remained ({why}), which the cell's \
+             claim does not admit: the ledger's judge does not look at what buyers were told"
         )),
         (Verdict::Linearizable | Verdict::NotLinearizable, true) => Some(
             "the ledger shows a unit sold twice, but every answer fits one stock: \
@@ -59,7 +69,7 @@ mod tests {
             let call = recorder.call("x");
             recorder.told(call, recorder.client(), None, Told::Sold(2));
         }
-        let (summary, disagreement) = opinion(&recorder, false);
+        let (summary, disagreement) = opinion(&recorder, (false, false));
         assert!(summary.starts_with("unsafe: "), "{summary}");
         assert!(
             disagreement
@@ -67,7 +77,7 @@ mod tests {
                 .contains("the ledger's judge missed it"),
             "{summary}"
         );
-        assert_eq!(opinion(&recorder, true).1, None);
+        assert_eq!(opinion(&recorder, (true, false)).1, None);
 
         let silenced = Recorder::new();
         silenced.declare("x", 2);
@@ -78,6 +88,31 @@ mod tests {
         silenced.told(call, silenced.client(), None, Told::Sold(2));
         let call = silenced.call("x");
         silenced.told(call, silenced.client(), None, Told::Nothing);
-        assert_eq!(opinion(&silenced, false), ("linearizable".to_owned(), None));
+        assert_eq!(
+            opinion(&silenced, (false, false)),
+            ("linearizable".to_owned(), None)
+        );
+    }
+
+    /// A buyer told sold out with a unit left: a disagreement unless the
+    /// cell's claim admits losing units.
+    #[test]
+    fn a_sold_out_told_while_stock_remained_fails_a_claim_that_does_not_admit_it() {
+        let recorder = Recorder::new();
+        recorder.declare("x", 2);
+        let call = recorder.call("x");
+        recorder.told(call, recorder.client(), None, Told::Sold(2));
+        let call = recorder.call("x");
+        recorder.told(call, recorder.client(), None, Told::SoldOut);
+        recorder.read("x", recorder.now(), 1);
+        let (summary, disagreement) = opinion(&recorder, (false, false));
+        assert!(summary.starts_with("not_linearizable: "), "{summary}");
+        assert!(
+            disagreement
+                .unwrap()
+                .starts_with("a buyer was told sold out while stock remained"),
+            "{summary}"
+        );
+        assert_eq!(opinion(&recorder, (false, true)).1, None);
     }
 }

@@ -80,6 +80,9 @@ pub struct Session<'a> {
     seed: u64,
     /// What its buyers were told, for the history checker.
     recorder: Recorder,
+    /// The cell's claim admits under-selling (a buyer told "sold out"
+    /// while stock remained is what it expects).
+    undersells: bool,
 }
 
 impl<'a> Session<'a> {
@@ -189,6 +192,7 @@ impl<'a> Session<'a> {
             progress: Instant::now(),
             seed,
             recorder,
+            undersells: scenario.claim(variant).behaviour == crate::variants::Behaviour::LosesUnits,
         };
         // A skewed clock: the last buyer's instance runs ahead by the model's
         // skew, counted in the buyers' lease's ticks (chaos mode's

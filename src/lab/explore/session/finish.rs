@@ -169,7 +169,8 @@ impl Session<'_> {
             || twice
             || !twice_told.is_empty()
             || forgotten > 0;
-        let (history, disagreement) = super::super::second::opinion(&self.recorder, oversold);
+        let (history, disagreement) =
+            super::super::second::opinion(&self.recorder, (oversold, self.undersells));
         Ok(super::super::Schedule {
             seed: self.seed,
             steps: self.steps,
