@@ -29,6 +29,7 @@ use std::time::Duration;
 use redis::Script;
 
 use crate::chaos::Chaos;
+use crate::chaos::mutant::{self, Mutant};
 use crate::gate::points;
 use crate::knobs::Knobs;
 use crate::ledger::{self, AnswerKind, Claim};
@@ -352,6 +353,10 @@ async fn write(
 ) -> Result<(String, String), StoreError> {
     let keys = ctx.keys;
     let claim = ctx.claim.as_ref();
+    // A live mutant (debug builds only): the claim is no fence.
+    if let Some(claim) = claim.filter(|_| mutant::on(Mutant::NoClaimFence)) {
+        ledger::take_claim_back(&mut ctx.conn, keys, claim).await?;
+    }
     Ok(SELL
         .key(&keys.stock)
         .key(&keys.ledger)
@@ -373,13 +378,16 @@ async fn write(
 }
 
 /// Whether a failed command certainly changed nothing: a refused
-/// connection (it never reached Redis), or Redis's own error reply (`ERR`):
+/// connection (it never reached Redis), Redis's own error reply (`ERR`):
 /// every script here checks all that can fail before its first write, so a
-/// script that answers an error wrote nothing. A timeout or a dropped
+/// script that answers an error wrote nothing; or `NOSCRIPT`, a script
+/// Redis does not know and so never ran. A timeout or a dropped
 /// connection may come after Redis ran the command, so it proves nothing.
 pub fn nothing_sent(err: &StoreError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
     err.0.is_connection_refusal()
-        || err.0.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError)
+        || err.0.kind() == ErrorKind::Server(ServerErrorKind::ResponseError)
+        || err.0.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
 }
 
 /// A test's seam: a section of a SKU held right after its read of the
@@ -438,13 +446,4 @@ pub mod seam {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refused_connection_sent_nothing_and_a_timeout_proves_nothing() {
-        let io = |kind| StoreError(std::io::Error::new(kind, "test").into());
-        assert!(nothing_sent(&io(std::io::ErrorKind::ConnectionRefused)));
-        assert!(!nothing_sent(&io(std::io::ErrorKind::TimedOut)));
-    }
-}
+mod tests;

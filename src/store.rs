@@ -182,11 +182,45 @@ pub async fn evalsha<T: redis::FromRedisValue>(
     }
     args(&mut cmd);
     match cmd.query_async(conn).await {
-        Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+        Err(err)
+            if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+                && !loaded_before(script) =>
+        {
             script.load_async(conn).await?;
             cmd.query_async(conn).await
         }
         answer => answer,
+    }
+}
+
+/// Set by the live mutant `no-script-reload` (debug builds only).
+static ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on [`evalsha`] gives Redis each script once and never again,
+/// as a program that loads its scripts when it starts: a Redis restarted
+/// since has forgotten them, and every call is refused (NOSCRIPT). The
+/// live mutant `no-script-reload` alone calls this.
+pub fn give_scripts_once() {
+    ONCE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether this process gave Redis `script` before and, after
+/// [`give_scripts_once`], will not again.
+fn loaded_before(script: &redis::Script) -> bool {
+    static LOADED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    if !ONCE.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    let mut loaded = LOADED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let hash = script.get_hash().to_owned();
+    match loaded.contains(&hash) {
+        true => true,
+        false => {
+            loaded.push(hash);
+            false
+        }
     }
 }
 

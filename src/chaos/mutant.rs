@@ -31,15 +31,35 @@ pub enum Mutant {
     /// sold-out, never asking the database, which may hold units Redis
     /// lost track of.
     RedisSaysSoldOut,
+    /// `token`'s lock loses its lease once taken (`PERSIST`): a holder
+    /// that dies leaves it for ever, where the claim says it frees itself.
+    NoLease,
+    /// An instance gives Redis each of its sale scripts once (as a program
+    /// that loads them when it starts) and never again: after Redis
+    /// restarted, its script cache empty, `lua` and `lua-batch` fail every
+    /// sale (NOSCRIPT), where the claim says they recover.
+    NoScriptReload,
+    /// `redlock`, finding no majority of its nodes in its first round,
+    /// falls back to `token`'s lock on the stack's Redis and sells, where the claim says it
+    /// refuses every buyer while the majority is down.
+    QuorumFallback,
+    /// The write takes the request id's claim back whatever stands there:
+    /// an attempt whose claim ran out and was taken over by a retry still
+    /// writes (the claim is no fence).
+    NoClaimFence,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 5] = [
+    pub const ALL: [Mutant; 9] = [
         Mutant::PlainDel,
         Mutant::NoLostCheck,
         Mutant::NoFence,
         Mutant::NoClaim,
         Mutant::RedisSaysSoldOut,
+        Mutant::NoLease,
+        Mutant::NoScriptReload,
+        Mutant::QuorumFallback,
+        Mutant::NoClaimFence,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +69,10 @@ impl Mutant {
             Mutant::NoFence => "no-fence",
             Mutant::NoClaim => "no-claim",
             Mutant::RedisSaysSoldOut => "redis-says-sold-out",
+            Mutant::NoLease => "no-lease",
+            Mutant::NoScriptReload => "no-script-reload",
+            Mutant::QuorumFallback => "quorum-fallback",
+            Mutant::NoClaimFence => "no-claim-fence",
         }
     }
 

@@ -154,6 +154,9 @@ pub struct ServeArgs {
 
 pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init("info");
+    if crate::chaos::mutant::on(crate::chaos::mutant::Mutant::NoScriptReload) {
+        crate::store::give_scripts_once();
+    }
     let instance = args
         .instance
         .unwrap_or_else(|| format!("pid{}", std::process::id()));

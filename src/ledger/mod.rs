@@ -177,6 +177,23 @@ pub async fn record_answer<C: ConnectionLike>(
     answered(conn, keys, instance, kind, claim, record).await
 }
 
+/// The live mutant `no-claim-fence`'s: the id's claim made this attempt's
+/// again, whatever stands there (a retry's claim, its final record).
+pub async fn take_claim_back<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &Keys,
+    claim: &Claim<'_>,
+) -> Result<(), StoreError> {
+    let mine = format!("pending:{}:{}", claim.token, i64::MAX);
+    let _: i64 = redis::cmd("HSET")
+        .arg(&keys.requests)
+        .arg(claim.id)
+        .arg(mine)
+        .query_async(conn)
+        .await?;
+    Ok(())
+}
+
 /// Frees a request id this attempt claimed and never got to use (nothing
 /// was written), so that a retry need not wait for the claim's deadline.
 pub async fn free_claim<C: ConnectionLike>(

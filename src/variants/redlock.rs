@@ -91,11 +91,18 @@ impl Protection for RedlockLock {
             .with_hook(ctx.hook.clone());
         let owner = OwnerId::new(ctx.instance);
         let mut timer = LockTimer::start(Variant::Redlock, ctx.keys);
-        let acquired = lock.lock(&owner, lease, wait).await?;
+        // (The live mutant tries one round only, then falls back.)
+        let fallback = crate::chaos::mutant::on(crate::chaos::mutant::Mutant::QuorumFallback);
+        let rounds_for = if fallback { Duration::ZERO } else { wait };
+        let acquired = lock.lock(&owner, lease, rounds_for).await?;
         timer.waited(acquired.is_ok());
         let grant = match acquired {
             Ok(grant) => grant,
             Err(Refused::Held) => return not_acquired(wait),
+            // A live mutant (debug builds only): a single Redis's lock instead.
+            Err(Refused::NoQuorum { .. }) if fallback => {
+                return super::token::TokenLock.deduct(ctx).await;
+            }
             Err(Refused::NoQuorum { answered, quorum }) => {
                 tracing::warn!(answered, quorum, "redlock: too few nodes answered");
                 return Ok(Answer::unrecorded(Outcome::Busy(BusyReason::NoQuorum)));

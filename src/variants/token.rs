@@ -90,6 +90,10 @@ impl Protection for TokenLock {
         if granted.is_none() {
             return not_acquired(wait);
         }
+        if mutant::on(Mutant::NoLease) {
+            // A live mutant (debug builds only): the lock keeps no lease.
+            let _: bool = redis::AsyncCommands::persist(&mut ctx.conn, &ctx.keys.lock).await?;
+        }
         match super::replicated(ctx, lock.holds(&owner)).await {
             Ok(true) => {}
             not => {

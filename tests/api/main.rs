@@ -18,6 +18,7 @@ mod docs;
 mod etcd;
 mod examples;
 mod explore;
+mod explore_claims;
 mod explore_failover;
 mod explore_orders;
 mod failover;

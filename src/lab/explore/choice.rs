@@ -86,6 +86,11 @@ pub enum Choice {
     /// The lock's store fails over: Redis's master dies and its replica is
     /// promoted; etcd's or ZooKeeper's leader dies.
     Failover,
+    /// The request id's claim runs out under its live holder (the explorer
+    /// moves its deadline into the past): a retry may take it over, and
+    /// the holder's write must find it lost. Each buyer told the id was
+    /// in progress asks again once after it.
+    ClaimRunsOut,
 }
 
 impl Choice {
@@ -115,6 +120,7 @@ impl Choice {
             Choice::DataLoss => "DataLoss",
             Choice::HoldReplication => "HoldReplication",
             Choice::Failover => "Failover",
+            Choice::ClaimRunsOut => "ClaimRunsOut",
         })
     }
 }

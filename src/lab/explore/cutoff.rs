@@ -49,6 +49,11 @@ impl Redises {
 /// How long Redis sleeps: past the 1 s an instance waits.
 const PAUSE: Duration = Duration::from_millis(1_500);
 
+/// How many times one buyer may send its request in a schedule: a buyer
+/// told `unknown` again and again (a store that never runs its call) would
+/// otherwise ask for ever.
+const MOST_ASKS: u8 = 5;
+
 impl Run<'_> {
     /// Sends buyer `n`'s request (again, for a retry: the same path, its
     /// request id with it), announcing its answer among the arrivals.
@@ -56,6 +61,14 @@ impl Run<'_> {
         let Some((client, path)) = self.requests.get(&n).cloned() else {
             bail!("no request of buyer {}", name(n));
         };
+        let asks = self.asks.entry(n).or_insert(0);
+        *asks += 1;
+        if *asks > MOST_ASKS {
+            bail!(
+                "buyer {} asked {MOST_ASKS} times and was told unknown each time",
+                name(n)
+            );
+        }
         let answers = self.scheduler.answers().await?;
         self.buyers.insert(
             n,

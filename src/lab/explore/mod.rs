@@ -27,6 +27,7 @@ use crate::variants::{Scenario, Variant};
 use super::stack::Stack;
 
 mod choice;
+mod claim;
 mod cli;
 mod cutoff;
 mod elsewhere;

@@ -64,6 +64,12 @@ pub(super) struct Run<'a> {
     pub(super) pipeline: Option<super::pipeline::Pipeline>,
     /// The lock's store failing over (the failover cells').
     pub(super) failing: Option<super::failover::Failing>,
+    /// A request id's claim ran out under its holder; the buyers told
+    /// "in progress" who asked again since.
+    pub(super) claim_ran_out: bool,
+    pub(super) asked_again: HashSet<u8>,
+    /// How many times each buyer sent its request.
+    pub(super) asks: HashMap<u8, u8>,
 }
 
 impl Run<'_> {

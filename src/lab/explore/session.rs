@@ -20,6 +20,7 @@ use crate::client::StackClient;
 use crate::gate::Scheduler;
 use crate::history::Recorder;
 
+mod after;
 mod finish;
 use crate::knobs::Sku;
 use crate::lab::stack::Stack;
@@ -83,6 +84,11 @@ pub struct Session<'a> {
     /// The cell's claim admits under-selling (a buyer told "sold out"
     /// while stock remained is what it expects).
     undersells: bool,
+    /// The cell's claim, judged once the schedule is over.
+    claim: crate::variants::Behaviour,
+    /// `busy`: the buyers' answers judged as a node came back, ending the
+    /// fault (`None` until then).
+    refused: Option<Option<String>>,
 }
 
 impl<'a> Session<'a> {
@@ -160,6 +166,9 @@ impl<'a> Session<'a> {
             postgres_url,
             pipeline: None,
             failing: None,
+            claim_ran_out: false,
+            asked_again: HashSet::new(),
+            asks: HashMap::new(),
         };
         if bounds.failovers > 0 {
             let failing = failover::Failing::of(stack, variant, &redises.stock, &bounds)?;
@@ -193,6 +202,8 @@ impl<'a> Session<'a> {
             seed,
             recorder,
             undersells: scenario.claim(variant).behaviour == crate::variants::Behaviour::LosesUnits,
+            claim: scenario.claim(variant).behaviour,
+            refused: None,
         };
         // A skewed clock: the last buyer's instance runs ahead by the model's
         // skew, counted in the buyers' lease's ticks (chaos mode's
@@ -271,11 +282,15 @@ impl<'a> Session<'a> {
             // told `unknown` asking again.
             let mut releases = run.releases();
             releases.extend(run.retries());
+            releases.extend(run.asking_again());
             let down = match self.bounds.restarts > 0 {
                 true => run.nodes_down().await?,
                 false => Vec::new(),
             };
             let mut faults = run.offered(&waiting, (lock, &down), &self.budget, self.variant);
+            if self.budget.claim_expiries > 0 && run.claim_may_run_out(&waiting).await? {
+                faults.push(Choice::ClaimRunsOut);
+            }
             // The order pipeline's steps (chosen as faults are) and faults.
             let (flow, more) = run.pipeline_steps().await?;
             faults.extend(flow.iter().cloned().chain(more));
@@ -300,6 +315,14 @@ impl<'a> Session<'a> {
 
     /// Takes `choice`, one of those [`Session::next`] offered.
     pub async fn take(&mut self, choice: Choice) -> anyhow::Result<()> {
+        // `busy`: a node coming back may end the fault; what the buyers
+        // were told until then is judged now.
+        if let Choice::NodeRestart { .. } = choice
+            && self.claim == crate::variants::Behaviour::Busy
+            && self.refused.is_none()
+        {
+            self.refused = Some(self.refusals());
+        }
         let run = &mut self.run;
         match &choice {
             Choice::Release { buyer, gate } => {
@@ -314,7 +337,13 @@ impl<'a> Session<'a> {
                     None => run.release(n).await?,
                 }
             }
-            Choice::Retry { buyer } => run.send(super::index(buyer)).await?,
+            Choice::Retry { buyer } => {
+                let n = super::index(buyer);
+                if run.claim_ran_out {
+                    run.asked_again.insert(n);
+                }
+                run.send(n).await?
+            }
             // Redis back empty (restarted, or its data lost), the SKU
             // stocked again: for the history, the units sold so far come
             // back (one stock across the restart: a buyer in flight may

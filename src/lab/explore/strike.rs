@@ -18,6 +18,8 @@ pub(super) struct Budget {
     restarts: u8,
     /// Calls cut off by a paused Redis.
     cutoffs: u8,
+    /// A request id's claim running out under its holder (`retry-storm`).
+    pub(super) claim_expiries: u8,
     /// Redlock's nodes restarting empty (or coming back when down).
     node_restarts: u8,
     /// Ticks a Redlock round may wait for a slow node, and a tick.
@@ -54,6 +56,7 @@ impl Budget {
             lates: if watchdog { bounds.late_renewals } else { 0 },
             restarts: bounds.outages,
             cutoffs: bounds.cutoffs,
+            claim_expiries: u8::from(bounds.one_request),
             node_restarts: bounds.restarts,
             slow_votes: bounds.slow_votes,
             tick,
@@ -209,6 +212,10 @@ impl Run<'_> {
             | Choice::GiveBack { .. }
             | Choice::DataLoss => self.pipeline_step(fault).await?,
             Choice::HoldReplication | Choice::Failover => self.fail(fault, sku).await?,
+            Choice::ClaimRunsOut => {
+                budget.claim_expiries -= 1;
+                self.claims_run_out().await?;
+            }
             Choice::Cutoff { buyer } => {
                 budget.cutoffs -= 1;
                 self.cut_off(index(buyer)).await?;
@@ -258,6 +265,12 @@ impl Run<'_> {
             Choice::Expire => self.lease_runs_out().await?,
             Choice::Restart => {
                 budget.restarts -= 1;
+                // A Redis restarted has forgotten its scripts too.
+                let mut conn = self.store.conn().await?;
+                let _: () = redis::cmd("SCRIPT")
+                    .arg("FLUSH")
+                    .query_async(&mut conn)
+                    .await?;
                 self.stack.client.reset(sku, STOCK, 0).await?;
                 self.holders.clear();
                 self.wake().await?;

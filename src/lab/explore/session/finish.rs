@@ -1,6 +1,6 @@
 //! The end of a schedule: the ledger's verdict (oversold, a unit answered
-//! sold twice, a lock nobody can free, the orders' books) and, beside it,
-//! the history checker's.
+//! sold twice, a lock nobody can free, the orders' books, the cell's own
+//! claim) and, beside it, the history checker's.
 
 use anyhow::bail;
 
@@ -16,6 +16,12 @@ impl Session<'_> {
         mut self,
         outcome: anyhow::Result<()>,
     ) -> anyhow::Result<super::super::Schedule> {
+        // The cell's own claim, judged by the sales after the schedule
+        // (first: the books read below hold those sales too).
+        let claim = match &outcome {
+            Ok(()) => self.claim_broken().await,
+            Err(_) => Ok(None),
+        };
         let unskewed = match &self.skewed {
             Some(client) => client.chaos(&self.skew(0)).await.map(|_| ()),
             None => Ok(()),
@@ -66,6 +72,7 @@ impl Session<'_> {
             answered.extend(answer.map(|a| (n, a)));
         }
         outcome?;
+        let claim = claim?;
         // A stack without the variant's store answers every buyer so:
         // such a schedule explored nothing, and must not pass for one.
         if !answered.is_empty()
@@ -158,6 +165,9 @@ impl Session<'_> {
                 "; {forgotten} sale(s) answered sold that the new master's books do not hold (units told: {told_units:?})"
             ));
         }
+        if let Some(broken) = &claim {
+            ledger.push_str(&format!("; claim {broken}"));
+        }
         if let Some(b) = &books {
             let verdict = b.verdict();
             ledger.push_str(&format!(
@@ -185,7 +195,8 @@ impl Session<'_> {
                 || unowned
                 || unordered
                 || !twice_told.is_empty()
-                || forgotten > 0,
+                || forgotten > 0
+                || claim.is_some(),
         })
     }
 }
