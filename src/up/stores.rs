@@ -209,11 +209,25 @@ impl Stores {
 
     /// Starts our Redis again on its port, as a managed Redis would be:
     /// empty, or with every acknowledged write under `--persist`.
+    ///
+    /// A server shut down again before it was ready (a second chaos restart
+    /// while it loads its append-only file) is started again: a few tries,
+    /// rather than the whole stack stopping with it.
     pub(super) async fn restart_redis(&mut self) -> anyhow::Result<()> {
         let Some(old) = self.redis.take() else {
             return Ok(());
         };
-        let server = start_redis(Some(old.port()), self.persist_dir.as_deref(), self.chaos).await?;
+        let mut attempt = 1;
+        let server = loop {
+            match start_redis(Some(old.port()), self.persist_dir.as_deref(), self.chaos).await {
+                Ok(server) => break server,
+                Err(err) if attempt < REDIS_STARTS => {
+                    tracing::warn!("redis-server did not restart (attempt {attempt}): {err:#}");
+                    attempt += 1;
+                }
+                Err(err) => return Err(err),
+            }
+        };
         announce_redis(&server);
         self.redis = Some(server);
         Ok(())
@@ -377,6 +391,9 @@ async fn start_postgres(run_dir: &Path) -> anyhow::Result<Option<PostgresServer>
 /// A redis-server on `port` (a free one when `None`): persistent in `dir`
 /// (`--persist`), or keeping nothing; without `chaos`, locked down (no
 /// DEBUG, no CONFIG for its clients).
+/// How many times our Redis is started again, at most, after it exited.
+const REDIS_STARTS: u32 = 5;
+
 async fn start_redis(
     port: Option<u16>,
     dir: Option<&Path>,
