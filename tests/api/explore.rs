@@ -264,8 +264,9 @@ pub(crate) async fn explore_cli(
     // Every schedule's history is written, its SKU named by its run.
     let history = std::fs::read_to_string(dir.path().join("history.jsonl")).unwrap();
     let first = format!(
-        "{{\"sku\":\"explore-{0}-1/x-{0}\",\"initial\":",
-        cell.0.name()
+        "{{\"sku\":\"explore-{0}-{1}-1/x-{0}\",\"initial\":",
+        cell.0.name(),
+        cell.1.name()
     );
     assert!(
         history.starts_with(&first),

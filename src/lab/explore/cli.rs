@@ -46,7 +46,7 @@ pub struct ExploreArgs {
     /// Write every schedule's history (what its buyers were told, and the
     /// books read after it) to FILE, JSON Lines in the format of
     /// `stocklock history check`, each schedule's SKU named by its run
-    /// (`explore-VARIANT-SEED/x-VARIANT`). Every schedule is judged by the
+    /// (`explore-VARIANT-SCENARIO-SEED/x-VARIANT`). Every schedule is judged by the
     /// history checker beside the ledger either way.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,

@@ -107,7 +107,7 @@ pub async fn one(
     strategy: Strategy,
     seed: u64,
 ) -> anyhow::Result<Schedule> {
-    let setup = Setup::explore(variant, seed);
+    let setup = Setup::explore(variant, scenario, seed);
     let mut session = Session::start(stack, redises, (variant, scenario), setup, seed).await?;
     let mut rng = fastrand::Rng::with_seed(seed);
     // PCT: a priority per buyer, and the steps where the one going on drops.

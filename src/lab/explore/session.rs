@@ -39,10 +39,11 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The explorer's: seed `seed` of `variant`'s cell.
-    pub fn explore(variant: Variant, seed: u64) -> Setup {
+    /// The explorer's: seed `seed` of the cell (its run named by both, so
+    /// that `--all`'s histories name each cell's SKUs apart).
+    pub fn explore(variant: Variant, scenario: Scenario, seed: u64) -> Setup {
         Setup {
-            run_id: format!("explore-{variant}-{seed}"),
+            run_id: format!("explore-{variant}-{scenario}-{seed}"),
             sku: format!("x-{variant}"),
             lease_ms: LEASE_MS,
             buyers: BUYERS,
@@ -372,5 +373,26 @@ impl<'a> Session<'a> {
         self.steps.push(choice);
         self.progress = Instant::now();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `explore --all` writes every cell's histories into one file: each
+    /// cell's schedules must name their SKUs apart (one variant, one seed,
+    /// two scenarios once declared one SKU twice).
+    #[test]
+    fn every_cell_and_seed_names_its_run_apart() {
+        let mut seen = HashSet::new();
+        for variant in Variant::ALL {
+            for scenario in Scenario::ALL {
+                for seed in 1..=3 {
+                    let run = Setup::explore(variant, scenario, seed).run_id;
+                    assert!(seen.insert(run.clone()), "{run} named twice");
+                }
+            }
+        }
     }
 }
