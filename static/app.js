@@ -20,6 +20,7 @@ const I18N = {
     bad_token: 'The admin token was refused; it will be asked again.',
     run_running: 'running {done}/{total} requests on {variants}',
     run_done: 'done: {variants}', run_failed: 'run failed: {error}', requests_short: 'requests',
+    history_short: 'history: {verdict}',
     reset_done: 'reset {n} SKU(s) to {stock}',
     chaos: 'Chaos (needs up --chaos)', chaos_crash_acquire: 'Crash the next holder right after it acquires (SETNX: before EXPIRE)',
     chaos_crash_write: 'Crash the next holder right after its write',
@@ -53,6 +54,7 @@ const I18N = {
     bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
     run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
     run_done: '完成:{variants}', run_failed: '压测失败:{error}', requests_short: '请求',
+    history_short: '历史检查:{verdict}',
     reset_done: '已将 {n} 个 SKU 重置为 {stock}',
     chaos: '混沌(需 up --chaos)', chaos_crash_acquire: '让下一个持有者加锁后立即崩溃(SETNX:在 EXPIRE 前)',
     chaos_crash_write: '让下一个持有者写入后立即崩溃',
@@ -287,8 +289,15 @@ function showRun(run) {
   for (const card of document.querySelectorAll('.card')) {
     const report = run.state === 'done' ? run.reports.find((r) => r.variant === card.dataset.variant) : null;
     const verdict = field(card, 'verdict');
-    verdict.textContent = report ? report.verdict : '';
-    const safe = report && report.verdict.startsWith('SAFE');
+    // Beside the ledger's verdict, the history checker's of what the run's
+    // buyers were told (its reason on hover), red where the two disagree.
+    const history = report && report.history;
+    verdict.textContent = report
+      ? report.verdict + (history ? ` · ${t('history_short', { verdict: history.verdict })}` : '')
+      : '';
+    verdict.title = history ? history.why : '';
+    verdict.dataset.history = history ? history.verdict : '';
+    const safe = report && report.verdict.startsWith('SAFE') && !(history && history.disagreement);
     verdict.className = `verdict ${report ? (safe ? (report.unsold ? 'safe undersold' : 'safe') : 'bad') : ''}`;
   }
 }

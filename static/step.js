@@ -32,6 +32,8 @@ const I18N = {
     violation: 'You broke it: {ledger}.', safe: 'Nothing broke: {ledger}.',
     checker_breaks: 'The checker breaks "{property}" in {steps} steps; you took {taken}.',
     checker_safe: 'The checker finds no schedule that breaks this cell.',
+    history: 'The history checker, from what the buyers were told alone: {verdict}.',
+    disagreement: 'The two judges disagree: {why}.',
     refused: 'refused: {detail}', failed: 'the run failed: {error}',
     ask_token: 'Admin token (printed by stocklock up):',
     need_token: 'Step mode needs the admin token.',
@@ -40,7 +42,8 @@ const I18N = {
     fault_Vanish: 'delete the lock ({key})', fault_Expire: 'let the lease run out ({key})',
     fault_Crash: 'crash {buyer} ({key})', fault_Freeze: 'freeze {buyer} ({key})',
     fault_Late: '{buyer}\'s renewal comes late ({key})', fault_Restart: 'Redis restarts empty ({key})',
-    fault_SlowVote: 'a slow node ({key})', fault_other: '{name} ({key})',
+    fault_SlowVote: 'a slow node ({key})', fault_ClaimRunsOut: 'the request id\'s claim runs out ({key})',
+    fault_other: '{name} ({key})',
     what_before_acquire: 'take the lock', what_after_setnx: 'EXPIRE the lock key (SETNX done)',
     what_after_acquire: 'GET stock', what_after_read: 'do the business work',
     what_before_check: 'ask whether it still holds the lock', what_before_write: 'SET stock and record the sale',
@@ -73,6 +76,8 @@ const I18N = {
     violation: '你把它弄坏了:{ledger}。', safe: '没有出错:{ledger}。',
     checker_breaks: '模型检查器用 {steps} 步打破了「{property}」;你用了 {taken} 步。',
     checker_safe: '模型检查器找不到能打破这个格子的调度。',
+    history: '历史检查器只看买家得到的回答:{verdict}。',
+    disagreement: '两个裁判的结论不一致:{why}。',
     refused: '被拒绝:{detail}', failed: '运行失败:{error}',
     ask_token: '管理令牌(stocklock up 启动时打印):',
     need_token: '单步模式需要管理令牌。',
@@ -81,7 +86,8 @@ const I18N = {
     fault_Vanish: '删除锁 ({key})', fault_Expire: '让租约到期 ({key})',
     fault_Crash: '让 {buyer} 崩溃 ({key})', fault_Freeze: '冻结 {buyer} ({key})',
     fault_Late: '{buyer} 的续期迟到 ({key})', fault_Restart: 'Redis 清空重启 ({key})',
-    fault_SlowVote: '一个慢节点 ({key})', fault_other: '{name} ({key})',
+    fault_SlowVote: '一个慢节点 ({key})', fault_ClaimRunsOut: '请求 id 的占用到期 ({key})',
+    fault_other: '{name} ({key})',
     what_before_acquire: '加锁', what_after_setnx: '给锁设置 EXPIRE(SETNX 已完成)',
     what_after_acquire: 'GET 库存', what_after_read: '执行业务逻辑',
     what_before_check: '确认自己仍持有锁', what_before_write: 'SET 库存并记账',
@@ -236,6 +242,8 @@ function render() {
       verdict.append(el('p', {}, v.checker_breaks
         ? t('checker_breaks', { property: v.checker_breaks, steps: v.checker_steps, taken: view.steps.length })
         : t('checker_safe')));
+      verdict.append(el('p', { 'data-field': 'history' }, t('history', { verdict: v.history })));
+      if (v.disagreement) verdict.append(el('p', { class: 'bad' }, t('disagreement', { why: v.disagreement })));
     }
   }
   document.getElementById('start').textContent = t(view ? 'again' : 'start');

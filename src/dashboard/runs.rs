@@ -159,7 +159,11 @@ async fn execute(
     variants: &[VariantInfo],
     status: &mut RunStatus,
 ) -> anyhow::Result<Vec<crate::wire::RunReport>> {
-    let runner = Runner::connect(config.clone()).await?;
+    // Every request's answer recorded, each run judged by the history
+    // checker too (its verdict shown beside the ledger's).
+    let runner = Runner::connect(config.clone())
+        .await?
+        .recording(crate::history::Recorder::new());
     let progress: Vec<Progress> = variants.iter().map(|_| Progress::default()).collect();
     let runs = join_all(
         variants

@@ -139,7 +139,8 @@ fn lane<'v>(shown: &'v Value, buyer: &str) -> &'v Value {
         .unwrap_or_else(|| panic!("no lane {buyer}: {shown}"))
 }
 
-/// The page's verdict is a violation, and it names the checker's steps.
+/// The page's verdict is a violation, and it names the checker's steps
+/// and the history checker's verdict.
 fn broke(shown: &Value, variant: Variant, scenario: Scenario) {
     assert_eq!(shown["over"], true, "{shown}");
     assert_eq!(shown["violation"], "true", "{variant}/{scenario}: {shown}");
@@ -150,6 +151,10 @@ fn broke(shown: &Value, variant: Variant, scenario: Scenario) {
         said.contains(&format!("in {} steps", model.trace.len())),
         "{variant}/{scenario}: the checker's {} steps not named: {said}",
         model.trace.len()
+    );
+    assert!(
+        said.contains("The history checker, from what the buyers were told alone: "),
+        "{variant}/{scenario}: {said}"
     );
 }
 
@@ -196,6 +201,9 @@ async fn a_learner_breaks_the_broken_cells_by_hand_and_no_order_of_clicks_breaks
         broke(&shown, variant, scenario);
         let state = stack.state(shown["sku"].as_str().unwrap()).await;
         assert!(state.oversold > 0, "token oversold: {state:?}");
+        // One unit told sold to two buyers: the history alone convicts it.
+        let said = shown["verdict"].as_str().unwrap();
+        assert!(said.contains("alone: unsafe"), "{said}");
 
         // none: every buyer reads before anyone writes.
         let (variant, scenario) = (Variant::None, Scenario::Race);

@@ -142,6 +142,8 @@ impl Driver {
                         .as_ref()
                         .and_then(|m| m.broken.map(|p| p.name().to_owned())),
                     checker_steps: model.filter(|m| m.broken.is_some()).map(|m| m.trace.len()),
+                    history: schedule.history,
+                    disagreement: schedule.disagreement,
                 });
             }
             Err(err) => view.error = Some(format!("{err:#}")),

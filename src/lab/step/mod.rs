@@ -120,6 +120,11 @@ pub struct StepVerdict {
     /// breaks, and its steps; `None` where the checker finds none.
     pub checker_breaks: Option<String>,
     pub checker_steps: Option<usize>,
+    /// The history checker's verdict of what the run's buyers were told
+    /// (`linearizable`, `not_linearizable: ...`, `unsafe: ...`), and where
+    /// it and the ledger's disagree on safety, which one was wrong.
+    pub history: String,
+    pub disagreement: Option<String>,
 }
 
 /// A learner's step: one of the offered choices, or the end of the run.

@@ -30,10 +30,16 @@ impl Session<'_> {
     /// or `None` where it holds (or says nothing a schedule can show).
     pub(super) async fn claim_broken(&mut self) -> anyhow::Result<Option<String>> {
         let claim = self.claim;
-        if !matches!(
-            claim,
-            Behaviour::Frees | Behaviour::Recovers | Behaviour::KeepsSelling | Behaviour::Busy
-        ) {
+        // (A run ended by hand, a buyer still on its way or at a gate, says
+        // nothing of what follows it.)
+        let unfinished =
+            (self.run.buyers.values()).any(|b| matches!(b, Buyer::Sent(_) | Buyer::Waiting(..)));
+        if unfinished
+            || !matches!(
+                claim,
+                Behaviour::Frees | Behaviour::Recovers | Behaviour::KeepsSelling | Behaviour::Busy
+            )
+        {
             return Ok(None);
         }
         let said = claim.name();
