@@ -289,16 +289,17 @@ function showRun(run) {
   for (const card of document.querySelectorAll('.card')) {
     const report = run.state === 'done' ? run.reports.find((r) => r.variant === card.dataset.variant) : null;
     const verdict = field(card, 'verdict');
-    // Beside the ledger's verdict, the history checker's of what the run's
-    // buyers were told (its reason on hover), red where the two disagree.
-    const history = report && report.history;
-    verdict.textContent = report
-      ? report.verdict + (history ? ` · ${t('history_short', { verdict: history.verdict })}` : '')
-      : '';
-    verdict.title = history ? history.why : '';
-    verdict.dataset.history = history ? history.verdict : '';
-    const safe = report && report.verdict.startsWith('SAFE') && !(history && history.disagreement);
+    verdict.textContent = report ? report.verdict : '';
+    const safe = report && report.verdict.startsWith('SAFE');
     verdict.className = `verdict ${report ? (safe ? (report.unsold ? 'safe undersold' : 'safe') : 'bad') : ''}`;
+    // Under it, the history checker's verdict of what the run's buyers were
+    // told (its reason on hover), red where it and the ledger disagree.
+    const history = field(card, 'history');
+    const judged = report && report.history;
+    history.textContent = judged ? t('history_short', { verdict: judged.verdict }) : '';
+    history.title = judged ? judged.why : '';
+    history.dataset.verdict = judged ? judged.verdict : '';
+    history.className = `history ${judged && judged.disagreement ? 'bad' : ''}`;
   }
 }
 

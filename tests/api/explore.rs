@@ -482,7 +482,7 @@ async fn explore_and_replay_play_on_a_running_chaos_stack_and_refuse_one_without
 }
 
 /// Every process below `pid`, from `/proc` (each thread's children).
-fn descendants(pid: u32) -> Vec<u32> {
+pub(crate) fn descendants(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     let mut next = vec![pid];
     while let Some(parent) = next.pop() {

@@ -321,3 +321,58 @@ async fn a_frozen_store_relay_cuts_its_instance_off_from_redis_and_only_it() {
         assert!(!crate::helpers::alive(pid), "relay {pid} outlived up");
     }
 }
+
+/// A soak whose stack is gone (its `up` killed) stops at once and says so:
+/// nothing can be sold or judged any more, and its buyers would ask a dead
+/// stack for ever (a 30-minute soak went on so, past its end, once a
+/// restart of Redis had stopped its `up`).
+#[tokio::test]
+async fn a_soak_whose_stack_is_gone_stops_and_says_so() {
+    use tokio::io::AsyncBufReadExt;
+    let _turn = stack_turn().await;
+    let mut soak = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+        .args(["soak", "--minutes", "2", "--seed", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = soak.id().unwrap();
+    let mut lines = tokio::io::BufReader::new(soak.stdout.take().unwrap()).lines();
+    within(Duration::from_secs(180), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("follow it on the dashboard") {
+                return;
+            }
+        }
+        panic!("the soak ended before it began");
+    })
+    .await;
+    // (Read on: a closed pipe would fail the soak's next line.)
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // Its `up` (whatever wraps it), killed with no chance to clean up.
+    let up: Vec<u32> = crate::explore::descendants(pid)
+        .into_iter()
+        .filter(|child| {
+            let line = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            line.split(|b| *b == 0).nth(1) == Some(b"up".as_slice())
+        })
+        .collect();
+    assert_eq!(up.len(), 1, "the soak's up: {up:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(up[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let killed = Instant::now();
+    let ran = within(Duration::from_secs(60), soak.wait_with_output())
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        !ran.status.success() && said.contains("the stack stopped"),
+        "exit {:?} {:?} after the kill: {said}",
+        ran.status,
+        killed.elapsed()
+    );
+}

@@ -260,6 +260,16 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
     let mut tick = 0u64;
     while started.elapsed() < length {
         ticker.tick().await;
+        // A stack whose `up` ended is gone with everything it started:
+        // nothing more can be sold or judged (its buyers would ask for ever).
+        if let Some(status) = stack.lock().await.gone() {
+            shared.stop.store(true, Ordering::Relaxed);
+            bail!(
+                "the stack stopped {:.0} s into the soak (stocklock up exited: {status}); \
+                 run with --echo to see why",
+                started.elapsed().as_secs_f64()
+            );
+        }
         while plan.peek().is_some_and(|p| p.at <= started.elapsed()) {
             if let Some(fault) = plan.next() {
                 strikes.push(tokio::spawn(nemesis.clone().strike(fault)));

@@ -179,6 +179,12 @@ impl Stack {
         Ok(stack)
     }
 
+    /// How `up` ended, if the stack it started is gone (`None` while it
+    /// runs, and for an attached stack).
+    pub fn gone(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
     /// Waits for the next line of `up` that starts with `prefix` (taking in
     /// every line on the way). `None` for an attached stack.
     pub async fn next_line(&mut self, prefix: &str, within: Duration) -> Option<String> {
