@@ -70,7 +70,23 @@ impl Budget {
     }
 }
 
+/// Whether the lock (its TTL, `None`: no lock) has a lease that runs out
+/// by itself: a TTL, or `setnx-expiry`'s value, the time it expires (its
+/// key has no TTL).
+pub(super) fn leased(variant: Variant, lock: Option<i64>) -> bool {
+    match variant {
+        Variant::SetnxExpiry => lock.is_some(),
+        _ => lock.is_some_and(|ttl| ttl > 0),
+    }
+}
+
 impl Run<'_> {
+    /// Whether a buyer that crashed held the lock.
+    pub(super) fn holder_dead(&self) -> bool {
+        (self.buyers.iter())
+            .any(|(n, b)| matches!(b, Buyer::Crashed(..)) && self.holders.contains(n))
+    }
+
     /// The faults the schedule may strike now, with `waiting` the buyers
     /// at a gate, `lock` the lock's TTL (`None`: no lock) and `down`
     /// Redlock's nodes down.
@@ -103,16 +119,8 @@ impl Run<'_> {
         }
         // A lease that runs out: a watchdog's is renewed while its holder
         // lives; a dead holder's runs out in every scenario.
-        let dead = self
-            .buyers
-            .iter()
-            .any(|(n, b)| matches!(b, Buyer::Crashed(..)) && self.holders.contains(n));
-        // `setnx-expiry`'s lease is the time its value names (the key has
-        // no TTL).
-        let lease = match variant {
-            Variant::SetnxExpiry => lock.is_some(),
-            _ => lock.is_some_and(|ttl| ttl > 0),
-        };
+        let dead = self.holder_dead();
+        let lease = leased(variant, lock);
         // A frozen holder renews nothing: its lease runs out too.
         let frozen = self.holders.iter().any(|n| self.frozen.contains(n));
         // A lock a failover brought back after its holder let it go: no

@@ -23,7 +23,7 @@
 use super::super::run::{Buyer, name};
 use super::super::{Choice, STOCK, nodes};
 use super::Session;
-use crate::variants::{Behaviour, Variant};
+use crate::variants::Behaviour;
 
 impl Session<'_> {
     /// What the cell's claim says of the schedule and the sales after it,
@@ -53,13 +53,8 @@ impl Session<'_> {
             nodes::set(self.run.stack, 0).await?;
         }
         if claim == Behaviour::Frees {
-            let dead = (self.run.buyers.iter())
-                .any(|(n, b)| matches!(b, Buyer::Crashed(..)) && self.run.holders.contains(n));
-            let lease = match self.run.lock().await? {
-                Some(ttl) => ttl > 0 || self.variant == Variant::SetnxExpiry,
-                None => false,
-            };
-            if dead && lease {
+            let lock = self.run.lock().await?;
+            if self.run.holder_dead() && super::super::strike::leased(self.variant, lock) {
                 let sku = self.setup.sku.clone();
                 (self.run)
                     .strike(&Choice::Expire, &mut self.budget, self.variant, &sku)
