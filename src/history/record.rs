@@ -227,6 +227,24 @@ impl Recorder {
         self.observed(sku, call, Outcome::Returned, (Some(count(unit)), None));
     }
 
+    /// Unit `unit` of `sku` came back to the stock at some moment between
+    /// `call` and `ret` (both on this recorder's clock, `ret` at most now):
+    /// a return the store timed itself.
+    pub fn returned_between(&self, sku: &str, call: u64, ret: u64, unit: i64) {
+        let ret = ret.clamp(call, self.now().max(call));
+        self.push(Op {
+            sku: sku.to_owned(),
+            client: 0,
+            id: None,
+            call,
+            ret: Some(ret),
+            outcome: Outcome::Returned,
+            unit: Some(count(unit)),
+            remaining: None,
+            note: None,
+        });
+    }
+
     /// What the recorder itself saw of the store (no client's request),
     /// between `call` and now: a unit, or a count left.
     fn observed(

@@ -72,6 +72,11 @@ pub struct SoakReport {
     /// `--history FILE`: where every round's history was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_file: Option<String>,
+    /// The longest a round waited, once it ended, to be judged (the grace
+    /// after the faults that struck it included): how far behind the load
+    /// the judges ran.
+    #[serde(default)]
+    pub judged_late_s: f64,
 }
 
 /// One fault the nemesis struck.

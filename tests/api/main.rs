@@ -49,6 +49,7 @@ mod redlock;
 mod replay;
 mod soak;
 mod soak_page;
+mod soak_returns;
 mod stack;
 mod step_mode;
 mod timeline;

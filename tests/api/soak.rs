@@ -1,5 +1,5 @@
 //! `stocklock soak`: two minutes of every fault kind in turn under load on
-//! every variant break no claim, and the history checker agrees with the
+//! every variant (reservations expiring as they go) break no claim, and the history checker agrees with the
 //! soak's judge on every round; and its judge, fed a history on a real
 //! stack, finds an oversell where the claims are safe and counts the same
 //! oversell where a fault that struck claims it, while the history checker
@@ -19,7 +19,10 @@ use crate::helpers::{Stack, stack_turn, within};
 /// `stocklock soak ARGS --json FILE --history FILE` on a stack of its
 /// own, within `bound` seconds: its exit, its output (shown), its report
 /// and every round's history.
-async fn soak(args: &[&str], bound: u64) -> (std::process::Output, String, SoakReport, String) {
+pub(crate) async fn soak(
+    args: &[&str],
+    bound: u64,
+) -> (std::process::Output, String, SoakReport, String) {
     let _turn = stack_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("soak.json");
@@ -47,8 +50,19 @@ async fn soak(args: &[&str], bound: u64) -> (std::process::Output, String, SoakR
 
 #[tokio::test]
 async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
-    let (run, stdout, report, history) =
-        soak(&["--minutes", "2", "--seed", "7", "--cycle"], 600).await;
+    let (run, stdout, report, history) = soak(
+        &[
+            "--minutes",
+            "2",
+            "--seed",
+            "7",
+            "--cycle",
+            "--pay-within",
+            "5s",
+        ],
+        600,
+    )
+    .await;
     // Every kind struck, at least once, on a stack that has them all.
     for kind in Kind::ALL {
         assert!(
@@ -97,6 +111,9 @@ async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
         report.unknowns.sold + report.unknowns.not_sold,
         report.unknowns.total
     );
+    // Reservations expired (pay within 5 s) and their units came back,
+    // under the faults: in the histories too.
+    assert!(history.contains(r#""outcome":"returned""#));
     // Orders: every SKU of the order variants reconciled (those that did
     // not match are listed, each allowed by a claim).
     assert!(report.orders_matched > 0);
@@ -171,7 +188,7 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
         // `fenced` claims safe in a race and under a frozen holder: a
         // violation, named.
         let round = oversold_round(&stack, Variant::Fenced).await;
-        let (broken, counted) = judge::round(&stack.client, &round, &[], true, 1).await;
+        let (broken, counted) = judge::round(&stack.client, &round, &[], true, 1, None).await;
         assert!(
             broken
                 .iter()
@@ -198,7 +215,7 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
 
         // `token` claims safe in a race: the same oversell, a violation...
         let round = oversold_round(&stack, Variant::Token).await;
-        let (broken, _) = judge::round(&stack.client, &round, &[], true, 1).await;
+        let (broken, _) = judge::round(&stack.client, &round, &[], true, 1, None).await;
         assert!(!broken.is_empty(), "token's race oversold unnoticed");
         // ...unless a frozen holder struck while it sold: token claims it
         // oversells then, so it is counted, not a violation.
@@ -209,8 +226,15 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
             healed_s: 0.0,
             error: String::new(),
         };
-        let (broken, counted) =
-            judge::round(&stack.client, &round, std::slice::from_ref(&pause), true, 1).await;
+        let (broken, counted) = judge::round(
+            &stack.client,
+            &round,
+            std::slice::from_ref(&pause),
+            true,
+            1,
+            None,
+        )
+        .await;
         assert_eq!(broken, Vec::<String>::new());
         assert_eq!(counted.oversold, 1);
         // A fault that did not strike (the stack refused it) allows nothing.
@@ -218,12 +242,12 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
             error: "refused".to_owned(),
             ..pause
         };
-        let (broken, _) = judge::round(&stack.client, &round, &[refused], true, 1).await;
+        let (broken, _) = judge::round(&stack.client, &round, &[refused], true, 1, None).await;
         assert!(!broken.is_empty());
 
         // `none` claims it oversells in a race: counted.
         let round = oversold_round(&stack, Variant::None).await;
-        let (broken, counted) = judge::round(&stack.client, &round, &[], true, 1).await;
+        let (broken, counted) = judge::round(&stack.client, &round, &[], true, 1, None).await;
         assert_eq!(broken, Vec::<String>::new());
         assert_eq!(counted.oversold, 1);
 
@@ -232,7 +256,7 @@ async fn the_judge_finds_an_oversell_its_claims_forbid_and_counts_one_they_allow
         let mut forged = round.requests[0].clone();
         forged.id = format!("{}-forged", round.sku);
         round.requests.push(forged);
-        let (broken, _) = judge::round(&stack.client, &round, &[], true, 1).await;
+        let (broken, _) = judge::round(&stack.client, &round, &[], true, 1, None).await;
         assert!(
             broken
                 .iter()

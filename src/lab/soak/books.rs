@@ -3,6 +3,7 @@
 //! holds what the SKUs still being sold (or kept as evidence) need, however
 //! long the soak runs.
 
+use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ pub(super) struct Settled {
     pub(super) evidence: Evidence,
 }
 
-pub(super) struct Books {
+pub struct Books {
     url: Option<String>,
     /// Connected on demand, again after PostgreSQL was killed.
     db: tokio::sync::Mutex<Option<Client>>,
@@ -34,7 +35,7 @@ pub(super) struct Books {
 }
 
 impl Books {
-    pub(super) fn new(url: Option<String>, store: Store, persist: bool) -> Self {
+    pub fn new(url: Option<String>, store: Store, persist: bool) -> Self {
         Books {
             url,
             db: Default::default(),
@@ -56,7 +57,7 @@ impl Books {
         for order in pending {
             let books = loop {
                 match self.reconcile(&order.sku).await {
-                    Ok(r) if r.in_flight > 0 && last && Instant::now() < deadline => {
+                    Ok(r) if settling(&r) && last && Instant::now() < deadline => {
                         // The workers' pace: no event to wait on.
                         tokio::time::sleep(Duration::from_millis(200)).await;
                     }
@@ -64,7 +65,7 @@ impl Books {
                 }
             };
             let (verdict, allowed) = match books {
-                Ok(r) if r.in_flight > 0 && !last => {
+                Ok(r) if settling(&r) && !last => {
                     waiting.push(order);
                     continue;
                 }
@@ -115,6 +116,44 @@ impl Books {
             && (!r.ledger_lost || data_lost)
     }
 
+    /// When each sale of `sku` whose reservation expired gave its unit
+    /// back, by the database's clock (µs since the Unix epoch): after its
+    /// expiry committed (`expired_at`), and before the pass recorded it
+    /// (`given_back_at`; none yet while no pass has). Sale → window.
+    pub async fn given_back_between(
+        &self,
+        sku: &str,
+    ) -> anyhow::Result<HashMap<i64, (i64, Option<i64>)>> {
+        let Some(url) = &self.url else {
+            anyhow::bail!("no PostgreSQL in this stack");
+        };
+        let mut db = self.db.lock().await;
+        if db.as_ref().is_none_or(|c| c.is_closed()) {
+            *db = Some(crate::orders::connect(url).await?);
+        }
+        let client = db
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("no connection"))?;
+        let rows = client
+            .query(
+                "SELECT sale, (extract(epoch FROM expired_at) * 1e6)::int8,
+                        (extract(epoch FROM given_back_at) * 1e6)::int8
+                 FROM orders WHERE sku = $1 AND expired_at IS NOT NULL",
+                &[&sku],
+            )
+            .await;
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(err) => {
+                *db = None;
+                return Err(err.into());
+            }
+        };
+        rows.iter()
+            .map(|row| Ok((row.try_get(0)?, (row.try_get(1)?, row.try_get(2)?))))
+            .collect()
+    }
+
     async fn reconcile(&self, sku: &str) -> anyhow::Result<Reconciliation> {
         let Some(url) = &self.url else {
             anyhow::bail!("no PostgreSQL in this stack");
@@ -132,6 +171,38 @@ impl Books {
             *db = None;
         }
         found
+    }
+}
+
+/// Books still on their way: messages not yet orders, or reservations
+/// expired whose units the next expiry pass gives back (an expired order's
+/// unit still counts as sold in the ledger until then).
+fn settling(r: &Reconciliation) -> bool {
+    r.in_flight > 0 || !r.unreturned.is_empty()
+}
+
+/// The units of `sku` given back to its stock so far (expired
+/// reservations), as Redis recorded them with the stock they went back to
+/// (`give_back.lua`'s `returns`: sale → unit), read again while Redis
+/// cannot answer for up to 2 min. `None` if it never answered.
+pub async fn returned_units(store: &Store, sku: &str) -> Option<Vec<(i64, i64)>> {
+    let keys = Keys::new(&Sku::parse(sku).ok()?);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let read = async {
+            let mut conn = store.conn().await.ok()?;
+            redis::cmd("HGETALL")
+                .arg(&keys.returns)
+                .query_async::<Vec<(i64, i64)>>(&mut conn)
+                .await
+                .ok()
+        };
+        match read.await {
+            None if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            read => return read,
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex as StdMutex;
+use std::time::Duration;
 
 use super::books::{Books, Settled, forget};
 use super::buyers::{Got, Round};
@@ -44,6 +45,8 @@ pub(super) struct Found {
     pub(super) skus: u64,
     /// SKUs kept in Redis as evidence.
     pub(super) kept: u64,
+    /// The longest a round waited, once it ended, to be judged (ms).
+    pub(super) judged_late_ms: u64,
 }
 
 /// Rounds waiting for their checkpoint, and what the judged ones found.
@@ -56,7 +59,15 @@ pub(super) struct Checker {
     pub(super) rerun: String,
     pub(super) books: Books,
     pub(super) history: HistoryFile,
+    /// How long a reservation waits to be paid (the stack's
+    /// `--pay-within`; zero when unknown: a target's own).
+    pub(super) pay_within: Duration,
+    /// When the soak began (the rounds' clock).
+    pub(super) started: std::time::Instant,
 }
+
+/// Rounds judged at once.
+const JUDGES: usize = 8;
 
 impl Checker {
     /// Judges every pending round whose faults are all known: ended more
@@ -79,9 +90,15 @@ impl Checker {
             *pending = wait;
             ready
         };
-        for round in ready {
-            self.judge(round, faults).await;
-        }
+        // A few at once: each asks the stack again and waits for its
+        // answers, and one at a time fell 16 minutes behind a 30-minute
+        // soak on a busy machine.
+        futures_util::StreamExt::for_each_concurrent(
+            futures_util::stream::iter(ready),
+            JUDGES,
+            |round| self.judge(round, faults),
+        )
+        .await;
         let settled = self.books.settle(faults, now_s.is_none()).await;
         let mut found = self.found.lock().await;
         for settled in settled {
@@ -109,8 +126,19 @@ impl Checker {
     }
 
     async fn judge(&self, round: Round, faults: &[SoakFault]) {
-        let (mut broken, counted) =
-            judge::round(&self.client, &round, faults, self.persist, self.stock).await;
+        let returns = super::returns::Returns {
+            books: &self.books,
+            pay_within: self.pay_within,
+        };
+        let (mut broken, counted) = judge::round(
+            &self.client,
+            &round,
+            faults,
+            self.persist,
+            self.stock,
+            Some(&returns),
+        )
+        .await;
         // The second judge, from what the buyers were told (the ids asked
         // again and the books read after are in the history too).
         let attempts = round.requests.iter().map(|r| r.attempts.len()).sum();
@@ -127,7 +155,9 @@ impl Checker {
         } else {
             Evidence::default()
         };
+        let late_ms = (self.started.elapsed().as_millis() as u64).saturating_sub(round.to_ms);
         let mut found = self.found.lock().await;
+        found.judged_late_ms = found.judged_late_ms.max(late_ms);
         found.skus += 1;
         let entry = found.variants.entry(round.variant).or_default();
         entry.rounds += 1;

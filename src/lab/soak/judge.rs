@@ -86,6 +86,7 @@ pub async fn round(
     faults: &[SoakFault],
     persist: bool,
     stock: i64,
+    returns: Option<&super::returns::Returns<'_>>,
 ) -> (Vec<String>, Counted) {
     let (from_s, to_s) = (round.from_ms as f64 / 1e3, round.to_ms as f64 / 1e3);
     let struck = struck(faults, &round.sku, from_s, to_s);
@@ -98,10 +99,11 @@ pub async fn round(
         may_lose_units: allowed.contains(&Behaviour::LosesUnits),
         ..Counted::default()
     };
+    let plain = client;
     let client = &client.recording(round.recorder.clone());
 
     // Every request settled, each id sold once, every sale told recorded.
-    let mut units: BTreeMap<i64, &str> = BTreeMap::new();
+    let mut units: BTreeMap<i64, Vec<&str>> = BTreeMap::new();
     for request in &round.requests {
         let sales: BTreeSet<i64> = request
             .attempts
@@ -136,13 +138,7 @@ pub async fn round(
             )),
             Got::Sold(unit) => {
                 counted.answered_sold += 1;
-                if let Some(other) = units.insert(unit, &request.id) {
-                    let what = format!("unit {unit} was sold to {other} and to {}", request.id);
-                    counted.saw(&what);
-                    if !may_oversell {
-                        broken.push(what);
-                    }
-                }
+                units.entry(unit).or_default().push(&request.id);
                 // Asked again, the id must answer the same sale from its
                 // record: every id an unknown answer made doubtful, and a
                 // few others of each round (the ledger's count above
@@ -167,7 +163,34 @@ pub async fn round(
     }
     // Read after the ids were asked again: the read counts in every
     // instance's answers, those too, before the SKU is let go.
-    let state = match read_state(client, &round.sku).await {
+    // Then the units given back (expired reservations), each of which may
+    // be sold once more: read about the books so that the history holds
+    // every return the books counted, and none they did not.
+    let (read, back) = match returns {
+        Some(returns) if round.variant.orders() => {
+            let (read, back) = returns.with_books(plain, round).await;
+            let back = back.unwrap_or_else(|| {
+                broken.push("its units given back could not be read".to_owned());
+                Vec::new()
+            });
+            (read, back)
+        }
+        _ => (read_state(client, &round.sku).await, Vec::new()),
+    };
+    for (unit, ids) in &units {
+        let again = back.iter().filter(|u| *u == unit).count();
+        if ids.len() > 1 + again {
+            let what = format!(
+                "unit {unit} was sold to {} and to {} (given back {again} times)",
+                ids[0], ids[1]
+            );
+            counted.saw(&what);
+            if !may_oversell {
+                broken.push(what);
+            }
+        }
+    }
+    let state = match read {
         Ok(state) if state.initial == stock => state,
         _ if data_lost => return (broken, counted),
         Ok(state) => {
@@ -238,7 +261,10 @@ pub async fn round(
 /// struck meanwhile: Redis restarting, loading its data) for up to 2 min.
 /// Read through the round's recording client: the books its history
 /// ends with.
-async fn read_state(client: &StackClient, sku: &str) -> anyhow::Result<crate::wire::StateSnapshot> {
+pub(super) async fn read_state(
+    client: &StackClient,
+    sku: &str,
+) -> anyhow::Result<crate::wire::StateSnapshot> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         match client.read_books(sku).await {

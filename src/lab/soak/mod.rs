@@ -19,6 +19,7 @@ pub mod judge;
 mod nemesis;
 mod processes;
 mod report;
+pub mod returns;
 pub mod second;
 
 use std::path::PathBuf;
@@ -84,6 +85,13 @@ pub struct SoakArgs {
     /// the ledger, judged per round as LEDGER_LOST, never as a violation.
     #[arg(long)]
     pub no_persist: bool,
+    /// How long each order variant's reservation waits to be paid before
+    /// it expires and its unit goes back to the stock (the stack's
+    /// `--pay-within`; default: the stack's own, 15 min). A round judged
+    /// after its reservations expired counts their units back. Not with
+    /// --target (the stack was started with its own).
+    #[arg(long, value_parser = crate::args::parse_duration, conflicts_with = "target")]
+    pub pay_within: Option<Duration>,
     /// Also write the report as JSON (and each violation's timeline as a
     /// self-contained HTML file beside it).
     #[arg(long, value_name = "FILE")]
@@ -131,6 +139,9 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
             let mut up = vec!["--store-relays".to_owned()];
             if !args.no_persist {
                 up.push("--persist".to_owned());
+            }
+            if let Some(within) = args.pay_within {
+                up.push(format!("--pay-within={}ms", within.as_millis()));
             }
             let stack = Stack::start(&UpOptions {
                 args: up,
@@ -209,6 +220,11 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         rerun: rerun_line(&args),
         books: books::Books::new(postgres_url, store.clone(), persist),
         history: second::HistoryFile::create(args.history.as_deref())?,
+        pay_within: match args.target.target {
+            Some(_) => Duration::ZERO,
+            None => (args.pay_within).unwrap_or(crate::orders::DEFAULT_PAY_WITHIN),
+        },
+        started: shared.started,
     });
     let mut sellers = Vec::new();
     for (n, variant) in variants.iter().copied().enumerate() {
@@ -362,6 +378,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<bool> {
         orders_matched: found.orders_matched,
         orders: found.orders,
         history_file: args.history.as_ref().map(|p| p.display().to_string()),
+        judged_late_s: found.judged_late_ms as f64 / 1e3,
     };
     status
         .write("done", &shared, &nemesis, &soak.violations)
@@ -409,6 +426,19 @@ fn rerun_line(args: &SoakArgs) -> String {
     }
     if args.cycle {
         line.push_str(" --cycle");
+    }
+    if !args.variant.is_empty() {
+        let names: Vec<&str> = args.variant.iter().map(|v| v.name()).collect();
+        line.push_str(&format!(" --variant {}", names.join(",")));
+    }
+    if args.buyers != 2 || args.stock != 40 {
+        line.push_str(&format!(" --buyers {} --stock {}", args.buyers, args.stock));
+    }
+    if args.no_persist {
+        line.push_str(" --no-persist");
+    }
+    if let Some(within) = args.pay_within {
+        line.push_str(&format!(" --pay-within {}ms", within.as_millis()));
     }
     line
 }

@@ -391,6 +391,11 @@ fn print_history(r: &SoakReport) {
             ms as f64 / rounds as f64
         );
     }
+    println!(
+        "  each round judged within {:.1} s of its end (the judges wait {:.0} s, and while a fault that struck it plays)",
+        r.judged_late_s,
+        super::judge::GRACE_S
+    );
     if let Some(file) = &r.history_file {
         println!("  every round's history: {file} (stocklock history check {file})");
     }
