@@ -387,7 +387,7 @@ fn print_history(r: &SoakReport) {
     }
     if rounds > 0 {
         println!(
-            "  {rounds} rounds judged in {ms} ms: {:.1} ms a round on average, {max} ms at most",
+            "  {rounds} rounds judged in {ms} ms: {:.2} ms a round on average, {max} ms at most",
             ms as f64 / rounds as f64
         );
     }
