@@ -11,6 +11,7 @@
 //! `fixtures.rs` shows each check failing on a small bad page first.
 
 mod checks;
+mod counts;
 mod fixtures;
 mod generated;
 mod markdown;
@@ -97,6 +98,11 @@ fn every_variant_table_and_list_names_every_variant() {
         variants::variants(&pages(&root())),
         "variant tables and lists",
     );
+}
+
+#[test]
+fn counts_in_prose_are_the_codes() {
+    assert_none(counts::counts(&root()), "counts in prose");
 }
 
 /// Includes and generated regions in one test, so that blessing writes
