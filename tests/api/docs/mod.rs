@@ -15,6 +15,7 @@ mod counts;
 mod fixtures;
 mod generated;
 mod markdown;
+mod modules;
 mod variants;
 
 use std::path::{Path, PathBuf};
@@ -98,6 +99,11 @@ fn every_variant_table_and_list_names_every_variant() {
         variants::variants(&pages(&root())),
         "variant tables and lists",
     );
+}
+
+#[test]
+fn the_architecture_pages_module_map_is_lib_rs() {
+    assert_none(modules::modules(&root()), "the module map");
 }
 
 #[test]
