@@ -202,7 +202,13 @@ impl Recorder {
     /// The books of the store holding `sku`'s truth said `remaining` are
     /// left, read between `call` and now.
     pub fn read(&self, sku: &str, call: u64, remaining: i64) {
-        self.observed(sku, call, Outcome::Read, (None, Some(count(remaining))));
+        let ret = self.now();
+        self.observed(
+            sku,
+            (call, ret),
+            Outcome::Read,
+            (None, Some(count(remaining))),
+        );
     }
 
     /// From now on, a request whose path holds `marker` is recorded as
@@ -224,7 +230,7 @@ impl Recorder {
     /// Unit `unit` of `sku` came back to the stock (a reservation that
     /// expired, a stock restored), at some moment between `call` and now.
     pub fn returned(&self, sku: &str, call: u64, unit: i64) {
-        self.observed(sku, call, Outcome::Returned, (Some(count(unit)), None));
+        self.returned_between(sku, call, self.now(), unit);
     }
 
     /// Unit `unit` of `sku` came back to the stock at some moment between
@@ -232,25 +238,16 @@ impl Recorder {
     /// a return the store timed itself.
     pub fn returned_between(&self, sku: &str, call: u64, ret: u64, unit: i64) {
         let ret = ret.clamp(call, self.now().max(call));
-        self.push(Op {
-            sku: sku.to_owned(),
-            client: 0,
-            id: None,
-            call,
-            ret: Some(ret),
-            outcome: Outcome::Returned,
-            unit: Some(count(unit)),
-            remaining: None,
-            note: None,
-        });
+        let unit = (Some(count(unit)), None);
+        self.observed(sku, (call, ret), Outcome::Returned, unit);
     }
 
     /// What the recorder itself saw of the store (no client's request),
-    /// between `call` and now: a unit, or a count left.
+    /// between `call` and `ret`: a unit, or a count left.
     fn observed(
         &self,
         sku: &str,
-        call: u64,
+        (call, ret): (u64, u64),
         outcome: Outcome,
         (unit, remaining): (Option<u32>, Option<u32>),
     ) {
@@ -259,7 +256,7 @@ impl Recorder {
             client: 0,
             id: None,
             call,
-            ret: Some(self.now()),
+            ret: Some(ret),
             outcome,
             unit,
             remaining,

@@ -136,6 +136,30 @@ async fn two_minutes_of_every_fault_kind_in_turn_break_no_claim() {
     assert!(!report.recovery.is_empty());
 }
 
+/// One buyer's request `id` sent once to `path` through `client`, as the
+/// soak's buyers record it (its time from `started`).
+pub(crate) async fn one_attempt(
+    client: &stocklock::client::StackClient,
+    path: &str,
+    id: String,
+    started: Instant,
+) -> Request {
+    let at_ms = started.elapsed().as_millis() as u64;
+    let answer = client.deduct(path).await;
+    Request {
+        id,
+        attempts: vec![Attempt {
+            at_ms,
+            took_ms: answer.took.as_millis() as u64,
+            status: answer.status,
+            got: stocklock::lab::soak::buyers::got(&answer),
+            reason: None,
+            instance: None,
+            replayed: false,
+        }],
+    }
+}
+
 /// Two buyers of a one-unit SKU through `none` at once, each reading the
 /// stock before the other writes: both are told they bought. Recorded as
 /// the soak's buyers record a round.
@@ -146,25 +170,9 @@ async fn oversold_round(stack: &Stack, variant: Variant) -> Round {
     recording.reset(&sku, 1, 0).await.unwrap();
     let started = Instant::now();
     let ask = |n: u32| {
-        let sku = sku.clone();
         let path = format!("/deductStock/none?sku={sku}&request_id={sku}-{n}&work_ms=300");
-        let client = recording.clone();
-        async move {
-            let at_ms = started.elapsed().as_millis() as u64;
-            let answer = client.deduct(&path).await;
-            Request {
-                id: format!("{sku}-{n}"),
-                attempts: vec![Attempt {
-                    at_ms,
-                    took_ms: answer.took.as_millis() as u64,
-                    status: answer.status,
-                    got: stocklock::lab::soak::buyers::got(&answer),
-                    reason: None,
-                    instance: None,
-                    replayed: false,
-                }],
-            }
-        }
+        let (client, id) = (recording.clone(), format!("{sku}-{n}"));
+        async move { one_attempt(&client, &path, id, started).await }
     };
     let (a, b) = tokio::join!(ask(1), ask(2));
     assert!(matches!(a.settled(), Got::Sold(_)) && matches!(b.settled(), Got::Sold(_)));

@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use stocklock::history::Recorder;
-use stocklock::lab::soak::buyers::{self, Attempt, Ending, Got, Request, Round};
+use stocklock::lab::soak::buyers::{self, Ending, Got, Round};
 use stocklock::lab::soak::{judge, second};
 use stocklock::variants::Variant;
 
 use crate::helpers::{Stack, within};
-use crate::soak::soak;
+use crate::soak::{one_attempt, soak};
 
 /// A unit given back (its reservation expired) may be sold again within
 /// the round: the soak's judge counts that as two sales, not a unit sold
@@ -33,24 +33,10 @@ async fn a_unit_given_back_and_sold_again_is_sold_once_each_time() {
         recording.reset(&sku, 1, 0).await.unwrap();
         let started = Instant::now();
         let buy = |n: u32| {
-            let (client, sku) = (recording.clone(), sku.clone());
-            async move {
-                let id = format!("{sku}-{n}");
-                let at_ms = started.elapsed().as_millis() as u64;
-                let answer = client.deduct(&buyers::path(variant, &sku, &id)).await;
-                Request {
-                    id,
-                    attempts: vec![Attempt {
-                        at_ms,
-                        took_ms: answer.took.as_millis() as u64,
-                        status: answer.status,
-                        got: buyers::got(&answer),
-                        reason: None,
-                        instance: None,
-                        replayed: false,
-                    }],
-                }
-            }
+            let id = format!("{sku}-{n}");
+            let path = buyers::path(variant, &sku, &id);
+            let client = recording.clone();
+            async move { one_attempt(&client, &path, id, started).await }
         };
         let a = buy(1).await;
         assert_eq!(a.settled(), Got::Sold(1));

@@ -124,13 +124,7 @@ impl Books {
         &self,
         sku: &str,
     ) -> anyhow::Result<HashMap<i64, (i64, Option<i64>)>> {
-        let Some(url) = &self.url else {
-            anyhow::bail!("no PostgreSQL in this stack");
-        };
-        let mut db = self.db.lock().await;
-        if db.as_ref().is_none_or(|c| c.is_closed()) {
-            *db = Some(crate::orders::connect(url).await?);
-        }
+        let mut db = self.connected().await?;
         let client = db
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("no connection"))?;
@@ -154,7 +148,9 @@ impl Books {
             .collect()
     }
 
-    async fn reconcile(&self, sku: &str) -> anyhow::Result<Reconciliation> {
+    /// The database's connection, made (again, once it closed) if need
+    /// be; the caller drops it (sets `None`) when a query on it failed.
+    async fn connected(&self) -> anyhow::Result<tokio::sync::MutexGuard<'_, Option<Client>>> {
         let Some(url) = &self.url else {
             anyhow::bail!("no PostgreSQL in this stack");
         };
@@ -162,6 +158,11 @@ impl Books {
         if db.as_ref().is_none_or(|c| c.is_closed()) {
             *db = Some(crate::orders::connect(url).await?);
         }
+        Ok(db)
+    }
+
+    async fn reconcile(&self, sku: &str) -> anyhow::Result<Reconciliation> {
+        let mut db = self.connected().await?;
         let mut conn = self.store.conn().await?;
         let client = db
             .as_ref()

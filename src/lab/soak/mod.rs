@@ -48,6 +48,9 @@ use crate::wire::SoakReport;
 pub const STALL: Duration = Duration::from_secs(20);
 /// Once the faults stop, every variant must sell again within this.
 pub const RECOVER_WITHIN: Duration = Duration::from_secs(60);
+/// `--buyers` and `--stock` unless told (the rerun line names others).
+const BUYERS: usize = 2;
+const STOCK: i64 = 40;
 
 #[derive(Args, Debug)]
 pub struct SoakArgs {
@@ -76,10 +79,10 @@ pub struct SoakArgs {
     #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_variant)]
     pub variant: Vec<Variant>,
     /// Buyers per variant, each one request at a time.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = BUYERS)]
     pub buyers: usize,
     /// Units of each round's SKU.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = STOCK)]
     pub stock: i64,
     /// Run the stack's Redis without --persist: a Redis restart then loses
     /// the ledger, judged per round as LEDGER_LOST, never as a violation.
@@ -431,7 +434,7 @@ fn rerun_line(args: &SoakArgs) -> String {
         let names: Vec<&str> = args.variant.iter().map(|v| v.name()).collect();
         line.push_str(&format!(" --variant {}", names.join(",")));
     }
-    if args.buyers != 2 || args.stock != 40 {
+    if args.buyers != BUYERS || args.stock != STOCK {
         line.push_str(&format!(" --buyers {} --stock {}", args.buyers, args.stock));
     }
     if args.no_persist {

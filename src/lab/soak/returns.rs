@@ -55,30 +55,27 @@ impl Returns<'_> {
                 return (super::judge::read_state(&recording, &round.sku).await, None);
             };
             let before_at = recorder.now();
-            let state = super::judge::read_state(client, &round.sku).await;
-            let after = returned_units(&self.books.store, &round.sku).await;
-            let still = after.as_ref().map(|a| set(a) == set(&before));
-            match (state, after) {
-                (Err(err), _) => return (Err(err), None),
-                (Ok(state), Some(after)) if still == Some(true) || reads >= READS => {
-                    recorder.read(&round.sku, before_at, state.remaining);
-                    let settled = if still == Some(true) {
-                        Some(before_at)
-                    } else {
-                        None
-                    };
-                    break (state, after, settled);
-                }
-                (Ok(state), None) if reads >= READS => {
-                    recorder.read(&round.sku, before_at, state.remaining);
-                    return (Ok(state), None);
-                }
-                (Ok(_), _) => {
-                    // A unit came back while the books were read: again.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+            let state = match super::judge::read_state(client, &round.sku).await {
+                Ok(state) => state,
+                Err(err) => return (Err(err), None),
+            };
+            // Redis answered nothing for 2 min: the books read stands
+            // alone, its returns unknown.
+            let Some(after) = returned_units(&self.books.store, &round.sku).await else {
+                recorder.read(&round.sku, before_at, state.remaining);
+                return (Ok(state), None);
+            };
+            let still = set(&after) == set(&before);
+            if still || reads >= READS {
+                recorder.read(&round.sku, before_at, state.remaining);
+                break (state, after, still.then_some(before_at));
             }
+            // A unit came back while the books were read: again.
+            tokio::time::sleep(Duration::from_millis(50)).await;
         };
+        if back.is_empty() {
+            return (Ok(state), Some(Vec::new()));
+        }
         let windows = self.windows(&round.sku).await.unwrap_or_default();
         let now = recorder.now();
         let wall_us = SystemTime::now()
