@@ -81,7 +81,7 @@ impl Protection for SetnxLock {
         let keys = ctx.keys;
         let lease = ctx.lease(&ABOUT);
         let wait = ctx.wait(&ABOUT);
-        let mut spin = Spin::start(Variant::Setnx, keys, wait);
+        let mut spin = Spin::start(Variant::Setnx, keys, wait, &ctx.hook);
         while !ctx.conn.set_nx::<_, _, bool>(&keys.lock, 1).await? {
             if !spin.again().await {
                 return not_acquired(wait);

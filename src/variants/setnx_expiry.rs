@@ -106,7 +106,7 @@ impl Protection for SetnxExpiryLock {
         let lease = ctx.lease(&ABOUT);
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
         let wait = ctx.wait(&ABOUT);
-        let mut spin = Spin::start(Variant::SetnxExpiry, keys, wait);
+        let mut spin = Spin::start(Variant::SetnxExpiry, keys, wait, &ctx.hook);
         while !Self::try_once(ctx, lease_ms).await? {
             if !spin.again().await {
                 return not_acquired(wait);

@@ -213,15 +213,25 @@ impl Drop for LockTimer {
 pub(super) struct Spin {
     deadline: tokio::time::Instant,
     timer: LockTimer,
+    /// Where a scheduled request notes each wait (an explorer's, a
+    /// replay's): it then knows the buyer waits for the lock, not that it
+    /// is slow.
+    hook: crate::lock::Hook,
 }
 
 impl Spin {
     const EVERY: Duration = Duration::from_millis(10);
 
-    pub(super) fn start(variant: Variant, keys: &Keys, wait: Duration) -> Self {
+    pub(super) fn start(
+        variant: Variant,
+        keys: &Keys,
+        wait: Duration,
+        hook: &crate::lock::Hook,
+    ) -> Self {
         Self {
             deadline: tokio::time::Instant::now() + wait,
             timer: LockTimer::start(variant, keys),
+            hook: hook.clone(),
         }
     }
 
@@ -232,6 +242,7 @@ impl Spin {
             self.timer.waited(false);
             return false;
         }
+        self.hook.at(crate::lock::WAITS).await;
         tokio::time::sleep(Self::EVERY).await;
         true
     }

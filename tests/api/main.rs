@@ -20,6 +20,7 @@ mod examples;
 mod explore;
 mod explore_claims;
 mod explore_failover;
+mod explore_order;
 mod explore_orders;
 mod failover;
 mod gates;

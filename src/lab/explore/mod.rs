@@ -40,7 +40,9 @@ mod pipeline;
 mod run;
 mod second;
 mod session;
+mod settle;
 mod strike;
+mod waits;
 
 pub use choice::Choice;
 pub use cli::{ExploreArgs, run};
@@ -53,16 +55,14 @@ pub use session::{Options, Session, Setup};
 /// Buyers in each schedule, and units in stock (the checker's bounds).
 const BUYERS: u8 = 3;
 const STOCK: i64 = 2;
-/// How long a released buyer may take to reach its next gate, unless it
-/// waits for a lock (then it comes when the lock is free).
-const SETTLE: Duration = Duration::from_millis(200);
 /// The buyers' lease: long enough that no lease runs out by itself while
 /// a schedule runs; the explorer makes one run out when it chooses to.
 const LEASE_MS: u64 = 20_000;
 /// The lease where an early deletion must meet a renewal: a watchdog
 /// renews every third of it.
 const EARLY_LEASE_MS: u64 = 1_500;
-/// How long a schedule may wait for anything at all.
+/// How long a schedule may wait for anything at all (a buyer on its way
+/// to its next gate, an order worker to its turn).
 const STALL: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]

@@ -7,7 +7,7 @@ use anyhow::bail;
 use redis::AsyncCommands;
 
 use super::nodes::node_conn;
-use super::{Choice, SETTLE, WORKING};
+use super::{Choice, WORKING};
 
 use crate::client::Deduction;
 pub(super) use crate::gate::buyer_name as name;
@@ -60,6 +60,8 @@ pub(super) struct Run<'a> {
     pub(super) stock_url: String,
     /// The PostgreSQL of the database's variants, if the stack has one.
     pub(super) postgres_url: Option<String>,
+    /// That PostgreSQL asked which buyers it holds at a lock.
+    pub(super) database: super::waits::DatabaseWaits,
     /// The order pipeline's workers and faults (the order variants').
     pub(super) pipeline: Option<super::pipeline::Pipeline>,
     /// The lock's store failing over (the failover cells').
@@ -73,72 +75,6 @@ pub(super) struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// Waits until every buyer waits at a gate, has answered, or waits
-    /// for a lock (no arrival within [`SETTLE`]). Renewals heard on the
-    /// way go on at once. Answers are announced among the arrivals, so
-    /// one wait hears both.
-    pub(super) async fn settle(&mut self) -> anyhow::Result<()> {
-        let deadline = Instant::now() + SETTLE;
-        loop {
-            // An answer whose announcement was lost is seen all the same.
-            for buyer in self.buyers.values_mut() {
-                if let Buyer::Sent(request) = buyer
-                    && request.is_finished()
-                {
-                    *buyer = Buyer::Done(request.await?);
-                }
-            }
-            // A buyer waiting for a lock is on its way only once the lock
-            // is free (a release wakes it): then it takes it, or notes
-            // another wait.
-            // (Free for buyer n: nobody else the explorer knows of holds it
-            // or is queued for it, and its key, if it has one in this
-            // Redis, is gone.)
-            // (etcd's and ZooKeeper's have none in Redis.)
-            let key_gone = match (self.blocked.is_empty(), &self.elsewhere) {
-                (true, _) => false,
-                (false, Some(_)) => true,
-                (false, None) => self.lock().await?.is_none(),
-            };
-            let free = |n: &u8| key_gone && self.holders.iter().all(|h| h == n);
-            let sent = self
-                .buyers
-                .iter()
-                .filter(|(n, b)| {
-                    matches!(b, Buyer::Sent(_))
-                        && (!self.blocked.contains(n) || free(n))
-                        && !self.asking(**n)
-                })
-                .count();
-            // An order worker (or expiry pass) on its way gets there.
-            let busy = self.pipeline.as_ref().is_some_and(|p| p.busy());
-            if sent == 0 && !busy {
-                // Nobody on its way: only renewals can come; take those
-                // already announced.
-                match self.scheduler.try_next().await? {
-                    Some(arrival) => self.heard(arrival).await?,
-                    None => return Ok(()),
-                }
-                continue;
-            }
-            let left = match busy {
-                true => (deadline + super::STALL).saturating_duration_since(Instant::now()),
-                false => deadline.saturating_duration_since(Instant::now()),
-            };
-            match (left.is_zero(), busy) {
-                (true, true) => bail!("an order worker stopped nowhere within {:?}", super::STALL),
-                (true, false) => return Ok(()),
-                _ => {}
-            }
-            match self.scheduler.next(left).await? {
-                Some(arrival) => self.heard(arrival).await?,
-                // Whoever is still on its way waits for a lock.
-                None if !busy => return Ok(()),
-                None => {}
-            }
-        }
-    }
-
     /// An arrival: a renewal goes on at once (a lease runs out only when
     /// the explorer chooses so); a buyer on its way now waits at its gate.
     pub(super) async fn heard(&mut self, arrival: Arrival) -> anyhow::Result<()> {
@@ -222,7 +158,7 @@ impl Run<'_> {
 
     /// Whether buyer `n` waits for its Redlock round's votes: every node
     /// asked, and not every question let go yet.
-    fn asking(&self, n: u8) -> bool {
+    pub(super) fn asking(&self, n: u8) -> bool {
         let nodes = self.nodes.len();
         self.rounds
             .get(&n)

@@ -164,6 +164,7 @@ impl<'a> Session<'a> {
             entries: HashMap::new(),
             requests: HashMap::new(),
             stock_url: redises.stock.clone(),
+            database: super::waits::DatabaseWaits::new(postgres_url.clone()),
             postgres_url,
             pipeline: None,
             failing: None,
@@ -237,7 +238,16 @@ impl<'a> Session<'a> {
                 }
             );
             session.run.requests.insert(n, (client, path));
+        }
+        // One at a time, each until it waits at its first gate (or has its
+        // answer): what a buyer does before its first gate (claim its
+        // request id, queue for etcd's or ZooKeeper's lock) is then done in
+        // an order the seed chooses, never in the order their requests
+        // happen to reach Redis.
+        for i in 0..count {
+            let n = u8::try_from((seed + u64::from(i)) % u64::from(count))?;
             session.run.send(n).await?;
+            session.run.settle().await?;
         }
         Ok(session)
     }

@@ -1,6 +1,8 @@
 //! The faults a schedule may strike: which the scenario offers at a step
 //! (its budget of each, and where each may land), and striking one.
 
+use std::time::Instant;
+
 use anyhow::Context;
 use redis::AsyncCommands;
 
@@ -320,7 +322,7 @@ impl Run<'_> {
         let client = crate::orders::connect(url).await?;
         let ended = client
             .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity \
                  WHERE datname = current_database() AND pid <> pg_backend_pid() \
                  AND state LIKE 'idle in transaction%'",
                 &[],
@@ -331,6 +333,22 @@ impl Run<'_> {
             "{} transactions idle at a gate, where the dead holder's should be the one",
             ended.len()
         );
+        // Ended once its session is gone (its locks with it), as a dead
+        // process's is by the time anyone else looks: the signal the
+        // database sends it is only asked for.
+        let pid: i32 = ended[0].try_get(0)?;
+        let since = Instant::now();
+        while client
+            .query_opt("SELECT 1 FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .await?
+            .is_some()
+        {
+            anyhow::ensure!(
+                since.elapsed() < STALL,
+                "the dead holder's session {pid} was still there after {STALL:?}"
+            );
+            tokio::time::sleep(super::waits::POLL).await;
+        }
         Ok(())
     }
 
