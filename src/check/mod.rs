@@ -36,12 +36,13 @@ pub mod pipeline;
 pub mod property;
 pub mod protocol;
 pub mod report;
+pub(crate) mod runs;
 mod sale;
 mod trace;
 
 use std::time::{Duration, Instant};
 
-use stateright::{Checker, Model};
+use stateright::Model;
 
 use crate::variants::Scenario;
 use crate::variants::{Behaviour, Variant};
@@ -146,10 +147,10 @@ pub fn explore(
             mutation,
             property,
         };
-        let checker = sale.checker().threads(1).spawn_bfs().join();
-        states = states.max(checker.unique_state_count());
-        if let Some(path) = checker.discovery(property.name()) {
-            found.push((sale, path.into_vec()));
+        let (visited, path) = runs::run(sale);
+        states = states.max(visited);
+        if let Some(path) = path {
+            found.push((sale, path));
         }
     }
     (found, states, started.elapsed())

@@ -366,7 +366,7 @@ pub enum Action {
 }
 
 /// One variant's protocol under one scenario's bounds.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sale {
     pub protocol: Protocol,
     pub bounds: Bounds,
