@@ -154,6 +154,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 json: json.clone(),
                 timelines: args.timelines,
                 history: args.history,
+                jobs: usize::from(args.jobs),
                 target: match (
                     args.target.target,
                     args.target.admin_token,

@@ -25,6 +25,13 @@ pub struct LabArgs {
     /// history checker beside the lab's own judge either way.
     #[arg(long, value_name = "FILE")]
     pub history: Option<std::path::PathBuf>,
+    /// Cells played at once, each lane on a stack of its own (Redis,
+    /// PostgreSQL, two instances, nginx): a shorter run for more memory
+    /// and CPU. Every cell is played and judged as alone; a machine with
+    /// few cores can slow a cell's timing past what it tests. One with
+    /// --target.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=crate::lab::runner::MAX_JOBS as i64))]
+    pub jobs: u8,
     /// A running chaos-mode stack instead of one of the lab's own.
     #[command(flatten)]
     pub target: TargetArgs,

@@ -98,6 +98,9 @@ pub struct LabConfig {
     /// which must run `up --chaos` with two instances, its admin token and
     /// its Redis.
     pub target: Option<Target>,
+    /// Cells played at once, each lane on a main stack of its own (one
+    /// with a target).
+    pub jobs: usize,
 }
 
 /// `--target`: a running chaos-mode stack.

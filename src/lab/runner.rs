@@ -88,80 +88,29 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             .iter()
             .any(|&v| !s.own_stack(v) && s.claim(v).applies())
     });
-    let mut lab = match needs_main_stack {
-        true => Some(start(config.target.as_ref(), config.timelines.clone()).await?),
-        false => None,
+    // Every cell that applies, in the matrix's order, taken by `jobs`
+    // lanes, each with a main stack of its own (a target is one stack:
+    // one lane).
+    let queue: Vec<(Scenario, Variant)> = (scenarios.iter())
+        .flat_map(|&s| variants.iter().map(move |&v| (s, v)))
+        .filter(|&(s, v)| s.claim(v).applies())
+        .collect();
+    let jobs = match config.target {
+        Some(_) => 1,
+        None => config.jobs.clamp(1, MAX_JOBS),
     };
+    let next = std::sync::atomic::AtomicUsize::new(0);
     let started = Instant::now();
-    let mut cells = Vec::new();
+    let lanes = (0..jobs).map(|_| lane(&config, needs_main_stack, &queue, &next));
+    let mut played: Vec<(usize, Cell, String)> = Vec::new();
+    for lane in futures_util::future::join_all(lanes).await {
+        played.extend(lane?);
+    }
+    played.sort_by_key(|(at, _, _)| *at);
     // Every cell's history, one after another (their SKUs named
     // `scenario/variant/sku`), for `--history`.
-    let mut history = String::new();
-    for &scenario in &scenarios {
-        for &variant in &variants {
-            let claim = scenario.claim(variant);
-            if !claim.applies() {
-                continue;
-            }
-            if let Some(why) = lab
-                .as_ref()
-                .and_then(|lab| lab.cannot_play(scenario, variant))
-            {
-                eprintln!("lab: skipping {scenario} / {variant}: {why}");
-                continue;
-            }
-            if let Some(lab) = &mut lab {
-                lab.cell = format!("{scenario}-{variant}");
-            }
-            let cell_started = Instant::now();
-            let recorder = Recorder::prefixed(&format!("{scenario}/{variant}/"));
-            let playing = play(scenario, lab.as_mut(), variant, &recorder);
-            let judgement = match tokio::time::timeout(CELL_TIMEOUT, playing).await {
-                Ok(Ok(judgement)) => judgement,
-                Ok(Err(err)) => Judgement {
-                    observed: Observed::Error,
-                    evidence: format!("{err:#}"),
-                },
-                Err(_) => Judgement {
-                    observed: Observed::Error,
-                    evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
-                },
-            };
-            if let Some(lab) = &lab {
-                lab.tidy(scenario).await;
-            }
-            let model = crate::check::check(variant, scenario);
-            let second = second_opinion(&recorder, judgement.observed);
-            let mut cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
-            cell.set_second_opinion(second);
-            history.push_str(&recorder.text());
-            let dir = lab.as_ref().and_then(|lab| lab.timelines.as_ref());
-            if let (Some(dir), Some(model)) = (dir, &model) {
-                // The checker's shortest way it happens (or the witness its
-                // verdict rests on), beside the live run.
-                let path = dir.join(format!("{scenario}-{variant}-model.html"));
-                if crate::check::draw::write(model, &path)? {
-                    let what = match model.broken {
-                        Some(_) => "trace",
-                        None => "witness",
-                    };
-                    cell.evidence += &format!("; the model's {what}: {}", path.display());
-                }
-            }
-            eprintln!("{}", cell.line(cell_started.elapsed().as_secs_f64()));
-            cells.push(cell);
-        }
-    }
-    if let Some(mut lab) = lab {
-        lab.stack.stop().await;
-        if let Some(mut redis) = lab.redis.take() {
-            redis.stop().await;
-        }
-        for node in lab.restarted_nodes.iter_mut() {
-            node.stop().await;
-        }
-    }
-
+    let history: String = played.iter().map(|(_, _, h)| h.as_str()).collect();
+    let cells: Vec<Cell> = played.into_iter().map(|(_, cell, _)| cell).collect();
     report::print_matrix(&scenarios, &variants, &cells);
     println!(
         "{} cells in {:.0} s",
@@ -184,6 +133,102 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
     }
     report::print_failures(&cells);
     Ok(cells.iter().all(|c| c.pass))
+}
+
+/// The most lanes `--jobs` runs (each a stack: Redis, PostgreSQL, two
+/// instances, nginx).
+pub(super) const MAX_JOBS: usize = 4;
+
+/// One lane of the lab: a main stack of its own (when a chosen cell needs
+/// one), playing the queue's next cell until none is left. Each cell
+/// played, with its place in the queue and its history.
+async fn lane(
+    config: &LabConfig,
+    needs_main_stack: bool,
+    queue: &[(Scenario, Variant)],
+    next: &std::sync::atomic::AtomicUsize,
+) -> anyhow::Result<Vec<(usize, Cell, String)>> {
+    let mut lab = match needs_main_stack {
+        true => Some(start(config.target.as_ref(), config.timelines.clone()).await?),
+        false => None,
+    };
+    let mut cells = Vec::new();
+    loop {
+        let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(&(scenario, variant)) = queue.get(at) else {
+            break;
+        };
+        if let Some(why) = lab
+            .as_ref()
+            .and_then(|lab| lab.cannot_play(scenario, variant))
+        {
+            eprintln!("lab: skipping {scenario} / {variant}: {why}");
+            continue;
+        }
+        let recorder = Recorder::prefixed(&format!("{scenario}/{variant}/"));
+        let cell = cell(scenario, variant, lab.as_mut(), &recorder).await?;
+        cells.push((at, cell, recorder.text()));
+    }
+    if let Some(mut lab) = lab {
+        lab.stack.stop().await;
+        if let Some(mut redis) = lab.redis.take() {
+            redis.stop().await;
+        }
+        for node in lab.restarted_nodes.iter_mut() {
+            node.stop().await;
+        }
+    }
+    Ok(cells)
+}
+
+/// Plays one cell (on `lab`, the lane's main stack, or on a stack of its
+/// own) and judges it: the lab's judge, the history checker's second
+/// opinion, and the model's verdict beside them.
+async fn cell(
+    scenario: Scenario,
+    variant: Variant,
+    mut lab: Option<&mut Lab>,
+    recorder: &Recorder,
+) -> anyhow::Result<Cell> {
+    let claim = scenario.claim(variant);
+    if let Some(lab) = lab.as_deref_mut() {
+        lab.cell = format!("{scenario}-{variant}");
+    }
+    let cell_started = Instant::now();
+    let playing = play(scenario, lab.as_deref_mut(), variant, recorder);
+    let judgement = match tokio::time::timeout(CELL_TIMEOUT, playing).await {
+        Ok(Ok(judgement)) => judgement,
+        Ok(Err(err)) => Judgement {
+            observed: Observed::Error,
+            evidence: format!("{err:#}"),
+        },
+        Err(_) => Judgement {
+            observed: Observed::Error,
+            evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
+        },
+    };
+    if let Some(lab) = &lab {
+        lab.tidy(scenario).await;
+    }
+    let model = crate::check::check(variant, scenario);
+    let second = second_opinion(recorder, judgement.observed);
+    let mut cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
+    cell.set_second_opinion(second);
+    let dir = lab.as_ref().and_then(|lab| lab.timelines.as_ref());
+    if let (Some(dir), Some(model)) = (dir, &model) {
+        // The checker's shortest way it happens (or the witness its
+        // verdict rests on), beside the live run.
+        let path = dir.join(format!("{scenario}-{variant}-model.html"));
+        if crate::check::draw::write(model, &path)? {
+            let what = match model.broken {
+                Some(_) => "trace",
+                None => "witness",
+            };
+            cell.evidence += &format!("; the model's {what}: {}", path.display());
+        }
+    }
+    eprintln!("{}", cell.line(cell_started.elapsed().as_secs_f64()));
+    Ok(cell)
 }
 
 /// The stack to play on: `target`, or a Redis and a chaos-mode stack of
