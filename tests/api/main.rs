@@ -29,7 +29,6 @@ mod history;
 mod house;
 mod instance;
 mod lab;
-mod lab_orders;
 mod ledger;
 mod lessons;
 mod load;
