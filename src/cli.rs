@@ -68,12 +68,12 @@ pub enum Command {
     Check(crate::check::CheckArgs),
     /// Replay the checker's counterexample of one cell on a live stack of
     /// its own, step for step through the gates, and judge the live ledger.
-    Replay(crate::lab::replay::ReplayArgs),
+    Replay(crate::replay::ReplayArgs),
     /// Run schedules of the real code chosen at random (or by PCT) on a
     /// live stack of its own, with the scenario's faults, and judge each.
-    Explore(crate::lab::explore::ExploreArgs),
+    Explore(crate::explore::ExploreArgs),
     /// The nemesis: random faults under load on every variant, judged from the history.
-    Soak(crate::lab::soak::SoakArgs),
+    Soak(crate::soak::SoakArgs),
     /// The independent judge: decide whether a recorded history (what the
     /// clients of a run were told) fits one sequential spec of a stock.
     #[command(subcommand)]
@@ -185,14 +185,14 @@ async fn run(command: Command) -> anyhow::Result<bool> {
             telemetry::init("error");
             // Its Redis and its stack die with it, however it dies.
             up::process::children_die_with_us()?;
-            crate::lab::replay::run(args).await
+            crate::replay::run(args).await
         }
         Command::Explore(args) => {
             telemetry::init("error");
             up::process::children_die_with_us()?;
-            crate::lab::explore::run(args).await
+            crate::explore::run(args).await
         }
-        Command::Soak(args) => crate::lab::soak::run(args).await,
+        Command::Soak(args) => crate::soak::run(args).await,
         Command::Reconcile(args) => {
             telemetry::init("warn");
             crate::reconcile::run(args).await

@@ -280,6 +280,17 @@ pub fn is_note(gate: &str) -> bool {
             .is_some_and(|k| k.starts_with(':'))
 }
 
+/// Which arrival a Redlock round made: `vote:K` or `voted:K`, and K.
+pub fn vote_gate(gate: &str) -> Option<(bool, usize)> {
+    let (point, k) = gate.split_once(':')?;
+    let k = k.parse().ok()?;
+    match point {
+        points::VOTE => Some((false, k)),
+        points::VOTED => Some((true, k)),
+        _ => None,
+    }
+}
+
 /// Announces a tool's buyers' answers on its run's arrivals list.
 #[derive(Clone)]
 pub struct Answers {

@@ -46,20 +46,26 @@
 //! 23. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
 //! 24. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
 //! 25. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
-//! 26. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence ([`lab::judge`]), and the matrix; `soak` ([`lab::soak`]), the nemesis. Below the dashboard, which starts runs and scenarios.
-//! 27. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
-//! 28. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
+//! 26. [`judge`]: pure functions from a run's evidence to what a cell observed (crowd, duel, recovery, outage, doubt, orders, the database), and the history checker's second opinion beside them; shared by `lab`, `replay` and the dashboard.
+//! 27. [`harness`]: what every command that plays on a stack shares: the stack it starts or is pointed at (`--target`), its children, a Redis paused on purpose, a failover.
+//! 28. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence, and the matrix. Below the dashboard, which starts runs and scenarios.
+//! 29. [`replay`]: `stocklock replay`: a checker's counterexample played on the real code, at its gates, fault by fault.
+//! 30. [`explore`]: `stocklock explore`: schedules of the real code chosen at its gates (random, PCT) until one breaks a property; the sessions step mode drives.
+//! 31. [`soak`]: `stocklock soak`: the nemesis: every fault kind in turn for as long as asked, each round judged by the ledger and the history checker.
+//! 32. [`step`]: step mode: a learner (or "show me the shortest way") choosing each step of one explored session.
+//! 33. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
+//! 34. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!
 //! ## HTTP
 //!
-//! 29. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
-//! 30. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
-//! 31. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
-//! 32. [`server`]: `stocklock serve`: building and running one instance.
+//! 35. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
+//! 36. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
+//! 37. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
+//! 38. [`server`]: `stocklock serve`: building and running one instance.
 //!
 //! ## The command line
 //!
-//! 33. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
+//! 39. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
 
 pub mod args;
 pub mod chaos;
@@ -68,9 +74,12 @@ pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod dashboard;
+pub mod explore;
 pub mod gate;
+pub mod harness;
 pub mod history;
 pub mod http;
+pub mod judge;
 pub mod knobs;
 pub mod lab;
 pub mod ledger;
@@ -84,9 +93,12 @@ pub mod os;
 pub mod outcome;
 pub mod pgstock;
 pub mod reconcile;
+pub mod replay;
 pub mod sale;
 pub mod section;
 pub mod server;
+pub mod soak;
+pub mod step;
 pub mod store;
 pub mod telemetry;
 pub mod timeline;

@@ -32,7 +32,7 @@ use serde::Serialize;
 
 pub use self::pairs::{PairStore, Stores, pairs_per_second};
 use crate::args::parse_duration;
-use crate::lab::stack::{Stack, UpOptions};
+use crate::harness::stack::{Stack, UpOptions};
 use crate::load::engine::Progress;
 use crate::load::{LoadConfig, Runner};
 use crate::variants::Variant;

@@ -124,7 +124,7 @@ async fn run_lab(variant: Variant) -> LabStatus {
         error: Some(error),
     };
     let args = ["lab", "--variant", variant.name()];
-    match crate::lab::child::json_of::<crate::lab::LabReport>(&args).await {
+    match crate::harness::child::json_of::<crate::lab::LabReport>(&args).await {
         Ok(report) => LabStatus {
             state: "done".to_owned(),
             cells: report.cells,

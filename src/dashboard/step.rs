@@ -1,5 +1,5 @@
 //! Step mode's routes: the page, and a run started, read and stepped
-//! ([`crate::lab::step`]). Starting and stepping a run are admin actions:
+//! ([`crate::step`]). Starting and stepping a run are admin actions:
 //! they hold buyers and strike faults on the live stack.
 
 use askama::Template;
@@ -11,10 +11,10 @@ use axum::response::Html;
 use serde::{Deserialize, Serialize};
 
 use super::Dashboard;
+use crate::harness::stack::Stack;
 use crate::knobs::InputError;
-use crate::lab::stack::Stack;
-use crate::lab::step::anyway::{self, AnyWay};
-use crate::lab::step::{self, Command, StepView};
+use crate::step::anyway::{self, AnyWay};
+use crate::step::{self, Command, StepView};
 use crate::variants::{Scenario, Variant};
 use crate::web::AppError;
 

@@ -34,29 +34,9 @@ pub struct LabArgs {
     pub jobs: u8,
     /// A running chaos-mode stack instead of one of the lab's own.
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub target: crate::harness::TargetArgs,
     /// Run for the lesson page: write the cell to the target's Redis as
     /// this lesson step's result (how an instance runs a step's experiment).
     #[arg(long, hide = true, requires = "target")]
     pub lesson: Option<String>,
-}
-
-/// `--target URL --admin-token T --redis-url R`: a running chaos-mode
-/// stack to use instead of one of the command's own (`lab`, `replay`,
-/// `explore`).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct TargetArgs {
-    /// Use this running stack (nginx URL) instead of starting one. It must
-    /// run `stocklock up --chaos` with two instances or more; needs
-    /// --admin-token and --redis-url. lab skips redis-restart there (and
-    /// clock-skew sets instance b's clock itself); replay and explore hold
-    /// only their own buyers at gates, never the stack's other users.
-    #[arg(long, requires_all = ["admin_token", "redis_url"])]
-    pub target: Option<String>,
-    /// The target stack's admin token (stocklock up prints it).
-    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// The target stack's Redis (stocklock up prints it).
-    #[arg(long)]
-    pub redis_url: Option<String>,
 }

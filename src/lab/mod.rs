@@ -14,40 +14,25 @@
 //! - [`scenario`]: the scenarios (the enum, each variant's claim), and in
 //!   `scenario/play.rs` what each does to the stack and the evidence it
 //!   hands its judge.
-//! - [`judge`]: pure functions from evidence to what a cell observed, one
-//!   file per family of scenario (crowd, duel, recovery, outage, doubt),
-//!   and their tests in `judge/tests.rs`.
-//! - [`judges`]: the history checker's verdict of each cell beside the
-//!   lab's judge; a cell where they disagree on safety fails.
 //! - [`report`]: the cells, the printed matrix and the JSON.
-//! - [`stack`]: the stack harness (shared with the test suite); its API
-//!   through [`crate::client::StackClient`].
 //! - `runner`: which cells to play, on which stack, and the report.
 //! - `failover`, `orders`: the scenarios that need a stack of their own
 //!   for each cell (a store that fails over; the order pipeline, with
 //!   PostgreSQL).
 //! - this module: what the lab is asked for, and the moves the scenarios
 //!   share (a duel between two buyers, killing and restarting nodes, ...).
+//!
+//! Its judges are [`crate::judge`]'s, its stacks [`crate::harness`]'s.
 
 mod args;
-pub mod child;
-pub mod explore;
 mod failover;
-pub mod judge;
-pub mod judges;
 mod orders;
-mod pause;
-pub mod replay;
 pub mod report;
 mod runner;
 pub mod scenario;
-pub mod soak;
-pub mod stack;
-pub mod step;
 
 pub use self::args::LabArgs;
 pub use self::failover::failover_by_store;
-pub(in crate::lab) use self::pause::{Probe, pause_redis};
 pub use self::runner::run;
 
 use std::future::Future;
@@ -58,12 +43,12 @@ use anyhow::Context;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use self::judge::{Check, Duel, Ledger, Reply};
 pub use self::report::{Cell, LabReport};
 pub use self::scenario::Scenario;
-use self::stack::{Instance, Stack};
 use crate::chaos;
 use crate::client::StackClient;
+use crate::harness::stack::{Instance, Stack};
+use crate::judge::{Check, Duel, Ledger, Reply};
 use crate::knobs::Sku;
 use crate::os::signal;
 use crate::store::{Keys, Store};
@@ -284,8 +269,11 @@ impl Lab {
     }
 
     /// Pauses the lab's Redis for `pause`: see [`pause_redis`].
-    async fn pause_redis(&self, pause: Duration) -> anyhow::Result<(Check, Probe)> {
-        pause_redis(&self.redis_url, &self.store, pause, "the lab").await
+    async fn pause_redis(
+        &self,
+        pause: Duration,
+    ) -> anyhow::Result<(Check, crate::harness::pause::Probe)> {
+        crate::harness::pause::pause_redis(&self.redis_url, &self.store, pause, "the lab").await
     }
 
     /// The instance a recovery scenario kills next, and the other one.

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::judge::{Judgement, Observed};
 use super::scenario::Scenario;
+use crate::judge::{Judgement, Observed};
 use crate::variants::{Claim, Variant};
 
 /// One cell of the matrix: what the variant claims, what the lab saw.
@@ -53,7 +53,7 @@ impl Cell {
 
     /// The history checker's verdict beside the lab's: a disagreement
     /// fails the cell, saying why.
-    pub fn set_second_opinion(&mut self, second: super::judges::SecondOpinion) {
+    pub fn set_second_opinion(&mut self, second: crate::judge::second::SecondOpinion) {
         if let Some(why) = &second.disagreement {
             self.pass = false;
             self.evidence += &format!("; THE TWO JUDGES DISAGREE: {why}");

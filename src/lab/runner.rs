@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use super::judge::{Judgement, Observed};
-use super::judges::second_opinion;
 use super::report::{self, Cell, LabReport};
 use super::scenario::Scenario;
-use super::stack::{Stack, UpOptions};
 use super::{CELL_TIMEOUT, Lab, LabConfig, Target};
+use crate::harness::stack::{Stack, UpOptions};
 use crate::history::Recorder;
+use crate::judge::second::second_opinion;
+use crate::judge::{Judgement, Observed};
 use crate::store::Store;
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;

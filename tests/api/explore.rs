@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use stocklock::lab::explore::{self, Strategy};
+use stocklock::explore::{self, Strategy};
 use stocklock::variants::{Scenario, Variant};
 
 use crate::helpers::{self, Stack};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use stocklock::lab::explore::{self, Session, Setup};
+use stocklock::explore::{self, Session, Setup};
 use stocklock::variants::{Scenario, Variant};
 
 use crate::helpers::{self, Stack};

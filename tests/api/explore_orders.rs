@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stocklock::lab::explore::{self, Choice, Strategy};
+use stocklock::explore::{self, Choice, Strategy};
 use stocklock::up::postgres::PostgresServer;
 use stocklock::variants::{Scenario, Variant};
 

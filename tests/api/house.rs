@@ -4,8 +4,8 @@
 //! `src/**/*.rs` (comments and string literals blanked first, `use` groups
 //! expanded), and fails on an import of a module listed after the importer,
 //! on a module missing from the list or listed but not declared, on a
-//! circle between the submodules of one top-level module, and on a source
-//! file over 450 lines.
+//! circle between the submodules of any module at any depth, and on a
+//! source file over 450 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,9 +17,24 @@ mod scan;
 /// The house rule for the length of a source file.
 const MAX_LINES: usize = 450;
 
+/// The circles the house still has, each a module whose children import
+/// each other, to be taken apart by moving what both sides use below
+/// them. The list only shrinks: any other circle fails the test, and so
+/// does one of these once it is gone (strike it from the list then).
+const KNOWN_CIRCLES: &[&str] = &["check::model", "load::bench"];
+
 #[test]
 fn modules_import_only_modules_listed_before_them() {
-    let problems = problems(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let mut problems = problems(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    for known in KNOWN_CIRCLES {
+        let head = format!("a circle inside `{known}`: ");
+        let before = problems.len();
+        problems.retain(|problem| !problem.starts_with(&head));
+        assert!(
+            problems.len() < before,
+            "`{known}` has no circle any more: strike it from KNOWN_CIRCLES"
+        );
+    }
     assert!(
         problems.is_empty(),
         "the house lost its shape:\n{}",
@@ -68,7 +83,18 @@ fn each_rule_is_enforced() {
          pub mod high;\npub mod low;\npub mod stray;\n",
     );
     write("low.rs", "use crate::high::Thing;\n");
-    write("high/mod.rs", "mod a;\nmod b;\npub struct Thing;\n");
+    write(
+        "high/mod.rs",
+        "mod a;\nmod b;\nmod deep;\npub struct Thing;\n",
+    );
+    // Two levels down: `high::deep::x` and `high::deep::y` import each
+    // other; `deep`'s own file using both is no circle.
+    write("high/deep/mod.rs", "mod x;\nmod y;\nuse self::x::X;\n");
+    write("high/deep/x.rs", "pub struct X(super::y::Y);\n");
+    write(
+        "high/deep/y.rs",
+        "pub struct Y(Box<crate::high::deep::x::X>);\n",
+    );
     write("high/a.rs", "use super::b::B;\npub struct A;\n");
     write("high/b.rs", "pub struct B(crate::high::a::A);\n");
     write("stray.rs", &"// a line\n".repeat(451));
@@ -80,6 +106,9 @@ fn each_rule_is_enforced() {
         "a circle inside `high`: high::a, high::b",
         "src/high/a.rs:1: `super::b::B` (a -> b)",
         "src/high/b.rs:1: `crate::high::a::A` (b -> a)",
+        "a circle inside `high::deep`: high::deep::x, high::deep::y",
+        "src/high/deep/x.rs:1: `super::y::Y` (x -> y)",
+        "src/high/deep/y.rs:1: `crate::high::deep::x::X` (y -> x)",
         "src/stray.rs: 451 lines, over the house's 450",
     ] {
         assert!(found.contains(expected), "no {expected:?} in:\n{found}");
@@ -231,34 +260,43 @@ fn top_of(file: &str) -> String {
     first.trim_end_matches(".rs").to_owned()
 }
 
-/// Submodule circles inside each top-level module: the graph of imports
-/// between `m::a` and `m::b` (files of `m::a/**` count as `m::a`; `m`'s
-/// own items are left out, since every child may use its parent).
+/// Submodule circles inside every module with children, at any depth:
+/// the graph of imports between `p::a` and `p::b` (files of `p::a/**`
+/// count as `p::a`; `p`'s own items are left out, since every child may
+/// use its parent, and so is `p`'s own file using its children). An
+/// import belongs to the module where the importer's path and the
+/// target's part: `crate::explore::run` imported in `src/explore/strike.rs`
+/// is an edge `strike -> run` inside `explore`.
 fn circles(src: &Path, imports: &[Import]) -> Vec<String> {
+    let root = src.parent().expect("src has a parent");
     let mut edges: BTreeMap<(String, String, String), Vec<&Import>> = BTreeMap::new();
     for import in imports {
-        let top = top_of(&import.file);
-        let from = import.file.strip_prefix("src/").unwrap_or(&import.file);
-        let mut from = from.split('/').skip(1);
-        let (Some(from), Some(to)) = (from.next(), import.target.get(1)) else {
+        let Some(from) = module_of(src, &root.join(&import.file)) else {
             continue;
         };
-        let from = from.trim_end_matches(".rs");
-        let is_child = |name: &str| {
-            src.join(&top).join(format!("{name}.rs")).is_file()
-                || src.join(&top).join(name).join("mod.rs").is_file()
+        let to = &import.target;
+        let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+        let (Some(from_child), Some(to_child)) = (from.get(common), to.get(common)) else {
+            continue;
         };
-        if from == "mod" || import.target[0] != top || from == to || !is_child(to) {
+        let parent = &from[..common];
+        let folder = parent
+            .iter()
+            .fold(src.to_path_buf(), |dir, part| dir.join(part));
+        let is_child = folder.join(format!("{to_child}.rs")).is_file()
+            || folder.join(to_child).join("mod.rs").is_file();
+        // (The top level's order is the numbered list's rule.)
+        if common == 0 || !is_child {
             continue;
         }
         edges
-            .entry((top, from.to_owned(), to.clone()))
+            .entry((parent.join("::"), from_child.clone(), to_child.clone()))
             .or_default()
             .push(import);
     }
     let mut found = Vec::new();
-    let tops: BTreeSet<&String> = edges.keys().map(|(top, _, _)| top).collect();
-    for top in tops {
+    let parents: BTreeSet<&String> = edges.keys().map(|(parent, _, _)| parent).collect();
+    for top in parents {
         let graph: BTreeMap<&str, Vec<&str>> = edges.keys().filter(|(t, _, _)| t == top).fold(
             BTreeMap::new(),
             |mut graph, (_, from, to)| {

@@ -155,7 +155,7 @@ async fn a_worker_stops_between_commit_and_ack() {
 /// `worker_committed` with the order written and its message not acked;
 /// let go, it acks.
 async fn worker_stops_at_its_gate(
-    stack: &stocklock::lab::stack::Stack,
+    stack: &stocklock::harness::stack::Stack,
     redis_url: &str,
     variant: &str,
 ) {

@@ -8,9 +8,9 @@
 use std::time::{Duration, Instant};
 
 use stocklock::history::Recorder;
-use stocklock::lab::soak::buyers::{Attempt, Ending, Got, Request, Round};
-use stocklock::lab::soak::faults::Kind;
-use stocklock::lab::soak::{judge, second};
+use stocklock::soak::buyers::{Attempt, Ending, Got, Request, Round};
+use stocklock::soak::faults::Kind;
+use stocklock::soak::{judge, second};
 use stocklock::variants::Variant;
 use stocklock::wire::{SoakFault, SoakReport};
 
@@ -152,7 +152,7 @@ pub(crate) async fn one_attempt(
             at_ms,
             took_ms: answer.took.as_millis() as u64,
             status: answer.status,
-            got: stocklock::lab::soak::buyers::got(&answer),
+            got: stocklock::soak::buyers::got(&answer),
             reason: None,
             instance: None,
             replayed: false,

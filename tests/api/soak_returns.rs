@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use stocklock::history::Recorder;
-use stocklock::lab::soak::buyers::{self, Ending, Got, Round};
-use stocklock::lab::soak::{judge, second};
+use stocklock::soak::buyers::{self, Ending, Got, Round};
+use stocklock::soak::{judge, second};
 use stocklock::variants::Variant;
 
 use crate::helpers::{Stack, within};
@@ -60,8 +60,8 @@ async fn a_unit_given_back_and_sold_again_is_sold_once_each_time() {
         };
         let store = stocklock::store::Store::open(stack.redis_url.as_deref().unwrap()).unwrap();
         let postgres = stack.postgres.as_ref().map(|p| p.url.clone());
-        let books = stocklock::lab::soak::books::Books::new(postgres, store, true);
-        let returns = stocklock::lab::soak::returns::Returns {
+        let books = stocklock::soak::books::Books::new(postgres, store, true);
+        let returns = stocklock::soak::returns::Returns {
             books: &books,
             pay_within: Duration::from_secs(1),
         };
@@ -138,7 +138,7 @@ async fn a_round_judged_after_its_reservations_expired_counts_their_units_back()
     }
     // The rounds judged while the load went on waited the grace first.
     assert!(
-        report.judged_late_s >= judge::GRACE_S,
+        report.judged_late_s >= stocklock::soak::faults::GRACE_S,
         "{}",
         report.judged_late_s
     );

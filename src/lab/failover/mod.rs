@@ -30,8 +30,6 @@
 
 mod replicated;
 
-pub(crate) use replicated::kill_master;
-
 use crate::history::Recorder;
 use std::time::{Duration, Instant};
 
@@ -39,18 +37,16 @@ use anyhow::{Context, bail};
 use nix::sys::signal::Signal;
 
 use super::Lab;
-use super::judge::{self, Failover, Judgement, Replication, check};
 use super::report::Cell;
 use super::scenario::Scenario;
-use super::stack::{Stack, UpOptions};
+use crate::harness::stack::{Stack, UpOptions};
+use crate::judge::{self, Failover, Judgement, Replication, check};
 use crate::os::signal;
 use crate::store::Store;
 use crate::variants::Variant;
 
 /// How long the etcd and ZooKeeper holders work after their leader died.
 const CP_WORK: Duration = Duration::from_millis(3_000);
-/// How long a failover may take before the cell gives up.
-const PROMOTION_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What a failover scenario does with replication (`None`: `scenario` is
 /// not a failover).
@@ -106,7 +102,7 @@ pub async fn failover_by_store() -> anyhow::Result<Vec<(&'static str, Cell)>> {
         let judgement = play(scenario, variant, &recorder).await?;
         let claim = scenario.claim(variant);
         let model = crate::check::check(variant, scenario);
-        let second = super::judges::second_opinion(&recorder, judgement.observed);
+        let second = crate::judge::second::second_opinion(&recorder, judgement.observed);
         let mut cell = Cell::new(scenario, variant, &claim, judgement, model.as_ref());
         cell.set_second_opinion(second);
         cells.push((store, cell));
@@ -153,27 +149,6 @@ fn query(v: &str, knobs: &str) -> String {
     format!("/deductStock/{v}?sku={v}&{knobs}")
 }
 
-/// Waits until `instance` (named `name`) reads `sku`'s state again (from
-/// the new master: it asks the Sentinels again after losing the old one).
-pub(crate) async fn serving_again(
-    instance: &crate::client::StackClient,
-    name: &str,
-    sku: &str,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + PROMOTION_TIMEOUT;
-    loop {
-        match instance.state(sku).await {
-            Ok(_) => return Ok(()),
-            Err(err) if Instant::now() > deadline => {
-                return Err(err.context(format!(
-                    "instance {name} did not serve from the new master within {PROMOTION_TIMEOUT:?}"
-                )));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
-}
-
 /// The etcd and ZooKeeper cells: the leader dies while the holder works.
 async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover> {
     let v = variant.name();
@@ -189,9 +164,9 @@ async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover
     );
     let in_section = entered.await;
     let (name, pid) = if variant == Variant::Etcd {
-        etcd_leader(&lab.stack).await?
+        crate::harness::failover::etcd_leader(&lab.stack).await?
     } else {
-        zookeeper_leader(&lab.stack).await?
+        crate::harness::failover::zookeeper_leader(&lab.stack).await?
     };
     signal(pid, Signal::SIGKILL);
     let newcomer_sent = Instant::now();
@@ -214,26 +189,4 @@ async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover
         replication: Replication::NotAsked,
         ledger,
     })
-}
-
-/// The etcd member that leads now: its name and pid.
-pub(crate) async fn etcd_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
-    let urls: Vec<String> = stack.etcd_members.iter().map(|m| m.url.clone()).collect();
-    let index = crate::up::etcd::leader(&urls).await?;
-    let member = &stack.etcd_members[index];
-    Ok((format!("etcd leader (member {})", index + 1), member.pid))
-}
-
-/// The ZooKeeper server that leads now: its name and pid.
-pub(crate) async fn zookeeper_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
-    for (index, server) in stack.zookeeper.iter().enumerate() {
-        let port = server.port().context("a ZooKeeper server's port")?;
-        if crate::up::zookeeper::mode_at(port).await.as_deref() == Some("leader") {
-            return Ok((
-                format!("ZooKeeper leader (server {})", index + 1),
-                server.pid,
-            ));
-        }
-    }
-    bail!("no ZooKeeper server says it leads")
 }

@@ -7,15 +7,14 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use nix::sys::signal::Signal;
 
-use super::{PROMOTION_TIMEOUT, query, serving_again};
+use super::query;
+use crate::harness::failover::{kill_master, serving_again};
+use crate::judge::{Check, Failover, Replication, Reply, check};
 use crate::knobs::Sku;
 use crate::lab::Lab;
-use crate::lab::judge::{Check, Failover, Replication, Reply, check};
-use crate::os::signal;
 use crate::store::{Keys, Store};
-use crate::up::{relay, sentinel};
+use crate::up::relay;
 use crate::variants::Variant;
 
 /// How long the Redis holder works: the failover (about 2.2 s from the
@@ -67,25 +66,6 @@ impl Replicated {
         lab.redis_url = promoted.clone();
         Ok((promoted, promotion))
     }
-}
-
-/// Kills a replicated Redis's master and its replication relay, `pids`
-/// (SIGKILL: what the relay held back is gone), and returns once one of
-/// `sentinels` names a master other than `master` and it answers as
-/// master: the new master's URL, and how long the promotion took from
-/// the kill.
-pub(crate) async fn kill_master(
-    (master_pid, relay): (u32, u32),
-    sentinels: &[String],
-    master: SocketAddr,
-) -> anyhow::Result<(String, Duration)> {
-    let kill_started = Instant::now();
-    signal(master_pid, Signal::SIGKILL);
-    signal(relay, Signal::SIGKILL);
-    let promoted =
-        sentinel::wait_new_master(sentinels, sentinel::MASTER_NAME, master, PROMOTION_TIMEOUT)
-            .await?;
-    Ok((promoted, kill_started.elapsed()))
 }
 
 /// Resets `v` (stock 5) on the master and returns once the replica has

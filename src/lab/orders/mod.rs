@@ -41,10 +41,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::judge::{self, Check, Judgement, Reply};
 use super::scenario::Scenario;
-use super::stack::{Instance, Stack, UpOptions};
 use crate::client::StackClient;
+use crate::harness::stack::{Instance, Stack, UpOptions};
+use crate::judge::{self, Check, Judgement, Reply};
 use crate::orders::message::GROUP;
 use crate::orders::reconcile::Reconciliation;
 use crate::store::{Keys, Store};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::{OrdersCell, PAY_WITHIN, POLL, RESTART_TIMEOUT, SETTLE_TIMEOUT, STOCK};
-use crate::lab::judge::{Books, LostLedger, Reply, check};
+use crate::judge::{Books, LostLedger, Reply, check};
 use crate::orders::expiry::Expired;
 use crate::wire::ChaosAction;
 

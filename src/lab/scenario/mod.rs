@@ -3,7 +3,7 @@
 //!
 //! A scenario only plays and gathers evidence (answers, the ledger, the
 //! facts that show its fault landed); deciding what that evidence shows is
-//! the judges' part ([`super::judge`]). Which variants a scenario applies to,
+//! the judges' part ([`crate::judge`]). Which variants a scenario applies to,
 //! and what each should do, is said by the variants themselves
 //! ([`crate::variants::Claims`]).
 //!
@@ -22,8 +22,8 @@ mod redis_pause;
 mod vanish;
 
 use super::Lab;
-use super::judge::Judgement;
 use crate::check::protocol::Protocol;
+use crate::judge::Judgement;
 use crate::variants::Variant;
 pub use crate::variants::{Scenario, UnknownScenario};
 

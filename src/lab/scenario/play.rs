@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 
+use crate::harness::stack::Instance;
+use crate::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
 use crate::lab::Lab;
-use crate::lab::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
-use crate::lab::stack::Instance;
 use crate::load::engine::Progress;
 use crate::load::{LoadConfig, Runner};
 use crate::os::signal;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::play::query;
+use crate::judge::{self, Doubted, Judgement, RedisPause};
 use crate::lab::Lab;
-use crate::lab::judge::{self, Doubted, Judgement, RedisPause};
 use crate::variants::Variant;
 
 /// How long `redis-pause` freezes Redis: past the 1 s an instance waits for

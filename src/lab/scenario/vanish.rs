@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::play::{query, vanish};
+use crate::judge::{self, Check, Deletion, Duel, Judgement, check};
 use crate::knobs::Sku;
 use crate::lab::Lab;
-use crate::lab::judge::{self, Check, Deletion, Duel, Judgement, check};
 use crate::store::Keys;
 use crate::variants::Variant;
 

@@ -20,8 +20,8 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::Value;
 use stocklock::chaos::Chaos;
+use stocklock::harness::stack::UpOptions;
 use stocklock::http::{AppState, InstanceConfig, app};
-use stocklock::lab::stack::UpOptions;
 use stocklock::lock::Wakeups;
 use stocklock::store::Store;
 use stocklock::up::redis::RedisServer;
@@ -58,16 +58,16 @@ pub(crate) async fn stack_turn() -> tokio::sync::OwnedSemaphorePermit {
 }
 
 /// A `stocklock up` stack run as a child process, the way a user runs it:
-/// the lab's own harness ([`stocklock::lab::stack::Stack`], reached through
+/// the lab's own harness ([`stocklock::harness::stack::Stack`], reached through
 /// `Deref`), with answers unwrapped and a stop that checks nothing is left.
 /// It holds the machine's turn ([`stack_turn`]) for as long as it lives.
 pub(crate) struct Stack(
-    stocklock::lab::stack::Stack,
+    stocklock::harness::stack::Stack,
     #[allow(dead_code)] tokio::sync::OwnedSemaphorePermit,
 );
 
 impl std::ops::Deref for Stack {
-    type Target = stocklock::lab::stack::Stack;
+    type Target = stocklock::harness::stack::Stack;
     fn deref(&self) -> &Self::Target {
         &self.0
     }
@@ -168,7 +168,7 @@ impl Stack {
             env: Vec::new(),
         };
         let turn = stack_turn().await;
-        let stack = stocklock::lab::stack::Stack::start(&options)
+        let stack = stocklock::harness::stack::Stack::start(&options)
             .await
             .expect("stocklock up did not come up (see its output above)");
         assert_eq!(stack.instances.len(), instances as usize);
