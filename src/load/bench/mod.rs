@@ -56,6 +56,7 @@ mod batch;
 pub mod cpu;
 mod orders;
 mod pg;
+mod pg_figures;
 mod redis_info;
 pub mod report;
 mod rows;

@@ -10,9 +10,8 @@
 //! the one hot SKU: what the row lock's queue costs. Skipped on a stack
 //! whose instances have no PostgreSQL.
 
+use super::pg_figures::PgFigures;
 use std::net::SocketAddr;
-
-use serde::Serialize;
 
 use super::*;
 
@@ -25,23 +24,6 @@ const USER_HZ: f64 = 100.0;
 
 /// The one hot SKU of `pg-update`.
 const PG_SKU: &str = "bench-pg-update";
-
-/// What the two rows measured beyond their rates.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct PgFigures {
-    /// PostgreSQL's CPU per `pg-update` answer on the hot SKU, µs (median
-    /// of the runs; `None` without `--postgres-url`).
-    pub postgres_usec_per_answer: Option<f64>,
-    pub postgres_usec_runs: Vec<f64>,
-    /// Redis's CPU per `lua` answer in the same rounds, µs.
-    pub redis_usec_per_answer: Option<f64>,
-    pub redis_usec_runs: Vec<f64>,
-    /// PostgreSQL's CPU per answer with the load over [`SKUS`] SKUs, µs.
-    pub postgres_usec_per_answer_many_skus: Option<f64>,
-    /// Each side's 99th percentile latency, µs (medians): pg-update hot,
-    /// lua, pg-update over many SKUs.
-    pub p99_us: [f64; 3],
-}
 
 impl Bench {
     pub(super) async fn pg_rows(&mut self) -> anyhow::Result<()> {

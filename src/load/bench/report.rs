@@ -297,7 +297,7 @@ pub struct BenchReport {
     /// Row `orders-vs-sales`'s lags (`None` when it did not run).
     pub orders_vs_sales: Option<OrdersVsSales>,
     /// The pg-update rows' CPU per answer and latencies, when they ran.
-    pub postgres: Option<super::pg::PgFigures>,
+    pub postgres: Option<super::pg_figures::PgFigures>,
     pub instances: Vec<InstanceMemory>,
     /// Why the rows of requests per second through nginx carry no goal.
     pub throughput_not_judged: String,
