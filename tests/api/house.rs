@@ -17,24 +17,9 @@ mod scan;
 /// The house rule for the length of a source file.
 const MAX_LINES: usize = 450;
 
-/// The circles the house still has, each a module whose children import
-/// each other, to be taken apart by moving what both sides use below
-/// them. The list only shrinks: any other circle fails the test, and so
-/// does one of these once it is gone (strike it from the list then).
-const KNOWN_CIRCLES: &[&str] = &["check::model"];
-
 #[test]
 fn modules_import_only_modules_listed_before_them() {
-    let mut problems = problems(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    for known in KNOWN_CIRCLES {
-        let head = format!("a circle inside `{known}`: ");
-        let before = problems.len();
-        problems.retain(|problem| !problem.starts_with(&head));
-        assert!(
-            problems.len() < before,
-            "`{known}` has no circle any more: strike it from KNOWN_CIRCLES"
-        );
-    }
+    let problems = problems(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     assert!(
         problems.is_empty(),
         "the house lost its shape:\n{}",

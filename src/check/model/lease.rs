@@ -5,7 +5,7 @@
 //! `etcd` and `zookeeper` take a fencing token with the lock, and the
 //! ledger refuses a read or a write with a token lower than one it saw.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

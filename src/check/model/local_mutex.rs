@@ -2,7 +2,7 @@
 //! turns; two processes each hold their own, so two buyers of the SKU are
 //! in the section at once across instances.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -36,6 +36,7 @@ use super::protocol::Protocol;
 
 mod program;
 mod section;
+mod steps;
 
 pub mod lease;
 pub mod local_mutex;
@@ -48,7 +49,8 @@ pub mod setnx_expiry;
 pub mod token;
 pub mod transaction;
 
-pub use program::{At, Pc};
+pub use program::Pc;
+pub use steps::At;
 
 /// What may happen in a scenario, and how many buyers and units there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

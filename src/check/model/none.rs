@@ -2,7 +2,7 @@
 //! the stock less one: two buyers between one's read and the other's write
 //! both sell the unit they read.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -18,7 +18,7 @@
 //! sold-out answer record the id, and a write whose id another attempt
 //! recorded first is refused (the id's unique key).
 
-use super::program::Steps;
+use super::steps::Steps;
 use super::{At, Sale, World};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@
 //! process lives, and the lock is lost when fewer than a majority kept it.
 //! The release is a compare-and-delete on every node.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@
 //! second command after the script. A call cut off by a paused Redis is
 //! told `unknown`; the buyer asks again with its request id.
 
-use super::program::Steps;
+use super::steps::Steps;
 use super::{At, Sale, World};
 use crate::check::protocol::Enqueue;
 

@@ -2,7 +2,7 @@
 //! there. A holder that dies between the two leaves a lock with no TTL
 //! that nobody deletes; the release is a plain DEL, whoever's lock it is.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

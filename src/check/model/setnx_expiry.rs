@@ -4,7 +4,7 @@
 //! and holds it only if it swapped out the time it read. A clock that runs
 //! ahead takes over a live lock.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

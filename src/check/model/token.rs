@@ -4,7 +4,7 @@
 //! runs unprotected. Under `failover-wait` the holder asks `WAIT 1` after
 //! taking the lock, and lets it go if no replica has it.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@
 //! database), the commit records the id's answer with the sale, and a
 //! buyer whose transaction died asks again: an answered id is replayed.
 
-use super::program::{Steps, claim_first};
+use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
