@@ -161,7 +161,11 @@ impl<'a> Session<'a> {
             entries: HashMap::new(),
             requests: HashMap::new(),
             stock_url: redises.stock.clone(),
-            database: super::run::waits::DatabaseWaits::new(postgres_url.clone()),
+            // (Asked only where the buyers' stock is in it: the other
+            // variants never wait inside PostgreSQL.)
+            database: super::run::waits::DatabaseWaits::new(
+                postgres_url.clone().filter(|_| variant.stock_in_postgres()),
+            ),
             postgres_url,
             pipeline: None,
             failing: None,
