@@ -1,13 +1,14 @@
-//! `stocklock bench --json`, run as a user runs it, briefly, against a real
-//! stack. Its figures depend on the machine: the test checks the file's
-//! shape and arithmetic and that each figure was measured, never how fast
-//! anything was.
+//! Every row of the bench on a stack with the bare route: each row's
+//! medians and ratio, Redis's time per sale, each process's CPU share and
+//! the CPU rows built from them.
 
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::process::Command;
 
+use super::batch_rows::lua_batch_rows_are_measured;
+use super::{redis_time_per_sale_is_measured, row_named, side_answered_and_cost};
 use crate::helpers::Stack;
 
 #[tokio::test]
@@ -217,149 +218,6 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     stack.stop().await;
 }
 
-/// Row `orders-vs-sales` on a stack with orders: each run sold its SKU
-/// out with `lua-stream`, every sale became its order, and the row's
-/// figures are the books' (orders per second, lag) and the run's sale rate.
-#[tokio::test]
-async fn the_orders_row_measures_the_pipeline_behind_the_sales() {
-    if !stocklock::up::postgres::installed() {
-        crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
-        return;
-    }
-    let stack = Stack::start_with(2, None, &["--orders", "on"]).await;
-    let (_, report) = bench(
-        &stack,
-        &[
-            "--rows",
-            "orders-vs-sales",
-            "--runs",
-            "1",
-            "--concurrency",
-            "16",
-        ],
-        Duration::from_secs(180),
-    )
-    .await;
-    let rows = report["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    let row = &rows[0];
-    assert_eq!(row["row"], "orders-vs-sales");
-    assert_eq!(row["goal"], 0.9);
-    let [orders_per_s, sales_per_s] = [0, 1].map(|i| row["runs"][0][i].as_f64().unwrap());
-    assert!(orders_per_s > 0.0 && sales_per_s > 0.0, "{row}");
-    // Every unit sold became its order, in this run's epoch.
-    let state = stack.client.state("bench-orders").await.unwrap();
-    assert_eq!((state.sold, state.remaining), (20_000, 0), "{state:?}");
-    let books = stack.client.orders("bench-orders").await.unwrap();
-    assert_eq!(books.summary.reserved, 20_000, "{:?}", books.summary);
-    assert_eq!(books.summary.orders_per_s, Some(orders_per_s));
-    let lags = &report["orders_vs_sales"];
-    assert_eq!(
-        lags["lag_p99_ms"].as_f64(),
-        books.summary.lag_p99_ms,
-        "{lags}"
-    );
-    assert_eq!(lags["lag_runs_ms"].as_array().unwrap().len(), 1, "{lags}");
-    stack.stop().await;
-}
-
-/// `up --no-chaos` takes CONFIG away from Redis's clients: the bench still
-/// measures Redis's time per sale there, from the counters' differences.
-/// Without `--bench-bare` the lua-vs-bare row is skipped, naming the flag.
-#[tokio::test]
-async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is_skipped() {
-    let stack = Stack::start_with(1, None, &["--no-chaos", "--redlock", "0"]).await;
-    let (printed, report) = bench(
-        &stack,
-        &[
-            "--rows",
-            "lua-vs-healthz,lua-vs-bare",
-            "--runs",
-            "1",
-            "--duration",
-            "300ms",
-            "--concurrency",
-            "8",
-        ],
-        Duration::from_secs(120),
-    )
-    .await;
-    let rows: Vec<&str> = report["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["row"].as_str().unwrap())
-        .collect();
-    assert_eq!(rows, ["lua-vs-healthz"]);
-    redis_time_per_sale_is_measured(&report);
-    let skipped = report["skipped"].as_array().unwrap();
-    assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert_eq!(skipped[0]["row"], "lua-vs-bare");
-    let why = skipped[0]["why"].as_str().unwrap();
-    assert!(why.contains("--bench-bare"), "{why}");
-    assert!(printed.contains("lua-vs-bare: skipped"), "{printed}");
-    assert!(report["lua_vs_bare"].is_null());
-    assert!(report["lua_batch"].is_null(), "rows not asked for");
-    stack.stop().await;
-}
-
-/// `stocklock bench ARGS --json FILE` against `stack`, as a user runs it,
-/// within `bound`: what it printed, and the file it wrote.
-pub(crate) async fn bench(stack: &Stack, args: &[&str], bound: Duration) -> (String, Value) {
-    let redis_url = stack.redis_url.clone().expect("up started its own Redis");
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("bench.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_stocklock"))
-        .arg("bench")
-        .args(["--target", &stack.url, "--redis-url", &redis_url])
-        .args(["--admin-token", &stack.token])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .env("RUST_LOG", "warn")
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(bound, output)
-        .await
-        .unwrap_or_else(|_| panic!("stocklock bench did not finish within {bound:?}"))
-        .expect("stocklock bench's output");
-    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
-    eprintln!("{printed}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "stocklock bench failed");
-    let report = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    (printed, report)
-}
-
-/// The row of the bench's JSON report called `name`.
-fn row_named(report: &Value, name: &str) -> Value {
-    report["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["row"] == name)
-        .unwrap_or_else(|| panic!("no row {name}"))
-        .clone()
-}
-
-/// A measured side of a row (`name`): it had answers, each process's CPU
-/// per answer counted over them, and its CPU line printed under the row.
-/// Its answers.
-fn side_answered_and_cost(side: &Value, name: &str, table: &str) -> u64 {
-    let answers = side["answers"].as_u64().unwrap();
-    assert!(answers > 0, "{side}");
-    assert_eq!(side["cpu"]["answers"].as_u64(), Some(answers), "{side}");
-    for share in side["cpu"]["processes"].as_array().unwrap() {
-        assert!(
-            share["cpu_usec_per_answer"]
-                .as_f64()
-                .is_some_and(|v| v >= 0.0),
-            "{name}: {share}"
-        );
-    }
-    assert!(table.contains(&format!("CPU during the {name} sides")));
-    answers
-}
-
 /// The CPU rows: each run's pair is the instances' and Redis's CPU per
 /// answer of that run, one run per side here, so the pair is the sides'
 /// own figures, and over the side's windows it is the sum of the two
@@ -403,88 +261,4 @@ fn cpu_rows_are_each_runs_instances_and_redis(report: &Value, sides: &[Value], t
     }
     let why = report["throughput_not_judged"].as_str().unwrap();
     assert!(why.contains("not judged") && table.contains(why), "{why}");
-}
-
-/// Redis's time per sale was measured: every `lua` answer ran the sale
-/// script once, so there were at least as many EVALSHA calls as answers.
-fn redis_time_per_sale_is_measured(report: &Value) {
-    let per_sale = &report["redis_per_lua_sale"];
-    assert!(
-        per_sale["usec_per_call"].as_f64().unwrap() > 0.0,
-        "{per_sale}"
-    );
-    assert!(per_sale["lua_answers"].as_u64().unwrap() > 0, "{per_sale}");
-    assert!(
-        per_sale["evalsha_calls"].as_u64().unwrap() >= per_sale["lua_answers"].as_u64().unwrap(),
-        "{per_sale}"
-    );
-}
-
-/// The `lua-batch` rows: every side measured (its answers, Redis's time
-/// and each process's CPU per answer, its p99), the two rate rows sharing
-/// their `lua-batch` runs, the latencies with one request in flight; and
-/// the `lua-batch` sides were what they say: every buyer went through the
-/// variant's batches and sold on the bench's SKU.
-async fn lua_batch_rows_are_measured(stack: &Stack, report: &Value, table: &str) {
-    let batch = &report["lua_batch"];
-    let sides = batch["sides"].as_array().unwrap();
-    let names: Vec<&str> = sides.iter().map(|s| s["side"].as_str().unwrap()).collect();
-    assert_eq!(names, ["lua-batch", "lua", "/healthz"], "{batch}");
-    for (side, name) in sides.iter().zip(&names) {
-        side_answered_and_cost(side, name, table);
-        assert!(side["p99_us"].as_f64().unwrap() > 0.0, "{side}");
-        assert_eq!(side["p99_runs"].as_array().unwrap().len(), 1, "{side}");
-        assert!(table.contains(&format!("CPU during the {name} sides")));
-    }
-    // Both sales ran their script: Redis's time per answer was measured.
-    for side in &sides[..2] {
-        assert!(side["evalsha_calls"].as_u64().unwrap() > 0, "{side}");
-        assert!(
-            side["redis_usec_per_answer"].as_f64().unwrap() > 0.0,
-            "{side}"
-        );
-    }
-    let lua = &sides[1];
-    assert!(lua["evalsha_calls"].as_u64().unwrap() >= lua["answers"].as_u64().unwrap());
-    let ratio = batch["p99_ratio"].as_f64().unwrap();
-    let p99 = |i: usize| sides[i]["p99_us"].as_f64().unwrap();
-    assert!((ratio - p99(0) / p99(1)).abs() <= 1e-12 * ratio, "{batch}");
-
-    let row = |name: &str| row_named(report, name);
-    // One set of rounds: both rows' lua-batch figure is the same run.
-    let (vs_healthz, vs_lua) = (row("lua-batch-vs-healthz"), row("lua-batch-vs-lua"));
-    assert_eq!(vs_healthz["runs"][0][0], vs_lua["runs"][0][0]);
-
-    let at_one = &batch["concurrency_1"];
-    let c1 = row("lua-batch-latency-c1");
-    let (ours, theirs) = (c1["ours"].as_f64().unwrap(), c1["theirs"].as_f64().unwrap());
-    assert_eq!(
-        at_one["lua_batch_median_us"].as_f64(),
-        Some(ours),
-        "{at_one}"
-    );
-    assert_eq!(at_one["lua_median_us"].as_f64(), Some(theirs), "{at_one}");
-    assert_eq!(
-        at_one["difference_us"].as_f64(),
-        Some(ours - theirs),
-        "{at_one}"
-    );
-
-    // Every lua-batch buyer (the probe, the rate sides, the runs at
-    // concurrency 1) went through a batch and sold on the bench's SKU.
-    let (calls, buyers) = crate::lua_batch::batches(stack).await;
-    let sold = stack.client.state("bench-lua-batch").await.unwrap().sold;
-    assert_eq!(
-        sold, buyers as i64,
-        "sold on bench-lua-batch vs buyers batched"
-    );
-    assert!(buyers > sides[0]["answers"].as_u64().unwrap(), "{buyers}");
-    assert!(
-        calls > 0 && calls <= buyers,
-        "{buyers} buyers in {calls} calls"
-    );
-    eprintln!(
-        "lua-batch rows (printed, not asserted): {vs_healthz}\n{vs_lua}\n{c1}\n\
-         p99 ratio {ratio:.2}; {buyers} buyers in {calls} calls"
-    );
 }
