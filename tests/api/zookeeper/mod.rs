@@ -5,7 +5,7 @@
 //! lock, fencing tokens that grow. Every server is stopped by pid at the
 //! end of its test (and killed when a failed test drops it).
 //!
-//! This file: the fixtures and the servers; `lock.rs`: the lock;
+//! This file: the fixtures and the servers; `lock/`: the lock;
 //! `release.rs`: a release lost in flight; `sessions.rs`: sessions opened
 //! with ZooKeeper unreachable (through an instance).
 
