@@ -40,6 +40,8 @@
 //! wakes up holding nothing; the fencing token lets the store refuse it.
 
 mod guard;
+mod queue;
+mod session;
 mod sessions;
 
 use std::time::Duration;
@@ -48,8 +50,10 @@ use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::Error;
+use queue::{owner_of, sequence_of};
 
 pub use guard::ZooKeeperGuard;
+pub use session::ZooKeeperSession;
 pub use sessions::ZooKeeperSessions;
 
 /// Where every lock lives: `{LOCKS_ROOT}/{name}`.
@@ -62,126 +66,6 @@ pub const ENSEMBLE_ID: &str = "/stocklock/ensemble";
 /// `{` or `}`, so the key's hash tag goes (`lock:{sku}` → `lock:sku`).
 pub fn lock_name(key: &str) -> String {
     key.chars().filter(|c| !"{}".contains(*c)).collect()
-}
-
-/// One ZooKeeper session: the lease of every lock taken through it.
-/// Cloning shares the session; when the last clone is dropped the session
-/// is closed and the server deletes its znodes at once.
-///
-/// ```no_run
-/// use std::time::Duration;
-/// use stocklock_lock::ZooKeeperSession;
-///
-/// # async fn example() -> Result<(), stocklock_lock::Error> {
-/// let (lease, connect) = (Duration::from_secs(5), Duration::from_secs(2));
-/// let session = ZooKeeperSession::connect("127.0.0.1:2181", lease, connect).await?;
-/// let lock = session.lock("order-42")?; // Err(Error::BadName) for "orders/42"
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Clone, Debug)]
-pub struct ZooKeeperSession {
-    client: zk::Client,
-    /// The ensemble's id, read once per session.
-    ensemble: std::sync::Arc<tokio::sync::OnceCell<String>>,
-}
-
-impl ZooKeeperSession {
-    /// Opens a session on `connect_string` (`host:port,host:port`) whose
-    /// timeout (the locks' lease) is `session_timeout`, as the server
-    /// negotiates it within its bounds; giving up after `connect_timeout`.
-    pub async fn connect(
-        connect_string: &str,
-        session_timeout: Duration,
-        connect_timeout: Duration,
-    ) -> Result<Self, Error> {
-        let connect = zk::Client::connector()
-            .with_session_timeout(session_timeout)
-            .with_connection_timeout(connect_timeout.min(session_timeout))
-            .connect(connect_string);
-        let client = tokio::time::timeout(connect_timeout, connect)
-            .await
-            .map_err(|_| Error::ZooKeeperTimeout(connect_timeout))??;
-        Ok(Self {
-            client,
-            ensemble: Default::default(),
-        })
-    }
-
-    /// The ensemble's identity: a random id that the first client to ask
-    /// writes in [`ENSEMBLE_ID`], the same for every client of the
-    /// ensemble and another for a fresh one. A store fencing with czxids
-    /// needs it: a fresh ensemble's zxids count again from the start, so
-    /// they compare only with tokens of the same ensemble. (The czxid of a
-    /// znode of ours would not do: two fresh ensembles that did the same
-    /// few writes give it the same value.)
-    pub async fn ensemble_id(&self) -> Result<String, Error> {
-        let id = self
-            .ensemble
-            .get_or_try_init(|| async {
-                let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-                let parent = &ENSEMBLE_ID[..ENSEMBLE_ID.rfind('/').unwrap_or(0)];
-                self.client.mkdir(parent, &persistent).await?;
-                let fresh = uuid::Uuid::new_v4().simple().to_string();
-                match self
-                    .client
-                    .create(ENSEMBLE_ID, fresh.as_bytes(), &persistent)
-                    .await
-                {
-                    Ok(_) => Ok(fresh),
-                    Err(zk::Error::NodeExists) => {
-                        let (id, _) = self.client.get_data(ENSEMBLE_ID).await?;
-                        Ok::<_, Error>(String::from_utf8_lossy(&id).into_owned())
-                    }
-                    Err(err) => Err(err.into()),
-                }
-            })
-            .await?;
-        Ok(id.clone())
-    }
-
-    /// The session timeout the server granted: how long after the owner's
-    /// last sign of life its znodes (and so its locks) outlive it.
-    pub fn session_timeout(&self) -> Duration {
-        self.client.session_timeout()
-    }
-
-    /// The session's id, as the server shows it (`cons`, `ephemeralOwner`).
-    pub fn session_id(&self) -> i64 {
-        self.client.session_id().0
-    }
-
-    /// Whether the session may have ended: disconnected (it may expire
-    /// before the client reconnects), expired or closed. A holder must stop
-    /// counting on its lock then, as Curator's `SUSPENDED` / `LOST`.
-    pub fn may_be_lost(&self) -> bool {
-        self.client.state() != zk::SessionState::SyncConnected
-    }
-
-    /// Whether the session is over for good (expired, closed): its znodes
-    /// are gone and a new session is needed.
-    pub fn has_ended(&self) -> bool {
-        self.client.state().is_terminated()
-    }
-
-    /// The lock `name` through this session.
-    pub fn lock(&self, name: &str) -> Result<ZooKeeperLock, Error> {
-        let valid = !name.is_empty()
-            && name.len() <= 200
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
-            && name != "."
-            && name != "..";
-        if !valid {
-            return Err(Error::BadName(name.to_owned()));
-        }
-        Ok(ZooKeeperLock {
-            client: self.client.clone(),
-            dir: format!("{LOCKS_ROOT}/{name}"),
-            hook: crate::Hook::none(),
-        })
-    }
 }
 
 /// One lock: a directory of contenders' znodes.
@@ -306,144 +190,5 @@ impl ZooKeeperLock {
     /// was gone already.
     pub async fn evict(&self, path: &str) -> Result<bool, Error> {
         self.delete_own(path).await
-    }
-
-    /// Creates the contender's ephemeral sequential znode; its path and czxid.
-    async fn enqueue(&self, owner: &str) -> Result<(String, i64), Error> {
-        let prefix = format!("{}/{owner}-lock-", self.dir);
-        let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-        let created = match self.client.create(&prefix, &[], &ephemeral).await {
-            Err(zk::Error::NoNode) => {
-                let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-                self.client.mkdir(&self.dir, &persistent).await?;
-                self.client.create(&prefix, &[], &ephemeral).await
-            }
-            other => other,
-        };
-        match created {
-            Ok((stat, sequence)) => Ok((format!("{prefix}{sequence}"), stat.czxid)),
-            // The answer was lost, perhaps not the create: find ours.
-            Err(err @ zk::Error::ConnectionLoss) => {
-                let children = self.client.list_children(&self.dir).await?;
-                let Some(mine) = children.into_iter().find(|c| c.starts_with(owner)) else {
-                    return Err(err.into());
-                };
-                let path = format!("{}/{mine}", self.dir);
-                let (_, stat) = self.client.get_data(&path).await?;
-                Ok((path, stat.czxid))
-            }
-            Err(err) => Err(err.into()),
-        }
-    }
-
-    /// The lock's queue: its children by sequence number.
-    async fn queue(&self) -> Result<Vec<String>, Error> {
-        let mut children = match self.client.list_children(&self.dir).await {
-            Err(zk::Error::NoNode) => Vec::new(),
-            other => other?,
-        };
-        children.sort_by_key(|child| sequence_of(child).unwrap_or(i64::MAX));
-        Ok(children)
-    }
-
-    /// Waits until `queued` is first in the queue (`true`), or `deadline`.
-    async fn wait_turn(&self, queued: &ZooKeeperHold, deadline: Instant) -> Result<bool, Error> {
-        let own = queued.path.rsplit('/').next().unwrap_or_default();
-        loop {
-            let queue = self.queue().await?;
-            let Some(place) = queue.iter().position(|child| child == own) else {
-                // Our znode is gone: the session expired while we waited.
-                return Err(zk::Error::SessionExpired.into());
-            };
-            if place == 0 {
-                return Ok(true);
-            }
-            // Out of time (a try-lock): no watch to leave behind.
-            if Instant::now() >= deadline {
-                return Ok(false);
-            }
-            let predecessor = format!("{}/{}", self.dir, queue[place - 1]);
-            let watcher = match self.client.get_and_watch_data(&predecessor).await {
-                Ok((_, _, watcher)) => watcher,
-                // Gone between the listing and the watch: look again.
-                Err(zk::Error::NoNode) => continue,
-                Err(err) => return Err(err.into()),
-            };
-            self.hook.at(crate::WAITS).await;
-            tokio::select! {
-                // Deleted (released, or its session ended), or the session
-                // changed: look at the queue again either way.
-                _ = watcher.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => return Ok(false),
-            }
-        }
-    }
-
-    /// Curator's "guaranteed delete": after an attempt that failed (a lost
-    /// connection, an election under way), removes in the background any
-    /// znode of `owner` it may have left, trying every 100 ms while the
-    /// session lives and for at most two session timeouts (the session's
-    /// end removes them anyway).
-    fn forget_in_background(&self, owner: String) {
-        let lock = self.clone();
-        tokio::spawn(async move {
-            let give_up = Instant::now() + 2 * lock.client.session_timeout();
-            while Instant::now() < give_up && !lock.client.state().is_terminated() {
-                let children = match lock.client.list_children(&lock.dir).await {
-                    Ok(children) => children,
-                    Err(zk::Error::NoNode) => return,
-                    Err(_) => Vec::new(),
-                };
-                let mut left = 0;
-                for child in children.iter().filter(|c| c.starts_with(&owner)) {
-                    let path = format!("{}/{child}", lock.dir);
-                    left += usize::from(lock.delete_own(&path).await.is_err());
-                }
-                if left == 0 && lock.client.state() == zk::SessionState::SyncConnected {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        });
-    }
-
-    /// Deletes the owner's znode; `false` when it was already gone.
-    async fn delete_own(&self, path: &str) -> Result<bool, Error> {
-        match self.client.delete(path, None).await {
-            Ok(()) => Ok(true),
-            Err(zk::Error::NoNode) => Ok(false),
-            Err(err) => Err(err.into()),
-        }
-    }
-}
-
-/// The owner a contender's znode was created for (`{dir}/{owner}-lock-N`).
-fn owner_of(path: &str) -> Option<&str> {
-    let name = path.rsplit('/').next()?;
-    name.rsplit_once("-lock-").map(|(owner, _)| owner)
-}
-
-/// The sequence number the server appended to a contender's znode name.
-fn sequence_of(name: &str) -> Option<i64> {
-    let (_, digits) = name.rsplit_once("-lock-")?;
-    digits.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_queue_is_ordered_by_the_servers_sequence_not_by_owner() {
-        assert_eq!(sequence_of("ffff-lock-0000000007"), Some(7));
-        assert_eq!(sequence_of("/a/b/0a-lock-0000000010"), Some(10));
-        assert_eq!(sequence_of("no-sequence"), None);
-        assert_eq!(sequence_of("x-lock-12a"), None);
-    }
-
-    #[test]
-    fn the_owner_is_read_back_from_a_contenders_path() {
-        assert_eq!(owner_of("/locks/lock:a/0af3-lock-0000000007"), Some("0af3"));
-        assert_eq!(owner_of("/locks/lock:a/no-sequence"), None);
     }
 }
