@@ -42,32 +42,20 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
 
-use redis::AsyncCommands;
-
-use crate::store::{Conn, Keys, Store, StoreError};
+use crate::store::{Conn, Keys};
 
 mod armed;
+mod faults;
 pub mod mutant;
+mod strike;
 
 pub use armed::{
     ARMED_CHANNEL, ARMED_KEYS, arm_crash_after_acquire, arm_crash_after_write,
     arm_crash_before_enqueue, arm_pause_holder, arm_worker_crash_before_ack, disarm,
 };
-use armed::{
-    CRASH_AFTER_ACQUIRE, CRASH_AFTER_WRITE, CRASH_BEFORE_ENQUEUE, PAUSE_HOLDER,
-    WORKER_CRASH_BEFORE_ACK,
-};
-
-/// The faults armed for the section that just entered its gap.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Faults {
-    /// Freeze the whole process this long right before the write.
-    pub pause: Option<Duration>,
-    /// Abort the process right after the write, before answering.
-    pub crash_after_write: bool,
-}
+pub use faults::Faults;
+pub use strike::{crash, crash_soon, pause_redis, restart_redis, resume, vanish_lock};
 
 /// This process's chaos settings.
 #[derive(Clone, Debug, Default)]
@@ -198,220 +186,9 @@ impl Chaos {
     pub fn clock_skew_ms(&self) -> i64 {
         self.clock_skew_ms.load(Ordering::Relaxed)
     }
-
-    /// Crashes the process if this acquisition is the one armed to: how
-    /// `setnx` asks between its SETNX and its EXPIRE. Locks that do not ask
-    /// crash in the gap instead ([`Chaos::in_the_gap`]), holding the lock
-    /// with nothing written.
-    pub async fn crash_if_armed_after_acquire(
-        &self,
-        conn: &mut Conn,
-        keys: &Keys,
-    ) -> Result<(), StoreError> {
-        let Some(seen) = self.may_be_armed() else {
-            return Ok(());
-        };
-        let (armed, others): (Option<String>, i64) = redis::pipe()
-            .get_del(CRASH_AFTER_ACQUIRE)
-            .exists(&ARMED_KEYS[1..])
-            .query_async(conn)
-            .await?;
-        if armed.is_some() {
-            self.crash_recorded(conn, &keys.tag, "between SETNX and EXPIRE, as armed")
-                .await;
-        }
-        if others == 0 {
-            self.found_none(seen);
-        }
-        Ok(())
-    }
-
-    /// Called (chaos mode) when a section has read the stock and found
-    /// some: takes the faults armed for this section (one round trip while
-    /// an arming was heard of, none otherwise), then announces on the SKU's
-    /// section channel that it is in the gap between its read and its
-    /// write. The announcement is sent after every answer the section
-    /// needs before its work, and its own answer is not needed: whoever
-    /// strikes on hearing it (kills Redis, pauses this process) cannot
-    /// fail a command of this section before its write. A holder armed to
-    /// crash here announces first, then crashes.
-    pub async fn in_the_gap(&self, conn: &mut Conn, keys: &Keys) -> Result<Faults, StoreError> {
-        if !self.enabled {
-            return Ok(Faults::default());
-        }
-        let mut faults = Faults::default();
-        if let Some(seen) = self.may_be_armed() {
-            // One pipeline: the keys share a hash tag (one slot on a cluster).
-            let (pause, crash_now, crash_later, others): (
-                Option<u64>,
-                Option<String>,
-                Option<String>,
-                i64,
-            ) = redis::pipe()
-                .get_del(PAUSE_HOLDER)
-                .get_del(CRASH_AFTER_ACQUIRE)
-                .get_del(CRASH_AFTER_WRITE)
-                .exists(&ARMED_KEYS[3..])
-                .query_async(conn)
-                .await?;
-            if crash_now.is_some() {
-                let _: Result<i64, _> = conn.publish(section_channel(keys), "entered").await;
-                self.crash_recorded(
-                    conn,
-                    &keys.tag,
-                    "holding the lock, before the write, as armed",
-                )
-                .await;
-            }
-            if pause.is_none() && crash_later.is_none() && others == 0 {
-                self.found_none(seen);
-            }
-            faults = Faults {
-                pause: pause.map(Duration::from_millis),
-                crash_after_write: crash_later.is_some(),
-            };
-        }
-        // Its own answer may never come (whoever heard it may have killed
-        // Redis at once): an error here changes nothing for the section.
-        let announced: Result<i64, _> = conn.publish(section_channel(keys), "entered").await;
-        if let Err(err) = announced {
-            tracing::debug!(%err, "the announcement of a section's gap was not answered");
-        }
-        Ok(faults)
-    }
-
-    /// Freezes the whole process (every thread, the watchdog's included)
-    /// for `pause`, until a helper process wakes it.
-    pub fn stop_the_world(&self, pause: Duration) {
-        if let Some(binary) = &self.binary {
-            freeze(binary, pause);
-        }
-    }
-
-    /// Whether this order sale is the one armed to crash right after its
-    /// script (and disarms it). Free while nothing is armed: a round trip
-    /// only after an arming was heard, as for the sections' faults.
-    pub async fn crash_before_enqueue(&self, conn: &mut Conn) -> Result<bool, StoreError> {
-        self.take(conn, CRASH_BEFORE_ENQUEUE).await
-    }
-
-    /// Whether this worker's batch is the one armed to crash between its
-    /// commit and its ack (and disarms it); free while nothing is armed.
-    pub async fn worker_crash_before_ack(&self, conn: &mut Conn) -> Result<bool, StoreError> {
-        self.take(conn, WORKER_CRASH_BEFORE_ACK).await
-    }
-
-    /// Takes the armed fault `key`, if an arming was heard and it is still
-    /// there; stops looking once no fault at all is left.
-    async fn take(&self, conn: &mut Conn, key: &str) -> Result<bool, StoreError> {
-        let Some(seen) = self.may_be_armed() else {
-            return Ok(false);
-        };
-        let (armed, left): (Option<String>, i64) = redis::pipe()
-            .get_del(key)
-            .exists(&ARMED_KEYS[..])
-            .query_async(conn)
-            .await?;
-        if left == 0 {
-            self.found_none(seen);
-        }
-        Ok(armed.is_some())
-    }
 }
 
 /// The channel a section's entry is announced on (chaos mode).
 pub fn section_channel(keys: &Keys) -> String {
     format!("stocklock:section:{}", keys.stock)
-}
-
-/// Aborts the process now: a real crash, as chaos mode armed it.
-pub fn crash(when: &str) -> ! {
-    eprintln!("chaos: crashing {when}");
-    std::process::abort();
-}
-
-/// Deletes a SKU's lock key, whoever holds it (`lock_vanishes`: the
-/// stand-in for a failover or a clock jump). Whether there was one.
-pub async fn vanish_lock(conn: &mut Conn, keys: &Keys) -> Result<bool, StoreError> {
-    let deleted: i64 = conn.del(&keys.lock).await?;
-    Ok(deleted == 1)
-}
-
-/// Freezes the Redis for `pause` (`DEBUG SLEEP`) and returns at once. On a
-/// connection of its own: the pause blocks whoever asks.
-pub fn pause_redis(store: &Store, pause: Duration) {
-    let store = store.clone();
-    tokio::spawn(async move {
-        let Ok(client) = store.master_client().await else {
-            return;
-        };
-        if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-            let _: Result<String, _> = redis::cmd("DEBUG")
-                .arg("SLEEP")
-                .arg(pause.as_millis() as f64 / 1000.0)
-                .query_async(&mut conn)
-                .await;
-        }
-    });
-}
-
-/// Stops the Redis without saving (`SHUTDOWN NOSAVE`); `up`, which owns
-/// it, starts it again.
-pub async fn restart_redis(store: &Store) -> Result<(), StoreError> {
-    let mut own = store
-        .master_client()
-        .await?
-        .get_multiplexed_async_connection()
-        .await?;
-    // The answer never comes: the server goes away.
-    let _: Result<(), _> = redis::cmd("SHUTDOWN")
-        .arg("NOSAVE")
-        .query_async(&mut own)
-        .await;
-    Ok(())
-}
-
-/// Aborts this process a moment from now (`crash`): long enough for the
-/// answer that says so to leave.
-pub fn crash_soon() {
-    tokio::spawn(async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        eprintln!("chaos: crashing, as asked");
-        std::process::abort();
-    });
-}
-
-/// Stops this whole process (every thread, the watchdog's included) with
-/// SIGSTOP, after starting a helper that sends SIGCONT `pause` later. A
-/// process cannot wake itself: it is frozen.
-fn freeze(binary: &std::path::Path, pause: Duration) {
-    let pid = std::process::id();
-    let helper = std::process::Command::new(binary)
-        .args([
-            "resume",
-            "--pid",
-            &pid.to_string(),
-            "--after-ms",
-            &pause.as_millis().to_string(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn();
-    match helper {
-        Ok(mut helper) => {
-            tracing::warn!(pid, ?pause, "chaos: freezing the whole process");
-            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
-            // Reap the helper once it is done, off the async threads.
-            std::thread::spawn(move || {
-                let _ = helper.wait();
-            });
-        }
-        Err(err) => tracing::error!(%err, "chaos: cannot start the SIGCONT helper; not freezing"),
-    }
-}
-
-/// `stocklock resume`: the helper that wakes a frozen process.
-pub fn resume(pid: u32, after: Duration) {
-    std::thread::sleep(after);
-    crate::os::signal(pid, nix::sys::signal::Signal::SIGCONT);
 }
