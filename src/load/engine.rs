@@ -14,13 +14,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use hyper::Method;
 use tokio::sync::Barrier;
 use tokio::time::Instant;
 
-use super::http1::{Answer, Connection, Prepared};
-use crate::history::{Recorder, Told};
+use super::http1::Prepared;
+use crate::history::Recorder;
+
+mod tally;
+mod worker;
+
+pub use tally::Tally;
+use worker::{Worker, sku_of};
 
 /// Where to send the requests.
 #[derive(Clone, Debug)]
@@ -54,96 +59,6 @@ pub struct Plan {
 }
 
 pub use crate::wire::ErrorCounts as Errors;
-
-/// What a run produced, as the client saw it.
-#[derive(Clone, Debug)]
-pub struct Tally {
-    pub requests: u64,
-    /// 200
-    pub sold: u64,
-    /// 409
-    pub sold_out: u64,
-    /// 429
-    pub busy: u64,
-    /// 503 with `"outcome":"unknown"`: the write was sent, no answer came.
-    pub unknown: u64,
-    /// 2xx other than 200 (e.g. /healthz counts here)
-    pub ok_other: u64,
-    pub errors: Errors,
-    pub elapsed: Duration,
-    /// Latency in microseconds, of answered requests.
-    pub latency_us: Histogram<u64>,
-}
-
-impl Tally {
-    pub(crate) fn new() -> Self {
-        Self {
-            requests: 0,
-            sold: 0,
-            sold_out: 0,
-            busy: 0,
-            unknown: 0,
-            ok_other: 0,
-            errors: Errors::default(),
-            elapsed: Duration::ZERO,
-            latency_us: new_histogram(),
-        }
-    }
-
-    fn merge(&mut self, other: &Tally) {
-        self.requests += other.requests;
-        self.sold += other.sold;
-        self.sold_out += other.sold_out;
-        self.busy += other.busy;
-        self.unknown += other.unknown;
-        self.ok_other += other.ok_other;
-        let e = &other.errors;
-        self.errors.connect += e.connect;
-        self.errors.timeout += e.timeout;
-        self.errors.server += e.server;
-        self.errors.other += e.other;
-        let _ = self.latency_us.add(&other.latency_us);
-    }
-
-    /// Answered requests per second over the whole run.
-    pub fn rps(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.requests as f64 / secs
-        } else {
-            0.0
-        }
-    }
-
-    /// A latency quantile in milliseconds.
-    pub fn latency_ms(&self, quantile: f64) -> f64 {
-        if self.latency_us.is_empty() {
-            return 0.0;
-        }
-        self.latency_us.value_at_quantile(quantile) as f64 / 1000.0
-    }
-
-    pub fn max_latency_ms(&self) -> f64 {
-        self.latency_us.max() as f64 / 1000.0
-    }
-
-    fn count(&mut self, answer: Answer) {
-        match answer.status {
-            200 => self.sold += 1,
-            409 => self.sold_out += 1,
-            429 => self.busy += 1,
-            503 if answer.unknown => self.unknown += 1,
-            201..=299 => self.ok_other += 1,
-            500..=599 => self.errors.server += 1,
-            _ => self.errors.other += 1,
-        }
-    }
-}
-
-fn new_histogram() -> Histogram<u64> {
-    // 1 µs to 10 minutes at 3 significant digits.
-    Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
-}
 
 /// Requests done so far, for a progress display.
 #[derive(Clone, Default)]
@@ -275,149 +190,6 @@ pub async fn run(target: &Target, plan: &Plan, progress: &Progress) -> Tally {
     }
     total.elapsed = begin.elapsed();
     total
-}
-
-/// One worker: one connection at a time, one request at a time.
-struct Worker {
-    addr: SocketAddr,
-    /// What to send; ticket n sends request n mod their number.
-    requests: Arc<[Prepared]>,
-    timeout: Duration,
-    rate: Option<f64>,
-    done: Arc<AtomicU64>,
-    /// The recorder, and the SKU of each request (by its query).
-    history: Option<(Recorder, Arc<[String]>)>,
-}
-
-/// The `sku` of a request path's query (empty when it has none).
-fn sku_of(path: &str) -> String {
-    let query = path.split_once('?').map_or("", |(_, q)| q);
-    query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("sku="))
-        .unwrap_or_default()
-        .to_owned()
-}
-
-impl Worker {
-    async fn run(&self, tickets: &Tickets) -> Tally {
-        let start = tickets.start();
-        let mut tally = Tally::new();
-        let mut conn: Option<Connection> = None;
-        // Progress is shared across threads: publish it in batches.
-        let mut unreported = 0;
-        // One timer for the worker's whole life, moved only when it fires:
-        // arming a fresh one per request costs more than the request.
-        let timer = tokio::time::sleep(self.timeout);
-        tokio::pin!(timer);
-        let client = self
-            .history
-            .as_ref()
-            .map_or(0, |(recorder, _)| recorder.client());
-        let mut now = Instant::now();
-        while let Some(n) = tickets.take(now) {
-            // Open loop: the request is due at its slot, and its latency
-            // counts from then, so a slow server cannot hide its queueing
-            // (no coordinated omission).
-            let (due, sent) = match self.rate {
-                Some(rate) => {
-                    let due = start + Duration::from_secs_f64(n as f64 / rate);
-                    tokio::time::sleep_until(due).await;
-                    (due, Instant::now())
-                }
-                None => (now, now),
-            };
-            let outcome = {
-                let deadline = sent + self.timeout;
-                let request = &self.requests[(n % self.requests.len() as u64) as usize];
-                let exchange = self.send(&mut conn, request);
-                tokio::pin!(exchange);
-                loop {
-                    tokio::select! {
-                        biased;
-                        answer = &mut exchange => break Ok(answer),
-                        _ = &mut timer => {
-                            if Instant::now() >= deadline {
-                                break Err(());
-                            }
-                            // It was armed for an earlier request.
-                            timer.as_mut().reset(deadline);
-                        }
-                    }
-                }
-            };
-            // One clock reading ends this request and starts the next.
-            now = Instant::now();
-            tally.requests += 1;
-            if let Some((recorder, skus)) = &self.history {
-                let told = match &outcome {
-                    Ok(Ok(answer)) => Told::from_answer(answer.status, answer.unknown, answer.unit),
-                    // Refused before anything was sent.
-                    Ok(Err(SendError::Connect)) => Told::Refused,
-                    // Sent, and no whole answer: it may have happened.
-                    Ok(Err(SendError::Broken)) | Err(()) => Told::Nothing,
-                };
-                let sku = &skus[(n % skus.len() as u64) as usize];
-                let call = recorder.call_at(sku, sent.into_std());
-                recorder.told_at(call, client, None, told, now.into_std());
-            }
-            match outcome {
-                Ok(Ok(answer)) => {
-                    tally.count(answer);
-                    let micros = now
-                        .saturating_duration_since(due)
-                        .as_micros()
-                        .clamp(1, 600_000_000) as u64;
-                    let _ = tally.latency_us.record(micros);
-                    if !answer.keep_alive {
-                        conn = None;
-                    }
-                }
-                Ok(Err(SendError::Connect)) => {
-                    tally.errors.connect += 1;
-                    conn = None;
-                }
-                Ok(Err(SendError::Broken)) => {
-                    tally.errors.other += 1;
-                    conn = None;
-                }
-                Err(()) => {
-                    tally.errors.timeout += 1;
-                    conn = None;
-                }
-            }
-            unreported += 1;
-            if unreported == 16 {
-                self.done.fetch_add(unreported, Ordering::Relaxed);
-                unreported = 0;
-            }
-        }
-        self.done.fetch_add(unreported, Ordering::Relaxed);
-        tally
-    }
-
-    /// Sends one request on the worker's connection, opening one if needed,
-    /// and reads the whole answer. Never retried: a sale may not be sent twice.
-    async fn send(
-        &self,
-        conn: &mut Option<Connection>,
-        request: &Prepared,
-    ) -> Result<Answer, SendError> {
-        if !conn.as_ref().is_some_and(Connection::reusable) {
-            *conn = Some(
-                Connection::open(self.addr)
-                    .await
-                    .map_err(|_| SendError::Connect)?,
-            );
-        }
-        let conn = conn.as_mut().expect("connected above");
-        conn.exchange(request).await.map_err(|_| SendError::Broken)
-    }
-}
-
-enum SendError {
-    Connect,
-    Broken,
 }
 
 #[cfg(test)]
