@@ -53,6 +53,7 @@
 
 mod bare;
 mod batch;
+mod config;
 pub mod cpu;
 mod orders;
 mod pg;
@@ -60,86 +61,27 @@ mod pg_figures;
 mod redis_info;
 pub mod report;
 mod rows;
+mod runs;
 mod side;
 mod when;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use hyper::Method;
 
-use self::cpu::{Kind, Usage, Watched};
+use self::cpu::{Usage, Watched};
 use self::redis_info::BenchRedis;
-use self::report::{BenchReport, InstanceMemory, RedisPerSale, Row, Skipped};
+use self::report::{BenchReport, RedisPerSale, Row};
 pub use self::when::{machine, utc_now};
 use super::engine::{self, Plan, Progress, Tally, Target};
 use super::resolve_target;
-use crate::args::parse_duration;
 use crate::client::StackClient;
 use crate::os::find_program;
 
-/// What `stocklock bench` was asked for: its flags.
-#[derive(Clone, Debug, clap::Args)]
-#[command(
-    after_help = "Example (docs/measurements.md lists the runs actually made and their commands):\n  \
-    stocklock bench --redis-url URL --admin-token TOKEN --runs 5 --duration 4s --json bench.json"
-)]
-pub struct BenchConfig {
-    /// The stack to measure (normally nginx).
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
-    pub target: String,
-    /// The stack's Redis, for the round-trip time, its pid and its command
-    /// statistics (stocklock up prints it).
-    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
-    pub redis_url: String,
-    /// Admin token, to give the bench SKUs their stock.
-    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// Runs per side of each row; the medians are compared.
-    #[arg(long, default_value_t = 3)]
-    pub runs: usize,
-    /// Requests in flight at once in every run, ours and oha's alike.
-    #[arg(long, short = 'c', default_value_t = 64)]
-    pub concurrency: usize,
-    /// Length of each run.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    pub duration: Duration,
-    /// Also write every row, the Redis time per sale, the CPU shares and
-    /// the memory as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// The stack's PostgreSQL (stocklock up prints it), to count its CPU
-    /// per answer in the pg-update rows; without it they show rates only.
-    #[arg(long, env = "STOCKLOCK_POSTGRES_URL", hide_env_values = true)]
-    pub postgres_url: Option<String>,
-    /// Only these rows (comma-separated), e.g. `--rows timeline-cost --runs 15`
-    /// to measure one small difference with many more runs. Default: all.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    pub rows: Vec<RowName>,
-}
-
-/// The bench's rows, by the names its table prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum RowName {
-    GeneratorVsOha,
-    LuaVsHealthz,
-    LuaVsBare,
-    LuaCpuVsBare,
-    LuaBatchCpuVsBare,
-    LuaBatchVsHealthz,
-    LuaBatchVsLua,
-    LuaBatchLatencyC1,
-    TimelineCost,
-    SoldOutVsHealthz,
-    WatchdogVsHandoffCeiling,
-    RedlockVsWatchdog,
-    OrdersVsSales,
-    PgUpdateVsLua,
-    PgUpdateManySkus,
-}
+pub use config::{BenchConfig, RowName};
 
 /// The SKUs the rows sell, each given its stock before the rows.
 const LUA_SKU: &str = "bench-lua";
@@ -255,142 +197,6 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-impl Bench {
-    /// One run of our engine on `path`; every request must be answered.
-    async fn ours(&self, path: &str) -> anyhow::Result<Tally> {
-        self.ours_at(path, self.config.concurrency).await
-    }
-
-    /// [`ours`](Self::ours) with `concurrency` requests in flight.
-    async fn ours_at(&self, path: &str, concurrency: usize) -> anyhow::Result<Tally> {
-        let plan = Plan {
-            method: Method::GET,
-            paths: vec![path.to_owned()],
-            concurrency,
-            requests: None,
-            duration: Some(self.config.duration),
-            rate: None,
-            timeout: Duration::from_secs(30),
-            history: None,
-        };
-        let tally = engine::run(&self.target, &plan, &Progress::default()).await;
-        let failed = tally.errors.total();
-        if failed > 0 {
-            bail!(
-                "{failed} of {} requests to {path} failed: {:?}",
-                tally.requests,
-                tally.errors
-            );
-        }
-        Ok(tally)
-    }
-
-    async fn rps(&self, path: &str) -> anyhow::Result<f64> {
-        Ok(self.ours(path).await?.rps())
-    }
-
-    /// One run of our engine on `path`, its CPU added to `usage`.
-    async fn measured(
-        &self,
-        path: &str,
-        watched: &Watched,
-        usage: &mut Usage,
-    ) -> anyhow::Result<Tally> {
-        let before = cpu::sample(watched);
-        let started = Instant::now();
-        let tally = self.ours(path).await?;
-        usage.add(
-            &before,
-            &cpu::sample(watched),
-            started.elapsed().as_secs_f64(),
-            tally.requests,
-        );
-        Ok(tally)
-    }
-
-    /// Whether `--rows` asks for this row (no `--rows`: every row).
-    fn wants(&self, row: RowName) -> bool {
-        self.config.rows.is_empty() || self.config.rows.contains(&row)
-    }
-
-    fn add(&mut self, row: Row) {
-        println!("{}", row.line());
-        self.report.rows.push(row);
-    }
-
-    fn skip(&mut self, row: &str, why: &str) {
-        println!("{row}: skipped, {why}");
-        self.report.skipped.push(Skipped {
-            row: row.to_owned(),
-            why: why.to_owned(),
-        });
-    }
-
-    /// The processes whose CPU is watched: the instances (their pids from
-    /// `/healthz`), whatever listens on the target (nginx's master and
-    /// workers), Redis (its own pid) and this process. Only processes that
-    /// run on this machine count.
-    async fn watched(&mut self) -> anyhow::Result<Watched> {
-        let instances: Vec<u32> = self
-            .instances()
-            .await?
-            .into_values()
-            .filter(|&pid| cpu::runs_here(pid, "stocklock"))
-            .collect();
-        let me = std::process::id();
-        let front = cpu::listeners(self.target.addr)
-            .into_iter()
-            .filter(|pid| *pid != me && !instances.contains(pid))
-            .collect();
-        let redis = self
-            .redis
-            .pid()
-            .await?
-            .filter(|&pid| cpu::runs_here(pid, "redis-server"));
-        Ok(Watched(BTreeMap::from([
-            (Kind::Instances, instances),
-            (Kind::Nginx, front),
-            (Kind::Redis, redis.into_iter().collect()),
-            (Kind::Generator, vec![me]),
-        ])))
-    }
-
-    /// The instances behind the target and their pids, found by asking
-    /// `/healthz` until every one has answered (nginx takes turns).
-    async fn instances(&self) -> anyhow::Result<BTreeMap<String, u32>> {
-        let mut seen = BTreeMap::new();
-        for _ in 0..32 {
-            let health = self.client.health().await?;
-            seen.insert(health.instance, health.pid);
-        }
-        Ok(seen)
-    }
-
-    /// The resident memory of each instance after all the rows.
-    async fn memory(&mut self) -> anyhow::Result<()> {
-        for (instance, pid) in self.instances().await? {
-            let resident_mib = cpu::runs_here(pid, "stocklock")
-                .then(|| resident_kib(pid))
-                .flatten()
-                .map(|kib| kib as f64 / 1024.0);
-            match resident_mib {
-                Some(mib) => {
-                    println!("instance {instance} (pid {pid}): resident memory {mib:.1} MiB")
-                }
-                None => println!(
-                    "instance {instance} (pid {pid}): resident memory unknown (not on this machine?)"
-                ),
-            }
-            self.report.instances.push(InstanceMemory {
-                instance,
-                pid,
-                resident_mib,
-            });
-        }
-        Ok(())
-    }
-}
-
 /// Requests per second of oha on `url`, same concurrency and duration.
 async fn oha(oha: &std::path::Path, url: &str, config: &BenchConfig) -> anyhow::Result<f64> {
     let output = tokio::process::Command::new(oha)
@@ -411,13 +217,4 @@ async fn oha(oha: &std::path::Path, url: &str, config: &BenchConfig) -> anyhow::
     report["summary"]["requestsPerSec"]
         .as_f64()
         .context("oha's JSON has no summary.requestsPerSec")
-}
-
-/// `VmRSS` of a process, in KiB.
-fn resident_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }

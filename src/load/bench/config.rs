@@ -1,0 +1,67 @@
+//! What `stocklock bench` is asked for: its flags, and the names of its
+//! rows that `--rows` picks from.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::args::parse_duration;
+
+/// What `stocklock bench` was asked for: its flags.
+#[derive(Clone, Debug, clap::Args)]
+#[command(
+    after_help = "Example (docs/measurements.md lists the runs actually made and their commands):\n  \
+    stocklock bench --redis-url URL --admin-token TOKEN --runs 5 --duration 4s --json bench.json"
+)]
+pub struct BenchConfig {
+    /// The stack to measure (normally nginx).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub target: String,
+    /// The stack's Redis, for the round-trip time, its pid and its command
+    /// statistics (stocklock up prints it).
+    #[arg(long, env = "STOCKLOCK_REDIS_URL")]
+    pub redis_url: String,
+    /// Admin token, to give the bench SKUs their stock.
+    #[arg(long, env = "STOCKLOCK_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Runs per side of each row; the medians are compared.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Requests in flight at once in every run, ours and oha's alike.
+    #[arg(long, short = 'c', default_value_t = 64)]
+    pub concurrency: usize,
+    /// Length of each run.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Also write every row, the Redis time per sale, the CPU shares and
+    /// the memory as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// The stack's PostgreSQL (stocklock up prints it), to count its CPU
+    /// per answer in the pg-update rows; without it they show rates only.
+    #[arg(long, env = "STOCKLOCK_POSTGRES_URL", hide_env_values = true)]
+    pub postgres_url: Option<String>,
+    /// Only these rows (comma-separated), e.g. `--rows timeline-cost --runs 15`
+    /// to measure one small difference with many more runs. Default: all.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub rows: Vec<RowName>,
+}
+
+/// The bench's rows, by the names its table prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RowName {
+    GeneratorVsOha,
+    LuaVsHealthz,
+    LuaVsBare,
+    LuaCpuVsBare,
+    LuaBatchCpuVsBare,
+    LuaBatchVsHealthz,
+    LuaBatchVsLua,
+    LuaBatchLatencyC1,
+    TimelineCost,
+    SoldOutVsHealthz,
+    WatchdogVsHandoffCeiling,
+    RedlockVsWatchdog,
+    OrdersVsSales,
+    PgUpdateVsLua,
+    PgUpdateManySkus,
+}
