@@ -3,6 +3,8 @@
 //! nodes, the etcd cluster, the ZooKeeper servers and the orders'
 //! PostgreSQL; each started, announced on stdout and stopped.
 
+mod start;
+
 use std::path::{Path, PathBuf};
 
 use super::etcd::EtcdCluster;
@@ -12,6 +14,10 @@ use super::sentinel::ReplicaSet;
 use super::zookeeper::ZooKeeperServer;
 use super::{CLUSTER_MASTERS, UpConfig};
 use crate::store::Store;
+use start::{
+    REDIS_STARTS, announce_redis, start_etcd, start_postgres, start_redis, start_replica_set,
+    start_zookeeper,
+};
 
 /// The stack's Redis servers: a cluster, or one Redis (ours, supervised
 /// and restarted; or the user's); and Redlock's nodes.
@@ -280,143 +286,5 @@ impl Stores {
         if let Some(server) = self.postgres.as_mut() {
             server.stop().await;
         }
-    }
-}
-
-/// The replica of `master`, its relay and the Sentinels, announced.
-async fn start_replica_set(master: &RedisServer, run_dir: &Path) -> anyhow::Result<ReplicaSet> {
-    let set = ReplicaSet::start(master, run_dir).await?;
-    say!(
-        "redis replica: pid {} {}",
-        set.replica.pid().unwrap_or(0),
-        set.replica.url()
-    );
-    say!(
-        "replication relay: pid {} {}",
-        set.relay.pid().unwrap_or(0),
-        set.relay.listen()
-    );
-    for (index, sentinel) in set.sentinels.iter().enumerate() {
-        say!(
-            "sentinel {}: pid {} {}",
-            index + 1,
-            sentinel.pid().unwrap_or(0),
-            sentinel.address()
-        );
-    }
-    Ok(set)
-}
-
-/// `members` etcd members with their data in the run directory, announced
-/// one per line; none when asked for none or when etcd is not installed.
-async fn start_etcd(members: u16, run_dir: &Path) -> anyhow::Result<Option<EtcdCluster>> {
-    if members == 0 {
-        return Ok(None);
-    }
-    if crate::os::find_program("etcd").is_none() {
-        say!("etcd: not installed, none started (install etcd-server, or pass --etcd 0)");
-        return Ok(None);
-    }
-    // A free port may be taken before etcd binds it: try again with others
-    // (in a fresh directory: a failed member may have written its own).
-    let mut attempt = 1;
-    let cluster = loop {
-        let dir = run_dir.join(format!("etcd-{attempt}"));
-        match EtcdCluster::start(usize::from(members), Some(&dir)).await {
-            Ok(cluster) => break cluster,
-            Err(err) if attempt < 3 => {
-                tracing::warn!("etcd did not start ({err:#}); trying other ports");
-                attempt += 1;
-            }
-            Err(err) => return Err(err),
-        }
-    };
-    for (index, member) in cluster.members.iter().enumerate() {
-        say!(
-            "etcd member {}: pid {} {}",
-            index + 1,
-            member.pid().unwrap_or(0),
-            member.url()
-        );
-    }
-    Ok(Some(cluster))
-}
-
-/// `count` ZooKeeper servers in `run_dir`, announced; none, with a warning,
-/// when ZooKeeper is not installed (a lab without it still runs).
-async fn start_zookeeper(count: u16, run_dir: &Path) -> anyhow::Result<Vec<ZooKeeperServer>> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    if let Err(missing) = super::zookeeper::require_zookeeper() {
-        say!("zookeeper: not started (--zookeeper 0 silences this): {missing:#}");
-        return Ok(Vec::new());
-    }
-    let servers = ZooKeeperServer::start_ensemble(usize::from(count), run_dir).await?;
-    for server in &servers {
-        say!(
-            "zookeeper {}: pid {} {}",
-            server.id(),
-            server.pid().unwrap_or(0),
-            server.address()
-        );
-    }
-    Ok(servers)
-}
-
-/// A PostgreSQL server for the orders, in the run directory, announced;
-/// none, with a warning, when PostgreSQL is not installed (the stack then
-/// runs without orders).
-async fn start_postgres(run_dir: &Path) -> anyhow::Result<Option<PostgresServer>> {
-    if !super::postgres::installed() {
-        say!(
-            "postgres: not installed, orders off (install postgresql, or pass --orders off to silence this)"
-        );
-        return Ok(None);
-    }
-    let server = PostgresServer::start(Some(run_dir)).await?;
-    tracing::info!(
-        "postgres: initdb took {:?}, the server answered {:?} after its start",
-        server.timings.initdb,
-        server.timings.start
-    );
-    say!(
-        "postgres: pid {} {}",
-        server.pid().unwrap_or(0),
-        server.url()
-    );
-    Ok(Some(server))
-}
-
-/// A redis-server on `port` (a free one when `None`): persistent in `dir`
-/// (`--persist`), or keeping nothing; without `chaos`, locked down (no
-/// DEBUG, no CONFIG for its clients).
-/// How many times our Redis is started again, at most, after it exited.
-const REDIS_STARTS: u32 = 5;
-
-async fn start_redis(
-    port: Option<u16>,
-    dir: Option<&Path>,
-    chaos: bool,
-) -> anyhow::Result<RedisServer> {
-    if !chaos {
-        return RedisServer::start_locked_down(port, dir).await;
-    }
-    match dir {
-        Some(dir) => RedisServer::start_persistent(port, dir).await,
-        None => RedisServer::start(port).await,
-    }
-}
-
-/// `redis: pid N URL`, and where it persists when it does.
-fn announce_redis(server: &RedisServer) {
-    match server.persistent_dir() {
-        Some(dir) => say!(
-            "redis: pid {} {} (persistent: append-only file, fsync always, in {})",
-            server.pid().unwrap_or(0),
-            server.url(),
-            dir.display()
-        ),
-        None => say!("redis: pid {} {}", server.pid().unwrap_or(0), server.url()),
     }
 }
