@@ -264,6 +264,19 @@ mod tests {
         assert!(a.windows(2).any(|w| w[0].at == w[1].at), "none together");
     }
 
+    /// The seed tests/api/soak/ plays to strike both PostgreSQL faults at
+    /// once (six seconds of them: this one moment).
+    #[test]
+    fn seed_8_strikes_postgres_killed_and_stopped_at_once() {
+        let kinds = [Kind::KillPostgres, Kind::StopPostgres];
+        let plan = schedule(8, &kinds, false, Duration::from_secs(6));
+        let at: Vec<(u128, Kind)> = plan.iter().map(|p| (p.at.as_millis(), p.kind)).collect();
+        assert_eq!(
+            at,
+            [(3_000, Kind::KillPostgres), (3_000, Kind::StopPostgres)]
+        );
+    }
+
     #[test]
     fn a_cycle_strikes_every_kind_in_turn() {
         let plan = schedule(1, &Kind::ALL, true, Duration::from_secs(4 * 21 + 3));

@@ -42,6 +42,11 @@ pub(super) struct Nemesis {
     /// stop drawn while a kill's restart is under way would read the dead
     /// process's pid (and fail: never stopped).
     servers: [Mutex<()>; 3],
+    /// The same for the servers `up` restarts whose process a fault reads
+    /// (PostgreSQL; an instance killed or stopped): a stop drawn for the
+    /// moment of a kill waits for the restart and freezes the new process.
+    postgres: Mutex<()>,
+    instances: Mutex<()>,
 }
 
 impl Nemesis {
@@ -62,6 +67,8 @@ impl Nemesis {
             log: StdMutex::new(Vec::new()),
             active: StdMutex::new(Vec::new()),
             servers: Default::default(),
+            postgres: Mutex::new(()),
+            instances: Mutex::new(()),
         }
     }
 

@@ -83,6 +83,7 @@ impl Nemesis {
                 Ok(format!("instance {name} {skew:+} ms"))
             }
             Kind::KillInstance => {
+                let _alone = self.instances.lock().await;
                 let (name, pid) = {
                     let stack = self.stack.lock().await;
                     let instance = pick(&stack.instances, fault.pick)?;
@@ -94,6 +95,7 @@ impl Nemesis {
                 Ok(format!("instance {name}"))
             }
             Kind::StopInstance => {
+                let _alone = self.instances.lock().await;
                 let (name, pid) = {
                     let stack = self.stack.lock().await;
                     let instance = pick(&stack.instances, fault.pick)?;
@@ -136,6 +138,7 @@ impl Nemesis {
                 Ok(format!("{} {}", server.name(), index + 1))
             }
             Kind::KillPostgres => {
+                let _alone = self.postgres.lock().await;
                 let pid = self.postgres_pid().await?;
                 crate::os::kill_with_children(pid);
                 self.until(|s| s.postgres.as_ref().is_some_and(|p| p.pid != pid))
@@ -143,6 +146,7 @@ impl Nemesis {
                 Ok("postgres".to_owned())
             }
             Kind::StopPostgres => {
+                let _alone = self.postgres.lock().await;
                 let pid = self.postgres_pid().await?;
                 let mut all = vec![pid];
                 all.extend(children_of(pid));

@@ -100,3 +100,42 @@ async fn a_soak_whose_stack_is_gone_stops_and_says_so() {
         killed.elapsed()
     );
 }
+
+/// Two faults on one server drawn for the same moment (seed 8: PostgreSQL
+/// killed and stopped at 3 s) strike one after the other: the stop waits
+/// for the kill's restart and freezes the new server, never the dead one's
+/// pid (which it once read while `up` was still restarting it, and then
+/// failed: "not stopped 5 s after SIGSTOP").
+#[tokio::test]
+async fn two_faults_on_one_server_at_once_strike_one_after_the_other() {
+    if !stocklock::up::postgres::installed() {
+        crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return;
+    }
+    let (run, _, report, _) = super::soak(
+        &[
+            "--minutes",
+            "0.1",
+            "--seed",
+            "8",
+            "--faults",
+            "kill-postgres,stop-postgres",
+            "--variant",
+            "pg-update",
+        ],
+        300,
+    )
+    .await;
+    let faults: Vec<(&str, &str)> = report
+        .faults
+        .iter()
+        .map(|f| (f.kind.as_str(), f.error.as_str()))
+        .collect();
+    assert_eq!(faults.len(), 2, "{:?}", report.faults);
+    assert!(
+        faults.iter().all(|(_, error)| error.is_empty()),
+        "{:?}",
+        report.faults
+    );
+    assert!(run.status.success(), "exit {:?}", run.status);
+}
