@@ -37,7 +37,7 @@ use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, Store, StoreError};
 use crate::timeline;
-use crate::variants::{Protections, Variant};
+use crate::variants::{Counted, Protections, Variant};
 
 mod local;
 
@@ -214,20 +214,22 @@ impl Seller {
         variant: Variant,
         request: DeductRequest,
     ) -> Result<Sale, SaleError> {
+        let about = variant.about();
         if let Some(missing) = variant.missing_store(&self.stores) {
             return Err(SaleError::NotConfigured(missing));
         }
-        if variant.stock_in_postgres() && self.stores.postgres.is_none() {
+        if about.stock_in_postgres && self.stores.postgres.is_none() {
             return Err(SaleError::NotConfigured(NO_POSTGRES));
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
         // A request id's answer is recorded for its retries: only Redis
-        // can give it. Anyone else may be refused from the mark.
-        let sharded = variant == Variant::LuaSharded;
+        // can give it. Anyone else may be refused from the mark (a stock
+        // split over buckets is marked apart from the plain one).
+        let sharded = about.buckets > 0;
         // A scheduled request goes through its gates: never from the mark.
         let mark = request.request_id.is_none()
             && request.schedule.is_none()
-            && request.knobs.sold_out_mark.unwrap_or(variant.scripted());
+            && request.knobs.sold_out_mark.unwrap_or(about.scripted);
         if mark && let Some(remaining) = self.marks.check(&request.sku, sharded) {
             self.count_local(&request.sku, |local| {
                 local.served += 1;
@@ -246,7 +248,7 @@ impl Seller {
         }
         let generation = self.marks.generation();
         let span = tracing::debug_span!("deduct", variant = variant.name());
-        let sale = if variant.scripted() {
+        let sale = if about.scripted {
             // One script, sent or not: a client that hangs up meanwhile
             // leaves nothing half done (the script records itself).
             self.run(variant, request).instrument(span).await
@@ -285,6 +287,7 @@ impl Seller {
     }
 
     async fn run(&self, variant: Variant, request: DeductRequest) -> Result<Sale, SaleError> {
+        let about = variant.about();
         let known = self.known(&request.sku);
         let keys = &known.keys;
         let mut conn = self.store.conn().await?;
@@ -300,7 +303,7 @@ impl Seller {
         // The scripted variants check the SKU and the request id inside their
         // one script, writing nothing for a SKU never stocked.
         // The database's variants check the SKU and the id in PostgreSQL.
-        let own_ids = variant.scripted() || variant.stock_in_postgres();
+        let own_ids = about.own_ids;
         if !own_ids && !known.stocked(&mut conn).await? {
             return Ok(sale(Answer::recorded(Outcome::NotStocked, false)));
         }
@@ -385,13 +388,17 @@ impl Seller {
         // The script counts the answers of requests with an id; the others
         // are counted here, one Redis call fewer per sale.
         // The database's variants count nothing in Redis: every answer here.
-        let served = variant.stock_in_postgres()
-            || variant.scripted()
-                && request.request_id.is_none()
-                && matches!(
-                    answer.outcome,
-                    Outcome::Sold { .. } | Outcome::SoldOut { .. } | Outcome::Unknown
-                );
+        let served = match about.counted {
+            Counted::InRedis => false,
+            Counted::ScriptWithIds => {
+                request.request_id.is_none()
+                    && matches!(
+                        answer.outcome,
+                        Outcome::Sold { .. } | Outcome::SoldOut { .. } | Outcome::Unknown
+                    )
+            }
+            Counted::ByInstance => true,
+        };
         let section = answer.witnessed.take().map(|mut section| {
             // The variant has let go of its lock by now (unless it said
             // when: the database's locks go with their commit).
@@ -401,7 +408,7 @@ impl Seller {
             section
         });
         // The database's variants record no answer in Redis as they give it.
-        let (replay, busy) = match variant.stock_in_postgres() {
+        let (replay, busy) = match about.counted == Counted::ByInstance {
             true => (answer.replayed, matches!(answer.outcome, Outcome::Busy(_))),
             false => (false, false),
         };

@@ -19,7 +19,10 @@
 
 use std::time::Duration;
 
-use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{
+    About, Claim, Claims, Counted, LockTimer, Needs, Protection, Variant, after_release,
+    not_acquired,
+};
 
 use crate::lock::Error as LockError;
 use crate::lock::etcd::{EtcdLock, Session};
@@ -27,6 +30,7 @@ use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "etcd",
     protection: "etcd lease + keep-alive, key queued by create_revision, waiters watch their predecessor; the revision fences the stock",
     explanation: "etcd's own lock, on a three-member etcd cluster (stocklock up --etcd 3; the stock stays on Redis). Each \
         request takes an etcd lease of the lease knob (whole seconds, kept alive every third of it) and puts its key \
@@ -78,6 +82,14 @@ DELETE lock/{sku}/LEASE; LEASE REVOKE <lease>"#,
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: Some(Needs::Etcd),
 };
 
 pub(super) struct EtcdVariant;

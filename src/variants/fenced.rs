@@ -15,12 +15,13 @@
 use std::time::Duration;
 
 use super::watchdog::renewed_lock;
-use super::{About, Claim, Claims, Protection, Variant};
+use super::{About, Claim, Claims, Counted, Protection, Variant};
 use crate::chaos::mutant::{self, Mutant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "fenced",
     protection: "watchdog lock + fencing token (INCR inside the acquire script); stock read and written by scripts that refuse stale tokens",
     explanation: "The watchdog lock, plus a fencing token: every acquisition takes a number from INCR fence:{sku}, always larger \
         than the last, in the same script that grants the lock, and the stock is read and written only through Lua scripts that refuse a token older than the newest \
@@ -69,6 +70,14 @@ EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct FencedLock;

@@ -7,12 +7,13 @@
 
 use std::time::Duration;
 
-use super::{About, Claim, Claims, LockTimer, Protection, Variant, not_acquired};
+use super::{About, Claim, Claims, Counted, LockTimer, Protection, Variant, not_acquired};
 use crate::lock::per_key::PerKey;
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "local-mutex",
     protection: "a tokio mutex per SKU inside each process (Java's synchronized)",
     explanation: "Each instance keeps a mutex per SKU in its own memory, and a request holds it around the whole critical section. \
         On one instance that is enough: requests take turns and nothing oversells. Behind nginx there are two processes, \
@@ -53,6 +54,14 @@ critical_section().await"#,
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: None,
 };
 
 /// The mutexes of this process, one per SKU in use: a SKU's mutex goes

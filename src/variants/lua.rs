@@ -12,13 +12,14 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{About, Claim, Claims, Protection, Variant};
+use super::{About, Claim, Claims, Counted, Protection, Variant};
 use crate::knobs::MAX_BUCKETS;
 use crate::ledger::{self, Counter};
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "lua",
     protection: "no lock: one atomic Lua script checks, decrements and records the sale",
     explanation: "No lock at all. One Lua script reads the stock, checks it, decrements it and records the sale in the ledger; \
         Redis runs a script to its end before it serves any other command, so nothing can fall between the read and the \
@@ -63,6 +64,14 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: true,
+    stock_in_postgres: false,
+    own_ids: true,
+    counted: Counted::ScriptWithIds,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 /// The one-buyer sale (`deduct`), shared by `deduct.lua` and `lua-batch`'s

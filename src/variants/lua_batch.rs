@@ -27,12 +27,13 @@ use tokio::sync::oneshot;
 
 use self::lane::{Buyer, Lane};
 use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deduct_keys, deducted, short_answer};
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Counted, Protection};
 use crate::ledger;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, StoreError};
 
 pub(super) const ABOUT: About = About {
+    name: "lua-batch",
     protection: "no lock: the lua script, one call for all the buyers of a SKU queued at an instance (up to 64)",
     explanation: "When the round trip is the cost. The lua variant does a few microseconds of work inside Redis; most of what \
         a sale costs is the trip there and back (system calls on both sides, a wake-up, a parse). Here each instance keeps a \
@@ -66,6 +67,14 @@ await my answer"#,
         ..super::lua::ABOUT.claims
     },
     undersells: None,
+    scripted: true,
+    stock_in_postgres: false,
+    own_ids: true,
+    counted: Counted::ScriptWithIds,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 /// Buyers per call unless `serve --batch-max` says otherwise.

@@ -16,11 +16,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::lua::{Deducted, Orders, run_deduct, unsent_or_unknown};
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Counted, Protection};
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "lua-sharded",
     protection: "the lua script on one of K buckets of the stock (each in its own slot), falling back to the others when empty",
     explanation: "For a SKU too hot for one Redis core. One SKU's keys share a hash tag, so one slot, one master and one core \
         serve all its sales, however big the cluster. Here its stock is split into K buckets (8 by default; reset with \
@@ -71,6 +72,14 @@ sold_out"#,
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: true,
+    stock_in_postgres: false,
+    own_ids: true,
+    counted: Counted::ScriptWithIds,
+    orders: false,
+    takes_lock: false,
+    buckets: crate::knobs::DEFAULT_BUCKETS,
+    needs: None,
 };
 
 /// The variant's process-wide state: each SKU's bucket count as last seen.

@@ -15,11 +15,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
-use super::{About, Claim, Claims, Protection, Variant};
+use super::{About, Claim, Claims, Counted, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "lua-stream",
     protection: "no lock: one Lua script decrements, records the sale and XADDs the order message",
     explanation: "The lua sale and its order in one atomic step: the script decrements the stock, records the sale in the \
         ledger and appends the order message to the SKU's stream (XADD). No crash can come between the sale and its \
@@ -67,6 +68,14 @@ return {1, unit, stock - 1, sale, epoch, at}"#,
         ),
     },
     undersells: None,
+    scripted: true,
+    stock_in_postgres: false,
+    own_ids: true,
+    counted: Counted::ScriptWithIds,
+    orders: true,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 /// How often a SKU is put in the workers' registry again (it is lost with

@@ -9,11 +9,12 @@
 //! `crash-before-enqueue` shows it; `stocklock reconcile` finds the unit.
 
 use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
-use super::{About, Claim, Claims, Protection, Variant};
+use super::{About, Claim, Claims, Counted, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "lua-then-queue",
     protection: "the lua sale, then a separate XADD of the order: a crash in between loses the unit",
     explanation: "The sale is the lua script: atomic, it never oversells. The order is sent afterwards, by a second command \
         (XADD to the SKU's order stream) that a worker turns into an order row in PostgreSQL. Between the two the unit \
@@ -58,6 +59,14 @@ XADD orders:{sku} * unit .. sale .. epoch ..; // a second command"#,
         ),
     },
     undersells: None,
+    scripted: true,
+    stock_in_postgres: false,
+    own_ids: true,
+    counted: Counted::ScriptWithIds,
+    orders: true,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct LuaThenQueue;

@@ -9,19 +9,18 @@
 //! Every place a new variant touches:
 //!
 //! 1. A new file here, `variants/<name>.rs`, opening with what it does, what
-//!    breaks it and the scenario that shows it; its [`About`] (the teaching
-//!    text in English and Chinese, the code that matters, its default lease
-//!    and wait, its [`Claims`] in every lab scenario, which the compiler
-//!    makes complete, and why it under-sells if it does); and its
-//!    `Protection` around the critical section.
+//!    breaks it and the scenario that shows it; its [`About`] (its name,
+//!    the teaching text in English and Chinese, the code that matters, its
+//!    default lease and wait, its [`Claims`] in every lab scenario, which
+//!    the compiler makes complete, why it under-sells if it does, and the
+//!    facts of what it is: whether it is one script, where its stock
+//!    lives, who checks its ids, where its answers are counted, whether it
+//!    takes a lock, makes orders or splits the stock, which lock store it
+//!    needs); and its `Protection` around the critical section.
 //! 2. In this file: its `mod` line; an arm in [`Variant`] and in
-//!    [`Variant::ALL`] (its length too), [`Variant::name`] and
-//!    [`Variant::about`]; an arm in [`Protections::deduct`], and a field of
-//!    [`Protections`] if it keeps state in the process. If it splits the
-//!    stock, [`Variant::buckets`] (and the bucket count the k6 script's
-//!    reset gives it); if the whole sale is one script that records its own
-//!    request id, [`Variant::scripted`]; if its sales become orders,
-//!    [`Variant::orders`].
+//!    [`Variant::ALL`] (its length too) and [`Variant::about`]; an arm in
+//!    [`Protections::deduct`], and a field of [`Protections`] if it keeps
+//!    state in the process. Everything else asks its [`About`].
 //! 3. By hand, outside the code: the default list of `loadtest/oha.sh`,
 //!    any test list of a specific kind of variant it belongs to (e.g. the
 //!    ones that oversell with two instances in `tests/api/stack.rs`), and
@@ -63,7 +62,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use self::about::{About, Reason};
+pub use self::about::{About, Counted, Needs, Reason};
 pub use self::claims::{Behaviour, Claim, Claims};
 pub use self::scenario::{Scenario, UnknownScenario};
 use self::support::{
@@ -126,28 +125,7 @@ impl Variant {
 
     /// The name in URLs, JSON and on the dashboard.
     pub fn name(self) -> &'static str {
-        match self {
-            Variant::None => "none",
-            Variant::LocalMutex => "local-mutex",
-            Variant::Setnx => "setnx",
-            Variant::SetnxExpiry => "setnx-expiry",
-            Variant::Token => "token",
-            Variant::Watchdog => "watchdog",
-            Variant::Fenced => "fenced",
-            Variant::Redlock => "redlock",
-            Variant::Etcd => "etcd",
-            Variant::ZooKeeper => "zookeeper",
-            Variant::Lua => "lua",
-            Variant::LuaBatch => "lua-batch",
-            Variant::LuaSharded => "lua-sharded",
-            Variant::LuaThenQueue => "lua-then-queue",
-            Variant::LuaStream => "lua-stream",
-            Variant::PgUpdate => "pg-update",
-            Variant::PgForUpdate => "pg-for-update",
-            Variant::PgOptimistic => "pg-optimistic",
-            Variant::PgAdvisory => "pg-advisory",
-            Variant::RedisThenPg => "redis-then-pg",
-        }
+        self.about().name
     }
 
     /// What the dashboard and `/api/variants` say about it.
@@ -181,66 +159,25 @@ impl Variant {
         Self::ALL.iter().map(|v| v.name().to_owned()).collect()
     }
 
-    /// Whether the whole sale is one script (`lua`, `lua-batch`,
-    /// `lua-sharded` and the order variants): it checks and records its
-    /// request id itself, with no claim before it.
+    /// Whether the whole sale is one script: [`About::scripted`].
     pub fn scripted(self) -> bool {
-        matches!(
-            self,
-            Variant::Lua
-                | Variant::LuaBatch
-                | Variant::LuaSharded
-                | Variant::LuaThenQueue
-                | Variant::LuaStream
-        )
+        self.about().scripted
     }
 
-    /// Whether its stock and ledger live in PostgreSQL (`pg-*`, and
-    /// `redis-then-pg`, whose Redis only filters the buyers): it checks
-    /// and records its request ids there, and its books are read there
-    /// ([`crate::pgstock::books`]).
+    /// Whether its stock and ledger live in PostgreSQL:
+    /// [`About::stock_in_postgres`].
     pub fn stock_in_postgres(self) -> bool {
-        matches!(
-            self,
-            Variant::PgUpdate
-                | Variant::PgForUpdate
-                | Variant::PgOptimistic
-                | Variant::PgAdvisory
-                | Variant::RedisThenPg
-        )
+        self.about().stock_in_postgres
     }
 
-    /// Whether its sales become orders (`lua-then-queue`, `lua-stream`):
-    /// `stocklock reconcile` and the order panel concern these.
+    /// Whether its sales become orders: [`About::orders`].
     pub fn orders(self) -> bool {
-        matches!(self, Variant::LuaThenQueue | Variant::LuaStream)
+        self.about().orders
     }
 
-    /// Whether it takes a lock (so its requests wait for one, hold it, and
-    /// show in the lock metrics).
+    /// Whether it takes a lock: [`About::takes_lock`].
     pub fn takes_lock(self) -> bool {
-        match self {
-            Variant::LocalMutex
-            | Variant::Setnx
-            | Variant::SetnxExpiry
-            | Variant::Token
-            | Variant::Watchdog
-            | Variant::Fenced
-            | Variant::Redlock
-            | Variant::Etcd
-            | Variant::ZooKeeper => true,
-            Variant::None
-            | Variant::Lua
-            | Variant::LuaBatch
-            | Variant::LuaSharded
-            | Variant::LuaThenQueue
-            | Variant::LuaStream
-            | Variant::PgUpdate
-            | Variant::PgForUpdate
-            | Variant::PgOptimistic
-            | Variant::PgAdvisory
-            | Variant::RedisThenPg => false,
-        }
+        self.about().takes_lock
     }
 
     /// How long a request waits for the lock: its `wait_ms`, or the
@@ -252,27 +189,14 @@ impl Variant {
     /// Why this instance cannot serve the variant: the lock store it needs
     /// was not given (`None`: it can).
     pub fn missing_store(self, stores: &crate::lock::LockStores) -> Option<&'static str> {
-        match self {
-            Variant::Redlock if stores.redlock.is_none() => Some(
-                "redlock needs independent Redis servers: this instance was started without --redlock-nodes (stocklock up --redlock 5 starts five)",
-            ),
-            Variant::Etcd if stores.etcd.is_none() => Some(
-                "etcd needs an etcd cluster: this instance was started without --etcd-endpoints (stocklock up --etcd 3 starts three members; install etcd-server, or run scripts/up.sh without --minimal)",
-            ),
-            Variant::ZooKeeper if stores.zookeeper.is_none() => Some(
-                "zookeeper needs a ZooKeeper server: this instance was started without --zookeeper (stocklock up --zookeeper 1 starts one; install zookeeper, or run scripts/up.sh without --minimal)",
-            ),
-            _ => None,
-        }
+        let needs = self.about().needs?;
+        (!needs.given(stores)).then(|| needs.missing())
     }
 
     /// How many buckets a reset for this variant splits the stock into:
     /// [`crate::knobs::DEFAULT_BUCKETS`] for `lua-sharded`, 0 (one key) for the rest.
     pub fn buckets(self) -> u32 {
-        match self {
-            Variant::LuaSharded => crate::knobs::DEFAULT_BUCKETS,
-            _ => 0,
-        }
+        self.about().buckets
     }
 }
 
@@ -401,27 +325,4 @@ impl Protections {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_are_unique() {
-        for v in Variant::ALL {
-            assert_eq!(v.name().parse::<Variant>(), Ok(v));
-        }
-        let mut names = Variant::names();
-        names.dedup();
-        assert_eq!(names.len(), Variant::ALL.len());
-        assert!("Lua".parse::<Variant>().is_err());
-    }
-
-    #[test]
-    fn every_variant_explains_itself() {
-        for v in Variant::ALL {
-            let info = v.info();
-            assert!(info.explanation.len() > 200, "{v}: explanation too short");
-            assert!(!info.code.is_empty(), "{v}: no code");
-            assert!(!info.expected.two_instances.is_empty());
-        }
-    }
-}
+mod tests;

@@ -6,11 +6,12 @@
 //! other variant is measured against; the `race` scenario (any concurrency at
 //! all, `work_ms` > 0 to widen the gap) shows it oversell every time.
 
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Counted, Protection};
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "none",
     protection: "nothing",
     explanation: "The bare critical section: read the stock, do the business work, write back what was read minus one. \
         Two requests that read the same value both sell and both write the same remainder, so one unit pays for two sales. \
@@ -53,6 +54,14 @@ if stock > 0 {
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct NoLock;

@@ -9,12 +9,13 @@
 use std::time::Duration;
 
 use super::pg_common::{answer, buyer, connection, transaction_lock_claims, with_chaos};
-use super::{About, Protection};
+use super::{About, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "pg-advisory",
     protection: "PostgreSQL advisory lock on the SKU, held by the transaction that reads, works and writes",
     explanation: "The database as a lock store. The transaction takes pg_advisory_xact_lock on a hash of the SKU, reads the \
         stock plainly, does the business work, writes what was read minus one and commits; the commit releases the \
@@ -36,6 +37,14 @@ COMMIT;                                                        -- releases the l
     default_wait: Some(Duration::from_secs(10)),
     claims: transaction_lock_claims("the lock is the transaction's, no lease"),
     undersells: None,
+    scripted: false,
+    stock_in_postgres: true,
+    own_ids: true,
+    counted: Counted::ByInstance,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct PgAdvisory;

@@ -10,12 +10,13 @@
 use std::time::Duration;
 
 use super::pg_common::{answer, buyer, connection, transaction_lock_claims, with_chaos};
-use super::{About, Protection};
+use super::{About, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "pg-for-update",
     protection: "PostgreSQL row lock: SELECT ... FOR UPDATE, the work, the write, COMMIT",
     explanation: "The pessimistic lock of the database. SELECT remaining FROM stock WHERE sku = $1 FOR UPDATE reads the stock \
         and locks its row until the transaction ends; the business work runs with the row locked, then the write of \
@@ -36,6 +37,14 @@ COMMIT;                                                       -- frees the row"#
     default_wait: Some(Duration::from_secs(10)),
     claims: transaction_lock_claims("the row stays locked through the work"),
     undersells: None,
+    scripted: false,
+    stock_in_postgres: true,
+    own_ids: true,
+    counted: Counted::ByInstance,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct PgForUpdate;

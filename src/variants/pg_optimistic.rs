@@ -10,12 +10,13 @@
 use super::pg_common::{
     ANSWERED_ON_RETRY, NOT_IN_REDIS, SURVIVES_A_CRASH, answer, buyer, connection,
 };
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "pg-optimistic",
     protection: "PostgreSQL optimistic lock: read the version, work, UPDATE ... WHERE version = the one read, retried",
     explanation: "The optimistic lock. Read the stock with the row's version, do the business work holding nothing, then \
         write what was read minus one with UPDATE ... WHERE version = the version read: if anyone wrote the row \
@@ -60,6 +61,14 @@ loop up to 5 times {
         redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: true,
+    own_ids: true,
+    counted: Counted::ByInstance,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 /// How many times a buyer reads and tries to write before it gives up.

@@ -11,12 +11,13 @@
 use super::pg_common::{
     ANSWERED_ON_RETRY, NOT_IN_REDIS, SURVIVES_A_CRASH, answer, buyer, connection,
 };
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "pg-update",
     protection: "no lock of ours: one conditional UPDATE decrements and records the sale in PostgreSQL",
     explanation: "The database's atomic decrement, the counterpart of lua. One statement, UPDATE stock SET remaining = \
         remaining - 1 WHERE sku = $1 AND remaining > 0, writes the sale's row and the request id's answer in the same \
@@ -62,6 +63,14 @@ SELECT unit, remaining FROM s"#,
         redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: true,
+    own_ids: true,
+    counted: Counted::ByInstance,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct PgUpdate;

@@ -39,7 +39,7 @@ use super::lua::{Deducted, Orders, run_deduct};
 use super::pg_common::{
     ANSWERED_ON_RETRY, SURVIVES_A_CRASH, answer, buyer, connection, unavailable,
 };
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Counted, Protection};
 use crate::orders::OrderMessage;
 use crate::pgstock::{both, sale};
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
@@ -48,6 +48,7 @@ use crate::store::StoreError;
 const REDIS_ONLY_FILTERS: &str = "Redis only filters: the truth is in PostgreSQL";
 
 pub(super) const ABOUT: About = About {
+    name: "redis-then-pg",
     protection: "Redis pre-decrements with the atomic script, then PostgreSQL's optimistic update is the truth; a refusal gives the unit back, and the database answers whom Redis turned away",
     explanation: "The articles' pairing. The atomic Lua script takes a unit in Redis first, so once the SKU is sold \
         out its buyers cost the database a quick look, never its section; each buyer Redis let through then buys in \
@@ -103,6 +104,14 @@ loop up to 100 times {                 -- PostgreSQL: the truth
         redis_data_loss: Claim::not_applicable(REDIS_ONLY_FILTERS),
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: true,
+    own_ids: true,
+    counted: Counted::ByInstance,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
 };
 
 /// How many times a buyer reads and writes before it gives up. More than

@@ -15,12 +15,16 @@
 use std::time::Duration;
 
 use super::watchdog::record_tenure;
-use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{
+    About, Claim, Claims, Counted, LockTimer, Needs, Protection, Variant, after_release,
+    not_acquired,
+};
 use crate::lock::{OwnerId, Refused, Watchdog};
 use crate::section::{Answer, BusyReason, Ctx, Guard, Outcome, critical_section};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "redlock",
     protection: "SET NX PX on a majority of N independent Redis servers, validity = lease − elapsed − drift, renewed while held",
     explanation: "Redlock, from article 000. The lock is not on the main Redis but on N independent Redis servers (five under \
         stocklock up; the stock stays on the main Redis). SET lock token NX PX lease goes to every node at once, each with a \
@@ -70,6 +74,14 @@ unlock_all()                                       // compare-and-delete on ever
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: Some(Needs::Redlock),
 };
 
 pub(super) struct RedlockLock;

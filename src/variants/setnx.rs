@@ -18,12 +18,15 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, Claim, Claims, Protection, Reason, Spin, Variant, after_release, not_acquired};
+use super::{
+    About, Claim, Claims, Counted, Protection, Reason, Spin, Variant, after_release, not_acquired,
+};
 use crate::lock::wakeups::release_channel;
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::{Conn, Keys, StoreError};
 
 pub(super) const ABOUT: About = About {
+    name: "setnx",
     protection: "SETNX lock 1, then a separate EXPIRE; plain DEL on release",
     explanation: "Takes the lock with SETNX and gives it a lifetime with a second command, EXPIRE; releases with DEL. \
         While nothing goes wrong it excludes other holders, across instances. But SETNX and EXPIRE are two steps: a crash \
@@ -72,6 +75,14 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
         en: "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",
         zh: "快速失败(wait_ms=0):买家发现锁被占用就被拒绝,而库存还有剩余",
     }),
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct SetnxLock;

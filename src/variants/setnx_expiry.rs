@@ -19,11 +19,14 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
-use super::{About, Claim, Claims, Protection, Reason, Spin, Variant, after_release, not_acquired};
+use super::{
+    About, Claim, Claims, Counted, Protection, Reason, Spin, Variant, after_release, not_acquired,
+};
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "setnx-expiry",
     protection: "SETNX lock <expiry time>; GETSET to take over an expired lock; no owner, no TTL",
     explanation: "The lock's value is the wall-clock time at which it expires, and the key has no TTL. A request that finds the \
         lock reads that time; if it has passed, by the request's own clock, it takes the lock over with GETSET, and keeps it \
@@ -74,6 +77,14 @@ DEL lock:{sku}                                    // whoever's lock it is"#,
         en: "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",
         zh: "快速失败(wait_ms=0):买家发现锁被占用就被拒绝,而库存还有剩余",
     }),
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct SetnxExpiryLock;

@@ -10,7 +10,8 @@
 use std::time::{Duration, Instant};
 
 use super::{
-    About, Claim, Claims, LockTimer, Protection, Reason, Variant, after_release, not_acquired,
+    About, Claim, Claims, Counted, LockTimer, Protection, Reason, Variant, after_release,
+    not_acquired,
 };
 use crate::chaos::mutant::{self, Mutant};
 use crate::lock::{LeaseLock, OwnerId};
@@ -18,6 +19,7 @@ use crate::section::{Answer, Ctx, Guard, critical_section};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "token",
     protection: "SET lock <token> NX PX lease; Lua compare-and-delete release",
     explanation: "Sets the lock and its lease in one command, SET NX PX, with a random token as the value, and releases it \
         with a Lua script that deletes the key only if it still holds that token. No crash can leave it without a TTL, \
@@ -65,6 +67,14 @@ EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
         en: "fails fast (wait_ms=0 unless asked to wait): a buyer who finds the lock held is turned away while stock is left",
         zh: "快速失败(除非要求等待,wait_ms=0):买家发现锁被占用就被拒绝,而库存还有剩余",
     }),
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct TokenLock;

@@ -16,13 +16,16 @@
 
 use std::time::{Duration, Instant};
 
-use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{
+    About, Claim, Claims, Counted, LockTimer, Protection, Variant, after_release, not_acquired,
+};
 use crate::chaos::mutant::{self, Mutant};
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
 use crate::section::{Answer, Ctx, Fence, Guard, critical_section};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "watchdog",
     protection: "reentrant owner lock (hash), lease renewed every lease/3 by a watchdog, waiters woken by pub/sub",
     explanation: "Redisson's lock. The lock is a hash of owner to hold count, so the same owner can take it again; a \
         watchdog task renews the lease every lease/3 for as long as the owner holds it, and a release publishes a message \
@@ -70,6 +73,14 @@ dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: None,
 };
 
 pub(super) struct WatchdogLock;

@@ -17,13 +17,17 @@
 
 use std::time::{Duration, Instant};
 
-use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
+use super::{
+    About, Claim, Claims, Counted, LockTimer, Needs, Protection, Variant, after_release,
+    not_acquired,
+};
 use crate::lock::Error as ZooKeeperLockError;
 use crate::lock::zookeeper::lock_name;
 use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
 use crate::store::StoreError;
 
 pub(super) const ABOUT: About = About {
+    name: "zookeeper",
     protection: "ephemeral sequential znode, lowest owns, waiters watch their predecessor, session as lease; the czxid fences the stock",
     explanation: "The classic ZooKeeper recipe (Curator's InterProcessMutex) on a ZooKeeper server or ensemble (stocklock \
         up --zookeeper 1, or 3; the stock stays on Redis). Each contender creates an ephemeral sequential znode under \
@@ -76,6 +80,14 @@ DELETE me"#,
         redis_data_loss: Claim::NOT_APPLICABLE,
     },
     undersells: None,
+    scripted: false,
+    stock_in_postgres: false,
+    own_ids: false,
+    counted: Counted::InRedis,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: Some(Needs::ZooKeeper),
 };
 
 pub(super) struct ZooKeeperVariant;
