@@ -2,9 +2,10 @@
 //! of the teaching matrix, written in the variant's own file.
 //!
 //! [`Claims`] has one field per scenario and no `Default`: a new scenario
-//! does not compile until every variant has said what it does in it. The
-//! lab plays each scenario and compares the [`Behaviour`] it observed with
-//! the one claimed.
+//! does not compile until every family of variants (`family.rs`, where a
+//! variant takes its table from and states only where it differs) has
+//! said what it does in it. The lab plays each scenario and compares the
+//! [`Behaviour`] it observed with the one claimed.
 
 /// A kind of behaviour a scenario can show.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

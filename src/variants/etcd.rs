@@ -19,10 +19,8 @@
 
 use std::time::Duration;
 
-use super::{
-    About, Claim, Claims, Counted, LockTimer, Needs, Protection, Variant, after_release,
-    not_acquired,
-};
+use super::family::{ConsensusWords, consensus_lock};
+use super::{About, Counted, LockTimer, Needs, Protection, Variant, after_release, not_acquired};
 
 use crate::lock::Error as LockError;
 use crate::lock::etcd::{EtcdLock, Session};
@@ -55,32 +53,13 @@ critical_section(fence = my create_revision,          // fenced read and write
 DELETE lock/{sku}/LEASE; LEASE REVOKE <lease>"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::safe("lease kept alive"),
-        crash_after_acquire: Claim::frees("after the lease"),
-        pause_holder: Claim::safe("stale revision refused"),
-        kill_instance: Claim::frees("after the lease"),
-        lock_vanishes_early: Claim::not_applicable("the lock lives on etcd"),
-        lock_vanishes: Claim::not_applicable("the lock lives on etcd"),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::safe("the lock outlives the leader"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
-    },
+    claims: consensus_lock(ConsensusWords {
+        kept_alive: "lease kept alive",
+        frees_after: "after the lease",
+        stale_refused: "stale revision refused",
+        lives_on: "the lock lives on etcd",
+        failover: "the lock outlives the leader",
+    }),
     undersells: None,
     scripted: false,
     stock_in_postgres: false,

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use super::family::LEASE_LOCK;
 use super::watchdog::renewed_lock;
 use super::{About, Claim, Claims, Counted, Protection, Variant};
 use crate::chaos::mutant::{self, Mutant};
@@ -44,30 +45,13 @@ EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
         slow_business: Claim::safe("renewed"),
-        crash_after_acquire: Claim::frees("after lease"),
         pause_holder: Claim::safe("stale token refused"),
-        kill_instance: Claim::frees("after lease"),
         lock_vanishes_early: Claim::safe("the renewal notices first; the holder backs off"),
         lock_vanishes: Claim::safe("the store refuses the stale token"),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
         redlock_restart_without_persistence: Claim::safe("stale token refused"),
         failover: Claim::oversells("the fence counter failed over with the lock"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
+        ..LEASE_LOCK
     },
     undersells: None,
     scripted: false,

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use super::family::NO_SHARED_LOCK;
 use super::{About, Claim, Claims, Counted, LockTimer, Protection, Variant, not_acquired};
 use crate::lock::per_key::PerKey;
 use crate::section::{Answer, Ctx, critical_section, unguarded};
@@ -30,28 +31,8 @@ critical_section().await"#,
     claims: Claims {
         one_instance: Claim::safe("one process, one mutex"),
         race: Claim::oversells("one mutex per process"),
-        slow_business: Claim::oversells(""),
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::NOT_APPLICABLE,
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::NOT_APPLICABLE,
-        lock_vanishes: Claim::NOT_APPLICABLE,
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
         failover: Claim::not_applicable("the lock is in the process"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
+        ..NO_SHARED_LOCK
     },
     undersells: None,
     scripted: false,

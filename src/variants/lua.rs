@@ -12,7 +12,8 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{About, Claim, Claims, Counted, Protection, Variant};
+use super::family::SCRIPT;
+use super::{About, Counted, Protection, Variant};
 use crate::knobs::MAX_BUCKETS;
 use crate::ledger::{self, Counter};
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
@@ -37,32 +38,7 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
       return {1, s, s - 1}" stock:{sku} ..."#,
     default_lease: None,
     default_wait: None,
-    claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::NOT_APPLICABLE,
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::not_applicable("no gap: one script"),
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::NOT_APPLICABLE,
-        lock_vanishes: Claim::NOT_APPLICABLE,
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::recovers(""),
-        redis_pause: Claim::safe("every unknown id resolves"),
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable("no lock"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
-    },
+    claims: SCRIPT,
     undersells: None,
     scripted: true,
     stock_in_postgres: false,

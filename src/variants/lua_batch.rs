@@ -26,6 +26,7 @@ use redis::Script;
 use tokio::sync::oneshot;
 
 use self::lane::{Buyer, Lane};
+use super::family::SCRIPT;
 use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deduct_keys, deducted, short_answer};
 use super::{About, Claim, Claims, Counted, Protection};
 use crate::ledger;
@@ -60,11 +61,11 @@ if nothing in flight for sku:                 // no timer: a lone buyer goes at 
 await my answer"#,
     default_lease: None,
     default_wait: None,
-    // lua's claims: the same script, sent for several buyers at once.
+    // The lua family's claims: the same script, sent for several buyers at once.
     claims: Claims {
         pause_holder: Claim::not_applicable("no gap: one script per batch"),
         redis_pause: Claim::safe("cut-off batches: every id resolves"),
-        ..super::lua::ABOUT.claims
+        ..SCRIPT
     },
     undersells: None,
     scripted: true,

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use super::family::SCRIPT;
 use super::lua::{Deducted, Orders, run_deduct, unsent_or_unknown};
 use super::{About, Claim, Claims, Counted, Protection};
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
@@ -46,30 +47,9 @@ sold_out"#,
     default_lease: None,
     default_wait: None,
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::NOT_APPLICABLE,
-        crash_after_acquire: Claim::NOT_APPLICABLE,
         pause_holder: Claim::NOT_APPLICABLE,
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::NOT_APPLICABLE,
-        lock_vanishes: Claim::NOT_APPLICABLE,
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
         redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::safe("every unknown id resolves"),
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable("no lock"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
+        ..SCRIPT
     },
     undersells: None,
     scripted: true,

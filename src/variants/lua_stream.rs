@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::family::SCRIPT_WITH_ORDERS;
 use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
 use super::{About, Claim, Claims, Counted, Protection, Variant};
 use crate::section::{Answer, Ctx};
@@ -40,32 +41,8 @@ return {1, unit, stock - 1, sale, epoch, at}"#,
     default_lease: None,
     default_wait: None,
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::NOT_APPLICABLE,
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::not_applicable("no gap: one script"),
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::NOT_APPLICABLE,
-        lock_vanishes: Claim::NOT_APPLICABLE,
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::recovers(""),
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable("no lock"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
         crash_before_enqueue: Claim::safe("the order is in the sale's script"),
-        worker_crash_before_ack: Claim::safe("redelivered, inserted once"),
-        postgres_restart: Claim::safe("orders wait in the stream"),
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::safe("each unpaid unit returned once"),
-        redis_data_loss: Claim::loses_units(
-            "in-flight orders go with Redis; reconcile says LEDGER_LOST",
-        ),
+        ..SCRIPT_WITH_ORDERS
     },
     undersells: None,
     scripted: true,

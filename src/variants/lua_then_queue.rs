@@ -8,6 +8,7 @@
 //! and that no order will ever name: under-selling (少卖). The lab's
 //! `crash-before-enqueue` shows it; `stocklock reconcile` finds the unit.
 
+use super::family::SCRIPT_WITH_ORDERS;
 use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
 use super::{About, Claim, Claims, Counted, Protection, Variant};
 use crate::section::{Answer, Ctx};
@@ -31,32 +32,9 @@ XADD orders:{sku} * unit .. sale .. epoch ..; // a second command"#,
     default_lease: None,
     default_wait: None,
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::NOT_APPLICABLE,
-        crash_after_acquire: Claim::NOT_APPLICABLE,
         pause_holder: Claim::not_applicable("no gap in the sale: one script"),
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::NOT_APPLICABLE,
-        lock_vanishes: Claim::NOT_APPLICABLE,
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::recovers(""),
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable("no lock"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
         crash_before_enqueue: Claim::loses_units("the crash comes between the sale and its XADD"),
-        worker_crash_before_ack: Claim::safe("redelivered, inserted once"),
-        postgres_restart: Claim::safe("orders wait in the stream"),
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::safe("each unpaid unit returned once"),
-        redis_data_loss: Claim::loses_units(
-            "in-flight orders go with Redis; reconcile says LEDGER_LOST",
-        ),
+        ..SCRIPT_WITH_ORDERS
     },
     undersells: None,
     scripted: true,

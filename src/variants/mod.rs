@@ -35,6 +35,7 @@
 mod about;
 mod claims;
 mod etcd;
+mod family;
 mod fenced;
 mod local_mutex;
 mod lua;

@@ -6,7 +6,8 @@
 //! other variant is measured against; the `race` scenario (any concurrency at
 //! all, `work_ms` > 0 to widen the gap) shows it oversell every time.
 
-use super::{About, Claim, Claims, Counted, Protection};
+use super::family::NO_SHARED_LOCK;
+use super::{About, Counted, Protection};
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
@@ -27,32 +28,7 @@ if stock > 0 {
 }"#,
     default_lease: None,
     default_wait: None,
-    claims: Claims {
-        one_instance: Claim::oversells(""),
-        race: Claim::oversells(""),
-        slow_business: Claim::oversells(""),
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::NOT_APPLICABLE,
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::NOT_APPLICABLE,
-        lock_vanishes: Claim::NOT_APPLICABLE,
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable("no lock to lose"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
-    },
+    claims: NO_SHARED_LOCK,
     undersells: None,
     scripted: false,
     stock_in_postgres: false,

@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use super::pg_common::{answer, buyer, connection, transaction_lock_claims, with_chaos};
+use super::family::transaction_lock;
+use super::pg_common::{answer, buyer, connection, with_chaos};
 use super::{About, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
@@ -35,7 +36,7 @@ INSERT INTO stock_sales ...;
 COMMIT;                                                        -- releases the lock"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    claims: transaction_lock_claims("the lock is the transaction's, no lease"),
+    claims: transaction_lock("the lock is the transaction's, no lease"),
     undersells: None,
     scripted: false,
     stock_in_postgres: true,

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::{About, Claim, Claims};
+use super::About;
 use crate::chaos::Chaos;
 use crate::gate::points;
 use crate::lock::{Held, Hook, Point, Reached};
@@ -14,54 +14,6 @@ use crate::section::{Answer, Ctx, Outcome};
 use crate::store::StoreError;
 use crate::store::{Conn, Keys};
 use crate::timeline::Section;
-
-/// Claims common to the database's variants in the scenarios whose fault
-/// cannot reach a stock kept in PostgreSQL.
-pub(super) const NOT_IN_REDIS: &str = "the stock is in PostgreSQL";
-
-/// The database's variants when a commit's answer is lost: the buyer is
-/// told `unknown`, and its id's record answers its retry.
-pub(super) const ANSWERED_ON_RETRY: &str = "unknown, then its id's record";
-
-/// The database's variants when PostgreSQL crashes under their buyers.
-pub(super) const SURVIVES_A_CRASH: &str = "committed or rolled back; each id resolves";
-
-/// Why a dead holder's database lock frees itself: its transaction is
-/// rolled back, and its lock released, as its connection closes.
-pub(super) const DIES_WITH_ITS_CONNECTION: &str = "the transaction dies with its connection";
-
-/// The claims of the database's locks (`pg-for-update`, `pg-advisory`),
-/// one for both: a lock its transaction holds, with no lease, freed when
-/// its holder's connection closes (their model: `check/model/transaction.rs`).
-/// `slow_business`: why the work stays under the lock, in the variant's words.
-pub(super) const fn transaction_lock_claims(slow_business: &'static str) -> Claims {
-    Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::safe(slow_business),
-        crash_after_acquire: Claim::frees(DIES_WITH_ITS_CONNECTION),
-        pause_holder: Claim::safe("no lease to run out"),
-        kill_instance: Claim::frees(DIES_WITH_ITS_CONNECTION),
-        lock_vanishes_early: Claim::not_applicable(NOT_IN_REDIS),
-        lock_vanishes: Claim::not_applicable(NOT_IN_REDIS),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::not_applicable("no lease"),
-        redis_restart: Claim::not_applicable(NOT_IN_REDIS),
-        redis_pause: Claim::not_applicable(NOT_IN_REDIS),
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable(NOT_IN_REDIS),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
-        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
-    }
-}
 
 /// The buyer of `ctx`'s request.
 pub(super) fn buyer<'a>(ctx: &'a Ctx<'_>, about: &About) -> Buyer<'a> {

@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use super::pg_common::{answer, buyer, connection, transaction_lock_claims, with_chaos};
+use super::family::transaction_lock;
+use super::pg_common::{answer, buyer, connection, with_chaos};
 use super::{About, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
@@ -35,7 +36,7 @@ INSERT INTO stock_sales ...;
 COMMIT;                                                       -- frees the row"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    claims: transaction_lock_claims("the row stays locked through the work"),
+    claims: transaction_lock("the row stays locked through the work"),
     undersells: None,
     scripted: false,
     stock_in_postgres: true,

@@ -7,9 +7,8 @@
 //! told `busy` (`version_conflict`) with stock left: safe, and on a hot
 //! SKU many buyers are turned away while later ones sell the stock.
 
-use super::pg_common::{
-    ANSWERED_ON_RETRY, NOT_IN_REDIS, SURVIVES_A_CRASH, answer, buyer, connection,
-};
+use super::family::DATABASE;
+use super::pg_common::{answer, buyer, connection};
 use super::{About, Claim, Claims, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
@@ -35,30 +34,8 @@ loop up to 5 times {
     default_lease: None,
     default_wait: None,
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
         slow_business: Claim::not_applicable("holds no lock while working"),
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::NOT_APPLICABLE,
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::not_applicable(NOT_IN_REDIS),
-        lock_vanishes: Claim::not_applicable(NOT_IN_REDIS),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::not_applicable("no lease"),
-        redis_restart: Claim::not_applicable(NOT_IN_REDIS),
-        redis_pause: Claim::not_applicable(NOT_IN_REDIS),
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable(NOT_IN_REDIS),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
-        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
+        ..DATABASE
     },
     undersells: None,
     scripted: false,

@@ -8,10 +8,9 @@
 //! work cannot run inside it (`work_ms` is ignored). On one hot row the
 //! statements queue on the row's lock: the price the bench measures.
 
-use super::pg_common::{
-    ANSWERED_ON_RETRY, NOT_IN_REDIS, SURVIVES_A_CRASH, answer, buyer, connection,
-};
-use super::{About, Claim, Claims, Counted, Protection};
+use super::family::DATABASE;
+use super::pg_common::{answer, buyer, connection};
+use super::{About, Counted, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::StoreError;
@@ -36,32 +35,7 @@ WITH s AS (UPDATE stock SET remaining = remaining - 1, sold = sold + 1
 SELECT unit, remaining FROM s"#,
     default_lease: None,
     default_wait: None,
-    claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::NOT_APPLICABLE,
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::NOT_APPLICABLE,
-        kill_instance: Claim::NOT_APPLICABLE,
-        lock_vanishes_early: Claim::not_applicable(NOT_IN_REDIS),
-        lock_vanishes: Claim::not_applicable(NOT_IN_REDIS),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::not_applicable("no lease"),
-        redis_restart: Claim::not_applicable(NOT_IN_REDIS),
-        redis_pause: Claim::not_applicable(NOT_IN_REDIS),
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::not_applicable(NOT_IN_REDIS),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
-        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::not_applicable(NOT_IN_REDIS),
-    },
+    claims: DATABASE,
     undersells: None,
     scripted: false,
     stock_in_postgres: true,

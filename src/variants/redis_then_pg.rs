@@ -35,10 +35,9 @@
 //! sells what the database does not have: its write checks the row it
 //! read.
 
+use super::family::DATABASE;
 use super::lua::{Deducted, Orders, run_deduct};
-use super::pg_common::{
-    ANSWERED_ON_RETRY, SURVIVES_A_CRASH, answer, buyer, connection, unavailable,
-};
+use super::pg_common::{answer, buyer, connection, unavailable};
 use super::{About, Claim, Claims, Counted, Protection};
 use crate::orders::OrderMessage;
 use crate::pgstock::{both, sale};
@@ -78,30 +77,15 @@ loop up to 100 times {                 -- PostgreSQL: the truth
     default_lease: None,
     default_wait: None,
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
         slow_business: Claim::not_applicable("holds no lock while working"),
-        crash_after_acquire: Claim::NOT_APPLICABLE,
-        pause_holder: Claim::NOT_APPLICABLE,
         kill_instance: Claim::keeps_selling("the database answers whom Redis turned away"),
         lock_vanishes_early: Claim::NOT_APPLICABLE,
         lock_vanishes: Claim::NOT_APPLICABLE,
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::not_applicable("no lease"),
         redis_restart: Claim::not_applicable(REDIS_ONLY_FILTERS),
         redis_pause: Claim::not_applicable(REDIS_ONLY_FILTERS),
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
         failover: Claim::not_applicable(REDIS_ONLY_FILTERS),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::safe(SURVIVES_A_CRASH),
-        commit_answer_lost: Claim::safe(ANSWERED_ON_RETRY),
-        reservation_expiry: Claim::NOT_APPLICABLE,
         redis_data_loss: Claim::not_applicable(REDIS_ONLY_FILTERS),
+        ..DATABASE
     },
     undersells: None,
     scripted: false,

@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use super::family::LEASE_LOCK;
 use super::watchdog::record_tenure;
 use super::{
     About, Claim, Claims, Counted, LockTimer, Needs, Protection, Variant, after_release,
@@ -48,30 +49,14 @@ unlock_all()                                       // compare-and-delete on ever
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
         slow_business: Claim::safe("renewed"),
-        crash_after_acquire: Claim::frees("after lease"),
-        pause_holder: Claim::oversells(""),
-        kill_instance: Claim::frees("after lease"),
         lock_vanishes_early: Claim::not_applicable("the lock lives on the Redlock nodes"),
         lock_vanishes: Claim::not_applicable("the lock lives on the Redlock nodes"),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::NOT_APPLICABLE,
         redlock_minority_down: Claim::keeps_selling(""),
         redlock_majority_down: Claim::busy("no quorum; sells again when the nodes return"),
         redlock_restart_without_persistence: Claim::oversells("a second owner finds a majority"),
         failover: Claim::not_applicable("its nodes are not replicated"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
+        ..LEASE_LOCK
     },
     undersells: None,
     scripted: false,

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use redis::AsyncCommands;
 
+use super::family::LEASE_LOCK;
 use super::{
     About, Claim, Claims, Counted, Protection, Reason, Spin, Variant, after_release, not_acquired,
 };
@@ -46,30 +47,11 @@ DEL lock:{sku}                // whoever's lock it is by now"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
         slow_business: Claim::oversells("frees others' locks"),
         crash_after_acquire: Claim::deadlock("lock never expires"),
-        pause_holder: Claim::oversells(""),
         kill_instance: Claim::frees("after lease: the EXPIRE was set"),
-        lock_vanishes_early: Claim::oversells(""),
-        lock_vanishes: Claim::oversells(""),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
         failover: Claim::not_applicable("token shows it"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
+        ..LEASE_LOCK
     },
     undersells: Some(Reason {
         en: "fails fast (wait_ms=0): a buyer who finds the lock held is turned away while stock is left",

@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::family::LEASE_LOCK;
 use super::{
     About, Claim, Claims, Counted, LockTimer, Protection, Reason, Variant, after_release,
     not_acquired,
@@ -36,32 +37,13 @@ EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
     default_lease: None,
     default_wait: Some(Duration::ZERO),
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::oversells(""),
-        crash_after_acquire: Claim::frees("after lease"),
-        pause_holder: Claim::oversells(""),
-        kill_instance: Claim::frees("after lease"),
-        lock_vanishes_early: Claim::oversells(""),
-        lock_vanishes: Claim::oversells(""),
-        retry_storm: Claim::safe("one sale per request_id"),
         clock_skew: Claim::safe("Redis keeps the time"),
         redis_restart: Claim::recovers(""),
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::oversells("the lock never reached the replica"),
         failover_wait_early: Claim::safe("WAIT saw no replica: released"),
         failover_wait: Claim::oversells(
             "WAIT covers the lock, not the write the failover rolls back",
         ),
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
+        ..LEASE_LOCK
     },
     undersells: Some(Reason {
         en: "fails fast (wait_ms=0 unless asked to wait): a buyer who finds the lock held is turned away while stock is left",

@@ -16,6 +16,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::family::LEASE_LOCK;
 use super::{
     About, Claim, Claims, Counted, LockTimer, Protection, Variant, after_release, not_acquired,
 };
@@ -45,32 +46,14 @@ dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
     claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
         slow_business: Claim::safe("renewed"),
-        crash_after_acquire: Claim::frees("after lease"),
-        pause_holder: Claim::oversells(""),
-        kill_instance: Claim::frees("after lease"),
         lock_vanishes_early: Claim::safe("the renewal notices; the holder backs off"),
         lock_vanishes: Claim::oversells(
             "deleted after the last renewal: nothing notices before the write",
         ),
-        retry_storm: Claim::safe("one sale per request_id"),
         clock_skew: Claim::safe("Redis keeps the time"),
         redis_restart: Claim::recovers(""),
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::oversells("the lock never reached the replica"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
+        ..LEASE_LOCK
     },
     undersells: None,
     scripted: false,

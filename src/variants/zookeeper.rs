@@ -17,10 +17,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::{
-    About, Claim, Claims, Counted, LockTimer, Needs, Protection, Variant, after_release,
-    not_acquired,
-};
+use super::family::{ConsensusWords, consensus_lock};
+use super::{About, Counted, LockTimer, Needs, Protection, Variant, after_release, not_acquired};
 use crate::lock::Error as ZooKeeperLockError;
 use crate::lock::zookeeper::lock_name;
 use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
@@ -53,32 +51,13 @@ critical_section(fence = czxid(me),                     // fenced read and write
 DELETE me"#,
     default_lease: None,
     default_wait: Some(Duration::from_secs(10)),
-    claims: Claims {
-        one_instance: Claim::not_applicable("adds nothing to the race"),
-        race: Claim::safe(""),
-        slow_business: Claim::safe("session kept alive"),
-        crash_after_acquire: Claim::frees("after the session"),
-        pause_holder: Claim::safe("stale zxid refused"),
-        kill_instance: Claim::frees("after the session"),
-        lock_vanishes_early: Claim::not_applicable("the lock lives on ZooKeeper"),
-        lock_vanishes: Claim::not_applicable("the lock lives on ZooKeeper"),
-        retry_storm: Claim::safe("one sale per request_id"),
-        clock_skew: Claim::NOT_APPLICABLE,
-        redis_restart: Claim::NOT_APPLICABLE,
-        redis_pause: Claim::NOT_APPLICABLE,
-        redlock_minority_down: Claim::NOT_APPLICABLE,
-        redlock_majority_down: Claim::NOT_APPLICABLE,
-        redlock_restart_without_persistence: Claim::NOT_APPLICABLE,
-        failover: Claim::safe("the lock outlives a server"),
-        failover_wait_early: Claim::NOT_APPLICABLE,
-        failover_wait: Claim::NOT_APPLICABLE,
-        crash_before_enqueue: Claim::NOT_APPLICABLE,
-        worker_crash_before_ack: Claim::NOT_APPLICABLE,
-        postgres_restart: Claim::NOT_APPLICABLE,
-        commit_answer_lost: Claim::NOT_APPLICABLE,
-        reservation_expiry: Claim::NOT_APPLICABLE,
-        redis_data_loss: Claim::NOT_APPLICABLE,
-    },
+    claims: consensus_lock(ConsensusWords {
+        kept_alive: "session kept alive",
+        frees_after: "after the session",
+        stale_refused: "stale zxid refused",
+        lives_on: "the lock lives on ZooKeeper",
+        failover: "the lock outlives a server",
+    }),
     undersells: None,
     scripted: false,
     stock_in_postgres: false,
