@@ -155,7 +155,7 @@ pub async fn critical_section<F: Fn() -> bool>(
     ctx.hook.at(points::BEFORE_RELEASE).await;
     let mut answer = answer?;
     if !answer.recorded {
-        settle(ctx, &answer).await;
+        record_unrecorded(ctx, &answer).await;
         answer.recorded = true;
     }
     // Timed now, recorded after the lock is released (off the critical
@@ -197,11 +197,14 @@ pub fn ended_as(
     section
 }
 
-/// Counts an answer the section decided without a script, and settles the
-/// claim: a sold-out answer is kept for retries, a busy one frees the id.
+/// Records an answer nobody recorded: one the section decided without a
+/// script, or one a variant gave without its section (the lock was not
+/// had). Counts it, and settles the claim: a sold-out answer is kept for
+/// retries, a busy one frees the id. The one place such an answer is
+/// written to the ledger, for the section and the seller alike.
 /// A failure here changes no answer (nothing was sold either way): it is
 /// logged, and a claim left pending is taken over after its deadline.
-async fn settle(ctx: &mut Ctx<'_>, answer: &Answer) {
+pub async fn record_unrecorded(ctx: &mut Ctx<'_>, answer: &Answer) {
     let kind = match answer.outcome {
         _ if answer.replayed => AnswerKind::Replay,
         Outcome::SoldOut { .. } => AnswerKind::SoldOut,

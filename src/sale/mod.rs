@@ -31,7 +31,7 @@ use crate::chaos::Chaos;
 use crate::chaos::mutant::{self, Mutant};
 use crate::gate::{Gate, Gates};
 use crate::knobs::{DeductRequest, Sku};
-use crate::ledger::{self, AnswerKind, CLAIM_GRACE, Claimed};
+use crate::ledger::{self, CLAIM_GRACE, Claimed};
 use crate::lock::{Hook, LockStores, Wakeups};
 use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
@@ -365,23 +365,7 @@ impl Seller {
         if !answer.recorded {
             // Decided outside any script (the lock was not had): count it,
             // and free the id for a retry.
-            let kind = if answer.replayed {
-                AnswerKind::Replay
-            } else {
-                AnswerKind::Busy
-            };
-            if let Err(err) = ledger::record_answer(
-                &mut ctx.conn,
-                keys,
-                (&self.instance, kind),
-                ctx.claim.as_ref(),
-                &answer.outcome,
-                ctx.request_ttl,
-            )
-            .await
-            {
-                tracing::warn!(%err, "a busy answer could not be counted");
-            }
+            crate::section::record_unrecorded(&mut ctx, &answer).await;
         }
         let mut answer = answer;
         let unknown = answer.outcome == Outcome::Unknown;
