@@ -323,7 +323,7 @@ sold_unit(KEYS[2], KEYS[3], offset)"#,
         text_zh: "lua 脚本是安全的,在 Redis 里只做几微秒的工作,所以一次销售的大部分成本是到 Redis 的一次往返。\
             lua-batch 变体把上一次调用在途期间、在同一实例上排队的同一 SKU 的买家放在一起,用同一个脚本的一次调用发出去(组提交),每个买家仍然得到属于自己的一件商品或售罄答复。\
             这里没有定时器,单个买家不用等任何人;结论和 lua 一样:这场抢购的 50 件商品每件恰好卖出一次。",
-        code: r#"// src/variants/lua_batch.rs: nothing in flight, so this buyer goes now
+        code: r#"// src/variants/lua_batch/mod.rs: nothing in flight, so this buyer goes now
 if lane.push(buyer) {
 while let Some(batch) = lane.next(max) {
 -- src/scripts/deduct_batch.lua: one call, every buyer decided on one read

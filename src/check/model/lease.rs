@@ -23,6 +23,15 @@ pub enum Pc {
     Done,
 }
 
+/// Where the shared ending ([`section::Ending`]) sends this protocol's buyer.
+const ENDING: section::Ending<Pc> = section::Ending {
+    work: Pc::Work,
+    check: Some(Pc::Check),
+    write: Pc::Write,
+    release: Pc::Release,
+    done: Pc::Done,
+};
+
 impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
@@ -45,22 +54,7 @@ impl Steps for Pc {
             }
             Pc::WaitReplica if sale.replicated(w, n) => Pc::Read,
             Pc::WaitReplica => Pc::Done,
-            Pc::Read if sale.read(w, n) => Pc::Work,
-            Pc::Read => Pc::Release,
-            Pc::Work if !sale.worked(w, n) => return None,
-            Pc::Work => Pc::Check,
-            Pc::Check if sale.still_held(w, n) => Pc::Write,
-            // Lock lost: busy, no write.
-            Pc::Check => Pc::Release,
-            Pc::Write => {
-                sale.write(w, n);
-                Pc::Release
-            }
-            Pc::Release => {
-                sale.compare_and_delete(w, n);
-                Pc::Done
-            }
-            Pc::Done => return None,
+            pc => return sale.ending(w, n, pc.at(), &ENDING, Sale::compare_and_delete),
         })
     }
 

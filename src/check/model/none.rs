@@ -16,6 +16,15 @@ pub enum Pc {
     Done,
 }
 
+/// Where the shared ending ([`section::Ending`]) sends this protocol's buyer.
+const ENDING: section::Ending<Pc> = section::Ending {
+    work: Pc::Work,
+    check: None,
+    write: Pc::Write,
+    release: Pc::Release,
+    done: Pc::Done,
+};
+
 impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
@@ -29,17 +38,8 @@ impl Steps for Pc {
             Pc::Claim => Pc::Done,
             // Nothing to take: straight in.
             Pc::Enter => Pc::Read,
-            Pc::Read if sale.read(w, n) => Pc::Work,
-            Pc::Read => Pc::Release,
-            Pc::Work if !sale.worked(w, n) => return None,
-            Pc::Work => Pc::Write,
-            Pc::Write => {
-                sale.write(w, n);
-                Pc::Release
-            }
-            // Nothing to let go.
-            Pc::Release => Pc::Done,
-            Pc::Done => return None,
+            // Nothing to let go at its release.
+            pc => return sale.ending(w, n, pc.at(), &ENDING, |_, _, _| {}),
         })
     }
 

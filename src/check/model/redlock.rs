@@ -25,6 +25,15 @@ pub enum Pc {
     Done,
 }
 
+/// Where the shared ending ([`section::Ending`]) sends this protocol's buyer.
+const ENDING: section::Ending<Pc> = section::Ending {
+    work: Pc::Work,
+    check: Some(Pc::Check),
+    write: Pc::Write,
+    release: Pc::Release,
+    done: Pc::Done,
+};
+
 impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
@@ -63,21 +72,7 @@ impl Steps for Pc {
                     Pc::Acquire
                 }
             }
-            Pc::Read if sale.read(w, n) => Pc::Work,
-            Pc::Read => Pc::Release,
-            Pc::Work if !sale.worked(w, n) => return None,
-            Pc::Work => Pc::Check,
-            Pc::Check if sale.still_held(w, n) => Pc::Write,
-            Pc::Check => Pc::Release,
-            Pc::Write => {
-                sale.write(w, n);
-                Pc::Release
-            }
-            Pc::Release => {
-                release(w, n);
-                Pc::Done
-            }
-            Pc::Done => return None,
+            pc => return sale.ending(w, n, pc.at(), &ENDING, |_, w, n| release(w, n)),
         })
     }
 

@@ -1,7 +1,8 @@
 //! The commands the protocols share, as `crate::section` shares them in
 //! the code: claiming the request id, the read, the business work, the
-//! watchdog's word, the write, letting go; and each one in words. Each
-//! protocol's file says when it sends them.
+//! watchdog's word, the write, letting go; the ending the lock protocols
+//! share (read -> work -> check -> write -> release, [`Ending`]); and each
+//! one in words. Each protocol's file says when it sends them.
 
 use super::{At, LockKey, Request, Sale, World};
 use crate::check::protocol::Fence;
@@ -181,6 +182,54 @@ impl Sale {
         if matches!(w.request, Request::Pending(m, _) if m == n) {
             w.request = Request::None;
         }
+    }
+}
+
+/// Where the shared ending sends a lock protocol's buyer, in that
+/// protocol's own program counter: its work, its watchdog's word (`None`:
+/// no watchdog, the work goes straight to the write), its write, its
+/// release, and where it is done.
+pub(super) struct Ending<P> {
+    pub work: P,
+    pub check: Option<P>,
+    pub write: P,
+    pub release: P,
+    pub done: P,
+}
+
+impl Sale {
+    /// Buyer `n`'s step from `at` in the ending every lock protocol shares:
+    /// the read (a unit: work; sold out or refused: release), the work,
+    /// the watchdog's word (lost: release, no write), the write, and the
+    /// release, which lets go as the protocol does (`release`). `None`
+    /// while the work goes on, and once done.
+    pub(super) fn ending<P: Copy>(
+        &self,
+        w: &mut World,
+        n: u8,
+        at: At,
+        to: &Ending<P>,
+        release: impl FnOnce(&Sale, &mut World, u8),
+    ) -> Option<P> {
+        Some(match at {
+            At::Read if self.read(w, n) => to.work,
+            At::Read => to.release,
+            At::Work if !self.worked(w, n) => return None,
+            At::Work => to.check.unwrap_or(to.write),
+            At::Check if self.still_held(w, n) => to.write,
+            // Lock lost: busy, no write.
+            At::Check => to.release,
+            At::Write => {
+                self.write(w, n);
+                to.release
+            }
+            At::Release => {
+                release(self, w, n);
+                to.done
+            }
+            // Done (no step of the ending starts anywhere else).
+            _ => return None,
+        })
     }
 }
 

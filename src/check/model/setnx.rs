@@ -18,6 +18,15 @@ pub enum Pc {
     Done,
 }
 
+/// Where the shared ending ([`section::Ending`]) sends this protocol's buyer.
+const ENDING: section::Ending<Pc> = section::Ending {
+    work: Pc::Work,
+    check: None,
+    write: Pc::Write,
+    release: Pc::Release,
+    done: Pc::Done,
+};
+
 impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
@@ -48,19 +57,7 @@ impl Steps for Pc {
                 }
                 Pc::Read
             }
-            Pc::Read if sale.read(w, n) => Pc::Work,
-            Pc::Read => Pc::Release,
-            Pc::Work if !sale.worked(w, n) => return None,
-            Pc::Work => Pc::Write,
-            Pc::Write => {
-                sale.write(w, n);
-                Pc::Release
-            }
-            Pc::Release => {
-                sale.delete(w, n);
-                Pc::Done
-            }
-            Pc::Done => return None,
+            pc => return sale.ending(w, n, pc.at(), &ENDING, Sale::delete),
         })
     }
 

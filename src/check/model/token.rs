@@ -20,6 +20,15 @@ pub enum Pc {
     Done,
 }
 
+/// Where the shared ending ([`section::Ending`]) sends this protocol's buyer.
+const ENDING: section::Ending<Pc> = section::Ending {
+    work: Pc::Work,
+    check: None,
+    write: Pc::Write,
+    release: Pc::Release,
+    done: Pc::Done,
+};
+
 impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
@@ -42,19 +51,7 @@ impl Steps for Pc {
             }
             Pc::WaitReplica if sale.replicated(w, n) => Pc::Read,
             Pc::WaitReplica => Pc::Done,
-            Pc::Read if sale.read(w, n) => Pc::Work,
-            Pc::Read => Pc::Release,
-            Pc::Work if !sale.worked(w, n) => return None,
-            Pc::Work => Pc::Write,
-            Pc::Write => {
-                sale.write(w, n);
-                Pc::Release
-            }
-            Pc::Release => {
-                sale.compare_and_delete(w, n);
-                Pc::Done
-            }
-            Pc::Done => return None,
+            pc => return sale.ending(w, n, pc.at(), &ENDING, Sale::compare_and_delete),
         })
     }
 

@@ -89,7 +89,7 @@ pub const MAX_BATCH_MAX: usize = 1024;
 pub static DEDUCT_BATCH: LazyLock<Script> = LazyLock::new(|| {
     ledger::with_ledger(&format!(
         "{DEDUCT_ONE_LUA}\n{}",
-        include_str!("../scripts/deduct_batch.lua")
+        include_str!("../../scripts/deduct_batch.lua")
     ))
 });
 
