@@ -41,6 +41,11 @@ use crate::timeline;
 /// and offered here, where every variant looks for it.
 pub use crate::outcome::{Answer, BusyReason, Outcome};
 
+/// What a variant says of the lock around the section (`guard.rs`).
+pub use self::guard::{Fence, Guard, unguarded};
+
+mod guard;
+
 /// What a variant needs to run one request.
 pub struct Ctx<'a> {
     pub conn: Conn,
@@ -67,57 +72,6 @@ pub struct Ctx<'a> {
     /// The schedule the request belongs to, when it stops at gates (an
     /// order's message carries it to the worker's gate).
     pub schedule: Option<&'a crate::knobs::Schedule>,
-}
-
-/// What the variant around the section knows about its lock.
-pub struct Guard<'a, F: Fn() -> bool> {
-    /// Who holds the lock (owner, and fencing token), for the witness;
-    /// `None` for variants without an owner.
-    pub holder: Option<&'a str>,
-    /// The fencing token the store must admit for the read and the write
-    /// (`fenced`, `etcd`, `zookeeper`); `None`: plain reads, unfenced writes.
-    pub fence: Option<Fence<'a>>,
-    /// Asked right before the write: a lock that knows it lost its lease
-    /// (the watchdog's failed renewal) backs off instead of writing; locks
-    /// that cannot know always answer `true`.
-    pub still_held: F,
-    /// The lease the lock was taken with, for the timeline; `None`: no lease.
-    pub lease: Option<Duration>,
-}
-
-impl<F: Fn() -> bool> Guard<'_, F> {
-    /// The same guard, its lock taken with `lease` (for the timeline).
-    pub fn leased(self, lease: Duration) -> Self {
-        Self {
-            lease: Some(lease),
-            ..self
-        }
-    }
-}
-
-/// A fencing token and the clock that issued it. The store compares a
-/// token only with tokens of the same source and store: the `fenced`
-/// counter, etcd's revisions and ZooKeeper's czxids count differently, and
-/// a fresh etcd or ZooKeeper starts counting again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fence<'a> {
-    /// The variant whose lock issued it (`fenced`, `etcd`, `zookeeper`).
-    pub source: &'a str,
-    /// Which store of that source: etcd's cluster id, the ZooKeeper
-    /// ensemble's id; empty for `fenced`, whose counter lives beside the
-    /// stock (a Redis that lost it lost the ledger too).
-    pub store: &'a str,
-    pub token: i64,
-}
-
-/// The section with no lock around it, or a lock that cannot know it was lost.
-pub fn unguarded() -> Guard<'static, fn() -> bool> {
-    Guard {
-        holder: None,
-        fence: None,
-        still_held: || true,
-        lease: None,
-    }
 }
 
 static SELL: LazyLock<Script> = LazyLock::new(|| {
@@ -393,60 +347,9 @@ pub fn nothing_sent(err: &StoreError) -> bool {
         || err.0.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
 }
 
-/// A test's seam: a section of a SKU held right after its read of the
-/// stock, until the test lets it go, so that a test can change the SKU
-/// there (a reset) deterministically instead of by timing luck. Costs a
-/// section one atomic load while no test holds any SKU.
+/// A test's seam: a section of a SKU held right after its read (`seam.rs`).
 #[doc(hidden)]
-pub mod seam {
-    use std::collections::HashMap;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, LazyLock, Mutex};
-
-    use tokio::sync::Notify;
-
-    static ANY: AtomicBool = AtomicBool::new(false);
-    static HELD: LazyLock<Mutex<HashMap<String, Arc<ReadGate>>>> = LazyLock::new(Default::default);
-
-    /// Where the next section of one SKU waits after its read.
-    #[derive(Default)]
-    pub struct ReadGate {
-        reached: Notify,
-        go: Notify,
-    }
-
-    impl ReadGate {
-        /// Resolves once a section of the SKU has read its stock and waits.
-        pub async fn reached(&self) {
-            self.reached.notified().await;
-        }
-
-        /// Lets the waiting section go on.
-        pub fn release(&self) {
-            self.go.notify_one();
-        }
-    }
-
-    /// Holds the next section of `sku` after its read (once).
-    pub fn hold_after_read(sku: &str) -> Arc<ReadGate> {
-        let gate = Arc::new(ReadGate::default());
-        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        held.insert(sku.to_owned(), gate.clone());
-        ANY.store(true, Ordering::Release);
-        gate
-    }
-
-    pub(super) async fn after_read(tag: &str) {
-        if !ANY.load(Ordering::Acquire) {
-            return;
-        }
-        let gate = HELD.lock().unwrap_or_else(|e| e.into_inner()).remove(tag);
-        if let Some(gate) = gate {
-            gate.reached.notify_one();
-            gate.go.notified().await;
-        }
-    }
-}
+pub mod seam;
 
 #[cfg(test)]
 mod tests;

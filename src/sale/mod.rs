@@ -21,8 +21,8 @@
 //! "nothing happened".
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tracing::Instrument;
@@ -35,12 +35,16 @@ use crate::ledger::{self, CLAIM_GRACE, Claimed};
 use crate::lock::{Hook, LockStores, Wakeups};
 use crate::marks::SoldOutMarks;
 use crate::section::{Answer, Ctx, Outcome};
-use crate::store::{Conn, Keys, Store, StoreError};
+use crate::store::Store;
 use crate::timeline;
 use crate::variants::{Counted, Protections, Variant};
 
+mod answer;
+mod known;
 mod local;
 
+pub use answer::{NO_POSTGRES, Sale, SaleError};
+use known::KnownSku;
 use local::Local;
 pub use local::{CHANNELS, FLUSH_CHANNEL, FLUSHED_CHANNEL};
 
@@ -68,73 +72,6 @@ pub struct Seller {
     /// seen stocked.
     skus: Mutex<HashMap<Sku, Arc<KnownSku>>>,
     flush_rounds: local::FlushRounds,
-}
-
-/// What an instance remembers of a SKU.
-struct KnownSku {
-    keys: Keys,
-    /// Seen stocked, so that Redis is asked once per SKU: a SKU nobody
-    /// stocked is refused before any lock, claim or counter is written, so
-    /// that no request for it leaves anything behind. A SKU stays stocked
-    /// unless its Redis loses it, which the section's read still notices.
-    stocked: AtomicBool,
-}
-
-impl KnownSku {
-    /// Whether the SKU was ever stocked: remembered once seen, asked of
-    /// Redis until then.
-    async fn stocked(&self, conn: &mut Conn) -> Result<bool, StoreError> {
-        if self.stocked.load(Ordering::Relaxed) {
-            return Ok(true);
-        }
-        let stocked = ledger::is_stocked(conn, &self.keys).await?;
-        if stocked {
-            self.stocked.store(true, Ordering::Relaxed);
-        }
-        Ok(stocked)
-    }
-}
-
-/// Why a `pg-*` variant cannot sell on an instance without PostgreSQL.
-pub const NO_POSTGRES: &str = "the pg-* variants and redis-then-pg keep their stock in PostgreSQL: this instance was started without --postgres-url (stocklock up starts one unless --orders off; install postgresql, or run scripts/up.sh without --minimal)";
-
-/// How many SKUs an instance remembers (about 500 bytes each): the hot ones
-/// of a flash sale are few.
-const SKUS_REMEMBERED: usize = 1024;
-
-/// What one request to `/deductStock` ended as.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sale {
-    pub variant: Variant,
-    pub sku: Sku,
-    pub request_id: Option<String>,
-    pub outcome: Outcome,
-    /// A retry answered from its request id's record: nothing sold now.
-    pub replayed: bool,
-    /// Answered from this instance's sold-out mark, without Redis.
-    pub from_mark: bool,
-    /// A sale that became an order: the token that pays and finds it.
-    pub order_token: Option<String>,
-}
-
-/// Why a sale could not even be tried.
-#[derive(Debug, thiserror::Error)]
-pub enum SaleError {
-    /// This instance was not given what the variant needs.
-    #[error("{0}")]
-    NotConfigured(&'static str),
-    /// Redis failed before any write was sent: nothing was sold.
-    #[error(transparent)]
-    Unavailable(#[from] StoreError),
-    /// A bug of ours: the sale's task panicked.
-    #[error("the sale task failed: {0}")]
-    Panicked(String),
-}
-
-impl From<crate::lock::Error> for SaleError {
-    fn from(err: crate::lock::Error) -> Self {
-        SaleError::Unavailable(err.into())
-    }
 }
 
 impl Seller {
@@ -409,22 +346,5 @@ impl Seller {
             });
         }
         Ok(sale(answer))
-    }
-
-    /// What this instance remembers of `sku` (its keys made now if not).
-    fn known(&self, sku: &Sku) -> Arc<KnownSku> {
-        let mut skus = self.skus.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = skus.get(sku) {
-            return known.clone();
-        }
-        if skus.len() >= SKUS_REMEMBERED {
-            skus.clear();
-        }
-        let known = Arc::new(KnownSku {
-            keys: Keys::new(sku),
-            stocked: AtomicBool::new(false),
-        });
-        skus.insert(sku.clone(), known.clone());
-        known
     }
 }
