@@ -36,7 +36,7 @@ impl KnownSku {
 
 /// How many SKUs an instance remembers (about 500 bytes each): the hot ones
 /// of a flash sale are few.
-const SKUS_REMEMBERED: usize = 1024;
+pub(super) const SKUS_REMEMBERED: usize = 1024;
 
 impl Seller {
     /// What this instance remembers of `sku` (its keys made now if not).

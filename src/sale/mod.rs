@@ -67,7 +67,7 @@ pub struct Seller {
     /// How long request ids are remembered.
     request_ttl: Duration,
     request_ids_per_sku: u64,
-    /// The SKUs asked for lately ([`SKUS_REMEMBERED`] at most, forgotten
+    /// The SKUs asked for lately ([`known::SKUS_REMEMBERED`] at most, forgotten
     /// all at once when full): their keys, made once, and whether they were
     /// seen stocked.
     skus: Mutex<HashMap<Sku, Arc<KnownSku>>>,
