@@ -9,7 +9,7 @@
 //!
 //! Dependencies point one way: each module imports only modules listed
 //! before it, so no two import each other, and the submodules of one module
-//! import each other without a circle. `tests/api/house.rs` reads this list
+//! import each other without a circle. `tests/api/house/` reads this list
 //! and checks every `crate::`, `super::` and `self::` path under `src/`
 //! against it.
 //!
