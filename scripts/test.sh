@@ -9,10 +9,23 @@
 # start; postgresql, whose servers the orders' tests start), checks the code's form (rustfmt, clippy
 # with warnings as errors, rustdoc without warnings), then cargo test. The tests start their own
 # redis-server, nginx, prometheus, PostgreSQL and chromedriver on free loopback ports
-# and stop them.
+# and stop them. Each phase's time is printed as it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh nodejs docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper postgresql
+packages=(nodejs docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper postgresql)
+phase() { echo "test.sh: $1 took $((SECONDS - started)) s" >&2; started=$SECONDS; }
+started=$SECONDS
+installing=""
+if [ "${CI:-}" = true ]; then
+  # CI (as root, nothing to ask): apt downloads and installs while the code
+  # is checked below, which needs none of it; the tests wait for it.
+  log=$(mktemp)
+  scripts/deps.sh "${packages[@]}" >"$log" 2>&1 &
+  installing=$!
+else
+  scripts/deps.sh "${packages[@]}"
+  phase "installing what the tests need"
+fi
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   # A minimal rustup profile has neither; the default one has both.
   rustup component add rustfmt clippy ||
@@ -20,9 +33,22 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
 fi
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
+phase "rustfmt and clippy"
 # The documentation of both crates builds without a warning (the lock
 # library's examples are doctests, compiled by cargo test; its examples/
 # are built by cargo test too). The workspace: the application and the
 # lock library (crates/stocklock-lock), tested together.
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
-exec cargo test --locked --workspace "$@"
+phase "rustdoc"
+if [ -n "$installing" ]; then
+  status=0
+  wait "$installing" || status=$?
+  cat "$log"
+  [ "$status" -eq 0 ] || { echo "test.sh: installing what the tests need failed" >&2; exit "$status"; }
+  phase "waiting for the install (begun at the start)"
+fi
+# The suite's tests wait on servers more than on the CPU: four at a time
+# (the whole stacks among them take turns, see tests/api/helpers).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
+cargo test --locked --workspace "$@"
+phase "cargo test (build and run)"
