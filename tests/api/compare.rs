@@ -93,3 +93,24 @@ async fn compare_measures_every_store_side_by_side() {
     );
     assert!(report["date"].as_str().unwrap().ends_with("UTC"));
 }
+
+/// A window shorter than one pair still counts the pair, from when it
+/// began: a store slow to answer (PostgreSQL on a loaded machine took more
+/// than compare's 400 ms to connect) measures slow, never 0 pairs a second.
+#[tokio::test]
+async fn a_pair_longer_than_the_window_is_counted_not_lost() {
+    let redis = crate::helpers::redis().await;
+    let stores = stocklock::compare::Stores {
+        redis_url: redis.url(),
+        ..Default::default()
+    };
+    let rate = stocklock::compare::pairs_per_second(
+        stocklock::compare::PairStore::Redis,
+        &stores,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap()
+    .expect("the stack has a Redis");
+    assert!(rate > 0.0, "{rate} pairs a second");
+}
