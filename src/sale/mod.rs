@@ -155,18 +155,18 @@ impl Seller {
         if let Some(missing) = variant.missing_store(&self.stores) {
             return Err(SaleError::NotConfigured(missing));
         }
-        if about.stock_in_postgres && self.stores.postgres.is_none() {
+        if about.facts.stock_in_postgres && self.stores.postgres.is_none() {
             return Err(SaleError::NotConfigured(NO_POSTGRES));
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
         // A request id's answer is recorded for its retries: only Redis
         // can give it. Anyone else may be refused from the mark (a stock
         // split over buckets is marked apart from the plain one).
-        let sharded = about.buckets > 0;
+        let sharded = about.facts.buckets > 0;
         // A scheduled request goes through its gates: never from the mark.
         let mark = request.request_id.is_none()
             && request.schedule.is_none()
-            && request.knobs.sold_out_mark.unwrap_or(about.scripted);
+            && request.knobs.sold_out_mark.unwrap_or(about.facts.scripted);
         if mark && let Some(remaining) = self.marks.check(&request.sku, sharded) {
             self.count_local(&request.sku, |local| {
                 local.served += 1;
@@ -185,7 +185,7 @@ impl Seller {
         }
         let generation = self.marks.generation();
         let span = tracing::debug_span!("deduct", variant = variant.name());
-        let sale = if about.scripted {
+        let sale = if about.facts.scripted {
             // One script, sent or not: a client that hangs up meanwhile
             // leaves nothing half done (the script records itself).
             self.run(variant, request).instrument(span).await
@@ -240,7 +240,7 @@ impl Seller {
         // The scripted variants check the SKU and the request id inside their
         // one script, writing nothing for a SKU never stocked.
         // The database's variants check the SKU and the id in PostgreSQL.
-        let own_ids = about.own_ids;
+        let own_ids = about.facts.own_ids();
         if !own_ids && !known.stocked(&mut conn).await? {
             return Ok(sale(Answer::recorded(Outcome::NotStocked, false)));
         }
@@ -309,7 +309,7 @@ impl Seller {
         // The script counts the answers of requests with an id; the others
         // are counted here, one Redis call fewer per sale.
         // The database's variants count nothing in Redis: every answer here.
-        let served = match about.counted {
+        let served = match about.facts.counted() {
             Counted::InRedis => false,
             Counted::ScriptWithIds => {
                 request.request_id.is_none()
@@ -329,7 +329,7 @@ impl Seller {
             section
         });
         // The database's variants record no answer in Redis as they give it.
-        let (replay, busy) = match about.counted == Counted::ByInstance {
+        let (replay, busy) = match about.facts.counted() == Counted::ByInstance {
             true => (answer.replayed, matches!(answer.outcome, Outcome::Busy(_))),
             false => (false, false),
         };

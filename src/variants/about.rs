@@ -32,6 +32,14 @@ pub struct About {
     /// Why it is expected to under-sell a race (turn buyers away while
     /// stock is left), if it is.
     pub undersells: Option<Reason>,
+    /// What it is, as the rest of the code asks: built per family in
+    /// `family.rs`, a variant stating only where it differs.
+    pub facts: Facts,
+}
+
+/// What a variant is, read where needed instead of matched on by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Facts {
     /// Whether the whole sale is one script (`lua`, `lua-batch`,
     /// `lua-sharded` and the order variants): it checks and records its
     /// request id itself, with no claim before it.
@@ -41,12 +49,6 @@ pub struct About {
     /// and records its request ids there, and its books are read there
     /// ([`crate::pgstock::books`]).
     pub stock_in_postgres: bool,
-    /// Whether it checks the SKU and the request id itself (inside its one
-    /// script, or in PostgreSQL): the seller then claims no id before it,
-    /// and asks Redis nothing of the SKU first.
-    pub own_ids: bool,
-    /// Where its answers are counted in the ledger's share of an instance.
-    pub counted: Counted,
     /// Whether its sales become orders (`lua-then-queue`, `lua-stream`):
     /// `stocklock reconcile` and the order panel concern these.
     pub orders: bool,
@@ -60,6 +62,26 @@ pub struct About {
     /// The lock store beside the main Redis it needs, which an instance
     /// may not have been given.
     pub needs: Option<Needs>,
+}
+
+impl Facts {
+    /// Whether it checks the SKU and the request id itself (inside its one
+    /// script, or in PostgreSQL): the seller then claims no id before it,
+    /// and asks Redis nothing of the SKU first.
+    pub const fn own_ids(&self) -> bool {
+        self.scripted || self.stock_in_postgres
+    }
+
+    /// Where its answers are counted in the ledger's share of an instance.
+    pub const fn counted(&self) -> Counted {
+        if self.stock_in_postgres {
+            Counted::ByInstance
+        } else if self.scripted {
+            Counted::ScriptWithIds
+        } else {
+            Counted::InRedis
+        }
+    }
 }
 
 /// Where a variant's answers are counted (served, replays, busy): in

@@ -20,7 +20,7 @@
 use std::time::Duration;
 
 use super::family::{ConsensusWords, consensus_lock};
-use super::{About, Counted, LockTimer, Needs, Protection, Variant, after_release, not_acquired};
+use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
 
 use crate::lock::Error as LockError;
 use crate::lock::etcd::{EtcdLock, Session};
@@ -61,14 +61,10 @@ DELETE lock/{sku}/LEASE; LEASE REVOKE <lease>"#,
         failover: "the lock outlives the leader",
     }),
     undersells: None,
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: true,
-    buckets: 0,
-    needs: Some(Needs::Etcd),
+    facts: super::Facts {
+        needs: Some(super::Needs::Etcd),
+        ..super::family::LOCK_FACTS
+    },
 };
 
 pub(super) struct EtcdVariant;

@@ -8,7 +8,7 @@
 //! does not compile until every family has said what it does in it (a
 //! variant that differs from its family there says so in its own file).
 
-use super::{Claim, Claims};
+use super::{Claim, Claims, Facts};
 
 /// No lock the instances share (`none`, and `local-mutex`, whose lock
 /// lives in one process): nothing of a lock for a fault to hit.
@@ -217,3 +217,37 @@ pub(super) const fn transaction_lock(slow_business: &'static str) -> Claims {
         ..DATABASE
     }
 }
+
+/// What a lock variant is (`local-mutex`, the Redis locks, Redlock, etcd,
+/// ZooKeeper): the seller claims its ids, its answers are counted in
+/// Redis, its requests wait for a lock.
+pub(super) const LOCK_FACTS: Facts = Facts {
+    scripted: false,
+    stock_in_postgres: false,
+    orders: false,
+    takes_lock: true,
+    buckets: 0,
+    needs: None,
+};
+
+/// What a script variant is (`lua` and those built on it): the whole sale
+/// one script, which checks its own ids.
+pub(super) const SCRIPT_FACTS: Facts = Facts {
+    scripted: true,
+    stock_in_postgres: false,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
+};
+
+/// What a database variant is (`pg-*`, `redis-then-pg`): its stock, its
+/// ids and its books in PostgreSQL.
+pub(super) const DATABASE_FACTS: Facts = Facts {
+    scripted: false,
+    stock_in_postgres: true,
+    orders: false,
+    takes_lock: false,
+    buckets: 0,
+    needs: None,
+};

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::family::LEASE_LOCK;
 use super::watchdog::renewed_lock;
-use super::{About, Claim, Claims, Counted, Protection, Variant};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::chaos::mutant::{self, Mutant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
@@ -54,14 +54,7 @@ EVAL "if token < seen then return nil end; SET stock v; record" ..."#,
         ..LEASE_LOCK
     },
     undersells: None,
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: true,
-    buckets: 0,
-    needs: None,
+    facts: super::family::LOCK_FACTS,
 };
 
 pub(super) struct FencedLock;

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::family::NO_SHARED_LOCK;
-use super::{About, Claim, Claims, Counted, LockTimer, Protection, Variant, not_acquired};
+use super::{About, Claim, Claims, LockTimer, Protection, Variant, not_acquired};
 use crate::lock::per_key::PerKey;
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
@@ -35,14 +35,7 @@ critical_section().await"#,
         ..NO_SHARED_LOCK
     },
     undersells: None,
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: true,
-    buckets: 0,
-    needs: None,
+    facts: super::family::LOCK_FACTS,
 };
 
 /// The mutexes of this process, one per SKU in use: a SKU's mutex goes

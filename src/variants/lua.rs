@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use redis::Script;
 
 use super::family::SCRIPT;
-use super::{About, Counted, Protection, Variant};
+use super::{About, Protection, Variant};
 use crate::knobs::MAX_BUCKETS;
 use crate::ledger::{self, Counter};
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
@@ -40,14 +40,7 @@ EVAL "local s = redis.call('DECR', KEYS[1]) + 1
     default_wait: None,
     claims: SCRIPT,
     undersells: None,
-    scripted: true,
-    stock_in_postgres: false,
-    own_ids: true,
-    counted: Counted::ScriptWithIds,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::family::SCRIPT_FACTS,
 };
 
 /// The one-buyer sale (`deduct`), shared by `deduct.lua` and `lua-batch`'s

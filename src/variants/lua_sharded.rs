@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use super::family::SCRIPT;
 use super::lua::{Deducted, Orders, run_deduct, unsent_or_unknown};
-use super::{About, Claim, Claims, Counted, Protection};
+use super::{About, Claim, Claims, Protection};
 use crate::section::{Answer, BusyReason, Ctx, Outcome};
 use crate::store::StoreError;
 
@@ -52,14 +52,10 @@ sold_out"#,
         ..SCRIPT
     },
     undersells: None,
-    scripted: true,
-    stock_in_postgres: false,
-    own_ids: true,
-    counted: Counted::ScriptWithIds,
-    orders: false,
-    takes_lock: false,
-    buckets: crate::knobs::DEFAULT_BUCKETS,
-    needs: None,
+    facts: super::Facts {
+        buckets: crate::knobs::DEFAULT_BUCKETS,
+        ..super::family::SCRIPT_FACTS
+    },
 };
 
 /// The variant's process-wide state: each SKU's bucket count as last seen.

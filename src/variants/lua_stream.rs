@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::family::SCRIPT_WITH_ORDERS;
 use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
-use super::{About, Claim, Claims, Counted, Protection, Variant};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
@@ -45,14 +45,10 @@ return {1, unit, stock - 1, sale, epoch, at}"#,
         ..SCRIPT_WITH_ORDERS
     },
     undersells: None,
-    scripted: true,
-    stock_in_postgres: false,
-    own_ids: true,
-    counted: Counted::ScriptWithIds,
-    orders: true,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::Facts {
+        orders: true,
+        ..super::family::SCRIPT_FACTS
+    },
 };
 
 /// How often a SKU is put in the workers' registry again (it is lost with

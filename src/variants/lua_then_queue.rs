@@ -10,7 +10,7 @@
 
 use super::family::SCRIPT_WITH_ORDERS;
 use super::lua::{Deducted, Orders, after_sale_failed, answer_of, run_deduct};
-use super::{About, Claim, Claims, Counted, Protection, Variant};
+use super::{About, Claim, Claims, Protection, Variant};
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
 
@@ -37,14 +37,10 @@ XADD orders:{sku} * unit .. sale .. epoch ..; // a second command"#,
         ..SCRIPT_WITH_ORDERS
     },
     undersells: None,
-    scripted: true,
-    stock_in_postgres: false,
-    own_ids: true,
-    counted: Counted::ScriptWithIds,
-    orders: true,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::Facts {
+        orders: true,
+        ..super::family::SCRIPT_FACTS
+    },
 };
 
 pub(super) struct LuaThenQueue;

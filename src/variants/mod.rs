@@ -63,7 +63,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use self::about::{About, Counted, Needs, Reason};
+pub use self::about::{About, Counted, Facts, Needs, Reason};
 pub use self::claims::{Behaviour, Claim, Claims};
 pub use self::scenario::{Scenario, UnknownScenario};
 use self::support::{
@@ -160,25 +160,25 @@ impl Variant {
         Self::ALL.iter().map(|v| v.name().to_owned()).collect()
     }
 
-    /// Whether the whole sale is one script: [`About::scripted`].
+    /// Whether the whole sale is one script: [`Facts::scripted`].
     pub fn scripted(self) -> bool {
-        self.about().scripted
+        self.about().facts.scripted
     }
 
     /// Whether its stock and ledger live in PostgreSQL:
-    /// [`About::stock_in_postgres`].
+    /// [`Facts::stock_in_postgres`].
     pub fn stock_in_postgres(self) -> bool {
-        self.about().stock_in_postgres
+        self.about().facts.stock_in_postgres
     }
 
-    /// Whether its sales become orders: [`About::orders`].
+    /// Whether its sales become orders: [`Facts::orders`].
     pub fn orders(self) -> bool {
-        self.about().orders
+        self.about().facts.orders
     }
 
-    /// Whether it takes a lock: [`About::takes_lock`].
+    /// Whether it takes a lock: [`Facts::takes_lock`].
     pub fn takes_lock(self) -> bool {
-        self.about().takes_lock
+        self.about().facts.takes_lock
     }
 
     /// How long a request waits for the lock: its `wait_ms`, or the
@@ -190,14 +190,14 @@ impl Variant {
     /// Why this instance cannot serve the variant: the lock store it needs
     /// was not given (`None`: it can).
     pub fn missing_store(self, stores: &crate::lock::LockStores) -> Option<&'static str> {
-        let needs = self.about().needs?;
+        let needs = self.about().facts.needs?;
         (!needs.given(stores)).then(|| needs.missing())
     }
 
     /// How many buckets a reset for this variant splits the stock into:
     /// [`crate::knobs::DEFAULT_BUCKETS`] for `lua-sharded`, 0 (one key) for the rest.
     pub fn buckets(self) -> u32 {
-        self.about().buckets
+        self.about().facts.buckets
     }
 }
 

@@ -7,7 +7,7 @@
 //! all, `work_ms` > 0 to widen the gap) shows it oversell every time.
 
 use super::family::NO_SHARED_LOCK;
-use super::{About, Counted, Protection};
+use super::{About, Protection};
 use crate::section::{Answer, Ctx, critical_section, unguarded};
 use crate::store::StoreError;
 
@@ -30,14 +30,10 @@ if stock > 0 {
     default_wait: None,
     claims: NO_SHARED_LOCK,
     undersells: None,
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::Facts {
+        takes_lock: false,
+        ..super::family::LOCK_FACTS
+    },
 };
 
 pub(super) struct NoLock;

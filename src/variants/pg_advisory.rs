@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::family::transaction_lock;
 use super::pg_common::{answer, buyer, connection, with_chaos};
-use super::{About, Counted, Protection};
+use super::{About, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
@@ -38,14 +38,7 @@ COMMIT;                                                        -- releases the l
     default_wait: Some(Duration::from_secs(10)),
     claims: transaction_lock("the lock is the transaction's, no lease"),
     undersells: None,
-    scripted: false,
-    stock_in_postgres: true,
-    own_ids: true,
-    counted: Counted::ByInstance,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::family::DATABASE_FACTS,
 };
 
 pub(super) struct PgAdvisory;

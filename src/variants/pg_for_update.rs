@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::family::transaction_lock;
 use super::pg_common::{answer, buyer, connection, with_chaos};
-use super::{About, Counted, Protection};
+use super::{About, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
@@ -38,14 +38,7 @@ COMMIT;                                                       -- frees the row"#
     default_wait: Some(Duration::from_secs(10)),
     claims: transaction_lock("the row stays locked through the work"),
     undersells: None,
-    scripted: false,
-    stock_in_postgres: true,
-    own_ids: true,
-    counted: Counted::ByInstance,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::family::DATABASE_FACTS,
 };
 
 pub(super) struct PgForUpdate;

@@ -9,7 +9,7 @@
 
 use super::family::DATABASE;
 use super::pg_common::{answer, buyer, connection};
-use super::{About, Claim, Claims, Counted, Protection};
+use super::{About, Claim, Claims, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
@@ -38,14 +38,7 @@ loop up to 5 times {
         ..DATABASE
     },
     undersells: None,
-    scripted: false,
-    stock_in_postgres: true,
-    own_ids: true,
-    counted: Counted::ByInstance,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::family::DATABASE_FACTS,
 };
 
 /// How many times a buyer reads and tries to write before it gives up.

@@ -10,7 +10,7 @@
 
 use super::family::DATABASE;
 use super::pg_common::{answer, buyer, connection};
-use super::{About, Counted, Protection};
+use super::{About, Protection};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::StoreError;
@@ -37,14 +37,7 @@ SELECT unit, remaining FROM s"#,
     default_wait: None,
     claims: DATABASE,
     undersells: None,
-    scripted: false,
-    stock_in_postgres: true,
-    own_ids: true,
-    counted: Counted::ByInstance,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::family::DATABASE_FACTS,
 };
 
 pub(super) struct PgUpdate;

@@ -38,7 +38,7 @@
 use super::family::DATABASE;
 use super::lua::{Deducted, Orders, run_deduct};
 use super::pg_common::{answer, buyer, connection, unavailable};
-use super::{About, Claim, Claims, Counted, Protection};
+use super::{About, Claim, Claims, Protection};
 use crate::orders::OrderMessage;
 use crate::pgstock::{both, sale};
 use crate::section::{Answer, BusyReason, Ctx, Outcome, nothing_sent};
@@ -88,14 +88,7 @@ loop up to 100 times {                 -- PostgreSQL: the truth
         ..DATABASE
     },
     undersells: None,
-    scripted: false,
-    stock_in_postgres: true,
-    own_ids: true,
-    counted: Counted::ByInstance,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::family::DATABASE_FACTS,
 };
 
 /// How many times a buyer reads and writes before it gives up. More than

@@ -16,10 +16,7 @@ use std::time::Duration;
 
 use super::family::LEASE_LOCK;
 use super::watchdog::record_tenure;
-use super::{
-    About, Claim, Claims, Counted, LockTimer, Needs, Protection, Variant, after_release,
-    not_acquired,
-};
+use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::{OwnerId, Refused, Watchdog};
 use crate::section::{Answer, BusyReason, Ctx, Guard, Outcome, critical_section};
 use crate::store::StoreError;
@@ -59,14 +56,10 @@ unlock_all()                                       // compare-and-delete on ever
         ..LEASE_LOCK
     },
     undersells: None,
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: true,
-    buckets: 0,
-    needs: Some(Needs::Redlock),
+    facts: super::Facts {
+        needs: Some(super::Needs::Redlock),
+        ..super::family::LOCK_FACTS
+    },
 };
 
 pub(super) struct RedlockLock;

@@ -102,13 +102,17 @@ fn each_variant_states_the_facts_the_matches_said() {
     // where the answers are counted, as the seller's flags said.
     for v in Variant::ALL {
         let about = v.about();
-        assert_eq!(about.own_ids, v.scripted() || v.stock_in_postgres(), "{v}");
+        assert_eq!(
+            about.facts.own_ids(),
+            v.scripted() || v.stock_in_postgres(),
+            "{v}"
+        );
         let counted = match () {
             _ if v.stock_in_postgres() => Counted::ByInstance,
             _ if v.scripted() => Counted::ScriptWithIds,
             _ => Counted::InRedis,
         };
-        assert_eq!(about.counted, counted, "{v}");
+        assert_eq!(about.facts.counted(), counted, "{v}");
         assert_eq!(about.name, v.name(), "{v}");
     }
     for v in Variant::ALL {

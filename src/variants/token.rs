@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::family::LEASE_LOCK;
 use super::{
-    About, Claim, Claims, Counted, LockTimer, Protection, Reason, Variant, after_release,
-    not_acquired,
+    About, Claim, Claims, LockTimer, Protection, Reason, Variant, after_release, not_acquired,
 };
 use crate::chaos::mutant::{self, Mutant};
 use crate::lock::{LeaseLock, OwnerId};
@@ -49,14 +48,7 @@ EVAL "if GET(KEYS[1]) == ARGV[1] then DEL(KEYS[1]) end" lock:{sku} token"#,
         en: "fails fast (wait_ms=0 unless asked to wait): a buyer who finds the lock held is turned away while stock is left",
         zh: "快速失败(除非要求等待,wait_ms=0):买家发现锁被占用就被拒绝,而库存还有剩余",
     }),
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: true,
-    buckets: 0,
-    needs: None,
+    facts: super::family::LOCK_FACTS,
 };
 
 pub(super) struct TokenLock;

@@ -17,9 +17,7 @@
 use std::time::{Duration, Instant};
 
 use super::family::LEASE_LOCK;
-use super::{
-    About, Claim, Claims, Counted, LockTimer, Protection, Variant, after_release, not_acquired,
-};
+use super::{About, Claim, Claims, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::chaos::mutant::{self, Mutant};
 use crate::lock::{OwnerId, ReentrantLock, Tenure, Unlocked, Watchdog};
 use crate::section::{Answer, Ctx, Fence, Guard, critical_section};
@@ -56,14 +54,7 @@ dog.stop(); lock.unlock(owner).await            // last hold: DEL + PUBLISH"#,
         ..LEASE_LOCK
     },
     undersells: None,
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: true,
-    buckets: 0,
-    needs: None,
+    facts: super::family::LOCK_FACTS,
 };
 
 pub(super) struct WatchdogLock;

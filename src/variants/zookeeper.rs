@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use super::family::{ConsensusWords, consensus_lock};
-use super::{About, Counted, LockTimer, Needs, Protection, Variant, after_release, not_acquired};
+use super::{About, LockTimer, Protection, Variant, after_release, not_acquired};
 use crate::lock::Error as ZooKeeperLockError;
 use crate::lock::zookeeper::lock_name;
 use crate::section::{Answer, BusyReason, Ctx, Fence, Outcome};
@@ -59,14 +59,10 @@ DELETE me"#,
         failover: "the lock outlives a server",
     }),
     undersells: None,
-    scripted: false,
-    stock_in_postgres: false,
-    own_ids: false,
-    counted: Counted::InRedis,
-    orders: false,
-    takes_lock: true,
-    buckets: 0,
-    needs: Some(Needs::ZooKeeper),
+    facts: super::Facts {
+        needs: Some(super::Needs::ZooKeeper),
+        ..super::family::LOCK_FACTS
+    },
 };
 
 pub(super) struct ZooKeeperVariant;

@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use self::lane::{Buyer, Lane};
 use super::family::SCRIPT;
 use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deduct_keys, deducted, short_answer};
-use super::{About, Claim, Claims, Counted, Protection};
+use super::{About, Claim, Claims, Protection};
 use crate::ledger;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, StoreError};
@@ -68,14 +68,7 @@ await my answer"#,
         ..SCRIPT
     },
     undersells: None,
-    scripted: true,
-    stock_in_postgres: false,
-    own_ids: true,
-    counted: Counted::ScriptWithIds,
-    orders: false,
-    takes_lock: false,
-    buckets: 0,
-    needs: None,
+    facts: super::family::SCRIPT_FACTS,
 };
 
 /// Buyers per call unless `serve --batch-max` says otherwise.
