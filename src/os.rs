@@ -9,7 +9,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 mod port;
+mod sockets;
 pub use port::free_port;
+pub use sockets::{holds_any, listening_sockets, listens_on};
 
 /// Hands the pages the allocator holds free back to the kernel; whether
 /// any were. glibc keeps what a thread freed in that thread's arena, so a
@@ -175,51 +177,6 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether process `pid` holds a TCP socket listening on `addr` (read from
-/// /proc, Linux): that a port answers proves only that *someone* listens
-/// there, and another process may have taken a port we picked as free.
-pub fn listens_on(pid: u32, addr: SocketAddr) -> bool {
-    let (table, local) = match addr {
-        SocketAddr::V4(v4) => (
-            "/proc/net/tcp",
-            format!(
-                "{:08X}:{:04X}",
-                u32::from_le_bytes(v4.ip().octets()),
-                v4.port()
-            ),
-        ),
-        SocketAddr::V6(v6) => {
-            let words: String = v6
-                .ip()
-                .octets()
-                .chunks(4)
-                .map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
-                .collect();
-            ("/proc/net/tcp6", format!("{words}:{:04X}", v6.port()))
-        }
-    };
-    // Columns: sl local_address rem_address st ... inode; st 0A is LISTEN.
-    let Ok(sockets) = std::fs::read_to_string(table) else {
-        return false;
-    };
-    let inodes: Vec<String> = sockets
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A"))
-                .then(|| fields.get(9).map(|inode| format!("socket:[{inode}]")))
-                .flatten()
-        })
-        .collect();
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
-    fds.flatten().any(|fd| {
-        std::fs::read_link(fd.path())
-            .is_ok_and(|target| inodes.iter().any(|inode| target == Path::new(inode)))
-    })
-}
-
 /// Whether another socket holds `addr`: binding it (as a server would,
 /// SO_REUSEADDR included) is refused. Nothing connects to find out: a
 /// stranger's listener must not see us.
@@ -350,22 +307,6 @@ mod tests {
             released < before + 10_000,
             "given back: {before} KiB before, {freed} freed, {released} after the call"
         );
-    }
-
-    #[test]
-    fn a_listening_socket_is_found_in_its_owner_only() {
-        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
-        let addr = listener.local_addr().unwrap();
-        assert!(listens_on(std::process::id(), addr));
-        let other = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port().unwrap()));
-        assert!(
-            !listens_on(std::process::id(), other),
-            "nobody listens there"
-        );
-        // PID 1 exists and does not hold our socket (or cannot be read).
-        assert!(!listens_on(1, addr));
-        drop(listener);
-        assert!(!listens_on(std::process::id(), addr));
     }
 
     #[test]

@@ -190,16 +190,17 @@ pub fn listeners(addr: SocketAddr) -> Vec<u32> {
         IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
         IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     };
+    let sockets = crate::os::listening_sockets(&[addr, SocketAddr::new(any, addr.port())]);
+    if sockets.is_empty() {
+        return Vec::new();
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     let mut pids: Vec<u32> = entries
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-        .filter(|&pid| {
-            crate::os::listens_on(pid, addr)
-                || crate::os::listens_on(pid, SocketAddr::new(any, addr.port()))
-        })
+        .filter(|&pid| crate::os::holds_any(pid, &sockets))
         .collect();
     pids.sort_unstable();
     pids
