@@ -7,16 +7,19 @@
 //!   reaches the replica (`WAIT 1`), then replication is held back (the
 //!   relay between master and replica is stopped, so what the master
 //!   writes from now on never reaches the replica). The holder on instance
-//!   a takes its lock on the master and works 6 s; the master and the
-//!   relay are SIGKILLed; Sentinel promotes the replica, which never saw
-//!   the lock; a newcomer on instance b takes the same lock there and
-//!   sells; then the holder writes too. With `failover-wait-early` the
+//!   a takes its lock on the master, reads the stock and waits at its
+//!   gate before its write (the gates meet on a Redis apart, which
+//!   outlives the master); the master and the relay are SIGKILLed;
+//!   Sentinel promotes the replica, which never saw the lock; a newcomer
+//!   on instance b takes the same lock there and sells; then the holder is
+//!   let go and writes too. With `failover-wait-early` the
 //!   holder asks `WAIT` for one replica after taking the lock
 //!   (`replicas=1`), sees none, releases and sells nothing.
 //! - **Redis, `failover-wait`** (`token`): the worst moment for `WAIT`.
 //!   Replication runs while the holder takes its lock, so its `WAIT`
-//!   succeeds; once the holder is in its section and the lab has read its
-//!   lock on the replica, replication is held back; the holder sells (on
+//!   succeeds; once the holder waits at its gate before its write and the
+//!   lab has read its lock on the replica, replication is held back; the
+//!   holder is let go and sells (on
 //!   the master only) and releases; the master and the relay are killed,
 //!   Sentinel promotes the replica, which has the stock as it was before
 //!   the sale and the holder's lock; the newcomer waits for that lock's
@@ -43,6 +46,7 @@ use crate::harness::stack::{Stack, UpOptions};
 use crate::judge::{self, Failover, Judgement, Replication, check};
 use crate::os::signal;
 use crate::store::Store;
+use crate::up::redis::RedisServer;
 use crate::variants::Variant;
 
 /// How long the etcd and ZooKeeper holders work after their leader died.
@@ -69,16 +73,29 @@ pub(super) async fn play(
     let Some(replication) = replication(scenario) else {
         bail!("{scenario} is not a failover scenario");
     };
-    let args: &[&str] = match variant {
-        Variant::Etcd => &["--etcd", "3", "--zookeeper", "0"],
-        Variant::ZooKeeper => &["--etcd", "0", "--zookeeper", "3"],
-        _ => &["--replica", "--etcd", "0", "--zookeeper", "0"],
+    // The Redis cells hold their holder at a gate; the gates meet on a
+    // Redis apart, which outlives the master's death.
+    let gates = match variant {
+        Variant::Etcd | Variant::ZooKeeper => None,
+        _ => Some(RedisServer::start(None).await?),
     };
-    let mut lab = own_lab(args, recorder).await?;
-    let played = match (variant, replication) {
-        (Variant::Etcd | Variant::ZooKeeper, _) => leader_dies(&mut lab, variant).await,
-        (_, Replication::HeldAfterWait) => replicated::write_lost(&mut lab, variant).await,
-        _ => replicated::master_dies(&mut lab, variant, replication).await,
+    let gates_url = gates.as_ref().map(RedisServer::url);
+    let mut args: Vec<&str> = match variant {
+        Variant::Etcd => vec!["--etcd", "3", "--zookeeper", "0"],
+        Variant::ZooKeeper => vec!["--etcd", "0", "--zookeeper", "3"],
+        _ => vec!["--replica", "--etcd", "0", "--zookeeper", "0"],
+    };
+    if let Some(url) = &gates_url {
+        args.extend(["--gate-redis", url]);
+    }
+    let mut lab = own_lab(&args, recorder).await?;
+    let played = match (variant, replication, &gates_url) {
+        (Variant::Etcd | Variant::ZooKeeper, _, _) => leader_dies(&mut lab, variant).await,
+        (_, _, None) => Err(anyhow::anyhow!("no Redis for the gates")),
+        (_, Replication::HeldAfterWait, Some(gates)) => {
+            replicated::write_lost(&mut lab, variant, gates).await
+        }
+        (_, _, Some(gates)) => replicated::master_dies(&mut lab, variant, replication, gates).await,
     };
     lab.stack.stop().await;
     Ok(judge::failover(&played?))
