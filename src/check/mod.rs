@@ -25,11 +25,14 @@
 //! - [`report`]: the command's table, bounds and JSON.
 //! - [`draw`]: a counterexample (or a witness) as a timeline, drawn as a live run is.
 //! - `trace`: a schedule's steps in words; `sale`: the model's start and
-//!   the actions it may take; `faults`: what the faults and time do.
+//!   the actions it may take; `faults`: what the faults and time do;
+//!   `memo`: each verdict computed once a process ([`warm`] computes them
+//!   ahead, on a thread of their own).
 
 pub mod bounds;
 pub mod draw;
 mod faults;
+mod memo;
 pub mod model;
 pub mod order;
 pub mod pipeline;
@@ -47,6 +50,7 @@ use stateright::Model;
 use crate::variants::Scenario;
 use crate::variants::{Behaviour, Variant};
 pub use bounds::{Limits, bounds};
+pub use memo::warm;
 use model::{Action, Bounds, Mutation, Sale, World};
 pub use property::{Property, holds};
 use protocol::Protocol;
@@ -247,8 +251,11 @@ fn conclude<'a, T>(
 
 /// The verdict of one cell, or `None` when the matrix has no such cell
 /// (the scenario does not apply to the variant).
+/// Computed once a process ([`memo`]).
 pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
-    check_within(variant, scenario, &Limits::default())
+    memo::remembered(variant, scenario, || {
+        check_within(variant, scenario, &Limits::default())
+    })
 }
 
 /// [`check`] with some bounds raised or lowered from the command line.

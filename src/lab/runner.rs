@@ -95,6 +95,8 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
         .flat_map(|&s| variants.iter().map(move |&v| (s, v)))
         .filter(|&(s, v)| s.claim(v).applies())
         .collect();
+    // The model's verdicts, computed while the first cells play.
+    crate::check::warm(queue.iter().map(|&(s, v)| (v, s)).collect());
     let jobs = match config.target {
         Some(_) => 1,
         None => config.jobs.clamp(1, MAX_JOBS),
