@@ -87,6 +87,13 @@ pub struct ReplayArgs {
     /// replays cannot play are listed with why. Exit 2 when one disagrees.
     #[arg(long, conflicts_with_all = ["variant", "scenario", "timelines", "target"])]
     pub all: bool,
+    /// With --all: stacks played at once. The cells of the shared stack
+    /// play one after another; the cells that need a stack of their own (a
+    /// failover, Redlock nodes killed) play beside them, `jobs - 1` at a
+    /// time. Each failover stack runs a master, a replica and three
+    /// Sentinels: more lanes need more cores.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..=4))]
+    pub jobs: u64,
     /// The live lease, in ms: a tick on which the model's lease runs out
     /// waits for the live one to run out.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(100..=5000))]
@@ -118,7 +125,7 @@ pub struct ReplayArgs {
 /// live run's, then the verdicts; `Ok(false)` (exit 2) when they differ.
 pub async fn run(args: ReplayArgs) -> anyhow::Result<bool> {
     if args.all {
-        let all = super::all::all(args.echo, args.lease_ms).await?;
+        let all = super::all::all(args.echo, args.lease_ms, args.jobs as usize).await?;
         let agreed = super::all::report(&all);
         let histories: String = all
             .cells
