@@ -251,7 +251,7 @@ fn conclude<'a, T>(
 
 /// The verdict of one cell, or `None` when the matrix has no such cell
 /// (the scenario does not apply to the variant).
-/// Computed once a process ([`memo`]).
+/// Computed once a process (the `memo` module).
 pub fn check(variant: Variant, scenario: Scenario) -> Option<Verdict> {
     memo::remembered(variant, scenario, || {
         check_within(variant, scenario, &Limits::default())
