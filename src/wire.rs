@@ -115,7 +115,7 @@ pub struct StateSnapshot {
     pub remaining: i64,
     /// Sales acknowledged with 200, counted by the ledger.
     pub sold: i64,
-    /// `sold - returned - (initial - remaining)`: sales that no stock backs.
+    /// Sales that no stock backs ([`oversold`]).
     pub oversold: i64,
     /// Units given back to the stock by expired reservations (the order
     /// pipeline), each once; they may be sold again.
@@ -248,6 +248,15 @@ pub struct Health {
     pub pid: u32,
 }
 
+/// Sales that no stock backs: `sold - returned - (initial - remaining)`,
+/// the stock taken counted only down to zero. A store that decrements
+/// past zero (a missing `remaining > 0`) took no unit for the sales below
+/// it: they sold units that never existed, and count here, where the
+/// plain difference would call them backed.
+pub fn oversold(sold: i64, returned: i64, initial: i64, remaining: i64) -> i64 {
+    sold - returned - (initial - remaining.max(0))
+}
+
 impl StateSnapshot {
     /// A SKU after `sold` sales left `remaining` of `initial`, with
     /// `oversold` derived as the ledger does (for tests of the judges).
@@ -257,7 +266,7 @@ impl StateSnapshot {
             initial,
             remaining,
             sold,
-            oversold: sold - (initial - remaining),
+            oversold: oversold(sold, 0, initial, remaining),
             ..StateSnapshot::default()
         }
     }
@@ -319,4 +328,20 @@ pub enum ChaosAction {
     RestartRedis,
     /// This instance's next PostgreSQL statement with `sql` runs; its answer is lost.
     LoseCommitAnswer { sql: String },
+}
+
+#[cfg(test)]
+mod oversold_tests {
+    use super::oversold;
+
+    #[test]
+    fn sales_past_zero_are_unbacked_and_a_lost_update_too() {
+        assert_eq!(oversold(50, 0, 50, 0), 0);
+        // Two buyers read 2 and both wrote 1: one unit gone, two sales.
+        assert_eq!(oversold(2, 0, 2, 1), 1);
+        // 400 sales of 50 by a decrement past zero: 350 units never existed.
+        assert_eq!(oversold(400, 0, 50, -350), 350);
+        // A unit given back and sold again is backed.
+        assert_eq!(oversold(51, 1, 50, 0), 0);
+    }
 }

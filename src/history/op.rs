@@ -190,12 +190,10 @@ fn check_op(op: &Op, initial: u32) -> Result<(), String> {
             let Some(unit) = op.unit else {
                 return Err(format!("{} needs its \"unit\"", op.outcome.as_str()));
             };
-            if unit == 0 {
-                return Err("units are numbered from 1".into());
-            }
-            // A sold unit above `initial` is a finding, not bad input (the
-            // store sold what it never had); a returned one is not.
-            if op.outcome == Outcome::Returned && unit > initial {
+            // A sold unit outside `1..=initial` (0: one below the stock, a
+            // store decremented past zero) is a finding, not bad input: the
+            // store sold what it never had. A returned one is bad input.
+            if op.outcome == Outcome::Returned && !(1..=initial).contains(&unit) {
                 return Err(format!(
                     "unit {unit} returned, but only 1..={initial} exist"
                 ));

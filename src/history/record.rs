@@ -52,7 +52,7 @@ pub struct Call {
 /// What one request was told, as the recorder reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Told {
-    /// A sale of this unit.
+    /// A sale of this unit (0 for one below the stock's first).
     Sold(u32),
     SoldOut,
     /// Refused, and nothing was sent to the store (busy, bad input, a store
@@ -75,8 +75,10 @@ impl Told {
     pub fn from_answer(status: u16, unknown: bool, unit: Option<i64>) -> Told {
         match status {
             0 => Told::Nothing,
-            200 => match unit.and_then(|u| u32::try_from(u).ok()) {
-                Some(unit) => Told::Sold(unit),
+            // A unit below 1 (a store decremented past zero) is a sale of
+            // a unit that never existed: unit 0, which no stock holds.
+            200 => match unit {
+                Some(unit) => Told::Sold(count(unit)),
                 None => Told::Unknown,
             },
             409 => Told::SoldOut,

@@ -78,6 +78,28 @@ fn a_unit_never_stocked_is_unsafe() {
     assert_eq!(verdict(&h), Verdict::Unsafe);
 }
 
+/// A store that decrements past zero answers a unit below the first: the
+/// recorder writes it as unit 0, which the file accepts as a finding and
+/// the checker finds sold though no stock held it; a returned unit 0 is
+/// bad input.
+#[test]
+fn a_unit_below_the_stock_is_read_and_unsafe() {
+    let text = r#"{"sku":"x","initial":1}
+{"sku":"x","client":1,"call":100,"ret":250,"outcome":"sold","unit":1}
+{"sku":"x","client":2,"call":300,"ret":400,"outcome":"sold","unit":0}
+"#;
+    let skus = parse(text).unwrap();
+    let d = decide(&skus[0], Duration::from_secs(60));
+    assert_eq!(d.verdict, Verdict::Unsafe);
+    assert!(d.why.contains("unit 0 was sold"), "{}", d.why);
+    let returned = text.replace("\"sold\",\"unit\":0", "\"returned\",\"unit\":0");
+    assert!(parse(&returned).is_err());
+    assert_eq!(
+        super::Told::from_answer(200, false, Some(-3)),
+        super::Told::Sold(0)
+    );
+}
+
 #[test]
 fn sold_out_before_a_later_sale_is_a_lie_not_an_oversale() {
     // Told "sold out" and answered before the last unit was even asked for.

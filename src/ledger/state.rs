@@ -58,7 +58,8 @@ pub async fn snapshot<C: ConnectionLike>(
         total.absorb(&snapshot_one(conn, &keys.bucket(b), sku).await?);
     }
     // One SKU: its oversell is derived from the sums, not summed.
-    total.oversold = total.sold - total.returned - (total.initial - total.remaining);
+    total.oversold =
+        crate::wire::oversold(total.sold, total.returned, total.initial, total.remaining);
     Ok(total)
 }
 
@@ -105,7 +106,7 @@ async fn snapshot_one<C: ConnectionLike>(
         initial,
         remaining,
         sold,
-        oversold: sold - returned - (initial - remaining),
+        oversold: crate::wire::oversold(sold, returned, initial, remaining),
         returned,
         duplicates,
         busy,

@@ -17,6 +17,7 @@
 pub mod both;
 mod ids;
 pub mod sale;
+mod statements;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -84,7 +85,7 @@ pub struct Books {
     pub sold: i64,
     /// Units sold more than once (each extra sale of a unit counts once).
     pub duplicates: i64,
-    /// `sold - (initial - remaining)`: sales that no stock backs, as in
+    /// Sales that no stock backs ([`crate::wire::oversold`]), as in
     /// Redis's ledger (a lost update leaves two sales and one unit gone).
     pub oversold: i64,
 }
@@ -179,7 +180,7 @@ pub async fn books(client: &impl GenericClient, sku: &str) -> Result<Option<Book
         remaining,
         sold,
         duplicates,
-        oversold: sold - (initial - remaining),
+        oversold: crate::wire::oversold(sold, 0, initial, remaining),
     }))
 }
 
