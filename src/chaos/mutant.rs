@@ -47,10 +47,20 @@ pub enum Mutant {
     /// an attempt whose claim ran out and was taken over by a retry still
     /// writes (the claim is no fence).
     NoClaimFence,
+    /// `pg-for-update` reads the stock row without `FOR UPDATE`: nothing
+    /// is locked from the read to the commit.
+    NoRowLock,
+    /// `pg-advisory` takes no advisory lock before its read.
+    NoAdvisoryLock,
+    /// `pg-optimistic` writes whatever the row's version is now.
+    NoVersionCheck,
+    /// `pg-update`'s `UPDATE` decrements with no `remaining > 0`: past
+    /// zero, it sells units that do not exist.
+    NoStockCheck,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 9] = [
+    pub const ALL: [Mutant; 13] = [
         Mutant::PlainDel,
         Mutant::NoLostCheck,
         Mutant::NoFence,
@@ -60,6 +70,10 @@ impl Mutant {
         Mutant::NoScriptReload,
         Mutant::QuorumFallback,
         Mutant::NoClaimFence,
+        Mutant::NoRowLock,
+        Mutant::NoAdvisoryLock,
+        Mutant::NoVersionCheck,
+        Mutant::NoStockCheck,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,6 +87,10 @@ impl Mutant {
             Mutant::NoScriptReload => "no-script-reload",
             Mutant::QuorumFallback => "quorum-fallback",
             Mutant::NoClaimFence => "no-claim-fence",
+            Mutant::NoRowLock => "no-row-lock",
+            Mutant::NoAdvisoryLock => "no-advisory-lock",
+            Mutant::NoVersionCheck => "no-version-check",
+            Mutant::NoStockCheck => "no-stock-check",
         }
     }
 

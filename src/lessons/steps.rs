@@ -356,6 +356,7 @@ let sold = c
     .query_opt(
         &sale_statement("remaining - 1", "remaining > 0", "remaining + 1"),
         &[&buyer.sku, &buyer.request_id, &buyer.instance],
+// src/pgstock/statements.rs
     UPDATE stock SET remaining = {new_remaining}, sold = sold + 1, version = version + 1
     WHERE sku = $1 AND {condition}
     RETURNING epoch, sold, remaining, {unit} AS unit"#,

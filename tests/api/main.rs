@@ -39,6 +39,7 @@ mod lock_safety;
 mod lua_batch;
 mod marks;
 mod orders;
+mod pg_mutants;
 mod pg_variants;
 mod pgstock;
 mod post_sale;
