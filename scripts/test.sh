@@ -47,9 +47,11 @@ if [ -n "$installing" ]; then
   [ "$status" -eq 0 ] || { echo "test.sh: installing what the tests need failed" >&2; exit "$status"; }
   phase "waiting for the install (begun at the start)"
 fi
-# The suite's tests wait on servers more than on the CPU: eight at a time
-# on two cores (the whole stacks among them take turns, five at once, see
-# tests/api/helpers; measured on docs/measurements.md, suite-6 and suite-7).
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}"
+# The suite's tests wait on servers more than on the CPU: six at a time
+# on two cores (the whole stacks among them take turns, four at once, see
+# tests/api/helpers). Eight and five passed once (suite-7 on
+# docs/measurements.md) and failed once (suite-8: Redlock's rounds, whose
+# nodes each have 100 ms to answer, time out on a starved machine).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}"
 cargo test --locked --workspace "$@"
 phase "cargo test (build and run)"
