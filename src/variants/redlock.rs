@@ -27,8 +27,8 @@ pub(super) const ABOUT: About = About {
     explanation: "Redlock, from article 000. The lock is not on the main Redis but on N independent Redis servers (five under \
         stocklock up; the stock stays on the main Redis). SET lock token NX PX lease goes to every node at once, each with a \
         100 ms timeout; the owner holds the lock when a majority said yes and some of the lease is left once the time spent \
-        and a clock drift are taken off (the validity). Otherwise it releases what it got on every node and retries after a \
-        random delay. While the business works the lease is renewed on every node, as the watchdog does, and the release \
+        and a clock drift are taken off (the validity). Otherwise it releases what it got on every node and retries: woken by the holder's release when a majority named one, \
+        after a random delay when the votes split. While the business works the lease is renewed on every node, as the watchdog does, and the release \
         goes to every node. Two dead nodes of five change nothing (redlock-minority-down); three stop every sale with busy, \
         no_quorum until they return (redlock-majority-down). It is still a timing lock: a pause longer than the lease \
         oversells (pause-holder), and a node that restarts without persistence forgets the lock it granted, so a second \

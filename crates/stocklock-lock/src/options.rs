@@ -22,7 +22,8 @@ use crate::OwnerId;
 ///
 /// Waiting retries when the holder's release is announced (a
 /// [`Wakeups`](crate::Wakeups) listener) or its lease runs out, whichever
-/// comes first; Redlock retries after a random pause of 2–20 ms as well.
+/// comes first; a Redlock round whose votes split with nobody holding a
+/// majority retries after a random pause of 2–20 ms.
 /// [`LockOptions::retry_every`] bounds the time between two tries (for a
 /// process without a listener, or a holder with a long lease).
 #[derive(Clone, Debug)]

@@ -4,8 +4,11 @@
 //! sends `SET key token NX PX lease` to every node at once, each with a
 //! short timeout, and holds the lock when a majority said yes *and* some of
 //! the lease is left: validity = lease − time spent acquiring − clock drift.
-//! Otherwise it releases whatever it got on every node and tries again after
-//! a random delay, so that competing owners do not keep splitting the votes.
+//! Otherwise it releases whatever it got on every node and tries again: when
+//! a majority named another holder, at its release or when its lease runs
+//! out on its nodes (as a lease lock on one Redis waits); when the votes
+//! split, after a random delay, so that competing owners do not keep
+//! splitting them.
 //! A release (and a renewal) goes to every node too.
 //!
 //! It survives a minority of nodes being down. What it does not survive is
@@ -251,17 +254,20 @@ impl Redlock {
                 }));
             }
             // Undo whatever this round got, on every node (a node that
-            // timed out may still have set it).
-            self.unlock_nodes(owner).await;
-            // Held by a majority elsewhere: woken by its release, or try
-            // again after a longer pause; votes split with nobody holding a
-            // majority: try again soon.
-            let pause =
-                if round.answered - round.granted >= self.quorum() && self.announce.is_some() {
-                    RETRY_MAX * 5 + jitter()
-                } else {
-                    jitter()
-                };
+            // timed out may still have set it). Every node said no: none
+            // holds it for us, nothing to undo.
+            if round.granted > 0 || round.answered < self.nodes.len() {
+                self.unlock_nodes(owner).await;
+            }
+            // Held by a majority elsewhere: woken by its release, or at the
+            // latest when the holder's lease runs out on its nodes (as a
+            // lease lock on one Redis waits); votes split with nobody
+            // holding a majority: try again soon.
+            let held = round.answered - round.granted >= self.quorum();
+            let pause = match (&self.announce, held) {
+                (Some(_), true) => self.holding().await.ttl.unwrap_or_default() + jitter(),
+                _ => jitter(),
+            };
             Ok(Attempt::HeldFor(Some(pause)))
         })
         .await?;
