@@ -47,11 +47,10 @@ if [ -n "$installing" ]; then
   [ "$status" -eq 0 ] || { echo "test.sh: installing what the tests need failed" >&2; exit "$status"; }
   phase "waiting for the install (begun at the start)"
 fi
-# The suite's tests wait on servers more than on the CPU: eight at a time
-# on two cores (the whole stacks among them take turns, five at once, see
-# tests/api/helpers). Eight once failed (suite-8 on docs/measurements.md):
-# Redlock's waiters asked every node again ten times a second, which kept
-# a starved machine's instances busy; they wait for the release now.
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}"
+# The suite's tests wait on servers more than on the CPU: six at a time
+# on two cores (the whole stacks among them take turns, four at once, see
+# tests/api/helpers). Eight at a time was no faster (suite-10 on
+# docs/measurements.md: every test slower, the machine past what it serves).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}"
 cargo test --locked --workspace "$@"
 phase "cargo test (build and run)"

@@ -92,6 +92,26 @@ impl Scheduler {
         Ok(popped.and_then(|(_, entry)| self.heard(&entry)))
     }
 
+    /// Lets a buyer through every gate until it arrives at `gate`, where
+    /// it stays: that arrival; `None` when no arrival came for `timeout`
+    /// before it got there (it answered first, or failed). For a run of
+    /// one buyer held at one moment (a lab cell's).
+    pub async fn run_to(
+        &mut self,
+        gate: &str,
+        timeout: Duration,
+    ) -> Result<Option<Arrival>, StoreError> {
+        while let Some(arrival) = self.next(timeout).await? {
+            if arrival.gate == gate {
+                return Ok(Some(arrival));
+            }
+            if !is_note(&arrival.gate) {
+                self.release(&arrival).await?;
+            }
+        }
+        Ok(None)
+    }
+
     /// Lets the buyer of `arrival` go on from its gate.
     pub async fn release(&mut self, arrival: &Arrival) -> Result<(), StoreError> {
         self.waiting.retain(|waiting| waiting != arrival);

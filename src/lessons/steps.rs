@@ -352,9 +352,10 @@ while let Some(batch) = lane.next(max) {
             pg-update 变体在 PostgreSQL 里做的正是 lua 脚本在 Redis 里做的事:一条带条件的 UPDATE 只在还有库存时扣减一件,并在同一条语句里写入这次售出和请求 id 的答复;行锁让这条语句是原子的,同样的两个实例的抢购,50 件商品每件恰好卖出一次。\
             代价是热点行:这个 SKU 的所有买家都在同一行的锁上排队,每次售出让数据库付出的代价远高于一个脚本让 Redis 付出的;bench 的 pg-update-vs-lua 一行在同一个栈上把两者并排量出来。",
         code: r#"// src/pgstock/sale.rs
+const UNIT_LEFT: &str = "remaining > 0";
 let sold = c
     .query_opt(
-        &sale_statement("remaining - 1", "remaining > 0", "remaining + 1"),
+        &sale_statement("remaining - 1", unit_left, "remaining + 1"),
         &[&buyer.sku, &buyer.request_id, &buyer.instance],
 // src/pgstock/statements.rs
     UPDATE stock SET remaining = {new_remaining}, sold = sold + 1, version = version + 1

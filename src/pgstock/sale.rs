@@ -38,6 +38,9 @@ pub async fn answered(
     replay(c, buyer).await
 }
 
+/// `pg-update`'s condition: the decrement takes a unit only where one is left.
+const UNIT_LEFT: &str = "remaining > 0";
+
 /// `pg-update`: the whole sale is one conditional `UPDATE` (with the
 /// sale's row and the id's answer in the same statement): the database's
 /// atomic decrement, the counterpart of `lua`.
@@ -50,9 +53,15 @@ pub async fn update(
         return Ok(answer);
     }
     hook.at(points::BEFORE_WRITE).await;
+    // The live mutant `no-stock-check` takes the condition out: the
+    // decrement goes past zero.
+    let unit_left = match mutant::on(Mutant::NoStockCheck) {
+        true => "TRUE",
+        false => UNIT_LEFT,
+    };
     let sold = c
         .query_opt(
-            &sale_statement("remaining - 1", "remaining > 0", "remaining + 1"),
+            &sale_statement("remaining - 1", unit_left, "remaining + 1"),
             &[&buyer.sku, &buyer.request_id, &buyer.instance],
         )
         .await;

@@ -10,7 +10,6 @@ use tokio_postgres::error::SqlState;
 
 use super::ids::record_sold_out;
 use super::{Buyer, PgAnswer, PgError};
-use crate::chaos::mutant::{self, Mutant};
 use crate::outcome::{BusyReason, Outcome};
 
 /// The statement of a sale: the stock row's write (`remaining` set to
@@ -19,12 +18,6 @@ use crate::outcome::{BusyReason, Outcome};
 /// the request id (or NULL), `$3` the instance, then the protocol's own.
 /// Returns the unit (`unit`, evaluated after the write) and what remains.
 pub(super) fn sale_statement(new_remaining: &str, condition: &str, unit: &str) -> String {
-    // The live mutant `no-stock-check`: `pg-update`'s decrement without its
-    // condition, past zero.
-    let condition = match condition == "remaining > 0" && mutant::on(Mutant::NoStockCheck) {
-        true => "TRUE",
-        false => condition,
-    };
     format!(
         "WITH s AS (
              UPDATE stock SET remaining = {new_remaining}, sold = sold + 1, version = version + 1

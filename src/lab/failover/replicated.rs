@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use super::query;
-use crate::gate::{Arrival, Scheduler, buyer_name, points};
+use crate::gate::{Scheduler, buyer_name, points};
 use crate::harness::failover::{kill_master, serving_again};
 use crate::judge::{Check, Failover, Replication, Reply, check};
 use crate::knobs::Sku;
@@ -126,7 +126,9 @@ pub(super) async fn master_dies(
     let (early, at_write) = match held {
         None => (Some((&mut holder_task).await?), None),
         Some(mut scheduler) => {
-            let arrival = at_gate(&mut scheduler, points::BEFORE_WRITE.name).await?;
+            let arrival = scheduler
+                .run_to(points::BEFORE_WRITE.name, GATE_TIMEOUT)
+                .await?;
             (None, Some((scheduler, arrival)))
         }
     };
@@ -181,21 +183,6 @@ pub(super) async fn master_dies(
     })
 }
 
-/// Lets the held buyer through every gate until it arrives at `gate`,
-/// where it stays: that arrival, `None` when it never got there within
-/// [`GATE_TIMEOUT`] (it answered first, or failed).
-async fn at_gate(scheduler: &mut Scheduler, gate: &str) -> anyhow::Result<Option<Arrival>> {
-    while let Some(arrival) = scheduler.next(GATE_TIMEOUT).await? {
-        if arrival.gate == gate {
-            return Ok(Some(arrival));
-        }
-        if !crate::gate::is_note(&arrival.gate) {
-            scheduler.release(&arrival).await?;
-        }
-    }
-    Ok(None)
-}
-
 /// The Redis cell of `failover-wait`, the worst moment for `WAIT`: the
 /// holder's lock reaches the replica (its `WAIT 1` succeeds), then
 /// replication is held back, so its sale does not; the master dies after
@@ -232,7 +219,9 @@ pub(super) async fn write_lost(
     );
     // The holder reaches its write only after its WAIT succeeded; a holder
     // whose WAIT saw no replica answers without getting there.
-    let at_write = at_gate(&mut scheduler, points::BEFORE_WRITE.name).await?;
+    let at_write = scheduler
+        .run_to(points::BEFORE_WRITE.name, GATE_TIMEOUT)
+        .await?;
     let in_section = at_write.is_some();
     let on_replica = if in_section {
         lock_on(&replica.url, v).await?

@@ -59,18 +59,10 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
         &lab.instance(0).url,
         &format!("{}&schedule={run}:{}", path(held_id), buyer_name(0)),
     );
-    let at_write = loop {
-        let arrival = gates
-            .next(GATE_TIMEOUT)
-            .await?
-            .context("the held buyer never reached its write")?;
-        if arrival.gate == points::BEFORE_WRITE.name {
-            break arrival;
-        }
-        if !crate::gate::is_note(&arrival.gate) {
-            gates.release(&arrival).await?;
-        }
-    };
+    let at_write = gates
+        .run_to(points::BEFORE_WRITE.name, GATE_TIMEOUT)
+        .await?
+        .context("the held buyer never reached its write")?;
     let alongside: Vec<_> = (held_id + 1..=held_id + ALONGSIDE)
         .map(|i| (i, lab.send(&lab.stack.url, &path(i))))
         .collect();
@@ -258,16 +250,10 @@ pub(super) async fn kill_between_stores(
         &victim.url,
         &query(v, &format!("schedule={run}:{}", buyer_name(0))),
     );
-    let mut at_write = false;
-    while let Some(arrival) = gates.next(GATE_TIMEOUT).await? {
-        if arrival.gate == points::BEFORE_WRITE.name {
-            at_write = true;
-            break;
-        }
-        if !crate::gate::is_note(&arrival.gate) {
-            gates.release(&arrival).await?;
-        }
-    }
+    let at_write = gates
+        .run_to(points::BEFORE_WRITE.name, GATE_TIMEOUT)
+        .await?
+        .is_some();
     crate::os::signal(victim.pid, nix::sys::signal::Signal::SIGKILL);
     let killed = killed.await?;
     gates.abandon().await?;

@@ -40,14 +40,14 @@ pub(crate) fn alive(pid: u32) -> bool {
     kill(Pid::from_raw(pid as i32), None).is_ok()
 }
 
-/// Whole stacks take turns, five at a time. Each runs redis-server,
+/// Whole stacks take turns, four at a time. Each runs redis-server,
 /// instances and nginx; more at once (more test threads on a bigger
 /// machine, or suites side by side) starve each other on a 2-core machine
 /// until Redis answers slower than an instance's 1 s timeout, and honest
-/// 503s then fail tests that expect none. The suite runs eight tests at a
-/// time (scripts/test.sh): five with a stack, the others beside them.
+/// 503s then fail tests that expect none. The suite runs six tests at a
+/// time (scripts/test.sh): four with a stack, the others beside them.
 pub(crate) async fn stack_turn() -> tokio::sync::OwnedSemaphorePermit {
-    const AT_ONCE: usize = 5;
+    const AT_ONCE: usize = 4;
     static TURNS: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
         std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(AT_ONCE)));
     let turn = TURNS.clone().acquire_owned();
