@@ -49,6 +49,9 @@ pub async fn freeze(pid: u32) -> anyhow::Result<()> {
     signal(pid, Signal::SIGSTOP);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
     while !is_stopped(pid) {
+        if is_gone(pid) {
+            anyhow::bail!("process {pid} exited before it stopped");
+        }
         if tokio::time::Instant::now() > deadline {
             anyhow::bail!("process {pid} was not stopped 5 s after SIGSTOP");
         }
@@ -78,6 +81,15 @@ pub fn is_stopped(pid: u32) -> bool {
         any = true;
     }
     any
+}
+
+/// Whether `pid` has exited: no such process, or a zombie.
+pub fn is_gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("Z")
+    })
 }
 
 /// Resolves on Ctrl-C, SIGTERM or SIGHUP: a closed terminal is a stop

@@ -14,13 +14,18 @@ use crate::os::{freeze, signal};
 /// and a server started again to listen.
 pub(super) const RESTART_WITHIN: Duration = Duration::from_secs(30);
 
-/// Freezes `pids` for `hold`, then lets them run again.
+/// Freezes `pids` (a process, then its children) for `hold`, then lets
+/// them run again.
 pub(super) async fn frozen(pids: &[u32], hold: Duration) -> anyhow::Result<()> {
     let mut stopped = Vec::new();
     let mut result = Ok(());
-    for &pid in pids {
+    for (k, &pid) in pids.iter().enumerate() {
         match freeze(pid).await {
             Ok(()) => stopped.push(pid),
+            // A child that exited since it was listed (a backend whose
+            // client left, PostgreSQL's startup process done with its
+            // recovery after a crash) has nothing left to freeze.
+            Err(_) if k > 0 && crate::os::is_gone(pid) => {}
             Err(err) => {
                 result = Err(err);
                 break;

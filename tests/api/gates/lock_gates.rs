@@ -49,7 +49,24 @@ async fn a_schedule_splits_redlocks_votes() {
     let (early, late): (Vec<_>, Vec<_>) = votes
         .into_iter()
         .partition(|v| (v.buyer == "A") == (node(v) < 2));
-    for vote in early.iter().chain(&late) {
+    for vote in &early {
+        driver.scheduler.release(vote).await.unwrap();
+    }
+    // The late votes go only once the early ones are answered (each noted
+    // at `voted:K`): let go together, a late vote could reach its node
+    // first on a loaded machine.
+    let answered = |heard: &[Arrival]| {
+        early.iter().all(|v| {
+            heard
+                .iter()
+                .any(|h| h.buyer == v.buyer && h.gate == format!("voted:{}", node(v)))
+        })
+    };
+    while !answered(&driver.heard) {
+        let arrival = driver.scheduler.next(ARRIVAL).await.unwrap();
+        driver.heard.push(arrival.expect("an early vote's answer"));
+    }
+    for vote in &late {
         driver.scheduler.release(vote).await.unwrap();
     }
     driver.through("B", &SECTION).await;
