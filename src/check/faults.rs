@@ -263,7 +263,8 @@ impl Sale {
     fn commits_next(&self, at: At) -> bool {
         match self.protocol.program {
             Program::Script => matches!(at, At::Start | At::Retry),
-            Program::Transaction | Program::RedisThenPg => at == At::Write,
+            Program::Update => matches!(at, At::Write | At::After),
+            Program::Transaction | Program::RedisThenPg | Program::Optimistic => at == At::Write,
             _ => false,
         }
     }

@@ -203,6 +203,48 @@ fn each_mechanism_taken_out_flips_a_named_cell() {
             },
             "oversells",
         ),
+        // pg-update's UPDATE without `remaining > 0`: past zero, a unit
+        // that never existed is sold.
+        (
+            Variant::PgUpdate,
+            Scenario::Race,
+            Mutation {
+                no_stock_check: true,
+                ..none
+            },
+            "oversells",
+        ),
+        // pg-optimistic's write without its version compare: two buyers
+        // that read the same stock both write it minus one (a lost update).
+        (
+            Variant::PgOptimistic,
+            Scenario::Race,
+            Mutation {
+                no_version_check: true,
+                ..none
+            },
+            "oversells",
+        ),
+        // Without the id's unique key, two attempts of one id that both
+        // looked it up before either committed both sell.
+        (
+            Variant::PgUpdate,
+            Scenario::RetryStorm,
+            Mutation {
+                no_request_claim: true,
+                ..none
+            },
+            "oversells",
+        ),
+        (
+            Variant::PgOptimistic,
+            Scenario::RetryStorm,
+            Mutation {
+                no_request_claim: true,
+                ..none
+            },
+            "oversells",
+        ),
         // Redis's sold-out as the answer by itself: the unit a killed
         // buyer took in Redis is never sold, and a buyer is told sold out
         // while the database holds it.

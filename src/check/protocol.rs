@@ -27,10 +27,15 @@ pub enum Program {
     /// `redlock`: SET NX PX on each node in turn; with a majority it
     /// holds the lock, otherwise it lets go of what it got and tries again.
     Redlock,
-    /// The `lua` family: the whole sale is one script, no lock (and the
-    /// database's atomic writes: `pg-update`'s conditional UPDATE,
-    /// `pg-optimistic`'s version-checked one).
+    /// The `lua` family: the whole sale is one script, no lock.
     Script,
+    /// `pg-update`: the id's answer looked up, then one conditional
+    /// UPDATE (the sale's row and the id's answer with it), a second
+    /// statement recording a sold-out answer.
+    Update,
+    /// `pg-optimistic`: read with the version, work, a version-checked
+    /// write; a refused write reads again, up to its tries.
+    Optimistic,
     /// `redis-then-pg`: Redis's pre-decrement, then the database's
     /// optimistic sale (read with the version, work, version-checked
     /// write), each a step of its own; the database answers a buyer Redis
@@ -95,10 +100,9 @@ impl Protocol {
             | Variant::LuaThenQueue
             | Variant::LuaStream => Program::Script,
             // The database's atomic writes: a conditional UPDATE, or a
-            // write refused unless the version read is still the row's,
-            // leaves every other buyer the stock before or after the whole
-            // sale, never between its read and its write.
-            Variant::PgUpdate | Variant::PgOptimistic => Program::Script,
+            // write refused unless the version read is still the row's.
+            Variant::PgUpdate => Program::Update,
+            Variant::PgOptimistic => Program::Optimistic,
             Variant::RedisThenPg => Program::RedisThenPg,
             // The database's locks: held by the transaction.
             Variant::PgForUpdate | Variant::PgAdvisory => Program::Transaction,
@@ -132,6 +136,8 @@ impl Protocol {
             Program::None
                 | Program::LocalMutex
                 | Program::Script
+                | Program::Update
+                | Program::Optimistic
                 | Program::RedisThenPg
                 | Program::Transaction
         )

@@ -16,9 +16,11 @@ impl Sale {
         }
     }
 
-    /// Whether request ids are claimed and checked (every buyer retrying one).
+    /// Whether request ids are claimed and checked (every buyer retrying
+    /// one) by the Redis claim. The database's protocols take no claim:
+    /// their id's record and its unique key do the work.
     pub(super) fn claims_ids(&self) -> bool {
-        self.bounds.one_request && !self.mutation.no_request_claim
+        self.bounds.one_request && !self.mutation.no_request_claim && !self.protocol.database
     }
 
     /// Whether each buyer has a request id of its own, recorded by the
@@ -60,6 +62,7 @@ impl Sale {
             asked: 0,
             votes: 0,
             queued: false,
+            tries: 0,
         };
         let mut w = World {
             now: 0,

@@ -11,10 +11,11 @@
 //! counter, and its step function with each step's guard beside its
 //! effect ([`none`], [`local_mutex`], [`setnx`], [`setnx_expiry`],
 //! [`token`], [`lease`] for `watchdog`, `fenced`, `etcd` and `zookeeper`,
-//! [`redlock`], [`script`] for the `lua` family and the database's atomic
-//! writes, [`redis_then_pg`] for Redis's pre-decrement before the
-//! database's optimistic sale, and [`transaction`] for the database's
-//! locks). The commands they
+//! [`redlock`], [`script`] for the `lua` family, [`update`] for
+//! `pg-update`'s conditional UPDATE, [`optimistic`] for `pg-optimistic`'s
+//! version-checked write, [`redis_then_pg`] for Redis's pre-decrement
+//! before the database's optimistic sale, and [`transaction`] for the
+//! database's locks). The commands they
 //! share (the claim, the read, the write, the watchdog's word, letting go)
 //! are in `section`, as `crate::section` shares them in the code.
 //!
@@ -34,6 +35,7 @@ use std::hash::Hash;
 use super::order::{OrderFaults, OrderStep, Pipeline};
 use super::protocol::Protocol;
 
+mod mutation;
 mod program;
 mod section;
 mod steps;
@@ -41,6 +43,7 @@ mod steps;
 pub mod lease;
 pub mod local_mutex;
 pub mod none;
+pub mod optimistic;
 pub mod redis_then_pg;
 pub mod redlock;
 pub mod script;
@@ -48,7 +51,9 @@ pub mod setnx;
 pub mod setnx_expiry;
 pub mod token;
 pub mod transaction;
+pub mod update;
 
+pub use mutation::Mutation;
 pub use program::Pc;
 pub use steps::At;
 
@@ -115,44 +120,6 @@ pub struct Bounds {
     pub orders: Option<OrderFaults>,
 }
 
-/// A variant's protocol, with a part of it possibly taken out (the
-/// mutations the tests use to show the checker finds what that part prevents).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Mutation {
-    /// The fenced read and write admit any token.
-    pub no_fence_check: bool,
-    /// The owner-token release deletes the lock whoever holds it.
-    pub plain_del_release: bool,
-    /// The watchdog never renews.
-    pub no_renewal: bool,
-    /// The section writes even when its watchdog found the lock gone.
-    pub no_lost_check: bool,
-    /// The section counts on its lock past its local deadline (its last
-    /// renewal plus a lease).
-    pub no_local_deadline: bool,
-    /// `setnx-expiry`'s GETSET takes the lock over whatever value it swapped out.
-    pub no_getset_compare: bool,
-    /// Redlock holds the lock with one node's vote, not a majority.
-    pub one_vote: bool,
-    /// Redlock counts its votes however long the round took (no validity time).
-    pub no_validity: bool,
-    /// `WAIT` is not asked: the holder goes on whatever the replica has.
-    pub no_wait: bool,
-    /// The write does not check that its read came after the SKU's last reset.
-    pub no_epoch_check: bool,
-    /// The write does not check that its request id's claim is still its own.
-    pub no_claim_check: bool,
-    /// Request ids are neither claimed nor checked by the write.
-    pub no_request_claim: bool,
-    /// The worker's insert writes a row even when the sale has one.
-    pub no_on_conflict: bool,
-    /// Giving a unit back does not record the sale's return first.
-    pub no_give_back_once: bool,
-    /// `redis-then-pg`: Redis's sold-out is the answer by itself (the
-    /// database does not answer the buyers Redis turns away).
-    pub redis_sold_out_final: bool,
-}
-
 impl Bounds {
     /// Whether the database that keeps the stock fails under the buyers:
     /// a crash, or a commit's answer lost (the lab plays these; the
@@ -207,6 +174,8 @@ pub struct Buyer {
     pub votes: u8,
     /// Its cut-off call's script waits in a paused Redis.
     pub queued: bool,
+    /// `pg-optimistic`: the reads of its attempt so far.
+    pub tries: u8,
 }
 
 impl Buyer {

@@ -5,8 +5,8 @@
 
 use super::steps::{At, Steps};
 use super::{
-    Sale, World, lease, local_mutex, none, redis_then_pg, redlock, script, setnx, setnx_expiry,
-    token, transaction,
+    Sale, World, lease, local_mutex, none, optimistic, redis_then_pg, redlock, script, setnx,
+    setnx_expiry, token, transaction, update,
 };
 use crate::check::protocol::Program;
 
@@ -21,6 +21,8 @@ pub enum Pc {
     Lease(lease::Pc),
     Redlock(redlock::Pc),
     Script(script::Pc),
+    Update(update::Pc),
+    Optimistic(optimistic::Pc),
     RedisThenPg(redis_then_pg::Pc),
     Transaction(transaction::Pc),
 }
@@ -37,6 +39,8 @@ macro_rules! each {
             Pc::Lease($p) => $body,
             Pc::Redlock($p) => $body,
             Pc::Script($p) => $body,
+            Pc::Update($p) => $body,
+            Pc::Optimistic($p) => $body,
             Pc::RedisThenPg($p) => $body,
             Pc::Transaction($p) => $body,
         }
@@ -54,8 +58,8 @@ macro_rules! wrap {
 }
 
 wrap!(none => None, local_mutex => LocalMutex, setnx => SetNx, setnx_expiry => SetNxExpiry,
-    token => Token, lease => Lease, redlock => Redlock, script => Script,
-    redis_then_pg => RedisThenPg, transaction => Transaction);
+    token => Token, lease => Lease, redlock => Redlock, script => Script, update => Update,
+    optimistic => Optimistic, redis_then_pg => RedisThenPg, transaction => Transaction);
 
 fn done<S: Steps + Into<Pc>>(_: S) -> Pc {
     S::DONE.into()
@@ -73,6 +77,8 @@ impl Pc {
             Program::Lease => lease::Pc::start(sale).into(),
             Program::Redlock => redlock::Pc::start(sale).into(),
             Program::Script => script::Pc::start(sale).into(),
+            Program::Update => update::Pc::start(sale).into(),
+            Program::Optimistic => optimistic::Pc::start(sale).into(),
             Program::RedisThenPg => redis_then_pg::Pc::start(sale).into(),
             Program::Transaction => transaction::Pc::start(sale).into(),
         }
@@ -105,6 +111,8 @@ impl Pc {
     pub fn retry(self) -> Pc {
         match self {
             Pc::Script(_) => script::Pc::Retry.into(),
+            Pc::Update(_) => update::Pc::Retry.into(),
+            Pc::Optimistic(_) => optimistic::Pc::Retry.into(),
             Pc::RedisThenPg(_) => redis_then_pg::Pc::Retry.into(),
             Pc::Transaction(_) => transaction::Pc::Retry.into(),
             other => other.done(),

@@ -18,7 +18,7 @@
 //! sold-out answer record the id, and a write whose id another attempt
 //! recorded first is refused (the id's unique key).
 
-use super::steps::Steps;
+use super::steps::{Steps, answer_first};
 use super::{At, Sale, World};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,16 +46,13 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        match sale.script_id(0) {
-            Some(_) => Pc::Answered,
-            None => Pc::Take,
-        }
+        answer_first(sale, Pc::Answered, Pc::Take)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
         let i = usize::from(n);
         Some(match self {
-            Pc::Answered | Pc::Retry if recorded(sale, w, n) => Pc::Done,
+            Pc::Answered | Pc::Retry if sale.id_recorded(w, n) => Pc::Done,
             Pc::Answered | Pc::Retry => Pc::Take,
             Pc::Take if w.redis_stock > 0 => {
                 w.redis_stock -= 1;
@@ -88,8 +85,8 @@ impl Steps for Pc {
             Pc::Work(unit) => Pc::Write(unit),
             // The id's sale made by another attempt: nothing sold, the
             // unit goes back.
-            Pc::Write(true) if recorded(sale, w, n) => Pc::GiveBack,
-            Pc::Write(false) if recorded(sale, w, n) => Pc::Done,
+            Pc::Write(true) if sale.id_recorded(w, n) => Pc::GiveBack,
+            Pc::Write(false) if sale.id_recorded(w, n) => Pc::Done,
             // The version moved (another buyer sold): read again. Each
             // refusal is another buyer's sale, so the code's 100 tries are
             // never used up within the model's stock.
@@ -100,8 +97,8 @@ impl Steps for Pc {
                 let times = &mut w.sold[usize::from(unit) - 1];
                 *times = times.saturating_add(1);
                 sale.sold_by(w, n);
-                record(sale, w, n);
-                if ids_in_play(sale) {
+                sale.record_id(w, n);
+                if sale.ids_in_play() {
                     w.script_sales[i] += 1;
                 }
                 Pc::Done
@@ -179,33 +176,13 @@ impl Steps for Pc {
     }
 }
 
-/// Whether request ids are recorded by the database (every buyer a retry
-/// of one, or each with its own).
-fn ids_in_play(sale: &Sale) -> bool {
-    sale.bounds.one_request || sale.ids_in_commits()
-}
-
-/// Whether the database has an answer recorded for buyer `n`'s request id.
-fn recorded(sale: &Sale, w: &World, n: u8) -> bool {
-    sale.script_id(n)
-        .is_some_and(|id| w.answered & (1 << id) != 0)
-}
-
-/// Records buyer `n`'s request id's answer (a first answer only: the id's
-/// unique key keeps the first).
-fn record(sale: &Sale, w: &mut World, n: u8) {
-    if let Some(id) = sale.script_id(n) {
-        w.answered |= 1 << id;
-    }
-}
-
 /// The database tells buyer `n` it is sold out (true of its stock now,
 /// which never grows back), recorded for its id.
 fn sold_out(sale: &Sale, w: &mut World, n: u8) {
-    if !recorded(sale, w, n) {
+    if !sale.id_recorded(w, n) {
         w.told_sold_out = true;
     }
-    record(sale, w, n);
+    sale.record_id(w, n);
 }
 
 /// Whether no buyer was told sold out while the database holds stock:

@@ -95,6 +95,26 @@ impl Sale {
         }
     }
 
+    /// Whether buyers carry request ids whose sales are counted (every
+    /// buyer a retry of one, or each asking again with its own).
+    pub(in crate::check) fn ids_in_play(&self) -> bool {
+        self.bounds.one_request || self.ids_in_commits()
+    }
+
+    /// Whether the store has an answer recorded for buyer `n`'s request id.
+    pub(in crate::check) fn id_recorded(&self, w: &World, n: u8) -> bool {
+        self.script_id(n)
+            .is_some_and(|id| w.answered & (1 << id) != 0)
+    }
+
+    /// Records buyer `n`'s request id's answer (a first answer only: the
+    /// id's unique key keeps the first).
+    pub(in crate::check) fn record_id(&self, w: &mut World, n: u8) {
+        if let Some(id) = self.script_id(n) {
+            w.answered |= 1 << id;
+        }
+    }
+
     /// The sale's script, run by Redis to its end. Whether it sold.
     pub(in crate::check) fn script(&self, w: &mut World, n: u8) -> bool {
         if let Some(id) = self.script_id(n) {

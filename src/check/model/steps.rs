@@ -40,6 +40,16 @@ pub(super) fn claim_first<P>(sale: &Sale, claim: P, first: P) -> P {
     }
 }
 
+/// Where a database protocol's buyer starts: asking the database for its
+/// request id's answer first when ids are in play (its record, looked up
+/// before anything else), or at `first`.
+pub(super) fn answer_first<P>(sale: &Sale, answered: P, first: P) -> P {
+    match sale.script_id(0) {
+        Some(_) => answered,
+        None => first,
+    }
+}
+
 /// The kinds of step every protocol's program is made of: what a fault,
 /// the clock or a drawing needs to know of where a buyer is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

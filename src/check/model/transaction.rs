@@ -6,16 +6,21 @@
 //! write is seen only once committed, and the commit lets the lock go);
 //! a holder that dies takes its transaction with it, the lock freed
 //! (`crate::check::faults`: a crash frees a buyer's mutex, and this lock
-//! is the one mutex of the database). With ids in play (a crash of the
-//! database), the commit records the id's answer with the sale, and a
-//! buyer whose transaction died asks again: an answered id is replayed.
+//! is the one mutex of the database). With ids in play (every buyer a
+//! retry of one, or a crash of the database), the buyer first asks the
+//! database for its id's answer (an answered id is replayed), and the
+//! commit records the id's answer with the sale; the id's unique key
+//! rolls back a commit whose id another attempt committed first (no
+//! claim as the Redis locks take: the key is what keeps one sale an id).
+//! A buyer whose transaction died asks again with its id.
 
-use super::steps::{Steps, claim_first};
+use super::steps::{Steps, answer_first};
 use super::{At, Sale, World, section};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
-    Claim,
+    /// With request ids in play: asks the database for its id's answer.
+    Answered,
     Acquire,
     Read,
     Work,
@@ -31,15 +36,15 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        claim_first(sale, Pc::Claim, Pc::Acquire)
+        answer_first(sale, Pc::Answered, Pc::Acquire)
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
         // One lock for all: the database's (`Sale::process_of` is 0).
         let lock = sale.process_of(n);
         Some(match self {
-            Pc::Claim if sale.claim(w, n) => Pc::Acquire,
-            Pc::Claim => Pc::Done,
+            Pc::Answered | Pc::Retry if sale.id_recorded(w, n) => Pc::Done,
+            Pc::Answered | Pc::Retry => Pc::Acquire,
             // Waits while another transaction holds it.
             Pc::Acquire if w.mutexes[lock].is_some() => return None,
             Pc::Acquire => {
@@ -56,6 +61,12 @@ impl Steps for Pc {
             }
             Pc::Work if !sale.worked(w, n) => return None,
             Pc::Work => Pc::Commit,
+            // The id's key: another attempt committed first; the commit
+            // fails, the transaction rolls back, its answer is replayed.
+            Pc::Commit if sale.id_recorded(w, n) => {
+                sale.free_mutex(w, n);
+                Pc::Done
+            }
             Pc::Commit => {
                 let before = w.sold.iter().map(|&k| u32::from(k)).sum::<u32>();
                 sale.write(w, n);
@@ -64,16 +75,13 @@ impl Steps for Pc {
                 sale.free_mutex(w, n);
                 Pc::Done
             }
-            // The database answers an id it has a record of from it.
-            Pc::Retry if answered(sale, w, n) => Pc::Done,
-            Pc::Retry => Pc::Acquire,
             Pc::Done => return None,
         })
     }
 
     fn at(self) -> At {
         match self {
-            Pc::Claim => At::Claim,
+            Pc::Answered => At::Claim,
             Pc::Acquire => At::Start,
             Pc::Read => At::Read,
             Pc::Work => At::Work,
@@ -93,11 +101,16 @@ impl Steps for Pc {
     fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
         match self {
             Pc::Acquire => section::says_taken(before, after, n),
-            Pc::Retry if after.buyers[usize::from(n)].pc == Pc::Done.into() => {
-                "asks again with its request id: its answer replayed".to_owned()
+            Pc::Answered | Pc::Retry if after.buyers[usize::from(n)].pc == Pc::Done.into() => {
+                "asks the database for its id's answer: answered from its record".to_owned()
             }
+            Pc::Answered => "asks the database for its id's answer: none yet".to_owned(),
             Pc::Retry => {
                 "asks again with its request id: none recorded, it starts again".to_owned()
+            }
+            Pc::Commit if after.sold == before.sold && sale.id_recorded(before, n) => {
+                "commits: refused by its id's key (another attempt committed first), rolled back"
+                    .to_owned()
             }
             pc => section::says(sale, pc.at(), before, after, n),
         }
@@ -108,18 +121,8 @@ impl Steps for Pc {
 /// transaction; the sales under each id are counted (one per id, the
 /// property says).
 fn record(sale: &Sale, w: &mut World, n: u8, sold: bool) {
-    if !sale.ids_in_commits() {
-        return;
-    }
-    if !sale.mutation.no_request_claim {
-        w.answered |= 1 << n;
-    }
-    if sold {
+    sale.record_id(w, n);
+    if sold && sale.ids_in_play() {
         w.script_sales[usize::from(n)] += 1;
     }
-}
-
-/// Whether the database has a record of buyer `n`'s request id.
-fn answered(sale: &Sale, w: &World, n: u8) -> bool {
-    !sale.mutation.no_request_claim && w.answered & (1 << n) != 0
 }
