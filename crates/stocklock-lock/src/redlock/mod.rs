@@ -240,6 +240,8 @@ impl Redlock {
             None => Wakeups::new(),
         };
         let last = std::sync::Mutex::new(None);
+        // Past it, a refused round is the last: no pause to compute.
+        let deadline = Instant::now() + wait;
         let acquired = wait_for_lock(&wakeups, &self.key, wait, &self.hook, || async {
             let round = self.try_round(owner, lease).await;
             if let Ok(mut last) = last.lock() {
@@ -265,7 +267,9 @@ impl Redlock {
             // holding a majority: try again soon.
             let held = round.answered - round.granted >= self.quorum();
             let pause = match (&self.announce, held) {
-                (Some(_), true) => self.holding().await.ttl.unwrap_or_default() + jitter(),
+                (Some(_), true) if Instant::now() < deadline => {
+                    self.holding().await.ttl.unwrap_or_default() + jitter()
+                }
                 _ => jitter(),
             };
             Ok(Attempt::HeldFor(Some(pause)))
