@@ -123,6 +123,36 @@ async fn sets_run(url: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Five nodes and the lock `key` on them, its releases announced on a
+/// main Redis whose listener wakes the lock's waiters.
+struct Announced {
+    servers: Vec<RedisServer>,
+    main: RedisServer,
+    nodes: RedlockNodes,
+    lock: Redlock,
+}
+
+async fn announced(key: &str) -> Announced {
+    let servers = start_nodes(5).await;
+    let main = helpers::redis().await;
+    let store = stocklock::store::Store::open(&main.url()).unwrap();
+    let wakeups = stocklock::lock::Wakeups::new();
+    // The listener lives as long as the test's runtime.
+    let _listener = wakeups.listen(store.client().clone());
+    wakeups.subscribed().await;
+    let nodes = open(&urls(&servers));
+    warm_up(&nodes).await;
+    let lock = nodes
+        .lock(key)
+        .with_wakeups(store.conn().await.unwrap(), wakeups);
+    Announced {
+        servers,
+        main,
+        nodes,
+        lock,
+    }
+}
+
 /// A Redlock waiter is woken by the release's publish on the main Redis,
 /// not by a retry pause (it has none while a majority holds the lock):
 /// over 20 hand-offs, the median time from the holder's release to the
@@ -130,17 +160,12 @@ async fn sets_run(url: &str) -> u64 {
 #[tokio::test]
 async fn a_redlock_waiter_is_woken_by_the_release() {
     bounded(async {
-        let mut servers = start_nodes(5).await;
-        let main = helpers::redis().await;
-        let store = stocklock::store::Store::open(&main.url()).unwrap();
-        let wakeups = stocklock::lock::Wakeups::new();
-        let _listener = wakeups.listen(store.client().clone());
-        wakeups.subscribed().await;
-        let nodes = open(&urls(&servers));
-        warm_up(&nodes).await;
-        let lock = nodes
-            .lock("lock:{handoff}")
-            .with_wakeups(store.conn().await.unwrap(), wakeups);
+        let Announced {
+            mut servers,
+            main: _main,
+            lock,
+            ..
+        } = announced("lock:{handoff}").await;
         let first_node = servers[0].url();
         let mut handoffs = Vec::new();
         for _ in 0..20 {
@@ -194,17 +219,12 @@ async fn a_redlock_waiter_is_woken_by_the_release() {
 #[tokio::test]
 async fn a_redlock_waiter_refused_by_a_majority_asks_again_only_when_the_lock_can_be_free() {
     bounded(async {
-        let mut servers = start_nodes(5).await;
-        let main = helpers::redis().await;
-        let store = stocklock::store::Store::open(&main.url()).unwrap();
-        let wakeups = stocklock::lock::Wakeups::new();
-        let _listener = wakeups.listen(store.client().clone());
-        wakeups.subscribed().await;
-        let nodes = open(&urls(&servers));
-        warm_up(&nodes).await;
-        let lock = nodes
-            .lock("lock:{patient}")
-            .with_wakeups(store.conn().await.unwrap(), wakeups);
+        let Announced {
+            mut servers,
+            main: _main,
+            nodes,
+            lock,
+        } = announced("lock:{patient}").await;
         let first_node = servers[0].url();
         let (a, b) = (OwnerId::new("a"), OwnerId::new("b"));
 
