@@ -328,6 +328,9 @@ pub enum ChaosAction {
     RestartRedis,
     /// This instance's next PostgreSQL statement with `sql` runs; its answer is lost.
     LoseCommitAnswer { sql: String },
+    /// This instance's connections to PostgreSQL carry nothing for `ms`,
+    /// held open (a partition): what either side sends arrives after.
+    PartitionPostgres { ms: u64 },
 }
 
 #[cfg(test)]

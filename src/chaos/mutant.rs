@@ -57,10 +57,14 @@ pub enum Mutant {
     /// `pg-update`'s `UPDATE` decrements with no `remaining > 0`: past
     /// zero, it sells units that do not exist.
     NoStockCheck,
+    /// `pg-for-update` and `pg-advisory` set no
+    /// `idle_in_transaction_session_timeout`: a holder the database no
+    /// longer hears (frozen, cut off) keeps its lock as long as it is silent.
+    NoIdleTimeout,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 14] = [
         Mutant::PlainDel,
         Mutant::NoLostCheck,
         Mutant::NoFence,
@@ -74,6 +78,7 @@ impl Mutant {
         Mutant::NoAdvisoryLock,
         Mutant::NoVersionCheck,
         Mutant::NoStockCheck,
+        Mutant::NoIdleTimeout,
     ];
 
     pub fn name(self) -> &'static str {
@@ -91,6 +96,7 @@ impl Mutant {
             Mutant::NoAdvisoryLock => "no-advisory-lock",
             Mutant::NoVersionCheck => "no-version-check",
             Mutant::NoStockCheck => "no-stock-check",
+            Mutant::NoIdleTimeout => "no-idle-timeout",
         }
     }
 

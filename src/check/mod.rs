@@ -178,6 +178,8 @@ fn properties_of(bounds: Bounds, protocol: Protocol) -> Vec<Property> {
         }
     } else if bounds.crashes > 0 {
         properties.extend([Property::Stuck, Property::Frees]);
+    } else if silenced_database_lock(bounds, protocol) {
+        properties.push(Property::SilenceEnded);
     }
     if node_fault_only(bounds) {
         properties.push(match majority_down(bounds) {
@@ -193,6 +195,12 @@ fn properties_of(bounds: Bounds, protocol: Protocol) -> Vec<Property> {
         properties.extend([Property::OrderedOnce, Property::OrdersKept]);
     }
     properties
+}
+
+/// A database lock's holder frozen: the database must end its session
+/// (its idle timeout, the lease) for anyone else to sell.
+fn silenced_database_lock(bounds: Bounds, protocol: Protocol) -> bool {
+    bounds.pauses > 0 && protocol.program == protocol::Program::Transaction
 }
 
 /// Redlock's nodes down, and no other fault: does the lock still sell?
@@ -240,6 +248,8 @@ fn conclude<'a, T>(
         shown(Behaviour::KeepsSelling, Property::SellsAll)
     } else if bounds.crashes > 0 {
         shown(Behaviour::Frees, Property::Frees)
+    } else if silenced_database_lock(bounds, protocol) {
+        shown(Behaviour::Safe, Property::SilenceEnded)
     } else if node_fault_only(bounds) && majority_down(bounds) {
         shown(Behaviour::Busy, Property::Sells)
     } else if node_fault_only(bounds) {

@@ -245,6 +245,26 @@ fn each_mechanism_taken_out_flips_a_named_cell() {
             },
             "oversells",
         ),
+        // A database lock with no idle timeout: a frozen holder keeps it
+        // for as long as it is frozen, and nobody sells meanwhile.
+        (
+            Variant::PgForUpdate,
+            Scenario::PauseHolder,
+            Mutation {
+                no_idle_timeout: true,
+                ..none
+            },
+            VACUOUS,
+        ),
+        (
+            Variant::PgAdvisory,
+            Scenario::PauseHolder,
+            Mutation {
+                no_idle_timeout: true,
+                ..none
+            },
+            VACUOUS,
+        ),
         // Redis's sold-out as the answer by itself: the unit a killed
         // buyer took in Redis is never sold, and a buyer is told sold out
         // while the database holds it.

@@ -36,6 +36,10 @@ pub enum Property {
     /// Witness: a lock holder dies, and another buyer sells within a lease
     /// and a tick of its death.
     Frees,
+    /// Witness: a database lock's holder frozen past its lease, its session
+    /// ended by the database (its idle timeout), and another buyer sells
+    /// (the holder's late write refused).
+    SilenceEnded,
     /// Witness: the whole stock sold, each unit once, through the fault
     /// (a unit sold once each fault of the scenario struck).
     SellsAll,
@@ -55,13 +59,19 @@ impl Property {
             Property::SoldOutBacked => "no buyer told sold out while the database holds stock",
             Property::Sells => "a unit is sold",
             Property::Frees => "another buyer sells within a lease of the holder's death",
+            Property::SilenceEnded => {
+                "another buyer sells once the database ended a silent holder's session"
+            }
             Property::SellsAll => "the whole stock sold, each unit once",
         }
     }
 
     /// Whether it is a witness (a state to reach), not a property to keep.
     pub fn is_witness(self) -> bool {
-        matches!(self, Property::Sells | Property::Frees | Property::SellsAll)
+        matches!(
+            self,
+            Property::Sells | Property::Frees | Property::SilenceEnded | Property::SellsAll
+        )
     }
 }
 
@@ -98,7 +108,7 @@ pub fn holds(property: Property, sale: &Sale, w: &World) -> bool {
                 && (sale.bounds.outages == 0 || w.redis == model::Outage::Back)
                 && (sale.bounds.db_crashes == 0 || w.sold_since_crash)
         }
-        Property::Frees => w.freed,
+        Property::Frees | Property::SilenceEnded => w.freed,
         Property::SellsAll => w.stock == 0 && w.sold.iter().all(|&n| n == 1) && w.sold_after_faults,
     }
 }

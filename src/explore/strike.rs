@@ -1,9 +1,6 @@
 //! The faults a schedule may strike: which the scenario offers at a step
 //! (its budget of each, and where each may land), and striking one.
 
-use std::time::Instant;
-
-use anyhow::Context;
 use redis::AsyncCommands;
 
 use super::run::{Buyer, Run, name};
@@ -129,6 +126,11 @@ impl Run<'_> {
         // watchdog renews it.
         let restored = self.failing.is_some() && self.holders.is_empty();
         if ((budget.time && !budget.watchdog) || dead || frozen || restored) && lease {
+            faults.push(Choice::Expire);
+        }
+        // A database lock's frozen holder: the database ends its silent
+        // session once its lease (the idle timeout) has passed.
+        if budget.transaction && frozen {
             faults.push(Choice::Expire);
         }
         let holding = |n: &&u8| self.holders.contains(n);
@@ -269,6 +271,9 @@ impl Run<'_> {
                 self.holders.clear();
                 self.wake().await?;
             }
+            // A database lock: its frozen holder's session ended by the
+            // database itself, once silent for its lease.
+            Choice::Expire if budget.transaction => self.silent_session_ends().await?,
             // The store's side of a lease running out: the locks it is
             // offered for keep no clock of their own to notice (no
             // watchdog, a dead or frozen one).
@@ -307,47 +312,6 @@ impl Run<'_> {
                     self.end_held_transaction().await?;
                 }
             }
-        }
-        Ok(())
-    }
-
-    /// Ends the one transaction of the database's lock held at a gate (the
-    /// holder's: a buyer waiting for the lock is not idle in one), as its
-    /// process's death would.
-    async fn end_held_transaction(&self) -> anyhow::Result<()> {
-        let url = self
-            .postgres_url
-            .as_ref()
-            .context("the stack's PostgreSQL, to end a dead holder's transaction")?;
-        let client = crate::orders::connect(url).await?;
-        let ended = client
-            .query(
-                "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND pid <> pg_backend_pid() \
-                 AND state LIKE 'idle in transaction%'",
-                &[],
-            )
-            .await?;
-        anyhow::ensure!(
-            ended.len() == 1,
-            "{} transactions idle at a gate, where the dead holder's should be the one",
-            ended.len()
-        );
-        // Ended once its session is gone (its locks with it), as a dead
-        // process's is by the time anyone else looks: the signal the
-        // database sends it is only asked for.
-        let pid: i32 = ended[0].try_get(0)?;
-        let since = Instant::now();
-        while client
-            .query_opt("SELECT 1 FROM pg_stat_activity WHERE pid = $1", &[&pid])
-            .await?
-            .is_some()
-        {
-            anyhow::ensure!(
-                since.elapsed() < STALL,
-                "the dead holder's session {pid} was still there after {STALL:?}"
-            );
-            tokio::time::sleep(super::run::waits::POLL).await;
         }
         Ok(())
     }

@@ -150,12 +150,7 @@ pub(super) async fn chaos_action(
                     "a piece of the statement whose answer is lost: 1 to 200 characters (e.g. commit)",
                 )));
             }
-            let relay = state.pg_relay().ok_or_else(|| {
-                AppError::Forbidden(
-                    "losing a commit's answer needs this instance's relay to PostgreSQL: chaos mode and --postgres-url".to_owned(),
-                )
-            })?;
-            let cut = relay.cut_after(sql);
+            let cut = relay(&state, "losing a commit's answer")?.cut_after(sql);
             let detail = format!("the next statement with {sql:?}: its answer lost");
             state
                 .chaos()
@@ -168,6 +163,17 @@ pub(super) async fn chaos_action(
                 }
             });
             serde_json::json!({"armed": "lose_commit_answer", "sql": sql, "instance": state.instance()})
+        }
+        ChaosAction::PartitionPostgres { ms } => {
+            let ms = crate::knobs::parse_ms("ms", &ms.to_string(), 1, crate::knobs::MAX_WORK_MS)?;
+            relay(&state, "a partition from PostgreSQL")?
+                .partition(std::time::Duration::from_millis(ms));
+            let detail = format!("this instance cut off from PostgreSQL for {ms} ms");
+            state
+                .chaos()
+                .record(&mut conn, "partition_postgres", None, &detail)
+                .await;
+            serde_json::json!({"partitioned": state.instance(), "ms": ms})
         }
         ChaosAction::Crash => {
             state
@@ -193,4 +199,16 @@ pub(super) async fn chaos_action(
     }
     tracing::warn!(?action, "chaos");
     Ok(Json(done))
+}
+
+/// This instance's relay to PostgreSQL, which `what` needs.
+fn relay<'a>(
+    state: &'a AppState,
+    what: &str,
+) -> Result<&'a crate::up::pg_relay::PgRelay, AppError> {
+    state.pg_relay().ok_or_else(|| {
+        AppError::Forbidden(format!(
+            "{what} needs this instance's relay to PostgreSQL: chaos mode and --postgres-url"
+        ))
+    })
 }

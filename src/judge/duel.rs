@@ -19,21 +19,21 @@ pub struct Duel {
 }
 
 impl Duel {
-    fn evidence(&self, before: &str) -> String {
+    pub(super) fn evidence(&self, before: &str) -> String {
         format!(
             "{before}holder answered {}, the newcomer {}; {}",
             self.holder, self.newcomer, self.ledger
         )
     }
 
-    fn entered(&self) -> Check {
+    pub(super) fn entered(&self) -> Check {
         check(self.entered, || {
             "the holder never entered its section (no announcement within the timeout)".to_owned()
         })
     }
 
     /// The holder was frozen for (at least) `pause`.
-    fn frozen(&self, pause: Duration) -> Check {
+    pub(super) fn frozen(&self, pause: Duration) -> Check {
         check(self.holder.took >= pause, || {
             format!(
                 "the holder answered within {:.2} s: it was not frozen for {:.1} s",
@@ -44,7 +44,7 @@ impl Duel {
     }
 
     /// The holder's late write was refused by the store and counted.
-    fn stale_write_refused(&self) -> Check {
+    pub(super) fn stale_write_refused(&self) -> Check {
         check(
             self.holder.refused("stale_token") && self.ledger.state.fenced_rejections > 0,
             || {
@@ -55,31 +55,6 @@ impl Duel {
             },
         )
     }
-}
-
-/// `pause-holder`: the holder froze longer than its lease right before
-/// its write. Safe only when its stale write was refused; for a lock
-/// without a lease (`leaseless`: the database's, held by its transaction),
-/// only when the newcomer waited through the freeze for the holder's
-/// commit, then sold.
-pub fn pause_holder(duel: &Duel, pause: Duration, leaseless: bool) -> Judgement {
-    let landed = duel.entered().and_then(|()| duel.frozen(pause));
-    let earned = if leaseless {
-        check(duel.newcomer.sold() && duel.newcomer.took >= pause, || {
-            format!(
-                "the newcomer answered {}: it did not wait out the frozen holder's lock",
-                duel.newcomer
-            )
-        })
-    } else {
-        duel.stale_write_refused()
-    };
-    decide(
-        landed,
-        &duel.ledger,
-        earned,
-        duel.evidence(&format!("froze {:.1} s; ", pause.as_secs_f64())),
-    )
 }
 
 /// `lock-vanishes-early`: the lock was deleted under its holder while it

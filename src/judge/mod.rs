@@ -40,6 +40,7 @@ mod duel;
 mod failover;
 mod orders;
 mod outage;
+mod pause;
 mod recovery;
 pub mod second;
 #[cfg(test)]
@@ -52,11 +53,12 @@ pub use self::crowd::{one_instance, race, retry_storm, slow_business};
 pub use self::database::{DatabaseCrash, LostAnswer, commit_answer_lost, database_crash};
 pub use self::doubt::{Doubted, RedisPause, redis_pause};
 pub use self::duel::{
-    Deletion, Duel, clock_skew, forgotten_lock, lock_vanishes, lock_vanishes_early, pause_holder,
+    Deletion, Duel, clock_skew, forgotten_lock, lock_vanishes, lock_vanishes_early,
 };
 pub use self::failover::{Failover, Replication, failover};
 pub use self::orders::{Books, LostLedger, books, ledger_lost};
 pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart};
+pub use self::pause::{pause_holder, silent_holder};
 pub use self::recovery::{BetweenStores, Recovery, between_stores, recovery};
 use crate::client::Deduction;
 use crate::variants::Behaviour;

@@ -39,6 +39,10 @@ pub struct Buyer<'a> {
     pub work: Duration,
     /// How long to wait for a lock (row or advisory): zero fails at once.
     pub wait: Duration,
+    /// How long a database lock's transaction may sit silent holding its
+    /// lock (`idle_in_transaction_session_timeout`): past it, PostgreSQL
+    /// ends the session, which frees the lock and rolls the sale back.
+    pub lease: Duration,
 }
 
 /// A protocol's answer.

@@ -21,7 +21,8 @@ use tokio_postgres::{Client, GenericClient};
 
 use super::ids::{duplicate_id, record_sold_out, replay, replayed};
 use super::statements::{
-    lock_refused, sale_statement, set_lock_timeout, sold_answer, sold_out, work, write_back,
+    bound_transaction, ended_idle, heard_work, lock_refused, sale_statement, sold_answer, sold_out,
+    work, write_back,
 };
 use super::{Buyer, PgAnswer, PgError};
 use crate::chaos::mutant::{self, Mutant};
@@ -86,12 +87,13 @@ pub async fn for_update(
         return Ok(answer);
     }
     let tx = c.transaction().await?;
-    let lock = if mutant::on(Mutant::NoRowLock) {
+    let locks = !mutant::on(Mutant::NoRowLock);
+    bound_transaction(&tx, buyer, locks && !buyer.wait.is_zero()).await?;
+    let lock = if !locks {
         ""
     } else if buyer.wait.is_zero() {
         " FOR UPDATE NOWAIT"
     } else {
-        set_lock_timeout(&tx, buyer.wait).await?;
         " FOR UPDATE"
     };
     let read = tx
@@ -119,7 +121,9 @@ pub async fn advisory(c: &mut Client, buyer: &Buyer<'_>, hook: &Hook) -> Result<
         return Ok(answer);
     }
     let tx = c.transaction().await?;
-    if mutant::on(Mutant::NoAdvisoryLock) {
+    let locks = !mutant::on(Mutant::NoAdvisoryLock);
+    bound_transaction(&tx, buyer, locks && !buyer.wait.is_zero()).await?;
+    if !locks {
         // No lock taken: the section below runs beside the others.
     } else if buyer.wait.is_zero() {
         let row = tx
@@ -132,7 +136,6 @@ pub async fn advisory(c: &mut Client, buyer: &Buyer<'_>, hook: &Hook) -> Result<
             return Ok(PgAnswer::new(Outcome::Busy(BusyReason::LockHeld)));
         }
     } else {
-        set_lock_timeout(&tx, buyer.wait).await?;
         if let Err(err) = tx
             .execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
@@ -258,11 +261,28 @@ async fn section(
         let answer = record_sold_out(&tx, buyer, remaining).await?;
         return commit(tx, answer, hook, entered).await;
     }
-    work(buyer).await;
+    // Under a lock, the database hears the holder while it works; with
+    // none (the contrast), there is nothing to keep.
+    let heard = match entered {
+        Some(_) => heard_work(&tx, buyer).await?,
+        None => {
+            work(buyer).await;
+            std::time::Instant::now()
+        }
+    };
     hook.at(points::BEFORE_WRITE).await;
     let sold = write_back(&tx, buyer, "epoch = $5", remaining, epoch).await;
     let answer = match sold {
         Ok(Some(row)) => sold_answer(row.try_get(0)?, row.try_get(1)?),
+        // Silent past its lease (frozen, cut off), the holder's session
+        // was ended by the database: its lock was freed then and another
+        // buyer may have sold since; this write is refused with the
+        // session, and nothing was sold.
+        Err(err) if entered.is_some() && ended_idle(&err, buyer, heard) => {
+            return Ok(Decided::Answer(PgAnswer::new(Outcome::Busy(
+                BusyReason::LockLost,
+            ))));
+        }
         Ok(None) => {
             return Ok(Decided::Answer(PgAnswer::new(Outcome::Busy(
                 BusyReason::Reset,

@@ -3,13 +3,14 @@
 //! one), the section's write, the answers built from a row, the lock's
 //! refusal and timeout, and the business work.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 
 use super::ids::record_sold_out;
 use super::{Buyer, PgAnswer, PgError};
+use crate::chaos::mutant::{self, Mutant};
 use crate::outcome::{BusyReason, Outcome};
 
 /// The statement of a sale: the stock row's write (`remaining` set to
@@ -94,15 +95,35 @@ pub(super) fn lock_refused(
     }
 }
 
-pub(super) async fn set_lock_timeout(
+/// Bounds a database lock's transaction, first thing in it: how long it
+/// waits for its lock (`lock_timeout`; `waits` false: NOWAIT, or a
+/// try-lock, none needed) and how long it may hold it in silence
+/// (`idle_in_transaction_session_timeout`, the buyer's lease). A holder the
+/// database stops hearing from (frozen, cut off by a partition, its host
+/// gone without a FIN) is ended by PostgreSQL once that long passed since
+/// its last statement: the session closes, its transaction rolls back and
+/// its lock is free, within the lease rather than the operating system's
+/// TCP keepalive (about two hours).
+pub(super) async fn bound_transaction(
     tx: &tokio_postgres::Transaction<'_>,
-    wait: Duration,
+    buyer: &Buyer<'_>,
+    waits: bool,
 ) -> Result<(), PgError> {
-    tx.batch_execute(&format!(
-        "SET LOCAL lock_timeout = {}",
-        wait.as_millis().max(1)
-    ))
-    .await?;
+    let mut sql = format!(
+        "SET LOCAL idle_in_transaction_session_timeout = {}",
+        buyer.lease.as_millis().max(1)
+    );
+    // The live mutant `no-idle-timeout` leaves it at the server's 0: never.
+    if mutant::on(Mutant::NoIdleTimeout) {
+        sql = "SET LOCAL idle_in_transaction_session_timeout = 0".to_owned();
+    }
+    if waits {
+        sql += &format!(
+            "; SET LOCAL lock_timeout = {}",
+            buyer.wait.as_millis().max(1)
+        );
+    }
+    tx.batch_execute(&sql).await?;
     Ok(())
 }
 
@@ -110,4 +131,41 @@ pub(super) async fn work(buyer: &Buyer<'_>) {
     if !buyer.work.is_zero() {
         tokio::time::sleep(buyer.work).await;
     }
+}
+
+/// The business work of a holder of a database lock, heard by the
+/// database: every third of its lease it sends the transaction a
+/// `SELECT 1`, so that a holder slower than its lease but alive keeps its
+/// lock (the watchdog of a Redis lock, for a lock whose lease is the
+/// session's idle timeout). Returns when its connection was last heard
+/// from (an answer came).
+pub(super) async fn heard_work(
+    tx: &tokio_postgres::Transaction<'_>,
+    buyer: &Buyer<'_>,
+) -> Result<Instant, PgError> {
+    let mut heard = Instant::now();
+    if buyer.work.is_zero() {
+        return Ok(heard);
+    }
+    let every = (buyer.lease / 3).max(Duration::from_millis(1));
+    let done = tokio::time::sleep(buyer.work);
+    tokio::pin!(done);
+    let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tokio::select! {
+            () = &mut done => return Ok(heard),
+            _ = beat.tick() => {
+                tx.batch_execute("SELECT 1").await?;
+                heard = Instant::now();
+            }
+        }
+    }
+}
+
+/// Whether `err` is PostgreSQL having ended a holder's session for its
+/// silence: the idle timeout's own error, or the connection found closed
+/// after a silence of at least the lease (`heard`: when it was last heard).
+pub(super) fn ended_idle(err: &tokio_postgres::Error, buyer: &Buyer<'_>, heard: Instant) -> bool {
+    err.code() == Some(&SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT)
+        || (err.is_closed() && heard.elapsed() >= buyer.lease)
 }

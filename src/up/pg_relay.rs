@@ -6,6 +6,10 @@
 //! it commits; its client never learns so: the lost commit answer, made to
 //! happen every time instead of once in a while.
 //!
+//! It can also cut its connections off for a while (a partition): every
+//! byte either way is held, nothing closed, until the partition ends, and
+//! a side that closed meanwhile is seen closed only then.
+//!
 //! It reads the client's half of PostgreSQL's wire protocol (v3) only as
 //! far as it must: the untyped start-up messages, then each message's type
 //! and length, and the SQL in `Q`, `P` (Parse) and `B` (Bind). Every byte
@@ -16,6 +20,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -27,7 +32,29 @@ use tokio::task::JoinSet;
 pub struct PgRelay {
     listen: SocketAddr,
     armed: Arc<Mutex<Option<Armed>>>,
+    partition: Arc<Partition>,
     accept: tokio::task::JoinHandle<()>,
+}
+
+/// Until when the relay's connections carry nothing.
+#[derive(Default)]
+struct Partition {
+    until: Mutex<Option<tokio::time::Instant>>,
+}
+
+impl Partition {
+    /// Returns once no partition holds the connections.
+    async fn pass(&self) {
+        loop {
+            let until = *self.until.lock().unwrap_or_else(PoisonError::into_inner);
+            match until {
+                Some(until) if until > tokio::time::Instant::now() => {
+                    tokio::time::sleep_until(until).await;
+                }
+                _ => return,
+            }
+        }
+    }
 }
 
 struct Armed {
@@ -45,6 +72,8 @@ impl PgRelay {
         let listen = listener.local_addr()?;
         let armed: Arc<Mutex<Option<Armed>>> = Arc::default();
         let shared = armed.clone();
+        let partition: Arc<Partition> = Arc::default();
+        let cut_off = partition.clone();
         let accept = tokio::spawn(async move {
             let Ok(listener) = TcpListener::from_std(listener) else {
                 return;
@@ -53,9 +82,10 @@ impl PgRelay {
             let mut connections = JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
                 let armed = shared.clone();
+                let partition = cut_off.clone();
                 connections.spawn(async move {
                     if let Ok(server) = TcpStream::connect(to).await {
-                        let _ = relay(client, server, armed).await;
+                        let _ = relay(client, server, armed, &partition).await;
                     }
                 });
             }
@@ -63,6 +93,7 @@ impl PgRelay {
         Ok(PgRelay {
             listen,
             armed,
+            partition,
             accept,
         })
     }
@@ -112,6 +143,21 @@ impl PgRelay {
     }
 }
 
+impl PgRelay {
+    /// Cuts every connection off for `how_long` from now: the bytes either
+    /// way are held, no connection is closed (a partition, as the two ends
+    /// see it: silence). Each connection carries on after, with what it
+    /// held; one whose other end closed meanwhile closes then.
+    pub fn partition(&self, how_long: Duration) {
+        let until = tokio::time::Instant::now() + how_long;
+        *self
+            .partition
+            .until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(until);
+    }
+}
+
 impl Drop for PgRelay {
     fn drop(&mut self) {
         self.accept.abort();
@@ -129,6 +175,7 @@ async fn relay(
     client: TcpStream,
     server: TcpStream,
     armed: Arc<Mutex<Option<Armed>>>,
+    partition: &Arc<Partition>,
 ) -> std::io::Result<()> {
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
     let (mut from_client, mut to_client) = client.into_split();
@@ -136,13 +183,18 @@ async fn relay(
     let state = Arc::new(CutState::default());
     let back = {
         let state = state.clone();
+        let partition = partition.clone();
         tokio::spawn(async move {
-            let _ = copy_back(&mut from_server, &mut to_client, &state).await;
+            let _ = copy_back(&mut from_server, &mut to_client, &state, &partition).await;
+            // The server's side closed: the client learns it once no
+            // partition holds the connection.
+            partition.pass().await;
         })
     };
     let mut reader = Messages::default();
     loop {
         let message = reader.next(&mut from_client).await?;
+        partition.pass().await;
         if reader.asked_for_tls(&message) {
             state.tls_asked.store(true, SeqCst);
         }
@@ -187,6 +239,7 @@ async fn copy_back(
     from: &mut (impl AsyncReadExt + Unpin),
     to: &mut (impl AsyncWriteExt + Unpin),
     state: &CutState,
+    partition: &Partition,
 ) -> std::io::Result<()> {
     let mut readies = 0u64;
     let mut first = true;
@@ -216,6 +269,7 @@ async fn copy_back(
         if kind == b'Z' {
             readies += 1;
         }
+        partition.pass().await;
         to.write_all(&bytes).await?;
     }
 }

@@ -205,14 +205,17 @@ pub(super) const DATABASE: Claims = Claims {
 };
 
 /// The claims of the database's locks (`pg-for-update`, `pg-advisory`),
-/// one for both: a lock its transaction holds, with no lease, freed when
-/// its holder's connection closes (their model: `check/model/transaction.rs`).
+/// one for both: a lock its transaction holds, freed when its holder's
+/// connection closes, or when the database has not heard from it for its
+/// lease (the session's idle timeout) (their model: `check/model/transaction.rs`).
 /// `slow_business`: why the work stays under the lock, in the variant's words.
 pub(super) const fn transaction_lock(slow_business: &'static str) -> Claims {
     Claims {
         slow_business: Claim::safe(slow_business),
         crash_after_acquire: Claim::frees(DIES_WITH_ITS_CONNECTION),
-        pause_holder: Claim::safe("no lease to run out"),
+        pause_holder: Claim::safe(
+            "the database ends a silent holder's session within its lease: its late write is refused",
+        ),
         kill_instance: Claim::frees(DIES_WITH_ITS_CONNECTION),
         ..DATABASE
     }

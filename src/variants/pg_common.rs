@@ -23,6 +23,7 @@ pub(super) fn buyer<'a>(ctx: &'a Ctx<'_>, about: &About) -> Buyer<'a> {
         instance: ctx.instance,
         work: ctx.knobs.work,
         wait: ctx.wait(about),
+        lease: ctx.lease(about),
     }
 }
 

@@ -53,3 +53,51 @@ async fn each_database_mechanism_taken_out_oversells_its_race_for_both_judges() 
         );
     }
 }
+
+/// Without `idle_in_transaction_session_timeout` (the live mutant
+/// `no-idle-timeout`), a database lock's holder frozen, then one cut off
+/// from PostgreSQL, keeps its lock for as long as it is silent: the lab's
+/// `pause-holder` sees the SKU stuck (the newcomer sold only once the
+/// holder spoke again, and the holder's late write landed). The history
+/// checker, which judges what buyers were told and not when, finds those
+/// answers linearizable: it judged the run, and only the lab's clock sees
+/// this failure. The code with the timeout passes the same cells in the
+/// lab's matrix test.
+#[tokio::test]
+async fn a_database_lock_without_an_idle_timeout_is_stuck_while_its_holder_is_silent() {
+    if !stocklock::up::postgres::installed() {
+        crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return;
+    }
+    let locks = [Variant::PgForUpdate, Variant::PgAdvisory];
+    let (output, report) = lab(
+        &["pause-holder", "--variant", "pg-for-update,pg-advisory"],
+        &[("STOCKLOCK_MUTANT", "no-idle-timeout")],
+        Duration::from_secs(120),
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(2), "the lab passed: {report}");
+    let cells = report["cells"].as_array().unwrap();
+    for variant in locks {
+        let cell = find(cells, Scenario::PauseHolder, variant).unwrap();
+        assert_eq!(cell["observed"], "stuck", "{cell}");
+        let evidence = cell["evidence"].as_str().unwrap();
+        for trial in ["froze 1.5 s", "cut off from PostgreSQL for 1.5 s"] {
+            assert!(evidence.contains(trial), "{trial}: {evidence}");
+        }
+        assert_eq!(
+            evidence
+                .matches("the database never ended the silent holder's session")
+                .count(),
+            2,
+            "{evidence}"
+        );
+        assert!(
+            cell["history"]
+                .as_str()
+                .unwrap()
+                .starts_with("linearizable"),
+            "{cell}"
+        );
+    }
+}

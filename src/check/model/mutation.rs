@@ -41,4 +41,7 @@ pub struct Mutation {
     pub no_stock_check: bool,
     /// `pg-optimistic`'s write does not compare the version it read.
     pub no_version_check: bool,
+    /// A database lock's transaction has no idle timeout: the database
+    /// never ends the session of a holder it stopped hearing from.
+    pub no_idle_timeout: bool,
 }

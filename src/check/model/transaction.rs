@@ -1,8 +1,12 @@
 //! `pg-for-update`, `pg-advisory`: a lock the database holds for the
 //! buyer's transaction (the stock row's, or an advisory lock on the SKU),
-//! one for every buyer of every instance. No lease: it is held from the
-//! grant to the commit, however long the work or a frozen process takes,
-//! and waited for meanwhile. The write and the commit are one step (the
+//! one for every buyer of every instance. It is held from the grant to
+//! the commit however long the work takes (the holder is heard while it
+//! works), and waited for meanwhile; but a holder frozen for its lease,
+//! heard from no more, has its session ended by the database (the
+//! transaction's idle timeout): its lock is free, and its commit refused
+//! when it wakes. The model ends that session when another buyer asks for
+//! the lock, the first moment anyone else could see it ended. The write and the commit are one step (the
 //! write is seen only once committed, and the commit lets the lock go);
 //! a holder that dies takes its transaction with it, the lock freed
 //! (`crate::check::faults`: a crash frees a buyer's mutex, and this lock
@@ -45,6 +49,14 @@ impl Steps for Pc {
         Some(match self {
             Pc::Answered | Pc::Retry if sale.id_recorded(w, n) => Pc::Done,
             Pc::Answered | Pc::Retry => Pc::Acquire,
+            // The holder frozen for its lease: the database ended its
+            // session, which freed the lock.
+            Pc::Acquire if w.mutexes[lock].is_some_and(|h| silent(sale, w, h)) => {
+                let holder = w.mutexes[lock].unwrap_or(n);
+                w.buyers[usize::from(holder)].lost = true;
+                sale.free_mutex(w, holder);
+                Pc::Acquire
+            }
             // Waits while another transaction holds it.
             Pc::Acquire if w.mutexes[lock].is_some() => return None,
             Pc::Acquire => {
@@ -61,6 +73,9 @@ impl Steps for Pc {
             }
             Pc::Work if !sale.worked(w, n) => return None,
             Pc::Work => Pc::Commit,
+            // Its session ended while it was silent: the write is refused
+            // with it (`lock_lost`), nothing sold.
+            Pc::Commit if w.buyers[usize::from(n)].lost => Pc::Done,
             // The id's key: another attempt committed first; the commit
             // fails, the transaction rolls back, its answer is replayed.
             Pc::Commit if sale.id_recorded(w, n) => {
@@ -72,6 +87,10 @@ impl Steps for Pc {
                 sale.write(w, n);
                 let sold = w.sold.iter().map(|&k| u32::from(k)).sum::<u32>() > before;
                 record(sale, w, n, sold);
+                // A sale after a silent holder's session was ended.
+                if sold && w.buyers.iter().any(|b| b.lost) {
+                    w.freed = true;
+                }
                 sale.free_mutex(w, n);
                 Pc::Done
             }
@@ -100,6 +119,10 @@ impl Steps for Pc {
 
     fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
         match self {
+            Pc::Acquire if after.buyers[usize::from(n)].pc == before.buyers[usize::from(n)].pc => {
+                "finds its holder silent past its lease: the database ended that session, the lock is free"
+                    .to_owned()
+            }
             Pc::Acquire => section::says_taken(before, after, n),
             Pc::Answered | Pc::Retry if after.buyers[usize::from(n)].pc == Pc::Done.into() => {
                 "asks the database for its id's answer: answered from its record".to_owned()
@@ -108,6 +131,10 @@ impl Steps for Pc {
             Pc::Retry => {
                 "asks again with its request id: none recorded, it starts again".to_owned()
             }
+            Pc::Commit if before.buyers[usize::from(n)].lost => {
+                "writes: refused, the database ended its session while it was silent (lock_lost)"
+                    .to_owned()
+            }
             Pc::Commit if after.sold == before.sold && sale.id_recorded(before, n) => {
                 "commits: refused by its id's key (another attempt committed first), rolled back"
                     .to_owned()
@@ -115,6 +142,21 @@ impl Steps for Pc {
             pc => section::says(sale, pc.at(), before, after, n),
         }
     }
+}
+
+/// Whether holder `h` has been frozen for the lease (`Bounds::lease`
+/// ticks since its freeze struck): the database, hearing nothing, ended
+/// its session. Never with the mutation that sets no idle timeout.
+fn silent(sale: &Sale, w: &World, h: u8) -> bool {
+    let bounds = &sale.bounds;
+    let freeze = match bounds.freeze {
+        0 => bounds.lease + 1,
+        ticks => ticks,
+    };
+    !sale.mutation.no_idle_timeout
+        && w.buyers[usize::from(h)]
+            .frozen_until
+            .is_some_and(|until| w.now + freeze >= until + bounds.lease)
 }
 
 /// With ids in play, the commit records the id's answer in the same

@@ -7,6 +7,7 @@ pub(super) mod elsewhere;
 pub(super) mod failover;
 pub(super) mod nodes;
 pub(super) mod pipeline;
+mod sessions;
 mod settle;
 pub(super) mod waits;
 

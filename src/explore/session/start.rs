@@ -8,7 +8,8 @@ use std::time::Instant;
 use anyhow::bail;
 
 use super::{Session, Setup};
-use crate::check::{self, protocol::Protocol};
+use crate::check;
+use crate::check::protocol::{Program, Protocol};
 use crate::explore::run::{Run, elsewhere, failover, name, nodes, pipeline};
 use crate::explore::strike::Budget;
 use crate::explore::{BUYERS, EARLY_LEASE_MS, Redises, STOCK, matrix};
@@ -45,11 +46,15 @@ impl<'a> Session<'a> {
         let early = bounds.vanish_early && watchdog;
         // (A slow Redlock node: the round's validity is that lease minus the
         // ticks its votes took.)
-        let short = (bounds.vanish_early
+        // A database lock's frozen holder: the database ends its session
+        // once idle for the lease, which the explorer waits out.
+        let transaction = Protocol::of(variant).program == Program::Transaction;
+        let short = ((bounds.vanish_early
             || bounds.pauses > 0
             || bounds.late_renewals > 0
             || bounds.slow_votes > 0)
-            && watchdog;
+            && watchdog)
+            || (bounds.pauses > 0 && transaction);
         let lease_ms = if short {
             EARLY_LEASE_MS
         } else {

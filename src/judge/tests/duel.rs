@@ -24,7 +24,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         refused,
     );
     assert_eq!(
-        observed(pause_holder(&fenced, PAUSE, false)),
+        observed(pause_holder(&fenced, PAUSE, None)),
         Observed::Seen(Safe)
     );
 
@@ -34,7 +34,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         state(5, 4, 2),
     );
     assert_eq!(
-        observed(pause_holder(&watchdog, PAUSE, false)),
+        observed(pause_holder(&watchdog, PAUSE, None)),
         Observed::Seen(Oversells)
     );
 
@@ -45,30 +45,69 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         state(5, 3, 2),
     );
     assert_eq!(
-        observed(pause_holder(&waited, PAUSE, false)),
+        observed(pause_holder(&waited, PAUSE, None)),
         Observed::Inconclusive
     );
 
-    // A lock with no lease: the newcomer waiting out the frozen holder's
-    // transaction is the lock holding, safe; one that did not wait is not.
+    // A database lock, its session's lease 300 ms: the database ended the
+    // frozen holder's session, the newcomer sold within the lease and the
+    // slack, the holder's late write refused. Safe; a newcomer that waited
+    // the freeze out (no idle timeout), or a holder whose write landed, is not.
+    let lease = Some(Duration::from_millis(300));
+    let ended = duel(
+        reply(429, Some("lock_lost"), 1510),
+        reply(200, None, 420),
+        state(5, 4, 1),
+    );
     assert_eq!(
-        observed(pause_holder(&waited, PAUSE, true)),
+        observed(pause_holder(&ended, PAUSE, lease)),
         Observed::Seen(Safe)
     );
-    let early = duel(
+    // The newcomer sold only after the freeze: the SKU was stuck while
+    // its holder was silent.
+    let judgement = pause_holder(&waited, PAUSE, lease);
+    assert_eq!(judgement.observed, Observed::Stuck);
+    assert!(
+        judgement
+            .evidence
+            .starts_with("the database never ended the silent holder's session"),
+        "{}",
+        judgement.evidence
+    );
+    // Ended in time, but the holder's late write landed anyway.
+    let landed = duel(
         reply(200, None, 1510),
-        reply(200, None, 320),
+        reply(200, None, 420),
         state(5, 3, 2),
     );
-    assert_ne!(
-        observed(pause_holder(&early, PAUSE, true)),
-        Observed::Seen(Safe)
+    let judgement = pause_holder(&landed, PAUSE, lease);
+    assert_ne!(judgement.observed, Observed::Seen(Safe));
+    assert!(
+        judgement
+            .evidence
+            .contains("its late write was not refused"),
+        "{}",
+        judgement.evidence
+    );
+    let slow = duel(
+        reply(429, Some("lock_lost"), 1510),
+        reply(200, None, 1_450),
+        state(5, 4, 1),
+    );
+    let judgement = pause_holder(&slow, PAUSE, lease);
+    assert_ne!(judgement.observed, Observed::Seen(Safe));
+    assert!(
+        judgement
+            .evidence
+            .contains("did not sell within the lease (300 ms) and 500 ms"),
+        "{}",
+        judgement.evidence
     );
 
     // Not frozen: the pause never landed, whatever the ledger says.
     let quick = duel(reply(200, None, 20), reply(200, None, 320), state(5, 4, 2));
     assert_eq!(
-        observed(pause_holder(&quick, PAUSE, false)),
+        observed(pause_holder(&quick, PAUSE, None)),
         Observed::Inconclusive
     );
 
@@ -76,7 +115,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
         entered: false,
         ..fenced
     };
-    let judgement = pause_holder(&never, PAUSE, false);
+    let judgement = pause_holder(&never, PAUSE, None);
     assert_eq!(judgement.observed, Observed::Inconclusive);
     assert!(judgement.evidence.contains("never entered its section"));
 }

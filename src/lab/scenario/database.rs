@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::play::query;
+use super::play::{self, query};
 use super::redis_pause::retry_until_final;
 use crate::check::protocol::{Program, Protocol};
 use crate::gate::{Scheduler, buyer_name, points};
@@ -147,6 +147,55 @@ pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::R
         ledger: lab.ledger(v).await?,
         both,
     }))
+}
+
+/// `pause-holder` for a database lock, whose lease is its transaction's
+/// idle timeout: the holder frozen as for every lock, then a holder cut
+/// off from PostgreSQL as long ([`cut_off`]); the database must end each
+/// silent session within the lease.
+pub(super) async fn silent_holder(lab: &Lab, variant: Variant) -> anyhow::Result<Judgement> {
+    let v = variant.name();
+    let (frozen, pause) = play::frozen_holder(lab, v).await?;
+    let cut = cut_off(lab, v, &play::holder_query(v), pause).await?;
+    Ok(judge::silent_holder(
+        &frozen,
+        &cut,
+        pause,
+        play::HOLDER_LEASE,
+    ))
+}
+
+/// `pause-holder`'s second trial for a database lock: a buyer on instance
+/// a (`buyer`: its knobs) held at its gate right before its write, its
+/// lock had and its transaction open; instance a's relay to PostgreSQL
+/// cut off for `pause` (a partition: nothing closed, nothing carried);
+/// the holder let go, its write held in the partition; a newcomer on
+/// instance b waiting for the lock. The duel, for the judge.
+async fn cut_off(lab: &Lab, v: &str, buyer: &str, pause: Duration) -> anyhow::Result<judge::Duel> {
+    lab.client().reset(v, 5, 0).await?;
+    let run = format!("lab-cut-{v}-{}", std::process::id());
+    let mut gates = Scheduler::start(&lab.redis_url, &run).await?;
+    let holder = lab.send(
+        &lab.instance(0).url,
+        &format!("{buyer}&schedule={run}:{}", buyer_name(0)),
+    );
+    let at_write = gates
+        .run_to(points::BEFORE_WRITE.name, GATE_TIMEOUT)
+        .await?;
+    if let Some(at_write) = &at_write {
+        let ms = pause.as_millis() as u64;
+        lab.chaos_on(0, &ChaosAction::PartitionPostgres { ms })
+            .await?;
+        gates.release(at_write).await?;
+    }
+    gates.abandon().await?;
+    let newcomer = lab.send(&lab.instance(1).url, buyer).await?;
+    Ok(judge::Duel {
+        entered: at_write.is_some(),
+        holder: holder.await?,
+        newcomer,
+        ledger: lab.ledger(v).await?,
+    })
 }
 
 /// For a variant whose stock both stores keep (`redis-then-pg`), once

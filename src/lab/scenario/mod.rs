@@ -62,6 +62,10 @@ impl Scenario {
             Scenario::Race => play::race(lab, variant).await,
             Scenario::SlowBusiness => play::slow_business(lab, v).await,
             Scenario::CrashAfterAcquire => play::crash_after_acquire(lab, v).await,
+            // A database lock: frozen, then cut off from PostgreSQL.
+            Scenario::PauseHolder if variant.stock_in_postgres() => {
+                database::silent_holder(lab, variant).await
+            }
             Scenario::PauseHolder => play::pause_holder(lab, v).await,
             // No lock to leave behind: killed between its two stores.
             Scenario::KillInstance if Protocol::of(variant).two_stores() => {

@@ -19,8 +19,9 @@ use crate::wire::{ChaosAction, StateSnapshot};
 /// The lease of the recovery scenarios; "frees" is a sale within it + 1 s.
 const RECOVERY_LEASE: Duration = Duration::from_millis(1_000);
 const RECOVERY_WINDOW: Duration = Duration::from_millis(2_000);
-/// How long `pause-holder` freezes its holder (its lease: 300 ms).
+/// How long `pause-holder` freezes its holder, and its lease.
 const PAUSE: Duration = Duration::from_millis(1_500);
+pub(super) const HOLDER_LEASE: Duration = Duration::from_millis(300);
 /// How far ahead instance b's clock runs in `clock-skew`.
 const SKEW_MS: i64 = 5_000;
 /// How long the holder of `redlock-restart-without-persistence` is frozen.
@@ -206,8 +207,15 @@ pub(super) async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judg
 
 /// The holder on instance a freezes for 1.5 s, with a 300 ms lease, after
 /// its last check of the lock and right before its write; a buyer on
-/// instance b waits for the lock.
+/// instance b waits for the lock. (A database lock's cell is
+/// [`super::database::silent_holder`].)
 pub(super) async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
+    let (duel, pause) = frozen_holder(lab, v).await?;
+    Ok(judge::pause_holder(&duel, pause, None))
+}
+
+/// `pause-holder`'s duel: the holder frozen, and how long.
+pub(super) async fn frozen_holder(lab: &Lab, v: &str) -> anyhow::Result<(Duel, Duration)> {
     lab.client().reset(v, 5, 0).await?;
     let pause = pause_for(v);
     lab.client()
@@ -215,14 +223,15 @@ pub(super) async fn pause_holder(lab: &Lab, v: &str) -> anyhow::Result<Judgement
             ms: pause.as_millis() as u64,
         })
         .await?;
-    let buyer = query(v, "lease_ms=300&work_ms=0&wait_ms=5000");
+    let buyer = holder_query(v);
     let (duel, _) = lab.duel(v, &buyer, &buyer, None).await?;
-    let variant: Variant = v.parse().map_err(|_| anyhow::anyhow!("no variant {v}"))?;
-    Ok(judge::pause_holder(
-        &duel,
-        pause,
-        variant.stock_in_postgres(),
-    ))
+    Ok((duel, pause))
+}
+
+/// What `pause-holder`'s holder and newcomer ask.
+pub(super) fn holder_query(v: &str) -> String {
+    let lease = HOLDER_LEASE.as_millis();
+    query(v, &format!("lease_ms={lease}&work_ms=0&wait_ms=5000"))
 }
 
 /// Sixteen concurrent retries of one request_id through nginx.

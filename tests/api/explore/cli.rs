@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use stocklock::variants::{Scenario, Variant};
 
-use super::explore_cli;
+use super::{explore_cli, explore_said};
 use crate::helpers;
 
 /// The live mutants (a debug build's switch; the test binary's `stocklock`
@@ -43,30 +43,54 @@ const MUTANT_WITHIN: usize = 300;
 /// stack has PostgreSQL (without it every buyer would be told the store
 /// is missing, and nothing explored), crashes strike (a dead holder's
 /// transaction is ended, its lock freed, as a dead process's would be),
-/// and no schedule breaks a property.
+/// a frozen holder's session is ended by the database itself (`Expire`:
+/// its idle timeout, the lease, waited out), and no schedule breaks a
+/// property. Without the idle timeout (the live mutant `no-idle-timeout`)
+/// the frozen holder's session is never ended, and the explorer says so.
 #[tokio::test]
-async fn the_database_locks_are_explored_with_their_holders_crashing() {
+async fn the_database_locks_are_explored_with_their_holders_crashing_and_frozen() {
     helpers::within(Duration::from_secs(300), async {
         if !stocklock::up::postgres::installed() {
             helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
             return;
         }
-        for cell in [
-            (Variant::PgForUpdate, Scenario::CrashAfterAcquire, "pct"),
-            (Variant::PgAdvisory, Scenario::KillInstance, "pct"),
+        for (cell, fault) in [
+            (
+                (Variant::PgForUpdate, Scenario::CrashAfterAcquire, "pct"),
+                "Crash",
+            ),
+            (
+                (Variant::PgAdvisory, Scenario::KillInstance, "pct"),
+                "Crash",
+            ),
+            (
+                (Variant::PgForUpdate, Scenario::PauseHolder, "random"),
+                "Expire",
+            ),
+            (
+                (Variant::PgAdvisory, Scenario::PauseHolder, "random"),
+                "Expire",
+            ),
         ] {
             let (code, report) = explore_cli(cell, 10, None).await;
             assert_eq!(code, 0, "{} in {}: {report}", cell.0, cell.1);
             assert_eq!(report["schedules"], 10, "{report}");
             assert!(report["found"].is_null(), "{report}");
-            let crashes = report["struck"]["Crash"].as_u64().unwrap_or(0);
+            let struck = report["struck"][fault].as_u64().unwrap_or(0);
             assert!(
-                crashes > 0,
-                "{} in {}: no crash struck: {report}",
+                struck > 0,
+                "{} in {}: no {fault} struck: {report}",
                 cell.0,
                 cell.1
             );
         }
+        let cell = (Variant::PgAdvisory, Scenario::PauseHolder, "random");
+        let (code, said) = explore_said(cell, 10, Some("no-idle-timeout")).await;
+        assert_ne!(code, 0, "{said}");
+        assert!(
+            said.contains("the database never ended a silent holder's session"),
+            "{said}"
+        );
     })
     .await;
 }

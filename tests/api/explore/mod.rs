@@ -13,12 +13,13 @@ use stocklock::variants::{Scenario, Variant};
 
 use crate::helpers;
 
-/// `stocklock explore` on a stack of its own; its exit code and JSON.
-pub(crate) async fn explore_cli(
+/// `stocklock explore` on a stack of its own: its exit code, what it
+/// said, and the directory its JSON and history were written to.
+async fn explore_run(
     cell: (Variant, Scenario, &str),
     schedules: usize,
     mutant: Option<&str>,
-) -> (i32, Value) {
+) -> (i32, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("explored.json");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_stocklock"));
@@ -51,6 +52,28 @@ pub(crate) async fn explore_cli(
     let said =
         String::from_utf8_lossy(&ran.stdout).into_owned() + &String::from_utf8_lossy(&ran.stderr);
     let code = ran.status.code().unwrap_or(-1);
+    (code, said, dir)
+}
+
+/// `stocklock explore` on a stack of its own: its exit code and what it
+/// said (stdout and stderr), for a run that may end in an error.
+pub(crate) async fn explore_said(
+    cell: (Variant, Scenario, &str),
+    schedules: usize,
+    mutant: Option<&str>,
+) -> (i32, String) {
+    let (code, said, _) = explore_run(cell, schedules, mutant).await;
+    (code, said)
+}
+
+/// `stocklock explore` on a stack of its own; its exit code and JSON.
+pub(crate) async fn explore_cli(
+    cell: (Variant, Scenario, &str),
+    schedules: usize,
+    mutant: Option<&str>,
+) -> (i32, Value) {
+    let (code, said, dir) = explore_run(cell, schedules, mutant).await;
+    let json = dir.path().join("explored.json");
     let report =
         std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("no JSON (exit {code}): {said}"));
     // Every schedule's history is written, its SKU named by its run.

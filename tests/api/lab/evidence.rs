@@ -26,6 +26,26 @@ const SHOWN: &[(Scenario, Variant, &str, &[&str])] = &[
         "safe",
         &["holder answered 429 lock_lost"],
     ),
+    // A database lock's holder frozen, then cut off: the database ended
+    // each silent session (its idle timeout), its late write refused.
+    (
+        Scenario::PauseHolder,
+        Variant::PgForUpdate,
+        "safe",
+        &[
+            "frozen: froze 1.5 s; holder answered 429 lock_lost",
+            "then cut off from PostgreSQL for 1.5 s; holder answered 429 lock_lost",
+        ],
+    ),
+    (
+        Scenario::PauseHolder,
+        Variant::PgAdvisory,
+        "safe",
+        &[
+            "frozen: froze 1.5 s; holder answered 429 lock_lost",
+            "then cut off from PostgreSQL for 1.5 s; holder answered 429 lock_lost",
+        ],
+    ),
     // Deleted after the last renewal before the write: the watchdog
     // cannot notice; only the fence refuses the stale write.
     (

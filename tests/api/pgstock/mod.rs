@@ -23,6 +23,7 @@ mod gap;
 mod ids;
 mod lost_commit;
 mod race;
+mod silent;
 
 const BOUND: Duration = Duration::from_secs(120);
 
@@ -44,6 +45,7 @@ fn buyer<'a>(sku: &'a str, request_id: Option<&'a str>) -> Buyer<'a> {
         instance: "t",
         work: Duration::ZERO,
         wait: Duration::from_secs(10),
+        lease: stocklock::variants::DEFAULT_LEASE,
     }
 }
 
