@@ -61,10 +61,15 @@ pub enum Mutant {
     /// `idle_in_transaction_session_timeout`: a holder the database no
     /// longer hears (frozen, cut off) keeps its lock as long as it is silent.
     NoIdleTimeout,
+    /// The database variants neither look a request id up nor record its
+    /// answer: an attempt asked again after its commit's answer was lost
+    /// sells again (the contrast of `commit-answer-lost` and
+    /// `postgres-restart`).
+    NoIdRecord,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 14] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::PlainDel,
         Mutant::NoLostCheck,
         Mutant::NoFence,
@@ -79,6 +84,7 @@ impl Mutant {
         Mutant::NoVersionCheck,
         Mutant::NoStockCheck,
         Mutant::NoIdleTimeout,
+        Mutant::NoIdRecord,
     ];
 
     pub fn name(self) -> &'static str {
@@ -97,6 +103,7 @@ impl Mutant {
             Mutant::NoVersionCheck => "no-version-check",
             Mutant::NoStockCheck => "no-stock-check",
             Mutant::NoIdleTimeout => "no-idle-timeout",
+            Mutant::NoIdRecord => "no-id-record",
         }
     }
 

@@ -17,9 +17,12 @@ use crate::timeline::Section;
 
 /// The buyer of `ctx`'s request.
 pub(super) fn buyer<'a>(ctx: &'a Ctx<'_>, about: &About) -> Buyer<'a> {
+    // The live mutant `no-id-record` (debug builds only) hides the id from
+    // the database: nothing looked up, nothing recorded.
+    let no_record = crate::chaos::mutant::on(crate::chaos::mutant::Mutant::NoIdRecord);
     Buyer {
         sku: ctx.keys.tag.as_str(),
-        request_id: ctx.request_id,
+        request_id: ctx.request_id.filter(|_| !no_record),
         instance: ctx.instance,
         work: ctx.knobs.work,
         wait: ctx.wait(about),

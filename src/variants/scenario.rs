@@ -157,7 +157,7 @@ impl Scenario {
                 "the order worker that committed a batch dies before its XACK; its messages are delivered again (claim idle 1 s)"
             }
             Scenario::PostgresRestart => {
-                "PostgreSQL stops while three units sell, then starts again; every sale must end up as one order (a variant whose stock it keeps: it crashes under a buyer held before its write, and every request id must resolve once)"
+                "PostgreSQL stops while three units sell, then starts again; every sale must end up as one order (a variant whose stock it keeps: it crashes after a sale whose commit's answer was lost and under a buyer held before its write, and every request id must resolve once)"
             }
             Scenario::CommitAnswerLost => {
                 "PostgreSQL commits a sale and its answer is lost on the way back (the relay between instance a and PostgreSQL closes the connection): the buyer is told unknown, and asking again with its request id must find the sale"

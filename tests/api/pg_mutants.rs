@@ -101,3 +101,56 @@ async fn a_database_lock_without_an_idle_timeout_is_stuck_while_its_holder_is_si
         );
     }
 }
+
+/// The contrast of the database's request ids: each database variant
+/// with its id hidden from the database (the live mutant `no-id-record`:
+/// nothing looked up, nothing recorded) oversells in both cells where a
+/// commit's answer is lost: `commit-answer-lost`, and `postgres-restart`,
+/// whose crash comes after a sale whose commit ran and whose answer was
+/// lost. The retry of that id is sold a unit anew, its first still
+/// committed: one purchase, two units. The lab's judge and the history
+/// checker both say so; with the record, the lab's matrix test passes the
+/// same cells.
+#[tokio::test]
+async fn retrying_a_lost_commit_without_the_ids_record_oversells_for_both_judges() {
+    if !stocklock::up::postgres::installed() {
+        crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
+        return;
+    }
+    let variants = [
+        Variant::PgUpdate,
+        Variant::PgForUpdate,
+        Variant::PgOptimistic,
+        Variant::PgAdvisory,
+        Variant::RedisThenPg,
+    ];
+    let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
+    let (output, report) = lab(
+        &[
+            "postgres-restart",
+            "commit-answer-lost",
+            "--variant",
+            &names.join(","),
+        ],
+        &[("STOCKLOCK_MUTANT", "no-id-record")],
+        Duration::from_secs(180),
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(2), "the lab passed: {report}");
+    let cells = report["cells"].as_array().unwrap();
+    for scenario in [Scenario::PostgresRestart, Scenario::CommitAnswerLost] {
+        for variant in variants {
+            let cell = find(cells, scenario, variant).unwrap();
+            assert_eq!(cell["observed"], "oversells", "{cell}");
+            let evidence = cell["evidence"].as_str().unwrap();
+            assert!(
+                evidence.contains("0 replayed their record") && !evidence.contains("DISAGREE"),
+                "{cell}"
+            );
+            assert!(
+                cell["history"].as_str().unwrap().starts_with("unsafe"),
+                "{cell}"
+            );
+        }
+    }
+}

@@ -1,12 +1,14 @@
 //! The faults of the database under the variants whose stock PostgreSQL
 //! keeps: `postgres-restart`, the database crashes (every process of it
-//! killed at once) under a buyer held at its gate right before its write,
-//! inside its transaction for the database's locks, and `up` starts it
-//! again on its data; `commit-answer-lost`, a sale's commit is run and its
+//! killed at once) after a sale whose commit's answer was lost and under
+//! a buyer held at its gate right before its write, inside its
+//! transaction for the database's locks, and `up` starts it again on its
+//! data; `commit-answer-lost`, a sale's commit is run and its
 //! answer lost on the way back. Each buyer then asks again with its
 //! request id until it has a final answer. And `kill-instance` under
 //! `redis-then-pg`: an instance killed between its buyer's unit taken in
-//! Redis and its write in the database.
+//! Redis and its write in the database. And `pause-holder` under the
+//! database's locks: the holder frozen, then cut off from PostgreSQL.
 
 use std::time::{Duration, Instant};
 
@@ -38,8 +40,9 @@ const RESTART_TIMEOUT: Duration = Duration::from_secs(30);
 const RETRIES: usize = 10;
 const RETRY_BACKOFF: Duration = Duration::from_millis(300);
 
-/// Two sales; a buyer with a schedule held at `before_write` on instance
-/// a (for `pg-for-update` and `pg-advisory` with the lock and its
+/// Two sales; a third on instance a whose commit runs and whose answer
+/// the instance's relay loses (told unknown); a buyer with a schedule held
+/// at `before_write` on instance a (for `pg-for-update` and `pg-advisory` with the lock and its
 /// transaction open) and three more sent through nginx; PostgreSQL killed
 /// (postmaster and backends, SIGKILL: a crash, not a shutdown); `up`
 /// starts it again; the held buyer let go onto a connection that died;
@@ -51,10 +54,19 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
     let path = |i: usize| query(v, &format!("request_id={}", id(i)));
     let mut buyers = one_by_one(lab, &lab.stack.url, 0..BEFORE, (&id, &path)).await?;
 
+    // A sale committed whose answer is lost on its way back (its
+    // connection closed): its record must survive the crash to come.
+    let cut = BEFORE;
+    let sql = committing_sql(variant).to_owned();
+    lab.chaos_on(0, &ChaosAction::LoseCommitAnswer { sql })
+        .await?;
+    let on_a = &lab.instance(0).url;
+    buyers.extend(one_by_one(lab, on_a, cut..cut + 1, (&id, &path)).await?);
+
     // The held buyer, at its gate before the write.
     let run = format!("lab-crash-{v}-{}", std::process::id());
     let mut gates = Scheduler::start(&lab.redis_url, &run).await?;
-    let held_id = BEFORE;
+    let held_id = cut + 1;
     let held = lab.send(
         &lab.instance(0).url,
         &format!("{}&schedule={run}:{}", path(held_id), buyer_name(0)),
@@ -101,6 +113,7 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
     let both = drain(lab, variant, &mut buyers).await?;
     Ok(judge::database_crash(&DatabaseCrash {
         held: id(held_id),
+        cut: id(cut),
         open,
         restarted: back.map(|p| (p.pid, down_for)).ok_or_else(|| {
             format!("`up` did not start PostgreSQL again within {RESTART_TIMEOUT:?}")
@@ -123,10 +136,7 @@ pub(super) async fn commit_answer_lost(lab: &Lab, variant: Variant) -> anyhow::R
     let id = |i: usize| format!("{v}-lost-{i}");
     let path = |i: usize| query(v, &format!("request_id={}", id(i)));
     let mut buyers = one_by_one(lab, &lab.stack.url, 0..BEFORE, (&id, &path)).await?;
-    let sql = match Protocol::of(variant).program {
-        Program::Transaction => "commit",
-        _ => "insert into stock_sales",
-    };
+    let sql = committing_sql(variant);
     let armed = BEFORE;
     lab.chaos_on(
         0,
@@ -196,6 +206,16 @@ async fn cut_off(lab: &Lab, v: &str, buyer: &str, pause: Duration) -> anyhow::Re
         newcomer,
         ledger: lab.ledger(v).await?,
     })
+}
+
+/// The statement that commits `variant`'s sale: `COMMIT` for the
+/// database's locks, whose sale is a transaction; the sale's own
+/// statement for the others, each its own transaction.
+fn committing_sql(variant: Variant) -> &'static str {
+    match Protocol::of(variant).program {
+        Program::Transaction => "commit",
+        _ => "insert into stock_sales",
+    }
 }
 
 /// For a variant whose stock both stores keep (`redis-then-pg`), once

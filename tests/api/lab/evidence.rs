@@ -190,6 +190,17 @@ const SHOWN: &[(Scenario, Variant, &str, &[&str])] = &[
             "books: clean: 5 sold, 5 orders",
         ],
     ),
+    // The crash comes after a sale whose commit's answer was lost: its
+    // record survived, and its retry replayed it.
+    (
+        Scenario::PostgresRestart,
+        Variant::PgForUpdate,
+        "safe",
+        &[
+            "pg-for-update-crash-2's commit answer lost; PostgreSQL killed",
+            "on retry 1 replayed their record",
+        ],
+    ),
     // redis-then-pg's two books, drained after the database's crash,
     // meet at zero.
     (
