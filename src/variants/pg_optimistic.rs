@@ -9,7 +9,7 @@
 
 use super::family::DATABASE;
 use super::pg_common::{answer, buyer, connection};
-use super::{About, Claim, Claims, Protection};
+use super::{About, Claim, Claims, Protection, Reason};
 use crate::pgstock::sale;
 use crate::section::{Answer, Ctx};
 use crate::store::StoreError;
@@ -37,7 +37,10 @@ loop up to 5 times {
         slow_business: Claim::not_applicable("holds no lock while working"),
         ..DATABASE
     },
-    undersells: None,
+    undersells: Some(Reason {
+        en: "gives up after 5 refused writes (busy, version_conflict): under contention a buyer is turned away while stock is left, which later buyers may still sell",
+        zh: "写入连续 5 次被拒绝后放弃(busy,version_conflict):竞争激烈时买家被拒绝而库存还有剩余,后来的买家也许还能买走",
+    }),
     facts: super::family::DATABASE_FACTS,
 };
 

@@ -137,6 +137,13 @@ async fn all_variants_counts_agree_with_the_ledger_and_the_json_has_every_field(
             }
             // Fail-fast locks turn buyers away while stock is left: the
             // under-selling their own teaching text announces.
+            // `pg-optimistic` gives up per buyer, not for the stock: later
+            // buyers may sell what an earlier one gave up on, so it may end
+            // sold out, its refusals counted all the same.
+            "pg-optimistic" if state.remaining == 0 => {
+                assert!(run["busy"].as_i64().unwrap() > 0, "{variant}: {run}");
+                assert_eq!(verdict, "SAFE", "{variant}");
+            }
             _ if variant
                 .parse::<Variant>()
                 .unwrap()
