@@ -66,10 +66,13 @@ pub enum Mutant {
     /// sells again (the contrast of `commit-answer-lost` and
     /// `postgres-restart`).
     NoIdRecord,
+    /// `redis-then-pg` keeps a unit taken in Redis when the database
+    /// refused the sale: Redis's books drift from the database's.
+    NoGiveBack,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 16] = [
         Mutant::PlainDel,
         Mutant::NoLostCheck,
         Mutant::NoFence,
@@ -85,6 +88,7 @@ impl Mutant {
         Mutant::NoStockCheck,
         Mutant::NoIdleTimeout,
         Mutant::NoIdRecord,
+        Mutant::NoGiveBack,
     ];
 
     pub fn name(self) -> &'static str {
@@ -104,6 +108,7 @@ impl Mutant {
             Mutant::NoStockCheck => "no-stock-check",
             Mutant::NoIdleTimeout => "no-idle-timeout",
             Mutant::NoIdRecord => "no-id-record",
+            Mutant::NoGiveBack => "no-give-back",
         }
     }
 

@@ -369,4 +369,6 @@ mod mutations;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod two_stores_tests;
+#[cfg(test)]
 mod witness_tests;

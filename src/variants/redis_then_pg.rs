@@ -147,7 +147,8 @@ impl Protection for RedisThenPg {
             // the commit: nothing sold, the unit goes back.
             _ => false,
         };
-        if !keep {
+        // The live mutant `no-give-back` (debug builds only) keeps it.
+        if !keep && !crate::chaos::mutant::on(crate::chaos::mutant::Mutant::NoGiveBack) {
             give_back(ctx, &taken).await;
         }
         answer(ctx, decided)

@@ -41,6 +41,10 @@ pub struct Mutation {
     pub no_stock_check: bool,
     /// `pg-optimistic`'s write does not compare the version it read.
     pub no_version_check: bool,
+    /// `redis-then-pg` asks Redis first, not the database for the id's answer.
+    pub no_answer_first: bool,
+    /// `redis-then-pg` keeps the Redis unit of a buyer the database refused.
+    pub no_give_back: bool,
     /// A database lock's transaction has no idle timeout: the database
     /// never ends the session of a holder it stopped hearing from.
     pub no_idle_timeout: bool,

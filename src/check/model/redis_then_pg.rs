@@ -46,12 +46,17 @@ impl Steps for Pc {
     const DONE: Pc = Pc::Done;
 
     fn start(sale: &Sale) -> Pc {
-        answer_first(sale, Pc::Answered, Pc::Take)
+        match sale.mutation.no_answer_first {
+            true => Pc::Take,
+            false => answer_first(sale, Pc::Answered, Pc::Take),
+        }
     }
 
     fn step(self, sale: &Sale, w: &mut World, n: u8) -> Option<Pc> {
         let i = usize::from(n);
         Some(match self {
+            // The mutation: a retry goes to Redis first too.
+            Pc::Retry if sale.mutation.no_answer_first => Pc::Take,
             Pc::Answered | Pc::Retry if sale.id_recorded(w, n) => Pc::Done,
             Pc::Answered | Pc::Retry => Pc::Take,
             Pc::Take if w.redis_stock > 0 => {
@@ -103,6 +108,8 @@ impl Steps for Pc {
                 }
                 Pc::Done
             }
+            // The mutation keeps the unit taken.
+            Pc::GiveBack if sale.mutation.no_give_back => Pc::Done,
             Pc::GiveBack => {
                 w.redis_stock += 1;
                 Pc::Done

@@ -146,6 +146,17 @@ impl Stack {
         redis_url: Option<&str>,
         extra: &[&str],
     ) -> Stack {
+        Self::start_mutated(instances, redis_url, extra, None).await
+    }
+
+    /// [`Stack::start_with`], its instances running the live mutant
+    /// `mutant` (a debug build's `STOCKLOCK_MUTANT`) if one is named.
+    pub(crate) async fn start_mutated(
+        instances: u16,
+        redis_url: Option<&str>,
+        extra: &[&str],
+        mutant: Option<&str>,
+    ) -> Stack {
         let mut args = vec!["--instances".to_owned(), instances.to_string()];
         // No etcd cluster, ZooKeeper or PostgreSQL unless a test asks for one
         // ([`LOCK_STORES`]): they add seconds (and a JVM) to a stack's start.
@@ -165,7 +176,10 @@ impl Stack {
             args,
             binary: Some(env!("CARGO_BIN_EXE_stocklock").into()),
             echo: true,
-            env: Vec::new(),
+            env: mutant
+                .map(|m| (stocklock::chaos::mutant::VAR.to_owned(), m.to_owned()))
+                .into_iter()
+                .collect(),
         };
         let turn = stack_turn().await;
         let stack = stocklock::harness::stack::Stack::start(&options)

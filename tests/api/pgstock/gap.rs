@@ -189,3 +189,35 @@ async fn a_second_buyer_between_the_first_ones_read_and_write() {
     })
     .await;
 }
+
+/// A reset between an advisory holder's read and its write. The advisory
+/// lock is on the SKU's name, which a reset does not take, so the reset
+/// lands under the holder (a row lock would make it wait); the write's
+/// epoch check (the read's stocking) refuses the stale write (`busy`,
+/// `reset`), and the new stocking is untouched. Without the check, the
+/// write would set the new stock to the old read minus one.
+#[tokio::test]
+async fn a_reset_under_an_advisory_holder_refuses_its_write() {
+    within(BOUND, async {
+        let Some(server) = postgres().await else {
+            return;
+        };
+        let admin = migrated(&server).await;
+        let sku = "reset-advisory";
+        pgstock::reset(&admin, sku, 5).await.unwrap();
+        let first = HoldAt::new("before_write");
+        let mut a = client(&server).await;
+        let hook = Hook::new(first.clone());
+        let held = tokio::spawn(async move {
+            sell(Protocol::Advisory, &mut a, &buyer(sku, None), &hook).await
+        });
+        first.arrived.notified().await;
+        pgstock::reset(&admin, sku, 10).await.unwrap();
+        first.go.notify_one();
+        let stale = held.await.unwrap();
+        assert_eq!(stale.outcome, Outcome::Busy(BusyReason::Reset), "{stale:?}");
+        let b = books(&admin, sku).await;
+        assert_eq!((b.sold, b.remaining, b.oversold), (0, 10, 0), "{b:?}");
+    })
+    .await;
+}

@@ -28,12 +28,17 @@ async fn stack() -> Option<Stack> {
 
 /// [`stack`], with `up`'s `extra` arguments (`--chaos` for schedules).
 async fn stack_with(extra: &[&str]) -> Option<Stack> {
+    mutated(extra, None).await
+}
+
+/// [`stack_with`], its instances running the live mutant `mutant`.
+async fn mutated(extra: &[&str], mutant: Option<&str>) -> Option<Stack> {
     if !stocklock::up::postgres::installed() {
         crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
         return None;
     }
     let args: Vec<&str> = ["--orders", "on"].iter().chain(extra).copied().collect();
-    Some(Stack::start_with(2, None, &args).await)
+    Some(Stack::start_mutated(2, None, &args, mutant).await)
 }
 
 /// `stocklock reconcile --stock` of `sku`: its exit code and its one SKU.
@@ -126,6 +131,66 @@ async fn let_through<T>(
     }
 }
 
+/// One buyer of `sku` (stock 3) whose every write the database refuses
+/// (a trigger skips the row's update, as a moved version would): it is
+/// told `busy` (`version_conflict`). The two books after it.
+async fn refused_once(stack: &Stack, sku: &str) -> (i32, Value) {
+    stack.reset(sku, 3).await;
+    let db = database(stack).await;
+    db.batch_execute(&format!(
+        "CREATE FUNCTION refuse_writes() RETURNS trigger LANGUAGE plpgsql AS
+             $$ BEGIN RETURN NULL; END $$;
+         CREATE TRIGGER refuse BEFORE UPDATE ON stock FOR EACH ROW
+             WHEN (OLD.sku = '{sku}') EXECUTE FUNCTION refuse_writes();"
+    ))
+    .await
+    .unwrap();
+    let url = format!("{}/deductStock/redis-then-pg?sku={sku}", stack.url);
+    let (status, refused) = get(stack, &url).await;
+    db.batch_execute("DROP TRIGGER refuse ON stock; DROP FUNCTION refuse_writes()")
+        .await
+        .unwrap();
+    assert_eq!(status, 429, "{refused}");
+    assert_eq!(refused["reason"], "version_conflict", "{refused}");
+    reconcile(stack, sku).await
+}
+
+/// Without the give-back (the live mutant `no-give-back`), the refused
+/// buyer's unit stays taken in Redis: Redis is a unit short of the
+/// database, which `reconcile` shows. No verdict rests on it: the
+/// database answers the buyers Redis turns away, so the whole stock still
+/// sells, the unit Redis kept among it, and the books meet once drained.
+/// The give-back keeps Redis's filter true meanwhile.
+#[tokio::test]
+async fn without_the_give_back_redis_is_short_until_the_database_sells_its_unit() {
+    within(Duration::from_secs(180), async {
+        let Some(stack) = mutated(&[], Some("no-give-back")).await else {
+            return;
+        };
+        let sku = "rtp-kept-unit";
+        let (code, books) = refused_once(&stack, sku).await;
+        assert_eq!(
+            (
+                &books["redis_remaining"],
+                &books["redis_returned"],
+                &books["pg_remaining"]
+            ),
+            (&Value::from(2), &Value::from(0), &Value::from(3)),
+            "{books}"
+        );
+        assert_eq!((code, &books["agree"]), (2, &Value::Bool(false)), "{books}");
+        let url = format!("{}/deductStock/redis-then-pg?sku={sku}", stack.url);
+        let tally = burst(stack.http(), &url, 8, 4).await;
+        let mut units = tally.units.clone();
+        units.sort_unstable();
+        assert_eq!(units, [1, 2, 3], "{tally:?}");
+        let (code, books) = reconcile(&stack, sku).await;
+        assert_eq!((code, &books["agree"]), (0, &Value::Bool(true)), "{books}");
+        stack.stop().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_refused_buyer_gives_its_unit_back_and_the_two_books_agree() {
     within(Duration::from_secs(180), async {
@@ -133,28 +198,7 @@ async fn a_refused_buyer_gives_its_unit_back_and_the_two_books_agree() {
             return;
         };
         let sku = "rtp-refused";
-        stack.reset(sku, 3).await;
-        // The database refuses every write of the SKU's row (a trigger skips
-        // it, as a moved version would): every one of the buyer's tries fails.
-        let db = stocklock::orders::connect(&stack.postgres.as_ref().unwrap().url)
-            .await
-            .unwrap();
-        db.batch_execute(&format!(
-            "CREATE FUNCTION refuse_writes() RETURNS trigger LANGUAGE plpgsql AS
-                 $$ BEGIN RETURN NULL; END $$;
-             CREATE TRIGGER refuse BEFORE UPDATE ON stock FOR EACH ROW
-                 WHEN (OLD.sku = '{sku}') EXECUTE FUNCTION refuse_writes();"
-        ))
-        .await
-        .unwrap();
-        let url = format!("{}/deductStock/redis-then-pg?sku={sku}", stack.url);
-        let (status, refused) = get(&stack, &url).await;
-        db.batch_execute("DROP TRIGGER refuse ON stock")
-            .await
-            .unwrap();
-        assert_eq!(status, 429, "{refused}");
-        assert_eq!(refused["reason"], "version_conflict", "{refused}");
-        let (code, books) = reconcile(&stack, sku).await;
+        let (code, books) = refused_once(&stack, sku).await;
         assert_eq!(
             (
                 &books["redis_sold"],
