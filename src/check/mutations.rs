@@ -245,6 +245,26 @@ fn each_mechanism_taken_out_flips_a_named_cell() {
             },
             "oversells",
         ),
+        // The database's lock not taken (no FOR UPDATE, no advisory
+        // lock): two buyers read the same stock and both write it.
+        (
+            Variant::PgForUpdate,
+            Scenario::Race,
+            Mutation {
+                no_database_lock: true,
+                ..none
+            },
+            "oversells",
+        ),
+        (
+            Variant::PgAdvisory,
+            Scenario::Race,
+            Mutation {
+                no_database_lock: true,
+                ..none
+            },
+            "oversells",
+        ),
         // A database lock with no idle timeout: a frozen holder keeps it
         // for as long as it is frozen, and nobody sells meanwhile.
         (

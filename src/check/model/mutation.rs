@@ -45,6 +45,9 @@ pub struct Mutation {
     pub no_answer_first: bool,
     /// `redis-then-pg` keeps the Redis unit of a buyer the database refused.
     pub no_give_back: bool,
+    /// `pg-for-update` reads without `FOR UPDATE`, `pg-advisory` takes no
+    /// advisory lock: the database's lock is never waited for.
+    pub no_database_lock: bool,
     /// A database lock's transaction has no idle timeout: the database
     /// never ends the session of a holder it stopped hearing from.
     pub no_idle_timeout: bool,

@@ -57,6 +57,8 @@ impl Steps for Pc {
                 sale.free_mutex(w, holder);
                 Pc::Acquire
             }
+            // The mutation: no lock taken, the section runs beside others.
+            Pc::Acquire if sale.mutation.no_database_lock => Pc::Read,
             // Waits while another transaction holds it.
             Pc::Acquire if w.mutexes[lock].is_some() => return None,
             Pc::Acquire => {
