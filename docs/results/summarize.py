@@ -484,7 +484,8 @@ if __name__ == "__main__":
         alloc_3()
     if (R / "cuts-1-eeab77e-1.json").exists():
         cuts_1()
-    for later in ("load-2", "bench-3", "bench-5", "bench-6", "lab-2", "lab-3", "compare-2"):
+    for later in ("load-2", "bench-3", "bench-5", "bench-6", "lab-2", "lab-3", "lab-4", "lab-5",
+                  "compare-2"):
         if (R / f"{later}.json").exists():
             {"load": load_run, "bench": bench_run, "lab": lab_run,
              "compare": compare_run}[later.split("-")[0]](later)
