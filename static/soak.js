@@ -98,15 +98,16 @@ async function poll() {
   try {
     const response = await fetch('/api/soak', { cache: 'no-store' });
     const body = await response.json().catch(() => ({}));
-    if (response.ok) {
+    if (response.status === 204) {
+      // No soak is running.
+      status = null;
+      message.textContent = '';
+      show('none');
+    } else if (response.ok) {
       status = body;
       message.textContent = '';
       show('running');
       render();
-    } else if (response.status === 404 && body.error === 'no_soak') {
-      status = null;
-      message.textContent = '';
-      show('none');
     } else {
       message.textContent = t('unavailable', { status: response.status, detail: body.detail || '' });
     }

@@ -136,6 +136,7 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/lessons", get(lessons::page))
         .route("/timeline", get(page::timeline))
         .route("/static/{asset}", get(page::asset_named))
+        .route("/favicon.ico", get(page::favicon))
         .route("/api/board", get(board::board))
         .route("/api/events", get(board::events))
         .route("/api/admin/run", post(runs::start))

@@ -60,7 +60,7 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
 
 /// The pages' assets, compiled into the binary so an instance needs no
 /// files beside it (containers, `up` from any directory).
-const ASSETS: [(&str, &str, &str); 13] = [
+const ASSETS: [(&str, &str, &str); 14] = [
     ("common.js", include_str!("../../static/common.js"), JS),
     ("app.js", include_str!("../../static/app.js"), JS),
     ("style.css", include_str!("../../static/style.css"), CSS),
@@ -82,9 +82,17 @@ const ASSETS: [(&str, &str, &str); 13] = [
     ("step.css", include_str!("../../static/step.css"), CSS),
     ("soak.js", include_str!("../../static/soak.js"), JS),
     ("soak.css", include_str!("../../static/soak.css"), CSS),
+    ("favicon.svg", include_str!("../../static/favicon.svg"), SVG),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
+const SVG: &str = "image/svg+xml";
+
+/// `GET /favicon.ico`: the pages' icon (an SVG, which browsers take at
+/// this address too), so that no page's console shows a 404 for it.
+pub(super) async fn favicon() -> Result<Response, AppError> {
+    asset_named(Path("favicon.svg".to_owned())).await
+}
 
 /// `GET /static/{asset}`
 pub(super) async fn asset_named(Path(name): Path<String>) -> Result<Response, AppError> {

@@ -13,13 +13,7 @@ use redis::AsyncCommands;
 use super::Dashboard;
 use crate::store::StoreError;
 use crate::web::AppError;
-use crate::wire::{ErrorBody, SOAK_STATUS_KEY, SoakStatus};
-
-/// The error code of `GET /api/soak` when no soak is running.
-const NO_SOAK: &str = "no_soak";
-/// What to do about it.
-const NO_SOAK_DETAIL: &str =
-    "no soak is running on this stack (stocklock soak --minutes M --seed K)";
+use crate::wire::{SOAK_STATUS_KEY, SoakStatus};
 
 #[derive(Template)]
 #[template(path = "soak.html")]
@@ -37,12 +31,14 @@ pub(super) async fn page(State(state): State<Dashboard>) -> Result<Html<String>,
     .map_err(|err| AppError::Internal(format!("template: {err}")))
 }
 
-/// `GET /api/soak`: the running soak's last status; 404 `no_soak` when
-/// none is running, 503 when Redis is away.
+/// `GET /api/soak`: the running soak's last status; 204 (no content)
+/// when none is running (not an error: the page polls it every second,
+/// and a 404 would be one in its console each time), 503 when Redis is
+/// away.
 pub(super) async fn status(State(state): State<Dashboard>) -> Result<Response, AppError> {
     match read(state.store()).await? {
         Some(status) => Ok(Json(status).into_response()),
-        None => Ok(no_soak()),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
 }
 
@@ -60,31 +56,9 @@ async fn read(store: &crate::store::Store) -> Result<Option<SoakStatus>, AppErro
     .transpose()
 }
 
-/// 404 `{"error": "no_soak", "detail": ...}`.
-fn no_soak() -> Response {
-    let body = ErrorBody {
-        error: NO_SOAK.to_owned(),
-        detail: NO_SOAK_DETAIL.to_owned(),
-        valid: None,
-    };
-    (StatusCode::NOT_FOUND, Json(body)).into_response()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn no_soak_is_a_404_that_says_how_to_start_one() {
-        let response = no_soak();
-        assert_eq!(response.status(), StatusCode::NOT_FOUND);
-        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        let body: ErrorBody = serde_json::from_slice(&body).unwrap();
-        assert_eq!(body.error, "no_soak");
-        assert!(body.detail.contains("stocklock soak --minutes M --seed K"));
-    }
 
     #[test]
     fn the_page_renders_its_title_and_instance() {

@@ -30,6 +30,32 @@ impl Browser {
         Ok(answer["value"].clone())
     }
 
+    /// The console's messages since last asked (each `{level, message}`;
+    /// a failed request is a `SEVERE` one naming its URL and status).
+    pub(crate) async fn console(&self) -> Vec<Value> {
+        let logs = self
+            .call("POST", "/se/log", json!({ "type": "browser" }))
+            .await;
+        logs.as_array().cloned().unwrap_or_default()
+    }
+
+    /// Returns once the page has requested `path` `times` times (from its
+    /// resource timings, looked at every 100 ms: a poll's requests change
+    /// nothing a page event would announce).
+    pub(crate) async fn polls(&self, path: &str, times: usize) {
+        let script = "const [path, times, done] = arguments;
+            const count = () => performance.getEntriesByType('resource')
+                .filter((e) => new URL(e.name).pathname === path).length;
+            const look = () => (count() >= times ? done(count()) : setTimeout(look, 100));
+            look();";
+        self.call(
+            "POST",
+            "/execute/async",
+            json!({"script": script, "args": [path, times]}),
+        )
+        .await;
+    }
+
     pub(crate) async fn goto(&self, url: &str) {
         self.call("POST", "/url", json!({ "url": url })).await;
     }

@@ -13,6 +13,7 @@ use stocklock::up::process::{wait_ready, watch_output};
 use tokio::process::{Child, Command};
 
 mod commands;
+mod console;
 mod race;
 
 /// Buyers per variant when a test races all of them from the page: more
@@ -70,6 +71,8 @@ impl Browser {
         let base = format!("http://127.0.0.1:{port}");
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            // The console's messages, for the tests that read them.
+            "goog:loggingPrefs": {"browser": "ALL"},
             "goog:chromeOptions": {
                 "binary": chromium,
                 "args": [
