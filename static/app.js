@@ -19,6 +19,7 @@ const I18N = {
     ask_token: 'Admin token (printed by stocklock up):', need_token: 'This needs the admin token.',
     bad_token: 'The admin token was refused; it will be asked again.',
     run_running: 'running {done}/{total} requests on {variants}',
+    run_starting: 'starting the run…',
     run_done: 'done: {variants}', run_failed: 'run failed: {error}', requests_short: 'requests',
     history_short: 'history: {verdict}',
     reset_done: 'reset {n} SKU(s) to {stock}',
@@ -53,6 +54,7 @@ const I18N = {
     ask_token: '管理令牌(stocklock up 启动时打印):', need_token: '此操作需要管理令牌。',
     bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
     run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
+    run_starting: '正在开始压测…',
     run_done: '完成:{variants}', run_failed: '压测失败:{error}', requests_short: '请求',
     history_short: '历史检查:{verdict}',
     reset_done: '已将 {n} 个 SKU 重置为 {stock}',
@@ -134,8 +136,18 @@ function loadParams() {
 }
 
 async function startRun(variants) {
+  // Pressed once: the button waits for this run to end (a second run is
+  // refused while one is running), and the box says it started.
+  const button = document.getElementById('race-all');
+  button.disabled = true;
+  document.getElementById('run-text').textContent = t('run_starting');
   const run = await admin('/api/admin/run', { variants, ...loadParams() });
-  if (run) showRun(run);
+  if (run) {
+    showRun(run);
+  } else {
+    button.disabled = false;
+    document.getElementById('run-text').textContent = '';
+  }
 }
 
 async function reset(variants) {
@@ -274,6 +286,7 @@ function renderInstances(instances) {
 function showRun(run) {
   const box = document.getElementById('run');
   box.dataset.runState = run.state;
+  document.getElementById('race-all').disabled = run.state === 'running';
   box.dataset.runId = run.id;
   const progress = document.getElementById('run-progress');
   progress.max = Math.max(1, run.total);

@@ -151,8 +151,24 @@ impl Browser {
         )
         .await;
         self.click("#race-all").await;
+        // Pressed, the button waits for the run: no second press (the
+        // server refuses a second run), and the box says it started.
+        let pressed = self
+            .run("return [document.querySelector('#race-all').disabled, document.querySelector('#run-text').textContent]")
+            .await;
+        assert_eq!(pressed[0], true, "the button stayed enabled: {pressed}");
+        assert!(
+            pressed[1].as_str().is_some_and(|text| !text.is_empty()),
+            "nothing says the run started: {pressed}"
+        );
         self.wait_until("document.querySelector('#run').dataset.runState === 'done' && document.querySelector('[data-variant=lua] [data-field=verdict]').textContent === 'SAFE'")
             .await;
+        assert_eq!(
+            self.run("return document.querySelector('#race-all').disabled")
+                .await,
+            false,
+            "the run is over: the button is back"
+        );
     }
 
     /// The start of the page's visible text, for a failure's message.
