@@ -10,6 +10,9 @@ use anyhow::Context;
 use super::Run;
 use crate::explore::{EARLY_LEASE_MS, STALL};
 
+/// How long past the lease a silent holder's session may take to go.
+const SESSION_SLACK: Duration = Duration::from_secs(5);
+
 impl Run<'_> {
     /// Ends the one transaction of the database's lock held at a gate (the
     /// holder's: a buyer waiting for the lock is not idle in one), as its
@@ -31,8 +34,10 @@ impl Run<'_> {
     pub(in crate::explore) async fn silent_session_ends(&mut self) -> anyhow::Result<()> {
         let client = self.database().await?;
         let pid = idle_holder(&client, false).await?;
-        // Its lease is the explorer's short one (see `session::start`).
-        let within = Duration::from_millis(EARLY_LEASE_MS) + STALL;
+        // Its lease is the explorer's short one (see `session::start`);
+        // PostgreSQL ends the session on a timer of its own, at once, and
+        // the slack is for a loaded machine's scheduling.
+        let within = Duration::from_millis(EARLY_LEASE_MS) + SESSION_SLACK;
         gone(&client, pid, within, "the frozen holder's")
             .await
             .context("the database never ended a silent holder's session: its lock stays held")?;
