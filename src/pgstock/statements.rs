@@ -109,14 +109,12 @@ pub(super) async fn bound_transaction(
     buyer: &Buyer<'_>,
     waits: bool,
 ) -> Result<(), PgError> {
-    let mut sql = format!(
-        "SET LOCAL idle_in_transaction_session_timeout = {}",
-        buyer.lease.as_millis().max(1)
-    );
-    // The live mutant `no-idle-timeout` leaves it at the server's 0: never.
-    if mutant::on(Mutant::NoIdleTimeout) {
-        sql = "SET LOCAL idle_in_transaction_session_timeout = 0".to_owned();
-    }
+    // The live mutant `no-idle-timeout` sets the server's 0: never.
+    let idle_ms = match mutant::on(Mutant::NoIdleTimeout) {
+        true => 0,
+        false => buyer.lease.as_millis().max(1),
+    };
+    let mut sql = format!("SET LOCAL idle_in_transaction_session_timeout = {idle_ms}");
     if waits {
         sql += &format!(
             "; SET LOCAL lock_timeout = {}",

@@ -73,15 +73,8 @@ impl Steps for Pc {
             // is refused whole and that attempt's answer replayed.
             Pc::Write if sale.id_recorded(w, n) => Pc::Done,
             Pc::Write => {
-                let unit = w.buyers[i].read;
-                w.stock = unit - 1;
-                let times = &mut w.sold[usize::from(unit) - 1];
-                *times = times.saturating_add(1);
-                sale.sold_by(w, n);
-                sale.record_id(w, n);
-                if sale.ids_in_play() {
-                    w.script_sales[i] += 1;
-                }
+                sale.sell_read(w, n);
+                sale.record_answer(w, n, true);
                 Pc::Done
             }
             Pc::Done => return None,

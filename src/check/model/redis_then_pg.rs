@@ -97,15 +97,8 @@ impl Steps for Pc {
             // never used up within the model's stock.
             Pc::Write(unit) if w.buyers[i].read != w.stock => Pc::Read(unit),
             Pc::Write(_) => {
-                let unit = w.buyers[i].read;
-                w.stock = unit - 1;
-                let times = &mut w.sold[usize::from(unit) - 1];
-                *times = times.saturating_add(1);
-                sale.sold_by(w, n);
-                sale.record_id(w, n);
-                if sale.ids_in_play() {
-                    w.script_sales[i] += 1;
-                }
+                sale.sell_read(w, n);
+                sale.record_answer(w, n, true);
                 Pc::Done
             }
             // The mutation keeps the unit taken.

@@ -115,6 +115,16 @@ impl Sale {
         }
     }
 
+    /// A database's sale or sold-out answer, committed with the request
+    /// id's answer: recorded for the id, and a sale counted under it
+    /// (one per id, the property says).
+    pub(in crate::check) fn record_answer(&self, w: &mut World, n: u8, sold: bool) {
+        self.record_id(w, n);
+        if sold && self.ids_in_play() {
+            w.script_sales[usize::from(n)] += 1;
+        }
+    }
+
     /// The sale's script, run by Redis to its end. Whether it sold.
     pub(in crate::check) fn script(&self, w: &mut World, n: u8) -> bool {
         if let Some(id) = self.script_id(n) {

@@ -67,15 +67,21 @@ impl Sale {
             || matches!(w.request, Request::Pending(m, _) if m == n);
         let same_epoch = w.buyers[i].read_epoch == w.epoch || self.mutation.no_epoch_check;
         if self.admits(w, n) && claimed && same_epoch {
-            let unit = w.buyers[i].read;
-            w.stock = unit - 1;
-            let times = &mut w.sold[usize::from(unit) - 1];
-            *times = times.saturating_add(1);
-            self.sold_by(w, n);
+            self.sell_read(w, n);
             if self.claims_ids() {
                 w.request = Request::Final;
             }
         }
+    }
+
+    /// Sells the unit buyer `n` read: the stock set to it minus one, that
+    /// unit counted sold once more (twice sold: an oversell).
+    pub(in crate::check) fn sell_read(&self, w: &mut World, n: u8) {
+        let unit = w.buyers[usize::from(n)].read;
+        w.stock = unit - 1;
+        let times = &mut w.sold[usize::from(unit) - 1];
+        *times = times.saturating_add(1);
+        self.sold_by(w, n);
     }
 
     /// SET NX PX with the buyer's token and a lease (the caller checked

@@ -69,7 +69,7 @@ impl Steps for Pc {
             Pc::Read if sale.read(w, n) => Pc::Work,
             // Sold out: the transaction commits its answer, the lock goes.
             Pc::Read => {
-                record(sale, w, n, false);
+                sale.record_answer(w, n, false);
                 sale.free_mutex(w, n);
                 Pc::Done
             }
@@ -88,7 +88,7 @@ impl Steps for Pc {
                 let before = w.sold.iter().map(|&k| u32::from(k)).sum::<u32>();
                 sale.write(w, n);
                 let sold = w.sold.iter().map(|&k| u32::from(k)).sum::<u32>() > before;
-                record(sale, w, n, sold);
+                sale.record_answer(w, n, sold);
                 // A sale after a silent holder's session was ended.
                 if sold && w.buyers.iter().any(|b| b.lost) {
                     w.freed = true;
@@ -159,14 +159,4 @@ fn silent(sale: &Sale, w: &World, h: u8) -> bool {
         && w.buyers[usize::from(h)]
             .frozen_until
             .is_some_and(|until| w.now + freeze >= until + bounds.lease)
-}
-
-/// With ids in play, the commit records the id's answer in the same
-/// transaction; the sales under each id are counted (one per id, the
-/// property says).
-fn record(sale: &Sale, w: &mut World, n: u8, sold: bool) {
-    sale.record_id(w, n);
-    if sold && sale.ids_in_play() {
-        w.script_sales[usize::from(n)] += 1;
-    }
 }

@@ -104,8 +104,5 @@ fn sell(sale: &Sale, w: &mut World, n: u8) {
     w.sold[at] = w.sold[at].saturating_add(1);
     w.buyers[i].read = unit;
     sale.sold_by(w, n);
-    sale.record_id(w, n);
-    if sale.ids_in_play() {
-        w.script_sales[i] += 1;
-    }
+    sale.record_answer(w, n, true);
 }

@@ -10,18 +10,21 @@ use crate::judge::{Doubted, Ledger, Reply};
 use crate::variants::Behaviour::*;
 use crate::wire::StateSnapshot;
 
-/// A `postgres-restart` cell of a database variant as it should go: two
-/// sold before, the third's commit answer lost (unknown, its record
-/// replayed on retry), the held buyer answered 503 by the crash, then
-/// sold on retry (unit 7), three more sold; 7 sales in the books.
-fn crashed_sale() -> DatabaseCrash {
-    let sold = |unit: i64| Reply {
+/// Sold at 200.
+fn sold(unit: i64) -> Reply {
+    Reply {
         unit: Some(unit),
         ..reply(200, 5)
-    };
-    let mut buyers: Vec<Doubted> = (0..7)
+    }
+}
+
+/// `n` buyers `{prefix}-{i}`, each sold unit `10 - i`, except the third,
+/// whose commit's answer was lost (told unknown), and whose retry replayed
+/// its unit (8).
+fn third_answer_lost(prefix: &str, n: i64) -> Vec<Doubted> {
+    let mut buyers: Vec<Doubted> = (0..n)
         .map(|i| Doubted {
-            id: format!("c-{i}"),
+            id: format!("{prefix}-{i}"),
             first: sold(10 - i),
             retries: Vec::new(),
         })
@@ -34,6 +37,15 @@ fn crashed_sale() -> DatabaseCrash {
         replayed: true,
         ..sold(8)
     }];
+    buyers
+}
+
+/// A `postgres-restart` cell of a database variant as it should go: two
+/// sold before, the third's commit answer lost (unknown, its record
+/// replayed on retry), the held buyer answered 503 by the crash, then
+/// sold on retry (unit 7), three more sold; 7 sales in the books.
+fn crashed_sale() -> DatabaseCrash {
+    let mut buyers = third_answer_lost("c", 7);
     buyers[3].first = reply(503, 5);
     buyers[3].retries = vec![sold(7)];
     DatabaseCrash {
@@ -178,25 +190,7 @@ fn a_database_crash_proves_nothing_unless_it_struck_and_the_database_came_back()
 /// `commit-answer-lost` as it should go: two sold, the armed buyer told
 /// unknown and then replayed its unit (8), two more sold.
 fn lost_answer() -> LostAnswer {
-    let sold = |unit: i64| Reply {
-        unit: Some(unit),
-        ..reply(200, 5)
-    };
-    let mut buyers: Vec<Doubted> = (0..5)
-        .map(|i| Doubted {
-            id: format!("l-{i}"),
-            first: sold(10 - i),
-            retries: Vec::new(),
-        })
-        .collect();
-    buyers[2].first = Reply {
-        unknown: true,
-        ..reply(503, 5)
-    };
-    buyers[2].retries = vec![Reply {
-        replayed: true,
-        ..sold(8)
-    }];
+    let buyers = third_answer_lost("l", 5);
     LostAnswer {
         armed: "l-2".to_owned(),
         sql: "commit",
