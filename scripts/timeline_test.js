@@ -38,7 +38,7 @@ function reference(sections) {
 }
 
 test('module exposes the API', () => {
-  for (const name of ['mount', 'overlaps', 'summary', '_pack', '_spans', '_expiry', '_niceStep', '_formatTick', '_prepare']) {
+  for (const name of ['mount', 'overlaps', 'summary', '_pack', '_spans', '_expiry', '_niceStep', '_formatTick', '_axis', '_prepare']) {
     assert.strictEqual(typeof T[name], 'function', name);
   }
 });
@@ -212,6 +212,13 @@ test('nice axis steps and labels', () => {
   assert.strictEqual(T._formatTick(3e9, 1e9), '3 s');
   assert.strictEqual(T._formatTick(2.5e9, 5e8), '2500 ms');
   assert.strictEqual(T._formatTick(0, 1e6), '0 ms');
+  // A model's drawing counts its clock's ticks: marks on whole ticks.
+  const ticks = T._axis(10 * 60e6, 5, 60e6, 'en');
+  assert.strictEqual(ticks.step, 2 * 60e6);
+  assert.strictEqual(ticks.label(4 * 60e6), 'tick 4');
+  assert.strictEqual(T._axis(60e6, 8, 60e6, 'zh').label(60e6), '第 1 拍');
+  assert.strictEqual(T._axis(60e6, 8, 60e6, 'en').step, 60e6); // never between two ticks
+  assert.strictEqual(T._axis(1e9, 10, undefined, 'en').label(2e8), '200 ms');
 });
 
 test('both languages have the same keys', () => {

@@ -79,6 +79,10 @@ struct RunKeys {
     /// Set while someone (a learner in step mode) may take longer than
     /// [`DEADLINE`] over a step: a buyer waits on while it exists.
     patient: String,
+    /// What the run's buyers were seen doing: `BUYER instance` (the
+    /// instance its request went through), `BUYER read` (the stock its
+    /// section read).
+    seen: String,
     prefix: String,
 }
 
@@ -89,6 +93,7 @@ impl RunKeys {
             arrivals: format!("{prefix}:arrivals"),
             open: format!("{prefix}:open"),
             patient: format!("{prefix}:patient"),
+            seen: format!("{prefix}:seen"),
             prefix,
         }
     }
@@ -100,13 +105,18 @@ impl RunKeys {
 }
 
 /// Announces an arrival unless the run was abandoned: 1 announced (wait
-/// for the release), 0 open (go on).
+/// for the release), 0 open (go on). The instance it came through, when
+/// it names one, is noted among what the run's buyers were seen doing.
 static ARRIVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[3] .. ' instance', ARGV[4])
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+end
 return 1",
     )
 });
@@ -122,23 +132,56 @@ async fn waiting_conn(
         .await?)
 }
 
-/// Announces `buyer` at `gate` of `run`: `false` when the run was
-/// abandoned (go on).
+/// Announces `buyer` at `gate` of `run`, through `instance` (`""`: none
+/// to note): `false` when the run was abandoned (go on).
 async fn arrive(
     conn: &mut redis::aio::MultiplexedConnection,
     run: &str,
-    buyer: &str,
+    (buyer, instance): (&str, &str),
     gate: &str,
 ) -> Result<bool, StoreError> {
     let keys = RunKeys::of(run);
     let arrived: i64 = ARRIVE
         .key(&keys.arrivals)
         .key(&keys.open)
+        .key(&keys.seen)
         .arg(format!("{buyer} {gate}"))
         .arg(RUN_TTL.as_millis() as u64)
+        .arg(buyer)
+        .arg(instance)
         .invoke_async(conn)
         .await?;
     Ok(arrived == 1)
+}
+
+/// What one buyer of a run was seen doing: the instance its request went
+/// through, the stock its section read (a lock's section: a script reads
+/// and writes in one step, and none is noted).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub instance: Option<String>,
+    pub read: Option<i64>,
+}
+
+/// Every buyer of the run of `keys` as seen so far, by name.
+async fn seen(
+    conn: &mut redis::aio::MultiplexedConnection,
+    keys: &RunKeys,
+) -> Result<std::collections::BTreeMap<String, Seen>, StoreError> {
+    let fields: std::collections::HashMap<String, String> = conn.hgetall(&keys.seen).await?;
+    let mut seen = std::collections::BTreeMap::<String, Seen>::new();
+    for (field, value) in fields {
+        let Some((buyer, what)) = field.split_once(' ') else {
+            continue;
+        };
+        let entry = seen.entry(buyer.to_owned()).or_default();
+        match what {
+            "instance" => entry.instance = Some(value),
+            "read" => entry.read = value.parse().ok(),
+            _ => {}
+        }
+    }
+    Ok(seen)
 }
 
 /// Waits for the release of `buyer` at `gate` of `run`, [`DEADLINE`] at

@@ -69,6 +69,8 @@ pub struct Ctx<'a> {
     pub chaos: &'a Chaos,
     /// Where a scheduled request stops ([`crate::gate`]); none otherwise.
     pub hook: Hook,
+    /// The scheduled buyer behind [`Ctx::hook`], to note what it read.
+    pub gate: Option<std::sync::Arc<crate::gate::Gate>>,
     /// The schedule the request belongs to, when it stops at gates (an
     /// order's message carries it to the worker's gate).
     pub schedule: Option<&'a crate::knobs::Schedule>,
@@ -235,6 +237,9 @@ async fn section<F: Fn() -> bool>(
         return unrecorded(Outcome::NotStocked);
     };
     let current = read.stock;
+    if let Some(gate) = &ctx.gate {
+        gate.read(current).await;
+    }
     if current <= 0 {
         return unrecorded(Outcome::SoldOut { remaining: current });
     }

@@ -34,6 +34,7 @@ const I18N = {
     chaos_pause_redis: 'Pause Redis', chaos_restart_redis: 'Restart Redis',
     scenarios: 'Scenarios', lab_running: 'running the failure scenarios on a stack of their own…',
     lab_failed: 'the scenarios could not run: {error}', expected_short: 'expected',
+    as_predicted: 'as the teaching matrix predicts', not_predicted: 'not what the teaching matrix predicts',
     model: 'model: {verdict}', no_model: 'model: none (the lab alone)', model_trace: "the model's trace",
     orders_waiting: 'orders: –', orders_off: 'orders: off on this stack (up --orders on)',
     orders_line: 'orders: reserved {reserved} · paid {paid} · expired {expired} · returned {returned} · lag p50 {p50} / p99 {p99} ms',
@@ -69,6 +70,7 @@ const I18N = {
     chaos_pause_redis: '暂停 Redis', chaos_restart_redis: '重启 Redis',
     scenarios: '故障场景', lab_running: '正在独立的环境中运行故障场景…',
     lab_failed: '场景无法运行:{error}', expected_short: '预期',
+    as_predicted: '与教学矩阵的预期一致', not_predicted: '与教学矩阵的预期不一致',
     model: '模型:{verdict}', no_model: '模型:无(只有实验)', model_trace: '模型的反例路径',
     orders_waiting: '订单:–', orders_off: '订单:本环境未开启(up --orders on)',
     orders_line: '订单:待付款 {reserved} · 已付款 {paid} · 已过期 {expired} · 已退回库存 {returned} · 延迟 p50 {p50} / p99 {p99} 毫秒',
@@ -374,16 +376,31 @@ function renderLab(card, lab) {
       line.className = cell.pass ? 'cell pass' : inconclusive ? 'cell inconclusive' : 'cell fail';
       line.dataset.scenario = cell.scenario;
       line.dataset.observed = cell.observed;
+      // The mark says whether the prediction held; the colour of what was
+      // observed says whether it was safe (an oversell is red even when it
+      // was predicted).
+      const mark = document.createElement('span');
+      mark.className = 'mark';
+      mark.textContent = `${cell.pass ? '✓' : inconclusive ? '?' : '✗'} `;
+      mark.title = t(cell.pass ? 'as_predicted' : 'not_predicted');
       const head = document.createElement('b');
-      head.textContent = `${cell.pass ? '✓' : inconclusive ? '?' : '✗'} ${cell.scenario}: ${cell.observed}`;
+      head.className = `observed ${observedClass(cell.observed)}`;
+      head.textContent = `${cell.scenario}: ${cell.observed}`;
       const rest = document.createElement('small');
       rest.textContent = ` (${t('expected_short')} ${cell.expected}) ${cell.evidence}`;
       const [model, view] = modelOf(card.dataset.variant, cell);
       line.dataset.model = cell.model || '';
-      line.append(head, model, rest);
+      line.append(mark, head, model, rest);
       return view ? [line, view] : [line];
     }).flat(),
   );
+}
+
+// What a lab cell observed, as a colour: unsafe, a refusal, or safe.
+function observedClass(observed) {
+  if (['oversells', 'deadlock', 'loses units', 'stuck', 'duplicates'].some((bad) => String(observed).startsWith(bad))) return 'unsafe';
+  if (observed === 'busy' || observed === 'inconclusive') return 'refusing';
+  return 'safe';
 }
 
 function render(board) {

@@ -129,9 +129,13 @@ const StocklockCheck = (() => {
     if (shown.length) {
       const drawing = node('div', 'check-timeline timeline');
       const list = node('ol', 'check-steps');
+      // The model's clock, as the drawing's axis counts it: named where
+      // it moves, not on every step.
+      let clock = null;
       for (const step of shown) {
         const li = node('li', null, step.text);
-        li.prepend(node('small', 'check-tick', `${t('tick', { at: step.at })} · `));
+        if (step.at !== clock) li.prepend(node('small', 'check-tick', `${t('tick', { at: step.at })} · `));
+        clock = step.at;
         list.append(li);
       }
       parts.push(drawing, list);

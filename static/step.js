@@ -18,19 +18,30 @@ const I18N = {
     none: 'none', no_ttl: 'no TTL: it never expires', ms: '{n} ms',
     waiting: 'waits at {gate}', on_its_way: 'on its way', waits_for_lock: 'waits for the lock', frozen: 'frozen at {gate}',
     crashed: 'crashed: it never goes on', answered: 'answered {status} {reason}',
+    through: 'through instance {instance}', read: 'read the stock: {n}',
+    got_unit: 'got unit {unit}: a sale (200)', got_sold_out: 'told sold out (409)',
+    got_busy: 'turned away: {why} (429)', got_unknown: 'told "unknown": it may or may not have sold (503)',
+    got_nothing: 'no answer: its connection died', got_other: 'answered {status} {reason}',
+    why_lock_held: 'the lock was held', why_wait_timed_out: 'it waited too long for the lock',
+    why_lock_lost: 'its lock was gone before its write', why_stale_token: 'a newer fencing token was seen',
+    why_in_progress: 'its request id was being served', why_reset: 'the SKU was reset under it',
+    why_version_conflict: 'the stock changed under it every time', why_not_replicated: 'no replica confirmed its lock',
+    why_no_quorum: 'too few Redlock nodes granted the lock', why_other: '{reason}',
+    steps_one: '{n} step', steps_many: '{n} steps',
     next: 'next: {what}', went: '{buyer} went on from {gate}', go: 'let {buyer} go ({key})', retry: '{buyer} asks again ({key})',
     goal: 'Goal: {goal}',
     shortest: 'Show me the shortest way (s)', auto: 'play it by itself', speed: 'speed',
     slow: 'slow', normal: 'normal', fast: 'fast', anyway: 'Is there any way? (a)',
     shortest_progress: 'the checker\'s shortest way: step {played} of {of}',
     anyway_running: 'exploring up to {n} schedules of this cell on this stack…',
-    anyway_found: 'Yes: schedule {n} of the exploration broke it ({ledger}), in {steps} steps.',
+    anyway_found: 'Yes: schedule {n} of the exploration broke it ({ledger}), in {steps}.',
     anyway_none: 'No schedule of {n} explored broke it.',
     anyway_failed: 'the exploration failed: {error}',
     starting: 'starting a run on this stack…', moving: 'taking the step…',
     over: 'The run is over.',
     violation: 'You broke it: {ledger}.', safe: 'Nothing broke: {ledger}.',
-    checker_breaks: 'The checker breaks "{property}" in {steps} steps; you took {taken}.',
+    checker_breaks: 'The checker breaks "{property}" in {steps} of its model; your run took {taken} on this stack.',
+    checker_played: 'The checker breaks "{property}" in {steps} of its model; its way, played on this stack, took {taken}.',
     checker_safe: 'The checker finds no schedule that breaks this cell.',
     history: 'The history checker, from what the buyers were told alone: {verdict}.',
     disagreement: 'The two judges disagree: {why}.',
@@ -51,6 +62,8 @@ const I18N = {
     what_renewal: 'renew the lease', what_renewed: 'learn the renewal\'s outcome',
     what_after_grant: 'queue its key', what_queued: 'learn its turn', what_before_wait: 'WAIT for a replica',
     what_script: 'run the sale\'s one script (check, DECR, record)',
+    what_no_lock: 'GET stock (there is no lock to take)',
+    bad_body: 'the server could not read what the page sent; reload the page',
   },
   zh: {
     title: '单步模式', subtitle: '由你来调度',
@@ -62,19 +75,30 @@ const I18N = {
     none: '无', no_ttl: '没有 TTL:永不过期', ms: '{n} 毫秒',
     waiting: '停在 {gate}', on_its_way: '在路上', waits_for_lock: '等待锁', frozen: '冻结在 {gate}',
     crashed: '已崩溃:不会再继续', answered: '已应答 {status} {reason}',
+    through: '经过实例 {instance}', read: '读到的库存:{n}',
+    got_unit: '买到第 {unit} 件:成交 (200)', got_sold_out: '被告知售罄 (409)',
+    got_busy: '被拒绝:{why} (429)', got_unknown: '被告知“未知”:可能卖出了,也可能没有 (503)',
+    got_nothing: '没有应答:连接断了', got_other: '应答 {status} {reason}',
+    why_lock_held: '锁被别人持有', why_wait_timed_out: '等锁等得太久',
+    why_lock_lost: '写之前锁已经没了', why_stale_token: '看到了更新的 fencing token',
+    why_in_progress: '同一个请求 id 正在处理', why_reset: '库存在它之下被重置',
+    why_version_conflict: '库存每次都在它之下变了', why_not_replicated: '没有副本确认它的锁',
+    why_no_quorum: '同意加锁的 Redlock 节点太少', why_other: '{reason}',
+    steps_one: '{n} 步', steps_many: '{n} 步',
     next: '下一步:{what}', went: '{buyer} 从 {gate} 继续', go: '放 {buyer} 走 ({key})', retry: '{buyer} 重试 ({key})',
     goal: '目标:{goal}',
     shortest: '给我看最短的路 (s)', auto: '自动播放', speed: '速度',
     slow: '慢', normal: '中', fast: '快', anyway: '有没有办法弄坏它?(a)',
     shortest_progress: '模型检查器的最短路径:第 {played} / {of} 步',
     anyway_running: '正在当前环境上探索这个格子,最多 {n} 个调度…',
-    anyway_found: '有:探索的第 {n} 个调度弄坏了它({ledger}),用了 {steps} 步。',
+    anyway_found: '有:探索的第 {n} 个调度弄坏了它({ledger}),用了 {steps}。',
     anyway_none: '探索的 {n} 个调度都没有弄坏它。',
     anyway_failed: '探索失败:{error}',
     starting: '正在当前环境上开始…', moving: '正在执行这一步…',
     over: '这一轮结束了。',
     violation: '你把它弄坏了:{ledger}。', safe: '没有出错:{ledger}。',
-    checker_breaks: '模型检查器用 {steps} 步打破了「{property}」;你用了 {taken} 步。',
+    checker_breaks: '模型检查器在它的模型里用 {steps}打破了「{property}」;你在这套环境上用了 {taken}。',
+    checker_played: '模型检查器在它的模型里用 {steps}打破了「{property}」;它的路径在这套环境上走了 {taken}。',
     checker_safe: '模型检查器找不到能打破这个格子的调度。',
     history: '历史检查器只看买家得到的回答:{verdict}。',
     disagreement: '两个裁判的结论不一致:{why}。',
@@ -95,11 +119,15 @@ const I18N = {
     what_renewal: '续期租约', what_renewed: '得知续期结果',
     what_after_grant: '把自己的 key 排进队列', what_queued: '得知轮到自己', what_before_wait: 'WAIT 副本',
     what_script: '执行整个销售脚本(检查、DECR、记账)',
+    what_no_lock: 'GET 库存(没有锁可拿)',
+    bad_body: '服务器读不懂页面发送的内容;请重新加载页面',
   },
 };
 
 const FAULT_KEYS = 'qwertyuiop';
 const SCRIPTED = ['lua', 'lua-batch', 'lua-sharded', 'lua-then-queue', 'lua-stream'];
+// The variants whose buyers take no lock: their first gate is before the read.
+const UNLOCKED = ['none'];
 
 let view = null;
 let busy = false;
@@ -110,6 +138,21 @@ function t(key, vars) {
 
 function say(text) {
   document.getElementById('message').textContent = text || '';
+}
+
+// "1 step", "3 steps".
+function stepCount(n) {
+  return t(n === 1 ? 'steps_one' : 'steps_many', { n });
+}
+
+// Why the server refused, in the page's words: a body it could not read
+// is the page's fault, not the learner's (its text goes to the console).
+function refusal(json, status) {
+  if (json.error === 'invalid_input' && String(json.detail || '').startsWith('body:')) {
+    console.info('step mode: the server could not read the body:', json.detail);
+    return t('bad_body');
+  }
+  return t('refused', { detail: json.detail || status });
 }
 
 function el(tag, attrs, text) {
@@ -144,7 +187,7 @@ async function admin(method, path, body) {
   }
   const json = await response.json().catch(() => ({}));
   if (!response.ok) {
-    say(t('refused', { detail: json.detail || response.status }));
+    say(refusal(json, response.status));
     return null;
   }
   return json;
@@ -154,6 +197,7 @@ async function admin(method, path, body) {
 function nextWhat(gate) {
   const cell = view ? view.variant : '';
   if (SCRIPTED.includes(cell) && gate === 'before_acquire') return t('what_script');
+  if (UNLOCKED.includes(cell) && gate === 'before_acquire') return t('what_no_lock');
   const base = gate.split(':')[0];
   const key = `what_${base}`;
   const said = t(key);
@@ -180,27 +224,71 @@ function buyerOf(choice) {
   return (choice.Release && choice.Release.buyer) || (choice.Retry && choice.Retry.buyer) || null;
 }
 
+// A buyer's answer in words: what it got, and why not.
+function answerWords(lane) {
+  if (lane.status === 200 && lane.unit !== undefined) return t('got_unit', { unit: lane.unit });
+  if (lane.status === 409) return t('got_sold_out');
+  if (lane.status === 429) {
+    const said = t(`why_${lane.reason}`);
+    return t('got_busy', { why: said === `why_${lane.reason}` ? t('why_other', { reason: lane.reason || '?' }) : said });
+  }
+  if (lane.status === 503 && lane.reason === 'unknown') return t('got_unknown');
+  if (!lane.status) return t('got_nothing');
+  return t('got_other', { status: lane.status, reason: lane.reason || '' });
+}
+
+// What a buyer's answer was: `sold`, `refused` (sold out, busy) or `other`.
+function answerKind(lane) {
+  if (lane.status === 200) return 'sold';
+  if (lane.status === 409 || lane.status === 429) return 'refused';
+  return 'other';
+}
+
+// Clears what the page shows of a run: nothing of an earlier cell stays
+// on screen under a new one.
+function clearRun() {
+  const main = document.getElementById('step');
+  for (const key of ['run', 'sku', 'version', 'over', 'steps']) delete main.dataset[key];
+  for (const field of document.querySelectorAll('#state [data-field]')) field.textContent = '–';
+  document.getElementById('steps').replaceChildren();
+  const verdict = document.getElementById('verdict');
+  verdict.hidden = true;
+  verdict.replaceChildren();
+  delete verdict.dataset.violation;
+  const timeline = document.getElementById('timeline');
+  if (timeline.__stocklockTimeline) timeline.__stocklockTimeline.destroy();
+  timeline.replaceChildren();
+  const anyway = document.getElementById('anyway-result');
+  anyway.textContent = '';
+  delete anyway.dataset.state;
+  delete anyway.dataset.found;
+  document.getElementById('shortest-progress').textContent = '';
+}
+
 function render() {
   const main = document.getElementById('step');
-  if (view) {
-    main.dataset.run = view.id;
-    main.dataset.sku = view.sku;
-    main.dataset.version = String(view.version);
-    main.dataset.over = String(view.over);
-    main.dataset.steps = String(view.steps.length);
-  }
   const lanes = document.getElementById('lanes');
   lanes.replaceChildren();
   const faults = document.getElementById('faults');
   faults.replaceChildren();
-  if (!view) return;
+  document.getElementById('start').textContent = t(view ? 'again' : 'start');
+  if (!view) {
+    clearRun();
+    return;
+  }
+  main.dataset.run = view.id;
+  main.dataset.sku = view.sku;
+  main.dataset.version = String(view.version);
+  main.dataset.over = String(view.over);
+  main.dataset.steps = String(view.steps.length);
   for (const [i, lane] of view.lanes.entries()) {
     const box = el('article', { class: 'lane', 'data-buyer': lane.buyer, 'data-state': lane.state, 'data-gate': lane.gate || '' });
+    if (lane.state === 'answered') box.dataset.answer = answerKind(lane);
     box.append(el('h3', {}, lane.buyer));
-    const said = lane.state === 'answered'
-      ? t('answered', { status: lane.status, reason: lane.reason || '' })
-      : t(lane.state, { gate: lane.gate || '' });
-    box.append(el('p', { class: 'lane-state' }, said));
+    if (lane.instance) box.append(el('p', { class: 'lane-via', 'data-field': 'instance' }, t('through', { instance: lane.instance })));
+    if (lane.read !== undefined) box.append(el('p', { class: 'lane-read', 'data-field': 'read' }, t('read', { n: lane.read })));
+    const said = lane.state === 'answered' ? answerWords(lane) : t(lane.state, { gate: lane.gate || '' });
+    box.append(el('p', { class: 'lane-state', 'data-field': 'said' }, said));
     if (lane.gate && lane.state === 'waiting') box.append(el('p', { class: 'lane-next' }, t('next', { what: nextWhat(lane.gate) })));
     const mine = view.releases.filter((c) => buyerOf(c) === lane.buyer);
     for (const choice of mine.slice(0, 1)) {
@@ -239,14 +327,14 @@ function render() {
     if (v) {
       verdict.dataset.violation = String(v.violation);
       verdict.append(el('p', { class: v.violation ? 'bad' : 'good' }, t(v.violation ? 'violation' : 'safe', { ledger: v.ledger })));
-      verdict.append(el('p', {}, v.checker_breaks
-        ? t('checker_breaks', { property: v.checker_breaks, steps: v.checker_steps, taken: view.steps.length })
+      const compared = view.by_checker ? 'checker_played' : 'checker_breaks';
+      verdict.append(el('p', { 'data-field': 'par' }, v.checker_breaks
+        ? t(compared, { property: v.checker_breaks, steps: stepCount(v.checker_steps), taken: stepCount(view.steps.length) })
         : t('checker_safe')));
       verdict.append(el('p', { 'data-field': 'history' }, t('history', { verdict: v.history })));
       if (v.disagreement) verdict.append(el('p', { class: 'bad' }, t('disagreement', { why: v.disagreement })));
     }
   }
-  document.getElementById('start').textContent = t(view ? 'again' : 'start');
   document.getElementById('shortest-progress').textContent = view.shortest
     ? t('shortest_progress', { played: view.shortest[0], of: view.shortest[1] }) : '';
   drawTimeline();
@@ -317,7 +405,14 @@ async function shortest() {
 
 // An exploration of the cell on this stack, until it says what it found.
 async function anyWay() {
-  const [variant, scenario] = document.getElementById('cell').value.split('/');
+  const picked = document.getElementById('cell').value;
+  const [variant, scenario] = picked.split('/');
+  // The run on screen, of another cell, is not this cell's.
+  if (view && `${view.variant}/${view.scenario}` !== picked) {
+    view = null;
+    say('');
+    render();
+  }
   const line = document.getElementById('anyway-result');
   let way = await admin('POST', '/api/admin/step/anyway', { variant, scenario });
   while (way && way.state === 'running') {
@@ -329,7 +424,7 @@ async function anyWay() {
   line.dataset.state = way.state;
   line.dataset.found = String(way.found);
   line.textContent = way.state === 'failed' ? t('anyway_failed', { error: way.error })
-    : way.found ? t('anyway_found', { n: way.schedules, ledger: way.ledger, steps: way.steps })
+    : way.found ? t('anyway_found', { n: way.schedules, ledger: way.ledger, steps: stepCount(way.steps) })
       : t('anyway_none', { n: way.schedules });
 }
 
@@ -348,6 +443,15 @@ document.addEventListener('DOMContentLoaded', () => {
     event.preventDefault();
     start();
   });
+  // A new pick ends the run on screen: it was of the cell picked before.
+  for (const id of ['cell', 'buyers']) {
+    document.getElementById(id).addEventListener('change', () => {
+      if (view && !view.over) admin('POST', `/api/admin/step/${view.id}`, 'end');
+      view = null;
+      say('');
+      render();
+    });
+  }
   document.getElementById('shortest').addEventListener('click', shortest);
   document.getElementById('anyway').addEventListener('click', anyWay);
   document.getElementById('lang').addEventListener('click', () => {

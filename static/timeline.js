@@ -16,7 +16,7 @@
 
   const I18N = {
     en: {
-      instance: 'instance {name}',
+      instance: 'instance {name}', tick_n: 'tick {n}',
       sold: 'sold', sold_out: 'sold out', fenced: 'refused by a fence', lock_lost: 'lock lost',
       busy: 'busy (other)', unknown: 'unknown outcome',
       overlap: 'overlap: two holders at once', ran_out: 'lease ran out here', expiry: 'lease expiry',
@@ -37,7 +37,7 @@
       t_after_exit: '{ms} after the write',
     },
     zh: {
-      instance: '实例 {name}',
+      instance: '实例 {name}', tick_n: '第 {n} 拍',
       sold: '已售', sold_out: '售罄', fenced: '被 fencing token 拒绝', lock_lost: '丢锁',
       busy: '忙(其他)', unknown: '结果未知',
       overlap: '重叠:两个持有者同时在临界区', ran_out: '租约在此已过期', expiry: '租约到期',
@@ -329,6 +329,18 @@
     return value + ' ' + unit[1];
   }
 
+  // The axis of a drawing spanning `span` ns with about `target` marks:
+  // the step between marks and each mark's label. A model's drawing
+  // (`tickNs`, one tick of its clock) counts ticks, not real time.
+  function axis(span, target, tickNs, lang) {
+    if (tickNs > 0) {
+      const step = tickNs * Math.max(1, niceStep(span / tickNs, target));
+      return { step, label: (v) => translate(lang, 'tick_n', { n: Math.round(v / tickNs) }) };
+    }
+    const step = niceStep(span, target);
+    return { step, label: (v) => formatTick(Math.abs(v) < step / 1e6 ? 0 : v, step) };
+  }
+
   function formatMs(ns) {
     return (ns / 1e6).toFixed(3) + ' ms';
   }
@@ -596,7 +608,7 @@
       const L = layout;
       const p = model.packing;
       const span = view.t1 - view.t0;
-      const step = niceStep(span, Math.max(2, Math.floor(L.plotW / 90)));
+      const { step, label } = axis(span, Math.max(2, Math.floor(L.plotW / 90)), num(model.data.tick_ns), lang);
 
       // lanes and their labels
       ctx.font = '12px system-ui, sans-serif';
@@ -761,7 +773,7 @@
       for (let v = first; v <= view.t1; v += step) {
         const x = Math.round(xOf(v));
         ctx.fillRect(x, axisY, 1, 5);
-        ctx.fillText(formatTick(Math.abs(v) < step / 1e6 ? 0 : v, step), Math.min(Math.max(x, L.plotX + 20), L.plotX + L.plotW - 20), axisY + 8);
+        ctx.fillText(label(v), Math.min(Math.max(x, L.plotX + 20), L.plotX + L.plotW - 20), axisY + 8);
       }
 
       if (!model.n) {
@@ -1074,6 +1086,7 @@
     _category: category,
     _niceStep: niceStep,
     _formatTick: formatTick,
+    _axis: axis,
     _prepare: prepare,
   };
 

@@ -243,6 +243,7 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
         state,
         truncated: false,
         counted_in: true,
+        tick_ns: Some(tick_ns),
     })
 }
 

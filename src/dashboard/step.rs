@@ -25,11 +25,20 @@ struct CellChoice {
     why_not: Option<&'static str>,
 }
 
+/// The cells step mode does not play, by why (a list on the page: a
+/// disabled option's tooltip never shows on a touch screen).
+struct WhyNot {
+    en: &'static str,
+    zh: &'static str,
+    cells: Vec<String>,
+}
+
 #[derive(Template)]
 #[template(path = "step.html")]
 struct StepPage {
     instance: String,
     cells: Vec<CellChoice>,
+    why_not: Vec<WhyNot>,
     variant: String,
     scenario: String,
     /// A lesson's goal, when the page was opened from one.
@@ -78,9 +87,23 @@ pub(super) async fn page(
         Some(_) => asked,
         None => (cells.iter().find(playable)).map_or(asked, |c| c.scenario.to_owned()),
     };
+    let mut why_not: Vec<WhyNot> = Vec::new();
+    for cell in &cells {
+        let Some(why) = cell.why_not else { continue };
+        let name = format!("{} · {}", cell.variant, cell.scenario);
+        match why_not.iter_mut().find(|group| group.en == why) {
+            Some(group) => group.cells.push(name),
+            None => why_not.push(WhyNot {
+                en: why,
+                zh: step::in_chinese(why),
+                cells: vec![name],
+            }),
+        }
+    }
     StepPage {
         instance: state.instance().to_owned(),
         cells,
+        why_not,
         variant,
         scenario,
         goal: lesson.map_or("", |step| step.goal).to_owned(),

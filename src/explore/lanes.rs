@@ -20,6 +20,15 @@ pub struct Lane {
     pub status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The instance its request went through, once it reached a gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// The stock its section read, once it read it (a lock's section).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<i64>,
+    /// The unit its answer sold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<i64>,
 }
 
 impl Session<'_> {
@@ -34,6 +43,9 @@ impl Session<'_> {
                     gate: gate.map(str::to_owned),
                     status: None,
                     reason: None,
+                    instance: None,
+                    read: None,
+                    unit: None,
                 };
                 match run.buyers.get(&n) {
                     Some(Buyer::Waiting(arrival, _)) if run.frozen.contains(&n) => {
@@ -48,11 +60,27 @@ impl Session<'_> {
                     Some(Buyer::Done(answer)) => Lane {
                         status: Some(answer.status),
                         reason: answer.reason().map(str::to_owned),
+                        unit: answer.unit(),
                         ..lane("answered", None)
                     },
                 }
             })
             .collect()
+    }
+
+    /// Every buyer, in order, with the instance it went through and the
+    /// stock it read, as the gates saw them.
+    pub async fn lanes_seen(&mut self) -> Vec<Lane> {
+        let mut lanes = self.lanes();
+        // A lane without what was seen still says where its buyer is.
+        let seen = self.run.scheduler.seen().await.unwrap_or_default();
+        for lane in &mut lanes {
+            if let Some(seen) = seen.get(&lane.buyer) {
+                lane.instance = seen.instance.clone();
+                lane.read = seen.read;
+            }
+        }
+        lanes
     }
 
     /// The SKU the session sells.

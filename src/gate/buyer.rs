@@ -22,12 +22,22 @@ impl Gate {
     /// The hook of a request of `schedule` for `sku` on `instance`, on the
     /// Redis `client` speaks to.
     pub fn hook(client: redis::Client, schedule: Schedule, instance: &str, sku: &str) -> Hook {
-        Hook::new(std::sync::Arc::new(Gate {
+        Hook::new(Gate::new(client, schedule, instance, sku))
+    }
+
+    /// The buyer itself, shared with the hook made of it.
+    pub fn new(
+        client: redis::Client,
+        schedule: Schedule,
+        instance: &str,
+        sku: &str,
+    ) -> std::sync::Arc<Gate> {
+        std::sync::Arc::new(Gate {
             client,
             schedule,
             instance: instance.to_owned(),
             sku: sku.to_owned(),
-        }))
+        })
     }
 
     /// A hold or a release on the SKU's timeline.
@@ -41,7 +51,8 @@ impl Gate {
         let buyer = &self.schedule.buyer;
         let gate = point.to_string();
         // A wait for a lock and a vote's answer are only noted.
-        if !arrive(&mut conn, &self.schedule.run, buyer, &gate).await? || is_note(&gate) {
+        let arriving = (buyer.as_str(), self.instance.as_str());
+        if !arrive(&mut conn, &self.schedule.run, arriving, &gate).await? || is_note(&gate) {
             return Ok(());
         }
         self.seen(&mut conn, "gate_hold", format!("{buyer} waits at {point}"))
@@ -62,6 +73,27 @@ impl Gate {
             );
         }
         Ok(())
+    }
+}
+
+impl Gate {
+    /// Notes the stock this buyer's section read, for whoever schedules
+    /// the run (step mode shows it in the buyer's lane). A note that
+    /// cannot be written is only missing from the picture.
+    pub async fn read(&self, stock: i64) {
+        let noted = async {
+            let mut conn = self.client.get_multiplexed_async_connection().await?;
+            let seen = super::RunKeys::of(&self.schedule.run).seen;
+            let _: () = redis::pipe()
+                .hset(&seen, format!("{} read", self.schedule.buyer), stock)
+                .pexpire(&seen, super::RUN_TTL.as_millis() as i64)
+                .query_async(&mut conn)
+                .await?;
+            Ok::<_, StoreError>(())
+        };
+        if let Err(err) = noted.await {
+            tracing::warn!(%err, "a gate could not note the stock read");
+        }
     }
 }
 

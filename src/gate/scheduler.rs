@@ -48,7 +48,7 @@ impl Scheduler {
             .await?;
         let keys = RunKeys::of(run);
         let _: () = conn
-            .del(&[&keys.arrivals, &keys.open, &keys.patient])
+            .del(&[&keys.arrivals, &keys.open, &keys.patient, &keys.seen])
             .await?;
         Ok(Scheduler {
             client,
@@ -134,6 +134,14 @@ impl Scheduler {
             .pset_ex(&self.keys.patient, 1, for_.as_millis() as u64)
             .await?;
         Ok(())
+    }
+
+    /// Every buyer of the run as seen so far: the instance it came
+    /// through, the stock it read.
+    pub async fn seen(
+        &mut self,
+    ) -> Result<std::collections::BTreeMap<String, super::Seen>, StoreError> {
+        super::seen(&mut self.conn, &self.keys).await
     }
 
     /// The arrivals heard and not let go yet.

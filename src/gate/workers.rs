@@ -66,7 +66,7 @@ pub async fn wait_while_held(gates: &Gates, consumer: &str) -> Result<bool, Stor
             let name = worker(consumer);
             let turn = TURN.to_string();
             // An abandoned run holds nobody: the worker goes on at once.
-            if !super::arrive(&mut conn, run, &name, &turn).await? {
+            if !super::arrive(&mut conn, run, (&name, ""), &turn).await? {
                 return Ok(false);
             }
             return super::await_release(&mut conn, run, &name, &turn).await;

@@ -266,11 +266,20 @@ impl Seller {
             .as_ref()
             .and_then(|schedule| Some((schedule, Gates::of(&self.chaos, &self.store)?)));
         let schedule = gates.as_ref().map(|(schedule, _)| *schedule);
-        let hook = match gates {
+        let gate = match gates {
             Some((schedule, gates)) => {
                 let client = gates.client().await?;
-                Gate::hook(client, schedule.clone(), &self.instance, &keys.tag)
+                Some(Gate::new(
+                    client,
+                    schedule.clone(),
+                    &self.instance,
+                    &keys.tag,
+                ))
             }
+            None => None,
+        };
+        let hook = match &gate {
+            Some(gate) => Hook::new(gate.clone()),
             None => Hook::none(),
         };
         let mut ctx = Ctx {
@@ -286,6 +295,7 @@ impl Seller {
             claim,
             chaos: &self.chaos,
             hook,
+            gate,
             schedule,
         };
         let answer = match self.protections.deduct(variant, &mut ctx).await {

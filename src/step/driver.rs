@@ -63,7 +63,7 @@ impl Driver {
                 let Some(options) = session.next().await? else {
                     return anyhow::Ok(owed.take());
                 };
-                let view = self.view(&session, &options).await;
+                let view = self.view(&mut session, &options).await;
                 let view = self.publish(view).await?;
                 if let Some(first) = first.take() {
                     let _ = first.send(Ok(view.clone()));
@@ -114,7 +114,7 @@ impl Driver {
         // The stores as the schedule left them, before its buyers are let
         // go (a crashed one too: it would go on, as nobody holds it).
         let (lanes, state, fence) = (
-            session.lanes(),
+            session.lanes_seen().await,
             session.state().await.ok(),
             session.fence().await,
         );
@@ -183,25 +183,30 @@ impl Driver {
             state: None,
             fence: None,
             over: false,
-            shortest: None,
+            shortest: self.shortest_played(),
+            by_checker: self.played > 0 && !self.off_plan,
             verdict: None,
             error: None,
         }
     }
 
-    async fn view(&self, session: &Session<'_>, options: &Options) -> StepView {
+    async fn view(&self, session: &mut Session<'_>, options: &Options) -> StepView {
         StepView {
-            lanes: session.lanes(),
+            lanes: session.lanes_seen().await,
             releases: options.releases.clone(),
             faults: options.faults.clone(),
             steps: session.steps().to_vec(),
             state: session.state().await.ok(),
             fence: session.fence().await,
-            shortest: match &self.plan {
-                Some(Ok(hints)) => Some((self.played, hints.len())),
-                _ => None,
-            },
             ..self.blank(session.sku())
+        }
+    }
+
+    /// How far the checker's shortest way was played, of how many steps.
+    fn shortest_played(&self) -> Option<(usize, usize)> {
+        match &self.plan {
+            Some(Ok(hints)) => Some((self.played, hints.len())),
+            _ => None,
         }
     }
 

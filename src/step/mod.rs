@@ -54,14 +54,44 @@ fn key(id: &str, what: &str) -> String {
     format!("{{stocklock:step}}:{id}:{what}")
 }
 
+/// Why a cell of a stack with a paused Redis is not played.
+const PAUSE_STOPS_EVERYONE: &str =
+    "a paused Redis would stop every learner's run, and the gates with it";
+/// Why the order pipeline's cells are not played.
+const ORDERS_WHOLE_STACK: &str = "the order pipeline is scheduled for the whole stack: `stocklock explore` plays it on a stack of its own";
+/// Why Redlock's cells are not played.
+const REDLOCK_NODES: &str =
+    "Redlock's nodes are restarted and read by `stocklock explore` on a stack of its own";
+/// Why a cell without a claim is not played.
+const NO_CLAIM: &str = "the variant makes no claim in this scenario";
+
+/// [`unplayable`]'s reason in Chinese.
+pub fn in_chinese(why: &str) -> &'static str {
+    match why {
+        PAUSE_STOPS_EVERYONE => "暂停 Redis 会让每个学员的运行都停下来,闸门也一起停",
+        ORDERS_WHOLE_STACK => {
+            "订单流水线是整套环境一起调度的:`stocklock explore` 在它自己的一套环境上演示它"
+        }
+        REDLOCK_NODES => "Redlock 的节点由 `stocklock explore` 在它自己的一套环境上重启和读取",
+        NO_CLAIM => "这个变体在这个场景下没有结论",
+        matrix::FAILOVER_NEEDS_OWN_STACKS => {
+            "故障转移无法撤销:每个调度都在探索器自己的一套环境上运行"
+        }
+        matrix::DATABASE_FAULTS_NOT_STRUCK => {
+            "PostgreSQL 在买家之下崩溃,或者提交的应答丢失:探索器不注入这些故障(`stocklock lab` 演示它们,`stocklock check` 探索它们的模型)"
+        }
+        _ => "(没有中文说明)",
+    }
+}
+
 /// Why step mode cannot play a cell on a live stack, or `None` when it can.
 pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> {
     if !scenario.claim(variant).applies() {
-        return Some("the variant makes no claim in this scenario");
+        return Some(NO_CLAIM);
     }
     let bounds = check::bounds(scenario, Protocol::of(variant));
     if bounds.cutoffs > 0 {
-        return Some("a paused Redis would stop every learner's run, and the gates with it");
+        return Some(PAUSE_STOPS_EVERYONE);
     }
     if bounds.failovers > 0 {
         return Some(matrix::FAILOVER_NEEDS_OWN_STACKS);
@@ -70,14 +100,10 @@ pub fn unplayable(variant: Variant, scenario: Scenario) -> Option<&'static str> 
         return Some(matrix::DATABASE_FAULTS_NOT_STRUCK);
     }
     if bounds.orders.is_some() {
-        return Some(
-            "the order pipeline is scheduled for the whole stack: `stocklock explore` plays it on a stack of its own",
-        );
+        return Some(ORDERS_WHOLE_STACK);
     }
     if variant == Variant::Redlock {
-        return Some(
-            "Redlock's nodes are restarted and read by `stocklock explore` on a stack of its own",
-        );
+        return Some(REDLOCK_NODES);
     }
     None
 }
@@ -105,6 +131,10 @@ pub struct StepView {
     /// How far the checker's shortest way was played, of how many steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shortest: Option<(usize, usize)>,
+    /// Every step so far was the checker's shortest way's (none the
+    /// learner's own): the run is the checker's, not the learner's.
+    #[serde(default)]
+    pub by_checker: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<StepVerdict>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,4 +242,23 @@ pub async fn command(store: &Store, id: &str, command: Command) -> anyhow::Resul
     let (_, json) = popped.context("the run did not answer the step in time")?;
     let answer: Result<StepView, String> = serde_json::from_str(&json)?;
     answer.map_err(anyhow::Error::msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_a_cell_is_not_played_is_said_in_chinese_too() {
+        let mut reasons = std::collections::BTreeSet::new();
+        for variant in Variant::ALL {
+            for scenario in Scenario::ALL {
+                reasons.extend(unplayable(variant, scenario));
+            }
+        }
+        assert!(reasons.len() >= 5, "{reasons:?}");
+        for why in reasons {
+            assert_ne!(in_chinese(why), "(没有中文说明)", "{why}");
+        }
+    }
 }

@@ -203,6 +203,11 @@ pub struct Timeline {
     /// or slow under load), and its sections are missing until it does; a
     /// reader that needs them all reads again.
     pub counted_in: bool,
+    /// A model's drawing (the checker's schedule): how many ns of the
+    /// drawing one tick of the model's clock is. Its axis counts ticks;
+    /// `None` for a live run, drawn in real time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ns: Option<u64>,
 }
 
 /// The ledger's verdict on a state.
@@ -266,6 +271,7 @@ pub async fn read(
         state,
         truncated,
         counted_in,
+        tick_ns: None,
     })
 }
 

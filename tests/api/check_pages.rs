@@ -55,12 +55,25 @@ async fn shown_drawn(browser: &Browser, at: &str) -> serde_json::Value {
     browser.run_with(SHOWN, json!([at])).await
 }
 
-fn texts(verdict: &check::Verdict) -> Vec<String> {
-    verdict
-        .trace
+/// Steps as the page lists them: the model's clock named where it moves
+/// (every step said "tick 0" before, over an axis in ms).
+fn listed(steps: &[check::Step]) -> Vec<String> {
+    let mut clock = None;
+    steps
         .iter()
-        .map(|s| format!("tick {} · {}", s.at, s.text))
+        .map(|s| {
+            let moved = clock != Some(s.at);
+            clock = Some(s.at);
+            match moved {
+                true => format!("tick {} · {}", s.at, s.text),
+                false => s.text.clone(),
+            }
+        })
         .collect()
+}
+
+fn texts(verdict: &check::Verdict) -> Vec<String> {
+    listed(&verdict.trace)
 }
 
 #[tokio::test]
@@ -135,11 +148,7 @@ async fn a_lesson_step_shows_the_checkers_verdict_and_draws_its_trace() {
     // No counterexample: the witness it rests on, drawn and listed.
     let shown = shown_drawn(&browser, field).await;
     assert_eq!(shown["steps"], json!("0"), "{shown}");
-    let witness: Vec<String> = fenced
-        .witness
-        .iter()
-        .map(|s| format!("tick {} · {}", s.at, s.text))
-        .collect();
+    let witness = listed(&fenced.witness);
     assert!(!witness.is_empty());
     assert_eq!(shown["list"], json!(witness), "{shown}");
     assert!(
@@ -226,6 +235,16 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
         "{lines}"
     );
     assert_eq!(lines[1][1], " · model: none (the lab alone)", "{lines}");
+    // What was observed is coloured by what it is, not by whether it was
+    // predicted: a predicted deadlock and oversell are red, their marks
+    // (the prediction held) green. Both were drawn green before.
+    let colours = browser
+        .run(&format!(
+            "return [...document.querySelectorAll('{cells}')].map((c) => [getComputedStyle(c.querySelector('.observed')).color, getComputedStyle(c.querySelector('.mark')).color])"
+        ))
+        .await;
+    let (red, green) = ("rgb(255, 77, 79)", "rgb(61, 220, 132)");
+    assert_eq!(colours, json!([[red, green], [red, green]]), "{colours}");
 
     browser
         .click("[data-variant=setnx] [data-action=model-trace]")

@@ -11,6 +11,8 @@ use stocklock::variants::{Scenario, Variant};
 use crate::browser::Browser;
 use crate::helpers::{Stack, within};
 
+mod page;
+
 /// Reads what the page shows: the run, its version, whether it is over,
 /// each lane's state and gate, and the verdict.
 const SHOWN: &str = "const main = document.getElementById('step');
@@ -26,18 +28,18 @@ const SHOWN: &str = "const main = document.getElementById('step');
        message: document.getElementById('message').textContent,
        stores: Object.fromEntries([...document.querySelectorAll('#state [data-field]')].map((d) => [d.dataset.field, d.textContent]))};";
 
-struct Page<'a> {
-    browser: &'a Browser,
+pub(crate) struct Page<'a> {
+    pub(crate) browser: &'a Browser,
 }
 
 impl Page<'_> {
-    async fn shown(&self) -> Value {
+    pub(crate) async fn shown(&self) -> Value {
         self.browser.run(SHOWN).await
     }
 
     /// Picks the cell and the number of buyers, starts a run with the `n`
     /// key, and waits for its first view.
-    async fn start(&self, variant: Variant, scenario: Scenario, buyers: u8) -> Value {
+    pub(crate) async fn start(&self, variant: Variant, scenario: Scenario, buyers: u8) -> Value {
         let before = self.shown().await["run"].clone();
         self.pick(variant, scenario, buyers).await;
         self.browser.press("n").await;
@@ -50,7 +52,7 @@ impl Page<'_> {
     }
 
     /// Picks a cell and a number of buyers in the form, starting nothing.
-    async fn pick(&self, variant: Variant, scenario: Scenario, buyers: u8) {
+    pub(crate) async fn pick(&self, variant: Variant, scenario: Scenario, buyers: u8) {
         self.browser
             .run_with(
                 "document.getElementById('cell').value = arguments[0];
@@ -61,7 +63,7 @@ impl Page<'_> {
     }
 
     /// Waits for the view after the step a key or a click just sent.
-    async fn stepped(&self, version: i64) -> Value {
+    pub(crate) async fn stepped(&self, version: i64) -> Value {
         self.browser
             .wait_until(&format!(
                 "Number(document.getElementById('step').dataset.version) > {version} || document.getElementById('message').textContent.startsWith('refused')"
@@ -79,7 +81,7 @@ impl Page<'_> {
     }
 
     /// Presses buyer `buyer`'s number key: it goes on to its next gate.
-    async fn press_buyer(&self, buyer: &str) -> Value {
+    pub(crate) async fn press_buyer(&self, buyer: &str) -> Value {
         let shown = self.shown().await;
         let lane = lane(&shown, buyer);
         let key = lane["key"]
@@ -91,7 +93,7 @@ impl Page<'_> {
     }
 
     /// Lets `buyer` go until it waits at `gate`.
-    async fn advance(&self, buyer: &str, gate: &str) -> Value {
+    pub(crate) async fn advance(&self, buyer: &str, gate: &str) -> Value {
         loop {
             let shown = self.shown().await;
             let lane = lane(&shown, buyer);
@@ -107,7 +109,7 @@ impl Page<'_> {
     }
 
     /// Clicks the fault `kind` (of `buyer`, when it names one).
-    async fn strike(&self, kind: &str, buyer: &str) -> Value {
+    pub(crate) async fn strike(&self, kind: &str, buyer: &str) -> Value {
         let version = self.shown().await["version"].as_i64().unwrap();
         self.browser
             .click(&format!(
@@ -119,7 +121,7 @@ impl Page<'_> {
 
     /// Lets the first buyer with a step go, key after key, until the run
     /// is over.
-    async fn finish(&self) -> Value {
+    pub(crate) async fn finish(&self) -> Value {
         loop {
             let shown = self.shown().await;
             if shown["over"] == true {
@@ -133,7 +135,7 @@ impl Page<'_> {
     }
 }
 
-fn lane<'v>(shown: &'v Value, buyer: &str) -> &'v Value {
+pub(crate) fn lane<'v>(shown: &'v Value, buyer: &str) -> &'v Value {
     (shown["lanes"].as_array().unwrap().iter())
         .find(|l| l["buyer"] == buyer)
         .unwrap_or_else(|| panic!("no lane {buyer}: {shown}"))
@@ -182,6 +184,9 @@ async fn a_learner_breaks_the_broken_cells_by_hand_and_no_order_of_clicks_breaks
         page.strike("Crash", "A").await;
         let shown = page.finish().await;
         broke(&shown, variant, scenario);
+        // The learner's own run, beside the checker's.
+        let said = shown["verdict"].as_str().unwrap();
+        assert!(said.contains("; your run took "), "{said}");
         // As the run left the stores (once it is over, the crashed buyer
         // is let go like every other and sells).
         let stores = &shown["stores"];
@@ -268,8 +273,8 @@ async fn a_learner_breaks_the_broken_cells_by_hand_and_no_order_of_clicks_breaks
         assert!(
             presses > 1
                 && progress
-                    == format!("the checker's shortest way: step {} of {presses}", presses - 1),
-            "a press per step of the plan: {progress:?} after {presses} presses"
+                    == format!("the checker's shortest way: step {presses} of {presses}"),
+            "a press per step of the plan, the last one's said once the run is over: {progress:?} after {presses} presses"
         );
 
         // Played by itself: token's lease runs out under its holder.
@@ -283,7 +288,14 @@ async fn a_learner_breaks_the_broken_cells_by_hand_and_no_order_of_clicks_breaks
         browser
             .wait_until(&format!("document.getElementById('step').dataset.run !== {before} && document.getElementById('step').dataset.over === 'true'"))
             .await;
-        broke(&page.shown().await, variant, scenario);
+        let shown = page.shown().await;
+        broke(&shown, variant, scenario);
+        // The checker played this run: the page does not say "you took".
+        let said = shown["verdict"].as_str().unwrap();
+        assert!(
+            said.contains("; its way, played on this stack, took ") && !said.contains("your run"),
+            "{said}"
+        );
 
         // Each lesson step's "try it by hand" opens step mode on its cell,
         // playable, with the lesson's goal stated; a card's link opens it
