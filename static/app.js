@@ -6,6 +6,17 @@
 const I18N = {
   en: {
     subtitle: 'flash-sale stock protection lab',
+    lost_update: 'The lost update: {sold} buyers were told "sold", but the stock dropped by only {dropped} (from {initial} to {remaining}). Two buyers read the same stock, say 40; each sells a unit and writes back 39: two sales, one unit gone. {oversold} sales were written over another buyer\'s.',
+    hint_label: 'what this means',
+    hint_work_ms: 'work_ms: how long each buyer works between reading the stock and writing it (the business logic). The longer, the wider the window in which another buyer reads the same stock.',
+    hint_lease_ms: 'lease_ms: how long a lock lasts before Redis lets it expire; empty keeps the variant\'s default. A lease shorter than the work lets a second buyer in while the first still works.',
+    hint_wait_ms: 'wait_ms: how long a buyer waits for a held lock before it is told busy (429); empty keeps the variant\'s default, 0 fails at once.',
+    legend: 'What the numbers on a card mean',
+    legend_remaining: 'the stock the store still holds, of the stock it was reset to',
+    legend_sold: 'buyers told "sold" (200), counted by the ledger, one record per sale',
+    legend_oversold: 'sales no stock backs: those sold minus the units the stock went down by (and minus units given back); anything but 0 is the failure this lab is about',
+    legend_duplicates: 'units the ledger records as sold to two buyers',
+    legend_busy: 'buyers turned away (429) because the lock was held, lost or too slow to get: nothing sold, nothing broken',
     nav_lessons: 'Lessons', nav_timeline: 'Timeline', nav_soak: 'Soak', timeline_link: 'timeline', step_link: 'step through',
     connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…',
     controls: 'Controls', stock: 'stock', requests: 'requests', concurrency: 'concurrency',
@@ -42,6 +53,17 @@ const I18N = {
   },
   zh: {
     subtitle: '秒杀库存保护实验室',
+    lost_update: '丢失更新:{sold} 个买家被告知买到了,库存却只少了 {dropped}(从 {initial} 到 {remaining})。两个买家读到同一个库存,比如 40;各自卖出一件并写回 39:两笔销售,只少了一件。有 {oversold} 笔销售被别的买家的写覆盖了。',
+    hint_label: '这是什么意思',
+    hint_work_ms: 'work_ms:每个买家在读库存和写库存之间做业务的时间。越长,别的买家读到同一个库存的窗口就越宽。',
+    hint_lease_ms: 'lease_ms:锁在 Redis 让它过期之前能持续多久;留空用变体的默认值。租约比业务短,第一个买家还在做事时第二个买家就能进来。',
+    hint_wait_ms: 'wait_ms:买家等待被占用的锁多久,之后被告知忙 (429);留空用变体的默认值,0 表示立即失败。',
+    legend: '卡片上的数字是什么意思',
+    legend_remaining: '存储里还剩的库存,以及重置时的库存',
+    legend_sold: '被告知“已售”(200)的买家,由账本计数,每笔销售一条记录',
+    legend_oversold: '没有库存支撑的销售:已售减去库存实际减少的件数(以及退回的件数);不为 0 就是这个实验室要讲的故障',
+    legend_duplicates: '账本记录为卖给了两个买家的单元',
+    legend_busy: '因为锁被占用、丢失或拿得太慢而被拒绝 (429) 的买家:什么都没卖,什么都没坏',
     nav_lessons: '课程', nav_timeline: '时间线', nav_soak: '浸泡测试', timeline_link: '时间线', step_link: '单步调度',
     connecting: '连接中…', live: '实时', reconnecting: '重新连接中…',
     controls: '控制', stock: '库存', requests: '请求数', concurrency: '并发',
@@ -236,6 +258,14 @@ function renderCard(state) {
   // can only mean stock left without a recorded sale), under-selling (stock
   // left while buyers were refused), answers whose outcome was unknown.
   field(card, 'broken').textContent = state.oversold < 0 ? t('broken', { n: state.oversold }) : '';
+  // An oversell the lost update accounts for, explained with the card's
+  // own numbers: every sale beyond the stock's drop was written over.
+  const dropped = state.initial - state.remaining;
+  const lost = field(card, 'lost-update');
+  lost.hidden = !(state.oversold > 0 && state.sold - dropped === state.oversold);
+  lost.textContent = lost.hidden ? '' : t('lost_update', {
+    sold: state.sold, dropped, initial: state.initial, remaining: state.remaining, oversold: state.oversold,
+  });
   field(card, 'unsold').textContent =
     state.remaining > 0 && state.busy > 0 ? t('unsold', { n: state.remaining, m: state.busy }) : '';
   field(card, 'unknown').textContent = state.unknown > 0 ? t('unknown', { n: state.unknown }) : '';

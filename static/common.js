@@ -13,6 +13,18 @@ const StocklockPage = (() => {
     history.replaceState(null, '', location.pathname + location.search);
   }
 
+  // A hint opens on a tap as on a click (a hover tooltip never shows on a
+  // touch screen): its button shows or hides the text it controls.
+  document.addEventListener('click', (event) => {
+    const button = event.target.closest && event.target.closest('button.hint[aria-controls]');
+    if (!button) return;
+    event.preventDefault();
+    const text = document.getElementById(button.getAttribute('aria-controls'));
+    if (!text) return;
+    text.hidden = !text.hidden;
+    button.setAttribute('aria-expanded', String(!text.hidden));
+  });
+
   return {
     lang: () => lang,
 
@@ -37,6 +49,7 @@ const StocklockPage = (() => {
       document.documentElement.lang = lang;
       for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
       for (const el of document.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
+      for (const el of document.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
       document.getElementById('lang').textContent = lang === 'en' ? '中文' : 'English';
     },
 

@@ -90,6 +90,26 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
         "{}",
         cards["none"]
     );
+    // The lost update, explained under `none`'s numbers with its own: every
+    // sale beyond the stock's drop was written over another's.
+    let lost = browser
+        .run("return ['none', 'lua'].map((v) => { const p = document.querySelector(`[data-variant=${v}] [data-field=lost-update]`); return [p.hidden, p.textContent]; })")
+        .await;
+    let dropped = none.initial - none.remaining;
+    assert_eq!(
+        lost,
+        json!([
+            [
+                false,
+                format!(
+                    "The lost update: {} buyers were told \"sold\", but the stock dropped by only {dropped} (from {} to {}). Two buyers read the same stock, say 40; each sells a unit and writes back 39: two sales, one unit gone. {} sales were written over another buyer's.",
+                    none.sold, none.initial, none.remaining, none.oversold
+                )
+            ],
+            [true, ""]
+        ]),
+    );
+    assert_eq!(none.sold - dropped, none.oversold, "{none:?}");
     // setnx fails fast: it leaves stock on the shelf while turning buyers away.
     assert!(
         cards["setnx"]["verdict"]
@@ -110,6 +130,49 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
         "{}",
         cards["none"]
     );
+
+    // A newcomer's first step, and what the knobs and the numbers mean,
+    // opened by a tap (no hover tooltip: a touch screen never shows one).
+    let first = browser
+        .run("const s = document.getElementById('start-here'); return [s.getBoundingClientRect().height > 0, [...s.querySelectorAll('a')].map((a) => a.getAttribute('href'))]")
+        .await;
+    assert_eq!(
+        first,
+        json!([
+            true,
+            [
+                "/lessons",
+                "/step?variant=none&scenario=race",
+                "/lessons",
+                "/step?variant=none&scenario=race"
+            ]
+        ]),
+    );
+    for knob in ["work_ms", "lease_ms", "wait_ms"] {
+        browser
+            .click(&format!("button.hint[aria-controls=hint-{knob}]"))
+            .await;
+        let shown = browser
+            .run_with(
+                "const p = document.getElementById(`hint-${arguments[0]}`);
+                 return [p.hidden, p.getBoundingClientRect().height > 0, p.textContent,
+                   document.querySelector(`button[aria-controls=hint-${arguments[0]}]`).getAttribute('aria-expanded')]",
+                json!([knob]),
+            )
+            .await;
+        assert_eq!(shown[0], false, "{knob}: {shown}");
+        assert_eq!(shown[1], true, "{knob}: {shown}");
+        assert!(
+            shown[2].as_str().unwrap().starts_with(&format!("{knob}: ")),
+            "{knob}: {shown}"
+        );
+        assert_eq!(shown[3], "true", "{knob}: {shown}");
+    }
+    browser.click("#legend summary").await;
+    let legend = browser
+        .run("return [...document.querySelectorAll('#legend dd')].filter((d) => d.getBoundingClientRect().height > 0).length")
+        .await;
+    assert_eq!(legend, json!(5), "the five numbers of a card, explained");
 
     // The instances panel shows both instances, healthy, with their requests.
     let instances = browser
@@ -158,6 +221,15 @@ async fn race_all_from_the_page_shows_oversell_where_the_ledger_does() {
             .run("return getComputedStyle(document.querySelector('[data-variant=lua] .protection [lang=zh]')).display")
             .await,
         json!("inline")
+    );
+    assert!(
+        browser
+            .run("return document.getElementById('hint-work_ms').textContent")
+            .await
+            .as_str()
+            .unwrap()
+            .starts_with("work_ms:每个买家"),
+        "the hints in Chinese"
     );
     browser.screenshot("dashboard-zh.png").await;
 
