@@ -36,40 +36,42 @@
 //! 16. [`section`]: the critical section every variant protects, written once (offering the [`outcome`] types to the variants).
 //! 17. [`variants`]: one file per protection strategy, dispatched by an exhaustive `match`; the lab's scenarios and each variant's claim in them.
 //! 18. [`sale`]: one sale from a parsed request to its answer (the domain's way in for the HTTP layer).
+//! 19. [`classroom`]: classroom mode: seats a teacher's class joins by a link, each a signed cookie with runs of its own, rate-limited, and the teacher's board of them.
 //!
 //! ## The tools
 //!
-//! 19. [`history`]: `stocklock history check`, the independent judge: a run's history (what its clients were told, recorded by them) decided against one sequential spec of a stock, knowing nothing of variants, claims or models; and the recorder the clients write through.
-//! 20. [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
-//! 21. [`reconcile`]: `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per SKU, straight from the two stores.
-//! 22. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
-//! 23. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
-//! 24. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
-//! 25. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
-//! 26. [`judge`]: pure functions from a run's evidence to what a cell observed (crowd, duel, recovery, outage, doubt, orders, the database), and the history checker's second opinion beside them; shared by `lab`, `replay` and the dashboard.
-//! 27. [`harness`]: what every command that plays on a stack shares: the stack it starts or is pointed at (`--target`), its children, a Redis paused on purpose, a failover.
-//! 28. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence, and the matrix. Below the dashboard, which starts runs and scenarios.
-//! 29. [`replay`]: `stocklock replay`: a checker's counterexample played on the real code, at its gates, fault by fault.
-//! 30. [`explore`]: `stocklock explore`: schedules of the real code chosen at its gates (random, PCT) until one breaks a property; the sessions step mode drives.
-//! 31. [`soak`]: `stocklock soak`: the nemesis: every fault kind in turn for as long as asked, each round judged by the ledger and the history checker.
-//! 32. [`step`]: step mode: a learner (or "show me the shortest way") choosing each step of one explored session.
-//! 33. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
-//! 34. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
+//! 20. [`history`]: `stocklock history check`, the independent judge: a run's history (what its clients were told, recorded by them) decided against one sequential spec of a stock, knowing nothing of variants, claims or models; and the recorder the clients write through.
+//! 21. [`args`]: command-line values the commands' config types parse alike (durations, variant names, the generated token).
+//! 22. [`reconcile`]: `stocklock reconcile`: the Redis ledger against PostgreSQL's orders, per SKU, straight from the two stores.
+//! 23. [`client`]: the one typed client of a running stack's API (through nginx or to one instance), for `load`, `lab`, the dashboard's runs and the tests.
+//! 24. [`load`]: `stocklock load`: the runs (its [`load::engine`] sends the requests), the [`load::verdict`] and the [`load::report`]; `bench`.
+//! 25. [`up`]: `stocklock up`: redis-server (or a 3-master cluster), Redlock's nodes, an etcd cluster, ZooKeeper servers, PostgreSQL, N instances and nginx as children.
+//! 26. [`check`]: `stocklock check`: each variant's protocol model-checked (the `stateright` crate) in the lab's scenarios, with the shortest counterexample of each failure.
+//! 27. [`judge`]: pure functions from a run's evidence to what a cell observed (crowd, duel, recovery, outage, doubt, orders, the database), and the history checker's second opinion beside them; shared by `lab`, `replay` and the dashboard.
+//! 28. [`harness`]: what every command that plays on a stack shares: the stack it starts or is pointed at (`--target`), its children, a Redis paused on purpose, a failover.
+//! 29. [`lab`]: `stocklock lab`: every failure scenario against every variant ([`lab::scenario`]), judged from evidence, and the matrix. Below the dashboard, which starts runs and scenarios.
+//! 30. [`replay`]: `stocklock replay`: a checker's counterexample played on the real code, at its gates, fault by fault.
+//! 31. [`explore`]: `stocklock explore`: schedules of the real code chosen at its gates (random, PCT) until one breaks a property; the sessions step mode drives.
+//! 32. [`soak`]: `stocklock soak`: the nemesis: every fault kind in turn for as long as asked, each round judged by the ledger and the history checker.
+//! 33. [`step`]: step mode: a learner (or "show me the shortest way") choosing each step of one explored session.
+//! 34. [`lessons`]: the lesson path (article 001's story), each step one lab cell run on the live stack.
+//! 35. [`compare`]: `stocklock compare`: article 000's lock-store table (Redis, Redlock, etcd, ZooKeeper), measured in one run.
 //!
 //! ## HTTP
 //!
-//! 35. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
-//! 36. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
-//! 37. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
-//! 38. [`server`]: `stocklock serve`: building and running one instance.
+//! 36. [`web`]: what the two HTTP surfaces share, below both: `AppError` (every failure as JSON) and the admin token check.
+//! 37. [`dashboard`]: its own router: the live page, its board (read from Redis), server-sent events, runs and scenarios from the page, the checker's verdict on one cell.
+//! 38. [`http`]: the instance's router (`app`, merging the dashboard's) and state; thin handlers per concern (deduct, admin, info) that parse, call the domain and map outcomes.
+//! 39. [`server`]: `stocklock serve`: building and running one instance.
 //!
 //! ## The command line
 //!
-//! 39. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
+//! 40. [`cli`]: the command line; `load`, `bench` and `up` parse into their own config types.
 
 pub mod args;
 pub mod chaos;
 pub mod check;
+pub mod classroom;
 pub mod cli;
 pub mod client;
 pub mod compare;

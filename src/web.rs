@@ -69,8 +69,11 @@ pub enum AppError {
     Unauthorized,
     /// 409: the action conflicts with one under way.
     Conflict(String),
-    /// 403: not allowed on this instance (chaos without chaos mode).
+    /// 403: not allowed on this instance (chaos without chaos mode), or
+    /// not to this seat (another seat's run).
     Forbidden(String),
+    /// 429: a classroom seat past its rate.
+    RateLimited(String),
     /// 503: Redis (or a lock store) is away; the request decided nothing.
     Unavailable(StoreError),
     /// 503: this instance was not given what the request needs (Redlock's nodes).
@@ -192,6 +195,9 @@ impl IntoResponse for AppError {
                 )
             }
             AppError::Forbidden(detail) => (StatusCode::FORBIDDEN, "forbidden", detail, None),
+            AppError::RateLimited(detail) => {
+                (StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail, None)
+            }
             AppError::NotConfigured(detail) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_configured",

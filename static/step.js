@@ -1,5 +1,5 @@
 // stocklock step mode: the learner is the scheduler. The page starts a run
-// of one cell (POST /api/admin/step), shows each buyer's lane (the gate it
+// of one cell (POST /api/step: the admin token, or a classroom seat's cookie), shows each buyer's lane (the gate it
 // waits at and what it does next), and sends the step the learner picks:
 // a buyer let go (a click, or its number key) or a fault struck (a click,
 // or its letter). After every step it shows what the stores hold, the
@@ -47,7 +47,9 @@ const I18N = {
     disagreement: 'The two judges disagree: {why}.',
     refused: 'refused: {detail}', failed: 'the run failed: {error}',
     ask_token: 'Admin token (printed by stocklock up):',
-    need_token: 'Step mode needs the admin token.',
+    need_token: 'Step mode needs the admin token that stocklock up prints, or a seat: in a class, ask the teacher for the join link.',
+    seat_gone: 'Your seat is gone (the classroom was closed, or it sat idle): follow the join link again.',
+    slow_down: 'Too many steps at once: wait a moment and press again.',
     bad_token: 'The admin token was refused; it will be asked again.',
     unreachable: 'the stack does not answer: {error}',
     fault_Vanish: 'delete the lock ({key})', fault_Expire: 'let the lease run out ({key})',
@@ -104,7 +106,9 @@ const I18N = {
     disagreement: '两个裁判的结论不一致:{why}。',
     refused: '被拒绝:{detail}', failed: '运行失败:{error}',
     ask_token: '管理令牌(stocklock up 启动时打印):',
-    need_token: '单步模式需要管理令牌。',
+    need_token: '单步模式需要 stocklock up 打印的管理令牌,或者一个座位:上课时请向老师要加入链接。',
+    seat_gone: '你的座位已经没有了(教室被关闭,或者闲置太久):请重新打开加入链接。',
+    slow_down: '操作太快了:稍等一下再按。',
     bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
     unreachable: '环境没有响应:{error}',
     fault_Vanish: '删除锁 ({key})', fault_Expire: '让租约到期 ({key})',
@@ -162,17 +166,24 @@ function el(tag, attrs, text) {
   return node;
 }
 
+// A classroom seat (its cookie) or the teacher (the admin token).
+function seated() {
+  return Boolean(document.getElementById('step').dataset.seat);
+}
+
 async function admin(method, path, body) {
-  const token = StocklockPage.adminToken(t('ask_token'));
-  if (!token) {
+  const token = seated() ? null : StocklockPage.adminToken(t('ask_token'));
+  if (!token && !seated()) {
     say(t('need_token'));
     return null;
   }
+  const headers = { 'Content-Type': 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
   let response;
   try {
     response = await fetch(path, {
       method,
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       cache: 'no-store',
     });
@@ -181,8 +192,16 @@ async function admin(method, path, body) {
     return null;
   }
   if (response.status === 401) {
+    if (seated()) {
+      say(t('seat_gone'));
+      return null;
+    }
     StocklockPage.forgetToken();
     say(t('bad_token'));
+    return null;
+  }
+  if (response.status === 429) {
+    say(t('slow_down'));
     return null;
   }
   const json = await response.json().catch(() => ({}));
@@ -358,9 +377,9 @@ async function start() {
   busy = true;
   say(t('starting'));
   const [variant, scenario] = document.getElementById('cell').value.split('/');
-  if (view && !view.over) await admin('POST', `/api/admin/step/${view.id}`, 'end');
+  if (view && !view.over) await admin('POST', `/api/step/${view.id}`, 'end');
   const buyers = Number(document.getElementById('buyers').value);
-  const started = await admin('POST', '/api/admin/step', { variant, scenario, buyers });
+  const started = await admin('POST', '/api/step', { variant, scenario, buyers });
   busy = false;
   if (!started) return;
   view = started;
@@ -377,7 +396,7 @@ async function send(command) {
   if (busy || !view || view.over) return null;
   busy = true;
   say(t('moving'));
-  const next = await admin('POST', `/api/admin/step/${view.id}`, command);
+  const next = await admin('POST', `/api/step/${view.id}`, command);
   busy = false;
   if (!next) return null;
   view = next;
@@ -446,14 +465,15 @@ document.addEventListener('DOMContentLoaded', () => {
   // A new pick ends the run on screen: it was of the cell picked before.
   for (const id of ['cell', 'buyers']) {
     document.getElementById(id).addEventListener('change', () => {
-      if (view && !view.over) admin('POST', `/api/admin/step/${view.id}`, 'end');
+      if (view && !view.over) admin('POST', `/api/step/${view.id}`, 'end');
       view = null;
       say('');
       render();
     });
   }
   document.getElementById('shortest').addEventListener('click', shortest);
-  document.getElementById('anyway').addEventListener('click', anyWay);
+  const anyway = document.getElementById('anyway');
+  if (anyway) anyway.addEventListener('click', anyWay);
   document.getElementById('lang').addEventListener('click', () => {
     StocklockPage.toggleLang();
     StocklockPage.applyLang(t);
@@ -463,7 +483,8 @@ document.addEventListener('DOMContentLoaded', () => {
   document.addEventListener('keydown', (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target && ['SELECT', 'INPUT', 'TEXTAREA'].includes(event.target.tagName)) return;
-    const keys = { n: start, s: shortest, a: anyWay };
+    const keys = { n: start, s: shortest };
+    if (!seated()) keys.a = anyWay;
     if (keys[event.key]) {
       event.preventDefault();
       keys[event.key]();

@@ -12,6 +12,7 @@
 //! never reaches into the API's state.
 
 mod board;
+mod classroom;
 pub mod labs;
 mod lessons;
 mod locks;
@@ -145,12 +146,23 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/api/check", get(models::cell))
         .route("/api/admin/lessons/{id}", post(lessons::run))
         .route("/step", get(step::page))
+        .route("/join", get(classroom::join))
+        .route("/classroom", get(classroom::page))
+        .route(
+            "/api/admin/classroom",
+            get(classroom::board).post(classroom::switch),
+        )
         .route("/api/admin/step", post(step::start))
         .route(
             "/api/admin/step/anyway",
             get(step::any_way_status).post(step::any_way),
         )
         .route("/api/admin/step/{id}", get(step::read).post(step::take))
+        // The same for a classroom's seats, outside `/api/admin/` (which
+        // nginx keeps to the teacher's machine): a seat's cookie or the
+        // admin token.
+        .route("/api/step", post(step::start))
+        .route("/api/step/{id}", get(step::read).post(step::take))
         .route("/soak", get(soak::page))
         .route("/api/soak", get(soak::status))
         .route("/metrics", get(page::metrics))

@@ -60,7 +60,7 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
 
 /// The pages' assets, compiled into the binary so an instance needs no
 /// files beside it (containers, `up` from any directory).
-const ASSETS: [(&str, &str, &str); 14] = [
+const ASSETS: [(&str, &str, &str); 16] = [
     ("common.js", include_str!("../../static/common.js"), JS),
     ("app.js", include_str!("../../static/app.js"), JS),
     ("style.css", include_str!("../../static/style.css"), CSS),
@@ -80,6 +80,16 @@ const ASSETS: [(&str, &str, &str); 14] = [
     ("check.js", include_str!("../../static/check.js"), JS),
     ("step.js", include_str!("../../static/step.js"), JS),
     ("step.css", include_str!("../../static/step.css"), CSS),
+    (
+        "classroom.js",
+        include_str!("../../static/classroom.js"),
+        JS,
+    ),
+    (
+        "classroom.css",
+        include_str!("../../static/classroom.css"),
+        CSS,
+    ),
     ("soak.js", include_str!("../../static/soak.js"), JS),
     ("soak.css", include_str!("../../static/soak.css"), CSS),
     ("favicon.svg", include_str!("../../static/favicon.svg"), SVG),

@@ -11,6 +11,8 @@ use axum::response::Html;
 use serde::{Deserialize, Serialize};
 
 use super::Dashboard;
+use super::classroom::Actor;
+use crate::classroom::{self, Seat};
 use crate::harness::stack::Stack;
 use crate::knobs::InputError;
 use crate::step::anyway::{self, AnyWay};
@@ -44,6 +46,8 @@ struct StepPage {
     /// A lesson's goal, when the page was opened from one.
     goal: String,
     goal_zh: String,
+    /// The classroom seat the page is shown to (empty: none).
+    seat: String,
 }
 
 /// `GET /step?variant=V&scenario=S`: the page, with that cell picked.
@@ -58,8 +62,10 @@ pub(super) struct Picked {
 /// `GET /step`
 pub(super) async fn page(
     State(state): State<Dashboard>,
+    headers: HeaderMap,
     Query(picked): Query<Picked>,
 ) -> Result<Html<String>, AppError> {
+    let seat = state.seat_of(&headers).await.map(|seat| seat.name);
     let mut cells = Vec::new();
     for variant in Variant::ALL {
         for scenario in Scenario::ALL {
@@ -108,6 +114,7 @@ pub(super) async fn page(
         scenario,
         goal: lesson.map_or("", |step| step.goal).to_owned(),
         goal_zh: lesson.map_or("", |step| step.goal_zh).to_owned(),
+        seat: seat.unwrap_or_default(),
     }
     .render()
     .map(Html)
@@ -132,7 +139,7 @@ pub(super) async fn start(
     headers: HeaderMap,
     body: Result<Json<StartStep>, JsonRejection>,
 ) -> Result<(StatusCode, Json<StepView>), AppError> {
-    state.authorize(&headers)?;
+    let actor = state.actor(&headers).await?;
     let Json(request) = body?;
     let (variant, scenario) = cell(&request.variant, &request.scenario)?;
     let buyers = request.buyers.unwrap_or(*step::BUYERS.end());
@@ -153,9 +160,53 @@ pub(super) async fn start(
         .map_err(|err| AppError::Internal(format!("the stack: {err:#}")))?;
     let cell = (variant, scenario);
     let started = step::start(state.store().clone(), stack, redis_url, cell, buyers);
-    match started.await {
-        Ok(view) => Ok((StatusCode::CREATED, Json(view))),
-        Err(err) => Err(AppError::Internal(format!("{err:#}"))),
+    let view = started
+        .await
+        .map_err(|err| AppError::Internal(format!("{err:#}")))?;
+    if let Actor::Seat(seat) = actor {
+        seated(&state, &seat, &view, (variant, scenario)).await?;
+    }
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// A seat's new run: marked its own, and the run it had before ended (a
+/// seat drives one run at a time).
+async fn seated(
+    state: &Dashboard,
+    seat: &Seat,
+    view: &StepView,
+    (variant, scenario): (Variant, Scenario),
+) -> Result<(), AppError> {
+    let store = state.store();
+    step::set_owner(store, &view.id, &seat.id)
+        .await
+        .map_err(|err| AppError::Internal(format!("{err:#}")))?;
+    let cell = format!("{variant}/{scenario}");
+    if let Some(before) = classroom::started(store, &seat.id, &view.id, &cell).await? {
+        let store = store.clone();
+        tokio::spawn(async move {
+            if matches!(step::view(&store, &before).await, Ok(Some(v)) if !v.over) {
+                let _ = step::command(&store, &before, Command::End).await;
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Lets the teacher at any run, and a seat at its own only.
+async fn may_touch(state: &Dashboard, actor: &Actor, id: &str) -> Result<(), AppError> {
+    let Actor::Seat(seat) = actor else {
+        return Ok(());
+    };
+    let owner = step::owner(state.store(), id)
+        .await
+        .map_err(|err| AppError::Internal(format!("{err:#}")))?;
+    match owner.as_deref() == Some(seat.id.as_str()) {
+        true => Ok(()),
+        false => Err(AppError::Forbidden(format!(
+            "run {id} is not {}'s: a seat steps its own runs only",
+            seat.name
+        ))),
     }
 }
 
@@ -271,7 +322,8 @@ pub(super) async fn read(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<StepView>, AppError> {
-    state.authorize(&headers)?;
+    let actor = state.actor(&headers).await?;
+    may_touch(&state, &actor, &id).await?;
     let view = step::view(state.store(), &id)
         .await
         .map_err(|err| AppError::Internal(format!("{err:#}")))?;
@@ -289,7 +341,8 @@ pub(super) async fn take(
     Path(id): Path<String>,
     body: Result<Json<Command>, JsonRejection>,
 ) -> Result<Json<StepView>, AppError> {
-    state.authorize(&headers)?;
+    let actor = state.actor(&headers).await?;
+    may_touch(&state, &actor, &id).await?;
     let Json(command) = body?;
     let view = step::view(state.store(), &id)
         .await
@@ -300,8 +353,13 @@ pub(super) async fn take(
     if view.over {
         return Err(AppError::Conflict(format!("run {id} is over")));
     }
-    match step::command(state.store(), &id, command).await {
-        Ok(view) => Ok(Json(view)),
-        Err(err) => Err(AppError::Conflict(format!("{err:#}"))),
+    let view = step::command(state.store(), &id, command)
+        .await
+        .map_err(|err| AppError::Conflict(format!("{err:#}")))?;
+    if let Actor::Seat(seat) = &actor {
+        let violation = view.verdict.as_ref().is_some_and(|v| v.violation);
+        let progress = (view.steps.len(), view.over, violation);
+        classroom::stepped(state.store(), &seat.id, &id, progress).await?;
     }
+    Ok(Json(view))
 }

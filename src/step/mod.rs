@@ -216,6 +216,22 @@ pub async fn view(store: &Store, id: &str) -> anyhow::Result<Option<StepView>> {
     Ok(json.and_then(|json| serde_json::from_str(&json).ok()))
 }
 
+/// Marks run `id` as `seat`'s: only that seat (and the teacher) may read
+/// and step it.
+pub async fn set_owner(store: &Store, id: &str, seat: &str) -> anyhow::Result<()> {
+    let mut conn = store.conn().await?;
+    let _: () = conn
+        .set_ex(key(id, "owner"), seat, 2 * IDLE.as_secs())
+        .await?;
+    Ok(())
+}
+
+/// The seat run `id` is, `None` for a teacher's run.
+pub async fn owner(store: &Store, id: &str) -> anyhow::Result<Option<String>> {
+    let mut conn = store.conn().await?;
+    Ok(conn.get(key(id, "owner")).await?)
+}
+
 /// Sends `command` to run `id` and waits for the view after it.
 pub async fn command(store: &Store, id: &str, command: Command) -> anyhow::Result<StepView> {
     let reply = key(id, &format!("reply:{}", uuid::Uuid::new_v4().simple()));

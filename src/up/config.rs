@@ -46,6 +46,12 @@ pub struct UpConfig {
     /// Accepted for clarity; chaos mode is already the default.
     #[arg(long, conflicts_with = "no_chaos")]
     pub chaos: bool,
+    /// Opens the classroom: students who follow the join link (`/join`,
+    /// printed, and shown with its QR code on `/classroom`) each get a seat
+    /// that steps through races of its own without the admin token. Needs
+    /// chaos mode, which step mode's gates use.
+    #[arg(long, conflicts_with = "no_chaos")]
+    pub classroom: bool,
     /// Each instance's clock offset in ms, in order (a,b,...), e.g. `0,5000`
     /// runs b five seconds ahead (the clock-skew scenario; chaos mode).
     #[arg(

@@ -46,9 +46,10 @@ impl Front {
         &self,
         nginx: &Nginx,
         instances: &[SocketAddr],
-        chaos: bool,
+        modes: Modes,
         admin_token: &str,
     ) {
+        let Modes { chaos, classroom } = modes;
         let public_url = &self.public_url;
         say!(
             "nginx: pid {} http://{}",
@@ -69,6 +70,11 @@ impl Front {
             targets.join(",")
         );
         say!("prometheus.yml: {}", scrape_config(&targets));
+        if classroom {
+            say!(
+                "classroom is open: students join at {public_url}/join; your board: {public_url}/classroom#token={admin_token}"
+            );
+        }
         say!("dashboard: {public_url}/#token={admin_token}");
         say!("admin token: {admin_token}");
         say!(
@@ -88,4 +94,11 @@ pub fn scrape_config(targets: &[String]) -> String {
         "scrape_configs: [{{job_name: stocklock, honor_labels: true, static_configs: [{{targets: [{}]}}]}}]",
         quoted.join(", ")
     )
+}
+
+/// What the stack was started with that its announcement says.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Modes {
+    pub(super) chaos: bool,
+    pub(super) classroom: bool,
 }

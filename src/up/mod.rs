@@ -133,7 +133,14 @@ pub async fn run(config: UpConfig) -> anyhow::Result<()> {
     )
     .await?;
     let mut nginx = Nginx::start(run_dir.path(), front.listen, &instances.addrs).await?;
-    front.announce(&nginx, &instances.addrs, !config.no_chaos, &admin_token);
+    if config.classroom {
+        crate::classroom::set_open(&stores.store()?, true).await?;
+    }
+    let modes = front::Modes {
+        chaos: !config.no_chaos,
+        classroom: config.classroom,
+    };
+    front.announce(&nginx, &instances.addrs, modes, &admin_token);
 
     let ended_by = until_stopped(shutdown, &mut nginx, &mut stores, &mut instances).await?;
     tracing::info!("stopping after {ended_by}");

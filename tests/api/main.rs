@@ -9,6 +9,7 @@ mod browser;
 mod chaos;
 mod check;
 mod check_pages;
+mod classroom;
 mod cluster;
 mod compare;
 mod dashboard;

@@ -103,6 +103,17 @@ impl Browser {
         .await
     }
 
+    /// Runs `script` with `args` and waits until it calls its last
+    /// argument (`done`) with its value.
+    pub(crate) async fn run_async(&self, script: &str, args: Value) -> Value {
+        self.call(
+            "POST",
+            "/execute/async",
+            json!({"script": script, "args": args}),
+        )
+        .await
+    }
+
     /// Runs `condition` (a JS expression) whenever the page's DOM changes,
     /// until it is true: an event, not a poll.
     pub(crate) async fn wait_until(&self, condition: &str) {

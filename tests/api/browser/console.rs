@@ -26,6 +26,10 @@ async fn no_page_logs_an_error_in_the_console() {
             "/step",
             "document.querySelectorAll('#cell option').length > 20",
         ),
+        (
+            "/classroom",
+            "document.getElementById('classroom').dataset.open !== 'unknown'",
+        ),
     ];
     let mut errors = Vec::new();
     for (path, ready) in pages {

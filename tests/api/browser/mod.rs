@@ -14,6 +14,7 @@ use tokio::process::{Child, Command};
 
 mod commands;
 mod console;
+mod contexts;
 mod race;
 
 /// Buyers per variant when a test races all of them from the page: more
@@ -27,6 +28,11 @@ pub(crate) struct Browser {
     group: nix::unistd::Pid,
     http: reqwest::Client,
     session: String,
+    /// Chromium's own DevTools address (`host:port`), and the browser-wide
+    /// connection to it once a test opened one ([`Browser::open_apart`]):
+    /// the browser contexts it creates live as long as it does.
+    debugger: String,
+    devtools: tokio::sync::Mutex<Option<contexts::Devtools>>,
     _profile: tempfile::TempDir,
 }
 
@@ -96,11 +102,17 @@ impl Browser {
             .as_str()
             .unwrap_or_else(|| panic!("no session: {answer}"))
             .to_owned();
+        let debugger = answer["value"]["capabilities"]["goog:chromeOptions"]["debuggerAddress"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let browser = Browser {
             driver,
             group,
             http,
             session: format!("{base}/session/{session}"),
+            debugger,
+            devtools: tokio::sync::Mutex::new(None),
             _profile: profile,
         };
         browser
