@@ -42,7 +42,12 @@ const I18N = {
     violation: 'You broke it: {ledger}.', safe: 'Nothing broke: {ledger}.',
     checker_breaks: 'The checker breaks "{property}" in {steps} of its model; your run took {taken} on this stack.',
     checker_played: 'The checker breaks "{property}" in {steps} of its model; its way, played on this stack, took {taken}.',
-    checker_safe: 'The checker finds no schedule that breaks this cell.',
+    checker_safe: 'The checker finds no schedule that breaks this cell: it explored all {states} states of its model. "Is there any way?" tries schedules on this stack.',
+    par_set: 'Par for this cell on this stack: {par}.',
+    par_at: 'You broke it at par: {taken}, as the checker\'s way.',
+    par_over: 'You broke it in {taken}: {n} over par ({par}, the checker\'s way on this stack).',
+    par_under: 'You broke it in {taken}: {n} under par ({par})!',
+    par_unknown: 'You broke it in {taken}. Par is not known on this stack yet: the checker\'s way (s), played to its end, sets it.',
     history: 'The history checker, from what the buyers were told alone: {verdict}.',
     disagreement: 'The two judges disagree: {why}.',
     refused: 'refused: {detail}', failed: 'the run failed: {error}',
@@ -101,7 +106,12 @@ const I18N = {
     violation: '你把它弄坏了:{ledger}。', safe: '没有出错:{ledger}。',
     checker_breaks: '模型检查器在它的模型里用 {steps}打破了「{property}」;你在这套环境上用了 {taken}。',
     checker_played: '模型检查器在它的模型里用 {steps}打破了「{property}」;它的路径在这套环境上走了 {taken}。',
-    checker_safe: '模型检查器找不到能打破这个格子的调度。',
+    checker_safe: '模型检查器找不到能打破这个格子的调度:它搜遍了模型的全部 {states} 个状态。“有没有办法弄坏它?”会在这套环境上尝试各种调度。',
+    par_set: '这个格子在这套环境上的标准步数:{par}。',
+    par_at: '你用标准步数弄坏了它:{taken},和模型检查器的路径一样。',
+    par_over: '你用了 {taken}:比标准步数({par},检查器的路径在这套环境上)多 {n} 步。',
+    par_under: '你用了 {taken}:比标准步数({par})少 {n} 步!',
+    par_unknown: '你用了 {taken}。这套环境上还不知道标准步数:把检查器的路径(s)走完就能定下来。',
     history: '历史检查器只看买家得到的回答:{verdict}。',
     disagreement: '两个裁判的结论不一致:{why}。',
     refused: '被拒绝:{detail}', failed: '运行失败:{error}',
@@ -243,6 +253,19 @@ function buyerOf(choice) {
   return (choice.Release && choice.Release.buyer) || (choice.Retry && choice.Retry.buyer) || null;
 }
 
+// How the run compares with par (the checker's way, as played on this
+// stack): for a run that broke the cell, or the checker's own.
+function parLine(v) {
+  if (!v.checker_breaks) return '';
+  const taken = view.steps.length;
+  if (view.by_checker) return v.par ? t('par_set', { par: stepCount(v.par) }) : '';
+  if (!v.violation) return '';
+  if (!v.par) return t('par_unknown', { taken: stepCount(taken) });
+  if (taken === v.par) return t('par_at', { taken: stepCount(taken) });
+  const n = Math.abs(taken - v.par);
+  return t(taken > v.par ? 'par_over' : 'par_under', { taken: stepCount(taken), n, par: stepCount(v.par) });
+}
+
 // A buyer's answer in words: what it got, and why not.
 function answerWords(lane) {
   if (lane.status === 200 && lane.unit !== undefined) return t('got_unit', { unit: lane.unit });
@@ -293,6 +316,7 @@ function render() {
   document.getElementById('start').textContent = t(view ? 'again' : 'start');
   if (!view) {
     clearRun();
+    if (typeof StepLevels !== 'undefined') StepLevels.after(null);
     return;
   }
   main.dataset.run = view.id;
@@ -347,9 +371,11 @@ function render() {
       verdict.dataset.violation = String(v.violation);
       verdict.append(el('p', { class: v.violation ? 'bad' : 'good' }, t(v.violation ? 'violation' : 'safe', { ledger: v.ledger })));
       const compared = view.by_checker ? 'checker_played' : 'checker_breaks';
-      verdict.append(el('p', { 'data-field': 'par' }, v.checker_breaks
+      verdict.append(el('p', { 'data-field': 'checker' }, v.checker_breaks
         ? t(compared, { property: v.checker_breaks, steps: stepCount(v.checker_steps), taken: stepCount(view.steps.length) })
-        : t('checker_safe')));
+        : t('checker_safe', { states: v.checker_states })));
+      const par = parLine(v);
+      if (par) verdict.append(el('p', { 'data-field': 'par', class: 'par' }, par));
       verdict.append(el('p', { 'data-field': 'history' }, t('history', { verdict: v.history })));
       if (v.disagreement) verdict.append(el('p', { class: 'bad' }, t('disagreement', { why: v.disagreement })));
     }
@@ -357,6 +383,7 @@ function render() {
   document.getElementById('shortest-progress').textContent = view.shortest
     ? t('shortest_progress', { played: view.shortest[0], of: view.shortest[1] }) : '';
   drawTimeline();
+  if (typeof StepLevels !== 'undefined') StepLevels.after(view);
 }
 
 async function drawTimeline() {
@@ -479,6 +506,7 @@ document.addEventListener('DOMContentLoaded', () => {
     StocklockPage.applyLang(t);
     showGoal();
     render();
+    if (typeof StepLevels !== 'undefined') StepLevels.mark();
   });
   document.addEventListener('keydown', (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;

@@ -60,7 +60,7 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
 
 /// The pages' assets, compiled into the binary so an instance needs no
 /// files beside it (containers, `up` from any directory).
-const ASSETS: [(&str, &str, &str); 16] = [
+const ASSETS: [(&str, &str, &str); 17] = [
     ("common.js", include_str!("../../static/common.js"), JS),
     ("app.js", include_str!("../../static/app.js"), JS),
     ("style.css", include_str!("../../static/style.css"), CSS),
@@ -80,6 +80,11 @@ const ASSETS: [(&str, &str, &str); 16] = [
     ("check.js", include_str!("../../static/check.js"), JS),
     ("step.js", include_str!("../../static/step.js"), JS),
     ("step.css", include_str!("../../static/step.css"), CSS),
+    (
+        "step_levels.js",
+        include_str!("../../static/step_levels.js"),
+        JS,
+    ),
     (
         "classroom.js",
         include_str!("../../static/classroom.js"),

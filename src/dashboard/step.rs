@@ -25,6 +25,9 @@ struct CellChoice {
     variant: &'static str,
     scenario: &'static str,
     why_not: Option<&'static str>,
+    /// A "break it" level: the cell's claim is a failure (an oversell, a
+    /// deadlock, units lost); else a "show it can't break" one.
+    breaks: bool,
 }
 
 /// The cells step mode does not play, by why (a list on the page: a
@@ -74,6 +77,7 @@ pub(super) async fn page(
                     variant: variant.name(),
                     scenario: scenario.name(),
                     why_not: step::unplayable(variant, scenario),
+                    breaks: scenario.claim(variant).behaviour.is_failure(),
                 });
             }
         }

@@ -135,13 +135,16 @@ impl Driver {
                     .await
                     .ok()
                     .flatten();
+                let par = self.par(schedule.violation, view.steps.len()).await;
                 view.verdict = Some(StepVerdict {
                     violation: schedule.violation,
                     ledger: schedule.ledger,
                     checker_breaks: model
                         .as_ref()
                         .and_then(|m| m.broken.map(|p| p.name().to_owned())),
+                    checker_states: model.as_ref().map_or(0, |m| m.states),
                     checker_steps: model.filter(|m| m.broken.is_some()).map(|m| m.trace.len()),
+                    par,
                     history: schedule.history,
                     disagreement: schedule.disagreement,
                 });
@@ -200,6 +203,19 @@ impl Driver {
             fence: session.fence().await,
             ..self.blank(session.sku())
         }
+    }
+
+    /// The cell's par: a run that was the checker's whole way and broke the
+    /// cell sets it (its `steps`); any run reads it.
+    async fn par(&self, violation: bool, steps: usize) -> Option<usize> {
+        let key = super::par_key(self.variant, self.scenario);
+        let whole = matches!(self.shortest_played(), Some((played, of)) if played == of);
+        let mut conn = self.store.conn().await.ok()?;
+        if whole && !self.off_plan && violation {
+            let _: Result<(), _> = conn.set(&key, steps).await;
+            return Some(steps);
+        }
+        conn.get(&key).await.ok().flatten()
     }
 
     /// How far the checker's shortest way was played, of how many steps.

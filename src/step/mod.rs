@@ -150,6 +150,13 @@ pub struct StepVerdict {
     /// breaks, and its steps; `None` where the checker finds none.
     pub checker_breaks: Option<String>,
     pub checker_steps: Option<usize>,
+    /// The states the checker explored of the cell's model.
+    #[serde(default)]
+    pub checker_states: usize,
+    /// Par: the steps the checker's shortest way took when it was last
+    /// played to its end on this stack, if it ever was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub par: Option<usize>,
     /// The history checker's verdict of what the run's buyers were told
     /// (`linearizable`, `not_linearizable: ...`, `unsafe: ...`), and where
     /// it and the ledger's disagree on safety, which one was wrong.
@@ -214,6 +221,11 @@ pub async fn view(store: &Store, id: &str) -> anyhow::Result<Option<StepView>> {
     let mut conn = store.conn().await?;
     let json: Option<String> = conn.get(key(id, "view")).await?;
     Ok(json.and_then(|json| serde_json::from_str(&json).ok()))
+}
+
+/// Where the par of a cell is kept: the live steps of its checker's way.
+fn par_key(variant: Variant, scenario: Scenario) -> String {
+    format!("{{stocklock:step}}:par:{variant}/{scenario}")
 }
 
 /// Marks run `id` as `seat`'s: only that seat (and the teacher) may read

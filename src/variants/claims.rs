@@ -33,6 +33,15 @@ pub enum Behaviour {
 }
 
 impl Behaviour {
+    /// A failure the lab shows: stock oversold, a lock nobody frees, units
+    /// lost.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Behaviour::Oversells | Behaviour::Deadlock | Behaviour::LosesUnits
+        )
+    }
+
     /// The word shown in the matrix and on the wire (`-`: not applicable).
     pub fn name(self) -> &'static str {
         match self {

@@ -64,4 +64,6 @@ pub enum RowName {
     OrdersVsSales,
     PgUpdateVsLua,
     PgUpdateManySkus,
+    #[value(name = "classroom-30-vs-1")]
+    Classroom30Vs1,
 }

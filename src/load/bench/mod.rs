@@ -53,6 +53,7 @@
 
 mod bare;
 mod batch;
+mod classroom;
 mod config;
 pub mod cpu;
 mod orders;
@@ -185,6 +186,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
     if bench.wants(RowName::PgUpdateVsLua) || bench.wants(RowName::PgUpdateManySkus) {
         bench.pg_rows().await?;
+    }
+    if bench.wants(RowName::Classroom30Vs1) {
+        bench.classroom().await?;
     }
     bench.memory().await?;
     println!("{}", bare::THROUGHPUT_UNJUDGED);

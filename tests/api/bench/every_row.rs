@@ -59,6 +59,7 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         "sold-out-vs-healthz",
         "watchdog-vs-handoff-ceiling",
         "redlock-vs-watchdog",
+        "classroom-30-vs-1",
     ];
     let skipped: Vec<&str> = report["skipped"]
         .as_array()
@@ -123,6 +124,7 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         let unit = match name {
             "lua-batch-latency-c1" => "us",
             "lua-cpu-vs-bare" | "lua-batch-cpu-vs-bare" => "us CPU",
+            "classroom-30-vs-1" => "ms",
             _ => "req/s",
         };
         assert_eq!(row["unit"], unit, "{name}");
@@ -205,6 +207,14 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         rows.iter().find(|r| r["row"] == "lua-vs-bare").unwrap()
     );
 
+    // A class of thirty at once beside one seat alone, each step's p95.
+    let class = row_named(&report, "classroom-30-vs-1");
+    let note = class["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("a step's p95 with 30 seats stepping at once: ")
+            && note.contains("goal <= 1000 ms"),
+        "{class}"
+    );
     lua_batch_rows_are_measured(&stack, &report, &table).await;
 
     let memory = report["instances"].as_array().unwrap();

@@ -62,7 +62,7 @@ async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is
         &stack,
         &[
             "--rows",
-            "lua-vs-healthz,lua-vs-bare",
+            "lua-vs-healthz,lua-vs-bare,classroom-30-vs-1",
             "--runs",
             "1",
             "--duration",
@@ -82,10 +82,14 @@ async fn a_stack_without_chaos_is_measured_and_without_the_bare_route_its_row_is
     assert_eq!(rows, ["lua-vs-healthz"]);
     redis_time_per_sale_is_measured(&report);
     let skipped = report["skipped"].as_array().unwrap();
-    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
     assert_eq!(skipped[0]["row"], "lua-vs-bare");
     let why = skipped[0]["why"].as_str().unwrap();
     assert!(why.contains("--bench-bare"), "{why}");
+    // A class steps through races at gates, which chaos mode alone allows.
+    assert_eq!(skipped[1]["row"], "classroom-30-vs-1");
+    let why = skipped[1]["why"].as_str().unwrap();
+    assert!(why.contains("chaos mode"), "{why}");
     assert!(printed.contains("lua-vs-bare: skipped"), "{printed}");
     assert!(report["lua_vs_bare"].is_null());
     assert!(report["lua_batch"].is_null(), "rows not asked for");

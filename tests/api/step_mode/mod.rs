@@ -11,6 +11,7 @@ use stocklock::variants::{Scenario, Variant};
 use crate::browser::Browser;
 use crate::helpers::{Stack, within};
 
+mod levels;
 mod page;
 
 /// Reads what the page shows: the run, its version, whether it is over,

@@ -102,15 +102,18 @@ async fn each_lane_says_what_its_buyer_read_and_got_and_a_new_pick_forgets_the_o
     }
     // The learner's run beside the checker's, counted in words.
     let taken = shown["steps"].as_i64().unwrap();
-    let par = browser
-        .run("return document.querySelector('#verdict [data-field=par]').textContent")
+    let checker = browser
+        .run("return document.querySelector('#verdict [data-field=checker]').textContent")
         .await;
     assert!(
-        par.as_str()
+        checker
+            .as_str()
             .unwrap()
             .ends_with(&format!("your run took {taken} steps on this stack.")),
-        "{par}"
+        "{checker}"
     );
+    super::levels::a_broken_cell_is_a_level_won_against_par_with_a_permalink(&page, &stack, taken)
+        .await;
     assert_eq!(
         browser.run("return [stepCount(1), stepCount(3)]").await,
         json!(["1 step", "3 steps"]),
