@@ -5,14 +5,14 @@
 # redis-sentinel, whose Sentinels the failover tests start (up --replica);
 # prometheus, whose server scrapes a stack and whose promtool checks the
 # shipped config and dashboard; nodejs, which checks the pages' scripts; chromium, its driver and a CJK font for
-# the browser test; zookeeper, whose servers the ZooKeeper lock's tests
+# the browser test (and axe-core, from npm's registry: scripts/axe.sh); zookeeper, whose servers the ZooKeeper lock's tests
 # start; postgresql, whose servers the orders' tests start), checks the code's form (rustfmt, clippy
 # with warnings as errors, rustdoc without warnings), then cargo test. The tests start their own
 # redis-server, nginx, prometheus, PostgreSQL and chromedriver on free loopback ports
 # and stop them. Each phase's time is printed as it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(nodejs docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper postgresql)
+packages=(curl nodejs docker-compose prometheus etcd-server redis-sentinel chromium chromium-driver fonts-wqy-microhei zookeeper postgresql)
 phase() { echo "test.sh: $1 took $((SECONDS - started)) s" >&2; started=$SECONDS; }
 started=$SECONDS
 installing=""
@@ -52,5 +52,7 @@ fi
 # tests/api/helpers). Eight at a time was no faster (suite-10 on
 # docs/measurements.md: every test slower, the machine past what it serves).
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}"
+# axe-core, which the accessibility test runs in Chromium (npm's registry).
+scripts/axe.sh
 cargo test --locked --workspace "$@"
 phase "cargo test (build and run)"
