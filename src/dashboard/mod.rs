@@ -56,6 +56,9 @@ pub struct Parts {
     pub metrics: &'static PrometheusHandle,
     /// Chaos mode: the lessons' experiments need it.
     pub chaos: bool,
+    /// The instance has the orders' database: the order variants' cards
+    /// read their orders (without it, `/api/orders` can only say 503).
+    pub orders: bool,
 }
 
 /// What the dashboard's handlers and tasks share. Cheap to clone.

@@ -21,6 +21,8 @@ use crate::wire::VariantInfo;
 struct IndexPage {
     variants: Vec<Card>,
     instance: String,
+    /// Whether the instance has the orders' database.
+    orders: bool,
 }
 
 /// One variant's card: what `/api/variants` says of it, and its claim in
@@ -52,6 +54,7 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
             })
             .collect(),
         instance: state.instance().to_owned(),
+        orders: state.0.parts.orders,
     };
     page.render()
         .map(Html)

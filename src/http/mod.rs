@@ -146,6 +146,7 @@ impl AppState {
             requests: seller.requests(),
             metrics,
             chaos: config.chaos.enabled(),
+            orders: config.orders.is_some(),
         });
         let orders = config.orders.clone().map(crate::orders::Database::new);
         Self(Arc::new(Shared {

@@ -15,15 +15,17 @@ use crate::helpers::{Stack, within};
 
 const SEATS: usize = 30;
 
-/// Plays step mode's `none · race` through the page's own functions, as
-/// the keys would: A and B each read before either writes, then everyone
-/// goes on. The outcome lands in `window.__seat`, with each step's time.
+/// Plays step mode's `none · race` with two buyers through the page's own
+/// functions, as the keys would: A and B each read before either writes,
+/// then both go on (two sold of a stock of two, one unit still on the
+/// shelf: an oversell). The outcome lands in `window.__seat`, with each step's time.
 const PLAY: &str = "window.__seat = null;
   const lane = (b) => view.lanes.find((l) => l.buyer === b);
   const release = (b) => view.releases.find((c) => c.Release && c.Release.buyer === b);
   const timed = async (choice) => { const t0 = performance.now(); const next = await send({take: choice});
     window.__took.push(performance.now() - t0); if (!next && !view.over) throw new Error(document.getElementById('message').textContent); };
   window.__took = [];
+  document.getElementById('buyers').value = '2';
   (async () => {
     await start();
     if (!view) throw new Error(document.getElementById('message').textContent);
@@ -124,7 +126,7 @@ async fn thirty_seats_each_step_none_into_an_oversell_of_their_own_and_none_touc
         browser.run("start(); return true").await;
         browser
             .wait_until(&format!(
-                "view && view.id !== '{}' && !view.over && view.lanes.length === 3",
+                "view && view.id !== '{}' && !view.over && view.lanes.length === 2",
                 runs[0].0
             ))
             .await;

@@ -12,10 +12,9 @@ use stocklock::os::{find_program, free_port};
 use stocklock::up::process::{wait_ready, watch_output};
 use tokio::process::{Child, Command};
 
-mod axe;
 mod commands;
-mod console;
 mod contexts;
+mod pages;
 mod race;
 
 /// Buyers per variant when a test races all of them from the page: more
