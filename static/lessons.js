@@ -1,4 +1,4 @@
-// stocklock lessons: article 001's story as thirteen experiments. Each Run
+// stocklock lessons: article 001's story as a path of experiments. Each Run
 // button asks the stack to play one (variant, scenario) pair of the lab,
 // polls /api/lessons until it is over, then shows the lab's cell, the
 // SKU's ledger and its timeline. Beside it, the model checker's verdict on
@@ -7,7 +7,7 @@
 
 const I18N = {
   en: {
-    subtitle: 'article 001, in thirteen experiments',
+    subtitle: 'article 001, in {n} experiments',
     nav_dashboard: 'dashboard', nav_timeline: 'timeline',
     variant: 'variant', scenario: 'scenario',
     run: 'Run this experiment', by_hand: 'try it by hand',
@@ -34,7 +34,7 @@ const I18N = {
     too_long: 'no result after {minutes} minutes; reload the page to look again',
   },
   zh: {
-    subtitle: '文章 001,拆成十三个实验',
+    subtitle: '文章 001,拆成 {n} 个实验',
     nav_dashboard: '仪表盘', nav_timeline: '时间线',
     variant: '变体', scenario: '场景',
     run: '运行这个实验', by_hand: '亲手试一试',
@@ -94,6 +94,9 @@ function field(section, name) {
 // ---- language
 function applyLang() {
   StocklockPage.applyLang(t);
+  // The path's length, counted by the server: the words never drift from it.
+  const subtitle = document.querySelector('[data-i18n=subtitle]');
+  subtitle.textContent = t('subtitle', { n: subtitle.dataset.count });
   for (const section of sections()) {
     const status = field(section, 'status');
     if (status.dataset.key) status.textContent = t(status.dataset.key, JSON.parse(status.dataset.vars || '{}'));

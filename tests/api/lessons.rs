@@ -139,8 +139,34 @@ async fn the_lesson_path_runs_each_experiment_and_shows_its_verdict_ledger_and_r
         .await;
     browser.screenshot("lessons.png").await;
 
+    // The path's length, in words, in both languages: the page's count
+    // of its experiments is the path's own (it once said twelve of
+    // thirteen, in both languages).
+    let steps = stocklock::lessons::STEPS.len();
+    let said = || {
+        browser.run("return [document.querySelector('[data-i18n=subtitle]').textContent, [...document.querySelectorAll('.intro p')].filter((p) => p.checkVisibility()).map((p) => p.textContent).join(' ')]")
+    };
+    let en = said().await;
+    assert_eq!(en[0], format!("article 001, in {steps} experiments"));
+    assert!(
+        en[1]
+            .as_str()
+            .unwrap()
+            .contains(&format!("as {steps} experiments:")),
+        "{en}"
+    );
+
     // 中文
     browser.click("#lang").await;
+    let zh = said().await;
+    assert_eq!(zh[0], format!("文章 001,拆成 {steps} 个实验"));
+    assert!(
+        zh[1]
+            .as_str()
+            .unwrap()
+            .contains(&format!("拆成 {steps} 个实验")),
+        "{zh}"
+    );
     assert_ne!(
         browser
             .run("return getComputedStyle(document.querySelector('[data-step=lua] h2 [lang=zh]')).display")
