@@ -57,15 +57,7 @@ pub(super) async fn a_broken_cell_is_a_level_won_against_par_with_a_permalink(
     let moves = browser.run("return JSON.stringify(view.steps)").await;
 
     // The checker's way, played by itself, sets par.
-    browser
-        .run("document.getElementById('auto').checked = true; document.getElementById('speed').value = '150'; return true")
-        .await;
-    let before = page.shown().await["run"].clone();
-    browser.click("#shortest").await;
-    browser
-        .wait_until(&format!("document.getElementById('step').dataset.run !== {before} && document.getElementById('step').dataset.over === 'true'"))
-        .await;
-    let par = page.shown().await["steps"].as_i64().unwrap();
+    let par = page.shortest_by_itself().await["steps"].as_i64().unwrap();
     assert_eq!(
         par_line(page).await,
         format!("Par for this cell on this stack: {par} steps.")

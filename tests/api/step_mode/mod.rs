@@ -33,7 +33,35 @@ pub(crate) struct Page<'a> {
     pub(crate) browser: &'a Browser,
 }
 
+/// Opens step mode on `none · race` as the teacher does (the admin token
+/// in the URL), once its picker is filled.
+async fn open(browser: &Browser, stack: &Stack) {
+    browser
+        .goto(&format!(
+            "{}/step?variant=none&scenario=race#token={}",
+            stack.url, stack.token
+        ))
+        .await;
+    browser
+        .wait_until("document.querySelectorAll('#cell option').length > 20")
+        .await;
+}
+
 impl Page<'_> {
+    /// Plays the checker's shortest way of the picked cell by itself, at
+    /// the fastest speed, from a fresh run to its end; the page then.
+    pub(crate) async fn shortest_by_itself(&self) -> Value {
+        self.browser
+            .run("document.getElementById('auto').checked = true; document.getElementById('speed').value = '150'; return true")
+            .await;
+        let before = self.shown().await["run"].clone();
+        self.browser.click("#shortest").await;
+        self.browser
+            .wait_until(&format!("document.getElementById('step').dataset.run !== {before} && document.getElementById('step').dataset.over === 'true'"))
+            .await;
+        self.shown().await
+    }
+
     pub(crate) async fn shown(&self) -> Value {
         self.browser.run(SHOWN).await
     }
@@ -167,15 +195,7 @@ async fn a_learner_breaks_the_broken_cells_by_hand_and_no_order_of_clicks_breaks
         return;
     };
     let stack = Stack::start(3, None).await;
-    browser
-        .goto(&format!(
-            "{}/step?variant=none&scenario=race#token={}",
-            stack.url, stack.token
-        ))
-        .await;
-    browser
-        .wait_until("document.querySelectorAll('#cell option').length > 20")
-        .await;
+    open(&browser, &stack).await;
     let page = Page { browser: &browser };
     within(Duration::from_secs(600), async {
         // setnx: A's SETNX, then A dies before its EXPIRE; nobody sells.
@@ -281,15 +301,7 @@ async fn a_learner_breaks_the_broken_cells_by_hand_and_no_order_of_clicks_breaks
         // Played by itself: token's lease runs out under its holder.
         let (variant, scenario) = (Variant::Token, Scenario::SlowBusiness);
         page.pick(variant, scenario, 3).await;
-        browser
-            .run("document.getElementById('auto').checked = true; document.getElementById('speed').value = '150'; return true")
-            .await;
-        let before = page.shown().await["run"].clone();
-        browser.click("#shortest").await;
-        browser
-            .wait_until(&format!("document.getElementById('step').dataset.run !== {before} && document.getElementById('step').dataset.over === 'true'"))
-            .await;
-        let shown = page.shown().await;
+        let shown = page.shortest_by_itself().await;
         broke(&shown, variant, scenario);
         // The checker played this run: the page does not say "you took".
         let said = shown["verdict"].as_str().unwrap();

@@ -56,15 +56,7 @@ async fn each_lane_says_what_its_buyer_read_and_got_and_a_new_pick_forgets_the_o
     };
     // Step mode's buyers go through two instances at least.
     let stack = Stack::start(2, None).await;
-    browser
-        .goto(&format!(
-            "{}/step?variant=none&scenario=race#token={}",
-            stack.url, stack.token
-        ))
-        .await;
-    browser
-        .wait_until("document.querySelectorAll('#cell option').length > 20")
-        .await;
+    super::open(&browser, &stack).await;
     let page = Page { browser: &browser };
 
     // none: no lock to take, so its first step is the read (the lanes
