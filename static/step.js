@@ -78,7 +78,7 @@ const I18N = {
     cell: '变体与场景', buyers: '买家数', start: '开始 (n)', again: '从头再来 (n)',
     faults: '此刻可注入的故障', stores: '存储里的状态', steps_taken: '已走的步骤',
     timeline: '临界区', served_by: '本页面由实例提供:',
-    remaining: '剩余', sold: '已售', oversold: '超卖', holder: '锁持有者', ttl: '锁 TTL', fence: 'fence',
+    remaining: '剩余', sold: '已售', oversold: '超卖', holder: '锁持有者', ttl: '锁 TTL', fence: '栅栏令牌',
     none: '无', no_ttl: '没有 TTL:永不过期', ms: '{n} 毫秒',
     waiting: '停在 {gate}', on_its_way: '在路上', waits_for_lock: '等待锁', frozen: '冻结在 {gate}',
     crashed: '已崩溃:不会再继续', answered: '已应答 {status} {reason}',
@@ -242,6 +242,18 @@ function choiceLabel(choice, key) {
   return label === `fault_${name}` ? t('fault_other', { name, key }) : label;
 }
 
+// `text` as nodes, each `ident` in it (a gate's name) set as code: an
+// identifier, the same in every language.
+function codeIn(text, ident) {
+  if (!ident || !text.includes(ident)) return [text];
+  const nodes = [];
+  text.split(ident).forEach((part, i) => {
+    if (i > 0) nodes.push(el('code', {}, ident));
+    if (part) nodes.push(part);
+  });
+  return nodes;
+}
+
 // A step taken, in words.
 function stepLabel(choice) {
   if (choice.Release) return t('went', { buyer: choice.Release.buyer, gate: choice.Release.gate });
@@ -331,7 +343,9 @@ function render() {
     if (lane.instance) box.append(el('p', { class: 'lane-via', 'data-field': 'instance' }, t('through', { instance: lane.instance })));
     if (lane.read !== undefined) box.append(el('p', { class: 'lane-read', 'data-field': 'read' }, t('read', { n: lane.read })));
     const said = lane.state === 'answered' ? answerWords(lane) : t(lane.state, { gate: lane.gate || '' });
-    box.append(el('p', { class: 'lane-state', 'data-field': 'said' }, said));
+    const where = el('p', { class: 'lane-state', 'data-field': 'said' });
+    where.append(...codeIn(said, lane.state === 'answered' ? '' : lane.gate));
+    box.append(where);
     if (lane.gate && lane.state === 'waiting') box.append(el('p', { class: 'lane-next' }, t('next', { what: nextWhat(lane.gate) })));
     const mine = view.releases.filter((c) => buyerOf(c) === lane.buyer);
     for (const choice of mine.slice(0, 1)) {
@@ -359,7 +373,11 @@ function render() {
   field('ttl', !lock.held ? '–' : lock.no_ttl ? t('no_ttl') : t('ms', { n: lock.ttl_ms }));
   field('fence', view.fence ?? '–');
   const steps = document.getElementById('steps');
-  steps.replaceChildren(...view.steps.map((s) => el('li', {}, stepLabel(s))));
+  steps.replaceChildren(...view.steps.map((s) => {
+    const li = el('li');
+    li.append(...codeIn(stepLabel(s), s.Release && s.Release.gate));
+    return li;
+  }));
   const verdict = document.getElementById('verdict');
   verdict.hidden = !view.over;
   verdict.replaceChildren();

@@ -52,8 +52,11 @@ const StepLevels = (() => {
     return steps;
   }
 
-  // The picker's options marked with the levels won, and the count.
+  // The picker's options marked with the levels won, and the count (and
+  // the replay button's words, in the page's language).
   function mark() {
+    const replayButton = document.getElementById('replay');
+    if (!replayButton.hidden) replayButton.textContent = tr('replay');
     const won = progress();
     const options = [...document.querySelectorAll('#cell option')].filter((o) => !o.disabled && o.dataset.level === 'break');
     for (const option of document.querySelectorAll('#cell option')) {

@@ -100,6 +100,15 @@ pub(super) async fn a_broken_cell_is_a_level_won_against_par_with_a_permalink(
         assert_eq!(par_line(page).await, compared);
     }
     assert_ne!(skus[0], skus[1], "each replay on a SKU of its own");
+    // In Chinese: the replay button, the fencing token's label; a gate's
+    // name is code, the same in both languages.
+    browser.click("#lang").await;
+    let zh = browser
+        .run("return [document.getElementById('replay').textContent, document.querySelector('#state [data-i18n=fence]').textContent,
+                      [...document.querySelectorAll('#steps li code')].map((c) => c.textContent).includes('before_write')]")
+        .await;
+    assert_eq!(zh, json!(["重放链接里的这一轮 (r)", "栅栏令牌", true]));
+    browser.click("#lang").await;
     let state = stack.state(skus[1].as_str().unwrap()).await;
     assert!(state.oversold > 0, "{state:?}");
     let _: Value = browser.run("return true").await;
