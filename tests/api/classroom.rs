@@ -177,6 +177,31 @@ async fn thirty_seats_each_step_none_into_an_oversell_of_their_own_and_none_touc
             assert_eq!(seat["solved"], json!(["none/race"]), "{seat}");
         }
         browser.screenshot("classroom.png").await;
+
+        // An idle seat expires: its hash lives two hours past its last
+        // request (here, its time is up at once). It is nobody then, and
+        // the board no longer lists it.
+        let last = seats_shown[SEATS - 1]["id"].as_str().unwrap().to_owned();
+        let redis_url = stack.redis_url.clone().expect("up's own Redis");
+        let mut redis = crate::helpers::redis_conn(&redis_url).await;
+        let key = format!("{{stocklock:class}}:seat:{last}");
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut redis).await.unwrap();
+        let idle = stocklock::classroom::SEAT_IDLE.as_millis() as i64;
+        assert!(ttl > idle - 600_000 && ttl <= idle, "a seat's time left: {ttl} ms");
+        let _: () = redis::cmd("PEXPIRE").arg(&key).arg(1).query_async(&mut redis).await.unwrap();
+        browser.switch_to(&seats[SEATS - 1]).await;
+        let status = fetch_status(&browser, "POST", "/api/step", json!({"variant": "none", "scenario": "race"})).await;
+        assert_eq!(status, json!(401), "an expired seat started a run");
+        let board: Value = http
+            .get(format!("{}/api/admin/classroom", stack.url))
+            .bearer_auth(&stack.token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(board["seats"].as_array().unwrap().len(), SEATS - 1, "{board}");
     })
     .await;
     browser.quit().await;
