@@ -43,9 +43,7 @@ fn solved_key(id: &str) -> String {
 }
 
 fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    crate::timeline::now_ns() / 1_000_000
 }
 
 /// Whether the classroom is open: students may join and use their seats.
@@ -144,8 +142,9 @@ pub enum Admission {
     RateLimited,
 }
 
-/// Counts a request of seat `id` and keeps the seat alive: 1 let in, 0
-/// past the rate, -1 no such seat (or the classroom is closed).
+/// Counts a request of seat `id` and keeps the seat alive: the seat's
+/// name when let in, 0 past the rate, -1 no such seat (or the classroom
+/// is closed).
 static ADMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -158,7 +157,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[1], 'seen_ms', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 redis.call('PEXPIRE', KEYS[5], ARGV[1])
-return 1",
+return redis.call('HGET', KEYS[1], 'name')",
     )
 });
 
@@ -166,7 +165,7 @@ return 1",
 pub async fn admit(store: &Store, id: &str) -> Result<Admission, StoreError> {
     let now = now_ms();
     let mut conn = store.conn().await?;
-    let admitted: i64 = ADMIT
+    let admitted: redis::Value = ADMIT
         .key(seat_key(id))
         .key(key(&format!("rate:{id}:{}", now / 1000)))
         .key(key("seats"))
@@ -179,26 +178,23 @@ pub async fn admit(store: &Store, id: &str) -> Result<Admission, StoreError> {
         .invoke_async(&mut conn)
         .await?;
     Ok(match admitted {
-        1 => match name(&mut conn, id).await? {
-            Some(name) => Admission::Seat(Seat {
+        redis::Value::Int(0) => Admission::RateLimited,
+        redis::Value::Int(_) => Admission::Unknown,
+        name => match redis::from_redis_value::<String>(name) {
+            Ok(name) => Admission::Seat(Seat {
                 id: id.to_owned(),
                 name,
             }),
-            None => Admission::Unknown,
+            Err(_) => Admission::Unknown,
         },
-        0 => Admission::RateLimited,
-        _ => Admission::Unknown,
     })
-}
-
-async fn name(conn: &mut crate::store::Conn, id: &str) -> Result<Option<String>, StoreError> {
-    Ok(conn.hget(seat_key(id), "name").await?)
 }
 
 /// Seat `id`, if it is still there (nothing counted, nothing refreshed).
 pub async fn seat(store: &Store, id: &str) -> Result<Option<Seat>, StoreError> {
     let mut conn = store.conn().await?;
-    Ok(name(&mut conn, id).await?.map(|name| Seat {
+    let name: Option<String> = conn.hget(seat_key(id), "name").await?;
+    Ok(name.map(|name| Seat {
         id: id.to_owned(),
         name,
     }))
@@ -297,16 +293,25 @@ pub async fn board(store: &Store) -> Result<Vec<SeatRow>, StoreError> {
     prune(store).await?;
     let mut conn = store.conn().await?;
     let ids: Vec<String> = conn.zrange(key("seats"), 0, -1).await?;
+    // Every seat's hash and cells broken, in one round trip (the board is
+    // read each second while the teacher's page is open).
+    let mut reads = redis::pipe();
+    for id in &ids {
+        reads.hgetall(seat_key(id)).smembers(solved_key(id));
+    }
+    let seats: Vec<(HashMap<String, String>, Vec<String>)> = match ids.is_empty() {
+        true => Vec::new(),
+        false => reads.query_async(&mut conn).await?,
+    };
     let mut rows = Vec::new();
+    let mut gone = Vec::new();
     let now = now_ms();
-    for id in ids {
-        let fields: HashMap<String, String> = conn.hgetall(seat_key(&id)).await?;
+    for (id, (fields, mut solved)) in ids.into_iter().zip(seats) {
         let Some(name) = fields.get("name").cloned() else {
-            let _: () = conn.zrem(key("seats"), &id).await?;
+            gone.push(id);
             continue;
         };
         let number = |field: &str| fields.get(field).and_then(|v| v.parse::<u64>().ok());
-        let mut solved: Vec<String> = conn.smembers(solved_key(&id)).await?;
         solved.sort();
         let over = fields.get("over").is_some_and(|v| v == "1");
         let run = fields.get("run").cloned();
@@ -324,6 +329,10 @@ pub async fn board(store: &Store) -> Result<Vec<SeatRow>, StoreError> {
             solved,
             id,
         });
+    }
+    // Seats whose hash expired (idle for SEAT_IDLE) leave the list.
+    if !gone.is_empty() {
+        let _: () = conn.zrem(key("seats"), &gone).await?;
     }
     rows.sort_by_key(|row| row.joined_ms);
     Ok(rows)

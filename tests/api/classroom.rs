@@ -46,6 +46,18 @@ async fn fetch_status(browser: &Browser, method: &str, path: &str, body: Value) 
     browser.run_async(FETCH, json!([method, path, body])).await
 }
 
+/// The teacher's board, as `GET /api/admin/classroom` answers it.
+async fn read_board(http: &reqwest::Client, stack: &Stack) -> Value {
+    http.get(format!("{}/api/admin/classroom", stack.url))
+        .bearer_auth(&stack.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn thirty_seats_each_step_none_into_an_oversell_of_their_own_and_none_touches_anothers() {
     let Some(browser) = Browser::start().await else {
@@ -162,15 +174,7 @@ async fn thirty_seats_each_step_none_into_an_oversell_of_their_own_and_none_touc
         browser
             .wait_until(&format!("document.querySelectorAll('#seats tr[data-seat]').length === {SEATS}"))
             .await;
-        let board: Value = http
-            .get(format!("{}/api/admin/classroom", stack.url))
-            .bearer_auth(&stack.token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let board = read_board(&http, &stack).await;
         let seats_shown = board["seats"].as_array().unwrap();
         assert_eq!(seats_shown.len(), SEATS, "{board}");
         for seat in seats_shown {
@@ -192,15 +196,7 @@ async fn thirty_seats_each_step_none_into_an_oversell_of_their_own_and_none_touc
         browser.switch_to(&seats[SEATS - 1]).await;
         let status = fetch_status(&browser, "POST", "/api/step", json!({"variant": "none", "scenario": "race"})).await;
         assert_eq!(status, json!(401), "an expired seat started a run");
-        let board: Value = http
-            .get(format!("{}/api/admin/classroom", stack.url))
-            .bearer_auth(&stack.token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let board = read_board(&http, &stack).await;
         assert_eq!(board["seats"].as_array().unwrap().len(), SEATS - 1, "{board}");
     })
     .await;
