@@ -314,6 +314,14 @@ pub fn check_mutated(
     })
 }
 
+/// `n` steps in words: "1 step", "14 steps".
+pub fn steps_in_words(n: usize) -> String {
+    match n {
+        1 => "1 step".to_owned(),
+        n => format!("{n} steps"),
+    }
+}
+
 impl Verdict {
     /// The verdict in a few words, as the lab's report and the lessons
     /// show it beside the live one: `oversells: counterexample in 14
@@ -321,15 +329,15 @@ impl Verdict {
     pub fn summary(&self) -> String {
         match (self.broken, self.witnessed) {
             (Some(_), _) => format!(
-                "{}: counterexample in {} steps",
+                "{}: counterexample in {}",
                 self.model,
-                self.trace.len()
+                steps_in_words(self.trace.len())
             ),
             (None, Some(_)) => format!(
-                "{}: no violation within bounds ({} states), witness in {} steps",
+                "{}: no violation within bounds ({} states), witness in {}",
                 self.model,
                 self.states,
-                self.witness.len()
+                steps_in_words(self.witness.len())
             ),
             (None, None) => format!(
                 "{}: no schedule shows a verdict within bounds ({} states)",

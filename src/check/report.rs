@@ -117,13 +117,13 @@ pub fn table(verdicts: &[Verdict]) -> String {
     for v in verdicts {
         let result = match (v.broken, v.witnessed) {
             (Some(property), _) => format!(
-                "counterexample in {} steps (breaks \"{property}\")",
-                v.trace.len()
+                "counterexample in {} (breaks \"{property}\")",
+                super::steps_in_words(v.trace.len())
             ),
             (None, Some(property)) => format!(
-                "no violation within bounds in {} states; witness in {} steps (\"{property}\")",
+                "no violation within bounds in {} states; witness in {} (\"{property}\")",
                 v.states,
-                v.witness.len()
+                super::steps_in_words(v.witness.len())
             ),
             (None, None) => format!(
                 "VACUOUS: no schedule within bounds shows a verdict ({} states)",

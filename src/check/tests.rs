@@ -323,3 +323,19 @@ fn a_counterexample_is_drawn_as_a_timeline() {
     let path = dir.path().join("lua.html");
     assert!(draw::write(&safe, &path).unwrap() && path.exists());
 }
+
+#[test]
+fn a_count_of_steps_is_said_in_words() {
+    assert_eq!(
+        (steps_in_words(1), steps_in_words(14)),
+        ("1 step".to_owned(), "14 steps".to_owned())
+    );
+    // lua's race rests on a witness of one step (it said "in 1 steps").
+    let lua = verdict(Variant::Lua, Scenario::Race);
+    assert_eq!(lua.witness.len(), 1);
+    assert!(
+        lua.summary().ends_with("witness in 1 step"),
+        "{}",
+        lua.summary()
+    );
+}

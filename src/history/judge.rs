@@ -110,7 +110,7 @@ pub fn decide(history: &SkuHistory, budget: Duration) -> Decision {
     match search(history.initial, &strict, half) {
         Found::Ordered => {
             let why = format!(
-                "every answer has its place in one order ({} steps)",
+                "every answer has its place in one order (steps: {})",
                 strict.len()
             );
             return done(decision, Verdict::Linearizable, why, Vec::new());
