@@ -13,12 +13,14 @@ mod dashboard;
 mod orders;
 mod reconciliation;
 mod run;
+mod said;
 mod soak;
 
 pub use dashboard::{Board, InstanceStatus, RunRequest, RunStatus};
 pub use orders::{ORDER_TOKEN, OrderSummary, OrderView, OrdersCheck, OrdersView};
 pub use reconciliation::Reconciliation;
 pub use run::{ErrorCounts, HistoryJudgement, LatencyMs, LoadReport, RunReport, SkuResult, Unsold};
+pub use said::Said;
 pub use soak::{
     Recovery, RedisAtEnd, SOAK_STATUS_KEY, SoakFault, SoakOrders, SoakReport, SoakStatus,
     SoakVariant, SoakViolation, Unknowns,

@@ -1,0 +1,108 @@
+//! A sentence for people, in both languages of the pages.
+//!
+//! What the server says to a reader (a judge's evidence, a checker's step,
+//! a verdict) is written once in English and once in Chinese where it is
+//! made, with the same values in both: [`said!`](crate::said) formats the
+//! two. The command line prints the English (`Display`); the pages show
+//! the one of their language. On the wire a field `x` keeps its English
+//! and `x_zh` carries the Chinese, so what read `x` before reads it still.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One sentence in English and in Chinese.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Said {
+    pub en: String,
+    pub zh: String,
+}
+
+impl Said {
+    /// The same text in both languages: an identifier, a number, a name.
+    pub fn same(text: impl Into<String>) -> Said {
+        let text = text.into();
+        Said {
+            zh: text.clone(),
+            en: text,
+        }
+    }
+
+    /// Both texts mapped alike (`f` gets each and whether it is Chinese).
+    pub fn map(&self, f: impl Fn(&str, bool) -> String) -> Said {
+        Said {
+            en: f(&self.en, false),
+            zh: f(&self.zh, true),
+        }
+    }
+
+    /// `self` followed by `separator` and `next`, in each language.
+    pub fn then(mut self, separator: &Said, next: &Said) -> Said {
+        self.en += &separator.en;
+        self.en += &next.en;
+        self.zh += &separator.zh;
+        self.zh += &next.zh;
+        self
+    }
+
+    /// The parts joined by `separator`, in each language.
+    pub fn join<'a>(parts: impl IntoIterator<Item = &'a Said>, separator: &Said) -> Said {
+        let mut joined: Option<Said> = None;
+        for part in parts {
+            joined = Some(match joined {
+                None => part.clone(),
+                Some(so_far) => so_far.then(separator, part),
+            });
+        }
+        joined.unwrap_or_default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.en.is_empty() && self.zh.is_empty()
+    }
+}
+
+/// The English: what the command line prints.
+impl fmt::Display for Said {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.en)
+    }
+}
+
+/// A [`Said`] from two format strings over the same values:
+/// `said!("{n} buyers", "{n} 个买家")`, `said!("{} sold", "卖出 {}"; sold)`.
+/// Both strings capture names from the caller's scope, like `format!`.
+#[macro_export]
+macro_rules! said {
+    ($en:literal, $zh:literal $(;)?) => {
+        $crate::wire::Said { en: format!($en), zh: format!($zh) }
+    };
+    ($en:literal, $zh:literal; $($arg:expr),+ $(,)?) => {
+        $crate::wire::Said { en: format!($en, $($arg),+), zh: format!($zh, $($arg),+) }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Said;
+
+    #[test]
+    fn both_languages_take_the_same_values() {
+        let n = 3;
+        let said = crate::said!("{n} buyers", "{n} 个买家");
+        assert_eq!(said.en, "3 buyers");
+        assert_eq!(said.zh, "3 个买家");
+        let said = crate::said!("{} sold, {} left", "卖出 {},剩 {}"; 2, 8);
+        assert_eq!(said.to_string(), "2 sold, 8 left");
+        assert_eq!(said.zh, "卖出 2,剩 8");
+    }
+
+    #[test]
+    fn joined_in_each_language() {
+        let parts = [Said::same("a"), crate::said!("b", "乙")];
+        let joined = Said::join(&parts, &crate::said!("; ", ";"));
+        assert_eq!(joined.en, "a; b");
+        assert_eq!(joined.zh, "a;乙");
+        assert!(Said::join(&[], &Said::same(",")).is_empty());
+    }
+}
