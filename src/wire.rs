@@ -13,7 +13,7 @@ mod dashboard;
 mod orders;
 mod reconciliation;
 mod run;
-mod said;
+pub mod said;
 mod soak;
 
 pub use dashboard::{Board, InstanceStatus, RunRequest, RunStatus};

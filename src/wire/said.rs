@@ -60,6 +60,62 @@ impl Said {
     pub fn is_empty(&self) -> bool {
         self.en.is_empty() && self.zh.is_empty()
     }
+
+    /// English words left in the Chinese: each Latin word of two letters
+    /// or more that is not all capitals (an acronym, a Redis command), not
+    /// an identifier (with `_`, `-`, `.`, `/`, `:` or a digit in it), not a
+    /// product name or kept term ([`KEPT`]) and not one of `allowed` (the
+    /// caller's identifiers: variant and scenario names). The rule the
+    /// Chinese pages are read by in Chromium.
+    pub fn stray_english(&self, allowed: &[&str]) -> Vec<String> {
+        english_words(&self.zh)
+            .into_iter()
+            .filter(|word| !allowed.iter().any(|a| a.eq_ignore_ascii_case(word)))
+            .collect()
+    }
+}
+
+/// Names and terms Chinese writing about locks keeps in Latin letters: the
+/// products, the units, and `token` (the articles write "fencing token").
+pub const KEPT: [&str; 16] = [
+    "stocklock",
+    "redis",
+    "postgresql",
+    "nginx",
+    "etcd",
+    "zookeeper",
+    "lua",
+    "redlock",
+    "redisson",
+    "curator",
+    "chromium",
+    "token",
+    "fencing",
+    "ms",
+    "µs",
+    "oha",
+];
+
+/// The Latin words of `text` that [`Said::stray_english`] counts as English
+/// (before the caller's own identifiers are taken out).
+pub fn english_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic()) {
+        let tail = &rest[start..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_-./:'".contains(c)))
+            .unwrap_or(tail.len());
+        let word = tail[..end].trim_end_matches(['.', ':', '\'', '/', '-']);
+        let identifier = word.contains(|c: char| c.is_ascii_digit() || "_-./:".contains(c));
+        let capitals = word == word.to_ascii_uppercase();
+        let kept = KEPT.iter().any(|k| k.eq_ignore_ascii_case(word));
+        if word.len() >= 2 && !identifier && !capitals && !kept {
+            words.push(word.to_owned());
+        }
+        rest = &tail[end.max(1)..];
+    }
+    words
 }
 
 /// The English: what the command line prints.
@@ -104,5 +160,18 @@ mod tests {
         assert_eq!(joined.en, "a; b");
         assert_eq!(joined.zh, "a;乙");
         assert!(Said::join(&[], &Said::same(",")).is_empty());
+    }
+
+    #[test]
+    fn stray_english_is_what_is_neither_code_nor_a_name() {
+        let said = crate::said!(
+            "",
+            "A 的 token 在 Redis 里过期(lock_held,SET NX PX),setnx 卖出 3 件 and then"
+        );
+        assert_eq!(said.stray_english(&["setnx"]), ["and", "then"]);
+        assert_eq!(
+            said.stray_english(&["setnx", "and", "then"]),
+            Vec::<String>::new()
+        );
     }
 }
