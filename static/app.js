@@ -32,9 +32,10 @@ const I18N = {
     run_running: 'running {done}/{total} requests on {variants}',
     run_starting: 'starting the run…',
     run_done: 'done: {variants}', run_failed: 'run failed: {error}', requests_short: 'requests',
-    history_short: 'history: {verdict}',
+    history_short: 'history: {verdict}', history_linearizable: 'linearizable',
+    history_not_linearizable: 'not linearizable', history_unsafe: 'unsafe', history_undecided: 'undecided',
     reset_done: 'reset {n} SKU(s) to {stock}',
-    chaos: 'Chaos (needs up --chaos)', chaos_crash_acquire: 'Crash the next holder right after it acquires (SETNX: before EXPIRE)',
+    chaos: 'Chaos (needs `up --chaos`)', chaos_crash_acquire: 'Crash the next holder right after it acquires (SETNX: before EXPIRE)',
     chaos_crash_write: 'Crash the next holder right after its write',
     unsold: 'unsold {n} while {m} buyers were refused', unknown: '{n} answers of unknown outcome',
     mark_refusals: '{n} buyers refused by a sold-out mark (without Redis)',
@@ -47,7 +48,7 @@ const I18N = {
     lab_failed: 'the scenarios could not run: {error}', expected_short: 'expected',
     as_predicted: 'as the teaching matrix predicts', not_predicted: 'not what the teaching matrix predicts',
     model: 'model: {verdict}', no_model: 'model: none (the lab alone)', model_trace: "the model's trace",
-    orders_waiting: 'orders: –', orders_off: 'orders: off on this stack (up --orders on)',
+    orders_waiting: 'orders: –', orders_off: 'orders: off on this stack (`up --orders on`)',
     orders_line: 'orders: reserved {reserved} · paid {paid} · expired {expired} · returned {returned} · lag p50 {p50} / p99 {p99} ms',
     orders_clean: 'reconcile: clean', orders_wrong: 'reconcile: {verdict}',
   },
@@ -79,9 +80,10 @@ const I18N = {
     run_running: '进行中:{done}/{total} 个请求,变体 {variants}',
     run_starting: '正在开始压测…',
     run_done: '完成:{variants}', run_failed: '压测失败:{error}', requests_short: '请求',
-    history_short: '历史检查:{verdict}',
+    history_short: '历史检查:{verdict}', history_linearizable: '可线性化',
+    history_not_linearizable: '不可线性化', history_unsafe: '不安全', history_undecided: '未能判定',
     reset_done: '已将 {n} 个 SKU 重置为 {stock}',
-    chaos: '混沌(需 up --chaos)', chaos_crash_acquire: '让下一个持有者加锁后立即崩溃(SETNX:在 EXPIRE 前)',
+    chaos: '混沌(需 `up --chaos`)', chaos_crash_acquire: '让下一个持有者加锁后立即崩溃(SETNX:在 EXPIRE 前)',
     chaos_crash_write: '让下一个持有者写入后立即崩溃',
     unsold: '仍有 {n} 件未售出,却拒绝了 {m} 个买家', unknown: '{n} 个结果未知的应答',
     mark_refusals: '{n} 个买家被售罄标记拒绝(未询问 Redis)',
@@ -94,7 +96,7 @@ const I18N = {
     lab_failed: '场景无法运行:{error}', expected_short: '预期',
     as_predicted: '与教学矩阵的预期一致', not_predicted: '与教学矩阵的预期不一致',
     model: '模型:{verdict}', no_model: '模型:无(只有实验)', model_trace: '模型的反例路径',
-    orders_waiting: '订单:–', orders_off: '订单:本环境未开启(up --orders on)',
+    orders_waiting: '订单:–', orders_off: '订单:本环境未开启(`up --orders on`)',
     orders_line: '订单:待付款 {reserved} · 已付款 {paid} · 已过期 {expired} · 已退回库存 {returned} · 延迟 p50 {p50} / p99 {p99} 毫秒',
     orders_clean: '对账:一致', orders_wrong: '对账:{verdict}',
   },
@@ -334,14 +336,19 @@ function showRun(run) {
   for (const card of document.querySelectorAll('.card')) {
     const report = run.state === 'done' ? run.reports.find((r) => r.variant === card.dataset.variant) : null;
     const verdict = field(card, 'verdict');
-    verdict.textContent = report ? report.verdict : '';
+    // The ledger's word (SAFE, OVERSOLD n) is the same in both languages;
+    // what under-sold is said in the page's.
+    const head = report ? report.verdict.split(',')[0] : '';
+    verdict.textContent = report && report.unsold
+      ? `${head}, ${t('unsold', { n: report.unsold.left, m: report.unsold.refused })}` : head;
     const safe = report && report.verdict.startsWith('SAFE');
     verdict.className = `verdict ${report ? (safe ? (report.unsold ? 'safe undersold' : 'safe') : 'bad') : ''}`;
     // Under it, the history checker's verdict of what the run's buyers were
     // told (its reason on hover), red where it and the ledger disagree.
     const history = field(card, 'history');
     const judged = report && report.history;
-    history.textContent = judged ? t('history_short', { verdict: judged.verdict }) : '';
+    history.textContent = judged
+      ? t('history_short', { verdict: t(`history_${judged.verdict}`) }) : '';
     history.title = judged ? judged.why : '';
     history.dataset.verdict = judged ? judged.verdict : '';
     history.className = `history ${judged && judged.disagreement ? 'bad' : ''}`;
@@ -472,7 +479,7 @@ async function renderOrders() {
     try {
       const response = await fetch(`/api/orders?sku=${encodeURIComponent(sku)}`);
       if (!response.ok) {
-        panel.textContent = t('orders_off');
+        StocklockPage.setText(panel, t('orders_off'));
         panel.classList.remove('bad');
         continue;
       }

@@ -47,10 +47,32 @@ const StocklockPage = (() => {
     /// placeholder through `t`, and the language button.
     applyLang(t) {
       document.documentElement.lang = lang;
-      for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+      for (const el of document.querySelectorAll('[data-i18n]')) StocklockPage.setText(el, t(el.dataset.i18n));
       for (const el of document.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
       for (const el of document.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
       document.getElementById('lang').textContent = lang === 'en' ? '中文' : 'English';
+    },
+
+    /// `obj[key]` in the page's language: its `key_zh` sibling on a Chinese
+    /// page (the server says its sentences in both), else `key`.
+    said(obj, key) {
+      const zh = obj && obj[`${key}_zh`];
+      return lang === 'zh' && zh ? zh : obj && obj[key];
+    },
+
+    /// Sets `el`'s text, what stands between backticks (a command, a key)
+    /// as `<code>`: identifiers stay Latin in the Chinese and say so.
+    setText(el, text) {
+      if (!String(text).includes('`')) {
+        el.textContent = text;
+        return;
+      }
+      el.replaceChildren(...String(text).split('`').map((part, n) => {
+        if (n % 2 === 0) return document.createTextNode(part);
+        const code = document.createElement('code');
+        code.textContent = part;
+        return code;
+      }));
     },
 
     /// The admin token, asked for (with `question`) when this tab has none.

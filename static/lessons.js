@@ -101,7 +101,7 @@ function applyLang() {
     const status = field(section, 'status');
     if (status.dataset.key) status.textContent = t(status.dataset.key, JSON.parse(status.dataset.vars || '{}'));
     const seen = shown[section.dataset.step];
-    if (seen && seen.cell) fillPass(section, seen.cell);
+    if (seen && seen.cell) fillCell(section, seen.cell);
     if (seen && seen.timeline) mountTimeline(section, seen.timeline);
     const model = field(section, 'model');
     if (model.dataset.state && typeof StocklockCheck !== 'undefined') StocklockCheck.redraw(model);
@@ -160,10 +160,12 @@ function fillPass(section, cell) {
 function fillCell(section, cell) {
   field(section, 'result').hidden = false;
   const verdict = field(section, 'verdict');
-  verdict.textContent = cell.observed;
+  // The server says each in both languages (`observed_zh`, ...).
+  const said = (key) => StocklockPage.said(cell, key);
+  verdict.textContent = said('observed');
   verdict.dataset.observed = cell.observed;
-  field(section, 'expected').textContent = cell.expected;
-  field(section, 'evidence').textContent = cell.evidence;
+  StocklockPage.setText(field(section, 'expected'), said('expected'));
+  field(section, 'evidence').textContent = said('evidence');
   field(section, 'evidence').classList.remove('error');
   fillPass(section, cell);
 }

@@ -387,7 +387,7 @@ function render() {
     const v = view.verdict;
     if (v) {
       verdict.dataset.violation = String(v.violation);
-      verdict.append(el('p', { class: v.violation ? 'bad' : 'good' }, t(v.violation ? 'violation' : 'safe', { ledger: v.ledger })));
+      verdict.append(el('p', { class: v.violation ? 'bad' : 'good' }, t(v.violation ? 'violation' : 'safe', { ledger: StocklockPage.said(v, 'ledger') })));
       const compared = view.by_checker ? 'checker_played' : 'checker_breaks';
       verdict.append(el('p', { 'data-field': 'checker' }, v.checker_breaks
         ? t(compared, { property: v.checker_breaks, steps: stepCount(v.checker_steps), taken: stepCount(view.steps.length) })
@@ -488,7 +488,7 @@ async function anyWay() {
   line.dataset.state = way.state;
   line.dataset.found = String(way.found);
   line.textContent = way.state === 'failed' ? t('anyway_failed', { error: way.error })
-    : way.found ? t('anyway_found', { n: way.schedules, ledger: way.ledger, steps: stepCount(way.steps) })
+    : way.found ? t('anyway_found', { n: way.schedules, ledger: StocklockPage.said(way, 'ledger'), steps: stepCount(way.steps) })
       : t('anyway_none', { n: way.schedules });
 }
 

@@ -18,6 +18,7 @@ mod lessons;
 mod locks;
 mod models;
 mod page;
+pub use page::code_spans;
 pub mod runs;
 mod soak;
 mod step;

@@ -29,8 +29,13 @@ struct IndexPage {
 /// every scenario of the lab (its row of the teaching matrix).
 struct Card {
     info: VariantInfo,
-    /// (scenario, claim) for every scenario, in the lab's order.
-    claims: Vec<(&'static str, String)>,
+    /// Its Chinese protection and explanation as HTML, their code (between
+    /// backticks) as `<code>`.
+    protection_zh: String,
+    explanation_zh: String,
+    undersells_zh: Option<String>,
+    /// (scenario, claim, its Chinese) for every scenario, in the lab's order.
+    claims: Vec<(&'static str, String, String)>,
 }
 
 impl std::ops::Deref for Card {
@@ -46,10 +51,19 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
         variants: Variant::ALL
             .iter()
             .map(|&v| Card {
+                protection_zh: code_spans(&v.info().protection_zh),
+                explanation_zh: code_spans(&v.info().explanation_zh),
+                undersells_zh: v.info().undersells_zh.as_deref().map(code_spans),
                 info: v.info(),
                 claims: Scenario::ALL
                     .iter()
-                    .map(|s| (s.name(), s.claim(v).text()))
+                    .map(|s| {
+                        (
+                            s.name(),
+                            s.claim(v).text(),
+                            code_spans(&s.claim(v).text_zh()),
+                        )
+                    })
                     .collect(),
             })
             .collect(),
@@ -59,6 +73,26 @@ pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>
     page.render()
         .map(Html)
         .map_err(|err| AppError::Internal(format!("template: {err}")))
+}
+
+/// `text` as HTML: escaped, and what stands between two backticks (a
+/// command, a key, a column) as `<code>`. The Chinese prose keeps its
+/// identifiers in Latin letters and marks them so.
+pub fn code_spans(text: &str) -> String {
+    let escaped = text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;");
+    let mut html = String::new();
+    for (n, part) in escaped.split('`').enumerate() {
+        match n % 2 {
+            1 => html += &format!("<code>{part}</code>"),
+            _ => html += part,
+        }
+    }
+    html
 }
 
 /// The pages' assets, compiled into the binary so an instance needs no

@@ -72,6 +72,8 @@ pub struct Schedule {
     pub steps: Vec<Choice>,
     /// What the ledger showed, and whether it broke a property.
     pub ledger: String,
+    /// The same, in Chinese.
+    pub ledger_zh: String,
     pub violation: bool,
     /// The history checker's verdict of what the schedule's buyers were told.
     pub history: String,

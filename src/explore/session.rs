@@ -82,7 +82,7 @@ pub struct Session<'a> {
     claim: crate::variants::Behaviour,
     /// `busy`: the buyers' answers judged as a node came back, ending the
     /// fault (`None` until then).
-    refused: Option<Option<String>>,
+    refused: Option<Option<crate::wire::Said>>,
 }
 
 impl<'a> Session<'a> {

@@ -186,6 +186,36 @@ mod tests {
     use crate::lab::Scenario;
     use crate::variants::Variant;
 
+    /// The Chinese of every step is Chinese: its Latin words are code (in
+    /// backticks, shown as code), identifiers and names.
+    #[test]
+    fn every_step_speaks_chinese() {
+        let names: Vec<&str> = Variant::ALL
+            .iter()
+            .map(|v| v.name())
+            .chain(Scenario::ALL.iter().map(|s| s.name()))
+            .collect();
+        for step in &STEPS {
+            for (en, zh) in [
+                (step.title, step.title_zh),
+                (step.text, step.text_zh),
+                (step.look, step.look_zh),
+                (step.goal, step.goal_zh),
+            ] {
+                let said = crate::wire::Said {
+                    en: en.into(),
+                    zh: zh.into(),
+                };
+                assert_eq!(
+                    said.stray_english(&names),
+                    Vec::<String>::new(),
+                    "{}: {zh}",
+                    step.id
+                );
+            }
+        }
+    }
+
     #[test]
     fn every_step_plays_a_cell_the_lab_has() {
         for step in &STEPS {

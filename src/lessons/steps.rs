@@ -41,7 +41,7 @@ pub const STEPS: [Step; 13] = [
             The local-mutex variant wraps the critical section in a per-SKU tokio mutex, this project's version of Java's synchronized, \
             so the requests take turns: the stock reaches zero and nothing is oversold.",
         text_zh: "400 个买家(每次 64 个并发,每人业务耗时 2 毫秒)抢 50 件商品,这一次所有请求都打到同一个实例上。\
-            local-mutex 变体用每个 SKU 一把的 tokio 互斥锁包住临界区,相当于本项目里的 Java synchronized,\
+            local-mutex 变体用每个 SKU 一把的 `tokio` 互斥锁包住临界区,相当于本项目里的 Java `synchronized`,\
             请求只能轮流执行:库存卖到 0,没有任何超卖。",
         code: r#"// src/variants/local_mutex.rs
 let in_use = self.by_sku.use_key(&ctx.keys.stock);
@@ -87,8 +87,8 @@ let answer = critical_section(ctx, unguarded()).await;"#,
         text: "The setnx variant takes the lock with SETNX lock:{sku} 1 in the Redis both instances share, gives it a lease with a separate PEXPIRE, and deletes it once the write is done. \
             A buyer who finds the lock taken is turned away at once (wait_ms=0, the article's return \"error\"), \
             so some stock may stay unsold, but no unit is sold twice.",
-        text_zh: "setnx 变体在两个实例共用的 Redis 里用 SETNX lock:{sku} 1 加锁,再用一条单独的 PEXPIRE 设置租期,写完库存后删除锁。\
-            发现锁已被占用的买家会被立即拒绝(wait_ms=0,对应文章里的 return \"error\"),\
+        text_zh: "setnx 变体在两个实例共用的 Redis 里用 `SETNX lock:{sku} 1` 加锁,再用一条单独的 `PEXPIRE` 设置租期,写完库存后删除锁。\
+            发现锁已被占用的买家会被立即拒绝(`wait_ms=0`,对应文章里的 `return \"error\"`),\
             所以可能会剩下没卖出去的库存,但同一件商品绝不会卖两次。",
         code: r#"// src/variants/setnx.rs
 while !ctx.conn.set_nx::<_, _, bool>(&keys.lock, 1).await? {
@@ -100,7 +100,7 @@ let _: bool = ctx.conn.pexpire(&keys.lock, lease_ms).await?;
 let answer = critical_section(ctx, unguarded().leased(lease)).await;
 let _: i64 = conn.del(&keys.lock).await?;"#,
         look: "The sections of both instances now follow one another without overlapping; the busy count is the buyers refused while the lock was held.",
-        look_zh: "两个实例的临界区现在一个接一个,不再重叠;busy 数是锁被占用时被拒绝的买家。",
+        look_zh: "两个实例的临界区现在一个接一个,不再重叠;`busy` 数是锁被占用时被拒绝的买家。",
         goal: "Try to get two buyers past SETNX at once: only one ever holds the lock.",
         goal_zh: "试着让两个买家同时通过 SETNX:锁永远只有一个持有者。",
     },
@@ -165,7 +165,7 @@ let released = ctx.conn.del::<_, i64>(&keys.lock).await;"#,
         text: "The token variant sets the lock and its lease in one command, SET lock:{sku} <token> NX PX lease, with a value unique to the request, so no crash can leave a lock without a TTL. \
             Its release is a Lua script that deletes the key only while it still holds that token. \
             When the holder crashes right after acquiring (lease 1 s), its lock simply runs out after the lease and the buyer on the other instance gets it.",
-        text_zh: "token 变体用一条命令同时加锁并设置租期:SET lock:{sku} <token> NX PX lease,值是每个请求独有的 token,所以任何崩溃都不会留下没有过期时间的锁。\
+        text_zh: "token 变体用一条命令同时加锁并设置租期:`SET lock:{sku} <token> NX PX lease`,值是每个请求独有的 token,所以任何崩溃都不会留下没有过期时间的锁。\
             释放时执行一个 Lua 脚本,只有键里还是自己的 token 才删除。\
             持有者加锁后立刻崩溃时(租期 1 秒),它的锁在租期结束后自然失效,另一个实例上的买家随之拿到锁。",
         code: r#"// crates/stocklock-lock/src/lease.rs: SET lock:{sku} <token> NX PX lease
@@ -215,7 +215,7 @@ let answer = critical_section(ctx, guard).await;"#,
         text: "The watchdog variant is this project's take on Redisson's RLock: a reentrant lock kept in a hash, and a task that renews the lease every lease/3 while its owner works. \
             The same three buyers with 600 ms of work under a 200 ms lease now wait their turn, because the lock lives exactly as long as its holder keeps working. \
             If the holder's process dies, the renewals stop with it and the lock frees itself after one lease.",
-        text_zh: "watchdog 变体是本项目版的 Redisson RLock:锁存放在一个可重入的 hash 里,另有一个任务在持有者干活期间每 lease/3 续一次租期。\
+        text_zh: "watchdog 变体是本项目版的 Redisson `RLock`:锁存放在一个可重入的 `hash` 里,另有一个任务在持有者干活期间每 lease/3 续一次租期。\
             同样是三个买家、600 毫秒的业务、200 毫秒的租期,现在他们依次排队,因为只要持有者还在干活,锁就一直有效。\
             持有者进程一旦死掉,续期随之停止,锁在一个租期后自动释放。",
         code: r#"// crates/stocklock-lock/src/watchdog.rs
@@ -253,7 +253,7 @@ if let Some(pause) = faults.pause {
 }
 let sale = write(ctx, current, &epoch, guard.fence).await;"#,
         look: "Find the freeze event and the two sections around it, one per instance, that overlap.",
-        look_zh: "找到冻结(freeze)事件,以及它前后分属两个实例、彼此重叠的两个临界区。",
+        look_zh: "找到冻结(`freeze`)事件,以及它前后分属两个实例、彼此重叠的两个临界区。",
         goal: "Freeze the holder past its lease, let B take the lock, then wake A before its write.",
         goal_zh: "冻结持有者直到租约过期,让 B 拿到锁,然后在 A 写入前唤醒它。",
     },
@@ -266,9 +266,9 @@ let sale = write(ctx, current, &epoch, guard.fence).await;"#,
         text: "The fenced variant adds a number to the watchdog lock: the acquire script takes INCR fence:{sku} in the same step as the grant, and the stock is read and written only through Lua scripts that refuse a token older than the newest they have seen. \
             The same 1.5 s pause still happens, but when the stale holder wakes up its write carries the old token and Redis refuses it. \
             The ledger stays exact, and the refusal is counted as a stale token.",
-        text_zh: "fenced 变体给看门狗锁加上一个编号:加锁脚本在授予锁的同一步里执行 INCR fence:{sku},而库存的读和写都只能经过 Lua 脚本,脚本拒绝比已见过的最新编号更旧的 token。\
+        text_zh: "fenced 变体给看门狗锁加上一个编号:加锁脚本在授予锁的同一步里执行 `INCR fence:{sku}`,而库存的读和写都只能经过 Lua 脚本,脚本拒绝比已见过的最新编号更旧的 token。\
             同样 1.5 秒的停顿照样发生,但过期的持有者醒来后,写入带的是旧 token,Redis 直接拒绝。\
-            账本保持准确,这次拒绝被记为一次过期 token(stale token)。",
+            账本保持准确,这次拒绝被记为一次过期 token(`stale_token`)。",
         code: r#"-- crates/stocklock-lock/src/scripts/reentrant_acquire.lua (the grant)
 if ARGV[3] == '1' then token = redis.call('INCR', KEYS[2]) end
 -- src/scripts/fence.lua (every read and write of the stock)
@@ -280,8 +280,8 @@ if number < seen then
   redis.call('HINCRBY', ledger, 'fenced_rejections', 1)
   return false
 end"#,
-        look: "The sections still overlap around the freeze, but the stale holder's ends refused (busy, stale_token) instead of sold, and oversold stays at 0.",
-        look_zh: "冻结前后的临界区依然重叠,但过期持有者那一段以拒绝(busy, stale_token)结束而不是售出,超卖保持为 0。",
+        look: "The sections still overlap around the freeze, but the stale holder's ends refused (`busy`, `stale_token`) instead of sold, and oversold stays at 0.",
+        look_zh: "冻结前后的临界区依然重叠,但过期持有者那一段以拒绝(`busy`, `stale_token`)结束而不是售出,超卖保持为 0。",
         goal: "Freeze the holder and let B in: try to make the stale holder's write land.",
         goal_zh: "冻结持有者并让 B 进来:试着让过期持有者的写入生效。",
     },
@@ -350,7 +350,7 @@ while let Some(batch) = lane.next(max) {
             The price is the hot row: every buyer of the SKU queues on that one row's lock, and each sale costs the database far more than a script costs Redis, which the bench's pg-update-vs-lua row measures side by side on one stack.",
         text_zh: "大多数商店本来就把库存存在关系型数据库里,为什么不让数据库来守护库存?\
             pg-update 变体在 PostgreSQL 里做的正是 lua 脚本在 Redis 里做的事:一条带条件的 UPDATE 只在还有库存时扣减一件,并在同一条语句里写入这次售出和请求 id 的答复;行锁让这条语句是原子的,同样的两个实例的抢购,50 件商品每件恰好卖出一次。\
-            代价是热点行:这个 SKU 的所有买家都在同一行的锁上排队,每次售出让数据库付出的代价远高于一个脚本让 Redis 付出的;bench 的 pg-update-vs-lua 一行在同一个栈上把两者并排量出来。",
+            代价是热点行:这个 SKU 的所有买家都在同一行的锁上排队,每次售出让数据库付出的代价远高于一个脚本让 Redis 付出的;`bench` 的 `pg-update-vs-lua` 一行在同一个栈上把两者并排量出来。",
         code: r#"// src/pgstock/sale.rs
 const UNIT_LEFT: &str = "remaining > 0";
 let sold = c
@@ -362,7 +362,7 @@ let sold = c
     WHERE sku = $1 AND {condition}
     RETURNING epoch, sold, remaining, {unit} AS unit"#,
         look: "Every section is one statement's moment in the database, none overlaps another, and sold equals the initial stock with 0 remaining: safe like lua, and the bench shows what the one row costs.",
-        look_zh: "每个临界区都是数据库里一条语句的时刻,没有任何重叠;已售数等于初始库存,剩余为 0:和 lua 一样安全,而那一行的代价由 bench 量出。",
+        look_zh: "每个临界区都是数据库里一条语句的时刻,没有任何重叠;已售数等于初始库存,剩余为 0:和 lua 一样安全,而那一行的代价由 `bench` 量出。",
         goal: "Try every order of two buyers: the conditional UPDATE sells each unit once.",
         goal_zh: "试遍两个买家的所有顺序:带条件的 UPDATE 让每件商品只卖一次。",
     },

@@ -28,6 +28,9 @@ pub struct AnyWay {
     pub found: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger: Option<String>,
+    /// The same, in Chinese.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_zh: Option<String>,
     /// The steps of the schedule that broke it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<usize>,
@@ -46,6 +49,8 @@ struct Explored {
 struct Found {
     steps: Vec<serde_json::Value>,
     ledger: String,
+    #[serde(default)]
+    ledger_zh: String,
 }
 
 /// Where the child explores: the stack's URL, admin token and Redis.
@@ -89,6 +94,7 @@ pub async fn start(
         schedules: SCHEDULES,
         found: None,
         ledger: None,
+        ledger_zh: None,
         steps: None,
         error: None,
     };
@@ -107,6 +113,7 @@ async fn explore(variant: Variant, scenario: Scenario, target: &Target) -> AnyWa
         schedules: 0,
         found: None,
         ledger: None,
+        ledger_zh: None,
         steps: None,
         error: Some(error),
     };
@@ -132,6 +139,7 @@ async fn explore(variant: Variant, scenario: Scenario, target: &Target) -> AnyWa
             schedules: explored.schedules,
             found: Some(explored.found.is_some()),
             ledger: explored.found.as_ref().map(|f| f.ledger.clone()),
+            ledger_zh: explored.found.as_ref().map(|f| f.ledger_zh.clone()),
             steps: explored.found.as_ref().map(|f| f.steps.len()),
             error: None,
         },

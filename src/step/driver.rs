@@ -139,6 +139,7 @@ impl Driver {
                 view.verdict = Some(StepVerdict {
                     violation: schedule.violation,
                     ledger: schedule.ledger,
+                    ledger_zh: schedule.ledger_zh,
                     checker_breaks: model
                         .as_ref()
                         .and_then(|m| m.broken.map(|p| p.name().to_owned())),

@@ -146,6 +146,9 @@ pub struct StepView {
 pub struct StepVerdict {
     pub violation: bool,
     pub ledger: String,
+    /// The same, in Chinese.
+    #[serde(default)]
+    pub ledger_zh: String,
     /// The property the checker's shortest counterexample of the cell
     /// breaks, and its steps; `None` where the checker finds none.
     pub checker_breaks: Option<String>,

@@ -30,7 +30,7 @@ use crate::store::StoreError;
 pub(super) const ABOUT: About = About {
     name: "etcd",
     protection: "etcd lease + keep-alive, key queued by create_revision, waiters watch their predecessor; the revision fences the stock",
-    explanation: "etcd's own lock, on a three-member etcd cluster (stocklock up --etcd 3; the stock stays on Redis). Each \
+    explanation: "etcd's own lock, on a three-member etcd cluster (`stocklock up --etcd 3`; the stock stays on Redis). Each \
         request takes an etcd lease of the lease knob (whole seconds, kept alive every third of it) and puts its key \
         lock/{sku}/LEASE in a transaction that only succeeds if the key does not exist yet. The key with the lowest \
         create_revision owns the lock; every other contender watches only the key just before its own, so a release \
@@ -40,8 +40,8 @@ pub(super) const ABOUT: About = About {
         The owner key's create_revision is a fencing token from etcd's own log: the stock is read and written only by \
         scripts that refuse a revision older than the newest they have seen, so a holder frozen past its lease is \
         refused when it wakes (pause-holder). Not reentrant: a second lock by the same lease finds its own key.",
-    protection_zh: "etcd 租约 + 续约,按 create_revision 排队,等待者只监听前一个;revision 作为 fencing token 保护库存",
-    explanation_zh: "etcd 自己的锁,跑在三个成员的 etcd 集群上(stocklock up --etcd 3;库存仍在 Redis)。每个请求申请一个租约(租期旋钮,按整秒,每三分之一租期续约一次),在事务里写入自己的键 lock/{sku}/LEASE,只有键不存在时才写入。create_revision 最小的键持有锁;其他竞争者只监听排在自己前面的那个键,所以一次释放只唤醒一个等待者,没有羊群效应。每次写入都要多数成员同意后才确认:一个成员挂掉,哪怕是 leader,也不会丢锁(failover),这是带副本的 Redis 做不到的。持有者死掉后续约停止,租约到期时 etcd 删除它的键(kill-instance)。持有键的 create_revision 是来自 etcd 日志的 fencing token:库存只能由拒绝旧 revision 的脚本读写,停顿超过租期的持有者醒来后会被拒绝(pause-holder)。不可重入:同一租约再次加锁会找到自己的键。",
+    protection_zh: "etcd 租约 + 续约,按 `create_revision` 排队,等待者只监听前一个;`revision` 作为 fencing token 保护库存",
+    explanation_zh: "etcd 自己的锁,跑在三个成员的 etcd 集群上(`stocklock up --etcd 3`;库存仍在 Redis)。每个请求申请一个租约(租期旋钮,按整秒,每三分之一租期续约一次),在事务里写入自己的键 `lock/{sku}/LEASE`,只有键不存在时才写入。create_revision 最小的键持有锁;其他竞争者只监听排在自己前面的那个键,所以一次释放只唤醒一个等待者,没有羊群效应。每次写入都要多数成员同意后才确认:一个成员挂掉,哪怕是领导者,也不会丢锁(failover),这是带副本的 Redis 做不到的。持有者死掉后续约停止,租约到期时 etcd 删除它的键(kill-instance)。持有键的 create_revision 是来自 etcd 日志的 fencing token:库存只能由拒绝旧 `revision` 的脚本读写,停顿超过租期的持有者醒来后会被拒绝(pause-holder)。不可重入:同一租约再次加锁会找到自己的键。",
     code: r#"
 let session = Session::grant(etcd, lease).await       // lease + keep-alive every lease/3
 TXN if create_revision(lock/{sku}/LEASE) == 0

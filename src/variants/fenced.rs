@@ -28,12 +28,12 @@ pub(super) const ABOUT: About = About {
         than the last, in the same script that grants the lock, and the stock is read and written only through Lua scripts that refuse a token older than the newest \
         one they have seen. Both the read and the write are fenced: fencing only the write would still let two holders read \
         the same stock. A holder that froze longer than its lease (a GC pause, a SIGSTOP) and woke after a newer holder came \
-        is refused by the store itself, whatever it believes (busy, stale_token; counted as fenced_rejections). The \
+        is refused by the store itself, whatever it believes (`busy`, `stale_token`; counted as fenced_rejections). The \
         pause-holder scenario shows it: the pause that makes watchdog oversell leaves fenced at zero. So does \
         lock-vanishes: a lock deleted after the last renewal before the write goes unnoticed, and the fence, not the \
         renewal, refuses the old holder's write.",
     protection_zh: "看门狗锁 + fencing token(在加锁脚本内 INCR);库存的读和写都由拒绝过期 token 的脚本完成",
-    explanation_zh: "在看门狗锁之上加 fencing token:每次加锁都在授予锁的同一个脚本里从 INCR fence:{sku} 取一个比上次更大的号码,库存的读和写都只能通过 Lua 脚本进行,脚本拒绝比已见过的最新号码更旧的 token。读和写都要校验:只校验写,两个持有者仍可能读到同一个库存。一个停顿超过租期(GC 停顿、SIGSTOP)、醒来时已有更新持有者的旧持有者,会被存储本身拒绝,不管它自己怎么认为(busy, stale_token;计入 fenced_rejections)。pause-holder 场景可以看到:同样的停顿让 watchdog 超卖,而 fenced 仍为零。lock-vanishes 也一样:在写入前最后一次续期之后删除的锁不会被察觉,这时拒绝旧持有者写入的是 fencing token,而不是续期。",
+    explanation_zh: "在看门狗锁之上加 fencing token:每次加锁都在授予锁的同一个脚本里从 `INCR fence:{sku}` 取一个比上次更大的号码,库存的读和写都只能通过 Lua 脚本进行,脚本拒绝比已见过的最新号码更旧的 token。读和写都要校验:只校验写,两个持有者仍可能读到同一个库存。一个停顿超过租期(GC 停顿、SIGSTOP)、醒来时已有更新持有者的旧持有者,会被存储本身拒绝,不管它自己怎么认为(`busy`, `stale_token`;计入 fenced_rejections)。pause-holder 场景可以看到:同样的停顿让 watchdog 超卖,而 fenced 仍为零。lock-vanishes 也一样:在写入前最后一次续期之后删除的锁不会被察觉,这时拒绝旧持有者写入的是 fencing token,而不是续期。",
     code: r#"
 let token = lock.lock(owner, lease, wait).await // the acquire script: grant
                                                  // and INCR fence:{sku}: 41, 42, ...

@@ -20,8 +20,8 @@ pub(super) const ABOUT: About = About {
         On one instance that is enough: requests take turns and nothing oversells. Behind nginx there are two processes, \
         each with its own mutex, so two requests (one per instance) run the section at the same time and sell the same unit. \
         The race scenario with two instances shows it; run it with --instances 1 and the oversell disappears.",
-    protection_zh: "每个进程内按 SKU 的 tokio 互斥锁(相当于 Java 的 synchronized)",
-    explanation_zh: "每个实例在自己的内存里为每个 SKU 保存一把互斥锁,请求在整个临界区内持有它。单实例时这已足够:请求排队执行,不会超卖。但 nginx 后面有两个进程,各有各的锁,两个实例上的请求会同时进入临界区,卖出同一件商品。两实例的 race 场景可以复现;用 --instances 1 运行,超卖就消失了。",
+    protection_zh: "每个进程内按 SKU 的 `tokio` 互斥锁(相当于 Java 的 `synchronized`)",
+    explanation_zh: "每个实例在自己的内存里为每个 SKU 保存一把互斥锁,请求在整个临界区内持有它。单实例时这已足够:请求排队执行,不会超卖。但 nginx 后面有两个进程,各有各的锁,两个实例上的请求会同时进入临界区,卖出同一件商品。两实例的 race 场景可以复现;用 `--instances 1` 运行,超卖就消失了。",
     code: r#"
 let mutex = self.by_sku[sku]            // one per process!
 let _held = mutex.lock().await;         // synchronized (this) { ... }

@@ -32,8 +32,8 @@ pub(super) const ABOUT: About = About {
         what it holds, so the SKU never oversells and sells exactly its initial stock in total. The price: sold out is only \
         known after asking every bucket, and the last units are found by walking the buckets. Once every bucket said sold \
         out, an instance answers the next buyers itself from a sold-out mark, as lua does.",
-    protection_zh: "在 K 个库存分桶之一上执行 lua 脚本(每桶一个 slot),桶空时转向其他桶",
-    explanation_zh: "用于单个 Redis 核心扛不住的热点 SKU。一个 SKU 的键共享一个 hash tag,所以无论集群多大,它的所有销售都落在一个 slot、一个主节点、一个核心上。这里把它的库存拆成 K 个桶(默认 8 个;重置时用 buckets=K),每个桶有自己的 hash tag,分布到不同的 slot 和集群主节点上。一次销售在一个桶上执行与 lua 变体相同的原子脚本,桶按请求选择(有 request_id 时由它决定,重试会找到第一次的答案),桶空时转向下一个桶。每个桶自身是原子的,只卖自己持有的库存,所以这个 SKU 不会超卖,总共恰好卖出初始库存。代价是:要问遍所有桶才能确定售罄,最后几件要逐桶寻找。所有桶都说售罄之后,实例像 lua 一样凭售罄标记自己回答后面的买家。",
+    protection_zh: "在 K 个库存分桶之一上执行 lua 脚本(每桶一个 `slot`),桶空时转向其他桶",
+    explanation_zh: "用于单个 Redis 核心扛不住的热点 SKU。一个 SKU 的键共享一个 `hash tag`,所以无论集群多大,它的所有销售都落在一个 `slot`、一个主节点、一个核心上。这里把它的库存拆成 K 个桶(默认 8 个;重置时用 `buckets=K`),每个桶有自己的 `hash tag`,分布到不同的 `slot` 和集群主节点上。一次销售在一个桶上执行与 lua 变体相同的原子脚本,桶按请求选择(有 request_id 时由它决定,重试会找到第一次的答案),桶空时转向下一个桶。每个桶自身是原子的,只卖自己持有的库存,所以这个 SKU 不会超卖,总共恰好卖出初始库存。代价是:要问遍所有桶才能确定售罄,最后几件要逐桶寻找。所有桶都说售罄之后,实例像 lua 一样凭售罄标记自己回答后面的买家。",
     code: r#"
 let k = cached count (the script refuses a stale one)
 let first = hash(request_id) % k  (or random)

@@ -31,7 +31,7 @@ pub(super) const ABOUT: About = About {
         the second insert a no-op. PostgreSQL down: messages wait in the stream, buyers' answers are unaffected. \
         Reservations not paid in time return their unit to the stock, once. stocklock reconcile proves the books match.",
     protection_zh: "不加锁:一个 Lua 脚本完成扣减、记账和 XADD 订单消息",
-    explanation_zh: "lua 扣减与订单消息合为一个原子步骤:脚本扣减库存、在账本记下这次售出,并把订单消息追加到该 SKU 的流(XADD)。售出与消息之间不可能插进崩溃。每个实例在同一个消费者组里运行一个 worker:它把订单写入 PostgreSQL,提交之后才 ack 消息;ack 之前被杀的 worker,其消息会再次投递(空闲一段时间后被存活的 worker 认领),唯一约束(每次售出一张订单,每件商品只有一张有效订单)让第二次插入什么也不做。PostgreSQL 宕机时,消息在流里等待,买家的答复不受影响。超时未付款的预留把商品还回库存,只还一次。stocklock reconcile 证明账目相符。",
+    explanation_zh: "lua 扣减与订单消息合为一个原子步骤:脚本扣减库存、在账本记下这次售出,并把订单消息追加到该 SKU 的流(XADD)。售出与消息之间不可能插进崩溃。每个实例在同一个消费者组里运行一个订单写入进程:它把订单写入 PostgreSQL,提交之后才确认(`XACK`)消息;确认之前被杀的写入进程,其消息会再次投递(空闲一段时间后被存活的写入进程认领),唯一约束(每次售出一张订单,每件商品只有一张有效订单)让第二次插入什么也不做。PostgreSQL 宕机时,消息在流里等待,买家的答复不受影响。超时未付款的预留把商品还回库存,只还一次。`stocklock reconcile` 证明账目相符。",
     code: r#"
 local stock = redis.call('DECR', KEYS[1]) + 1
 if stock <= 0 then redis.call('INCR', KEYS[1]) return {0, 0, stock} end

@@ -24,7 +24,7 @@ pub(super) const ABOUT: About = About {
         crash at exactly that point; stocklock reconcile lists the lost unit. The fix is lua-stream: the XADD inside \
         the script.",
     protection_zh: "先用 lua 扣减,再单独 XADD 订单消息:两步之间崩溃就丢了这件商品",
-    explanation_zh: "扣减就是 lua 脚本:原子的,不会超卖。订单消息随后由第二条命令(XADD 到该 SKU 的订单流)发出,由 worker 写成 PostgreSQL 里的订单行。两步之间,这件商品在 Redis 里已卖出,别处却没有记录:实例在这里崩溃,或客户端断开导致处理被取消,这件商品就卖出了却永远不会有订单(少卖)。实验的 crash-before-enqueue 恰好在这一点安排崩溃;stocklock reconcile 会列出丢失的商品。修正办法是 lua-stream:把 XADD 放进脚本里。",
+    explanation_zh: "扣减就是 lua 脚本:原子的,不会超卖。订单消息随后由第二条命令(XADD 到该 SKU 的订单流)发出,由订单写入进程写成 PostgreSQL 里的订单行。两步之间,这件商品在 Redis 里已卖出,别处却没有记录:实例在这里崩溃,或客户端断开导致处理被取消,这件商品就卖出了却永远不会有订单(少卖)。实验的 crash-before-enqueue 恰好在这一点安排崩溃;`stocklock reconcile` 会列出丢失的商品。修正办法是 lua-stream:把 XADD 放进脚本里。",
     code: r#"
 let sold = EVAL deduct.lua stock:{sku} ...;   // atomic: decrement + ledger
 // <- a crash here: sold in Redis, no order ever

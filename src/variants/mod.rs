@@ -34,6 +34,7 @@
 
 mod about;
 mod claims;
+mod claims_zh;
 mod etcd;
 mod family;
 mod fenced;
@@ -65,6 +66,7 @@ use std::time::Duration;
 
 pub use self::about::{About, Counted, Facts, Needs, Reason};
 pub use self::claims::{Behaviour, Claim, Claims};
+pub use self::claims_zh::note_zh;
 pub use self::scenario::{Scenario, UnknownScenario};
 use self::support::{
     LockTimer, Spin, after_release, count_tenure, fenced_section, lock_store_error, not_acquired,

@@ -27,8 +27,8 @@ pub(super) const ABOUT: About = About {
         is free within the lease and the late write refused with the session (lock_lost); while it works, the holder \
         sends SELECT 1 every third of the lease, so a slow holder keeps the lock. Waits up to wait_ms (lock_timeout); with wait_ms=0 \
         it tries once and is told busy.",
-    protection_zh: "PostgreSQL 咨询锁(advisory lock),由读取、业务、写回的那个事务持有",
-    explanation_zh: "把数据库当作锁服务。事务对 SKU 的哈希取 pg_advisory_xact_lock,普通地读取库存,执行业务,写回读到的值减一并提交;提交时释放锁。这是 PostgreSQL 自己的互斥锁,锁的不是行,而是一个名字,和 Redis 锁一样;但它属于事务,持有者死掉时会话结束,锁随之释放,它的写入也一起回滚:不需要令牌。数据库听不到的持有者(被冻结、被隔开)由事务的 idle_in_transaction_session_timeout 结束,它设为租期(lease_ms,默认 30 秒):锁在租期内被释放,迟到的写随会话一起被拒绝(lock_lost);业务执行期间持有者每三分之一个租期发一次 SELECT 1,所以慢持有者保住锁。最多等待 wait_ms(lock_timeout);wait_ms=0 时只试一次,失败得到 busy。",
+    protection_zh: "PostgreSQL 咨询锁(`pg_advisory_xact_lock`),由读取、业务、写回的那个事务持有",
+    explanation_zh: "把数据库当作锁服务。事务对 SKU 的哈希取 pg_advisory_xact_lock,普通地读取库存,执行业务,写回读到的值减一并提交;提交时释放锁。这是 PostgreSQL 自己的互斥锁,锁的不是行,而是一个名字,和 Redis 锁一样;但它属于事务,持有者死掉时会话结束,锁随之释放,它的写入也一起回滚:不需要令牌。数据库听不到的持有者(被冻结、被隔开)由事务的 idle_in_transaction_session_timeout 结束,它设为租期(lease_ms,默认 30 秒):锁在租期内被释放,迟到的写随会话一起被拒绝(lock_lost);业务执行期间持有者每三分之一个租期发一次 SELECT 1,所以慢持有者保住锁。最多等待 wait_ms(lock_timeout);wait_ms=0 时只试一次,失败得到 `busy`。",
     code: r#"
 BEGIN;
 SET LOCAL idle_in_transaction_session_timeout = $lease_ms;    -- silent longer: ended

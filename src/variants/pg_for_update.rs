@@ -30,7 +30,7 @@ pub(super) const ABOUT: About = About {
         slow holder the database hears keeps its row. The price is that the work is done \
         holding the row: one buyer at a time per SKU.",
     protection_zh: "PostgreSQL 行锁:SELECT ... FOR UPDATE,业务,写回,COMMIT",
-    explanation_zh: "数据库的悲观锁。SELECT remaining FROM stock WHERE sku = $1 FOR UPDATE 读取库存并锁住这一行直到事务结束;业务逻辑在持有行锁时执行,然后写回读到的值减一、记下这次售出,再 COMMIT。同一 SKU 的其他买家在行锁上等待(最多 wait_ms;wait_ms=0 时用 NOWAIT,立即得到 busy)。持有者死掉,它的会话随之结束,PostgreSQL 回滚它的事务并释放这一行。数据库听不到的持有者(被冻结,或被网络分区隔开:永远等不到 FIN)由事务的 idle_in_transaction_session_timeout 结束,它设为租期(lease_ms,默认 30 秒):这一行在租期内被释放,持有者迟到的写随会话一起被拒绝(lock_lost)。业务执行期间持有者每三分之一个租期发一次 SELECT 1,所以数据库听得到的慢持有者保住它的行。代价是业务在持锁期间执行:每个 SKU 同一时间只有一个买家。",
+    explanation_zh: "数据库的悲观锁。`SELECT remaining FROM stock WHERE sku = $1 FOR UPDATE` 读取库存并锁住这一行直到事务结束;业务逻辑在持有行锁时执行,然后写回读到的值减一、记下这次售出,再 COMMIT。同一 SKU 的其他买家在行锁上等待(最多 wait_ms;wait_ms=0 时用 NOWAIT,立即得到 `busy`)。持有者死掉,它的会话随之结束,PostgreSQL 回滚它的事务并释放这一行。数据库听不到的持有者(被冻结,或被网络分区隔开:永远等不到 FIN)由事务的 idle_in_transaction_session_timeout 结束,它设为租期(lease_ms,默认 30 秒):这一行在租期内被释放,持有者迟到的写随会话一起被拒绝(lock_lost)。业务执行期间持有者每三分之一个租期发一次 SELECT 1,所以数据库听得到的慢持有者保住它的行。代价是业务在持锁期间执行:每个 SKU 同一时间只有一个买家。",
     code: r#"
 BEGIN;
 SET LOCAL idle_in_transaction_session_timeout = $lease_ms;     -- silent longer: ended

@@ -22,8 +22,8 @@ pub(super) const ABOUT: About = About {
         meanwhile, the update finds no row, and the buyer reads again and tries again, up to 5 times, then gives up \
         (busy, version_conflict) with stock left. Nothing waits on anything and no buyer ever sells a unit someone \
         else sold; on a hot SKU many writes are refused, and many buyers are turned away while stock is left.",
-    protection_zh: "PostgreSQL 乐观锁:读版本号,业务,UPDATE ... WHERE version = 读到的版本,失败重试",
-    explanation_zh: "乐观锁。读取库存和这一行的版本号,业务期间什么也不持有,然后用 UPDATE ... WHERE version = 读到的版本 写回读到的值减一:如果其间有人写过这一行,更新匹配不到行,买家重新读取再试,最多 5 次,之后放弃(busy,version_conflict),库存还有剩余。没有任何等待,也没有买家会卖出别人卖过的那一件;热点 SKU 上很多写会被拒绝,库存还有剩余时很多买家会被拒之门外。",
+    protection_zh: "PostgreSQL 乐观锁:读版本号,业务,`UPDATE ... WHERE version =` 读到的版本,失败重试",
+    explanation_zh: "乐观锁。读取库存和这一行的版本号,业务期间什么也不持有,然后用 `UPDATE ... WHERE version =` 读到的版本 写回读到的值减一:如果其间有人写过这一行,更新匹配不到行,买家重新读取再试,最多 5 次,之后放弃(`busy`,`version_conflict`),库存还有剩余。没有任何等待,也没有买家会卖出别人卖过的那一件;热点 SKU 上很多写会被拒绝,库存还有剩余时很多买家会被拒之门外。",
     code: r#"
 loop up to 5 times {
     SELECT remaining, version FROM stock WHERE sku = $1;
@@ -39,7 +39,7 @@ loop up to 5 times {
     },
     undersells: Some(Reason {
         en: "gives up after 5 refused writes (busy, version_conflict): under contention a buyer is turned away while stock is left, which later buyers may still sell",
-        zh: "写入连续 5 次被拒绝后放弃(busy,version_conflict):竞争激烈时买家被拒绝而库存还有剩余,后来的买家也许还能买走",
+        zh: "写入连续 5 次被拒绝后放弃(`busy`,`version_conflict`):竞争激烈时买家被拒绝而库存还有剩余,后来的买家也许还能买走",
     }),
     facts: super::family::DATABASE_FACTS,
 };

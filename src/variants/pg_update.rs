@@ -25,7 +25,7 @@ pub(super) const ABOUT: About = About {
         business work cannot run inside it (work_ms is ignored). On one hot SKU every buyer queues on the same row \
         lock: the bench's pg-update-vs-lua row measures what that costs against Redis.",
     protection_zh: "不加我们自己的锁:一条条件 UPDATE 在 PostgreSQL 里扣减并记账",
-    explanation_zh: "数据库自己的原子扣减,相当于 lua。一条带条件的 UPDATE 语句(只在库存大于零时减一),同一条语句里写入这次售出和请求 id 的答复。PostgreSQL 在语句执行期间锁住这一行,并在最新版本上重新检查条件,所以两个买家不可能同时拿走最后一件。一次往返,没有我们自己的锁;业务逻辑不能放在里面(work_ms 被忽略)。热点 SKU 上所有买家都在同一行锁上排队:bench 的 pg-update-vs-lua 一行量出它相对 Redis 的代价。",
+    explanation_zh: "数据库自己的原子扣减,相当于 lua。一条带条件的 UPDATE 语句(只在库存大于零时减一),同一条语句里写入这次售出和请求 id 的答复。PostgreSQL 在语句执行期间锁住这一行,并在最新版本上重新检查条件,所以两个买家不可能同时拿走最后一件。一次往返,没有我们自己的锁;业务逻辑不能放在里面(work_ms 被忽略)。热点 SKU 上所有买家都在同一行锁上排队:`bench` 的 `pg-update-vs-lua` 一行量出它相对 Redis 的代价。",
     code: r#"
 WITH s AS (UPDATE stock SET remaining = remaining - 1, sold = sold + 1
            WHERE sku = $1 AND remaining > 0

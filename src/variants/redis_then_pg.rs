@@ -62,7 +62,7 @@ pub(super) const ABOUT: About = About {
         sells to that buyer with the same optimistic write. No buyer is told sold out while the database holds \
         stock, and none is sold a unit the database does not have, since its write checks the row it read.",
     protection_zh: "Redis 用原子脚本预扣库存,PostgreSQL 的乐观锁更新是最终结果;数据库拒绝时把这件还给 Redis,被 Redis 拒绝的买家由数据库答复",
-    explanation_zh: "文章里的组合。原子 Lua 脚本先在 Redis 里拿走一件,所以售罄之后的买家只让数据库查一下,到不了数据库的临界区;Redis 放行的每个买家再用乐观锁在 PostgreSQL 里购买(读版本号,业务,UPDATE ... WHERE version = 读到的版本),只有数据库的答复算数。版本变了而写入被拒绝,说明别的买家卖出了,所以买家重新读取再试(最多 100 次),而不是在还有库存时放弃。被数据库拒绝的买家把 Redis 里的那一件还回去,所以 Redis 的净销量跟随数据库,stocklock reconcile 看到两本账一致。脚本执行后丢失了 Redis 的答复、实例在两个存储之间被杀,或提交的答复丢失而其实没有提交,会让 Redis 比数据库少一件,所以 Redis 的售罄从不单独作为答复:被 Redis 拒绝的买家由数据库答复,数据库也一件不剩时才是售罄(并为请求 id 记下),还有库存时就用同样的乐观写把这件卖给这个买家。没有买家会在数据库还有库存时被告知售罄,也不会卖出数据库没有的一件,因为数据库的写会检查读到的那一行。",
+    explanation_zh: "文章里的组合。原子 Lua 脚本先在 Redis 里拿走一件,所以售罄之后的买家只让数据库查一下,到不了数据库的临界区;Redis 放行的每个买家再用乐观锁在 PostgreSQL 里购买(读版本号,业务,`UPDATE ... WHERE version =` 读到的版本),只有数据库的答复算数。版本变了而写入被拒绝,说明别的买家卖出了,所以买家重新读取再试(最多 100 次),而不是在还有库存时放弃。被数据库拒绝的买家把 Redis 里的那一件还回去,所以 Redis 的净销量跟随数据库,`stocklock reconcile` 看到两本账一致。脚本执行后丢失了 Redis 的答复、实例在两个存储之间被杀,或提交的答复丢失而其实没有提交,会让 Redis 比数据库少一件,所以 Redis 的售罄从不单独作为答复:被 Redis 拒绝的买家由数据库答复,数据库也一件不剩时才是售罄(并为请求 id 记下),还有库存时就用同样的乐观写把这件卖给这个买家。没有买家会在数据库还有库存时被告知售罄,也不会卖出数据库没有的一件,因为数据库的写会检查读到的那一行。",
     code: r#"
 EVAL deduct.lua stock:{sku} ...        -- Redis: take a unit, or sold out
 loop up to 100 times {                 -- PostgreSQL: the truth

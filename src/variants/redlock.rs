@@ -34,7 +34,7 @@ pub(super) const ABOUT: About = About {
         oversells (pause-holder), and a node that restarts without persistence forgets the lock it granted, so a second \
         owner finds its majority while the first still works (redlock-restart-without-persistence).",
     protection_zh: "在 N 个独立 Redis 的多数派上 SET NX PX,有效期 = 租期 − 加锁耗时 − 时钟漂移,持有期间续期",
-    explanation_zh: "文章 000 的 Redlock。锁不在主 Redis 上,而在 N 个相互独立的 Redis 上(stocklock up 默认启动五个;库存仍在主 Redis)。SET lock token NX PX 租期同时发往每个节点,每个节点超时 100 ms;多数节点同意,并且扣掉加锁耗时和时钟漂移后租期还有剩余(有效期),才算拿到锁。否则在所有节点上释放已拿到的部分,随机等待后重试。业务执行期间像看门狗一样在所有节点上续期,释放也发往所有节点。五个节点挂两个没有影响(redlock-minority-down);挂三个则所有请求 busy, no_quorum,直到节点恢复(redlock-majority-down)。它仍是依赖时间的锁:比租期更长的停顿会超卖(pause-holder);没有持久化的节点重启后会忘记它发出的锁,第二个持有者因此凑够多数,而第一个还在工作(redlock-restart-without-persistence)。",
+    explanation_zh: "文章 000 的 Redlock。锁不在主 Redis 上,而在 N 个相互独立的 Redis 上(`stocklock up` 默认启动五个;库存仍在主 Redis)。`SET lock token NX PX` 租期同时发往每个节点,每个节点超时 100 ms;多数节点同意,并且扣掉加锁耗时和时钟漂移后租期还有剩余(有效期),才算拿到锁。否则在所有节点上释放已拿到的部分,随机等待后重试。业务执行期间像看门狗一样在所有节点上续期,释放也发往所有节点。五个节点挂两个没有影响(redlock-minority-down);挂三个则所有请求 `busy`, `no_quorum`,直到节点恢复(redlock-majority-down)。它仍是依赖时间的锁:比租期更长的停顿会超卖(pause-holder);没有持久化的节点重启后会忘记它发出的锁,第二个持有者因此凑够多数,而第一个还在工作(redlock-restart-without-persistence)。",
     code: r#"
 let t0 = now()
 let yes = join_all(nodes.map(|n| timeout(100ms, SET lock:{sku} token NX PX lease)))

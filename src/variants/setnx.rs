@@ -34,7 +34,7 @@ pub(super) const ABOUT: About = About {
         and the first request's DEL frees the second one's lock for a third (slow-business oversells). It is naive on \
         errors too: a Redis error after SETNX went out (its answer lost, or EXPIRE failing) leaves the same TTL-less lock as \
         the crash, and a failed DEL leaves the lock until its lease runs out.",
-    protection_zh: "先 SETNX lock 1,再单独 EXPIRE;释放时直接 DEL",
+    protection_zh: "先 `SETNX lock 1`,再单独 `EXPIRE`;释放时直接 DEL",
     explanation_zh: "用 SETNX 加锁,再用第二条命令 EXPIRE 设置过期时间,释放时 DEL。一切正常时它能跨实例互斥。但 SETNX 和 EXPIRE 是两步:两者之间进程崩溃,就会留下一把没有过期时间、永远没人删除的锁,这个 SKU 从此卖不出去(crash-after-acquire)。而且 DEL 不检查锁是谁的:当 work_ms 超过租期,锁已过期并被别的请求拿到,第一个请求的 DEL 会把别人的锁删掉,让第三个请求进来(slow-business 超卖)。出错时它同样天真:SETNX 发出后 Redis 出错(应答丢失,或 EXPIRE 失败)会留下和崩溃一样没有 TTL 的锁;DEL 失败则锁一直留到租期结束。",
     code: r#"
 if SETNX lock:{sku} 1 == 0 { return busy }

@@ -34,7 +34,7 @@ pub(super) const ABOUT: About = About {
         expired and steals it (clock-skew); a losing GETSET still overwrites the expiry; there is no owner, so the release \
         deletes whatever lock is there; and work longer than the lease oversells as with setnx. A release that fails (a Redis \
         error) leaves the lock until its expiry time passes.",
-    protection_zh: "SETNX lock <过期时间>;用 GETSET 接管已过期的锁;没有持有者,也没有 TTL",
+    protection_zh: "`SETNX lock <过期时间>`;用 GETSET 接管已过期的锁;没有持有者,也没有 TTL",
     explanation_zh: "锁的值是它过期的墙上时间,键本身没有 TTL。请求发现锁存在时读取这个时间;如果按照自己的时钟已经过期,就用 GETSET 接管,并且只有换出来的旧值等于刚才读到的值时才算拿到锁。崩溃不再让 SKU 永远卡住:时间一过锁就算空闲。但它要求所有实例的时钟一致:时钟偏快的实例会把仍然有效的锁当成过期并抢走(clock-skew);失败的 GETSET 仍会改写过期时间;没有持有者,释放时删掉的是当时存在的任何锁;业务时间超过租期时与 setnx 一样会超卖。释放失败(Redis 出错)时,锁一直留到它的过期时间。",
     code: r#"
 let expires = now() + lease

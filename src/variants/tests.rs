@@ -158,3 +158,34 @@ fn every_claim_is_as_recorded() {
         assert_eq!(now.lines().count(), recorded.lines().count());
     }
 }
+
+/// What a card says in Chinese is Chinese: its Latin words are code (in
+/// backticks, shown as code), identifiers and names.
+#[test]
+fn every_card_speaks_chinese() {
+    let names: Vec<&str> = Variant::ALL
+        .iter()
+        .map(|v| v.name())
+        .chain(Scenario::ALL.iter().map(|s| s.name()))
+        .collect();
+    for variant in Variant::ALL {
+        let info = variant.info();
+        let texts = [
+            (info.protection.clone(), info.protection_zh.clone()),
+            (info.explanation.clone(), info.explanation_zh.clone()),
+            (
+                info.undersells.clone().unwrap_or_default(),
+                info.undersells_zh.clone().unwrap_or_default(),
+            ),
+        ];
+        for (en, zh) in texts {
+            let said = crate::wire::Said { en, zh };
+            assert_eq!(
+                said.stray_english(&names),
+                Vec::<String>::new(),
+                "{variant}: {}",
+                said.zh
+            );
+        }
+    }
+}

@@ -26,7 +26,7 @@ pub(super) const ABOUT: About = About {
         and nobody can free someone else's lock. It fails fast by default (wait_ms=0), as in the articles, and waits for a \
         release (woken by pub/sub) when wait_ms is given. What breaks it is time: when work_ms outlives lease_ms, the lease \
         runs out in the middle of the business, a second request takes the lock, and both write (slow-business oversells).",
-    protection_zh: "SET lock <token> NX PX 租期;用 Lua 比较并删除来释放",
+    protection_zh: "`SET lock <token> NX PX` 租期;用 Lua 比较并删除来释放",
     explanation_zh: "用一条 SET NX PX 同时加锁并设置租期,值是随机 token;释放时用 Lua 脚本,只有 token 仍是自己的才删除。任何崩溃都不会留下没有过期时间的锁,也没人能删掉别人的锁。默认快速失败(wait_ms=0),与文章一致;给出 wait_ms 时会等待释放(由 pub/sub 唤醒)。破坏它的是时间:work_ms 超过 lease_ms 时,业务还没做完租期就到了,第二个请求拿到锁,两者都写入(slow-business 超卖)。",
     code: r#"
 let token = uuid()

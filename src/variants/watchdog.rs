@@ -30,12 +30,12 @@ pub(super) const ABOUT: About = About {
         watchdog task renews the lease every lease/3 for as long as the owner holds it, and a release publishes a message \
         that wakes one waiter instead of everyone polling. Slow business is safe: the lease never runs out under a live \
         owner, and a dead owner's lock frees itself after one lease. If a renewal is refused, the owner learns it before \
-        writing and backs off (busy, lock_lost), but only a renewal can tell it: a lock deleted after the last renewal \
+        writing and backs off (`busy`, `lock_lost`), but only a renewal can tell it: a lock deleted after the last renewal \
         before the write goes unnoticed, and two owners write (lock-vanishes; deleted earlier, the renewal notices: \
         lock-vanishes-early). A stop-the-world pause longer than the lease breaks it too: the watchdog freezes with its \
         process, another owner takes the lock, and the paused one wakes and writes (pause-holder).",
-    protection_zh: "可重入的持有者锁(hash),看门狗每 lease/3 续期,等待者由 pub/sub 唤醒",
-    explanation_zh: "Redisson 的锁。锁是一个 hash:持有者 → 重入次数,同一持有者可以再次加锁;看门狗任务在持有期间每 lease/3 续期一次;释放时发布消息,唤醒一个等待者,而不是所有人轮询。业务再慢也安全:活着的持有者的租期不会到期,而死掉的持有者的锁在一个租期后自动释放。若续期被拒绝,持有者在写入前就会知道并退出(busy, lock_lost),但只有续期能告诉它:在写入前最后一次续期之后被删除的锁不会被察觉,两个持有者都会写入(lock-vanishes;删得更早时续期会察觉:lock-vanishes-early)。破坏它的是比租期更长的全进程停顿:看门狗随进程一起冻结,别人拿到锁,停顿结束的持有者醒来后照样写入(pause-holder)。",
+    protection_zh: "可重入的持有者锁(`hash`),看门狗每 lease/3 续期,等待者由 pub/sub 唤醒",
+    explanation_zh: "Redisson 的锁。锁是一个 `hash`:持有者 → 重入次数,同一持有者可以再次加锁;看门狗任务在持有期间每 lease/3 续期一次;释放时发布消息,唤醒一个等待者,而不是所有人轮询。业务再慢也安全:活着的持有者的租期不会到期,而死掉的持有者的锁在一个租期后自动释放。若续期被拒绝,持有者在写入前就会知道并退出(`busy`, `lock_lost`),但只有续期能告诉它:在写入前最后一次续期之后被删除的锁不会被察觉,两个持有者都会写入(lock-vanishes;删得更早时续期会察觉:lock-vanishes-early)。破坏它的是比租期更长的全进程停顿:看门狗随进程一起冻结,别人拿到锁,停顿结束的持有者醒来后照样写入(pause-holder)。",
     code: r#"
 lock.lock(owner, lease = 30s, wait = 10s).await   // HINCRBY lock:{sku} owner 1
 let dog = Watchdog::start(lock, owner, lease)    // PEXPIRE every lease/3

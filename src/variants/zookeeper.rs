@@ -38,8 +38,8 @@ pub(super) const ABOUT: About = About {
         from ZooKeeper's own log: the stock is read and written only by scripts that refuse an older one, so a holder \
         frozen past its session is refused when it wakes (pause-holder). Not reentrant: the recipe keeps no hold count; \
         Curator's reentrancy is a per-thread counter inside the JVM, not in ZooKeeper.",
-    protection_zh: "临时顺序节点,序号最小者持有,等待者只监听前一个节点,会话即租约;czxid 作为 fencing token 保护库存",
-    explanation_zh: "经典的 ZooKeeper 锁方案(Curator 的 InterProcessMutex),跑在一台 ZooKeeper 或一个集群上(stocklock up --zookeeper 1 或 3;库存仍在 Redis)。每个竞争者在 /stocklock/locks/LOCK 下创建一个临时顺序节点;序号最小的持有锁,其他竞争者只监听排在自己前面的节点,一次释放只唤醒一个等待者,没有羊群效应。节点的生命与持有者的会话相同:会话超时就是租期(相同 lease_ms 的请求在每个实例上共用一个会话,进程运行期间由客户端心跳保持)。被杀死的持有者会话过期,节点随之删除(kill-instance);写入在集群多数派记录后才确认,一台服务器挂掉不会丢锁(failover)。持有节点的 czxid(创建它的事务的 zxid)是来自 ZooKeeper 日志的 fencing token:库存只能由拒绝更旧 token 的脚本读写,停顿超过会话超时的持有者醒来后会被拒绝(pause-holder)。不可重入:这个方案不记录重入次数;Curator 的可重入是 JVM 内按线程计数,不在 ZooKeeper 里。",
+    protection_zh: "临时顺序节点,序号最小者持有,等待者只监听前一个节点,会话即租约;`czxid` 作为 fencing token 保护库存",
+    explanation_zh: "经典的 ZooKeeper 锁方案(Curator 的 `InterProcessMutex`),跑在一台 ZooKeeper 或一个集群上(`stocklock up --zookeeper 1` 或 `3`;库存仍在 Redis)。每个竞争者在 /stocklock/locks/LOCK 下创建一个临时顺序节点;序号最小的持有锁,其他竞争者只监听排在自己前面的节点,一次释放只唤醒一个等待者,没有羊群效应。节点的生命与持有者的会话相同:会话超时就是租期(相同 lease_ms 的请求在每个实例上共用一个会话,进程运行期间由客户端心跳保持)。被杀死的持有者会话过期,节点随之删除(kill-instance);写入在集群多数派记录后才确认,一台服务器挂掉不会丢锁(failover)。持有节点的 `czxid`(创建它的事务的 `zxid`)是来自 ZooKeeper 日志的 fencing token:库存只能由拒绝更旧 token 的脚本读写,停顿超过会话超时的持有者醒来后会被拒绝(pause-holder)。不可重入:这个方案不记录重入次数;Curator 的可重入是 JVM 内按线程计数,不在 ZooKeeper 里。",
     code: r#"
 let session = sessions.session(lease).await            // the session timeout is the lease
 let me = CREATE /stocklock/locks/{lock}/OWNER-lock- EPHEMERAL_SEQUENTIAL

@@ -66,7 +66,8 @@ impl Said {
     /// an identifier (with `_`, `-`, `.`, `/`, `:` or a digit in it), not a
     /// product name or kept term ([`KEPT`]) and not one of `allowed` (the
     /// caller's identifiers: variant and scenario names). The rule the
-    /// Chinese pages are read by in Chromium.
+    /// Chinese pages are read by in Chromium. What stands between backticks
+    /// is code, shown as such.
     pub fn stray_english(&self, allowed: &[&str]) -> Vec<String> {
         english_words(&self.zh)
             .into_iter()
@@ -76,8 +77,9 @@ impl Said {
 }
 
 /// Names and terms Chinese writing about locks keeps in Latin letters: the
-/// products, the units, and `token` (the articles write "fencing token").
-pub const KEPT: [&str; 16] = [
+/// products, the units, `token` (the articles write "fencing token"), and
+/// the abbreviations `id` and `pid`.
+pub const KEPT: [&str; 19] = [
     "stocklock",
     "redis",
     "postgresql",
@@ -89,8 +91,11 @@ pub const KEPT: [&str; 16] = [
     "redisson",
     "curator",
     "chromium",
+    "java",
     "token",
     "fencing",
+    "id",
+    "pid",
     "ms",
     "µs",
     "oha",
@@ -99,10 +104,17 @@ pub const KEPT: [&str; 16] = [
 /// The Latin words of `text` that [`Said::stray_english`] counts as English
 /// (before the caller's own identifiers are taken out).
 pub fn english_words(text: &str) -> Vec<String> {
+    // What stands between backticks is code (the pages show it so).
+    let prose: String = text.split('`').step_by(2).collect::<Vec<_>>().join(" ");
     let mut words = Vec::new();
-    let mut rest = text;
+    let mut rest = prose.as_str();
     while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic()) {
         let tail = &rest[start..];
+        // Joined to what stands before it (`/metrics`, `--instances`): a path, a flag.
+        let joined = rest[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_digit() || "_-./:".contains(c));
         let end = tail
             .find(|c: char| !(c.is_ascii_alphanumeric() || "_-./:'".contains(c)))
             .unwrap_or(tail.len());
@@ -110,7 +122,7 @@ pub fn english_words(text: &str) -> Vec<String> {
         let identifier = word.contains(|c: char| c.is_ascii_digit() || "_-./:".contains(c));
         let capitals = word == word.to_ascii_uppercase();
         let kept = KEPT.iter().any(|k| k.eq_ignore_ascii_case(word));
-        if word.len() >= 2 && !identifier && !capitals && !kept {
+        if word.len() >= 2 && !identifier && !joined && !capitals && !kept {
             words.push(word.to_owned());
         }
         rest = &tail[end.max(1)..];
@@ -166,7 +178,7 @@ mod tests {
     fn stray_english_is_what_is_neither_code_nor_a_name() {
         let said = crate::said!(
             "",
-            "A 的 token 在 Redis 里过期(lock_held,SET NX PX),setnx 卖出 3 件 and then"
+            "A 的 token 在 Redis 里过期(lock_held,SET NX PX),setnx 卖出 3 件 and then,见 /metrics,`lock` 的 TTL"
         );
         assert_eq!(said.stray_english(&["setnx"]), ["and", "then"]);
         assert_eq!(

@@ -24,11 +24,12 @@ use super::super::run::{Buyer, name, nodes};
 use super::super::{Choice, STOCK};
 use super::Session;
 use crate::variants::Behaviour;
+use crate::wire::Said;
 
 impl Session<'_> {
     /// What the cell's claim says of the schedule and the sales after it,
     /// or `None` where it holds (or says nothing a schedule can show).
-    pub(super) async fn claim_broken(&mut self) -> anyhow::Result<Option<String>> {
+    pub(super) async fn claim_broken(&mut self) -> anyhow::Result<Option<Said>> {
         let claim = self.claim;
         // (A run ended by hand, a buyer still on its way or at a gate, says
         // nothing of what follows it.)
@@ -42,7 +43,10 @@ impl Session<'_> {
         {
             return Ok(None);
         }
-        let said = claim.name();
+        let said = Said {
+            en: claim.name().to_owned(),
+            zh: claim.name_zh().to_owned(),
+        };
         if claim == Behaviour::Busy {
             // Judged when a node came back, if one did.
             let refused = self.refused.take().unwrap_or_else(|| self.refusals());
@@ -61,12 +65,12 @@ impl Session<'_> {
                     .await?;
             }
         }
-        self.sell_what_is_left(said).await
+        self.sell_what_is_left(&said).await
     }
 
     /// `busy`: how the buyers answered so far were answered while the
     /// fault lasted (each refused, with a reason), or what broke that.
-    pub(super) fn refusals(&self) -> Option<String> {
+    pub(super) fn refusals(&self) -> Option<Said> {
         let mut done: Vec<_> = (self.run.buyers.iter())
             .filter_map(|(n, b)| match b {
                 Buyer::Done(answer) => Some((*n, answer)),
@@ -75,17 +79,18 @@ impl Session<'_> {
             .collect();
         done.sort_by_key(|(n, _)| *n);
         done.into_iter().find_map(|(n, answer)| {
-            let said = Behaviour::Busy.name();
+            let (said, said_zh) = (Behaviour::Busy.name(), Behaviour::Busy.name_zh());
+            let buyer = name(n);
             if answer.sold() {
-                Some(format!(
-                    "{said}: {} was sold while the fault lasted",
-                    name(n)
+                Some(crate::said!(
+                    "{said}: {buyer} was sold while the fault lasted",
+                    "{said_zh}:故障期间 {buyer} 买到了"
                 ))
             } else if answer.status != 409 && answer.reason().is_none_or(str::is_empty) {
-                Some(format!(
-                    "{said}: {} was refused with no reason ({})",
-                    name(n),
-                    answer.status
+                let status = answer.status;
+                Some(crate::said!(
+                    "{said}: {buyer} was refused with no reason ({status})",
+                    "{said_zh}:{buyer} 被拒绝却没有理由({status})"
                 ))
             } else {
                 None
@@ -95,7 +100,7 @@ impl Session<'_> {
 
     /// Buyers outside the schedule, one after the other, until one is told
     /// sold out: each must be sold a unit, and none be left then.
-    async fn sell_what_is_left(&mut self, said: &str) -> anyhow::Result<Option<String>> {
+    async fn sell_what_is_left(&mut self, said: &Said) -> anyhow::Result<Option<Said>> {
         let stack = self.run.stack;
         let sku = self.setup.sku.clone();
         let client = stack.client.recording(self.recorder.clone());
@@ -118,10 +123,11 @@ impl Session<'_> {
             if answer.status == 409 && left <= 0 {
                 return Ok(None);
             }
-            return Ok(Some(format!(
-                "{said}: after the schedule a buyer was answered {} {} with {left} unit(s) left",
-                answer.status,
-                answer.reason().unwrap_or_default()
+            let (status, reason) = (answer.status, answer.reason().unwrap_or_default());
+            let (en, zh) = (&said.en, &said.zh);
+            return Ok(Some(crate::said!(
+                "{en}: after the schedule a buyer was answered {status} {reason} with {left} unit(s) left",
+                "{zh}:调度结束后,还剩 {left} 件时一个买家得到的回答是 {status} {reason}"
             )));
         }
         Ok(None)

@@ -8,6 +8,7 @@ use super::super::run::pipeline;
 use super::super::run::{Buyer, name};
 use super::Session;
 use crate::variants::Variant;
+use crate::wire::Said;
 
 impl Session<'_> {
     /// Ends the schedule (`outcome`: how its steps went) and judges it by
@@ -142,36 +143,54 @@ impl Session<'_> {
         // in the ledger is a buyer's answered `sold` (an id sold twice, or a
         // sale no answer owns, breaks it).
         let unowned = bounds.cutoffs > 0 && state.sold != answered_sold as i64;
-        let mut ledger = format!(
-            "oversold {}, duplicates {}, sold {} of {}",
-            state.oversold, state.duplicates, state.sold, state.initial
+        let (oversold, duplicates, sold, initial) =
+            (state.oversold, state.duplicates, state.sold, state.initial);
+        let mut ledger = crate::said!(
+            "oversold {oversold}, duplicates {duplicates}, sold {sold} of {initial}",
+            "超卖 {oversold},重复 {duplicates},卖出 {sold} / {initial}"
         );
+        let mut add = |part: Said| ledger = ledger.clone().then(&crate::said!("; ", ";"), &part);
         if stuck {
-            ledger.push_str("; stuck: a lock with no TTL, its holder dead, units left");
+            add(crate::said!(
+                "stuck: a lock with no TTL, its holder dead, units left",
+                "卡住:一把没有 TTL 的锁,持有者已死,库存还有剩余"
+            ));
         }
         if twice {
-            ledger.push_str(&format!("; one request id sold {sales} times"));
+            add(crate::said!(
+                "one request id sold {sales} times",
+                "同一个请求 id 卖出了 {sales} 次"
+            ));
         }
         if unowned {
             let said = answers.join(", ");
-            ledger.push_str(&format!("; {answered_sold} buyers answered sold: {said}"));
+            add(crate::said!(
+                "{answered_sold} buyers answered sold: {said}",
+                "{answered_sold} 个买家被告知买到:{said}"
+            ));
         }
         if !twice_told.is_empty() {
             let units = twice_told.join(", ");
-            ledger.push_str(&format!("; units answered sold twice: {units}"));
+            add(crate::said!(
+                "units answered sold twice: {units}",
+                "被两次告知卖出的件号:{units}"
+            ));
         }
         if forgotten > 0 {
-            ledger.push_str(&format!(
-                "; {forgotten} sale(s) answered sold that the new master's books do not hold (units told: {told_units:?})"
+            add(crate::said!(
+                "{forgotten} sale(s) answered sold that the new master's books do not hold (units told: {told_units:?})",
+                "{forgotten} 笔被告知卖出的销售不在新主节点的账上(告知的件号:{told_units:?})"
             ));
         }
         if let Some(broken) = &claim {
-            ledger.push_str(&format!("; claim {broken}"));
+            let (en, zh) = (&broken.en, &broken.zh);
+            add(crate::said!("claim {en}", "结论 {zh}"));
         }
         if let Some(b) = &books {
             let verdict = b.verdict();
-            ledger.push_str(&format!(
-                "; orders: {verdict}; buyers sold with no order: {missing:?}"
+            add(crate::said!(
+                "orders: {verdict}; buyers sold with no order: {missing:?}",
+                "订单:{verdict};买到却没有订单的买家:{missing:?}"
             ));
         }
         let oversold = state.oversold > 0
@@ -184,7 +203,8 @@ impl Session<'_> {
         Ok(super::super::Schedule {
             seed: self.seed,
             steps: self.steps,
-            ledger,
+            ledger: ledger.en,
+            ledger_zh: ledger.zh,
             history,
             disagreement,
             recorded: self.recorder.text(),

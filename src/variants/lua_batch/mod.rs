@@ -39,7 +39,7 @@ pub(super) const ABOUT: About = About {
     explanation: "When the round trip is the cost. The lua variant does a few microseconds of work inside Redis; most of what \
         a sale costs is the trip there and back (system calls on both sides, a wake-up, a parse). Here each instance keeps a \
         queue per SKU and sends its waiting buyers to Redis together: one call of the same atomic script sells to up to 64 \
-        of them (serve --batch-max), in queue order, each with its own unit or its own sold-out answer, its request_id \
+        of them (`serve --batch-max`), in queue order, each with its own unit or its own sold-out answer, its request_id \
         checked and recorded, every sale in the ledger, exactly as lua would sell them one after the other. The script \
         decides the whole batch on one read of the stock and writes its sales together (one DECRBY, the sold count once, \
         the units in one BITFIELD, the ids' records in one HSET), so a batch costs Redis little more than one sale. No timer: a buyer who finds no call in \
@@ -48,7 +48,7 @@ pub(super) const ABOUT: About = About {
         doubt (unknown), each request_id resolving later as its record says. The price is that one slow call delays the \
         whole batch behind it.",
     protection_zh: "不加锁:同一个 lua 脚本,一次调用卖给在实例上排队的同一 SKU 的所有买家(最多 64 个)",
-    explanation_zh: "当往返本身就是成本时。lua 变体在 Redis 里只做几微秒的工作;一次销售的大部分成本是往返(两端的系统调用、唤醒、解析)。这里每个实例为每个 SKU 维护一个队列,把等待中的买家一起发给 Redis:同一个原子脚本的一次调用按排队顺序卖给最多 64 个买家(serve --batch-max),每个买家得到自己的那一件或自己的售罄答复,各自的 request_id 被检查和记录,每笔销售都记入账本,和 lua 一个接一个地卖完全一样。脚本在一次读取库存后决定整批的结果,再把这批销售一起写入(一次 DECRBY、销量计数一次、所有件号一次 BITFIELD、所有 id 的记录一次 HSET),所以一批的 Redis 成本只比一次销售多一点。没有定时器:发现没有调用在途的买家会被立即单独发送,所以单个买家不用等任何人;下一批就是上一次调用在途期间排队的买家。lua 安全的地方它都安全。一次没有收到答复的调用,其中每个买家都处于不确定状态(unknown),各自的 request_id 之后按记录给出结果。代价是:一次慢调用会拖慢它后面的整批买家。",
+    explanation_zh: "当往返本身就是成本时。lua 变体在 Redis 里只做几微秒的工作;一次销售的大部分成本是往返(两端的系统调用、唤醒、解析)。这里每个实例为每个 SKU 维护一个队列,把等待中的买家一起发给 Redis:同一个原子脚本的一次调用按排队顺序卖给最多 64 个买家(`serve --batch-max`),每个买家得到自己的那一件或自己的售罄答复,各自的 request_id 被检查和记录,每笔销售都记入账本,和 lua 一个接一个地卖完全一样。脚本在一次读取库存后决定整批的结果,再把这批销售一起写入(一次 DECRBY、销量计数一次、所有件号一次 BITFIELD、所有 id 的记录一次 HSET),所以一批的 Redis 成本只比一次销售多一点。没有定时器:发现没有调用在途的买家会被立即单独发送,所以单个买家不用等任何人;下一批就是上一次调用在途期间排队的买家。lua 安全的地方它都安全。一次没有收到答复的调用,其中每个买家都处于不确定状态(`unknown`),各自的 request_id 之后按记录给出结果。代价是:一次慢调用会拖慢它后面的整批买家。",
     code: r#"
 queue[sku].push(buyer)                        // this instance's buyers of the SKU
 if nothing in flight for sku:                 // no timer: a lone buyer goes at once

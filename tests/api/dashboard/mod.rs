@@ -27,7 +27,7 @@ async fn the_page_renders_every_variant_escaped_with_its_assets() {
         );
         let info = variant.info();
         assert!(
-            html.contains(&info.explanation_zh),
+            html.contains(&stocklock::dashboard::code_spans(&info.explanation_zh)),
             "{variant}: no Chinese explanation"
         );
     }
