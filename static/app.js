@@ -365,7 +365,10 @@ function modelOf(variant, cell) {
   const line = document.createElement('span');
   line.className = 'cell-model';
   line.dataset.field = 'model';
-  line.textContent = ` · ${cell.model ? t('model', { verdict: cell.model }) : t('no_model')}`;
+  // The checker's verdict in the page's language (a record from before
+  // the server said it in Chinese has only the English).
+  const said = StocklockPage.lang() === 'zh' && cell.model_zh ? cell.model_zh : cell.model;
+  line.textContent = ` · ${cell.model ? t('model', { verdict: said }) : t('no_model')}`;
   if (!cell.model || typeof StocklockCheck === 'undefined') return [line];
   const key = `${variant}/${cell.scenario}`;
   const view = modelViews[key] || (modelViews[key] = { element: document.createElement('div'), open: false });

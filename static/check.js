@@ -2,6 +2,9 @@
 // /api/check, its bounds, and its shortest counterexample drawn by
 // timeline.js (the live timeline's drawing) with its steps as a list.
 // Used by the lessons (each step) and the dashboard (a card's scenarios).
+// The checker's own words (each step, the property, the model's and the
+// claim's behaviour) come from the server in both languages: `text` and
+// `text_zh`, `broken` and `broken_zh`, ...; a Chinese page shows the `_zh`.
 //
 //   StocklockCheck.show(element, variant, scenario) -> Promise (loads once, then draws)
 //   StocklockCheck.redraw(element)                  -> draws again, in the page's language
@@ -24,7 +27,7 @@ const StocklockCheck = (() => {
       verdict: 'model: {model} · claim: {claim}',
       disagrees: 'the model disagrees with the claim',
       breaks: 'the property it breaks: "{property}"',
-      bounds: 'bounds: {list}',
+      bounds: 'bounds: {list}', bounds_sep: ', ',
       unmodelled: 'The checker has no model of this cell: the live experiment is the only evidence here.',
       failed: "the checker's verdict could not be loaded: {error}",
       no_timeline_js: 'the drawing is not available (timeline.js did not load)',
@@ -40,6 +43,7 @@ const StocklockCheck = (() => {
       b_orders: 'orders through the stream, the worker and PostgreSQL',
       b_worker_crashes: '{v} worker death before its XACK', b_postgres_stops: '{v} PostgreSQL stop',
       b_reservations: 'reservations paid or expired', b_data_losses: '{v} Redis restart with nothing kept',
+      b_db_crashes: '{v} PostgreSQL crash (retried by id)', b_lost_answers: "{v} commit's answer lost (retried by id)",
     },
     zh: {
       title: '模型检查',
@@ -51,24 +55,31 @@ const StocklockCheck = (() => {
       verdict: '模型:{model} · 预期:{claim}',
       disagrees: '模型与预期不一致',
       breaks: '被破坏的性质:“{property}”',
-      bounds: '边界:{list}',
+      bounds: '边界:{list}', bounds_sep: ',',
       unmodelled: '模型检查器没有这个格子的模型:这里只有实际实验这一份证据。',
       failed: '无法加载模型检查结果:{error}',
       no_timeline_js: '无法绘图(timeline.js 没有加载)',
       tick: '第 {at} 拍',
       b_buyers: '{v} 个买家', b_stock: '库存 {v}', b_lease: '租约 {v} 拍', b_work: '业务耗时 {v} 拍',
       b_horizon: '最多到第 {v} 拍', b_one_process: '同一个进程', b_crashes: '{v} 次崩溃',
-      b_pauses: '{v} 次冻结', b_vanishes: '锁被删除 {v} 次', b_late_renewals: '续期迟到 {v} 次', b_slow_votes: '节点慢 {v} 拍', b_skew: '一个时钟快 {v} 拍',
+      b_pauses: '{v} 次冻结', b_vanishes: '锁被删除 {v} 次', b_late_renewals: '续约迟到 {v} 次', b_slow_votes: '节点慢 {v} 拍', b_skew: '一个时钟快 {v} 拍',
       b_freeze: '冻结 {v} 拍', b_nodes: '{v} 个 Redlock 节点', b_nodes_down: '{v} 个宕机',
       b_restarts: '最多 {v} 次重启', b_failovers: '{v} 次故障转移', b_wait_replicas: 'WAIT 等待一个副本',
-      b_one_request: '所有买家重试同一个请求 id', b_outages: 'Redis 宕机 {v} 次',
-      b_cutoffs: '{v} 次调用被切断(答复未知,按 id 重试)',
-      b_orders: '订单经过消息流、worker 和 PostgreSQL',
-      b_worker_crashes: 'worker 在 XACK 之前死亡 {v} 次', b_postgres_stops: 'PostgreSQL 停止 {v} 次',
+      b_one_request: '所有买家重试同一个请求 ID', b_outages: 'Redis 宕机 {v} 次',
+      b_cutoffs: '{v} 次调用被切断(答复未知,按 ID 重试)',
+      b_orders: '订单经过消息流、工作进程和 PostgreSQL',
+      b_worker_crashes: '工作进程在 XACK 之前死亡 {v} 次', b_postgres_stops: 'PostgreSQL 停止 {v} 次',
       b_reservations: '预留被支付或过期', b_data_losses: 'Redis 丢失全部数据重启 {v} 次',
+      b_db_crashes: 'PostgreSQL 崩溃 {v} 次(按 ID 重试)', b_lost_answers: '提交的答复丢失 {v} 次(按 ID 重试)',
     },
   };
   const t = (key, vars) => StocklockPage.translate(I18N, key, vars);
+  // A field the server says in both languages (`key` and `key_zh`), in the
+  // page's: English where the Chinese is missing.
+  const said = (object, key) => {
+    const zh = object[`${key}_zh`];
+    return StocklockPage.lang() === 'zh' && zh ? zh : object[key];
+  };
   const node = (tag, className, text) => {
     const el = document.createElement(tag);
     if (className) el.className = className;
@@ -81,10 +92,10 @@ const StocklockCheck = (() => {
   function bounds(b) {
     const order = ['buyers', 'stock', 'lease', 'work', 'horizon', 'one_process', 'crashes', 'pauses',
       'freeze', 'vanishes', 'late_renewals', 'slow_votes', 'skew', 'nodes', 'nodes_down', 'restarts', 'failovers', 'wait_replicas',
-      'one_request', 'outages', 'cutoffs', 'orders', 'worker_crashes', 'postgres_stops',
-      'reservations', 'data_losses'];
+      'one_request', 'outages', 'cutoffs', 'db_crashes', 'lost_answers', 'orders', 'worker_crashes',
+      'postgres_stops', 'reservations', 'data_losses'];
     const flat = Object.assign({}, b, b.orders ? b.orders : {});
-    return order.filter((k) => flat[k]).map((k) => t(`b_${k}`, { v: flat[k] })).join(', ');
+    return order.filter((k) => flat[k]).map((k) => t(`b_${k}`, { v: flat[k] })).join(t('bounds_sep'));
   }
 
   function draw(element) {
@@ -119,12 +130,12 @@ const StocklockCheck = (() => {
       : t('none', { states: v.states })));
     if (!steps.length) {
       parts.push(node('p', 'check-line', witness.length
-        ? t('witness', { property: v.witnessed, n: witness.length })
+        ? t('witness', { property: said(v, 'witnessed'), n: witness.length })
         : t('vacuous')));
     }
-    const verdict = node('p', 'check-verdict', t('verdict', { model: v.model, claim: v.claim }));
+    const verdict = node('p', 'check-verdict', t('verdict', { model: said(v, 'model'), claim: said(v, 'claim') }));
     if (!v.agrees) verdict.append(' · ', node('b', 'bad', t('disagrees')));
-    if (v.broken) verdict.append(' · ', t('breaks', { property: v.broken }));
+    if (v.broken) verdict.append(' · ', t('breaks', { property: said(v, 'broken') }));
     parts.push(verdict, node('p', 'check-bounds', t('bounds', { list: bounds(v.bounds) })));
     if (shown.length) {
       const drawing = node('div', 'check-timeline timeline');
@@ -133,7 +144,7 @@ const StocklockCheck = (() => {
       // it moves, not on every step.
       let clock = null;
       for (const step of shown) {
-        const li = node('li', null, step.text);
+        const li = node('li', null, said(step, 'text'));
         if (step.at !== clock) li.prepend(node('small', 'check-tick', `${t('tick', { at: step.at })} · `));
         clock = step.at;
         list.append(li);

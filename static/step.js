@@ -389,8 +389,10 @@ function render() {
       verdict.dataset.violation = String(v.violation);
       verdict.append(el('p', { class: v.violation ? 'bad' : 'good' }, t(v.violation ? 'violation' : 'safe', { ledger: StocklockPage.said(v, 'ledger') })));
       const compared = view.by_checker ? 'checker_played' : 'checker_breaks';
+      // The property in the page's language (the server says it in both).
+      const breaks = StocklockPage.lang() === 'zh' && v.checker_breaks_zh ? v.checker_breaks_zh : v.checker_breaks;
       verdict.append(el('p', { 'data-field': 'checker' }, v.checker_breaks
-        ? t(compared, { property: v.checker_breaks, steps: stepCount(v.checker_steps), taken: stepCount(view.steps.length) })
+        ? t(compared, { property: breaks, steps: stepCount(v.checker_steps), taken: stepCount(view.steps.length) })
         : t('checker_safe', { states: v.checker_states })));
       const par = parLine(v);
       if (par) verdict.append(el('p', { 'data-field': 'par', class: 'par' }, par));

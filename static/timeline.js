@@ -401,6 +401,8 @@
       kind: String(e.kind || 'event'),
       instance: e.instance === null || e.instance === undefined ? null : String(e.instance),
       detail: e.detail === null || e.detail === undefined ? '' : String(e.detail),
+      // The checker's drawings say each event in Chinese too.
+      detailZh: e.detail_zh ? String(e.detail_zh) : '',
     })).sort((a, b) => a.at - b.at);
     let extentLo = 0;
     let extentHi = to - from;
@@ -909,7 +911,8 @@
         const e = model.events[found.k];
         row(t('t_event'), e.kind);
         row(t('t_instance'), e.instance === null ? t('t_all') : e.instance);
-        if (e.detail) row(t('t_detail'), e.detail);
+        const detail = lang === 'zh' && e.detailZh ? e.detailZh : e.detail;
+        if (detail) row(t('t_detail'), detail);
         row(t('t_at'), formatAt(e.at));
       }
       tooltip.hidden = false;

@@ -71,12 +71,16 @@ pub fn timeline(verdict: &Verdict) -> Option<Timeline> {
     let mut events = Vec::new();
     for (k, action) in actions.iter().enumerate() {
         let (before, after, t) = (&worlds[k], &worlds[k + 1], at[k]);
-        let event = |kind: &str, who: Option<usize>| Event {
-            at_ns: t,
-            kind: kind.to_owned(),
-            instance: who.map(name),
-            sku: None,
-            detail: describe(&sale, before, *action, after),
+        let event = |kind: &str, who: Option<usize>| {
+            let said = describe(&sale, before, *action, after);
+            Event {
+                at_ns: t,
+                kind: kind.to_owned(),
+                instance: who.map(name),
+                sku: None,
+                detail: said.en,
+                detail_zh: Some(said.zh),
+            }
         };
         match *action {
             Action::Crash(n) => {

@@ -24,7 +24,9 @@
 //!   the bounds the command line may set.
 //! - [`report`]: the command's table, bounds and JSON.
 //! - [`draw`]: a counterexample (or a witness) as a timeline, drawn as a live run is.
-//! - `trace`: a schedule's steps in words; `sale`: the model's start and
+//! - `trace`: a schedule's steps in words (English and Chinese, each step
+//!   a [`crate::wire::Said`]); `words`: a verdict's summary and step count
+//!   in both; `sale`: the model's start and
 //!   the actions it may take; `faults`: what the faults and time do;
 //!   `memo`: each verdict computed once a process ([`warm`] computes them
 //!   ahead, on a thread of their own).
@@ -42,6 +44,7 @@ pub mod report;
 pub(crate) mod runs;
 mod sale;
 mod trace;
+mod words;
 
 use std::time::{Duration, Instant};
 
@@ -56,6 +59,7 @@ pub use property::{Property, holds};
 use protocol::Protocol;
 pub use report::CheckArgs;
 pub use trace::{describe, steps};
+pub use words::{VACUOUS_ZH, steps_in_words, steps_said};
 
 impl Model for Sale {
     type State = World;
@@ -97,6 +101,9 @@ pub struct Verdict {
     /// What the model shows, in the matrix's words, or `vacuous`: no
     /// schedule shows the verdict (not even a sale), which fails the cell.
     pub model: &'static str,
+    /// `claim` and `model` in Chinese.
+    pub claim_zh: &'static str,
+    pub model_zh: &'static str,
     pub agrees: bool,
     /// States the checker visited (distinct).
     pub states: usize,
@@ -104,12 +111,16 @@ pub struct Verdict {
     pub bounds: Bounds,
     /// The property a counterexample breaks, and its steps (shortest).
     pub broken: Option<Property>,
+    /// `broken`'s name in Chinese.
+    pub broken_zh: Option<&'static str>,
     pub trace: Vec<Step>,
     /// For a verdict no counterexample shows: the witness it rests on (a
     /// sale once the scenario's faults struck; another buyer's sale after
     /// a holder died; the whole stock sold; a sale after Redis or the nodes
     /// came back), and its steps.
     pub witnessed: Option<Property>,
+    /// `witnessed`'s name in Chinese.
+    pub witnessed_zh: Option<&'static str>,
     pub witness: Vec<Step>,
 }
 
@@ -120,8 +131,9 @@ pub const VACUOUS: &str = "vacuous";
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Step {
     pub action: Action,
-    /// What the step did, in words.
+    /// What the step did, in words, and in Chinese.
     pub text: String,
+    pub text_zh: String,
     /// The tick it happened at.
     pub at: u8,
 }
@@ -291,6 +303,7 @@ pub fn check_mutated(
     let by = |property| found.iter().find(|(sale, _)| sale.property == property);
     let concluded = conclude(bounds, protocol, by);
     let model = concluded.map_or(VACUOUS, |(behaviour, _, _)| behaviour.name());
+    let model_zh = concluded.map_or(VACUOUS_ZH, |(behaviour, _, _)| behaviour.name_zh());
     let (mut broken, mut trace, mut witnessed, mut witness) = (None, Vec::new(), None, Vec::new());
     if let Some((_, property, (sale, path))) = concluded {
         match property.is_witness() {
@@ -303,49 +316,22 @@ pub fn check_mutated(
         scenario: scenario.name(),
         claim: claim.behaviour.name(),
         model,
+        claim_zh: claim.behaviour.name_zh(),
+        model_zh,
         agrees: model == claim.behaviour.name(),
         states,
         millis: took.as_millis() as u64,
         bounds,
         broken,
+        broken_zh: broken.map(Property::name_zh),
         trace,
         witnessed,
+        witnessed_zh: witnessed.map(Property::name_zh),
         witness,
     })
 }
 
-/// `n` steps in words: "1 step", "14 steps".
-pub fn steps_in_words(n: usize) -> String {
-    match n {
-        1 => "1 step".to_owned(),
-        n => format!("{n} steps"),
-    }
-}
-
 impl Verdict {
-    /// The verdict in a few words, as the lab's report and the lessons
-    /// show it beside the live one: `oversells: counterexample in 14
-    /// steps`, `safe: no violation within bounds (812 states), witness in 6 steps`.
-    pub fn summary(&self) -> String {
-        match (self.broken, self.witnessed) {
-            (Some(_), _) => format!(
-                "{}: counterexample in {}",
-                self.model,
-                steps_in_words(self.trace.len())
-            ),
-            (None, Some(_)) => format!(
-                "{}: no violation within bounds ({} states), witness in {}",
-                self.model,
-                self.states,
-                steps_in_words(self.witness.len())
-            ),
-            (None, None) => format!(
-                "{}: no schedule shows a verdict within bounds ({} states)",
-                self.model, self.states
-            ),
-        }
-    }
-
     /// The schedule the verdict rests on: its counterexample, or its
     /// witness; and the property either shows.
     pub fn schedule(&self) -> Option<(Property, &[Step])> {
@@ -380,3 +366,5 @@ mod tests;
 mod two_stores_tests;
 #[cfg(test)]
 mod witness_tests;
+#[cfg(test)]
+mod zh_tests;

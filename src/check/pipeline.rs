@@ -16,6 +16,7 @@
 use super::model::{Action, Sale, World};
 use super::order::{Message, Order, OrderStep, Status};
 use super::protocol::Enqueue;
+use crate::wire::Said;
 
 impl Sale {
     /// Buyer `n` sold `unit`: its order, whose message the script added
@@ -188,60 +189,95 @@ pub fn lost(w: &World, o: &Order) -> bool {
 }
 
 /// What `step` did, in words.
-pub fn describe(before: &World, step: OrderStep, after: &World) -> String {
+pub fn describe(before: &World, step: OrderStep, after: &World) -> Said {
     let (was, now) = (&before.pipeline, &after.pipeline);
-    let sale = |s: u8| {
+    // Sale `s` said inside a sentence: `en` and `zh` are format strings
+    // whose `{}` is the sale ("A's order (unit 1)", "A 的订单(第 1 件)").
+    let of = |s: u8, en: &str, zh: &str| {
         let order = now.orders[usize::from(s)];
-        format!(
-            "{}'s order (unit {})",
-            char::from(b'A' + order.buyer),
-            order.unit
-        )
+        let (buyer, unit) = (char::from(b'A' + order.buyer), order.unit);
+        Said {
+            en: en.replace("{}", &format!("{buyer}'s order (unit {unit})")),
+            zh: zh.replace("{}", &format!("{buyer} 的订单(第 {unit} 件)")),
+        }
     };
     match step {
         OrderStep::Worker => match (was.worker, now.worker) {
             (None, Some((s, _))) => {
                 let claimed = was.orders[usize::from(s)].message == Message::Pending;
                 match claimed {
-                    true => format!("the worker claims {}, left pending", sale(s)),
-                    false => format!("the worker reads {} (XREADGROUP)", sale(s)),
+                    true => of(
+                        s,
+                        "the worker claims {}, left pending",
+                        "工作进程认领 {},它此前一直待处理",
+                    ),
+                    false => of(
+                        s,
+                        "the worker reads {} (XREADGROUP)",
+                        "工作进程读到 {}(XREADGROUP)",
+                    ),
                 }
             }
-            (Some((s, false)), None) => format!(
+            (Some((s, false)), None) => of(
+                s,
                 "the worker's insert of {} fails: PostgreSQL is down",
-                sale(s)
+                "工作进程插入 {} 失败:PostgreSQL 宕机了",
             ),
             (Some((s, false)), Some(_)) => {
                 let rows = now.orders[usize::from(s)].rows;
                 let written = was.orders[usize::from(s)].rows < rows;
                 match written {
-                    true => format!("the worker inserts {} and commits", sale(s)),
-                    false => format!(
+                    true => of(
+                        s,
+                        "the worker inserts {} and commits",
+                        "工作进程插入 {} 并提交",
+                    ),
+                    false => of(
+                        s,
                         "the worker's insert of {} finds its row: no change",
-                        sale(s)
+                        "工作进程插入 {} 时发现它的行已经在了:没有变化",
                     ),
                 }
             }
-            (Some((s, true)), _) => format!("the worker acks {} (XACK)", sale(s)),
-            (None, None) => "the worker finds nothing to read".to_owned(),
+            (Some((s, true)), _) => of(s, "the worker acks {} (XACK)", "工作进程确认 {}(XACK)"),
+            (None, None) => {
+                crate::said!("the worker finds nothing to read", "工作进程没有可读的消息")
+            }
         },
-        OrderStep::WorkerCrash => "the worker dies after its commit, before its XACK".to_owned(),
-        OrderStep::PostgresStop => "PostgreSQL stops".to_owned(),
-        OrderStep::PostgresStart => "PostgreSQL starts again".to_owned(),
-        OrderStep::Pay(s) => format!("{} is paid", sale(s)),
-        OrderStep::Expire(s) => format!("the expiry pass cancels {}, unpaid", sale(s)),
+        OrderStep::WorkerCrash => crate::said!(
+            "the worker dies after its commit, before its XACK",
+            "工作进程在提交之后、XACK 之前死掉"
+        ),
+        OrderStep::PostgresStop => crate::said!("PostgreSQL stops", "PostgreSQL 停止"),
+        OrderStep::PostgresStart => crate::said!("PostgreSQL starts again", "PostgreSQL 重新启动"),
+        OrderStep::Pay(s) => of(s, "{} is paid", "{} 已支付"),
+        OrderStep::Expire(s) => of(
+            s,
+            "the expiry pass cancels {}, unpaid",
+            "过期清理取消了未支付的 {}",
+        ),
         OrderStep::GiveBack(s) => {
             match now.orders[usize::from(s)].returns > was.orders[usize::from(s)].returns {
-                true => format!("the expiry pass gives back the unit of {}", sale(s)),
-                false => format!(
+                true => of(
+                    s,
+                    "the expiry pass gives back the unit of {}",
+                    "过期清理把 {} 的那一件还回库存",
+                ),
+                false => of(
+                    s,
                     "the expiry pass finds {} given back already: no change",
-                    sale(s)
+                    "过期清理发现 {} 已经还回:没有变化",
                 ),
             }
         }
-        OrderStep::Record(s) => format!("the expiry pass records {} given back", sale(s)),
-        OrderStep::DataLoss => {
-            "Redis restarts empty (the stream's messages with it); the SKU is reset".to_owned()
-        }
+        OrderStep::Record(s) => of(
+            s,
+            "the expiry pass records {} given back",
+            "过期清理记下 {} 已经还回",
+        ),
+        OrderStep::DataLoss => crate::said!(
+            "Redis restarts empty (the stream's messages with it); the SKU is reset",
+            "Redis 重启后数据全空(消息流里的消息也一起没了);这个 SKU 被重置"
+        ),
     }
 }

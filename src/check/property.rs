@@ -4,6 +4,7 @@
 
 use super::model::{self, Sale, World};
 use super::pipeline;
+use crate::wire::Said;
 
 /// What the checker looks for: properties that must hold in every state
 /// (a counterexample breaks one), and witnesses, states that must be
@@ -65,6 +66,48 @@ impl Property {
             Property::SellsAll => "the whole stock sold, each unit once",
         }
     }
+
+    /// The name in Chinese, for the pages ([`Property::name`]'s words).
+    pub fn name_zh(self) -> &'static str {
+        match self {
+            Property::Safety => "每件商品最多卖出一次",
+            Property::Stuck => "这个 SKU 仍然卖得出去",
+            Property::OwnLock => "释放锁时只释放自己的锁",
+            Property::OneSale => "每个请求 ID 只成交一次",
+            Property::OrderedOnce => "每笔成交一个订单,每件商品只还回一次",
+            Property::OrdersKept => "每笔成交都会生成它的订单",
+            Property::NoSaleWhileDown => "Redlock 没有多数节点在线时,什么都不卖",
+            Property::SoldOutBacked => "数据库还有库存时,不告诉任何买家已经卖完",
+            Property::Sells => "卖出一件商品",
+            Property::Frees => "持有者死后一个租约之内,另一个买家卖出",
+            Property::SilenceEnded => "数据库结束沉默持有者的会话之后,另一个买家卖出",
+            Property::SellsAll => "全部库存卖完,每件只卖一次",
+        }
+    }
+
+    /// The name in both languages.
+    pub fn said(self) -> Said {
+        Said {
+            en: self.name().to_owned(),
+            zh: self.name_zh().to_owned(),
+        }
+    }
+
+    /// Every property, in the order of the enum.
+    pub const ALL: [Property; 12] = [
+        Property::Safety,
+        Property::Stuck,
+        Property::OwnLock,
+        Property::OneSale,
+        Property::OrderedOnce,
+        Property::OrdersKept,
+        Property::NoSaleWhileDown,
+        Property::SoldOutBacked,
+        Property::Sells,
+        Property::Frees,
+        Property::SilenceEnded,
+        Property::SellsAll,
+    ];
 
     /// Whether it is a witness (a state to reach), not a property to keep.
     pub fn is_witness(self) -> bool {

@@ -25,6 +25,9 @@ pub struct Cell {
     /// few words; `None` where the checker has no model of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// `model` in Chinese, for the pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_zh: Option<String>,
     /// The history checker's verdict of what the cell's clients were told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<String>,
@@ -47,6 +50,7 @@ impl Cell {
             pass: judgement.observed == Observed::Seen(claim.behaviour),
             evidence: judgement.evidence,
             model: model.map(crate::check::Verdict::summary),
+            model_zh: model.map(crate::check::Verdict::summary_zh),
             history: None,
         }
     }

@@ -143,6 +143,7 @@ impl Driver {
                     checker_breaks: model
                         .as_ref()
                         .and_then(|m| m.broken.map(|p| p.name().to_owned())),
+                    checker_breaks_zh: model.as_ref().and_then(|m| m.broken_zh.map(str::to_owned)),
                     checker_states: model.as_ref().map_or(0, |m| m.states),
                     checker_steps: model.filter(|m| m.broken.is_some()).map(|m| m.trace.len()),
                     par,

@@ -152,6 +152,9 @@ pub struct StepVerdict {
     /// The property the checker's shortest counterexample of the cell
     /// breaks, and its steps; `None` where the checker finds none.
     pub checker_breaks: Option<String>,
+    /// `checker_breaks` in Chinese.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checker_breaks_zh: Option<String>,
     pub checker_steps: Option<usize>,
     /// The states the checker explored of the cell's model.
     #[serde(default)]

@@ -126,6 +126,10 @@ pub struct Event {
     /// The SKU it struck (`None`: every SKU).
     pub sku: Option<String>,
     pub detail: String,
+    /// `detail` in Chinese, where its maker says it in both (the
+    /// checker's drawings); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail_zh: Option<String>,
 }
 
 /// The host's real-time clock, in nanoseconds since the Unix epoch.
@@ -150,6 +154,7 @@ pub async fn event<C: ConnectionLike>(
         instance: instance.map(str::to_owned),
         sku: sku.map(str::to_owned),
         detail,
+        detail_zh: None,
     };
     let Ok(json) = serde_json::to_string(&event) else {
         return;

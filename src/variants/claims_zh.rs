@@ -13,10 +13,10 @@ impl Behaviour {
             Behaviour::Safe => "安全",
             Behaviour::Oversells => "超卖",
             Behaviour::Deadlock => "死锁",
-            Behaviour::Frees => "自行释放",
-            Behaviour::Recovers => "恢复",
-            Behaviour::KeepsSelling => "照常售卖",
-            Behaviour::Busy => "拒绝买家",
+            Behaviour::Frees => "锁会释放",
+            Behaviour::Recovers => "能恢复",
+            Behaviour::KeepsSelling => "照常卖出",
+            Behaviour::Busy => "忙",
             Behaviour::LosesUnits => "少卖",
         }
     }

@@ -42,6 +42,8 @@ const SHOWN: &str = "const el = document.querySelector(arguments[0]);
        states: el.dataset.states, line: el.querySelector('.check-line').textContent,
        bounds: el.querySelector('.check-bounds').textContent,
        list: [...el.querySelectorAll('.check-steps li')].map((li) => li.textContent),
+       verdict: el.querySelector('.check-verdict').textContent,
+       lines: [...el.querySelectorAll('.check-line')].map((p) => p.textContent),
        drawn: drawing ? drawing.dataset.drawn : null,
        sections: drawing ? drawing.dataset.sections : null};";
 
@@ -70,6 +72,72 @@ fn listed(steps: &[check::Step]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Steps as a Chinese page lists them: the server's Chinese of each.
+fn listed_zh(steps: &[check::Step]) -> Vec<String> {
+    let mut clock = None;
+    steps
+        .iter()
+        .map(|s| {
+            let moved = clock != Some(s.at);
+            clock = Some(s.at);
+            match moved {
+                true => format!("第 {} 拍 · {}", s.at, s.text_zh),
+                false => s.text_zh.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The checker's block at `at` shows `verdict` in Chinese: its steps, the
+/// model's and the claim's words, and the property it breaks or rests on,
+/// as the server says them; and no English word of the checker's in it.
+async fn shows_in_chinese(browser: &Browser, at: &str, verdict: &check::Verdict) {
+    let schedule = match verdict.broken {
+        Some(_) => &verdict.trace,
+        None => &verdict.witness,
+    };
+    let list = json!(listed_zh(schedule));
+    browser
+        .wait_until(&format!(
+            "JSON.stringify([...document.querySelectorAll('{at} .check-steps li')].map((li) => li.textContent)) === {}",
+            serde_json::to_string(&list.to_string()).unwrap()
+        ))
+        .await;
+    let shown = browser.run_with(SHOWN, json!([at])).await;
+    assert_eq!(shown["list"], list, "{shown}");
+    let said = shown["verdict"].as_str().unwrap();
+    assert!(
+        said.starts_with(&format!(
+            "模型:{} · 预期:{}",
+            verdict.model_zh, verdict.claim_zh
+        )),
+        "{shown}"
+    );
+    match (verdict.broken_zh, verdict.witnessed_zh) {
+        (Some(broken), _) => assert!(said.contains(&format!("“{broken}”")), "{shown}"),
+        (None, Some(witnessed)) => assert!(
+            shown["lines"]
+                .to_string()
+                .contains(&format!("“{witnessed}”")),
+            "{shown}"
+        ),
+        (None, None) => panic!("no schedule: {shown}"),
+    }
+    // Nothing English left in the block but identifiers and names.
+    let block = stocklock::wire::Said {
+        en: String::new(),
+        zh: [
+            &shown["list"],
+            &shown["lines"],
+            &shown["verdict"],
+            &shown["bounds"],
+        ]
+        .map(|v| v.to_string())
+        .join(" "),
+    };
+    assert_eq!(block.stray_english(&[]), Vec::<String>::new(), "{shown}");
 }
 
 fn texts(verdict: &check::Verdict) -> Vec<String> {
@@ -167,6 +235,14 @@ async fn a_lesson_step_shows_the_checkers_verdict_and_draws_its_trace() {
         line.as_str().unwrap().contains("没有任何调度顺序"),
         "{line}"
     );
+    // The checker's own words too: the server's Chinese of each.
+    shows_in_chinese(&browser, field, &fenced).await;
+    shows_in_chinese(
+        &browser,
+        "[data-step=setnx-crash] [data-field=model]",
+        &crash,
+    )
+    .await;
     browser
         .run("document.querySelector('[data-step=setnx-crash] [data-field=model]').scrollIntoView(); return true")
         .await;
@@ -198,7 +274,8 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
         "setnx",
         json!([
             {"scenario": "crash-after-acquire", "variant": "setnx", "expected": "deadlock",
-             "observed": "deadlock", "pass": true, "evidence": "a lock with no TTL", "model": crash.summary()},
+             "observed": "deadlock", "pass": true, "evidence": "a lock with no TTL", "model": crash.summary(),
+             "model_zh": crash.summary_zh()},
             {"scenario": "redis-failover", "variant": "setnx", "expected": "oversells",
              "observed": "oversells", "pass": true, "evidence": "two holders"},
         ]),
@@ -270,6 +347,30 @@ async fn a_cards_scenarios_show_the_model_beside_the_live_verdict_and_open_its_t
         bounds.contains("1 crash, orders through the stream, the worker and PostgreSQL"),
         "{shown}"
     );
+
+    // 中文: the model's line in the server's Chinese (a record without it
+    // keeps its English), and the opened traces' steps, property and words.
+    browser.click("#lang").await;
+    shows_in_chinese(
+        &browser,
+        "[data-variant=setnx] [data-field=model-view]",
+        &crash,
+    )
+    .await;
+    shows_in_chinese(&browser, &format!("{card} [data-field=model-view]"), &lost).await;
+    let lines = browser
+        .run(&format!(
+            "return [...document.querySelectorAll('{cells}')].map((c) => c.querySelector('[data-field=model]').textContent)"
+        ))
+        .await;
+    assert!(
+        lines[0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(" · 模型:{}", crash.summary_zh())),
+        "{lines}"
+    );
+    assert_eq!(lines[1], " · 模型:无(只有实验)", "{lines}");
     browser.screenshot("dashboard-check.png").await;
     browser.quit().await;
     tasks.iter().for_each(|t| t.abort());

@@ -4,6 +4,7 @@
 
 use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -60,7 +61,7 @@ impl Steps for Pc {
         }
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         match self {
             Pc::Acquire => section::says_taken(before, after, n),
             pc => section::says(sale, pc.at(), before, after, n),

@@ -4,6 +4,7 @@
 
 use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -55,9 +56,9 @@ impl Steps for Pc {
         }
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         match self {
-            Pc::Enter => "goes in (no lock)".to_owned(),
+            Pc::Enter => crate::said!("goes in (no lock)", "进入临界区(没有锁)"),
             pc => section::says(sale, pc.at(), before, after, n),
         }
     }

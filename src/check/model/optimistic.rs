@@ -15,6 +15,7 @@
 
 use super::steps::{Steps, answer_first};
 use super::{At, Sale, World};
+use crate::wire::Said;
 
 /// How many times a buyer reads and tries to write before it gives up:
 /// the code's (`pg-optimistic`'s `TRIES`).
@@ -92,32 +93,54 @@ impl Steps for Pc {
         }
     }
 
-    fn says(self, _: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, _: &Sale, before: &World, after: &World, n: u8) -> Said {
         let i = usize::from(n);
         let next = after.buyers[i].pc;
         match self {
             Pc::Answered | Pc::Retry if next == Pc::Done.into() => {
-                "asks the database for its id's answer: answered from its record".to_owned()
+                crate::said!(
+                    "asks the database for its id's answer: answered from its record",
+                    "向数据库查询它的 ID 的答复:按记录答复"
+                )
             }
-            Pc::Answered => "asks the database for its id's answer: none yet".to_owned(),
-            Pc::Retry => "asks again with its request id: none recorded".to_owned(),
-            Pc::Read if next == Pc::Done.into() => "reads: none left, sold out".to_owned(),
-            Pc::Read => format!(
+            Pc::Answered => crate::said!(
+                "asks the database for its id's answer: none yet",
+                "向数据库查询它的 ID 的答复:还没有"
+            ),
+            Pc::Retry => crate::said!(
+                "asks again with its request id: none recorded",
+                "用它的请求 ID 再问一次:没有记录"
+            ),
+            Pc::Read if next == Pc::Done.into() => {
+                crate::said!("reads: none left, sold out", "读取:没有剩余,已经卖完")
+            }
+            Pc::Read => crate::said!(
                 "reads stock {} and its version (try {} of {TRIES})",
+                "读到库存 {} 和它的版本号(第 {} 次尝试,最多 {TRIES} 次)";
                 after.buyers[i].read, after.buyers[i].tries
             ),
-            Pc::Work => "ends its work".to_owned(),
+            Pc::Work => crate::said!("ends its work", "完成业务处理"),
             Pc::Write if after.sold != before.sold => {
-                format!("writes: sells unit {}", before.buyers[i].read)
+                let unit = before.buyers[i].read;
+                crate::said!("writes: sells unit {unit}", "写入:卖出第 {unit} 件")
             }
             Pc::Write if next == Pc::Read.into() => {
-                "writes: no row, the version moved; reads again".to_owned()
+                crate::said!(
+                    "writes: no row, the version moved; reads again",
+                    "写入:没有行被更新,版本号变了;重新读"
+                )
             }
             Pc::Write if before.buyers[i].read != before.stock => {
-                format!("writes: no row, the version moved; gives up after {TRIES} tries (busy)")
+                crate::said!(
+                    "writes: no row, the version moved; gives up after {TRIES} tries (busy)",
+                    "写入:没有行被更新,版本号变了;{TRIES} 次尝试后放弃(忙)"
+                )
             }
-            Pc::Write => "writes: refused, its id was answered by another attempt".to_owned(),
-            Pc::Done => "is done".to_owned(),
+            Pc::Write => crate::said!(
+                "writes: refused, its id was answered by another attempt",
+                "写入:被拒绝,它的 ID 已由另一次尝试答复"
+            ),
+            Pc::Done => crate::said!("is done", "结束"),
         }
     }
 }

@@ -9,6 +9,7 @@ use super::{
     setnx_expiry, token, transaction, update,
 };
 use crate::check::protocol::Program;
+use crate::wire::Said;
 
 /// A buyer's program counter, in its variant's protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,11 +98,11 @@ impl Pc {
         each!(self, p => p.renewing())
     }
 
-    pub fn moment(self) -> &'static str {
+    pub fn moment(self) -> Said {
         each!(self, p => p.moment())
     }
 
-    pub fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    pub fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         each!(self, p => p.says(sale, before, after, n))
     }
 

@@ -20,6 +20,7 @@
 
 use super::steps::{Steps, answer_first};
 use super::{At, Sale, World};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -124,54 +125,98 @@ impl Steps for Pc {
         }
     }
 
-    fn moment(self) -> &'static str {
+    fn moment(self) -> Said {
         match self {
-            Pc::Read(true) | Pc::Work(true) | Pc::Write(true) => {
-                "between its Redis unit and its write"
-            }
+            Pc::Read(true) | Pc::Work(true) | Pc::Write(true) => crate::said!(
+                "between its Redis unit and its write",
+                "在 Redis 里扣下一件之后、写数据库之前"
+            ),
             pc => pc.at().moment(),
         }
     }
 
-    fn says(self, _: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, _: &Sale, before: &World, after: &World, n: u8) -> Said {
         let i = usize::from(n);
         let next = after.buyers[i].pc;
         let redis = after.redis_stock;
         match self {
             Pc::Answered | Pc::Retry if next == Pc::Done.into() => {
-                "asks the database for its id's answer: answered from its record".to_owned()
+                crate::said!(
+                    "asks the database for its id's answer: answered from its record",
+                    "向数据库查询它的 ID 的答复:按记录答复"
+                )
             }
-            Pc::Answered => "asks the database for its id's answer: none yet".to_owned(),
-            Pc::Retry => "asks again with its request id: none recorded".to_owned(),
+            Pc::Answered => crate::said!(
+                "asks the database for its id's answer: none yet",
+                "向数据库查询它的 ID 的答复:还没有"
+            ),
+            Pc::Retry => crate::said!(
+                "asks again with its request id: none recorded",
+                "用它的请求 ID 再问一次:没有记录"
+            ),
             Pc::Take if after.redis_stock < before.redis_stock => {
-                format!("takes a unit in Redis (Redis has {redis} left)")
+                crate::said!(
+                    "takes a unit in Redis (Redis has {redis} left)",
+                    "在 Redis 里扣下一件(Redis 还剩 {redis} 件)"
+                )
             }
             Pc::Take if next == Pc::Done.into() => {
-                "is turned away by Redis: told sold out on Redis's word".to_owned()
+                crate::said!(
+                    "is turned away by Redis: told sold out on Redis's word",
+                    "被 Redis 拒绝:只凭 Redis 的说法就被告知已经卖完"
+                )
             }
-            Pc::Take => "is turned away by Redis: the database answers".to_owned(),
-            Pc::TurnedAway | Pc::Read(_) if next == Pc::Done.into() => format!(
-                "reads the database: none left, told sold out{}",
-                match self {
-                    Pc::Read(true) => " (its Redis unit stays taken)",
-                    _ => "",
-                }
+            Pc::Take => crate::said!(
+                "is turned away by Redis: the database answers",
+                "被 Redis 拒绝:由数据库来答复"
             ),
-            Pc::TurnedAway => format!(
+            Pc::TurnedAway | Pc::Read(_) if next == Pc::Done.into() => {
+                let told = crate::said!(
+                    "reads the database: none left, told sold out",
+                    "读数据库:没有剩余,被告知已经卖完"
+                );
+                match self {
+                    Pc::Read(true) => told.then(
+                        &Said::default(),
+                        &crate::said!(
+                            " (its Redis unit stays taken)",
+                            "(它在 Redis 里扣下的那一件仍被占着)"
+                        ),
+                    ),
+                    _ => told,
+                }
+            }
+            Pc::TurnedAway => crate::said!(
                 "reads the database: {} left, it buys there with no Redis unit",
+                "读数据库:还剩 {} 件,它不经 Redis 直接在数据库里买";
                 after.stock
             ),
-            Pc::Read(_) => format!("reads stock {} and its version", after.buyers[i].read),
-            Pc::Work(_) => "ends its work".to_owned(),
-            Pc::Write(_) if after.sold != before.sold => {
-                format!("writes: sells unit {}", before.buyers[i].read)
-            }
+            Pc::Read(_) => crate::said!(
+                "reads stock {} and its version",
+                "读到库存 {} 和它的版本号";
+                after.buyers[i].read
+            ),
+            Pc::Work(_) => crate::said!("ends its work", "完成业务处理"),
+            Pc::Write(_) if after.sold != before.sold => crate::said!(
+                "writes: sells unit {}",
+                "写入:卖出第 {} 件";
+                before.buyers[i].read
+            ),
             Pc::Write(_) if matches!(next, super::Pc::RedisThenPg(Pc::Read(_))) => {
-                "writes: refused, the version moved; reads again".to_owned()
+                crate::said!(
+                    "writes: refused, the version moved; reads again",
+                    "写入:被拒绝,版本号变了;重新读"
+                )
             }
-            Pc::Write(_) => "writes: refused, its id was answered by another attempt".to_owned(),
-            Pc::GiveBack => format!("gives its unit back to Redis (Redis has {redis} left)"),
-            Pc::Done => "is done".to_owned(),
+            Pc::Write(_) => crate::said!(
+                "writes: refused, its id was answered by another attempt",
+                "写入:被拒绝,它的 ID 已由另一次尝试答复"
+            ),
+            Pc::GiveBack => crate::said!(
+                "gives its unit back to Redis (Redis has {redis} left)",
+                "把扣下的那一件还给 Redis(Redis 还剩 {redis} 件)"
+            ),
+            Pc::Done => crate::said!("is done", "结束"),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use super::steps::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -95,7 +96,7 @@ impl Steps for Pc {
         matches!(self, Pc::Read | Pc::Work | Pc::Check | Pc::Write)
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         let (was, now) = (
             &before.buyers[usize::from(n)],
             &after.buyers[usize::from(n)],
@@ -106,20 +107,29 @@ impl Steps for Pc {
                     Pc::Acquire => 0,
                     _ => was.asked,
                 };
-                let said = match now.votes & (1 << k) {
-                    0 => "is refused by",
-                    _ => "gets",
-                };
-                format!("{said} node {}", k + 1)
+                let k = k + 1;
+                match now.votes & (1 << (k - 1)) {
+                    0 => crate::said!("is refused by node {k}", "被节点 {k} 拒绝"),
+                    _ => crate::said!("gets node {k}", "拿到节点 {k} 的票"),
+                }
             }
             Pc::Count if now.pc.at() == At::Read => {
-                format!("holds a majority ({} nodes)", was.votes.count_ones())
+                let votes = was.votes.count_ones();
+                crate::said!(
+                    "holds a majority ({votes} nodes)",
+                    "拿到多数票({votes} 个节点)"
+                )
             }
             Pc::Count if was.votes.count_ones() as u8 >= sale.majority() => {
-                "counts a majority, but its round outlived the lease: lets go, tries again"
-                    .to_owned()
+                crate::said!(
+                    "counts a majority, but its round outlived the lease: lets go, tries again",
+                    "数到多数票,但这一轮用的时间超过了租约:放弃锁,重试"
+                )
             }
-            Pc::Count => "has no majority: lets go, tries again".to_owned(),
+            Pc::Count => crate::said!(
+                "has no majority: lets go, tries again",
+                "没有拿到多数票:放弃锁,重试"
+            ),
             pc => section::says(sale, pc.at(), before, after, n),
         }
     }

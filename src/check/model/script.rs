@@ -8,6 +8,7 @@
 use super::steps::Steps;
 use super::{At, Sale, World};
 use crate::check::protocol::Enqueue;
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -57,27 +58,36 @@ impl Steps for Pc {
         }
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         match self {
             Pc::Script => {
                 let in_script = sale.bounds.orders.is_some()
                     && sale.protocol.enqueue == Enqueue::InScript
                     && sold(before, after, n);
-                let order = match in_script {
-                    true => " (its order's message in it)",
-                    false => "",
+                let result = says_result(sale, before, n, after);
+                let said = Said {
+                    en: format!("{} in one script", result.en),
+                    zh: format!("在一个脚本里{}", result.zh),
                 };
-                format!(
-                    "{} in one script{order}",
-                    says_result(sale, before, n, after)
-                )
+                match in_script {
+                    true => said.then(
+                        &Said::default(),
+                        &crate::said!(" (its order's message in it)", "(订单消息也在这个脚本里)"),
+                    ),
+                    false => said,
+                }
             }
-            Pc::Enqueue => "adds its order's message (XADD)".to_owned(),
-            Pc::Retry => format!(
-                "asks again with its request id: {}",
-                says_result(sale, before, n, after)
-            ),
-            Pc::Done => "is done".to_owned(),
+            Pc::Enqueue => {
+                crate::said!("adds its order's message (XADD)", "添加它的订单消息(XADD)")
+            }
+            Pc::Retry => {
+                let result = says_result(sale, before, n, after);
+                Said {
+                    en: format!("asks again with its request id: {}", result.en),
+                    zh: format!("用它的请求 ID 再问一次:{}", result.zh),
+                }
+            }
+            Pc::Done => crate::said!("is done", "结束"),
         }
     }
 }
@@ -167,15 +177,19 @@ pub fn sold(before: &World, after: &World, n: u8) -> bool {
 
 /// What buyer `n`'s script did: sold, answered from its id's record, or
 /// found the SKU sold out.
-pub fn says_result(sale: &Sale, before: &World, n: u8, after: &World) -> String {
+pub fn says_result(sale: &Sale, before: &World, n: u8, after: &World) -> Said {
     let recorded = sale
         .script_id(n)
         .is_some_and(|id| before.answered & (1 << id) != 0);
     if sold(before, after, n) {
-        format!("sells unit {}", after.buyers[usize::from(n)].read)
+        let unit = after.buyers[usize::from(n)].read;
+        crate::said!("sells unit {unit}", "卖出第 {unit} 件")
     } else if recorded {
-        "its id has a record: answered from it, nothing sold".to_owned()
+        crate::said!(
+            "its id has a record: answered from it, nothing sold",
+            "它的 ID 有记录:按记录答复,什么都没卖"
+        )
     } else {
-        "finds it sold out".to_owned()
+        crate::said!("finds it sold out", "发现已经卖完")
     }
 }

@@ -6,6 +6,7 @@
 
 use super::{At, LockKey, Request, Sale, World};
 use crate::check::protocol::Fence;
+use crate::wire::Said;
 
 impl Sale {
     /// Claims the request id (the lock variants' first command when every
@@ -241,56 +242,94 @@ impl Sale {
 
 /// A shared step in words: buyer `n`'s step from `at`, between `before`
 /// and `after`.
-pub(super) fn says(sale: &Sale, at: At, before: &World, after: &World, n: u8) -> String {
+pub(super) fn says(sale: &Sale, at: At, before: &World, after: &World, n: u8) -> Said {
     let i = usize::from(n);
     let (was, now) = (&before.buyers[i], &after.buyers[i]);
     let next = now.pc.at();
+    let (read, unit) = (now.read, was.read);
     match at {
-        At::Claim if next == At::Done => "finds the id claimed or answered: no sale".to_owned(),
-        At::Claim if matches!(before.request, Request::Pending(..)) => {
-            "takes over the request id's expired claim".to_owned()
+        At::Claim if next == At::Done => crate::said!(
+            "finds the id claimed or answered: no sale",
+            "发现这个 ID 已被占用或已有答复:不卖"
+        ),
+        At::Claim if matches!(before.request, Request::Pending(..)) => crate::said!(
+            "takes over the request id's expired claim",
+            "接管请求 ID 已过期的占用"
+        ),
+        At::Claim => crate::said!("claims the request id", "占用请求 ID"),
+        At::Read if next == At::Work => crate::said!("reads stock {read}", "读到库存 {read}"),
+        At::Read => crate::said!("is refused or finds it sold out", "被拒绝,或发现已经卖完"),
+        At::Work => crate::said!("ends its work", "完成业务处理"),
+        At::Check if next == At::Write => {
+            crate::said!(
+                "hears from its watchdog: still held",
+                "收到看门狗的消息:锁还在"
+            )
         }
-        At::Claim => "claims the request id".to_owned(),
-        At::Read if next == At::Work => format!("reads stock {}", now.read),
-        At::Read => "is refused or finds it sold out".to_owned(),
-        At::Work => "ends its work".to_owned(),
-        At::Check if next == At::Write => "hears from its watchdog: still held".to_owned(),
-        At::Check if was.lost => "hears from its watchdog: lock lost, no write".to_owned(),
-        At::Check => "is past its local deadline (no renewal for a lease): no write".to_owned(),
-        At::Write if after.sold != before.sold => format!("writes: sells unit {}", was.read),
-        At::Write if was.read_epoch != before.epoch => {
-            "writes: refused, its read came before the SKU's reset".to_owned()
+        At::Check if was.lost => crate::said!(
+            "hears from its watchdog: lock lost, no write",
+            "收到看门狗的消息:锁已丢失,不写"
+        ),
+        At::Check => crate::said!(
+            "is past its local deadline (no renewal for a lease): no write",
+            "已过本地截止时间(一个租约内没有续约):不写"
+        ),
+        At::Write if after.sold != before.sold => {
+            crate::said!("writes: sells unit {unit}", "写入:卖出第 {unit} 件")
         }
+        At::Write if was.read_epoch != before.epoch => crate::said!(
+            "writes: refused, its read came before the SKU's reset",
+            "写入:被拒绝,它读库存是在 SKU 重置之前"
+        ),
         At::Write
             if sale.claims_ids() && !matches!(before.request, Request::Pending(m, _) if m == n) =>
         {
-            "writes: refused, its request id's claim was taken over".to_owned()
+            crate::said!(
+                "writes: refused, its request id's claim was taken over",
+                "写入:被拒绝,它对请求 ID 的占用已被接管"
+            )
         }
-        At::Write => "writes with a stale token: refused".to_owned(),
-        At::Release => "releases".to_owned(),
-        At::Done => "is done".to_owned(),
-        _ => format!("moves on ({})", at.moment()),
+        At::Write => crate::said!(
+            "writes with a stale token: refused",
+            "用过期的 token 写入:被拒绝"
+        ),
+        At::Release => crate::said!("releases", "释放锁"),
+        At::Done => crate::said!("is done", "结束"),
+        _ => {
+            let moment = at.moment();
+            Said {
+                en: format!("moves on ({})", moment.en),
+                zh: format!("继续({})", moment.zh),
+            }
+        }
     }
 }
 
 /// A lock taken, in words: with its fencing token if it got one, or
 /// found taken (busy).
-pub(super) fn says_taken(before: &World, after: &World, n: u8) -> String {
+pub(super) fn says_taken(before: &World, after: &World, n: u8) -> Said {
     let i = usize::from(n);
     let (was, now) = (&before.buyers[i], &after.buyers[i]);
-    if now.token > was.token {
-        format!("takes the lock with fencing token {}", now.token)
+    let token = now.token;
+    if token > was.token {
+        crate::said!(
+            "takes the lock with fencing token {token}",
+            "拿到锁,fencing token 为 {token}"
+        )
     } else if after.lock != before.lock || now.holds_mutex {
-        "takes the lock".to_owned()
+        crate::said!("takes the lock", "拿到锁")
     } else {
-        "finds the lock taken: busy".to_owned()
+        crate::said!("finds the lock taken: busy", "发现锁已被占用:忙")
     }
 }
 
 /// A `WAIT 1` in words.
-pub(super) fn says_wait(after: &World, n: u8) -> String {
+pub(super) fn says_wait(after: &World, n: u8) -> Said {
     match after.buyers[usize::from(n)].pc.at() {
-        At::Read => "WAIT: a replica has the lock".to_owned(),
-        _ => "WAIT: no replica has the lock, lets it go: busy".to_owned(),
+        At::Read => crate::said!("WAIT: a replica has the lock", "WAIT:一个副本已有这把锁"),
+        _ => crate::said!(
+            "WAIT: no replica has the lock, lets it go: busy",
+            "WAIT:没有副本有这把锁,放弃它:忙"
+        ),
     }
 }

@@ -4,6 +4,7 @@
 
 use super::steps::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -74,17 +75,17 @@ impl Steps for Pc {
         }
     }
 
-    fn moment(self) -> &'static str {
+    fn moment(self) -> Said {
         match self {
-            Pc::Expire => "between SETNX and EXPIRE",
+            Pc::Expire => crate::said!("between SETNX and EXPIRE", "在 SETNX 与 EXPIRE 之间"),
             pc => pc.at().moment(),
         }
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         match self {
             Pc::Acquire => section::says_taken(before, after, n),
-            Pc::Expire => "sets the lock's TTL (EXPIRE)".to_owned(),
+            Pc::Expire => crate::said!("sets the lock's TTL (EXPIRE)", "设置锁的 TTL(EXPIRE)"),
             pc => section::says(sale, pc.at(), before, after, n),
         }
     }

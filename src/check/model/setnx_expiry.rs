@@ -6,6 +6,7 @@
 
 use super::steps::{Steps, claim_first};
 use super::{At, LockKey, Sale, World, section};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -98,17 +99,27 @@ impl Steps for Pc {
         }
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         let next = after.buyers[usize::from(n)].pc;
         match self {
-            Pc::Acquire if next == Pc::ReadExpiry.into() => "finds the lock taken".to_owned(),
+            Pc::Acquire if next == Pc::ReadExpiry.into() => {
+                crate::said!("finds the lock taken", "发现锁已被占用")
+            }
             Pc::Acquire => section::says_taken(before, after, n),
             Pc::ReadExpiry if next == Pc::TakeOver.into() => {
-                "reads an expiry time that has passed by its clock".to_owned()
+                crate::said!(
+                    "reads an expiry time that has passed by its clock",
+                    "读到一个按它的时钟已经过去的过期时刻"
+                )
             }
-            Pc::ReadExpiry => "reads a live expiry time: busy".to_owned(),
-            Pc::TakeOver if next == Pc::Read.into() => "takes the lock over (GETSET)".to_owned(),
-            Pc::TakeOver => "loses the GETSET race: busy".to_owned(),
+            Pc::ReadExpiry => crate::said!(
+                "reads a live expiry time: busy",
+                "读到一个还没到的过期时刻:忙"
+            ),
+            Pc::TakeOver if next == Pc::Read.into() => {
+                crate::said!("takes the lock over (GETSET)", "接管这把锁(GETSET)")
+            }
+            Pc::TakeOver => crate::said!("loses the GETSET race: busy", "GETSET 抢输了:忙"),
             pc => section::says(sale, pc.at(), before, after, n),
         }
     }

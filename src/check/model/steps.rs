@@ -5,6 +5,7 @@
 //! where a buyer is.
 
 use super::{Sale, World};
+use crate::wire::Said;
 
 /// What a protocol's program says of its steps.
 pub(super) trait Steps: Copy {
@@ -23,11 +24,11 @@ pub(super) trait Steps: Copy {
         false
     }
     /// Where the buyer is, in a few words (where a freeze finds it).
-    fn moment(self) -> &'static str {
+    fn moment(self) -> Said {
         self.at().moment()
     }
     /// What buyer `n`'s step from `self` did, between `before` and `after`.
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String;
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said;
 }
 
 /// Where a lock variant's buyer starts: claiming its request id first
@@ -80,16 +81,16 @@ pub enum At {
 
 impl At {
     /// Where a buyer here is, in a few words.
-    pub fn moment(self) -> &'static str {
+    pub fn moment(self) -> Said {
         match self {
-            At::Round => "in the middle of its round of votes",
-            At::Taking => "while taking an expired lock over",
-            At::Read => "before its read",
-            At::Work => "in its business work",
-            At::Check => "before its watchdog's word",
-            At::Write => "before its write",
-            At::Release => "before its release",
-            _ => "in its section",
+            At::Round => crate::said!("in the middle of its round of votes", "在它一轮投票的中途"),
+            At::Taking => crate::said!("while taking an expired lock over", "正在接管一把过期的锁"),
+            At::Read => crate::said!("before its read", "在读库存之前"),
+            At::Work => crate::said!("in its business work", "在业务处理中"),
+            At::Check => crate::said!("before its watchdog's word", "在听到看门狗的消息之前"),
+            At::Write => crate::said!("before its write", "在写库存之前"),
+            At::Release => crate::said!("before its release", "在释放锁之前"),
+            _ => crate::said!("in its section", "在临界区内"),
         }
     }
 

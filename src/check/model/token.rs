@@ -6,6 +6,7 @@
 
 use super::steps::{Steps, claim_first};
 use super::{At, Sale, World, section};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -68,14 +69,14 @@ impl Steps for Pc {
         }
     }
 
-    fn moment(self) -> &'static str {
+    fn moment(self) -> Said {
         match self {
-            Pc::WaitReplica => "before its WAIT",
+            Pc::WaitReplica => crate::said!("before its WAIT", "在 WAIT 之前"),
             pc => pc.at().moment(),
         }
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         match self {
             Pc::Acquire => section::says_taken(before, after, n),
             Pc::WaitReplica => section::says_wait(after, n),

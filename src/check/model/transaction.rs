@@ -20,6 +20,7 @@
 
 use super::steps::{Steps, answer_first};
 use super::{At, Sale, World, section};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -112,34 +113,49 @@ impl Steps for Pc {
         }
     }
 
-    fn moment(self) -> &'static str {
+    fn moment(self) -> Said {
         match self {
-            Pc::Commit => "before its write and commit",
+            Pc::Commit => crate::said!("before its write and commit", "在写入并提交之前"),
             pc => pc.at().moment(),
         }
     }
 
-    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, sale: &Sale, before: &World, after: &World, n: u8) -> Said {
         match self {
             Pc::Acquire if after.buyers[usize::from(n)].pc == before.buyers[usize::from(n)].pc => {
-                "finds its holder silent past its lease: the database ended that session, the lock is free"
-                    .to_owned()
+                crate::said!(
+                    "finds its holder silent past its lease: the database ended that session, the lock is free",
+                    "发现持有者沉默超过了租约:数据库结束了那个会话,锁空出来了"
+                )
             }
             Pc::Acquire => section::says_taken(before, after, n),
             Pc::Answered | Pc::Retry if after.buyers[usize::from(n)].pc == Pc::Done.into() => {
-                "asks the database for its id's answer: answered from its record".to_owned()
+                crate::said!(
+                    "asks the database for its id's answer: answered from its record",
+                    "向数据库查询它的 ID 的答复:按记录答复"
+                )
             }
-            Pc::Answered => "asks the database for its id's answer: none yet".to_owned(),
+            Pc::Answered => crate::said!(
+                "asks the database for its id's answer: none yet",
+                "向数据库查询它的 ID 的答复:还没有"
+            ),
             Pc::Retry => {
-                "asks again with its request id: none recorded, it starts again".to_owned()
+                crate::said!(
+                    "asks again with its request id: none recorded, it starts again",
+                    "用它的请求 ID 再问一次:没有记录,从头开始"
+                )
             }
             Pc::Commit if before.buyers[usize::from(n)].lost => {
-                "writes: refused, the database ended its session while it was silent (lock_lost)"
-                    .to_owned()
+                crate::said!(
+                    "writes: refused, the database ended its session while it was silent (lock_lost)",
+                    "写入:被拒绝,它沉默期间数据库结束了它的会话(lock_lost)"
+                )
             }
             Pc::Commit if after.sold == before.sold && sale.id_recorded(before, n) => {
-                "commits: refused by its id's key (another attempt committed first), rolled back"
-                    .to_owned()
+                crate::said!(
+                    "commits: refused by its id's key (another attempt committed first), rolled back",
+                    "提交:被它的 ID 的唯一键拒绝(另一次尝试先提交了),回滚"
+                )
             }
             pc => section::says(sale, pc.at(), before, after, n),
         }

@@ -13,6 +13,7 @@
 
 use super::steps::{Steps, answer_first};
 use super::{At, Sale, World};
+use crate::wire::Said;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pc {
@@ -64,31 +65,52 @@ impl Steps for Pc {
         }
     }
 
-    fn moment(self) -> &'static str {
+    fn moment(self) -> Said {
         match self {
-            Pc::Sell => "before its UPDATE",
+            Pc::Sell => crate::said!("before its UPDATE", "在 UPDATE 之前"),
             pc => pc.at().moment(),
         }
     }
 
-    fn says(self, _: &Sale, before: &World, after: &World, n: u8) -> String {
+    fn says(self, _: &Sale, before: &World, after: &World, n: u8) -> Said {
         let next = after.buyers[usize::from(n)].pc;
         match self {
             Pc::Answered | Pc::Retry if next == Pc::Done.into() => {
-                "asks the database for its id's answer: answered from its record".to_owned()
+                crate::said!(
+                    "asks the database for its id's answer: answered from its record",
+                    "向数据库查询它的 ID 的答复:按记录答复"
+                )
             }
-            Pc::Answered => "asks the database for its id's answer: none yet".to_owned(),
-            Pc::Retry => "asks again with its request id: none recorded".to_owned(),
-            Pc::Sell if after.sold != before.sold => format!(
+            Pc::Answered => crate::said!(
+                "asks the database for its id's answer: none yet",
+                "向数据库查询它的 ID 的答复:还没有"
+            ),
+            Pc::Retry => crate::said!(
+                "asks again with its request id: none recorded",
+                "用它的请求 ID 再问一次:没有记录"
+            ),
+            Pc::Sell if after.sold != before.sold => crate::said!(
                 "UPDATE ... WHERE remaining > 0: sells unit {}",
+                "UPDATE ... WHERE remaining > 0:卖出第 {} 件";
                 after.buyers[usize::from(n)].read
             ),
             Pc::Sell if next == Pc::Done.into() => {
-                "UPDATE: refused whole, its id was answered by another attempt".to_owned()
+                crate::said!(
+                    "UPDATE: refused whole, its id was answered by another attempt",
+                    "UPDATE:整条被拒绝,它的 ID 已由另一次尝试答复"
+                )
             }
-            Pc::Sell => "UPDATE ... WHERE remaining > 0: no row, none left".to_owned(),
-            Pc::SoldOut => "records its id's answer: sold out".to_owned(),
-            Pc::Done => "is done".to_owned(),
+            Pc::Sell => crate::said!(
+                "UPDATE ... WHERE remaining > 0: no row, none left",
+                "UPDATE ... WHERE remaining > 0:没有行被更新,没有剩余"
+            ),
+            Pc::SoldOut => {
+                crate::said!(
+                    "records its id's answer: sold out",
+                    "记下它的 ID 的答复:已经卖完"
+                )
+            }
+            Pc::Done => crate::said!("is done", "结束"),
         }
     }
 }

@@ -257,6 +257,7 @@ fn cell(scenario: &str, variant: &str, observed: &str, pass: bool) -> Cell {
         pass,
         evidence: String::new(),
         model: None,
+        model_zh: None,
         history: None,
     }
 }
