@@ -367,7 +367,7 @@ function modelOf(variant, cell) {
   line.dataset.field = 'model';
   // The checker's verdict in the page's language (a record from before
   // the server said it in Chinese has only the English).
-  const said = StocklockPage.lang() === 'zh' && cell.model_zh ? cell.model_zh : cell.model;
+  const said = StocklockPage.said(cell, 'model');
   line.textContent = ` · ${cell.model ? t('model', { verdict: said }) : t('no_model')}`;
   if (!cell.model || typeof StocklockCheck === 'undefined') return [line];
   const key = `${variant}/${cell.scenario}`;
@@ -425,9 +425,11 @@ function renderLab(card, lab) {
       mark.title = t(cell.pass ? 'as_predicted' : 'not_predicted');
       const head = document.createElement('b');
       head.className = `observed ${observedClass(cell.observed)}`;
-      head.textContent = `${cell.scenario}: ${cell.observed}`;
+      // The server says each in both languages (`observed_zh`, ...).
+      const said = (key) => StocklockPage.said(cell, key);
+      head.textContent = `${cell.scenario}: ${said('observed')}`;
       const rest = document.createElement('small');
-      rest.textContent = ` (${t('expected_short')} ${cell.expected}) ${cell.evidence}`;
+      StocklockPage.setText(rest, ` (${t('expected_short')} ${said('expected')}) ${said('evidence')}`);
       const [model, view] = modelOf(card.dataset.variant, cell);
       line.dataset.model = cell.model || '';
       line.append(mark, head, model, rest);

@@ -396,8 +396,8 @@ function render() {
         : t('checker_safe', { states: v.checker_states })));
       const par = parLine(v);
       if (par) verdict.append(el('p', { 'data-field': 'par', class: 'par' }, par));
-      verdict.append(el('p', { 'data-field': 'history' }, t('history', { verdict: v.history })));
-      if (v.disagreement) verdict.append(el('p', { class: 'bad' }, t('disagreement', { why: v.disagreement })));
+      verdict.append(el('p', { 'data-field': 'history' }, t('history', { verdict: StocklockPage.said(v, 'history') })));
+      if (v.disagreement) verdict.append(el('p', { class: 'bad' }, t('disagreement', { why: StocklockPage.said(v, 'disagreement') })));
     }
   }
   document.getElementById('shortest-progress').textContent = view.shortest

@@ -77,8 +77,10 @@ pub struct Schedule {
     pub violation: bool,
     /// The history checker's verdict of what the schedule's buyers were told.
     pub history: String,
+    pub history_zh: String,
     /// Set when it and the ledger's verdict disagree on safety.
     pub disagreement: Option<String>,
+    pub disagreement_zh: Option<String>,
     /// The history itself, JSON Lines (`stocklock history check`'s
     /// format), its SKU named by the schedule's run.
     #[serde(skip)]

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::history::{self, Recorder, Verdict};
+use crate::wire::Said;
 
 /// Time the checker has for the schedule's SKU.
 const PER_SKU: Duration = Duration::from_secs(30);
@@ -19,34 +20,53 @@ const PER_SKU: Duration = Duration::from_secs(30);
 pub(super) fn opinion(
     recorder: &Recorder,
     (oversold, undersells): (bool, bool),
-) -> (String, Option<String>) {
+) -> (Said, Option<Said>) {
     let histories = match recorder.histories() {
         Ok(histories) => histories,
-        Err(bad) => return (format!("unreadable: {bad}"), Some(format!("{bad}"))),
+        Err(bad) => {
+            return (
+                crate::said!("unreadable: {bad}", "无法读取:{bad}"),
+                Some(crate::said!("{bad}", "{bad}")),
+            );
+        }
     };
     let report = history::check(&histories, PER_SKU);
     let worst = report.worst();
-    let why = report.worst_why();
+    let why = report.worst_why_said();
+    let verdict = Said {
+        en: worst.as_str().to_owned(),
+        zh: worst.as_zh().to_owned(),
+    };
     let summary = match worst {
-        Verdict::Linearizable => worst.as_str().to_owned(),
-        _ => format!("{}: {why}", worst.as_str()),
+        Verdict::Linearizable => verdict,
+        _ => crate::said_of!("{}: {}", "{}:{}"; verdict, why),
     };
     let disagreement = match (worst, oversold) {
-        (Verdict::Undecided, _) => Some("the history checker could not decide in time".to_owned()),
-        (Verdict::Unsafe, false) => Some(format!(
+        (Verdict::Undecided, _) => Some(crate::said!(
+            "the history checker could not decide in time",
+            "历史检查器没能在限定时间内作出判定"
+        )),
+        (Verdict::Unsafe, false) => Some(crate::said_of!(
             "the ledger shows no unit sold twice, but the buyers' own answers fit no \
-             stock ({why}): the ledger's judge missed it"
+             stock ({}): the ledger's judge missed it",
+            "账本上没有哪件被卖了两次,但买家自己收到的回答与任何库存都对不上({}):账本的判定漏掉了它";
+            why
         )),
-        (Verdict::NotLinearizable, false) if !undersells => Some(format!(
-            "a buyer was told sold out while stock remained ({why}), which the cell's \
-             claim does not admit: the ledger's judge does not look at what buyers were told"
+        (Verdict::NotLinearizable, false) if !undersells => Some(crate::said_of!(
+            "a buyer was told sold out while stock remained ({}), which the cell's \
+             claim does not admit: the ledger's judge does not look at what buyers were told",
+            "还有库存时有买家被告知售罄({}),而这个格子的结论不允许这样:账本的判定不看买家被告知了什么";
+            why
         )),
-        (Verdict::Linearizable | Verdict::NotLinearizable, true) => Some(
+        (Verdict::Linearizable | Verdict::NotLinearizable, true) => Some(crate::said!(
             "the ledger shows a unit sold twice, but every answer fits one stock: \
-             the ledger counted a sale no buyer was told of"
-                .to_owned(),
-        ),
-        _ if histories.is_empty() => Some("nothing was recorded of the schedule".to_owned()),
+             the ledger counted a sale no buyer was told of",
+            "账本上有一件被卖了两次,但每个回答都与同一份库存相符:账本记下了一笔没有买家被告知的销售"
+        )),
+        _ if histories.is_empty() => Some(crate::said!(
+            "nothing was recorded of the schedule",
+            "这个调度什么也没有记录下来"
+        )),
         _ => None,
     };
     (summary, disagreement)
@@ -70,10 +90,11 @@ mod tests {
             recorder.told(call, recorder.client(), None, Told::Sold(2));
         }
         let (summary, disagreement) = opinion(&recorder, (false, false));
-        assert!(summary.starts_with("unsafe: "), "{summary}");
+        assert!(summary.en.starts_with("unsafe: "), "{summary}");
         assert!(
             disagreement
                 .unwrap()
+                .en
                 .contains("the ledger's judge missed it"),
             "{summary}"
         );
@@ -88,10 +109,12 @@ mod tests {
         silenced.told(call, silenced.client(), None, Told::Sold(2));
         let call = silenced.call("x");
         silenced.told(call, silenced.client(), None, Told::Nothing);
+        let (summary, disagreement) = opinion(&silenced, (false, false));
         assert_eq!(
-            opinion(&silenced, (false, false)),
-            ("linearizable".to_owned(), None)
+            (summary.en.as_str(), summary.zh.as_str()),
+            ("linearizable", "可线性化")
         );
+        assert_eq!(disagreement, None);
     }
 
     /// A buyer told sold out with a unit left: a disagreement unless the
@@ -106,10 +129,12 @@ mod tests {
         recorder.told(call, recorder.client(), None, Told::SoldOut);
         recorder.read("x", recorder.now(), 1);
         let (summary, disagreement) = opinion(&recorder, (false, false));
-        assert!(summary.starts_with("not_linearizable: "), "{summary}");
+        assert!(summary.en.starts_with("not_linearizable: "), "{summary}");
+        assert!(summary.zh.starts_with("不可线性化:"), "{}", summary.zh);
         assert!(
             disagreement
                 .unwrap()
+                .en
                 .starts_with("a buyer was told sold out while stock remained"),
             "{summary}"
         );

@@ -12,6 +12,7 @@ use nix::sys::signal::Signal;
 use super::stack::Stack;
 use crate::os::signal;
 use crate::up::sentinel;
+use crate::wire::Said;
 
 /// How long a failover may take before whoever waits for it gives up.
 pub const PROMOTION_TIMEOUT: Duration = Duration::from_secs(20);
@@ -56,23 +57,27 @@ pub async fn serving_again(
     }
 }
 
-/// The etcd member that leads now: its name and pid.
-pub async fn etcd_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
+/// The etcd member that leads now: its name, for people, and pid.
+pub async fn etcd_leader(stack: &Stack) -> anyhow::Result<(Said, u32)> {
     let urls: Vec<String> = stack.etcd_members.iter().map(|m| m.url.clone()).collect();
     let index = crate::up::etcd::leader(&urls).await?;
     let member = &stack.etcd_members[index];
-    Ok((format!("etcd leader (member {})", index + 1), member.pid))
+    let n = index + 1;
+    let name = crate::said!("etcd leader (member {n})", "etcd 领导者(成员 {n})");
+    Ok((name, member.pid))
 }
 
-/// The ZooKeeper server that leads now: its name and pid.
-pub async fn zookeeper_leader(stack: &Stack) -> anyhow::Result<(String, u32)> {
+/// The ZooKeeper server that leads now: its name, for people, and pid.
+pub async fn zookeeper_leader(stack: &Stack) -> anyhow::Result<(Said, u32)> {
     for (index, server) in stack.zookeeper.iter().enumerate() {
         let port = server.port().context("a ZooKeeper server's port")?;
         if crate::up::zookeeper::mode_at(port).await.as_deref() == Some("leader") {
-            return Ok((
-                format!("ZooKeeper leader (server {})", index + 1),
-                server.pid,
-            ));
+            let n = index + 1;
+            let name = crate::said!(
+                "ZooKeeper leader (server {n})",
+                "ZooKeeper 领导者(服务器 {n})"
+            );
+            return Ok((name, server.pid));
         }
     }
     bail!("no ZooKeeper server says it leads")

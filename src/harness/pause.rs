@@ -71,9 +71,10 @@ pub async fn pause_redis(
     let deadline = Instant::now() + PAUSE_TIMEOUT;
     while probe.ping(PAUSED_AFTER).await? {
         if Instant::now() > deadline {
-            let why = format!(
-                "Redis kept answering {} s after DEBUG SLEEP",
-                PAUSE_TIMEOUT.as_secs()
+            let secs = PAUSE_TIMEOUT.as_secs();
+            let why = crate::said!(
+                "Redis kept answering {secs} s after DEBUG SLEEP",
+                "DEBUG SLEEP 之后 {secs} s,Redis 仍在应答"
             );
             return Ok((Err(why), probe));
         }

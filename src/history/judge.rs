@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::wire::Said;
+
 use super::op::{Outcome, SkuHistory};
 use super::search::{Found, search};
 use super::spec::Effect;
@@ -43,6 +45,16 @@ impl Verdict {
             Verdict::Unsafe => "unsafe",
         }
     }
+
+    /// The verdict in Chinese, for the pages.
+    pub fn as_zh(self) -> &'static str {
+        match self {
+            Verdict::Linearizable => "可线性化",
+            Verdict::NotLinearizable => "不可线性化",
+            Verdict::Undecided => "未能判定",
+            Verdict::Unsafe => "不安全",
+        }
+    }
 }
 
 /// What the checker decided of one SKU.
@@ -52,6 +64,8 @@ pub struct Decision {
     pub ops: usize,
     pub verdict: Verdict,
     pub why: String,
+    /// The same, in Chinese.
+    pub why_zh: String,
     /// The smallest set of operations that cannot be ordered (indices into
     /// the SKU's operations), empty when linearizable.
     #[serde(skip)]
@@ -76,15 +90,16 @@ pub fn decide(history: &SkuHistory, budget: Duration) -> Decision {
         ops: history.ops.len(),
         verdict: Verdict::Linearizable,
         why: String::new(),
+        why_zh: String::new(),
         culprits: Vec::new(),
         lines: Vec::new(),
         impossible_at: None,
         smallest: true,
         elapsed_ms: 0,
     };
-    let done = |mut d: Decision, verdict: Verdict, why: String, culprits: Vec<usize>| {
+    let done = |mut d: Decision, verdict: Verdict, why: Said, culprits: Vec<usize>| {
         d.verdict = verdict;
-        d.why = why;
+        (d.why, d.why_zh) = (why.en, why.zh);
         d.lines = culprits.iter().map(|&i| history.lines[i]).collect();
         d.impossible_at = culprits.iter().filter_map(|&i| history.ops[i].ret).max();
         d.culprits = culprits;
@@ -94,12 +109,17 @@ pub fn decide(history: &SkuHistory, budget: Duration) -> Decision {
     let strict = match steps(history, Reading::Strict) {
         Ok(steps) => steps,
         Err(two) => {
-            let why = format!(
-                "request id {:?} was answered {} and then {}",
-                two.id,
-                describe(history, two.ops[0]),
-                describe(history, two.ops[1])
+            let id = &two.id;
+            let (a, b) = (describe(history, two.ops[0]), describe(history, two.ops[1]));
+            let why = crate::said!(
+                "request id {id:?} was answered {} and then {}",
+                "请求 id {id:?} 先得到 {},后又得到 {}";
+                a.en, b.en
             );
+            let why = Said {
+                zh: format!("请求 id {id:?} 先得到 {},后又得到 {}", a.zh, b.zh),
+                ..why
+            };
             return done(decision, Verdict::Unsafe, why, two.ops.to_vec());
         }
     };
@@ -109,9 +129,10 @@ pub fn decide(history: &SkuHistory, budget: Duration) -> Decision {
     let half = started + budget / 2;
     match search(history.initial, &strict, half) {
         Found::Ordered => {
-            let why = format!(
-                "every answer has its place in one order (steps: {})",
-                strict.len()
+            let steps = strict.len();
+            let why = crate::said!(
+                "every answer has its place in one order (steps: {steps})",
+                "每个回答都能排进同一个顺序(步数:{steps})"
             );
             return done(decision, Verdict::Linearizable, why, Vec::new());
         }
@@ -126,35 +147,39 @@ pub fn decide(history: &SkuHistory, budget: Duration) -> Decision {
     };
     let (culprits, smallest) = smallest_set(history.initial, shown, deadline);
     decision.smallest = smallest;
-    let set = culprits
-        .iter()
-        .map(|&i| describe(history, i))
-        .collect::<Vec<_>>()
-        .join("; ");
+    let described: Vec<Said> = culprits.iter().map(|&i| describe(history, i)).collect();
+    let set = Said::join(&described, &crate::said!("; ", ";"));
+    let (en, zh) = (&set.en, &set.zh);
     let why = match verdict {
-        Verdict::NotLinearizable => format!(
+        Verdict::NotLinearizable => crate::said!(
             "a buyer was told sold_out while stock remained: these cannot be ordered \
-             unless a sold_out says nothing: {set}"
+             unless a sold_out says nothing: {en}",
+            "还有库存时却有买家被告知 sold_out:除非 sold_out 什么也不说明,否则这些操作排不出顺序:{zh}"
         ),
-        _ => format!("no order of these exists, whatever sold_out means: {set}"),
+        _ => crate::said!(
+            "no order of these exists, whatever sold_out means: {en}",
+            "无论 sold_out 表示什么,这些操作都排不出顺序:{zh}"
+        ),
     };
     done(decision, verdict, why, culprits)
 }
 
 fn undecided(mut decision: Decision, budget: Duration, started: Instant) -> Decision {
     decision.verdict = Verdict::Undecided;
-    decision.why = format!(
-        "no order was found and not every way was tried within {} s: nothing is known \
+    let seconds = budget.as_secs_f64();
+    let why = crate::said!(
+        "no order was found and not every way was tried within {seconds} s: nothing is known \
          (give it more time with --timeout-s)",
-        budget.as_secs_f64()
+        "{seconds} 秒内没有找到顺序,也没有试完所有排法:什么也不能断定(用 --timeout-s 给它更多时间)"
     );
+    (decision.why, decision.why_zh) = (why.en, why.zh);
     decision.elapsed_ms = started.elapsed().as_millis() as u64;
     decision
 }
 
 /// What needs no search: a unit sold more often than it came back, a unit
 /// never stocked, more sales than units.
-fn plainly_unsafe(history: &SkuHistory, steps: &[Step]) -> Option<(String, Vec<usize>)> {
+fn plainly_unsafe(history: &SkuHistory, steps: &[Step]) -> Option<(Said, Vec<usize>)> {
     let initial = history.initial;
     let first_op = |s: &Step| {
         s.ops
@@ -172,7 +197,10 @@ fn plainly_unsafe(history: &SkuHistory, steps: &[Step]) -> Option<(String, Vec<u
         if let Effect::Take(u) = sale.effect
             && !(1..=initial).contains(&u)
         {
-            let why = format!("unit {u} was sold, but the stock was units 1..={initial}");
+            let why = crate::said!(
+                "unit {u} was sold, but the stock was units 1..={initial}",
+                "卖出了第 {u} 件,但库存只有第 1..={initial} 件"
+            );
             return Some((why, vec![first_op(sale)]));
         }
     }
@@ -184,7 +212,11 @@ fn plainly_unsafe(history: &SkuHistory, steps: &[Step]) -> Option<(String, Vec<u
     }
     for (u, sold) in &by_unit {
         if sold.len() > 1 + gives(*u) {
-            let why = format!("unit {u} was sold {} times", sold.len());
+            let times = sold.len();
+            let why = crate::said!(
+                "unit {u} was sold {times} times",
+                "第 {u} 件被卖出了 {times} 次"
+            );
             return Some((why, sold.iter().take(2).map(|s| first_op(s)).collect()));
         }
     }
@@ -193,9 +225,10 @@ fn plainly_unsafe(history: &SkuHistory, steps: &[Step]) -> Option<(String, Vec<u
         .filter(|s| matches!(s.effect, Effect::Give(_)))
         .count();
     if sales.len() > initial as usize + given {
-        let why = format!(
-            "{} units were sold of {initial} stocked ({given} given back)",
-            sales.len()
+        let sold = sales.len();
+        let why = crate::said!(
+            "{sold} units were sold of {initial} stocked ({given} given back)",
+            "库存 {initial} 件却卖出了 {sold} 件(退回 {given} 件)"
         );
         return Some((why, sales.iter().map(|s| first_op(s)).collect()));
     }
@@ -257,22 +290,32 @@ fn smallest_set(initial: u32, steps: &[Step], deadline: Instant) -> (Vec<usize>,
 }
 
 /// One operation, for a sentence: `line 7: client 3 (id r1) sold unit 2 [100, 250]`.
-pub(super) fn describe(history: &SkuHistory, i: usize) -> String {
+pub(super) fn describe(history: &SkuHistory, i: usize) -> Said {
     let op = &history.ops[i];
+    let (unit, left) = (
+        op.unit.unwrap_or_default(),
+        op.remaining.unwrap_or_default(),
+    );
     let what = match op.outcome {
-        Outcome::Sold => format!("sold unit {}", op.unit.unwrap_or_default()),
-        Outcome::Returned => format!("returned unit {}", op.unit.unwrap_or_default()),
-        Outcome::Read => format!("read {} left", op.remaining.unwrap_or_default()),
-        other => other.as_str().to_owned(),
+        Outcome::Sold => crate::said!("sold unit {unit}", "卖出第 {unit} 件"),
+        Outcome::Returned => crate::said!("returned unit {unit}", "退回第 {unit} 件"),
+        Outcome::Read => crate::said!("read {left} left", "读到剩 {left} 件"),
+        Outcome::SoldOut => crate::said!("sold_out", "被告知售罄"),
+        Outcome::Busy => crate::said!("busy", "被拒绝"),
+        Outcome::Unknown => crate::said!("unknown", "结果未知"),
     };
     let id = op
         .id
         .as_deref()
         .map(|id| format!(" (id {id})"))
         .unwrap_or_default();
-    let ret = op.ret.map_or("no answer".to_owned(), |r| r.to_string());
-    format!(
-        "line {}: client {}{id} {what} [{}, {ret}]",
-        history.lines[i], op.client, op.call
+    let (line, client, call) = (history.lines[i], op.client, op.call);
+    let ret = op.ret.map_or(crate::said!("no answer", "无应答"), |r| {
+        Said::same(r.to_string())
+    });
+    let (what_en, what_zh, ret_en, ret_zh) = (&what.en, &what.zh, &ret.en, &ret.zh);
+    crate::said!(
+        "line {line}: client {client}{id} {what_en} [{call}, {ret_en}]",
+        "第 {line} 行:客户端 {client}{id} {what_zh} [{call}, {ret_zh}]"
     )
 }

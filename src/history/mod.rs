@@ -88,10 +88,18 @@ impl Report {
     /// Why the history is as bad as it is: the first SKU with the worst
     /// verdict's reason (empty when there is no SKU).
     pub fn worst_why(&self) -> String {
+        self.worst_why_said().en
+    }
+
+    /// [`Report::worst_why`] in both languages.
+    pub fn worst_why_said(&self) -> crate::wire::Said {
         let worst = self.worst();
         (self.skus.iter())
             .find(|d| d.verdict == worst)
-            .map_or_else(String::new, |d| d.why.clone())
+            .map_or_else(Default::default, |d| crate::wire::Said {
+                en: d.why.clone(),
+                zh: d.why_zh.clone(),
+            })
     }
 
     /// The exit status `history check` documents.

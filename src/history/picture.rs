@@ -92,7 +92,7 @@ fn section(html: &mut String, history: &SkuHistory, decision: &Decision) {
             Outcome::Returned => "#9b59b6",
             Outcome::Busy => "#ccc",
         };
-        let label = describe(history, i);
+        let label = describe(history, i).en;
         let _ = writeln!(
             html,
             "<g><title>{}</title><rect x={x0:.1} y={y:.1} width={:.1} height={:.1} \
@@ -117,7 +117,7 @@ fn section(html: &mut String, history: &SkuHistory, decision: &Decision) {
     }
     html.push_str("</svg>\n<ul>\n");
     for &i in &ops {
-        let _ = writeln!(html, "<li>{}</li>", escape(&describe(history, i)));
+        let _ = writeln!(html, "<li>{}</li>", escape(&describe(history, i).en));
     }
     html.push_str("</ul>\n");
 }

@@ -6,9 +6,11 @@
 use std::time::Duration;
 
 use super::doubt::{decide, resolve};
-use super::{Doubted, Judgement, Ledger, Observed, Reply};
+use super::{Doubted, Judgement, Ledger, Observed, said_of};
 use crate::pgstock::both::BothBooks;
+use crate::said;
 use crate::variants::Behaviour;
+use crate::wire::Said;
 
 /// What `postgres-restart` saw of a variant whose stock PostgreSQL keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,7 +24,7 @@ pub struct DatabaseCrash {
     pub open: i64,
     /// PostgreSQL started again: its new pid, and how long after the kill
     /// `up` said so; why not, if it did not.
-    pub restarted: Result<(u32, Duration), String>,
+    pub restarted: Result<(u32, Duration), Said>,
     /// Every buyer, the held one among them, with its retries.
     pub buyers: Vec<Doubted>,
     /// The SKU's books (the database's) once every retry was answered.
@@ -39,37 +41,47 @@ pub struct DatabaseCrash {
 pub fn database_crash(c: &DatabaseCrash) -> Judgement {
     let r = resolve(&c.buyers, &c.ledger, |first| !first.is_final());
     let held = c.buyers.iter().find(|b| b.id == c.held);
-    let evidence = format!(
-        "{}'s commit answer lost; PostgreSQL killed (postmaster and backends, {} transactions open) with {} held before its write{}; \
-         {} buyers with request ids, {} without a final answer at first; {}; {}",
-        c.cut,
-        c.open,
-        c.held,
-        match &c.restarted {
-            Ok((pid, after)) => format!(
-                ", started again as pid {pid} {:.2} s later",
-                after.as_secs_f64()
-            ),
-            Err(why) => format!(" ({why})"),
-        },
-        c.buyers.len(),
-        r.in_doubt,
+    let again = match &c.restarted {
+        Ok((pid, after)) => {
+            let after = after.as_secs_f64();
+            said!(
+                ", started again as pid {pid} {after:.2} s later",
+                ",{after:.2} s 后重新启动,PID {pid}"
+            )
+        }
+        Err(why) => said_of!(" ({})", "({})"; why),
+    };
+    let (cut, open, held_id) = (&c.cut, c.open, &c.held);
+    let (buyers, in_doubt) = (c.buyers.len(), r.in_doubt);
+    let evidence = said_of!(
+        "{cut}'s commit answer lost; PostgreSQL killed (postmaster and backends, {open} transactions open) with {held_id} held before its write{}; \
+         {buyers} buyers with request ids, {in_doubt} without a final answer at first; {}; {}{}",
+        "{cut} 的提交应答丢失;PostgreSQL 被杀死(主进程和所有后端进程,{open} 个事务未结束),此时 {held_id} 被挡在写入之前{};\
+         {buyers} 个带 request_id 的买家,起初 {in_doubt} 个没有得到最终应答;{};{}{}";
+        again,
         r.said,
-        c.ledger,
-    ) + &both_said(c.both.as_ref());
+        c.ledger.said(),
+        both_said(c.both.as_ref())
+    );
     if let Err(why) = &c.restarted {
         return Judgement::inconclusive(why, evidence);
     }
     let Some(cut) = c.buyers.iter().find(|b| b.id == c.cut && b.first.unknown) else {
-        let why = format!("{}'s commit answer was not lost", c.cut);
+        let why = said!(
+            "{cut}'s commit answer was not lost",
+            "{cut} 的提交应答没有丢失"
+        );
         return Judgement::inconclusive(&why, evidence);
     };
     match held {
-        None => return Judgement::inconclusive("no held buyer", evidence),
+        None => {
+            return Judgement::inconclusive(&said!("no held buyer", "没有被挡住的买家"), evidence);
+        }
         Some(b) if b.first.is_final() => {
-            let why = format!(
+            let why = said_of!(
                 "the held buyer's attempt outlived the crash ({})",
-                b.first.answer()
+                "被挡住的买家的尝试在崩溃后依然存活({})";
+                b.first.answer_said()
             );
             return Judgement::inconclusive(&why, evidence);
         }
@@ -81,6 +93,18 @@ pub fn database_crash(c: &DatabaseCrash) -> Judgement {
     apart(c.both.as_ref(), decide(&r, &c.ledger, evidence))
 }
 
+/// A piece of SQL with its keywords in capitals (`insert into stock_sales`:
+/// `INSERT INTO stock_sales`), as the Chinese shows it: the same SQL.
+fn sql_in_capitals(sql: &str) -> String {
+    sql.split(' ')
+        .map(|word| match word.contains('_') {
+            true => word.to_owned(),
+            false => word.to_uppercase(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Whether a buyer whose commit surely ran (its answer lost after the
 /// server answered) was sold a unit anew on retry: its id has two sales.
 fn sold_anew(b: &Doubted) -> bool {
@@ -89,22 +113,21 @@ fn sold_anew(b: &Doubted) -> bool {
 }
 
 /// The two books in words, when the variant keeps both.
-fn both_said(both: Option<&BothBooks>) -> String {
+fn both_said(both: Option<&BothBooks>) -> Said {
     let Some(b) = both else {
-        return String::new();
+        return Said::default();
     };
-    format!(
-        "; drained until sold out: Redis {} left, {} sold, {} given back; the database {} left, {} sold: {}",
-        b.redis_remaining,
-        b.redis_sold,
-        b.redis_returned,
-        b.pg_remaining,
-        b.pg_sold,
-        if b.agree {
-            "both books agree".to_owned()
-        } else {
-            b.verdict()
-        }
+    let verdict = if b.agree {
+        said!("both books agree", "两本账一致")
+    } else {
+        b.verdict_said()
+    };
+    let (redis, sold, back) = (b.redis_remaining, b.redis_sold, b.redis_returned);
+    let (pg, pg_sold) = (b.pg_remaining, b.pg_sold);
+    said_of!(
+        "; drained until sold out: Redis {redis} left, {sold} sold, {back} given back; the database {pg} left, {pg_sold} sold: {}",
+        ";一直卖到售罄:Redis 剩 {redis},卖出 {sold},退回 {back};数据库剩 {pg},卖出 {pg_sold}:{}";
+        verdict
     )
 }
 
@@ -116,9 +139,11 @@ fn both_said(both: Option<&BothBooks>) -> String {
 fn apart(both: Option<&BothBooks>, judged: Judgement) -> Judgement {
     match both {
         Some(b) if judged.observed == Observed::Seen(Behaviour::Safe) && b.pg_remaining > 0 => {
-            let evidence = format!(
-                "{}; a buyer was told sold out with {} unit(s) left in the database",
-                judged.evidence, b.pg_remaining
+            let left = b.pg_remaining;
+            let evidence = said_of!(
+                "{}; a buyer was told sold out with {left} unit(s) left in the database",
+                "{};数据库里还剩 {left} 件时,有买家被告知售罄";
+                judged.evidence
             );
             Judgement::seen(Behaviour::LosesUnits, evidence)
         }
@@ -152,30 +177,38 @@ pub struct LostAnswer {
 pub fn commit_answer_lost(l: &LostAnswer) -> Judgement {
     let r = resolve(&l.buyers, &l.ledger, |first| !first.is_final());
     let armed = l.buyers.iter().find(|b| b.id == l.armed);
-    let evidence = format!(
-        "the answer of {}'s statement with {:?} lost on its way back ({}); {} buyers with request ids; {}; {}",
-        l.armed,
-        l.sql,
-        match armed {
-            Some(b) => format!(
-                "told {}, then {}",
-                b.first.answer(),
-                b.resolved()
-                    .map_or("no final answer".to_owned(), Reply::answer)
-            ),
-            None => "no such buyer".to_owned(),
-        },
-        l.buyers.len(),
+    let told = match armed {
+        Some(b) => {
+            let then = match b.resolved() {
+                Some(reply) => reply.answer_said(),
+                None => said!("no final answer", "没有最终应答"),
+            };
+            said_of!("told {}, then {}", "先被告知 {},然后 {}"; b.first.answer_said(), then)
+        }
+        None => said!("no such buyer", "没有这个买家"),
+    };
+    let (name, buyers) = (&l.armed, l.buyers.len());
+    let sql = Said {
+        en: format!("{:?}", l.sql),
+        zh: format!("{:?}", sql_in_capitals(l.sql)),
+    };
+    let evidence = said_of!(
+        "the answer of {name}'s statement with {} lost on its way back ({}); {buyers} buyers with request ids; {}; {}{}",
+        "{name} 含 {} 的语句的应答在返回途中丢失({});{buyers} 个带 request_id 的买家;{};{}{}";
+        sql,
+        told,
         r.said,
-        l.ledger,
-    ) + &both_said(l.both.as_ref());
+        l.ledger.said(),
+        both_said(l.both.as_ref())
+    );
     let Some(armed) = armed else {
-        return Judgement::inconclusive("no armed buyer", evidence);
+        return Judgement::inconclusive(&said!("no armed buyer", "没有设置好故障的买家"), evidence);
     };
     if !armed.first.unknown {
-        let why = format!(
+        let why = said_of!(
             "the armed cut did not strike (the buyer was told {})",
-            armed.first.answer()
+            "预设的切断没有生效(买家被告知 {})";
+            armed.first.answer_said()
         );
         return Judgement::inconclusive(&why, evidence);
     }

@@ -6,8 +6,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::{Check, Judgement, Ledger, Observed, Reply};
+use super::{Check, Judgement, Ledger, Observed, Reply, said_of};
+use crate::said;
 use crate::variants::Behaviour;
+use crate::wire::Said;
 
 /// One buyer of `redis-pause`: its request id, its answer while Redis was
 /// paused, and its retries once Redis answered again.
@@ -51,7 +53,7 @@ pub(super) struct Resolution<'a> {
     pub(super) units: usize,
     pub(super) recorded: i64,
     /// The numbers in words, for the evidence.
-    pub(super) said: String,
+    pub(super) said: Said,
 }
 
 pub(super) fn resolve<'a>(
@@ -76,18 +78,20 @@ pub(super) fn resolve<'a>(
     let units: BTreeSet<i64> = told_sold.iter().filter_map(|r| r.unit).collect();
     let told = told_sold.len() as i64;
     let recorded = ledger.state.sold;
-    let said = format!(
-        "on retry {replayed} replayed their record and {decided} were decided anew, {} unresolved{}; \
-         {told} told sold, {} distinct units, {recorded} sales recorded \
-         (the ledger counted {} unknown, {} replays)",
-        unresolved.len(),
-        match unresolved.first() {
-            Some(id) => format!(" (e.g. {id})"),
-            None => String::new(),
-        },
-        units.len(),
-        ledger.state.unknown,
-        ledger.state.replays,
+    let example = match unresolved.first() {
+        Some(id) => said!(" (e.g. {id})", "(例如 {id})"),
+        None => Said::default(),
+    };
+    let (open, distinct) = (unresolved.len(), units.len());
+    let (unknown, replays) = (ledger.state.unknown, ledger.state.replays);
+    let said = said_of!(
+        "on retry {replayed} replayed their record and {decided} were decided anew, {open} unresolved{}; \
+         {told} told sold, {distinct} distinct units, {recorded} sales recorded \
+         (the ledger counted {unknown} unknown, {replays} replays)",
+        "重试时 {replayed} 个重放了自己的记录,{decided} 个被重新判定,{open} 个仍未解决{};\
+         {told} 个被告知已售出,涉及 {distinct} 件不同的库存,记录了 {recorded} 笔销售\
+         (账本计有 {unknown} 个结果未知、{replays} 次重放)";
+        example
     );
     Resolution {
         in_doubt: in_doubt.len(),
@@ -103,7 +107,7 @@ pub(super) fn resolve<'a>(
 /// a unit told to two buyers or a sale told and never recorded
 /// (oversells), an id never resolved (stuck), a recorded sale nobody was
 /// told of (loses units), or safe.
-pub(super) fn decide(r: &Resolution<'_>, ledger: &Ledger, evidence: String) -> Judgement {
+pub(super) fn decide(r: &Resolution<'_>, ledger: &Ledger, evidence: Said) -> Judgement {
     if let Some(failure) = ledger.failure() {
         return Judgement::new(failure, evidence);
     }
@@ -127,23 +131,32 @@ pub(super) fn decide(r: &Resolution<'_>, ledger: &Ledger, evidence: String) -> J
 pub fn redis_pause(p: &RedisPause) -> Judgement {
     let r = resolve(&p.buyers, &p.ledger, |first| first.unknown);
     let answering = p.ledger.answering();
-    let evidence = format!(
-        "Redis paused {:.1} s mid-sale, {} buyers with request ids: {} answered unknown; {}; \
+    let (pause, buyers, in_doubt) = (p.pause.as_secs_f64(), p.buyers.len(), r.in_doubt);
+    let evidence = said_of!(
+        "Redis paused {pause:.1} s mid-sale, {buyers} buyers with request ids: {in_doubt} answered unknown; {}; \
          answered by {answering:?}; {}",
-        p.pause.as_secs_f64(),
-        p.buyers.len(),
-        r.in_doubt,
+        "销售进行中 Redis 暂停 {pause:.1} s,{buyers} 个带 request_id 的买家:{in_doubt} 个得到结果未知的应答;{};\
+         由 {answering:?} 应答;{}";
         r.said,
-        p.ledger,
+        p.ledger.said()
     );
     if let Err(why) = &p.paused {
         return Judgement::inconclusive(why, evidence);
     }
     if r.in_doubt == 0 {
-        return Judgement::inconclusive("no call was cut off: no buyer answered unknown", evidence);
+        return Judgement::inconclusive(
+            &said!(
+                "no call was cut off: no buyer answered unknown",
+                "没有调用被切断:没有买家得到结果未知的应答"
+            ),
+            evidence,
+        );
     }
     if answering.len() < 2 {
-        return Judgement::inconclusive("only one instance answered", evidence);
+        return Judgement::inconclusive(
+            &said!("only one instance answered", "只有一个实例应答"),
+            evidence,
+        );
     }
     decide(&r, &p.ledger, evidence)
 }
@@ -219,6 +232,7 @@ pub(super) mod tests {
         assert_eq!(safe.observed, Observed::Seen(Safe), "{}", safe.evidence);
         assert!(
             safe.evidence
+                .en
                 .contains("6 answered unknown; on retry 3 replayed their record and 3 were decided anew, 0 unresolved"),
             "{}",
             safe.evidence
@@ -256,7 +270,7 @@ pub(super) mod tests {
         }];
         let judgement = redis_pause(&stuck);
         assert_eq!(judgement.observed, Observed::Stuck);
-        assert!(judgement.evidence.contains("1 unresolved (e.g. p-7)"));
+        assert!(judgement.evidence.en.contains("1 unresolved (e.g. p-7)"));
 
         // A recorded sale its buyer was told was sold out: a unit gone to nobody.
         let mut lost = paused_sale();
@@ -267,7 +281,10 @@ pub(super) mod tests {
     #[test]
     fn redis_pause_proves_nothing_unless_calls_were_cut_off_on_both_instances() {
         let mut kept_answering = paused_sale();
-        kept_answering.paused = Err("Redis kept answering 5 s after DEBUG SLEEP".to_owned());
+        kept_answering.paused = Err(said!(
+            "Redis kept answering 5 s after DEBUG SLEEP",
+            "DEBUG SLEEP 之后 5 s,Redis 仍在应答"
+        ));
         assert_eq!(
             observed(redis_pause(&kept_answering)),
             Observed::Inconclusive
@@ -279,7 +296,7 @@ pub(super) mod tests {
         }
         let judgement = redis_pause(&none_in_doubt);
         assert_eq!(judgement.observed, Observed::Inconclusive);
-        assert!(judgement.evidence.starts_with("no call was cut off"));
+        assert!(judgement.evidence.en.starts_with("no call was cut off"));
 
         let mut one_instance = paused_sale();
         one_instance.ledger.state.per_instance = [("a".into(), 14), ("b".into(), 0)].into();

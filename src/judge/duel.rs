@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use super::{Check, Judgement, Ledger, Reply, check, decide};
+use super::{Check, Judgement, Ledger, Reply, check, decide, said_of};
+use crate::said;
+use crate::wire::Said;
 
 /// A holder inside its section on one instance, a newcomer on the other
 /// once the fault struck.
@@ -19,26 +21,33 @@ pub struct Duel {
 }
 
 impl Duel {
-    pub(super) fn evidence(&self, before: &str) -> String {
-        format!(
-            "{before}holder answered {}, the newcomer {}; {}",
-            self.holder, self.newcomer, self.ledger
+    pub(super) fn evidence(&self, before: &Said) -> Said {
+        said_of!(
+            "{}holder answered {}, the newcomer {}; {}",
+            "{}持有者应答 {},新来者应答 {};{}";
+            before,
+            self.holder.said(),
+            self.newcomer.said(),
+            self.ledger.said()
         )
     }
 
     pub(super) fn entered(&self) -> Check {
         check(self.entered, || {
-            "the holder never entered its section (no announcement within the timeout)".to_owned()
+            said!(
+                "the holder never entered its section (no announcement within the timeout)",
+                "持有者从未进入临界区(超时之前没有收到进入的通知)"
+            )
         })
     }
 
     /// The holder was frozen for (at least) `pause`.
     pub(super) fn frozen(&self, pause: Duration) -> Check {
         check(self.holder.took >= pause, || {
-            format!(
-                "the holder answered within {:.2} s: it was not frozen for {:.1} s",
-                self.holder.took.as_secs_f64(),
-                pause.as_secs_f64()
+            let (took, pause) = (self.holder.took.as_secs_f64(), pause.as_secs_f64());
+            said!(
+                "the holder answered within {took:.2} s: it was not frozen for {pause:.1} s",
+                "持有者在 {took:.2} s 内就应答了:它没有被冻结 {pause:.1} s"
             )
         })
     }
@@ -48,9 +57,10 @@ impl Duel {
         check(
             self.holder.refused("stale_token") && self.ledger.state.fenced_rejections > 0,
             || {
-                format!(
+                said_of!(
                     "the holder answered {}: no stale write was refused",
-                    self.holder
+                    "持有者应答 {}:没有过期写入被拒绝";
+                    self.holder.said()
                 )
             },
         )
@@ -64,13 +74,22 @@ pub fn lock_vanishes_early(duel: &Duel, deleted: bool) -> Judgement {
     let landed = duel.entered().and_then(|()| vanished(deleted));
     let earned = check(
         duel.holder.refused("lock_lost") || duel.holder.refused("stale_token"),
-        || format!("the holder answered {}: it never noticed", duel.holder),
+        || {
+            said_of!(
+                "the holder answered {}: it never noticed",
+                "持有者应答 {}:它始终没有察觉";
+                duel.holder.said()
+            )
+        },
     );
     decide(
         landed,
         &duel.ledger,
         earned,
-        duel.evidence("lock deleted right after the holder entered its section; "),
+        duel.evidence(&said!(
+            "lock deleted right after the holder entered its section; ",
+            "持有者刚进入临界区,锁就被删除;"
+        )),
     )
 }
 
@@ -86,7 +105,7 @@ pub enum Deletion {
     AfterRenewal(Duration),
     /// The holder's lock renews, but no renewal was seen (why): the
     /// deletion was not made at the worst moment.
-    NoRenewal(String),
+    NoRenewal(Said),
 }
 
 /// `lock-vanishes`: the lock was deleted at the worst moment, after the
@@ -104,7 +123,10 @@ pub fn lock_vanishes(
     let moment = match when {
         Deletion::AfterEntry => Ok(()),
         Deletion::AfterRenewal(_) => check(!duel.holder.refused("lock_lost"), || {
-            "the holder answered 429 lock_lost: a renewal came between the deletion and its write, not the worst moment".to_owned()
+            said!(
+                "the holder answered 429 lock_lost: a renewal came between the deletion and its write, not the worst moment",
+                "持有者应答 429 lock_lost:在删除与写入之间有一次续约,不是最坏的时机"
+            )
         }),
         Deletion::NoRenewal(why) => Err(why.clone()),
     };
@@ -114,15 +136,18 @@ pub fn lock_vanishes(
         .and(moment)
         .and(before_write.clone());
     let before = match when {
-        Deletion::AfterEntry => {
-            "lock deleted right after the holder entered its section (its lock does not renew); "
-                .to_owned()
-        }
-        Deletion::AfterRenewal(at) => format!(
-            "lock deleted after the holder's renewal at {} ms in its section; ",
-            at.as_millis()
+        Deletion::AfterEntry => said!(
+            "lock deleted right after the holder entered its section (its lock does not renew); ",
+            "持有者刚进入临界区,锁就被删除(它的锁不续约);"
         ),
-        Deletion::NoRenewal(_) => "lock deleted; ".to_owned(),
+        Deletion::AfterRenewal(at) => {
+            let at = at.as_millis();
+            said!(
+                "lock deleted after the holder's renewal at {at} ms in its section; ",
+                "持有者在临界区内第 {at} ms 续约之后,锁被删除;"
+            )
+        }
+        Deletion::NoRenewal(_) => said!("lock deleted; ", "锁被删除;"),
     };
     decide(
         landed,
@@ -135,7 +160,10 @@ pub fn lock_vanishes(
 /// The lock was there to delete.
 fn vanished(deleted: bool) -> Check {
     check(deleted, || {
-        "the lock was not there to delete (the action answered deleted: false)".to_owned()
+        said!(
+            "the lock was not there to delete (the action answered deleted: false)",
+            "没有锁可删(该操作的应答表明锁并不存在)"
+        )
     })
 }
 
@@ -144,27 +172,34 @@ fn vanished(deleted: bool) -> Check {
 /// the holder held the lock.
 pub fn clock_skew(duel: &Duel, skew_ms: i64) -> Judgement {
     let landed = check(skew_ms > 0, || {
-        format!("the newcomer's clock was not skewed (it runs {skew_ms} ms ahead)")
+        said!(
+            "the newcomer's clock was not skewed (it runs {skew_ms} ms ahead)",
+            "新来者的时钟没有被调快(它快了 {skew_ms} ms)"
+        )
     })
     .and_then(|()| duel.entered());
     let earned = check(duel.newcomer.refused("lock_held"), || {
-        format!(
+        said_of!(
             "the skewed instance answered {}, not refused while the lock was held",
-            duel.newcomer
+            "时钟被调快的实例应答 {},锁被持有期间它没有被拒绝";
+            duel.newcomer.said()
         )
     });
     decide(
         landed,
         &duel.ledger,
         earned,
-        duel.evidence(&format!("the newcomer's clock {skew_ms} ms ahead; ")),
+        duel.evidence(&said!(
+            "the newcomer's clock {skew_ms} ms ahead; ",
+            "新来者的时钟快了 {skew_ms} ms;"
+        )),
     )
 }
 
 /// `redlock-restart-without-persistence`: the store forgot the lock of a
 /// holder frozen for `pause` (`story`: how; `forgotten`: or why it did
 /// not). Safe only when the holder's late write was refused.
-pub fn forgotten_lock(duel: &Duel, story: &str, forgotten: &Check, pause: Duration) -> Judgement {
+pub fn forgotten_lock(duel: &Duel, story: &Said, forgotten: &Check, pause: Duration) -> Judgement {
     let landed = duel
         .entered()
         .and_then(|()| forgotten.clone())
@@ -173,7 +208,7 @@ pub fn forgotten_lock(duel: &Duel, story: &str, forgotten: &Check, pause: Durati
         landed,
         &duel.ledger,
         duel.stale_write_refused(),
-        duel.evidence(&format!("{story}; ")),
+        duel.evidence(&said_of!("{}; ", "{};"; story)),
     )
 }
 
@@ -265,6 +300,7 @@ mod tests {
         assert!(
             judgement
                 .evidence
+                .en
                 .starts_with("lock deleted after the holder's renewal at 2004 ms in its section; "),
             "{}",
             judgement.evidence
@@ -282,13 +318,14 @@ mod tests {
         assert!(
             judgement
                 .evidence
+                .en
                 .contains("holder answered 429 stale_token")
         );
         // A lock that does not renew: deleted right after the holder entered.
         let token = duel(reply(200, None, 3000), reply(200, None, 5), state(5, 4, 2));
         let judgement = lock_vanishes(&token, true, &Deletion::AfterEntry, &Ok(()));
         assert_eq!(judgement.observed, Observed::Seen(Oversells));
-        assert!(judgement.evidence.contains("its lock does not renew"));
+        assert!(judgement.evidence.en.contains("its lock does not renew"));
     }
 
     #[test]
@@ -303,19 +340,22 @@ mod tests {
         let judgement = lock_vanishes(&backed_off, true, &RENEWED, &Ok(()));
         assert_eq!(judgement.observed, Observed::Inconclusive);
         assert!(
-            judgement.evidence.contains("not the worst moment"),
+            judgement.evidence.en.contains("not the worst moment"),
             "{}",
             judgement.evidence
         );
         // No renewal seen before the deletion: whatever the ledger says.
         let watchdog = duel(reply(200, None, 3000), reply(200, None, 5), state(5, 4, 2));
-        let unseen =
-            Deletion::NoRenewal("no renewal of the holder's lock within 6000 ms".to_owned());
+        let unseen = Deletion::NoRenewal(said!(
+            "no renewal of the holder's lock within 6000 ms",
+            "6000 ms 内持有者的锁没有续约"
+        ));
         let judgement = lock_vanishes(&watchdog, true, &unseen, &Ok(()));
         assert_eq!(judgement.observed, Observed::Inconclusive);
         assert!(
             judgement
                 .evidence
+                .en
                 .contains("no renewal of the holder's lock")
         );
         // Safe by the ledger, but the holder was never refused: the newcomer
@@ -330,9 +370,12 @@ mod tests {
             Observed::Inconclusive
         );
         // The newcomer was not surely done before the holder's write.
-        let slow = Err("the newcomer answered 3120 ms after the holder was sent".to_owned());
+        let slow = Err(said!(
+            "the newcomer answered 3120 ms after the holder was sent",
+            "新来者在持有者发出请求 3120 ms 之后才应答"
+        ));
         let judgement = lock_vanishes(&watchdog, true, &RENEWED, &slow);
         assert_eq!(judgement.observed, Observed::Inconclusive);
-        assert!(judgement.evidence.contains("3120 ms"));
+        assert!(judgement.evidence.en.contains("3120 ms"));
     }
 }

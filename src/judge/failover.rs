@@ -2,8 +2,10 @@
 //! fails over (a Redis master replaced by its replica, an etcd or
 //! ZooKeeper leader killed), and a newcomer after it.
 
-use super::{Check, Judgement, Ledger, Reply, check, decide};
+use super::{Check, Judgement, Ledger, Reply, check, decide, said_of};
+use crate::said;
 use crate::variants::Behaviour;
+use crate::wire::Said;
 
 /// What the holder asked of replication, and when the lab held
 /// replication back (a Redis failover).
@@ -27,7 +29,7 @@ pub enum Replication {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failover {
     /// What died and what took over, for people.
-    pub fault: String,
+    pub fault: Said,
     /// Whether the fault landed where it matters (the holder held the lock
     /// when its store failed, and the store served again).
     pub landed: Check,
@@ -51,9 +53,13 @@ pub struct Failover {
 /// gone from the new master's ledger, and only the two answers (both sold,
 /// the same unit) show the unit sold twice.
 pub fn failover(f: &Failover) -> Judgement {
-    let evidence = format!(
+    let evidence = said_of!(
         "{}; holder answered {}, the newcomer {}; {}",
-        f.fault, f.holder, f.newcomer, f.ledger
+        "{};持有者应答 {},新来者应答 {};{}";
+        f.fault,
+        f.holder.said(),
+        f.newcomer.said(),
+        f.ledger.said()
     );
     match f.replication {
         Replication::NotAsked => {
@@ -63,15 +69,17 @@ pub fn failover(f: &Failover) -> Judgement {
                     && f.newcomer_after_holder
                     && f.ledger.overlaps == 0,
                 || {
-                    format!(
+                    let order = if f.newcomer_after_holder {
+                        Said::default()
+                    } else {
+                        said!(" before the holder", "(先于持有者)")
+                    };
+                    said_of!(
                         "the holder answered {}, the newcomer {}{}: the lock was not shown to outlive the failover",
-                        f.holder.answer(),
-                        f.newcomer.answer(),
-                        if f.newcomer_after_holder {
-                            ""
-                        } else {
-                            " before the holder"
-                        }
+                        "持有者应答 {},新来者应答 {}{}:没有证据表明锁在故障转移后依然存在";
+                        f.holder.answer_said(),
+                        f.newcomer.answer_said(),
+                        order
                     )
                 },
             );
@@ -81,10 +89,11 @@ pub fn failover(f: &Failover) -> Judgement {
             let earned = check(
                 f.holder.refused("not_replicated") && f.newcomer.sold(),
                 || {
-                    format!(
+                    said_of!(
                         "the holder answered {} and the newcomer {}: WAIT did not turn the holder away",
-                        f.holder.answer(),
-                        f.newcomer.answer()
+                        "持有者应答 {},新来者应答 {}:WAIT 没有把持有者挡回去";
+                        f.holder.answer_said(),
+                        f.newcomer.answer_said()
                     )
                 },
             );
@@ -97,12 +106,13 @@ pub fn failover(f: &Failover) -> Judgement {
 /// `failover-wait`: the holder's lock reached the replica, its write did
 /// not. Landed only when the holder sold (its `WAIT` saw the replica and
 /// it wrote before the failover).
-fn after_wait(f: &Failover, evidence: String) -> Judgement {
+fn after_wait(f: &Failover, evidence: Said) -> Judgement {
     let landed = f.landed.clone().and_then(|()| {
         check(f.holder.sold(), || {
-            format!(
+            said_of!(
                 "the holder answered {}: it did not sell on the old master after WAIT saw the replica",
-                f.holder.answer()
+                "持有者应答 {}:WAIT 看到副本之后,它没有在旧主节点上卖出";
+                f.holder.answer_said()
             )
         })
     });
@@ -110,15 +120,18 @@ fn after_wait(f: &Failover, evidence: String) -> Judgement {
     if let (Ok(()), true, Some(unit)) = (&landed, twice, f.holder.unit) {
         return Judgement::seen(
             Behaviour::Oversells,
-            format!(
-                "unit {unit} sold twice: the holder's sale on the old master was lost in the failover and the newcomer sold the unit again on the new one (the new master's ledger alone shows no oversell); {evidence}"
+            said_of!(
+                "unit {unit} sold twice: the holder's sale on the old master was lost in the failover and the newcomer sold the unit again on the new one (the new master's ledger alone shows no oversell); {}",
+                "第 {unit} 件被卖了两次:持有者在旧主节点上的这笔销售在故障转移中丢失,新来者又在新主节点上把这件卖了一次(只看新主节点的账本看不出超卖);{}";
+                evidence
             ),
         );
     }
     let earned = check(f.newcomer.sold() && !twice, || {
-        format!(
+        said_of!(
             "the newcomer answered {}: no second sale showed whether the holder's write survived",
-            f.newcomer.answer()
+            "新来者应答 {}:没有第二笔销售能说明持有者的写入是否保留了下来";
+            f.newcomer.answer_said()
         )
     });
     decide(landed, &f.ledger, earned, evidence)
@@ -160,7 +173,7 @@ mod tests {
 
     fn cell() -> Failover {
         Failover {
-            fault: "master killed".to_owned(),
+            fault: said!("master killed", "主节点被杀死"),
             landed: Ok(()),
             holder: reply(200, None),
             newcomer: reply(200, None),
@@ -189,7 +202,10 @@ mod tests {
         };
         assert_eq!(failover(&raced).observed, Observed::Inconclusive);
         let missed = Failover {
-            landed: Err("the holder never entered its section".to_owned()),
+            landed: Err(said!(
+                "the holder never entered its section",
+                "持有者从未进入临界区"
+            )),
             ..cell()
         };
         assert_eq!(failover(&missed).observed, Observed::Inconclusive);
@@ -235,12 +251,12 @@ mod tests {
         let judgement = failover(&after_wait());
         assert_eq!(judgement.observed, Observed::Seen(Behaviour::Oversells));
         assert!(
-            judgement.evidence.starts_with("unit 5 sold twice: "),
+            judgement.evidence.en.starts_with("unit 5 sold twice: "),
             "{}",
             judgement.evidence
         );
         assert!(
-            judgement.evidence.contains("oversold 0, duplicates 0"),
+            judgement.evidence.en.contains("oversold 0, duplicates 0"),
             "{}",
             judgement.evidence
         );
@@ -278,12 +294,16 @@ mod tests {
         assert!(
             judgement
                 .evidence
+                .en
                 .contains("the holder answered 429 not_replicated"),
             "{}",
             judgement.evidence
         );
         let unseen = Failover {
-            landed: Err("the holder's lock was not on the replica".to_owned()),
+            landed: Err(said!(
+                "the holder's lock was not on the replica",
+                "持有者的锁不在副本上"
+            )),
             ..after_wait()
         };
         assert_eq!(failover(&unseen).observed, Observed::Inconclusive);

@@ -61,8 +61,11 @@ pub use self::outage::{MajorityDown, majority_down, minority_down, redis_restart
 pub use self::pause::{pause_holder, silent_holder};
 pub use self::recovery::{BetweenStores, Recovery, between_stores, recovery};
 use crate::client::Deduction;
+use crate::said;
 use crate::variants::Behaviour;
-use crate::wire::StateSnapshot;
+use crate::wire::{Said, StateSnapshot};
+
+pub(crate) use crate::said_of;
 
 /// What a cell saw, as one word of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,33 +94,51 @@ impl Observed {
             Observed::Error => "error",
         }
     }
+
+    /// [`Observed::name`] in Chinese.
+    pub fn name_zh(self) -> &'static str {
+        match self {
+            Observed::Seen(behaviour) => behaviour.name_zh(),
+            Observed::Stuck => "卡住",
+            Observed::LedgerBroken => "账本损坏",
+            Observed::Inconclusive => "无法判定",
+            Observed::Error => "出错",
+        }
+    }
 }
 
-/// A judge's decision and the evidence it read, for people.
+/// A judge's decision and the evidence it read, for people, in English
+/// and in Chinese.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Judgement {
     pub observed: Observed,
-    pub evidence: String,
+    pub evidence: Said,
 }
 
 impl Judgement {
-    fn new(observed: Observed, evidence: String) -> Self {
+    fn new(observed: Observed, evidence: Said) -> Self {
+        // Every judgement a test makes is checked to be said in Chinese too.
+        #[cfg(test)]
+        tests::said_in_both(&evidence);
         Judgement { observed, evidence }
     }
 
-    fn seen(behaviour: Behaviour, evidence: String) -> Self {
+    fn seen(behaviour: Behaviour, evidence: Said) -> Self {
         Judgement::new(Observed::Seen(behaviour), evidence)
     }
 
-    fn inconclusive(why: &str, evidence: String) -> Self {
-        Judgement::new(Observed::Inconclusive, format!("{why}: {evidence}"))
+    fn inconclusive(why: &Said, evidence: Said) -> Self {
+        Judgement::new(
+            Observed::Inconclusive,
+            said_of!("{}: {}", "{}:{}"; why, evidence),
+        )
     }
 }
 
 /// A fact that must hold, or the reason it does not.
-pub(super) type Check = Result<(), String>;
+pub(super) type Check = Result<(), Said>;
 
-pub(super) fn check(holds: bool, otherwise: impl FnOnce() -> String) -> Check {
+pub(super) fn check(holds: bool, otherwise: impl FnOnce() -> Said) -> Check {
     if holds { Ok(()) } else { Err(otherwise()) }
 }
 
@@ -172,29 +193,35 @@ impl Reply {
 impl Reply {
     /// The answer without its timing: "200 sold", "429 stale_token", "no answer".
     pub fn answer(&self) -> String {
+        self.answer_said().en
+    }
+
+    /// [`Reply::answer`] in both languages (a reason is the same in both).
+    pub fn answer_said(&self) -> Said {
         let answer = match (self.status, &self.reason) {
-            (0, _) => "no answer".to_owned(),
-            (status, Some(reason)) => format!("{status} {reason}"),
-            (status, None) if self.unknown => format!("{status} unknown"),
-            (200, None) => "200 sold".to_owned(),
-            (status, None) => status.to_string(),
+            (0, _) => said!("no answer", "无应答"),
+            (status, Some(reason)) => Said::same(format!("{status} {reason}")),
+            (status, None) if self.unknown => said!("{status} unknown", "{status} 结果未知"),
+            (200, None) => said!("200 sold", "200 已售出"),
+            (status, None) => Said::same(status.to_string()),
         };
         if self.replayed {
-            format!("{answer} (replayed)")
+            said_of!("{} (replayed)", "{}(重放)"; answer)
         } else {
             answer
         }
+    }
+
+    /// The answer and its timing: "200 sold after 0.01 s".
+    pub fn said(&self) -> Said {
+        let secs = self.took.as_secs_f64();
+        said_of!("{} after {secs:.2} s", "{}(用时 {secs:.2} s)"; self.answer_said())
     }
 }
 
 impl fmt::Display for Reply {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} after {:.2} s",
-            self.answer(),
-            self.took.as_secs_f64()
-        )
+        f.write_str(&self.said().en)
     }
 }
 
@@ -205,7 +232,7 @@ pub struct Ledger {
     /// Pairs of critical sections that overlapped in time.
     pub overlaps: usize,
     /// The first such pair's holders (owner#fencing token).
-    pub overlap_example: Option<String>,
+    pub overlap_example: Option<Said>,
     /// Where its timeline can be seen (a page of the stack), if it lasts.
     pub timeline: Option<String>,
     /// Critical sections the timeline holds, and the longest one's time
@@ -235,34 +262,49 @@ impl Ledger {
             None
         }
     }
+
+    /// The ledger's numbers in words, in both languages.
+    pub fn said(&self) -> Said {
+        let s = &self.state;
+        let (oversold, duplicates, overlaps) = (s.oversold, s.duplicates, self.overlaps);
+        let mut said = said!(
+            "oversold {oversold}, duplicates {duplicates}, overlapping sections {overlaps}",
+            "超卖 {oversold},重复售出 {duplicates},重叠的临界区 {overlaps}"
+        );
+        if let Some(example) = &self.overlap_example {
+            said = said.then(
+                &said!(" ", ""),
+                &said_of!("(e.g. {})", "(例如 {})"; example),
+            );
+        }
+        let (sold, initial, busy, renewals) = (s.sold, s.initial, s.busy, s.renewals);
+        let (lost, fenced) = (s.lost_locks, s.fenced_rejections);
+        said = said.then(
+            &said!(", ", ","),
+            &said!(
+                "sold {sold} of {initial}, busy {busy}, renewals {renewals}, lost leases {lost}, stale writes refused {fenced}",
+                "卖出 {sold}/{initial},忙 {busy},续约 {renewals},丢失的租约 {lost},被拒绝的过期写入 {fenced}"
+            ),
+        );
+        if let Some(timeline) = &self.timeline {
+            said = said.then(
+                &said!("; ", ";"),
+                &said!("timeline {timeline}", "时间线 {timeline}"),
+            );
+        }
+        said
+    }
 }
 
 impl fmt::Display for Ledger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = &self.state;
-        write!(
-            f,
-            "oversold {}, duplicates {}, overlapping sections {}",
-            s.oversold, s.duplicates, self.overlaps
-        )?;
-        if let Some(example) = &self.overlap_example {
-            write!(f, " (e.g. {example})")?;
-        }
-        write!(
-            f,
-            ", sold {} of {}, busy {}, renewals {}, lost leases {}, stale writes refused {}",
-            s.sold, s.initial, s.busy, s.renewals, s.lost_locks, s.fenced_rejections
-        )?;
-        if let Some(timeline) = &self.timeline {
-            write!(f, "; timeline {timeline}")?;
-        }
-        Ok(())
+        f.write_str(&self.said().en)
     }
 }
 
 /// The common order of every judge over a ledger: landed, then the
 /// ledger's verdict, then the evidence that a safe ledger was earned.
-fn decide(landed: Check, ledger: &Ledger, earned: Check, evidence: String) -> Judgement {
+fn decide(landed: Check, ledger: &Ledger, earned: Check, evidence: Said) -> Judgement {
     if let Err(why) = landed {
         return Judgement::inconclusive(&why, evidence);
     }
@@ -271,6 +313,9 @@ fn decide(landed: Check, ledger: &Ledger, earned: Check, evidence: String) -> Ju
     }
     match earned {
         Ok(()) => Judgement::seen(Behaviour::Safe, evidence),
-        Err(why) => Judgement::inconclusive(&format!("safe by the ledger, but {why}"), evidence),
+        Err(why) => Judgement::inconclusive(
+            &said_of!("safe by the ledger, but {}", "按账本是安全的,但{}"; why),
+            evidence,
+        ),
     }
 }

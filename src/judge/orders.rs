@@ -11,15 +11,17 @@
 //!   order ever to come, an expired reservation whose unit never went
 //!   back, stock that vanished (少卖).
 
-use super::{Check, Judgement, Observed};
+use super::{Check, Judgement, Observed, said_of};
 use crate::orders::reconcile::Reconciliation;
+use crate::said;
 use crate::variants::Behaviour;
+use crate::wire::Said;
 
 /// What an order cell saw, once its pipeline settled (or gave up).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Books {
     /// What the fault was and how it struck, for people.
-    pub fault: String,
+    pub fault: Said,
     /// Whether the fault landed where it matters (the instance died, the
     /// database was down while buyers bought, the deadline passed, ...).
     pub landed: Check,
@@ -32,7 +34,7 @@ pub struct Books {
     /// delivered and never acked.
     pub settled: Check,
     /// Answers other than 200 given to buyers while the fault lasted.
-    pub refused: Vec<String>,
+    pub refused: Vec<Said>,
     /// Units a second expiry pass gave back (each must go back once).
     pub returned_again: u64,
     /// The facts that make clean books mean the fault was survived (paid
@@ -53,18 +55,13 @@ impl Books {
 /// that clean books were earned.
 pub fn books(c: &Books) -> Judgement {
     let b = &c.books;
-    let evidence = format!(
-        "{}; books: {}; sold {}, orders {} ({} paid, {} pending, {} expired), returned {}, stock {} of {}",
+    let (sold, orders, paid, pending) = (b.sold, c.orders(), b.paid, b.pending_payment);
+    let (expired, returned, stock, initial) = (b.expired, b.returned, b.stock, b.initial);
+    let evidence = said_of!(
+        "{}; books: {}; sold {sold}, orders {orders} ({paid} paid, {pending} pending, {expired} expired), returned {returned}, stock {stock} of {initial}",
+        "{};账目:{};卖出 {sold},订单 {orders} 个(已支付 {paid},待支付 {pending},已过期 {expired}),退回 {returned},库存 {stock}/{initial}";
         c.fault,
-        b.verdict(),
-        b.sold,
-        c.orders(),
-        b.paid,
-        b.pending_payment,
-        b.expired,
-        b.returned,
-        b.stock,
-        b.initial
+        b.verdict_said()
     );
     if let Err(why) = &c.landed {
         return Judgement::inconclusive(why, evidence);
@@ -76,10 +73,16 @@ pub fn books(c: &Books) -> Judgement {
         || c.returned_again > 0;
     if promised_twice {
         let again = match c.returned_again {
-            0 => String::new(),
-            n => format!("; a second expiry pass gave back {n} more"),
+            0 => Said::default(),
+            n => said!(
+                "; a second expiry pass gave back {n} more",
+                ";第二轮过期处理又退回了 {n} 件"
+            ),
         };
-        return Judgement::seen(Behaviour::Oversells, format!("{evidence}{again}"));
+        return Judgement::seen(
+            Behaviour::Oversells,
+            evidence.then(&Said::default(), &again),
+        );
     }
     if !b.lost.is_empty() || !b.unreturned.is_empty() || b.stock_drift < 0 {
         let others: Vec<i64> = b
@@ -90,7 +93,10 @@ pub fn books(c: &Books) -> Judgement {
             .collect();
         if c.struck.is_some() && !others.is_empty() {
             return Judgement::inconclusive(
-                &format!("units the fault did not strike were lost ({others:?})"),
+                &said!(
+                    "units the fault did not strike were lost ({others:?})",
+                    "故障没有波及的库存也丢失了({others:?})"
+                ),
                 evidence,
             );
         }
@@ -99,26 +105,39 @@ pub fn books(c: &Books) -> Judgement {
     if !c.refused.is_empty() {
         return Judgement::seen(
             Behaviour::Busy,
-            format!(
-                "{evidence}; buyers refused while the fault lasted: {}",
-                c.refused.join(", ")
+            said_of!(
+                "{}; buyers refused while the fault lasted: {}",
+                "{};故障期间被拒绝的买家:{}";
+                evidence,
+                Said::join(&c.refused, &said!(", ", ","))
             ),
         );
     }
     if let Err(why) = &c.settled {
         return Judgement::new(
             Observed::Stuck,
-            format!("{evidence}; the pipeline never settled: {why}"),
+            said_of!(
+                "{}; the pipeline never settled: {}",
+                "{};订单流水线始终没有稳定下来:{}";
+                evidence,
+                why
+            ),
         );
     }
     let earned = c.earned.clone().and_then(|()| {
-        super::check(c.orders() == b.sold, || {
-            format!("{} orders for {} sales", c.orders(), b.sold)
+        super::check(orders == sold, || {
+            said!(
+                "{orders} orders for {sold} sales",
+                "{sold} 笔销售对应 {orders} 个订单"
+            )
         })
     });
     match earned {
         Ok(()) => Judgement::seen(Behaviour::Safe, evidence),
-        Err(why) => Judgement::inconclusive(&format!("clean books, but {why}"), evidence),
+        Err(why) => Judgement::inconclusive(
+            &said_of!("clean books, but {}", "账目干净,但{}"; why),
+            evidence,
+        ),
     }
 }
 
@@ -145,15 +164,14 @@ pub struct LostLedger {
 /// that same verdict (observed: loses units).
 pub fn ledger_lost(c: &LostLedger) -> Judgement {
     let b = &c.books.books;
-    let evidence = format!(
-        "{}; books: {}; {} orders in PostgreSQL for {} sales answered sold ({} written before the loss, {} in flight, {} after the reset)",
+    let (orders, before, in_flight, after) =
+        (c.orders, c.written_before, c.in_flight, c.sold_after);
+    let answered = before + in_flight + after;
+    let evidence = said_of!(
+        "{}; books: {}; {orders} orders in PostgreSQL for {answered} sales answered sold ({before} written before the loss, {in_flight} in flight, {after} after the reset)",
+        "{};账目:{};应答为已售出的 {answered} 笔销售在 PostgreSQL 里有 {orders} 个订单(丢失之前写入 {before} 个,在途 {in_flight} 个,重置之后 {after} 个)";
         c.books.fault,
-        b.verdict(),
-        c.orders,
-        c.written_before + c.in_flight + c.sold_after,
-        c.written_before,
-        c.in_flight,
-        c.sold_after
+        b.verdict_said()
     );
     if let Err(why) = &c.books.landed {
         return Judgement::inconclusive(why, evidence);
@@ -172,23 +190,30 @@ pub fn ledger_lost(c: &LostLedger) -> Judgement {
     if judged.observed != Observed::Seen(Behaviour::Safe) {
         return Judgement::new(
             judged.observed,
-            format!("the new epoch: {}", judged.evidence),
+            said_of!("the new epoch: {}", "新纪元:{}"; judged.evidence),
         );
     }
     let reported = super::check(b.ledger_lost, || {
-        "reconcile did not report the ledger Redis lost".to_owned()
+        said!(
+            "reconcile did not report the ledger Redis lost",
+            "对账没有报告 Redis 丢失的账本"
+        )
     })
     .and_then(|()| {
-        super::check(b.orphaned == c.written_before, || {
-            format!(
-                "{} orphaned orders, not the {} written before the loss",
-                b.orphaned, c.written_before
+        super::check(b.orphaned == before, || {
+            let orphaned = b.orphaned;
+            said!(
+                "{orphaned} orphaned orders, not the {before} written before the loss",
+                "孤立订单 {orphaned} 个,而不是丢失之前写入的 {before} 个"
             )
         })
     })
     .and_then(|()| {
-        super::check(c.orders == c.written_before + c.sold_after, || {
-            "a sale with no order or two, or an order no sale made".to_owned()
+        super::check(orders == before + after, || {
+            said!(
+                "a sale with no order or two, or an order no sale made",
+                "有销售没有订单或有两个订单,或者有订单不是任何销售产生的"
+            )
         })
     });
     match reported {
@@ -205,7 +230,7 @@ mod tests {
     /// Five sold, five pending orders, nothing wrong.
     fn clean() -> Books {
         Books {
-            fault: "instance a crashed".to_owned(),
+            fault: said!("instance a crashed", "实例 a 崩溃"),
             landed: Ok(()),
             struck: Some(8),
             books: Reconciliation {
@@ -233,7 +258,7 @@ mod tests {
         short.books.pending_payment = 4;
         assert_eq!(observed(&short), Observed::Inconclusive);
         let missed = Books {
-            landed: Err("the instance did not die".to_owned()),
+            landed: Err(said!("the instance did not die", "实例没有死掉")),
             ..clean()
         };
         assert_eq!(observed(&missed), Observed::Inconclusive);
@@ -249,6 +274,7 @@ mod tests {
         assert!(
             judged
                 .evidence
+                .en
                 .contains("1 lost (sold, no order) (units 8)")
         );
         lost.books.lost = vec![7, 8];
@@ -277,12 +303,12 @@ mod tests {
     #[test]
     fn refused_buyers_are_busy_and_an_unsettled_pipeline_is_stuck() {
         let refused = Books {
-            refused: vec!["503 database_unavailable".to_owned()],
+            refused: vec![Said::same("503 database_unavailable")],
             ..clean()
         };
         assert_eq!(observed(&refused), Observed::Seen(Behaviour::Busy));
         let stuck = Books {
-            settled: Err("2 messages still on their way".to_owned()),
+            settled: Err(said!("2 messages still on their way", "2 条消息仍在途中")),
             ..clean()
         };
         assert_eq!(observed(&stuck), Observed::Stuck);
@@ -318,6 +344,7 @@ mod tests {
         );
         assert!(
             seen.evidence
+                .en
                 .contains("LEDGER_LOST: orphaned epochs: 2 orders"),
             "{}",
             seen.evidence

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use super::duel::Duel;
-use super::{Behaviour, Check, Judgement, Observed, check, decide};
+use super::{Behaviour, Check, Judgement, Observed, check, decide, said_of};
+use crate::said;
+use crate::wire::Said;
 
 /// How late, past its lease, the database may end a silent holder's
 /// session and the newcomer waiting for its lock sell: PostgreSQL checks
@@ -22,7 +24,7 @@ const SESSION_SLACK: Duration = Duration::from_millis(500);
 /// within it and `SESSION_SLACK`) and the holder's late write was
 /// refused with it (`lock_lost`).
 pub fn pause_holder(duel: &Duel, pause: Duration, session_lease: Option<Duration>) -> Judgement {
-    silenced(duel, pause, session_lease, "froze")
+    silenced(duel, pause, session_lease, &said!("froze", "冻结了"))
 }
 
 /// `pause-holder` for a database lock, whose lease is its session's idle
@@ -31,29 +33,49 @@ pub fn pause_holder(duel: &Duel, pause: Duration, session_lease: Option<Duration
 /// when both were ended by the database within the lease, their late
 /// writes refused.
 pub fn silent_holder(frozen: &Duel, cut: &Duel, pause: Duration, lease: Duration) -> Judgement {
-    let first = silenced(frozen, pause, Some(lease), "frozen: froze");
-    let second = silenced(cut, pause, Some(lease), "cut off from PostgreSQL for");
+    let first = silenced(
+        frozen,
+        pause,
+        Some(lease),
+        &said!("frozen: froze", "冻结:持有者冻结了"),
+    );
+    let second = silenced(
+        cut,
+        pause,
+        Some(lease),
+        &said!("cut off from PostgreSQL for", "与 PostgreSQL 断开了"),
+    );
     let observed = match first.observed {
         Observed::Seen(Behaviour::Safe) => second.observed,
         observed => observed,
     };
     Judgement::new(
         observed,
-        format!("{}; then {}", first.evidence, second.evidence),
+        said_of!("{}; then {}", "{};然后{}"; first.evidence, second.evidence),
     )
 }
 
 /// A holder silenced (`how`: frozen, cut off) for `pause`: see [`pause_holder`].
-fn silenced(duel: &Duel, pause: Duration, session_lease: Option<Duration>, how: &str) -> Judgement {
+fn silenced(
+    duel: &Duel,
+    pause: Duration,
+    session_lease: Option<Duration>,
+    how: &Said,
+) -> Judgement {
     let landed = duel.entered().and_then(|()| duel.frozen(pause));
-    let evidence = duel.evidence(&format!("{how} {:.1} s; ", pause.as_secs_f64()));
+    let secs = pause.as_secs_f64();
+    let evidence = duel.evidence(&said_of!("{} {secs:.1} s; ", "{} {secs:.1} s;"; how));
     let earned = match session_lease {
         // A database lock whose newcomer sold only once the holder spoke
         // again: the SKU sold nothing while its holder was silent.
         Some(_) if landed.is_ok() && duel.newcomer.took >= pause => {
             return Judgement::new(
                 Observed::Stuck,
-                format!("the database never ended the silent holder's session: {evidence}"),
+                said_of!(
+                    "the database never ended the silent holder's session: {}",
+                    "数据库始终没有结束沉默的持有者的会话:{}";
+                    evidence
+                ),
             );
         }
         Some(lease) => session_ended(duel, lease),
@@ -69,18 +91,19 @@ fn silenced(duel: &Duel, pause: Duration, session_lease: Option<Duration>, how: 
 fn session_ended(duel: &Duel, lease: Duration) -> Check {
     let bound = lease + SESSION_SLACK;
     check(duel.holder.refused("lock_lost"), || {
-        format!(
+        said_of!(
             "the holder answered {}: its late write was not refused",
-            duel.holder
+            "持有者应答 {}:它迟到的写入没有被拒绝";
+            duel.holder.said()
         )
     })
     .and_then(|()| {
         check(duel.newcomer.sold() && duel.newcomer.took <= bound, || {
-            format!(
-                "the newcomer answered {}: it did not sell within the lease ({} ms) and {} ms",
-                duel.newcomer,
-                lease.as_millis(),
-                SESSION_SLACK.as_millis()
+            let (lease, slack) = (lease.as_millis(), SESSION_SLACK.as_millis());
+            said_of!(
+                "the newcomer answered {}: it did not sell within the lease ({lease} ms) and {slack} ms",
+                "新来者应答 {}:它没有在租约({lease} ms)加 {slack} ms 之内卖出";
+                duel.newcomer.said()
             )
         })
     })

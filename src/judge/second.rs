@@ -7,19 +7,22 @@
 
 use std::time::Duration;
 
-use super::Observed;
+use super::{Observed, said_of};
 use crate::history::{self, Recorder, Verdict};
+use crate::said;
 use crate::variants::Behaviour;
+use crate::wire::Said;
 
 /// Time the checker has for each SKU of a cell.
 const PER_SKU: Duration = Duration::from_secs(30);
 
-/// The history checker's word on a cell, and the two judges' disagreement.
+/// The history checker's word on a cell, and the two judges' disagreement,
+/// in English and in Chinese.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SecondOpinion {
-    /// `linearizable (12 ops)`, `unsafe: unit 5 was sold 2 times`, ...
-    pub summary: String,
-    pub disagreement: Option<String>,
+    /// `linearizable (12 ops)`, `unsafe (12 ops): unit 5 was sold 2 times`, ...
+    pub summary: Said,
+    pub disagreement: Option<Said>,
 }
 
 /// Judges the history `recorder` holds and sets it beside `observed`.
@@ -28,19 +31,19 @@ pub fn second_opinion(recorder: &Recorder, observed: Observed) -> SecondOpinion 
         Ok(histories) => histories,
         Err(bad) => {
             return SecondOpinion {
-                summary: format!("unreadable history: {bad}"),
-                disagreement: Some(format!("the recorded history cannot be read: {bad}")),
+                summary: said!("unreadable history: {bad}", "历史无法读取:{bad}"),
+                disagreement: Some(said!(
+                    "the recorded history cannot be read: {bad}",
+                    "记录下来的历史无法读取:{bad}"
+                )),
             };
         }
     };
     let report = history::check(&histories, PER_SKU);
     let worst = report.worst();
     let ops: usize = report.skus.iter().map(|d| d.ops).sum();
-    let why = report.worst_why();
-    let summary = match worst {
-        Verdict::Linearizable => format!("linearizable ({ops} ops)"),
-        other => format!("{} ({ops} ops): {why}", other.as_str()),
-    };
+    let why = report.worst_why_said();
+    let summary = summary(worst, ops, &why);
     let disagreement = disagree(observed, worst, histories.is_empty());
     SecondOpinion {
         summary,
@@ -48,34 +51,63 @@ pub fn second_opinion(recorder: &Recorder, observed: Observed) -> SecondOpinion 
     }
 }
 
+/// The checker's verdict in a few words: `linearizable (12 ops)`, or the
+/// verdict, its count of operations and why.
+pub(super) fn summary(worst: Verdict, ops: usize, why: &Said) -> Said {
+    let verdict = Said {
+        en: worst.as_str().to_owned(),
+        zh: worst.as_zh().to_owned(),
+    };
+    match worst {
+        Verdict::Linearizable => said_of!("{} ({ops} ops)", "{}({ops} 个操作)"; verdict),
+        _ => said_of!("{} ({ops} ops): {}", "{}({ops} 个操作):{}"; verdict, why),
+    }
+}
+
 /// Where the two verdicts cannot both be right, which one the evidence
 /// contradicts.
-fn disagree(observed: Observed, history: Verdict, nothing_recorded: bool) -> Option<String> {
+pub(super) fn disagree(
+    observed: Observed,
+    history: Verdict,
+    nothing_recorded: bool,
+) -> Option<Said> {
     let saw_oversell = observed == Observed::Seen(Behaviour::Oversells);
+    let saw = Said {
+        en: observed.name().to_owned(),
+        zh: observed.name_zh().to_owned(),
+    };
     match (observed, history) {
         // The cell failed already: nothing to set beside it.
         (Observed::Error | Observed::Inconclusive, _) => None,
-        _ if nothing_recorded => Some(
+        _ if nothing_recorded => Some(said!(
             "no sale was recorded for the history checker: the cell's buyers bypassed \
-             the recording client"
-                .to_owned(),
-        ),
-        (_, Verdict::Undecided) => Some("the history checker could not decide in time".to_owned()),
-        (_, Verdict::Unsafe) if !saw_oversell => Some(format!(
+             the recording client",
+            "没有为历史检查器记录任何销售:这个单元格的买家绕过了负责记录的客户端"
+        )),
+        (_, Verdict::Undecided) => Some(said!(
+            "the history checker could not decide in time",
+            "历史检查器没能在限定时间内作出判定"
+        )),
+        (_, Verdict::Unsafe) if !saw_oversell => Some(said_of!(
             "the lab saw {}, but the clients' own answers fit no stock: the lab's judge \
              missed what they were told",
-            observed.name()
+            "实验室看到的是「{}」,但客户端自己收到的应答与任何库存都对不上:\
+             实验室的判定漏掉了它们被告知的内容";
+            saw
         )),
-        (_, Verdict::Linearizable | Verdict::NotLinearizable) if saw_oversell => Some(
+        (_, Verdict::Linearizable | Verdict::NotLinearizable) if saw_oversell => Some(said!(
             "the lab saw an oversell, but every answer the clients were told fits one \
-             stock: the lab's evidence is not in what anyone was told"
-                .to_owned(),
-        ),
+             stock: the lab's evidence is not in what anyone was told",
+            "实验室看到了超卖,但客户端收到的每个应答都与同一份库存相符:\
+             实验室的证据不在任何人被告知的内容里"
+        )),
         (_, Verdict::NotLinearizable) if observed != Observed::Seen(Behaviour::LosesUnits) => {
-            Some(format!(
+            Some(said_of!(
                 "the lab saw {}, but a buyer was told sold out while stock remained \
                  (under-selling no claim of this cell admits)",
-                observed.name()
+                "实验室看到的是「{}」,但有买家在还有库存时被告知售罄\
+                 (这个单元格的任何声明都不允许少卖)";
+                saw
             ))
         }
         _ => None,
@@ -95,6 +127,7 @@ mod tests {
         assert!(
             disagree(safe, Verdict::Unsafe, false)
                 .unwrap()
+                .en
                 .contains("lab's judge missed")
         );
         assert!(disagree(over, Verdict::Linearizable, false).is_some());

@@ -48,13 +48,14 @@ pub use self::scenario::Scenario;
 use crate::chaos;
 use crate::client::StackClient;
 use crate::harness::stack::{Instance, Stack};
-use crate::judge::{Check, Duel, Ledger, Reply};
+use crate::judge::{Check, Duel, Ledger, Reply, said_of};
 use crate::knobs::Sku;
 use crate::os::signal;
+use crate::said;
 use crate::store::{Keys, Store};
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;
-use crate::wire::{ChaosAction, StateSnapshot};
+use crate::wire::{ChaosAction, Said, StateSnapshot};
 
 /// Each cell must finish within this.
 const CELL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -151,16 +152,18 @@ impl Lab {
         };
         let holder = |i: usize| {
             let s = &timeline.sections[i];
-            s.holder
-                .clone()
-                .unwrap_or_else(|| format!("{} (no owner)", s.instance))
+            let instance = &s.instance;
+            match &s.holder {
+                Some(holder) => Said::same(holder),
+                None => said!("{instance} (no owner)", "{instance}(无持有者)"),
+            }
         };
         Ok(Ledger {
             overlaps: timeline.overlap_count,
             overlap_example: timeline
                 .overlaps
                 .first()
-                .map(|&(a, b)| format!("{} with {}", holder(a), holder(b))),
+                .map(|&(a, b)| said_of!("{} with {}", "{} 与 {}"; holder(a), holder(b))),
             timeline: self.timeline_of(sku).await?,
             sections: timeline.sections.len(),
             longest_ms: timeline
@@ -297,23 +300,27 @@ impl Lab {
 
     /// Kills Redlock nodes (SIGKILL, by index from 0) and waits until their
     /// ports refuse connections; why not, if one still answers.
-    async fn kill_nodes(&self, which: &[usize]) -> Result<(), String> {
+    async fn kill_nodes(&self, which: &[usize]) -> Check {
         for &i in which {
             let node = self
                 .stack
                 .redlock_nodes
                 .get(i)
-                .ok_or("no such Redlock node")?;
+                .ok_or_else(|| said!("no such Redlock node", "没有这个 Redlock 节点"))?;
             signal(node.pid, nix::sys::signal::Signal::SIGKILL);
         }
         for &i in which {
-            let port = self.stack.redlock_nodes[i]
-                .port()
-                .ok_or("a Redlock node without a port")?;
+            let port = self.stack.redlock_nodes[i].port().ok_or_else(|| {
+                said!(
+                    "a Redlock node without a port",
+                    "一个没有端口的 Redlock 节点"
+                )
+            })?;
             if !crate::os::until_closed(port, Duration::from_secs(5)).await {
-                return Err(format!(
-                    "Redlock node {} still answers after SIGKILL",
-                    i + 1
+                let node = i + 1;
+                return Err(said!(
+                    "Redlock node {node} still answers after SIGKILL",
+                    "SIGKILL 之后 Redlock 节点 {node} 仍在应答"
                 ));
             }
         }

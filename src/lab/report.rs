@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::scenario::Scenario;
-use crate::judge::{Judgement, Observed};
+use crate::judge::{Judgement, Observed, said_of};
 use crate::variants::{Claim, Variant};
+use crate::wire::Said;
 
 /// One cell of the matrix: what the variant claims, what the lab saw.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,13 +15,22 @@ pub struct Cell {
     pub variant: String,
     /// The claim's text: `safe (stale token refused)`.
     pub expected: String,
+    /// The same in Chinese (its identifiers in backticks).
+    #[serde(default)]
+    pub expected_zh: String,
     /// What the lab saw: a behaviour (`safe`, `oversells`, `frees`, ...),
     /// or `stuck`, `ledger broken`, `inconclusive` (the fault did not land,
     /// or the outcome came without its cause), `error`.
     pub observed: String,
+    /// The same in Chinese, for the pages' 中文 view.
+    #[serde(default)]
+    pub observed_zh: String,
     /// The observed behaviour is the claimed one. Inconclusive never passes.
     pub pass: bool,
     pub evidence: String,
+    /// The evidence in Chinese.
+    #[serde(default)]
+    pub evidence_zh: String,
     /// The checker's verdict on the cell's model (`stocklock check`), in a
     /// few words; `None` where the checker has no model of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +41,9 @@ pub struct Cell {
     /// The history checker's verdict of what the cell's clients were told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<String>,
+    /// The same in Chinese (the checker's reason why is in English).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_zh: Option<String>,
 }
 
 impl Cell {
@@ -46,12 +59,16 @@ impl Cell {
             scenario: scenario.name().to_owned(),
             variant: variant.name().to_owned(),
             expected: claim.text(),
+            expected_zh: claim.text_zh(),
             observed: judgement.observed.name().to_owned(),
+            observed_zh: judgement.observed.name_zh().to_owned(),
             pass: judgement.observed == Observed::Seen(claim.behaviour),
-            evidence: judgement.evidence,
+            evidence: judgement.evidence.en,
+            evidence_zh: judgement.evidence.zh,
             model: model.map(crate::check::Verdict::summary),
             model_zh: model.map(crate::check::Verdict::summary_zh),
             history: None,
+            history_zh: None,
         }
     }
 
@@ -60,9 +77,20 @@ impl Cell {
     pub fn set_second_opinion(&mut self, second: crate::judge::second::SecondOpinion) {
         if let Some(why) = &second.disagreement {
             self.pass = false;
-            self.evidence += &format!("; THE TWO JUDGES DISAGREE: {why}");
+            self.add_evidence(&said_of!(
+                "; THE TWO JUDGES DISAGREE: {}",
+                ";两个判定不一致:{}";
+                why
+            ));
         }
-        self.history = Some(second.summary);
+        self.history = Some(second.summary.en);
+        self.history_zh = Some(second.summary.zh);
+    }
+
+    /// `more` after the evidence, in each language.
+    pub fn add_evidence(&mut self, more: &Said) {
+        self.evidence += &more.en;
+        self.evidence_zh += &more.zh;
     }
 
     fn inconclusive(&self) -> bool {

@@ -15,10 +15,12 @@ use super::{CELL_TIMEOUT, Lab, LabConfig, Target};
 use crate::harness::stack::{Stack, UpOptions};
 use crate::history::Recorder;
 use crate::judge::second::second_opinion;
-use crate::judge::{Judgement, Observed};
+use crate::judge::{Judgement, Observed, said_of};
+use crate::said;
 use crate::store::Store;
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;
+use crate::wire::Said;
 
 /// Plays `scenario` against `variant` and judges what it saw: on a stack of
 /// its own (the failover and order scenarios, [`Scenario::own_stack`]), or
@@ -202,11 +204,14 @@ async fn cell(
         Ok(Ok(judgement)) => judgement,
         Ok(Err(err)) => Judgement {
             observed: Observed::Error,
-            evidence: format!("{err:#}"),
+            evidence: Said::same(format!("{err:#}")),
         },
         Err(_) => Judgement {
             observed: Observed::Error,
-            evidence: format!("did not finish within {CELL_TIMEOUT:?}"),
+            evidence: said!(
+                "did not finish within {CELL_TIMEOUT:?}",
+                "没有在 {CELL_TIMEOUT:?} 内完成"
+            ),
         },
     };
     if let Some(lab) = &lab {
@@ -223,10 +228,15 @@ async fn cell(
         let path = dir.join(format!("{scenario}-{variant}-model.html"));
         if crate::check::draw::write(model, &path)? {
             let what = match model.broken {
-                Some(_) => "trace",
-                None => "witness",
+                Some(_) => said!("trace", "反例轨迹"),
+                None => said!("witness", "见证"),
             };
-            cell.evidence += &format!("; the model's {what}: {}", path.display());
+            let path = path.display();
+            cell.add_evidence(&said_of!(
+                "; the model's {}: {path}",
+                ";模型的{}:{path}";
+                what
+            ));
         }
     }
     eprintln!("{}", cell.line(cell_started.elapsed().as_secs_f64()));

@@ -93,14 +93,28 @@ impl BothBooks {
 
     /// What a reader sees: `agree`, or how Redis is apart from the database.
     pub fn verdict(&self) -> String {
+        self.verdict_said().en
+    }
+
+    /// [`BothBooks::verdict`] in both languages.
+    pub fn verdict_said(&self) -> crate::wire::Said {
         if self.agree {
-            return "agree".to_owned();
+            return crate::said!("agree", "一致");
         }
         let short = self.pg_remaining - self.redis_remaining;
         match short {
-            n if n > 0 => format!("Redis is {n} unit(s) short of the database (under-sold)"),
-            n if n < 0 => format!("Redis has {} unit(s) the database does not", -n),
-            _ => "the sales differ".to_owned(),
+            n if n > 0 => crate::said!(
+                "Redis is {n} unit(s) short of the database (under-sold)",
+                "Redis 比数据库少 {n} 件(少卖)"
+            ),
+            n if n < 0 => {
+                let n = -n;
+                crate::said!(
+                    "Redis has {n} unit(s) the database does not",
+                    "Redis 多出 {n} 件数据库没有的库存"
+                )
+            }
+            _ => crate::said!("the sales differ", "两边的销售不一致"),
         }
     }
 }

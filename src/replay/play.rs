@@ -262,8 +262,8 @@ async fn play(
         steps,
         live: live_said,
         agrees,
-        history: second.summary,
-        disagreement: second.disagreement,
+        history: second.summary.en,
+        disagreement: second.disagreement.map(|why| why.en),
         recorded: live.recorder.text(),
     })
 }

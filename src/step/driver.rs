@@ -149,6 +149,8 @@ impl Driver {
                     par,
                     history: schedule.history,
                     disagreement: schedule.disagreement,
+                    history_zh: schedule.history_zh,
+                    disagreement_zh: schedule.disagreement_zh,
                 });
             }
             Err(err) => view.error = Some(format!("{err:#}")),

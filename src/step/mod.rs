@@ -168,6 +168,11 @@ pub struct StepVerdict {
     /// it and the ledger's disagree on safety, which one was wrong.
     pub history: String,
     pub disagreement: Option<String>,
+    /// The two in Chinese.
+    #[serde(default)]
+    pub history_zh: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagreement_zh: Option<String>,
 }
 
 /// A learner's step: one of the offered choices, or the end of the run.

@@ -6,6 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Said;
+use crate::said;
+
 /// The books of one SKU, compared.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reconciliation {
@@ -68,79 +71,124 @@ impl Reconciliation {
     /// One line: the verdict; `LEDGER_LOST: ...` first when the ledger lost
     /// its history, followed by what the current epoch shows.
     pub fn verdict(&self) -> String {
+        self.verdict_said().en
+    }
+
+    /// [`Reconciliation::verdict`] in both languages (`LEDGER_LOST` is
+    /// the same in both).
+    pub fn verdict_said(&self) -> Said {
+        let epoch = self.epoch_verdict();
         if !self.ledger_lost {
-            return self.epoch_verdict();
+            return epoch;
         }
-        format!(
-            "LEDGER_LOST: orphaned epochs: {} orders (of {} epochs the ledger never opened: {}); this epoch: {}",
-            self.orphaned,
-            self.orphaned_epochs.len(),
-            shown_list(&self.orphaned_epochs),
-            self.epoch_verdict()
-        )
+        let (orphaned, epochs) = (self.orphaned, self.orphaned_epochs.len());
+        let list = shown_list(&self.orphaned_epochs);
+        Said {
+            en: format!(
+                "LEDGER_LOST: orphaned epochs: {orphaned} orders (of {epochs} epochs the ledger never opened: {}); this epoch: {}",
+                list.en, epoch.en
+            ),
+            zh: format!(
+                "LEDGER_LOST:孤立的纪元:{orphaned} 个订单(属于账本从未开启过的 {epochs} 个纪元:{});本纪元:{}",
+                list.zh, epoch.zh
+            ),
+        }
     }
 
     /// The verdict on the current epoch alone.
-    fn epoch_verdict(&self) -> String {
+    fn epoch_verdict(&self) -> Said {
         let refused = if self.order_conflicts > 0 {
-            format!(
-                "; {} order inserts refused by a conflict (retried)",
-                self.order_conflicts
+            let conflicts = self.order_conflicts;
+            said!(
+                "; {conflicts} order inserts refused by a conflict (retried)",
+                ";{conflicts} 次订单插入因冲突被拒绝(已重试)"
             )
         } else {
-            String::new()
+            Said::default()
         };
+        let (sold, paid, pending, expired) =
+            (self.sold, self.paid, self.pending_payment, self.expired);
         if self.matches_epoch() && self.in_flight == 0 {
-            return format!(
-                "clean: {} sold, {} orders ({} paid, {} pending, {} expired), {} returned{refused}",
-                self.sold,
-                self.pending_payment + self.paid + self.expired,
-                self.paid,
-                self.pending_payment,
-                self.expired,
-                self.returned
+            let (orders, returned) = (pending + paid + expired, self.returned);
+            let clean = said!(
+                "clean: {sold} sold, {orders} orders ({paid} paid, {pending} pending, {expired} expired), {returned} returned",
+                "账目一致:卖出 {sold},订单 {orders} 个(已支付 {paid},待支付 {pending},已过期 {expired}),退回 {returned}"
             );
+            return clean.then(&Said::default(), &refused);
         }
         let mut wrong = Vec::new();
-        let mut list = |what: &str, units: &[i64]| {
+        let mut list = |what: Said, units: &[i64]| {
             if !units.is_empty() {
-                wrong.push(format!("{} {what} {}", units.len(), shown(units)));
+                let (n, units) = (units.len(), shown(units));
+                wrong.push(Said {
+                    en: format!("{n} {} {}", what.en, units.en),
+                    zh: format!("{n} 件{}{}", what.zh, units.zh),
+                });
             }
         };
-        list("lost (sold, no order)", &self.lost);
-        list("phantom (order, no sale)", &self.phantom);
-        list("ordered twice", &self.ordered_twice);
-        list("expired, never returned", &self.unreturned);
-        list("returned, not expired", &self.returned_unexpired);
+        list(
+            said!("lost (sold, no order)", "丢失(已卖出,没有订单)"),
+            &self.lost,
+        );
+        list(
+            said!("phantom (order, no sale)", "幻影(有订单,没有销售)"),
+            &self.phantom,
+        );
+        list(said!("ordered twice", "下了两次订单"), &self.ordered_twice);
+        list(
+            said!("expired, never returned", "已过期,从未退回"),
+            &self.unreturned,
+        );
+        list(
+            said!("returned, not expired", "已退回,却未过期"),
+            &self.returned_unexpired,
+        );
         if self.stock_drift != 0 {
-            wrong.push(format!(
-                "stock drift {:+} (stock {}, expected {})",
-                self.stock_drift,
-                self.stock,
-                self.initial - self.sold + self.returned
+            let (drift, stock) = (self.stock_drift, self.stock);
+            let expected = self.initial - self.sold + self.returned;
+            wrong.push(said!(
+                "stock drift {drift:+} (stock {stock}, expected {expected})",
+                "库存偏差 {drift:+}(库存 {stock},应为 {expected})"
             ));
         }
         if self.in_flight > 0 {
-            wrong.push(format!("{} messages still on their way", self.in_flight));
+            let in_flight = self.in_flight;
+            wrong.push(said!(
+                "{in_flight} messages still on their way",
+                "{in_flight} 条消息仍在途中"
+            ));
         }
-        wrong.join("; ") + &refused
+        Said::join(&wrong, &said!("; ", ";")).then(&Said::default(), &refused)
     }
 }
 
 /// A few units, then how many more.
-fn shown(units: &[i64]) -> String {
-    format!("(units {})", shown_list(units))
+fn shown(units: &[i64]) -> Said {
+    let (head, more) = head(units);
+    Said {
+        en: format!("(units {})", shown_list(units).en),
+        zh: match more {
+            0 => format!("(第 {} 件)", head.join("、")),
+            more => format!("(第 {} 件,以及另外 {more} 件)", head.join("、")),
+        },
+    }
 }
 
 /// A few numbers, then how many more.
-fn shown_list(numbers: &[i64]) -> String {
-    let head: Vec<String> = numbers.iter().take(8).map(i64::to_string).collect();
-    let more = numbers.len().saturating_sub(8);
+fn shown_list(numbers: &[i64]) -> Said {
+    let (head, more) = head(numbers);
+    let (en, zh) = (head.join(", "), head.join("、"));
     if more > 0 {
-        format!("{}, and {more} more", head.join(", "))
+        said!("{en}, and {more} more", "{zh},以及另外 {more} 个")
     } else {
-        head.join(", ")
+        Said { en, zh }
     }
+}
+
+/// The first few numbers, and how many more there are.
+fn head(numbers: &[i64]) -> (Vec<String>, usize) {
+    let head = numbers.iter().take(8).map(i64::to_string).collect();
+    (head, numbers.len().saturating_sub(8))
 }
 
 #[cfg(test)]
@@ -184,6 +232,11 @@ mod tests {
             r.verdict(),
             "LEDGER_LOST: orphaned epochs: 5 orders (of 1 epochs the ledger never opened: \
              1764000000000000); this epoch: clean: 5 sold, 5 orders (0 paid, 5 pending, 0 expired), 0 returned"
+        );
+        assert_eq!(
+            r.verdict_said().zh,
+            "LEDGER_LOST:孤立的纪元:5 个订单(属于账本从未开启过的 1 个纪元:1764000000000000);\
+             本纪元:账目一致:卖出 5,订单 5 个(已支付 0,待支付 5,已过期 0),退回 0"
         );
     }
 }

@@ -110,16 +110,17 @@ pub fn english_words(text: &str) -> Vec<String> {
     let mut rest = prose.as_str();
     while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic()) {
         let tail = &rest[start..];
-        // Joined to what stands before it (`/metrics`, `--instances`): a path, a flag.
+        // Joined to what stands before it (`/metrics`, `--instances`): a path, a flag;
+        // or with a path's or a query's marks in it (`/timeline?sku=lua`).
         let joined = rest[..start]
             .chars()
             .next_back()
-            .is_some_and(|c| c.is_ascii_digit() || "_-./:".contains(c));
+            .is_some_and(|c| c.is_ascii_digit() || "_-./:?=&".contains(c));
         let end = tail
-            .find(|c: char| !(c.is_ascii_alphanumeric() || "_-./:'".contains(c)))
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_-./:?=&'".contains(c)))
             .unwrap_or(tail.len());
-        let word = tail[..end].trim_end_matches(['.', ':', '\'', '/', '-']);
-        let identifier = word.contains(|c: char| c.is_ascii_digit() || "_-./:".contains(c));
+        let word = tail[..end].trim_end_matches(['.', ':', '\'', '/', '-', '?', '=', '&']);
+        let identifier = word.contains(|c: char| c.is_ascii_digit() || "_-./:?=&".contains(c));
         let capitals = word == word.to_ascii_uppercase();
         let kept = KEPT.iter().any(|k| k.eq_ignore_ascii_case(word));
         if word.len() >= 2 && !identifier && !joined && !capitals && !kept {
@@ -147,6 +148,20 @@ macro_rules! said {
     };
     ($en:literal, $zh:literal; $($arg:expr),+ $(,)?) => {
         $crate::wire::Said { en: format!($en, $($arg),+), zh: format!($zh, $($arg),+) }
+    };
+}
+
+/// A [`Said`] from two format strings whose positional `{}` each take a
+/// [`Said`], in its own language (where [`said!`](crate::said) formats
+/// the same value into both); a name captured from the scope (`{n}`) is
+/// the same in both. Each part is evaluated once per language.
+#[macro_export]
+macro_rules! said_of {
+    ($en:literal, $zh:literal; $($part:expr),+ $(,)?) => {
+        $crate::wire::Said {
+            en: format!($en, $(&($part).en),+),
+            zh: format!($zh, $(&($part).zh),+),
+        }
     };
 }
 
@@ -178,7 +193,7 @@ mod tests {
     fn stray_english_is_what_is_neither_code_nor_a_name() {
         let said = crate::said!(
             "",
-            "A 的 token 在 Redis 里过期(lock_held,SET NX PX),setnx 卖出 3 件 and then,见 /metrics,`lock` 的 TTL"
+            "A 的 token 在 Redis 里过期(lock_held,SET NX PX),setnx 卖出 3 件 and then,见 /metrics 和 /timeline?sku=lua,`lock` 的 TTL,是吗?"
         );
         assert_eq!(said.stray_english(&["setnx"]), ["and", "then"]);
         assert_eq!(

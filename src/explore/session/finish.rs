@@ -205,8 +205,10 @@ impl Session<'_> {
             steps: self.steps,
             ledger: ledger.en,
             ledger_zh: ledger.zh,
-            history,
-            disagreement,
+            history: history.en,
+            history_zh: history.zh,
+            disagreement_zh: disagreement.as_ref().map(|d| d.zh.clone()),
+            disagreement: disagreement.map(|d| d.en),
             recorded: self.recorder.text(),
             violation: state.oversold > 0
                 || state.duplicates > 0

@@ -88,7 +88,7 @@ fn a_database_crash_drained_with_stock_left_in_the_database_loses_units() {
     let safe = database_crash(&agreeing);
     assert_eq!(safe.observed, Observed::Seen(Safe), "{}", safe.evidence);
     assert!(
-        safe.evidence.ends_with(
+        safe.evidence.en.ends_with(
             "; drained until sold out: Redis 0 left, 11 sold, 1 given back; the database 0 left, 10 sold: both books agree"
         ),
         "{}",
@@ -105,7 +105,7 @@ fn a_database_crash_drained_with_stock_left_in_the_database_loses_units() {
     let judged = database_crash(&lied);
     assert_eq!(judged.observed, Observed::Seen(LosesUnits));
     assert!(
-        judged.evidence.ends_with(
+        judged.evidence.en.ends_with(
             "Redis is 1 unit(s) short of the database (under-sold); a buyer was told sold out with 1 unit(s) left in the database"
         ),
         "{}",
@@ -129,8 +129,8 @@ fn a_database_crash_is_safe_when_it_struck_and_every_id_resolved_once() {
     let safe = database_crash(&crashed_sale());
     assert_eq!(safe.observed, Observed::Seen(Safe), "{}", safe.evidence);
     assert!(
-        safe.evidence.starts_with("c-2's commit answer lost; PostgreSQL killed")
-            && safe.evidence.contains("2 without a final answer at first; on retry 1 replayed their record and 1 were decided anew"),
+        safe.evidence.en.starts_with("c-2's commit answer lost; PostgreSQL killed")
+            && safe.evidence.en.contains("2 without a final answer at first; on retry 1 replayed their record and 1 were decided anew"),
         "{}",
         safe.evidence
     );
@@ -169,6 +169,7 @@ fn a_database_crash_proves_nothing_unless_it_struck_and_the_database_came_back()
     assert!(
         judgement
             .evidence
+            .en
             .starts_with("the held buyer's attempt outlived the crash")
     );
 
@@ -179,11 +180,15 @@ fn a_database_crash_proves_nothing_unless_it_struck_and_the_database_came_back()
     assert!(
         judgement
             .evidence
+            .en
             .starts_with("c-2's commit answer was not lost")
     );
 
     let mut down = crashed_sale();
-    down.restarted = Err("`up` did not start PostgreSQL again".to_owned());
+    down.restarted = Err(crate::said!(
+        "`up` did not start PostgreSQL again",
+        "PostgreSQL 没有被重新启动"
+    ));
     assert_eq!(observed(database_crash(&down)), Observed::Inconclusive);
 }
 
@@ -209,6 +214,7 @@ fn a_lost_commit_answer_is_safe_when_the_retry_replays_the_sale() {
     assert_eq!(safe.observed, Observed::Seen(Safe), "{}", safe.evidence);
     assert!(
         safe.evidence
+            .en
             .contains("told 503 unknown, then 200 sold (replayed)"),
         "{}",
         safe.evidence
@@ -230,6 +236,7 @@ fn a_lost_commit_answer_is_safe_when_the_retry_replays_the_sale() {
     assert!(
         judgement
             .evidence
+            .en
             .starts_with("the armed cut did not strike")
     );
 

@@ -1,8 +1,6 @@
 //! The crowd's judges (`race`, one instance, `slow-business`,
 //! `retry-storm`): many buyers, judged from the ledger.
 
-use std::collections::BTreeMap;
-
 use super::*;
 
 #[test]
@@ -25,7 +23,7 @@ fn race_needs_both_instances() {
     alone.per_instance = [("a".into(), 400), ("b".into(), 0)].into();
     let judgement = race(&ledger(alone), None);
     assert_eq!(judgement.observed, Observed::Inconclusive);
-    assert!(judgement.evidence.contains("no race between instances"));
+    assert!(judgement.evidence.en.contains("no race between instances"));
 
     let mut broken = state(50, 10, 30);
     broken.per_instance = both.per_instance;
@@ -54,7 +52,7 @@ fn one_instance_needs_exactly_one() {
     let judgement = one_instance(&ledger(both), None);
     assert_eq!(judgement.observed, Observed::Inconclusive);
     assert!(
-        judgement.evidence.contains("not one process"),
+        judgement.evidence.en.contains("not one process"),
         "{}",
         judgement.evidence
     );
@@ -65,17 +63,23 @@ fn race_shows_under_selling() {
     let mut undersold = state(50, 45, 5);
     undersold.busy = 395;
     undersold.per_instance = [("a".into(), 200), ("b".into(), 200)].into();
-    let judgement = race(&ledger(undersold.clone()), Some("fails fast"));
+    let fails_fast = Reason {
+        en: "fails fast",
+        zh: "快速失败",
+    };
+    let judgement = race(&ledger(undersold.clone()), Some(&fails_fast));
     assert_eq!(judgement.observed, Observed::Seen(Safe));
     assert!(
         judgement
             .evidence
+            .en
             .contains("unsold 45 while 395 buyers were refused: fails fast")
     );
     let unexpected = race(&ledger(undersold), None);
     assert!(
         unexpected
             .evidence
+            .en
             .contains("refused: not expected of this variant")
     );
 }
@@ -122,7 +126,7 @@ fn slow_business_without_a_lease_is_safe_only_when_the_lock_outlived_one() {
 
 #[test]
 fn retry_storm_counts_sales_of_one_request_id() {
-    let answers: BTreeMap<String, usize> = [("200 sold".to_owned(), 16)].into_iter().collect();
+    let answers = vec![reply(200, None, 5); 16];
     let mut once = state(5, 4, 1);
     once.replays = 15;
     assert_eq!(

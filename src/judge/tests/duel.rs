@@ -70,6 +70,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
     assert!(
         judgement
             .evidence
+            .en
             .starts_with("the database never ended the silent holder's session"),
         "{}",
         judgement.evidence
@@ -85,6 +86,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
     assert!(
         judgement
             .evidence
+            .en
             .contains("its late write was not refused"),
         "{}",
         judgement.evidence
@@ -99,6 +101,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
     assert!(
         judgement
             .evidence
+            .en
             .contains("did not sell within the lease (300 ms) and 500 ms"),
         "{}",
         judgement.evidence
@@ -117,7 +120,7 @@ fn pause_holder_is_safe_only_when_the_stale_write_was_refused() {
     };
     let judgement = pause_holder(&never, PAUSE, None);
     assert_eq!(judgement.observed, Observed::Inconclusive);
-    assert!(judgement.evidence.contains("never entered its section"));
+    assert!(judgement.evidence.en.contains("never entered its section"));
 }
 
 #[test]
@@ -142,6 +145,8 @@ fn clock_skew_is_safe_only_when_the_skewed_instance_was_refused() {
 #[test]
 fn a_forgotten_lock_is_safe_only_when_the_stale_write_was_refused() {
     let pause = Duration::from_secs(4);
+    let deleted = said!("deleted", "锁被删除");
+    let restarted = said!("node 3 restarted", "节点 3 重启");
     let mut refused = state(5, 4, 1);
     refused.fenced_rejections = 1;
     let fenced = duel(
@@ -150,22 +155,20 @@ fn a_forgotten_lock_is_safe_only_when_the_stale_write_was_refused() {
         refused,
     );
     assert_eq!(
-        observed(forgotten_lock(&fenced, "deleted", &Ok(()), pause)),
+        observed(forgotten_lock(&fenced, &deleted, &Ok(()), pause)),
         Observed::Seen(Safe)
     );
     let redlock = duel(reply(200, None, 4010), reply(200, None, 10), state(5, 4, 2));
     assert_eq!(
-        observed(forgotten_lock(&redlock, "node 3 restarted", &Ok(()), pause)),
+        observed(forgotten_lock(&redlock, &restarted, &Ok(()), pause)),
         Observed::Seen(Oversells)
     );
-    let still_there = Err("node 3 still answers after SIGKILL".to_owned());
+    let still_there = Err(said!(
+        "node 3 still answers after SIGKILL",
+        "SIGKILL 之后节点 3 仍在应答"
+    ));
     assert_eq!(
-        observed(forgotten_lock(
-            &redlock,
-            "node 3 restarted",
-            &still_there,
-            pause
-        )),
+        observed(forgotten_lock(&redlock, &restarted, &still_there, pause)),
         Observed::Inconclusive
     );
 }

@@ -33,7 +33,10 @@ fn redlock_minority_and_majority_down() {
         observed(minority_down(&killed, &ledger(state(50, 30, 20)))),
         Observed::Stuck
     );
-    let alive = Err("node 4 still answers after SIGKILL".to_owned());
+    let alive = Err(said!(
+        "node 4 still answers after SIGKILL",
+        "SIGKILL 之后节点 4 仍在应答"
+    ));
     assert_eq!(
         observed(minority_down(&alive, &ledger(state(50, 0, 50)))),
         Observed::Inconclusive

@@ -5,8 +5,11 @@ use super::*;
 
 fn recovered(next: Reply, lock: LockState) -> Recovery {
     Recovery {
-        death: "instance a (pid 12) killed with SIGKILL".to_owned(),
-        held: Some("announced from inside its section"),
+        death: said!(
+            "instance a (pid 12) killed with SIGKILL",
+            "实例 a(PID 12)被 SIGKILL 杀死"
+        ),
+        held: Some(Recovery::announced()),
         restarted: Some(34),
         next,
         window: Duration::from_secs(2),
@@ -28,7 +31,7 @@ fn recovery_tells_frees_from_deadlock_from_stuck() {
     let deadlock = recovered(reply(429, Some("wait_timed_out"), 2000), orphaned.clone());
     let judgement = recovery(&deadlock);
     assert_eq!(judgement.observed, Observed::Seen(Deadlock));
-    assert!(judgement.evidence.contains("held with no TTL"));
+    assert!(judgement.evidence.en.contains("held with no TTL"));
 
     let late = recovered(reply(200, None, 2600), LockState::default());
     assert_eq!(observed(recovery(&late)), Observed::Stuck);
@@ -60,7 +63,7 @@ fn between_stores_tells_keeps_selling_from_loses_units() {
         agree: pg_sold == 1,
     };
     let sold = BetweenStores {
-        death: "instance a killed".to_owned(),
+        death: said!("instance a killed", "实例 a 被杀死"),
         at_write: true,
         killed: reply(0, None, 10),
         restarted: Some(12),
@@ -72,6 +75,7 @@ fn between_stores_tells_keeps_selling_from_loses_units() {
     assert!(
         judgement
             .evidence
+            .en
             .contains("database remaining 0, sold 1: agree")
     );
     let told = BetweenStores {

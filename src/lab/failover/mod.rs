@@ -43,8 +43,9 @@ use super::Lab;
 use super::report::Cell;
 use super::scenario::Scenario;
 use crate::harness::stack::{Stack, UpOptions};
-use crate::judge::{self, Failover, Judgement, Replication, check};
+use crate::judge::{self, Failover, Judgement, Replication, check, said_of};
 use crate::os::signal;
+use crate::said;
 use crate::store::Store;
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;
@@ -196,9 +197,16 @@ async fn leader_dies(lab: &mut Lab, variant: Variant) -> anyhow::Result<Failover
     let holder = holder.await?;
     let ledger = lab.ledger(v).await?;
     Ok(Failover {
-        fault: format!("{name} (pid {pid}) killed in the holder's section"),
+        fault: said_of!(
+            "{} (pid {pid}) killed in the holder's section",
+            "{}(PID {pid})在持有者的临界区内被杀死";
+            name
+        ),
         landed: check(in_section, || {
-            "the holder never entered its section before the leader died".to_owned()
+            said!(
+                "the holder never entered its section before the leader died",
+                "领导者死掉之前,持有者从未进入临界区"
+            )
         }),
         newcomer_after_holder: newcomer_sent + newcomer.took > holder_sent + holder.took,
         holder,

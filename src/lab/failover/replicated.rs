@@ -11,9 +11,10 @@ use anyhow::{Context, bail};
 use super::query;
 use crate::gate::{Scheduler, buyer_name, points};
 use crate::harness::failover::{kill_master, serving_again};
-use crate::judge::{Check, Failover, Replication, Reply, check};
+use crate::judge::{Check, Failover, Replication, Reply, check, said_of};
 use crate::knobs::Sku;
 use crate::lab::Lab;
+use crate::said;
 use crate::store::{Keys, Store};
 use crate::up::relay;
 use crate::variants::Variant;
@@ -152,27 +153,35 @@ pub(super) async fn master_dies(
     let newcomer_after_holder = newcomer_sent + newcomer.took > holder_sent + holder.took;
     let landed = if wait {
         check(holder.refused("not_replicated") || holder.sold(), || {
-            format!(
+            said_of!(
                 "the holder answered {}: it never took the lock",
-                holder.answer()
+                "持有者应答 {}:它从未拿到锁";
+                holder.answer_said()
             )
         })
     } else {
         check(in_section, || {
-            "the holder never reached its write before the master died".to_owned()
+            said!(
+                "the holder never reached its write before the master died",
+                "主节点死掉之前,持有者从未到达写入处"
+            )
         })
     };
     let ledger = lab.ledger(v).await?;
+    let when = if wait {
+        said!("once the holder had answered", "在持有者应答之后")
+    } else {
+        said!(
+            "while the holder waited at its gate before its write, the stock read",
+            "此时持有者已读过库存,正在写入前的闸门处等待"
+        )
+    };
+    let (master, secs) = (set.master, promotion.as_secs_f64());
     Ok(Failover {
-        fault: format!(
-            "replication held back, master {} killed {}; Sentinel promoted {promoted} after {:.2} s",
-            set.master,
-            if wait {
-                "once the holder had answered"
-            } else {
-                "while the holder waited at its gate before its write, the stock read"
-            },
-            promotion.as_secs_f64()
+        fault: said_of!(
+            "replication held back, master {master} killed {}; Sentinel promoted {promoted} after {secs:.2} s",
+            "复制被挡住,主节点 {master} 被杀死({});{secs:.2} s 后哨兵把 {promoted} 提升为主节点";
+            when
         ),
         landed,
         holder,
@@ -248,30 +257,45 @@ pub(super) async fn write_lost(
     let (newcomer_sent, newcomer) = newcomer_after_failover(lab, v, &knobs).await?;
     let newcomer_after_holder = newcomer_sent + newcomer.took > holder_sent + holder.took;
     let landed: Check = check(in_section, || {
-        format!(
+        said_of!(
             "the holder never reached its write (it answered {})",
-            holder.answer()
+            "持有者从未到达写入处(它应答 {})";
+            holder.answer_said()
         )
     })
     .and_then(|()| {
         check(on_replica.is_some(), || {
-            "the holder's lock was not on the replica when replication was held back".to_owned()
+            said!(
+                "the holder's lock was not on the replica when replication was held back",
+                "复制被挡住时,持有者的锁不在副本上"
+            )
         })
     });
     let seen = match on_replica {
-        Some(ttl) => format!("its lock was read on the replica with {ttl} ms left"),
-        None => "its lock was not on the replica".to_owned(),
+        Some(ttl) => said!(
+            "its lock was read on the replica with {ttl} ms left",
+            "在副本上读到了它的锁,还剩 {ttl} ms"
+        ),
+        None => said!("its lock was not on the replica", "它的锁不在副本上"),
     };
     let kept = match kept {
-        Some(ttl) => format!("the holder's lock was on the new master with {ttl} ms left"),
-        None => "the holder's lock was gone from the new master".to_owned(),
+        Some(ttl) => said!(
+            "the holder's lock was on the new master with {ttl} ms left",
+            "持有者的锁在新主节点上,还剩 {ttl} ms"
+        ),
+        None => said!(
+            "the holder's lock was gone from the new master",
+            "持有者的锁在新主节点上已经不见了"
+        ),
     };
     let ledger = lab.ledger(v).await?;
+    let (master, secs) = (set.master, promotion.as_secs_f64());
     Ok(Failover {
-        fault: format!(
-            "the holder's WAIT 1 succeeded (it reached its write) and {seen}; replication then held back while it waited at its gate, before its write; master {} killed once the holder had answered; Sentinel promoted {promoted} after {:.2} s; {kept}",
-            set.master,
-            promotion.as_secs_f64()
+        fault: said_of!(
+            "the holder's WAIT 1 succeeded (it reached its write) and {}; replication then held back while it waited at its gate, before its write; master {master} killed once the holder had answered; Sentinel promoted {promoted} after {secs:.2} s; {}",
+            "持有者的 WAIT 1 成功了(它到达了写入处),并且{};随后在它于写入前的闸门处等待时挡住复制;持有者应答之后,主节点 {master} 被杀死;{secs:.2} s 后哨兵把 {promoted} 提升为主节点;{}";
+            seen,
+            kept
         ),
         landed,
         holder,

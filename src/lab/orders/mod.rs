@@ -47,9 +47,11 @@ use crate::harness::stack::{Instance, Stack, UpOptions};
 use crate::judge::{self, Check, Judgement, Reply};
 use crate::orders::message::GROUP;
 use crate::orders::reconcile::Reconciliation;
+use crate::said;
 use crate::store::{Keys, Store};
 use crate::up::postgres::PostgresServer;
 use crate::variants::Variant;
+use crate::wire::Said;
 
 /// Every cell's stock.
 pub(super) const STOCK: i64 = 10;
@@ -210,7 +212,7 @@ enum Look {
     /// Nothing in flight, nothing unacked: these books.
     Settled(Reconciliation),
     /// Still unsettled when time ran out: these books, and why.
-    Unsettled(Reconciliation, String),
+    Unsettled(Reconciliation, Said),
     /// Unanswered when time ran out.
     Failed(anyhow::Error),
     Again,
@@ -225,9 +227,10 @@ fn look(books: anyhow::Result<Reconciliation>, unacked: anyhow::Result<i64>, lat
         (Ok(books), Ok(0)) if books.in_flight == 0 => Look::Settled(books),
         _ if !late => Look::Again,
         (Ok(books), Ok(unacked)) => {
-            let why = format!(
-                "after {SETTLE_TIMEOUT:?}: {} messages on their way, {unacked} delivered and never acked",
-                books.in_flight
+            let in_flight = books.in_flight;
+            let why = said!(
+                "after {SETTLE_TIMEOUT:?}: {in_flight} messages on their way, {unacked} delivered and never acked",
+                "{SETTLE_TIMEOUT:?} 之后:{in_flight} 条消息仍在途中,{unacked} 条已投递却始终没有确认"
             );
             Look::Unsettled(books, why)
         }
@@ -282,7 +285,7 @@ mod tests {
             panic!("late unsettled books are a verdict");
         };
         assert_eq!(
-            why,
+            why.en,
             "after 15s: 2 messages on their way, 1 delivered and never acked"
         );
     }

@@ -6,34 +6,57 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::{OrdersCell, PAY_WITHIN, POLL, RESTART_TIMEOUT, SETTLE_TIMEOUT, STOCK};
-use crate::judge::{Books, LostLedger, Reply, check};
+use crate::judge::{Books, LostLedger, Reply, check, said_of};
 use crate::orders::expiry::Expired;
-use crate::wire::ChaosAction;
+use crate::said;
+use crate::wire::{ChaosAction, Said};
 
 /// What an expiry pass did, for people.
-fn pass(done: &Expired) -> String {
-    format!(
-        "expired {}, returned {} (again {}, stale {})",
-        done.expired, done.returned, done.again, done.stale
+fn pass(done: &Expired) -> Said {
+    let (expired, returned, again, stale) = (done.expired, done.returned, done.again, done.stale);
+    said!(
+        "expired {expired}, returned {returned} (again {again}, stale {stale})",
+        "过期 {expired},退回 {returned}(重复 {again},过时 {stale})"
     )
 }
 
 /// The answers of `replies`, in order, for the evidence.
-fn answers(replies: &[Reply]) -> String {
-    replies
-        .iter()
-        .map(Reply::answer)
-        .collect::<Vec<_>>()
-        .join(", ")
+fn answers(replies: &[Reply]) -> Said {
+    let answers: Vec<Said> = replies.iter().map(Reply::answer_said).collect();
+    Said::join(&answers, &said!(", ", ","))
 }
 
 /// The answers of `replies` that are not sales.
-fn not_sold(replies: &[Reply]) -> Vec<String> {
+fn not_sold(replies: &[Reply]) -> Vec<Said> {
     replies
         .iter()
         .filter(|r| !r.sold())
-        .map(Reply::answer)
+        .map(Reply::answer_said)
         .collect()
+}
+
+/// Answers as a list: `["no answer", "503 database_unavailable"]`.
+fn listed(answers: &[Said]) -> Said {
+    let en: Vec<&str> = answers.iter().map(|a| a.en.as_str()).collect();
+    let zh: Vec<&str> = answers.iter().map(|a| a.zh.as_str()).collect();
+    Said {
+        en: format!("{en:?}"),
+        zh: format!("{zh:?}"),
+    }
+}
+
+/// Why the buyers of a cell do not count: some were not sold to.
+fn unsold(refused: &[Said]) -> Said {
+    said_of!("sales not made: {}", "没有成交的销售:{}"; listed(refused))
+}
+
+/// Why the first two orders of a cell do not count: they were not written.
+fn not_written(why: Said) -> Said {
+    said_of!(
+        "the first two orders were not written: {}",
+        "前两个订单没有写入:{}";
+        why
+    )
 }
 
 pub(super) async fn crash_before_enqueue(c: &mut OrdersCell, v: &str) -> anyhow::Result<Books> {
@@ -55,24 +78,32 @@ pub(super) async fn crash_before_enqueue(c: &mut OrdersCell, v: &str) -> anyhow:
     let (books, settled) = c.settle(v).await?;
     let refused = not_sold(&normal);
     let landed = check(armed.status == 0, || {
-        format!("the armed sale answered {}: no crash", armed.answer())
+        said_of!(
+            "the armed sale answered {}: no crash",
+            "预设的那笔销售应答 {}:没有崩溃";
+            armed.answer_said()
+        )
     })
     .and_then(|()| {
         check(back.is_some(), || {
-            format!("instance {} did not come back", victim.name)
+            let name = &victim.name;
+            said!("instance {name} did not come back", "实例 {name} 没有回来")
         })
     })
     .and_then(|()| {
         check(sold == 5 && refused.is_empty(), || {
-            format!("the ledger counts {sold} sales of 5 (other answers: {refused:?})")
+            said_of!(
+                "the ledger counts {sold} sales of 5 (other answers: {})",
+                "账本记录了 5 笔中的 {sold} 笔销售(其他应答:{})";
+                listed(&refused)
+            )
         })
     });
+    let (name, pid, back) = (&victim.name, victim.pid, back.unwrap_or(0));
     Ok(Books {
-        fault: format!(
-            "instance {} (pid {}) crashed after the script of the armed sale (unit {struck}), back as pid {}",
-            victim.name,
-            victim.pid,
-            back.unwrap_or(0)
+        fault: said!(
+            "instance {name} (pid {pid}) crashed after the script of the armed sale (unit {struck}), back as pid {back}",
+            "实例 {name}(PID {pid})在预设那笔销售(第 {struck} 件)的脚本之后崩溃,以 PID {back} 回来"
         ),
         landed,
         struck: Some(struck),
@@ -103,19 +134,24 @@ pub(super) async fn worker_crash_before_ack(c: &mut OrdersCell, v: &str) -> anyh
     let (books, settled) = c.settle(v).await?;
     let refused = not_sold(&replies);
     let landed = check(died.is_some(), || {
-        "no instance died: the armed worker crash never struck".to_owned()
+        said!(
+            "no instance died: the armed worker crash never struck",
+            "没有实例死掉:预设的工作进程崩溃始终没有发生"
+        )
     })
-    .and_then(|()| {
-        check(refused.is_empty(), || {
-            format!("sales not made: {refused:?}")
-        })
-    });
+    .and_then(|()| check(refused.is_empty(), || unsold(&refused)));
     let fault = match &died {
-        Some(i) => format!(
-            "a worker aborted after its commit, before its XACK: instance {} restarted as pid {}; {retried} sales asked again",
-            i.name, i.pid
+        Some(i) => {
+            let (name, pid) = (&i.name, i.pid);
+            said!(
+                "a worker aborted after its commit, before its XACK: instance {name} restarted as pid {pid}; {retried} sales asked again",
+                "一个工作进程在提交之后、XACK 之前中止:实例 {name} 以 PID {pid} 重启;{retried} 笔销售重新请求"
+            )
+        }
+        None => said!(
+            "the armed worker crash did not strike",
+            "预设的工作进程崩溃没有发生"
         ),
-        None => "the armed worker crash did not strike".to_owned(),
     };
     Ok(Books {
         fault,
@@ -151,19 +187,20 @@ pub(super) async fn postgres_restart(c: &mut OrdersCell, v: &str) -> anyhow::Res
     let back = Instant::now();
     let (books, settled) = c.settle(v).await?;
     let took = back.elapsed();
-    let landed = before
-        .map_err(|why| format!("the first two orders were not written: {why}"))
-        .and_then(|()| {
-            check(down && still_down, || {
-                "PostgreSQL answered while it should have been down".to_owned()
-            })
-        });
+    let landed = before.map_err(not_written).and_then(|()| {
+        check(down && still_down, || {
+            said!(
+                "PostgreSQL answered while it should have been down",
+                "PostgreSQL 本应停机,却在应答"
+            )
+        })
+    });
+    let secs = took.as_secs_f64();
     Ok(Books {
-        fault: format!(
-            "PostgreSQL stopped (fast shutdown) before 3 sales (answers {}), the orders' view answered {view} meanwhile; started again on port {}, settled {:.2} s later",
-            answers(&during),
-            port,
-            took.as_secs_f64()
+        fault: said_of!(
+            "PostgreSQL stopped (fast shutdown) before 3 sales (answers {}), the orders' view answered {view} meanwhile; started again on port {port}, settled {secs:.2} s later",
+            "PostgreSQL 在 3 笔销售之前停止(快速关闭)(应答 {}),其间订单视图应答 {view};在端口 {port} 上重新启动,{secs:.2} s 后稳定下来";
+            answers(&during)
         ),
         landed,
         struck: None,
@@ -229,37 +266,43 @@ pub(super) async fn reservation_expiry(c: &OrdersCell, v: &str) -> anyhow::Resul
     }
     let (books, settled) = c.settle(v).await?;
     let unpaid = (SALES - PAID) as i64;
-    let landed = check(not_sold(&sold).is_empty(), || {
-        format!("sales not made: {:?}", not_sold(&sold))
-    })
-    .and_then(|()| {
+    let landed = check(not_sold(&sold).is_empty(), || unsold(&not_sold(&sold))).and_then(|()| {
         check(paid.iter().all(|&s| s == 200), || {
-            format!("payments answered {paid:?}: paid after the deadline?")
+            said!(
+                "payments answered {paid:?}: paid after the deadline?",
+                "支付应答 {paid:?}:是在期限之后支付的吗?"
+            )
         })
     });
     let earned = check(books.expired == unpaid && books.returned == unpaid, || {
-        format!(
-            "{} expired and {} returned of {unpaid} unpaid",
-            books.expired, books.returned
+        let (expired, returned) = (books.expired, books.returned);
+        said!(
+            "{expired} expired and {returned} returned of {unpaid} unpaid",
+            "{unpaid} 个未支付订单中,过期 {expired} 个,退回 {returned} 个"
         )
     })
     .and_then(|()| {
         check(still_paid == PAID && books.paid == PAID as i64, || {
-            format!("{still_paid} of {PAID} paid orders still paid")
+            said!(
+                "{still_paid} of {PAID} paid orders still paid",
+                "{PAID} 个已支付订单中仍为已支付的有 {still_paid} 个"
+            )
         })
     })
     .and_then(|()| {
-        check(books.stock == STOCK - SALES as i64 + unpaid, || {
-            format!(
-                "stock {}, not {}",
-                books.stock,
-                STOCK - SALES as i64 + unpaid
+        let expected = STOCK - SALES as i64 + unpaid;
+        check(books.stock == expected, || {
+            let stock = books.stock;
+            said!(
+                "stock {stock}, not {expected}",
+                "库存 {stock},而不是 {expected}"
             )
         })
     });
     Ok(Books {
-        fault: format!(
+        fault: said_of!(
             "{SALES} reservations (pay within {PAY_WITHIN}), {PAID} paid; after the deadline the first expiry pass {}, the second {}",
+            "{SALES} 个预留(须在 {PAY_WITHIN} 内支付),已支付 {PAID} 个;期限过后第一轮过期处理:{},第二轮:{}";
             pass(&first),
             pass(&second)
         ),
@@ -319,24 +362,23 @@ pub(super) async fn redis_data_loss(c: &mut OrdersCell, v: &str) -> anyhow::Resu
         .try_get(0)?;
     let refused = not_sold(&[before, in_flight.clone(), after.clone()].concat());
     let landed = written
-        .map_err(|why| format!("the first two orders were not written: {why}"))
+        .map_err(not_written)
         .and_then(|()| {
             check(restarted, || {
-                "Redis did not restart: the chaos action never struck".to_owned()
+                said!(
+                    "Redis did not restart: the chaos action never struck",
+                    "Redis 没有重启:混沌操作始终没有生效"
+                )
             })
         })
-        .and_then(|()| {
-            check(refused.is_empty(), || {
-                format!("sales not made: {refused:?}")
-            })
-        });
+        .and_then(|()| check(refused.is_empty(), || unsold(&refused)));
+    let (pid, old) = (c.stack.redis_pid.unwrap_or(0), old_redis.unwrap_or(0));
     Ok(LostLedger {
         books: Books {
-            fault: format!(
-                "2 orders written; PostgreSQL stopped; 3 sales ({}) in flight when Redis restarted empty (pid {} after {}); a reset and 3 sales ({})",
+            fault: said_of!(
+                "2 orders written; PostgreSQL stopped; 3 sales ({}) in flight when Redis restarted empty (pid {pid} after {old}); a reset and 3 sales ({})",
+                "写入了 2 个订单;PostgreSQL 停止;Redis 清空重启(PID 由 {old} 变为 {pid})时,3 笔销售({})在途中;一次重置和 3 笔销售({})";
                 answers(&in_flight),
-                c.stack.redis_pid.unwrap_or(0),
-                old_redis.unwrap_or(0),
                 answers(&after)
             ),
             landed,

@@ -18,9 +18,10 @@ use super::play::{self, query};
 use super::redis_pause::retry_until_final;
 use crate::check::protocol::{Program, Protocol};
 use crate::gate::{Scheduler, buyer_name, points};
-use crate::judge::{self, DatabaseCrash, Doubted, Judgement, LostAnswer};
+use crate::judge::{self, DatabaseCrash, Doubted, Judgement, LostAnswer, said_of};
 use crate::lab::Lab;
 use crate::pgstock::both::BothBooks;
+use crate::said;
 use crate::variants::Variant;
 use crate::wire::ChaosAction;
 
@@ -116,7 +117,10 @@ pub(super) async fn crash(lab: &mut Lab, variant: Variant) -> anyhow::Result<Jud
         cut: id(cut),
         open,
         restarted: back.map(|p| (p.pid, down_for)).ok_or_else(|| {
-            format!("`up` did not start PostgreSQL again within {RESTART_TIMEOUT:?}")
+            said!(
+                "`up` did not start PostgreSQL again within {RESTART_TIMEOUT:?}",
+                "PostgreSQL 没有在 {RESTART_TIMEOUT:?} 内被重新启动"
+            )
         }),
         buyers,
         ledger: lab.ledger(v).await?,
@@ -329,16 +333,20 @@ pub(super) async fn kill_between_stores(
     let next = lab.send(&other.url, &query(v, "work_ms=0")).await?;
     let restarted = lab.restarted(&victim).await;
     let books = Some(both_books(lab, v).await?);
+    let (name, pid) = (&victim.name, victim.pid);
+    let buyer = match at_write {
+        true => said!(
+            "at its write, its unit taken in Redis",
+            "正处在写入处,它的那件已在 Redis 中扣下"
+        ),
+        false => said!("never seen at its write", "从未被看到到达写入处"),
+    };
     Ok(judge::between_stores(&judge::BetweenStores {
-        death: format!(
-            "instance {} (pid {}) killed with SIGKILL, its buyer {} (its request: {})",
-            victim.name,
-            victim.pid,
-            match at_write {
-                true => "at its write, its unit taken in Redis",
-                false => "never seen at its write",
-            },
-            killed.answer()
+        death: said_of!(
+            "instance {name} (pid {pid}) killed with SIGKILL, its buyer {} (its request: {})",
+            "实例 {name}(PID {pid})被 SIGKILL 杀死,它的买家{}(它的请求:{})";
+            buyer,
+            killed.answer_said()
         ),
         at_write,
         killed,

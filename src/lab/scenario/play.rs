@@ -1,17 +1,17 @@
 //! What each scenario does to the stack, and the evidence it hands its
 //! judge.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 
 use crate::harness::stack::Instance;
-use crate::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply};
+use crate::judge::{self, Duel, Judgement, MajorityDown, Recovery, Reply, said_of};
 use crate::lab::Lab;
 use crate::load::engine::Progress;
 use crate::load::{LoadConfig, Runner};
 use crate::os::signal;
+use crate::said;
 use crate::up::redis::RedisServer;
 use crate::variants::Variant;
 use crate::wire::{ChaosAction, StateSnapshot};
@@ -61,7 +61,7 @@ pub(super) async fn one_instance(lab: &Lab, variant: Variant) -> anyhow::Result<
     let state = race_load(lab, &lab.instance(0).url, variant).await?;
     Ok(judge::one_instance(
         &lab.ledger_of(state).await?,
-        variant.about().undersells.as_ref().map(|r| r.en),
+        variant.about().undersells.as_ref(),
     ))
 }
 
@@ -70,7 +70,7 @@ pub(super) async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgemen
     let state = race_load(lab, &lab.stack.url, variant).await?;
     Ok(judge::race(
         &lab.ledger_of(state).await?,
-        variant.about().undersells.as_ref().map(|r| r.en),
+        variant.about().undersells.as_ref(),
     ))
 }
 
@@ -151,9 +151,12 @@ pub(super) async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Resul
     let restarted = lab.restarted(&victim).await;
     let lock = lab.state(v).await?.lock;
     let held = if announced {
-        Some("announced from inside its section")
+        Some(Recovery::announced())
     } else if lock.held && lock.no_ttl {
-        Some("its lock left with no TTL (it died before its section)")
+        Some(said!(
+            "its lock left with no TTL (it died before its section)",
+            "它的锁留了下来,没有 TTL(它死在进入临界区之前)"
+        ))
     } else {
         None
     };
@@ -161,12 +164,12 @@ pub(super) async fn crash_after_acquire(lab: &mut Lab, v: &str) -> anyhow::Resul
         // Nothing else will ever free it.
         lab.client().chaos(&vanish(v)).await?;
     }
+    let (name, pid) = (&victim.name, victim.pid);
     Ok(judge::recovery(&Recovery {
-        death: format!(
-            "instance {} (pid {}) crashed as armed (its request: {})",
-            victim.name,
-            victim.pid,
-            crashing.answer()
+        death: said_of!(
+            "instance {name} (pid {pid}) crashed as armed (its request: {})",
+            "实例 {name}(PID {pid})按预设崩溃(它的请求:{})";
+            crashing.answer_said()
         ),
         held,
         restarted,
@@ -192,12 +195,13 @@ pub(super) async fn kill_instance(lab: &mut Lab, v: &str) -> anyhow::Result<Judg
     let next = next_buyer(lab, v, &other).await?;
     let restarted = lab.restarted(&victim).await;
     let lock = lab.state(v).await?.lock;
+    let (name, pid) = (&victim.name, victim.pid);
     Ok(judge::recovery(&Recovery {
-        death: format!(
-            "instance {} (pid {}) killed with SIGKILL",
-            victim.name, victim.pid
+        death: said!(
+            "instance {name} (pid {pid}) killed with SIGKILL",
+            "实例 {name}(PID {pid})被 SIGKILL 杀死"
         ),
-        held: held.then_some("announced from inside its section"),
+        held: held.then(Recovery::announced),
         restarted,
         next,
         window: RECOVERY_WINDOW,
@@ -240,11 +244,7 @@ pub(super) async fn retry_storm(lab: &Lab, v: &str) -> anyhow::Result<Judgement>
     let retries = lab
         .crowd(16, &query(v, "request_id=storm-1&work_ms=20&wait_ms=5000"))
         .await?;
-    let mut answers = BTreeMap::<String, usize>::new();
-    for retry in retries {
-        *answers.entry(retry.answer()).or_default() += 1;
-    }
-    Ok(judge::retry_storm(&answers, &lab.ledger(v).await?))
+    Ok(judge::retry_storm(&retries, &lab.ledger(v).await?))
 }
 
 /// A holder on instance a (true clock); a buyer on instance b, whose clock
@@ -359,11 +359,15 @@ pub(super) async fn restart_without_persistence(
         let forgotten = if struck["deleted"] == true {
             Ok(())
         } else {
-            Err("the lock was not there to forget (deleted: false)".to_owned())
+            Err(said!(
+                "the lock was not there to forget (deleted: false)",
+                "没有锁可遗忘(该操作的应答表明锁并不存在)"
+            ))
         };
-        let story = format!(
-            "the holder on a froze {} s and its lock was deleted, as a restart without persistence forgets it",
-            FROZEN.as_secs()
+        let frozen = FROZEN.as_secs();
+        let story = said!(
+            "the holder on a froze {frozen} s and its lock was deleted, as a restart without persistence forgets it",
+            "实例 a 上的持有者冻结 {frozen} s,它的锁被删除,就像一次不带持久化的重启会忘掉它一样"
         );
         return Ok(judge::forgotten_lock(&duel, &story, &forgotten, FROZEN));
     }
@@ -381,9 +385,10 @@ pub(super) async fn restart_without_persistence(
         newcomer,
         ledger: lab.ledger(v).await?,
     };
-    let story = format!(
-        "the holder on a took nodes 1-3 (4 and 5 down) with a 30 s lease and froze {} s; node 3 restarted empty, 4 and 5 came back",
-        FROZEN.as_secs()
+    let frozen = FROZEN.as_secs();
+    let story = said!(
+        "the holder on a took nodes 1-3 (4 and 5 down) with a 30 s lease and froze {frozen} s; node 3 restarted empty, 4 and 5 came back",
+        "实例 a 上的持有者以 30 s 的租约拿下节点 1-3(4 号和 5 号宕机),然后冻结 {frozen} s;节点 3 清空后重启,4 号和 5 号恢复"
     );
     Ok(judge::forgotten_lock(&duel, &story, &killed, FROZEN))
 }

@@ -10,6 +10,7 @@ use super::play::{query, vanish};
 use crate::judge::{self, Check, Deletion, Duel, Judgement, check};
 use crate::knobs::Sku;
 use crate::lab::Lab;
+use crate::said;
 use crate::store::Keys;
 use crate::variants::Variant;
 
@@ -70,7 +71,10 @@ pub(super) async fn lock_vanishes(lab: &Lab, variant: Variant) -> anyhow::Result
     let when = if !renews(variant) {
         Deletion::AfterEntry
     } else if !entered {
-        Deletion::NoRenewal("no section to renew a lock in".to_owned())
+        Deletion::NoRenewal(said!(
+            "no section to renew a lock in",
+            "没有可以在其中续约的临界区"
+        ))
     } else {
         match renewal(lab, v, VANISH_LEASE).await? {
             Ok(()) => Deletion::AfterRenewal(in_section.elapsed()),
@@ -89,10 +93,10 @@ pub(super) async fn lock_vanishes(lab: &Lab, variant: Variant) -> anyhow::Result
     // newcomer done within that read and wrote before it.
     let newcomer_done = holder_sent.elapsed();
     let before_write = check(newcomer_done < VANISH_WORK, || {
-        format!(
-            "the newcomer answered {} ms after the holder was sent: not surely before the holder's write (after {} ms of work)",
-            newcomer_done.as_millis(),
-            VANISH_WORK.as_millis()
+        let (done, work) = (newcomer_done.as_millis(), VANISH_WORK.as_millis());
+        said!(
+            "the newcomer answered {done} ms after the holder was sent: not surely before the holder's write (after {work} ms of work)",
+            "新来者在持有者发出请求 {done} ms 之后才应答:不能确定在持有者写入(业务处理 {work} ms 之后)之前"
         )
     });
     let duel = Duel {
@@ -127,14 +131,16 @@ async fn renewal(lab: &Lab, sku: &str, within: Duration) -> anyhow::Result<Check
         .context("PTTL of the lock")?;
     loop {
         if last < 0 {
-            return Ok(Err(format!(
-                "the holder's lock had no lease to renew (PTTL {last})"
+            return Ok(Err(said!(
+                "the holder's lock had no lease to renew (PTTL {last})",
+                "持有者的锁没有可续约的租约(PTTL {last})"
             )));
         }
         if Instant::now() > deadline {
-            return Ok(Err(format!(
-                "no renewal of the holder's lock within {} ms",
-                within.as_millis()
+            let within = within.as_millis();
+            return Ok(Err(said!(
+                "no renewal of the holder's lock within {within} ms",
+                "{within} ms 内持有者的锁没有续约"
             )));
         }
         tokio::time::sleep(RENEWAL_POLL).await;

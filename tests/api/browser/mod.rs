@@ -12,6 +12,7 @@ use stocklock::os::{find_program, free_port};
 use stocklock::up::process::{wait_ready, watch_output};
 use tokio::process::{Child, Command};
 
+mod chinese;
 mod commands;
 mod contexts;
 mod pages;

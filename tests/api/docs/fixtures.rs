@@ -253,12 +253,16 @@ fn cell(scenario: &str, variant: &str, observed: &str, pass: bool) -> Cell {
         scenario: scenario.into(),
         variant: variant.into(),
         expected: "whatever".into(),
+        expected_zh: String::new(),
         observed: observed.into(),
+        observed_zh: String::new(),
         pass,
         evidence: String::new(),
+        evidence_zh: String::new(),
         model: None,
         model_zh: None,
         history: None,
+        history_zh: None,
     }
 }
 
