@@ -155,6 +155,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 timelines: args.timelines,
                 history: args.history,
                 jobs: usize::from(args.jobs),
+                sku_prefix: args.sku_prefix.clone(),
                 target: match (
                     args.target.target,
                     args.target.admin_token,
@@ -177,7 +178,7 @@ async fn run(command: Command) -> anyhow::Result<bool> {
                 let bytes = std::fs::read(&path)?;
                 Ok(serde_json::from_slice::<crate::lab::LabReport>(&bytes)?.cells)
             });
-            crate::lessons::finish(&redis_url, &id, cells).await?;
+            crate::lessons::finish(&redis_url, &id, args.seat.as_deref(), cells).await?;
             Ok(true)
         }
         Command::Check(args) => crate::check::report::run(args),

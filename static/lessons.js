@@ -27,6 +27,7 @@ const I18N = {
     refused: 'not started: {detail}',
     ask_token: 'Admin token (printed by stocklock up):',
     need_token: 'Running an experiment needs the admin token.',
+    teachers: 'The teacher runs this one: it strikes the whole stack. Try it by hand.',
     bad_token: 'The admin token was refused; it will be asked again.',
     unreachable: 'the stack does not answer: {error}',
     no_timeline: 'the timeline could not be loaded: {error}',
@@ -54,6 +55,7 @@ const I18N = {
     refused: '未能开始:{detail}',
     ask_token: '管理令牌(stocklock up 启动时打印):',
     need_token: '运行实验需要管理令牌。',
+    teachers: '这个实验由老师来运行:它会波及整套环境。你可以手动单步试试。',
     bad_token: '管理令牌被拒绝,下次操作时会重新询问。',
     unreachable: '环境没有响应:{error}',
     no_timeline: '无法加载时间线:{error}',
@@ -142,9 +144,16 @@ function updateProgress() {
   progress.textContent = t('progress', { done, total: all.length });
 }
 
+// A classroom seat (its cookie; the page names it) runs the steps that
+// touch nothing but their SKU on SKUs of its own; the others stay the
+// teacher's (their button is disabled and says why).
+const seat = document.body.dataset.seat || '';
+const skuPrefix = document.body.dataset.skuPrefix || '';
+
 function setButtons() {
   for (const section of sections()) {
-    section.querySelector('[data-action="run"]').disabled = active !== null;
+    const theirs = seat && section.dataset.seats !== 'true';
+    section.querySelector('[data-action="run"]').disabled = active !== null || Boolean(theirs);
   }
 }
 
@@ -241,7 +250,7 @@ async function renderDone(section, status) {
   };
   fillCell(section, cell);
   shown[id] = { cell, timeline: null };
-  const timeline = await fetchTimeline(section.dataset.variant);
+  const timeline = await fetchTimeline(`${skuPrefix}${section.dataset.variant}`);
   if (timeline.data) {
     fillLedger(section, timeline.data.state);
     shown[id].timeline = timeline.data;
@@ -324,8 +333,9 @@ async function follow(id) {
 async function run(section) {
   if (active !== null) return;
   const id = section.dataset.step;
-  const token = adminToken();
-  if (!token) {
+  // A seat's cookie speaks for it; the teacher has the admin token.
+  const token = seat ? null : adminToken();
+  if (!seat && !token) {
     say(t('need_token'));
     return;
   }
@@ -345,18 +355,17 @@ async function run(section) {
   };
   let response;
   try {
-    response = await fetch(`/api/admin/lessons/${encodeURIComponent(id)}`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-      body: '{}',
-    });
+    const headers = { 'Content-Type': 'application/json' };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const path = seat ? '/api/lessons/' : '/api/admin/lessons/';
+    response = await fetch(`${path}${encodeURIComponent(id)}`, { method: 'POST', headers, body: '{}' });
   } catch (err) {
     refused(t('unreachable', { error: err && err.message ? err.message : String(err) }));
     return;
   }
   const answer = await response.json().catch(() => ({}));
   if (response.status === 401) {
-    StocklockPage.forgetToken();
+    if (!seat) StocklockPage.forgetToken();
     refused(t('bad_token'));
     return;
   }
@@ -383,6 +392,7 @@ async function run(section) {
 for (const section of sections()) {
   section.querySelector('[data-action="run"]').addEventListener('click', () => run(section));
 }
+setButtons();
 
 // ---- the checker's verdict on a step's cell, asked for once the step
 // comes near the screen (not for all thirteen at page load).

@@ -8,7 +8,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Html;
 
 use super::Dashboard;
-use crate::lessons::{self, Lessons, STEPS, StartError, Status, Step};
+use super::classroom::Actor;
+use crate::lessons::{self, Lessons, STEPS, StartError, Status, Step, Who};
 use crate::web::AppError;
 
 #[derive(Template)]
@@ -16,32 +17,65 @@ use crate::web::AppError;
 struct LessonsPage {
     steps: &'static [Step],
     instance: String,
+    /// The classroom seat the page is shown to: its name, and what its
+    /// SKUs start with (empty for the teacher).
+    seat: String,
+    sku_prefix: String,
+}
+
+impl LessonsPage {
+    /// Whether a seat may run `step`'s experiment itself (it touches
+    /// nothing but its SKU).
+    fn seats(&self, step: &Step) -> bool {
+        step.scenario
+            .parse::<crate::lab::Scenario>()
+            .is_ok_and(crate::lab::Scenario::per_sku)
+    }
 }
 
 /// `GET /lessons`
-pub(super) async fn page(State(state): State<Dashboard>) -> Result<Html<String>, AppError> {
+pub(super) async fn page(
+    State(state): State<Dashboard>,
+    headers: HeaderMap,
+) -> Result<Html<String>, AppError> {
+    let seat = state.seat_of(&headers).await;
     LessonsPage {
         steps: &STEPS,
         instance: state.instance().to_owned(),
+        sku_prefix: seat
+            .as_ref()
+            .map(|s| lessons::sku_prefix(&s.id))
+            .unwrap_or_default(),
+        seat: seat.map(|s| s.name).unwrap_or_default(),
     }
     .render()
     .map(Html)
     .map_err(|err| AppError::Internal(format!("template: {err}")))
 }
 
-/// `GET /api/lessons`
-pub(super) async fn statuses(State(state): State<Dashboard>) -> Result<Json<Lessons>, AppError> {
-    Ok(Json(lessons::read(state.store()).await?))
+/// `GET /api/lessons`: the stack's results, or a seat's own (its cookie).
+pub(super) async fn statuses(
+    State(state): State<Dashboard>,
+    headers: HeaderMap,
+) -> Result<Json<Lessons>, AppError> {
+    let seat = state.seat_of(&headers).await;
+    let who = seat.as_ref().map_or(Who::Teacher, |s| Who::Seat(&s.id));
+    Ok(Json(lessons::read(state.store(), who).await?))
 }
 
-/// `POST /api/admin/lessons/{id}`: 202, then the step's result in
-/// `/api/lessons`; 409 while another experiment runs.
+/// `POST /api/admin/lessons/{id}` (the teacher) and `POST /api/lessons/{id}`
+/// (the teacher or a classroom seat, on its own SKUs): 202, then the
+/// step's result in `/api/lessons`; 409 while another experiment runs.
 pub(super) async fn run(
     State(state): State<Dashboard>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Status>), AppError> {
-    state.authorize(&headers)?;
+    let actor = state.actor(&headers).await?;
+    let who = match &actor {
+        Actor::Teacher => Who::Teacher,
+        Actor::Seat(seat) => Who::Seat(&seat.id),
+    };
     let step = lessons::find(&id).ok_or_else(|| {
         let ids: Vec<&str> = STEPS.iter().map(|s| s.id).collect();
         AppError::Missing(format!(
@@ -65,9 +99,12 @@ pub(super) async fn run(
         admin_token: state.admin_token(),
         redis_url,
     };
-    match lessons::start(state.store(), step, &stack).await {
+    match lessons::start(state.store(), step, &stack, who).await {
         Ok(status) => Ok((StatusCode::ACCEPTED, Json(status))),
-        Err(StartError::Busy) => Err(AppError::Conflict(StartError::Busy.to_string())),
+        Err(err @ (StartError::Busy | StartError::SeatBusy | StartError::ClassBusy)) => {
+            Err(AppError::Conflict(err.to_string()))
+        }
+        Err(err @ StartError::NotASeats) => Err(AppError::Forbidden(err.to_string())),
         Err(StartError::Unavailable(detail)) => Err(AppError::Internal(detail)),
         Err(StartError::Store(err)) => Err(err.into()),
     }

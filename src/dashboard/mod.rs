@@ -149,6 +149,7 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/api/lessons", get(lessons::statuses))
         .route("/api/check", get(models::cell))
         .route("/api/admin/lessons/{id}", post(lessons::run))
+        .route("/api/lessons/{id}", post(lessons::run))
         .route("/step", get(step::page))
         .route("/join", get(classroom::join))
         .route("/classroom", get(classroom::page))

@@ -39,4 +39,14 @@ pub struct LabArgs {
     /// this lesson step's result (how an instance runs a step's experiment).
     #[arg(long, hide = true, requires = "target")]
     pub lesson: Option<String>,
+    /// Sell from the SKUs named PREFIX and the variant (`--sku-prefix
+    /// class-7-` plays `none` on `class-7-none`) instead of the variant's
+    /// own, on a --target stack; only the scenarios that touch nothing but
+    /// their SKU: one-instance, race, slow-business.
+    #[arg(long, value_name = "PREFIX", requires = "target")]
+    pub sku_prefix: Option<String>,
+    /// Run for a classroom seat's lesson page: its SKUs and its results
+    /// (how an instance runs a seat's experiment).
+    #[arg(long, hide = true, requires = "lesson")]
+    pub seat: Option<String>,
 }

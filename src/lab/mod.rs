@@ -87,6 +87,10 @@ pub struct LabConfig {
     /// Cells played at once, each lane on a main stack of its own (one
     /// with a target).
     pub jobs: usize,
+    /// Play on the SKUs named this prefix and the variant (a classroom
+    /// seat's own) instead of the variant's own SKU: only the scenarios
+    /// that touch nothing but their SKU ([`Scenario::per_sku`]), on a target.
+    pub sku_prefix: Option<String>,
 }
 
 /// `--target`: a running chaos-mode stack.
@@ -115,9 +119,16 @@ struct Lab {
     lasts: bool,
     /// The cell being played, `SCENARIO-VARIANT`: its timeline's file name.
     cell: String,
+    /// Put before a variant's name to name its SKU (`--sku-prefix`).
+    prefix: String,
 }
 
 impl Lab {
+    /// The SKU the lab sells `v` from: the variant's own, or a seat's.
+    fn sku(&self, v: &str) -> String {
+        format!("{}{v}", self.prefix)
+    }
+
     fn instance(&self, index: usize) -> &Instance {
         &self.stack.instances[index]
     }

@@ -85,6 +85,26 @@ pub async fn run(config: LabConfig) -> anyhow::Result<bool> {
             .collect::<anyhow::Result<_>>()?
     };
 
+    if let Some(prefix) = &config.sku_prefix {
+        if config.target.is_none() {
+            anyhow::bail!("--sku-prefix plays on a running stack: it needs --target");
+        }
+        if let Some(s) = scenarios.iter().find(|s| !s.per_sku()) {
+            anyhow::bail!(
+                "--sku-prefix plays only the scenarios that touch nothing but their SKU ({}); {s} does more",
+                Scenario::ALL
+                    .iter()
+                    .filter(|s| s.per_sku())
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        for v in &variants {
+            crate::knobs::Sku::parse(&format!("{prefix}{v}"))
+                .map_err(|err| anyhow::anyhow!("--sku-prefix {prefix:?}: {err}"))?;
+        }
+    }
     let needs_main_stack = scenarios.iter().any(|s| {
         variants
             .iter()
@@ -153,7 +173,10 @@ async fn lane(
     next: &std::sync::atomic::AtomicUsize,
 ) -> anyhow::Result<Vec<(usize, Cell, String)>> {
     let mut lab = match needs_main_stack {
-        true => Some(start(config.target.as_ref(), config.timelines.clone()).await?),
+        true => {
+            let prefix = config.sku_prefix.as_deref().unwrap_or_default();
+            Some(start(config.target.as_ref(), config.timelines.clone(), prefix).await?)
+        }
         false => None,
     };
     let mut cells = Vec::new();
@@ -246,7 +269,11 @@ async fn cell(
 /// The stack to play on: `target`, or a Redis and a chaos-mode stack of
 /// the lab's own. Every instance's clock is true; only `clock-skew` moves
 /// one, for its own cells.
-async fn start(target: Option<&Target>, timelines: Option<PathBuf>) -> anyhow::Result<Lab> {
+async fn start(
+    target: Option<&Target>,
+    timelines: Option<PathBuf>,
+    prefix: &str,
+) -> anyhow::Result<Lab> {
     if let Some(dir) = &timelines {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -293,5 +320,6 @@ async fn start(target: Option<&Target>, timelines: Option<PathBuf>) -> anyhow::R
         timelines,
         lasts: target.is_some(),
         cell: String::new(),
+        prefix: prefix.to_owned(),
     })
 }

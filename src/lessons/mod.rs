@@ -9,7 +9,12 @@
 //! writes the step's result to Redis itself (`lab --lesson ID`), where every
 //! instance reads it (`GET /api/lessons`); the page then draws the SKU's
 //! timeline from `/api/timeline`. One experiment at a time, stack-wide.
+//!
+//! A classroom seat runs the steps that touch nothing but their SKU on SKUs
+//! of its own (`lab --sku-prefix`), its results kept apart from the
+//! teacher's; one experiment per seat, a few seats' at once ([`seats`]).
 
+mod seats;
 mod steps;
 
 use std::collections::BTreeMap;
@@ -18,6 +23,7 @@ use std::process::Stdio;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
+pub use self::seats::{SEAT_EXPERIMENTS, sku_prefix};
 pub use self::steps::{STEPS, Step, find};
 use crate::lab::Cell;
 use crate::store::{Store, StoreError};
@@ -47,10 +53,27 @@ pub struct Lessons {
     pub steps: BTreeMap<String, Status>,
 }
 
-/// Every step's last run.
-pub async fn read(store: &Store) -> Result<Lessons, StoreError> {
+/// Whose experiments: the stack's (the teacher's), or a classroom seat's.
+#[derive(Clone, Copy, Debug)]
+pub enum Who<'a> {
+    Teacher,
+    Seat(&'a str),
+}
+
+impl Who<'_> {
+    /// The hash of its steps' results.
+    fn status_key(self) -> String {
+        match self {
+            Who::Teacher => STATUS_KEY.to_owned(),
+            Who::Seat(id) => format!("{STATUS_KEY}:seat:{id}"),
+        }
+    }
+}
+
+/// Every step's last run, of `who`'s experiments.
+pub async fn read(store: &Store, who: Who<'_>) -> Result<Lessons, StoreError> {
     let mut conn = store.conn().await?;
-    let raw: BTreeMap<String, String> = conn.hgetall(STATUS_KEY).await?;
+    let raw: BTreeMap<String, String> = conn.hgetall(who.status_key()).await?;
     Ok(Lessons {
         steps: raw
             .into_iter()
@@ -64,6 +87,14 @@ pub async fn read(store: &Store) -> Result<Lessons, StoreError> {
 pub enum StartError {
     #[error("another lesson experiment is running; wait for it to finish")]
     Busy,
+    #[error("your experiment is running; wait for it to finish")]
+    SeatBusy,
+    #[error("{SEAT_EXPERIMENTS} seats' experiments are running; try again in a moment")]
+    ClassBusy,
+    #[error(
+        "this experiment strikes the whole stack (an instance, a store): the teacher runs it; try it by hand in step mode"
+    )]
+    NotASeats,
     #[error("{0}")]
     Unavailable(String),
     #[error(transparent)]
@@ -84,34 +115,48 @@ pub struct Stack<'a> {
     pub redis_url: &'a str,
 }
 
-/// Starts `step`'s experiment on `stack`; its status says `running` until
-/// the lab process writes the result.
-pub async fn start(store: &Store, step: &Step, stack: &Stack<'_>) -> Result<Status, StartError> {
+/// Starts `step`'s experiment on `stack` for `who`; its status says
+/// `running` until the lab process writes the result.
+pub async fn start(
+    store: &Store,
+    step: &Step,
+    stack: &Stack<'_>,
+    who: Who<'_>,
+) -> Result<Status, StartError> {
     let mut conn = store.conn().await?;
-    let claimed: Option<String> = redis::cmd("SET")
-        .arg(RUNNING_KEY)
-        .arg(step.id)
-        .arg("NX")
-        .arg("EX")
-        .arg(RUN_LIMIT_S)
-        .query_async(&mut conn)
-        .await
-        .map_err(StoreError::from)?;
-    if claimed.is_none() {
-        return Err(StartError::Busy);
+    match who {
+        Who::Teacher => {
+            let claimed: Option<String> = redis::cmd("SET")
+                .arg(RUNNING_KEY)
+                .arg(step.id)
+                .arg("NX")
+                .arg("EX")
+                .arg(RUN_LIMIT_S)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            if claimed.is_none() {
+                return Err(StartError::Busy);
+            }
+        }
+        Who::Seat(id) => seats::claim(&mut conn, step, id).await?,
     }
     let running = Status {
         state: "running".to_owned(),
         ..Status::default()
     };
-    write(&mut conn, step.id, &running).await?;
+    write(&mut conn, who, step.id, &running).await?;
     let binary = std::env::current_exe()
         .map_err(|err| StartError::Unavailable(format!("cannot find this program: {err}")))?;
     // Not a child that dies with this instance: the lab may crash it.
-    let spawned = std::process::Command::new(binary)
-        .args(["lab", "--variant", step.variant, step.scenario])
+    let mut lab = std::process::Command::new(binary);
+    lab.args(["lab", "--variant", step.variant, step.scenario])
         .args(["--target", stack.url, "--redis-url", stack.redis_url])
-        .args(["--lesson", step.id])
+        .args(["--lesson", step.id]);
+    if let Who::Seat(id) = who {
+        lab.args(["--seat", id, "--sku-prefix", &sku_prefix(id)]);
+    }
+    let spawned = lab
         .env("STOCKLOCK_ADMIN_TOKEN", stack.admin_token)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -129,8 +174,8 @@ pub async fn start(store: &Store, step: &Step, stack: &Stack<'_>) -> Result<Stat
                 cell: None,
                 error: Some(format!("cannot start the lab: {err}")),
             };
-            write(&mut conn, step.id, &failed).await?;
-            let _: i64 = conn.del(RUNNING_KEY).await.map_err(StoreError::from)?;
+            write(&mut conn, who, step.id, &failed).await?;
+            release(&mut conn, who).await?;
             Err(StartError::Unavailable(format!(
                 "cannot start the lab: {err}"
             )))
@@ -138,9 +183,33 @@ pub async fn start(store: &Store, step: &Step, stack: &Stack<'_>) -> Result<Stat
     }
 }
 
-async fn write(conn: &mut crate::store::Conn, id: &str, status: &Status) -> Result<(), StoreError> {
+async fn write(
+    conn: &mut crate::store::Conn,
+    who: Who<'_>,
+    id: &str,
+    status: &Status,
+) -> Result<(), StoreError> {
     let json = serde_json::to_string(status).unwrap_or_default();
-    let _: i64 = conn.hset(STATUS_KEY, id, json).await?;
+    let _: i64 = conn.hset(who.status_key(), id, json).await?;
+    if let Who::Seat(_) = who {
+        let _: bool = conn
+            .expire(
+                who.status_key(),
+                crate::classroom::SEAT_IDLE.as_secs() as i64,
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+/// The next experiment of `who` may start.
+async fn release(conn: &mut crate::store::Conn, who: Who<'_>) -> Result<(), StoreError> {
+    match who {
+        Who::Teacher => {
+            let _: i64 = conn.del(RUNNING_KEY).await?;
+        }
+        Who::Seat(id) => seats::release(conn, id).await?,
+    }
     Ok(())
 }
 
@@ -149,8 +218,10 @@ async fn write(conn: &mut crate::store::Conn, id: &str, status: &Status) -> Resu
 pub async fn finish(
     redis_url: &str,
     id: &str,
+    seat: Option<&str>,
     outcome: anyhow::Result<Vec<Cell>>,
 ) -> anyhow::Result<()> {
+    let who = seat.map_or(Who::Teacher, Who::Seat);
     let status = match outcome {
         Ok(cells) => match cells.into_iter().next() {
             Some(cell) => Status {
@@ -175,8 +246,8 @@ pub async fn finish(
     };
     let store = Store::open(redis_url)?;
     let mut conn = store.conn().await?;
-    write(&mut conn, id, &status).await?;
-    let _: i64 = conn.del(RUNNING_KEY).await.map_err(StoreError::from)?;
+    write(&mut conn, who, id, &status).await?;
+    release(&mut conn, who).await?;
     Ok(())
 }
 

@@ -3,8 +3,9 @@
 //! cookie shared), get a seat, and step `none` into an oversell on a SKU
 //! of their own, all at once; no seat reads, steps or ends another's run;
 //! a seat without its cookie, or with a forged one, is nobody; a seat past
-//! its rate is told to slow down; and the teacher's board shows every seat
-//! with the cell it broke.
+//! its rate is told to slow down; a seat runs a lesson's experiment on SKUs
+//! of its own (never one that strikes the whole stack), unseen by others;
+//! and the teacher's board shows every seat with the cell it broke.
 
 use std::time::Duration;
 
@@ -168,6 +169,49 @@ async fn thirty_seats_each_step_none_into_an_oversell_of_their_own_and_none_touc
             assert_eq!(status, json!(200), "request {sent}");
         }
         assert!(refused.is_some(), "100 requests in a row, none refused");
+
+        // The lessons as a seat: a step that touches nothing but its SKU runs
+        // on the seat's own SKU, one at a time; a step that strikes the
+        // whole stack is the teacher's; nobody else sees the result.
+        let teachers_before = stack.state("local-mutex").await;
+        browser.switch_to(&seats[2]).await;
+        browser.goto(&format!("{}/lessons", stack.url)).await;
+        browser
+            .wait_until("document.querySelectorAll('section.step').length > 0")
+            .await;
+        let prefix = browser.run("return document.body.dataset.skuPrefix").await;
+        let prefix = prefix.as_str().unwrap().to_owned();
+        assert!(prefix.starts_with("seat-"), "{prefix}");
+        let pause = browser
+            .run("return document.querySelector('[data-step=pause] [data-action=run]').disabled")
+            .await;
+        assert_eq!(pause, json!(true), "a seat's button for a stack-wide fault");
+        let status = fetch_status(&browser, "POST", "/api/lessons/pause", json!({})).await;
+        assert_eq!(status, json!(403), "a seat ran a stack-wide fault");
+        browser.click("[data-step=two-instances] [data-action=run]").await;
+        browser
+            .wait_until("document.querySelector('[data-step=two-instances]').dataset.state === 'running'")
+            .await;
+        let status = fetch_status(&browser, "POST", "/api/lessons/lua", json!({})).await;
+        assert_eq!(status, json!(409), "a seat's second experiment at once");
+        browser
+            .wait_until("['done', 'failed'].includes(document.querySelector('[data-step=two-instances]').dataset.state)")
+            .await;
+        let shown = browser
+            .run("const s = document.querySelector('[data-step=two-instances]'); return [s.dataset.state, s.querySelector('[data-field=verdict]').dataset.observed, s.querySelector('[data-field=oversold]').textContent]")
+            .await;
+        let own = stack.state(&format!("{prefix}local-mutex")).await;
+        assert!(own.oversold > 0, "the seat's own SKU: {own:?}");
+        assert_eq!(shown, json!(["done", "oversells", own.oversold.to_string()]));
+        assert_eq!(stack.state("local-mutex").await, teachers_before, "the teacher's SKU was touched");
+        // Neither another seat nor the teacher sees it.
+        browser.switch_to(&seats[3]).await;
+        let theirs = browser
+            .run_async("fetch('/api/lessons').then((r) => r.json()).then(arguments[0])", json!([]))
+            .await;
+        assert_eq!(theirs, json!({"steps": {}}), "seat 3 sees seat 2's");
+        let teachers: Value = http.get(format!("{}/api/lessons", stack.url)).send().await.unwrap().json().await.unwrap();
+        assert!(teachers["steps"].get("two-instances").is_none(), "{teachers}");
 
         // The teacher's board: every seat, each with the cell it broke.
         browser.switch_to(&teacher).await;

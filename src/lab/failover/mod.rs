@@ -160,6 +160,7 @@ async fn own_lab(args: &[&str], recorder: &Recorder) -> anyhow::Result<Lab> {
         timelines: None,
         lasts: false,
         cell: String::new(),
+        prefix: String::new(),
     })
 }
 

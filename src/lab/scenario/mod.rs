@@ -28,6 +28,16 @@ use crate::variants::Variant;
 pub use crate::variants::{Scenario, UnknownScenario};
 
 impl Scenario {
+    /// Whether the scenario touches nothing but its SKU: buyers and their
+    /// knobs, no fault that strikes an instance, a store or a lock key
+    /// (what a classroom seat may play on its own SKUs, `--sku-prefix`).
+    pub fn per_sku(self) -> bool {
+        matches!(
+            self,
+            Scenario::OneInstance | Scenario::Race | Scenario::SlowBusiness
+        )
+    }
+
     /// Whether `variant`'s cell runs on a stack of its own (the failover
     /// ones, a failover cannot be undone; the order ones, which need
     /// PostgreSQL and timings of their own), not on the lab's main stack.

@@ -77,8 +77,10 @@ pub(super) async fn race(lab: &Lab, variant: Variant) -> anyhow::Result<Judgemen
 /// The race's load, sent to `url` (nginx, or one instance); the SKU's
 /// state after it.
 async fn race_load(lab: &Lab, url: &str, variant: Variant) -> anyhow::Result<StateSnapshot> {
+    let sku = lab.sku(variant.name());
     let config = LoadConfig {
         variants: vec![variant.name().to_owned()],
+        sku: Some(sku.clone()),
         stock: Some(50),
         requests: Some(400),
         work_ms: Some(2),
@@ -92,29 +94,24 @@ async fn race_load(lab: &Lab, url: &str, variant: Variant) -> anyhow::Result<Sta
     runner
         .run_variant(&variant.info(), &Progress::default())
         .await?;
-    lab.state(variant.name()).await
+    lab.state(&sku).await
 }
 
 /// Three buyers, work 600 ms, lease 200 ms, each waiting up to 5 s (a
 /// store whose leases are longer: work three leases long, waits 15 s).
 pub(super) async fn slow_business(lab: &Lab, v: &str) -> anyhow::Result<Judgement> {
-    lab.client().reset(v, 5, 0).await?;
+    let sku = lab.sku(v);
+    lab.client().reset(&sku, 5, 0).await?;
     let lease = shortest_lease(v)
         .max(Duration::from_millis(200))
         .as_millis();
     let (work, wait) = (3 * lease, 25 * lease);
-    lab.crowd(
-        3,
-        &query(
-            v,
-            &format!("lease_ms={lease}&work_ms={work}&wait_ms={wait}"),
-        ),
-    )
-    .await?;
+    let knobs = format!("sku={sku}&lease_ms={lease}&work_ms={work}&wait_ms={wait}");
+    lab.crowd(3, &format!("/deductStock/{v}?{knobs}")).await?;
     // A lock without a lease (the database's) must hold through the work.
     let variant: Variant = v.parse().map_err(|_| anyhow::anyhow!("no variant {v}"))?;
     let leaseless = variant.stock_in_postgres().then_some(lease as u64);
-    Ok(judge::slow_business(&lab.ledger(v).await?, leaseless))
+    Ok(judge::slow_business(&lab.ledger(&sku).await?, leaseless))
 }
 
 /// After a holder died: a buyer on `other`, waiting up to the recovery

@@ -181,3 +181,45 @@ async fn the_lab_runs_against_a_running_chaos_stack() {
     );
     stack.stop().await;
 }
+
+/// `--sku-prefix` (a classroom seat's SKUs) plays only on a running stack
+/// and only the scenarios that touch nothing but their SKU: anything else
+/// is refused before a stack is touched, saying why.
+#[test]
+fn a_sku_prefix_plays_only_the_per_sku_scenarios_on_a_target() {
+    let lab = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stocklock"))
+            .arg("lab")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, said) = lab(&["race", "--sku-prefix", "seat-1-"]);
+    assert!(!ok && said.contains("--target"), "{said}");
+    let target = [
+        "--target",
+        "http://127.0.0.1:9",
+        "--admin-token",
+        "t",
+        "--redis-url",
+        "redis://127.0.0.1:9",
+        "--sku-prefix",
+    ];
+    let (ok, said) = lab(&[
+        &["pause-holder", "--variant", "watchdog"],
+        &target[..],
+        &["seat-1-"],
+    ]
+    .concat());
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("(one-instance, race, slow-business); pause-holder does more"),
+        "{said}"
+    );
+    let (ok, said) = lab(&[&["race", "--variant", "none"], &target[..], &["seat 1"]].concat());
+    assert!(!ok && said.contains("--sku-prefix \"seat 1\""), "{said}");
+}
