@@ -122,20 +122,24 @@ function say(text) {
   document.getElementById('message').textContent = text || '';
 }
 
+// A classroom seat (its cookie; the page names it) sees its own SKUs: its
+// Run and Reset are the seat's routes, its board is polled.
+const seat = document.body.dataset.seat || '';
+const skuPrefix = document.body.dataset.skuPrefix || '';
+
 async function admin(path, body) {
-  const token = adminToken();
-  if (!token) {
+  // A seat's cookie speaks for it; the teacher has the admin token.
+  const token = seat ? null : adminToken();
+  if (!seat && !token) {
     say(t('need_token'));
     return null;
   }
-  const response = await fetch(path, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    body: JSON.stringify(body),
-  });
+  const headers = { 'Content-Type': 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const response = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body) });
   const answer = await response.json().catch(() => ({}));
   if (response.status === 401) {
-    StocklockPage.forgetToken();
+    if (!seat) StocklockPage.forgetToken();
     say(t('bad_token'));
     return null;
   }
@@ -167,7 +171,7 @@ async function startRun(variants) {
   const button = document.getElementById('race-all');
   button.disabled = true;
   document.getElementById('run-text').textContent = t('run_starting');
-  const run = await admin('/api/admin/run', { variants, ...loadParams() });
+  const run = await admin(seat ? '/api/seat/run' : '/api/admin/run', { variants, ...loadParams() });
   if (run) {
     showRun(run);
   } else {
@@ -179,8 +183,11 @@ async function startRun(variants) {
 async function reset(variants) {
   const stock = loadParams().stock;
   let done = 0;
-  for (const sku of variants) {
-    if (await admin('/api/admin/reset', { sku, stock })) done += 1;
+  for (const variant of variants) {
+    const asked = seat
+      ? admin('/api/seat/reset', { variant, stock })
+      : admin('/api/admin/reset', { sku: variant, stock });
+    if (await asked) done += 1;
     else return;
   }
   say(t('reset_done', { n: done, stock }));
@@ -247,7 +254,9 @@ function formatTtl(ms) {
 }
 
 function renderCard(state) {
-  const card = document.querySelector(`.card[data-variant="${CSS.escape(state.sku)}"]`);
+  // A seat's SKU is its prefix and the variant's name.
+  const variant = skuPrefix && state.sku.startsWith(skuPrefix) ? state.sku.slice(skuPrefix.length) : state.sku;
+  const card = document.querySelector(`.card[data-variant="${CSS.escape(variant)}"]`);
   if (!card) return;
   setNumber(card, 'remaining', state.remaining, state.remaining < 0);
   setNumber(card, 'initial', state.initial);
@@ -283,7 +292,7 @@ function renderCard(state) {
 
   const perInstance = Object.entries(state.per_instance);
   const total = perInstance.reduce((sum, [, n]) => sum + n, 0);
-  served[state.sku] = total;
+  served[variant] = total;
   field(card, 'share').textContent = perInstance
     .map(([name, n]) => `${name} ${total ? Math.round((100 * n) / total) : 0}%`)
     .join(' · ');
@@ -480,7 +489,7 @@ setInterval(() => {
 // PostgreSQL and the reconciliation with the ledger, asked every second.
 async function renderOrders() {
   for (const panel of document.querySelectorAll('[data-field="orders"]')) {
-    const sku = panel.closest('.card').dataset.variant;
+    const sku = `${skuPrefix}${panel.closest('.card').dataset.variant}`;
     try {
       const response = await fetch(`/api/orders?sku=${encodeURIComponent(sku)}`);
       if (!response.ok) {
@@ -510,6 +519,10 @@ setInterval(renderOrders, 1000);
 // ---- live board
 function connect() {
   const live = document.getElementById('live');
+  if (seat) {
+    pollSeatBoard(live);
+    return;
+  }
   const events = new EventSource('/api/events');
   events.addEventListener('open', () => {
     live.dataset.live = 'true';
@@ -522,6 +535,26 @@ function connect() {
     live.textContent = t('reconnecting');
   });
   events.addEventListener('board', (event) => render(JSON.parse(event.data)));
+}
+
+// A seat's board (its own SKUs) is polled: the events carry the stack's.
+async function pollSeatBoard(live) {
+  for (;;) {
+    let ok = false;
+    try {
+      const response = await fetch('/api/board', { cache: 'no-store' });
+      if (response.ok) {
+        render(await response.json());
+        ok = true;
+      }
+    } catch (_) {
+      // Said below; the next poll tries again.
+    }
+    live.dataset.live = String(ok);
+    live.dataset.i18n = ok ? 'live' : 'reconnecting';
+    live.textContent = t(live.dataset.i18n);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 applyLang();

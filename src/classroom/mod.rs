@@ -2,14 +2,17 @@
 //! (`up --classroom`, or the classroom page's switch); each student who
 //! follows the join link gets a seat, a signed cookie ([`seal`]) instead
 //! of the admin token. A seat may run step mode on runs of its own (each
-//! on a SKU of its own), never another seat's, and never a fault that
-//! hits the whole stack: those stay the teacher's.
+//! on a SKU of its own), the lessons' experiments and its cards' Run and
+//! Reset on SKUs of its own ([`jobs::sku_prefix`]; a few seats' at once,
+//! [`jobs`]), never another seat's, and never a fault that hits the whole
+//! stack: those stay the teacher's.
 //!
 //! Everything about the seats lives in Redis, under one hash tag, so every
 //! instance admits the same seats: each seat's name and progress (a
 //! hash that expires after [`SEAT_IDLE`] without a request), the cells it
 //! broke, and a per-second count of its requests ([`SEAT_RATE`]).
 
+pub mod jobs;
 pub mod seal;
 
 use std::collections::HashMap;

@@ -73,20 +73,37 @@ pub(super) fn heartbeat(
     })
 }
 
+/// Whose board: the stack's (every variant's own SKU, the teacher's run
+/// and scenarios), or a classroom seat's (its own SKUs and run).
+pub(super) enum Whose<'a> {
+    Stack,
+    Seat(&'a str),
+}
+
 /// Reads the whole board: every variant's SKU, the instances, the run.
 /// A lock that lives outside the main Redis (Redlock, etcd, ZooKeeper) is
 /// read from its own store.
 pub(super) async fn read_board(
     store: &Store,
     stores: &crate::lock::LockStores,
+    whose: Whose<'_>,
 ) -> Result<Board, StoreError> {
+    let (prefix, run_key) = match whose {
+        Whose::Stack => (String::new(), runs::STATUS_KEY.to_owned()),
+        Whose::Seat(id) => (
+            crate::classroom::jobs::sku_prefix(id),
+            runs::seat_status_key(id),
+        ),
+    };
     let mut conn = store.conn().await?;
     // The run first: when it says done, every variant read after it is final.
-    let run: Option<String> = conn.get(runs::STATUS_KEY).await?;
+    let run: Option<String> = conn.get(run_key).await?;
     let run: Option<RunStatus> = run.and_then(|json| serde_json::from_str(&json).ok());
     let mut variants = Vec::with_capacity(Variant::ALL.len());
     for variant in Variant::ALL {
-        let sku = Sku::parse(variant.name()).expect("variant names are valid SKUs");
+        // (A seat's id is ours, twelve hex digits, signed: its SKUs parse.)
+        let sku = Sku::parse(&format!("{prefix}{}", variant.name()))
+            .expect("variant names and seat prefixes make valid SKUs");
         let keys = Keys::new(&sku);
         let mut state = ledger::snapshot(&mut conn, &keys, sku.as_str()).await?;
         if let (true, Some(pool)) = (variant.stock_in_postgres(), &stores.postgres) {
@@ -122,12 +139,16 @@ pub(super) async fn read_board(
         .collect::<Vec<_>>();
     let mut instances = instances;
     instances.sort_by(|a, b| a.name.cmp(&b.name));
-    let labs = labs::read(store).await?;
+    // A card's scenarios are the teacher's: a seat's board has none.
+    let labs = match whose {
+        Whose::Stack => serde_json::to_value(labs::read(store).await?).unwrap_or_default(),
+        Whose::Seat(_) => serde_json::Value::Object(Default::default()),
+    };
     Ok(Board {
         variants,
         instances,
         run,
-        labs: serde_json::to_value(labs).unwrap_or_default(),
+        labs,
     })
 }
 
@@ -159,7 +180,7 @@ impl BoardFeed {
                 if feed.receiver_count() == 0 {
                     continue; // nobody watches: read nothing
                 }
-                let json = match read_board(&store, &stores).await {
+                let json = match read_board(&store, &stores, Whose::Stack).await {
                     Ok(board) => serde_json::to_string(&board).ok(),
                     Err(err) => {
                         tracing::debug!(%err, "board unavailable");
@@ -200,7 +221,15 @@ pub(super) async fn events(
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
-/// `GET /api/board`: the same board, for polling.
-pub(super) async fn board(State(state): State<Dashboard>) -> Result<axum::Json<Board>, AppError> {
-    Ok(axum::Json(read_board(state.store(), state.stores()).await?))
+/// `GET /api/board`: the same board, for polling; a classroom seat's own
+/// (its cookie), which the page of a seat polls instead of the events.
+pub(super) async fn board(
+    State(state): State<Dashboard>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::Json<Board>, AppError> {
+    let seat = state.seat_of(&headers).await;
+    let whose = seat.as_ref().map_or(Whose::Stack, |s| Whose::Seat(&s.id));
+    Ok(axum::Json(
+        read_board(state.store(), state.stores(), whose).await?,
+    ))
 }

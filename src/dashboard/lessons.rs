@@ -44,7 +44,7 @@ pub(super) async fn page(
         instance: state.instance().to_owned(),
         sku_prefix: seat
             .as_ref()
-            .map(|s| lessons::sku_prefix(&s.id))
+            .map(|s| crate::classroom::jobs::sku_prefix(&s.id))
             .unwrap_or_default(),
         seat: seat.map(|s| s.name).unwrap_or_default(),
     }

@@ -20,6 +20,7 @@ mod models;
 mod page;
 pub use page::code_spans;
 pub mod runs;
+mod seat;
 mod soak;
 mod step;
 
@@ -145,6 +146,8 @@ pub fn router(dashboard: Dashboard) -> Router {
         .route("/api/board", get(board::board))
         .route("/api/events", get(board::events))
         .route("/api/admin/run", post(runs::start))
+        .route("/api/seat/run", post(seat::seat_start))
+        .route("/api/seat/reset", post(seat::seat_reset))
         .route("/api/admin/lab", post(labs::start))
         .route("/api/lessons", get(lessons::statuses))
         .route("/api/check", get(models::cell))

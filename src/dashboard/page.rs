@@ -21,6 +21,10 @@ use crate::wire::VariantInfo;
 struct IndexPage {
     variants: Vec<Card>,
     instance: String,
+    /// The classroom seat the page is shown to (empty: the teacher's), and
+    /// what its SKUs start with.
+    seat: String,
+    sku_prefix: String,
     /// Whether the instance has the orders' database.
     orders: bool,
 }
@@ -46,8 +50,16 @@ impl std::ops::Deref for Card {
 }
 
 /// `GET /`
-pub(super) async fn index(State(state): State<Dashboard>) -> Result<Html<String>, AppError> {
+pub(super) async fn index(
+    State(state): State<Dashboard>,
+    headers: axum::http::HeaderMap,
+) -> Result<Html<String>, AppError> {
+    let seat = state.seat_of(&headers).await;
     let page = IndexPage {
+        sku_prefix: (seat.as_ref())
+            .map(|s| crate::classroom::jobs::sku_prefix(&s.id))
+            .unwrap_or_default(),
+        seat: seat.map(|s| s.name).unwrap_or_default(),
         variants: Variant::ALL
             .iter()
             .map(|&v| Card {

@@ -35,7 +35,7 @@ const LOCK_LEASE: Duration = Duration::from_secs(5);
 const MAX_REQUESTS: u64 = 100_000;
 const MAX_CONCURRENCY: usize = 512;
 
-fn bounded(field: &str, value: u64, min: u64, max: u64) -> Result<u64, InputError> {
+pub(super) fn bounded(field: &str, value: u64, min: u64, max: u64) -> Result<u64, InputError> {
     if (min..=max).contains(&value) {
         Ok(value)
     } else {
@@ -47,7 +47,7 @@ fn bounded(field: &str, value: u64, min: u64, max: u64) -> Result<u64, InputErro
 }
 
 /// Checks a run request and resolves its variants.
-fn validate(request: &RunRequest) -> Result<Vec<VariantInfo>, InputError> {
+pub(super) fn validate(request: &RunRequest) -> Result<Vec<VariantInfo>, InputError> {
     let variants: Vec<Variant> = if request.variants.is_empty() {
         Variant::ALL.to_vec()
     } else {
@@ -80,15 +80,24 @@ fn validate(request: &RunRequest) -> Result<Vec<VariantInfo>, InputError> {
     Ok(variants.into_iter().map(Variant::info).collect())
 }
 
-async fn write_status(store: &Store, status: &RunStatus) {
+async fn write_status(store: &Store, key: &str, status: &RunStatus) {
     let Ok(json) = serde_json::to_string(status) else {
         return;
     };
     if let Ok(mut conn) = store.conn().await {
         // Kept an hour after the last update, for the page to show.
-        let _: Result<(), _> = conn.set_ex(STATUS_KEY, json, 3600).await;
+        let _: Result<(), _> = conn.set_ex(key, json, 3600).await;
     }
 }
+
+/// Where a classroom seat's run is shown: its own status.
+pub fn seat_status_key(seat: &str) -> String {
+    format!("{STATUS_KEY}:seat:{seat}")
+}
+
+/// Bounds of a seat's run: each variant's buyers, and at once.
+pub(super) const SEAT_REQUESTS: u64 = 1_000;
+pub(super) const SEAT_CONCURRENCY: usize = 64;
 
 /// `POST /api/admin/run`: starts a run and answers 202 with its status.
 pub async fn start(
@@ -109,20 +118,30 @@ pub async fn start(
         ));
     }
     let dog = Watchdog::start(lock.clone(), owner.clone(), LOCK_LEASE);
-
-    let status = RunStatus {
-        id: owner.to_string(),
-        state: "running".to_owned(),
-        variants: variants.iter().map(|v| v.name.clone()).collect(),
-        done: 0,
-        total: request.requests * variants.len() as u64,
-        reports: Vec::new(),
-        error: None,
+    let config = load_config(&state, &request, "");
+    let run = Run {
+        store,
+        key: STATUS_KEY.to_owned(),
+        status: running(owner.to_string(), &variants, &request),
     };
-    write_status(&store, &status).await;
+    let answer = run.status.clone();
+    tokio::spawn(async move {
+        run.go(&config, &variants).await;
+        dog.stop();
+        let _ = lock.unlock(&owner).await;
+    });
+    Ok((StatusCode::ACCEPTED, Json(answer)))
+}
 
-    let config = LoadConfig {
-        variants: status.variants.clone(),
+/// How long a seat's run may take (its claim expires then too).
+pub(super) const SEAT_RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// The load run `request` asks for, on the SKUs named `prefix` and each
+/// variant (empty: the variants' own).
+pub(super) fn load_config(state: &Dashboard, request: &RunRequest, prefix: &str) -> LoadConfig {
+    LoadConfig {
+        variants: Vec::new(),
+        sku_prefix: prefix.to_owned(),
         stock: Some(request.stock),
         requests: Some(request.requests),
         concurrency: request.concurrency,
@@ -130,31 +149,56 @@ pub async fn start(
         lease_ms: request.lease_ms,
         wait_ms: request.wait_ms,
         ..LoadConfig::new(state.public_url(), Some(state.admin_token().to_owned()))
-    };
-    let answer = status.clone();
-    tokio::spawn(async move {
-        let mut status = status;
-        match execute(&store, &config, &variants, &mut status).await {
+    }
+}
+
+/// A run's first status.
+pub(super) fn running(id: String, variants: &[VariantInfo], request: &RunRequest) -> RunStatus {
+    RunStatus {
+        id,
+        state: "running".to_owned(),
+        variants: variants.iter().map(|v| v.name.clone()).collect(),
+        done: 0,
+        total: request.requests * variants.len() as u64,
+        reports: Vec::new(),
+        error: None,
+    }
+}
+
+/// A run under way: where its status is written, and the status.
+pub(super) struct Run {
+    pub(super) store: Store,
+    pub(super) key: String,
+    pub(super) status: RunStatus,
+}
+
+impl Run {
+    /// Plays the run to its end, its status written as it goes.
+    pub(super) async fn go(mut self, config: &LoadConfig, variants: &[VariantInfo]) {
+        let config = LoadConfig {
+            variants: self.status.variants.clone(),
+            ..config.clone()
+        };
+        write_status(&self.store, &self.key, &self.status).await;
+        match execute(&self.store, &self.key, &config, variants, &mut self.status).await {
             Ok(reports) => {
-                status.state = "done".to_owned();
-                status.reports = reports;
+                self.status.state = "done".to_owned();
+                self.status.reports = reports;
             }
             Err(err) => {
-                tracing::warn!("run {} failed: {err:#}", status.id);
-                status.state = "failed".to_owned();
-                status.error = Some(format!("{err:#}"));
+                tracing::warn!("run {} failed: {err:#}", self.status.id);
+                self.status.state = "failed".to_owned();
+                self.status.error = Some(format!("{err:#}"));
             }
         }
-        write_status(&store, &status).await;
-        dog.stop();
-        let _ = lock.unlock(&owner).await;
-    });
-    Ok((StatusCode::ACCEPTED, Json(answer)))
+        write_status(&self.store, &self.key, &self.status).await;
+    }
 }
 
 /// Runs every variant at once, each on its own SKU, publishing progress.
 async fn execute(
     store: &Store,
+    key: &str,
     config: &LoadConfig,
     variants: &[VariantInfo],
     status: &mut RunStatus,
@@ -181,7 +225,7 @@ async fn execute(
             }
             _ = every.tick() => {
                 status.done = progress.iter().map(Progress::done).sum();
-                write_status(store, status).await;
+                write_status(store, key, status).await;
             }
         }
     }

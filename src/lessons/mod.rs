@@ -12,7 +12,7 @@
 //!
 //! A classroom seat runs the steps that touch nothing but their SKU on SKUs
 //! of its own (`lab --sku-prefix`), its results kept apart from the
-//! teacher's; one experiment per seat, a few seats' at once ([`seats`]).
+//! teacher's; one experiment per seat, a few seats' at once ([`crate::classroom::jobs`]).
 
 mod seats;
 mod steps;
@@ -23,7 +23,6 @@ use std::process::Stdio;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-pub use self::seats::{SEAT_EXPERIMENTS, sku_prefix};
 pub use self::steps::{STEPS, Step, find};
 use crate::lab::Cell;
 use crate::store::{Store, StoreError};
@@ -87,9 +86,9 @@ pub async fn read(store: &Store, who: Who<'_>) -> Result<Lessons, StoreError> {
 pub enum StartError {
     #[error("another lesson experiment is running; wait for it to finish")]
     Busy,
-    #[error("your experiment is running; wait for it to finish")]
+    #[error("{}", crate::classroom::jobs::Refused::Seat.why())]
     SeatBusy,
-    #[error("{SEAT_EXPERIMENTS} seats' experiments are running; try again in a moment")]
+    #[error("{}", crate::classroom::jobs::Refused::Class.why())]
     ClassBusy,
     #[error(
         "this experiment strikes the whole stack (an instance, a store): the teacher runs it; try it by hand in step mode"
@@ -154,7 +153,12 @@ pub async fn start(
         .args(["--target", stack.url, "--redis-url", stack.redis_url])
         .args(["--lesson", step.id]);
     if let Who::Seat(id) = who {
-        lab.args(["--seat", id, "--sku-prefix", &sku_prefix(id)]);
+        lab.args([
+            "--seat",
+            id,
+            "--sku-prefix",
+            &crate::classroom::jobs::sku_prefix(id),
+        ]);
     }
     let spawned = lab
         .env("STOCKLOCK_ADMIN_TOKEN", stack.admin_token)
@@ -208,7 +212,7 @@ async fn release(conn: &mut crate::store::Conn, who: Who<'_>) -> Result<(), Stor
         Who::Teacher => {
             let _: i64 = conn.del(RUNNING_KEY).await?;
         }
-        Who::Seat(id) => seats::release(conn, id).await?,
+        Who::Seat(id) => crate::classroom::jobs::release(conn, id).await?,
     }
     Ok(())
 }

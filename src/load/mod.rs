@@ -62,6 +62,10 @@ pub struct LoadConfig {
     /// SKU to sell (default: each variant's own name, so variants never share stock).
     #[arg(long)]
     pub sku: Option<String>,
+    /// Put before each variant's name to name its SKU when `sku` is not
+    /// given (a classroom seat's SKUs, `seat-ID-`); empty for the run's own.
+    #[arg(skip)]
+    pub sku_prefix: String,
     /// Reset the SKU to this stock before each run (needs the admin token).
     #[arg(long)]
     pub stock: Option<i64>,
@@ -143,6 +147,7 @@ impl LoadConfig {
             target: target.to_owned(),
             variants: vec!["all".to_owned()],
             sku: None,
+            sku_prefix: String::new(),
             stock: None,
             admin_token,
             requests: None,

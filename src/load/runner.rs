@@ -69,7 +69,8 @@ impl Runner {
         progress: &Progress,
     ) -> anyhow::Result<RunReport> {
         let config = &self.config;
-        let base = config.sku.clone().unwrap_or_else(|| info.name.clone());
+        let base =
+            (config.sku.clone()).unwrap_or_else(|| format!("{}{}", config.sku_prefix, info.name));
         let skus: Vec<String> = if config.skus > 1 {
             (0..config.skus).map(|i| format!("{base}-{i}")).collect()
         } else {

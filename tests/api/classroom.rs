@@ -4,7 +4,8 @@
 //! of their own, all at once; no seat reads, steps or ends another's run;
 //! a seat without its cookie, or with a forged one, is nobody; a seat past
 //! its rate is told to slow down; a seat runs a lesson's experiment on SKUs
-//! of its own (never one that strikes the whole stack), unseen by others;
+//! of its own (never one that strikes the whole stack), unseen by others,
+//! and its cards' Run and Reset on them, untouched by another's reset;
 //! and the teacher's board shows every seat with the cell it broke.
 
 use std::time::Duration;
@@ -212,6 +213,61 @@ async fn thirty_seats_each_step_none_into_an_oversell_of_their_own_and_none_touc
         assert_eq!(theirs, json!({"steps": {}}), "seat 3 sees seat 2's");
         let teachers: Value = http.get(format!("{}/api/lessons", stack.url)).send().await.unwrap().json().await.unwrap();
         assert!(teachers["steps"].get("two-instances").is_none(), "{teachers}");
+
+        // The dashboard as a seat: its cards are its own SKUs; their Run
+        // races them, their Reset starts them over; another seat's reset
+        // and the teacher's SKU are untouched, and the stack's faults and
+        // a card's scenarios are not offered.
+        let teachers_none = stack.state("none").await;
+        browser.switch_to(&seats[4]).await;
+        browser.goto(&stack.url).await;
+        browser
+            .wait_until("document.querySelector('#live').dataset.live === 'true'")
+            .await;
+        let prefix = browser.run("return document.body.dataset.skuPrefix").await;
+        let own = format!("{}none", prefix.as_str().unwrap());
+        let offered = browser
+            .run("return [document.querySelector('.chaos').hidden, document.querySelector('[data-variant=none] [data-action=scenarios]').hidden]")
+            .await;
+        assert_eq!(offered, json!([true, true]), "a seat is offered the stack's faults");
+        browser
+            .run("document.querySelector('#load-form').elements.requests.value = '100'; return true")
+            .await;
+        browser.click("[data-variant=none] [data-action=run]").await;
+        browser
+            .wait_until("document.querySelector('#run').dataset.runState === 'done'")
+            .await;
+        let state = stack.state(&own).await;
+        assert!(state.oversold > 0, "the seat's own none: {state:?}");
+        browser
+            .wait_until(&format!(
+                "document.querySelector('[data-variant=none] [data-field=oversold]').textContent === '{}'",
+                state.oversold
+            ))
+            .await;
+        // Another seat's reset is its own.
+        browser.switch_to(&seats[5]).await;
+        let status = fetch_status(&browser, "POST", "/api/seat/reset", json!({"variant": "none", "stock": 3})).await;
+        assert_eq!(status, json!(200));
+        assert_eq!(stack.state(&own).await, state, "seat 5's reset touched seat 4's SKU");
+        // The seat's own Reset.
+        browser.switch_to(&seats[4]).await;
+        browser.click("[data-variant=none] [data-action=reset]").await;
+        browser
+            .wait_until("document.querySelector('[data-variant=none] [data-field=oversold]').textContent === '0'")
+            .await;
+        let reset = stack.state(&own).await;
+        assert_eq!((reset.sold, reset.remaining), (0, reset.initial), "{reset:?}");
+        assert_eq!(stack.state("none").await, teachers_none, "the teacher's SKU was touched");
+        // The seats' routes are not the teacher's.
+        let answer = http
+            .post(format!("{}/api/seat/reset", stack.url))
+            .bearer_auth(&stack.token)
+            .json(&json!({"variant": "none", "stock": 3}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 403);
 
         // The teacher's board: every seat, each with the cell it broke.
         browser.switch_to(&teacher).await;
