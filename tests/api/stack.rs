@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use stocklock::variants::Variant;
-
 use crate::helpers::{Stack, Tally, alive, burst};
 
 const STOCK: i64 = 50;
@@ -52,79 +50,6 @@ async fn flash_sale(stack: &Stack, variant: &str) -> (Tally, stocklock::wire::St
     assert_eq!(state.per_instance.values().sum::<i64>(), REQUESTS as i64);
     assert_eq!(state.oversold, state.sold - (STOCK - state.remaining));
     (tally, state)
-}
-
-#[tokio::test]
-async fn two_instances_behind_nginx_oversell_only_without_a_shared_lock() {
-    let stack = Stack::start_with(2, None, crate::helpers::LOCK_STORES).await;
-
-    // No lock, or a lock each process keeps to itself.
-    let unshared = ["none", "local-mutex"];
-    for variant in unshared {
-        let (_, state) = flash_sale(&stack, variant).await;
-        assert!(
-            state.oversold > 0,
-            "{variant} should oversell with 2 instances: {state:?}"
-        );
-    }
-    // Every other variant shares its lock (or needs none) across instances.
-    let shared = Variant::names()
-        .into_iter()
-        .filter(|name| !unshared.contains(&name.as_str()));
-    for variant in shared {
-        let variant = variant.as_str();
-        let (tally, state) = flash_sale(&stack, variant).await;
-        assert_eq!(state.oversold, 0, "{variant} oversold: {state:?}");
-        assert_eq!(
-            state.duplicates, 0,
-            "{variant} sold a unit twice: {state:?}"
-        );
-        assert!(state.remaining >= 0, "{variant}: {state:?}");
-        let mut units = tally.units.clone();
-        units.sort_unstable();
-        units.dedup();
-        assert_eq!(
-            units.len(),
-            tally.units.len(),
-            "{variant}: client saw a unit twice"
-        );
-        assert!(
-            !state.lock.held,
-            "{variant} left its lock behind: {:?}",
-            state.lock
-        );
-    }
-    // Waiting variants sell everything; a waiter gives up only after 10 s.
-    for variant in [
-        "watchdog",
-        "fenced",
-        "redlock",
-        "lua",
-        "lua-batch",
-        "lua-sharded",
-    ] {
-        assert_eq!(
-            stack.state(&format!("sale-{variant}")).await.remaining,
-            0,
-            "{variant}"
-        );
-    }
-    // The round robin reached both instances for every variant.
-    for variant in Variant::names() {
-        let state = stack.state(&format!("sale-{variant}")).await;
-        assert_eq!(
-            state.per_instance.len(),
-            2,
-            "{variant}: {:?}",
-            state.per_instance
-        );
-        assert!(
-            state.per_instance.values().all(|n| *n > 0),
-            "{variant}: {:?}",
-            state.per_instance
-        );
-    }
-    stack.stop().await;
 }
 
 #[tokio::test]
