@@ -14,8 +14,7 @@ use crate::wire::Said;
 /// own: the variants' and scenarios' names, and `remaining`, the stock
 /// table's column an `UPDATE ... WHERE remaining > 0` names.
 fn allowed() -> Vec<&'static str> {
-    let mut allowed: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-    allowed.extend(Scenario::ALL.iter().map(|s| s.name()));
+    let mut allowed = Variant::and_scenario_names();
     allowed.push("remaining");
     allowed
 }

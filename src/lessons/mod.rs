@@ -265,11 +265,7 @@ mod tests {
     /// backticks, shown as code), identifiers and names.
     #[test]
     fn every_step_speaks_chinese() {
-        let names: Vec<&str> = Variant::ALL
-            .iter()
-            .map(|v| v.name())
-            .chain(Scenario::ALL.iter().map(|s| s.name()))
-            .collect();
+        let names = Variant::and_scenario_names();
         for step in &STEPS {
             for (en, zh) in [
                 (step.title, step.title_zh),

@@ -119,11 +119,7 @@ mod tests {
 
     #[test]
     fn every_claim_has_its_chinese() {
-        let names: Vec<&str> = Variant::ALL
-            .iter()
-            .map(|v| v.name())
-            .chain(Scenario::ALL.iter().map(|s| s.name()))
-            .collect();
+        let names = Variant::and_scenario_names();
         for variant in Variant::ALL {
             for scenario in Scenario::ALL {
                 let claim = scenario.claim(variant);

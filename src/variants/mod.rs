@@ -162,6 +162,14 @@ impl Variant {
         Self::ALL.iter().map(|v| v.name().to_owned()).collect()
     }
 
+    /// Every variant's and scenario's name: the lab's identifiers, which
+    /// the Chinese texts keep as they are (`Said::stray_english`'s allowed).
+    pub fn and_scenario_names() -> Vec<&'static str> {
+        (Self::ALL.iter().map(|v| v.name()))
+            .chain(Scenario::ALL.iter().map(|s| s.name()))
+            .collect()
+    }
+
     /// Whether the whole sale is one script: [`Facts::scripted`].
     pub fn scripted(self) -> bool {
         self.about().facts.scripted

@@ -163,11 +163,7 @@ fn every_claim_is_as_recorded() {
 /// backticks, shown as code), identifiers and names.
 #[test]
 fn every_card_speaks_chinese() {
-    let names: Vec<&str> = Variant::ALL
-        .iter()
-        .map(|v| v.name())
-        .chain(Scenario::ALL.iter().map(|s| s.name()))
-        .collect();
+    let names = Variant::and_scenario_names();
     for variant in Variant::ALL {
         let info = variant.info();
         let texts = [

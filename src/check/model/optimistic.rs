@@ -98,19 +98,10 @@ impl Steps for Pc {
         let next = after.buyers[i].pc;
         match self {
             Pc::Answered | Pc::Retry if next == Pc::Done.into() => {
-                crate::said!(
-                    "asks the database for its id's answer: answered from its record",
-                    "向数据库查询它的 ID 的答复:按记录答复"
-                )
+                super::steps::asks_for_its_answer(true)
             }
-            Pc::Answered => crate::said!(
-                "asks the database for its id's answer: none yet",
-                "向数据库查询它的 ID 的答复:还没有"
-            ),
-            Pc::Retry => crate::said!(
-                "asks again with its request id: none recorded",
-                "用它的请求 ID 再问一次:没有记录"
-            ),
+            Pc::Answered => super::steps::asks_for_its_answer(false),
+            Pc::Retry => super::steps::asks_again(),
             Pc::Read if next == Pc::Done.into() => {
                 crate::said!("reads: none left, sold out", "读取:没有剩余,已经卖完")
             }

@@ -34,6 +34,29 @@ pub(super) trait Steps: Copy {
 /// Where a lock variant's buyer starts: claiming its request id first
 /// when every buyer retries one, or at `first` (a script checks the id
 /// itself).
+/// A database buyer asking for its request id's answer, in words: the
+/// record answered it (`true`), or there is none yet.
+pub(super) fn asks_for_its_answer(answered: bool) -> Said {
+    match answered {
+        true => crate::said!(
+            "asks the database for its id's answer: answered from its record",
+            "向数据库查询它的 ID 的答复:按记录答复"
+        ),
+        false => crate::said!(
+            "asks the database for its id's answer: none yet",
+            "向数据库查询它的 ID 的答复:还没有"
+        ),
+    }
+}
+
+/// A database buyer asking again with its request id, none recorded.
+pub(super) fn asks_again() -> Said {
+    crate::said!(
+        "asks again with its request id: none recorded",
+        "用它的请求 ID 再问一次:没有记录"
+    )
+}
+
 pub(super) fn claim_first<P>(sale: &Sale, claim: P, first: P) -> P {
     match sale.claims_ids() {
         true => claim,

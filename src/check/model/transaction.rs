@@ -130,15 +130,9 @@ impl Steps for Pc {
             }
             Pc::Acquire => section::says_taken(before, after, n),
             Pc::Answered | Pc::Retry if after.buyers[usize::from(n)].pc == Pc::Done.into() => {
-                crate::said!(
-                    "asks the database for its id's answer: answered from its record",
-                    "向数据库查询它的 ID 的答复:按记录答复"
-                )
+                super::steps::asks_for_its_answer(true)
             }
-            Pc::Answered => crate::said!(
-                "asks the database for its id's answer: none yet",
-                "向数据库查询它的 ID 的答复:还没有"
-            ),
+            Pc::Answered => super::steps::asks_for_its_answer(false),
             Pc::Retry => {
                 crate::said!(
                     "asks again with its request id: none recorded, it starts again",

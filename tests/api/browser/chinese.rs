@@ -7,7 +7,7 @@
 
 use serde_json::json;
 
-use stocklock::variants::{Scenario, Variant};
+use stocklock::variants::Variant;
 use stocklock::wire::said;
 
 use super::Browser;
@@ -53,12 +53,8 @@ return [...new Set(found)];
 /// keeps ([`said::KEPT`], the rule the server's own Chinese is tested by),
 /// and the identifiers of the lab (variants, scenarios).
 fn allowed() -> Vec<String> {
-    let variants = Variant::ALL.iter().map(|v| v.name());
-    let scenarios = Scenario::ALL.iter().map(|s| s.name());
-    said::KEPT
-        .into_iter()
-        .chain(variants)
-        .chain(scenarios)
+    (said::KEPT.into_iter())
+        .chain(Variant::and_scenario_names())
         .map(str::to_lowercase)
         .collect()
 }
