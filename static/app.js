@@ -553,7 +553,7 @@ async function pollSeatBoard(live) {
     live.dataset.live = String(ok);
     live.dataset.i18n = ok ? 'live' : 'reconnecting';
     live.textContent = t(live.dataset.i18n);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
 
