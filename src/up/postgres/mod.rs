@@ -19,6 +19,7 @@
 
 mod binaries;
 mod boot;
+mod settings;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,6 +30,7 @@ use tempfile::TempDir;
 use self::binaries::require_postgres;
 pub use self::binaries::{bin_dir, installed};
 use self::boot::{initdb, ready, spawn};
+pub use self::settings::{SETTINGS, Setting};
 use super::process::{self, Running};
 use crate::os::free_port;
 

@@ -138,6 +138,7 @@ fn render(root: &Path, cli: &Command, spec: &str) -> Result<String, String> {
     let mut words = spec.split_whitespace();
     match (words.next(), words.next(), words.next()) {
         (Some("cli"), None, _) => Ok(cli_reference(cli)),
+        (Some("postgres-settings"), None, _) => Ok(postgres_settings()),
         (Some("lab-matrix"), Some(file), None) => {
             let text = std::fs::read_to_string(root.join(file))
                 .map_err(|e| format!("cannot read {file}: {e}"))?;
@@ -146,9 +147,20 @@ fn render(root: &Path, cli: &Command, spec: &str) -> Result<String, String> {
             lab_matrix(&report).map_err(|why| format!("{file}: {why}"))
         }
         _ => Err(format!(
-            "unknown region `generated: {spec}` (kinds: `cli`, `lab-matrix FILE`)"
+            "unknown region `generated: {spec}` (kinds: `cli`, `lab-matrix FILE`, `postgres-settings`)"
         )),
     }
+}
+
+/// What `up` sets in its PostgreSQL, as a table: each setting, its value
+/// and why (`stocklock::up::postgres::SETTINGS`).
+fn postgres_settings() -> String {
+    let mut out = String::from("| setting | value | why |\n|---|---|---|\n");
+    for s in stocklock::up::postgres::SETTINGS {
+        let why = s.why.split_whitespace().collect::<Vec<_>>().join(" ");
+        out += &format!("| `{}` | `{}` | {why} |\n", s.name, s.value);
+    }
+    out
 }
 
 /// The CLI reference: every visible subcommand with its about, its usage

@@ -23,6 +23,7 @@ mod gap;
 mod ids;
 mod lost_commit;
 mod race;
+mod settings;
 mod silent;
 
 const BOUND: Duration = Duration::from_secs(120);
