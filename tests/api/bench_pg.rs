@@ -1,6 +1,7 @@
 //! `stocklock bench`'s PostgreSQL rows on a stack with PostgreSQL:
 //! `pg-update` against `lua` on one hot SKU, with the CPU per answer of
-//! the store that decided each sale, and `pg-update` spread over 64 SKUs.
+//! the store that decided each sale, `pg-update` spread over 64 SKUs, and
+//! the hot SKU with the server's `synchronous_commit` off beside on.
 //! The figures depend on the machine: the test checks that each was
 //! measured and that the books hold every sale, never how fast.
 
@@ -21,7 +22,7 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
         &stack,
         &[
             "--rows",
-            "pg-update-vs-lua,pg-update-many-skus",
+            "pg-update-vs-lua,pg-update-many-skus,pg-update-sync-off-vs-on",
             "--runs",
             "2",
             "--duration",
@@ -36,7 +37,14 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
     .await;
     let rows = report["rows"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
-    assert_eq!(names, ["pg-update-vs-lua", "pg-update-many-skus"]);
+    assert_eq!(
+        names,
+        [
+            "pg-update-vs-lua",
+            "pg-update-many-skus",
+            "pg-update-sync-off-vs-on"
+        ]
+    );
     for row in rows {
         let runs = row["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2, "{row}");
@@ -77,6 +85,17 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
         note.contains("CPU per answer: PostgreSQL") && note.contains("6 000"),
         "{note}"
     );
+    // synchronous_commit off beside on, each side's CPU said, and the
+    // server's setting put back as up set it.
+    let note = rows[2]["note"].as_str().unwrap();
+    assert!(note.contains("us off") && note.contains("us on"), "{note}");
+    let db = stocklock::orders::connect(&postgres).await.unwrap();
+    let now: String = db
+        .query_one("SHOW synchronous_commit", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(now, "on");
     // Every pg-update answer of the hot SKU was a sale the database's books
     // hold (the bench fails on any answer but 200).
     let state = stack.client.state("bench-pg-update").await.unwrap();

@@ -64,6 +64,7 @@ pub enum RowName {
     OrdersVsSales,
     PgUpdateVsLua,
     PgUpdateManySkus,
+    PgUpdateSyncOffVsOn,
     #[value(name = "classroom-30-vs-1")]
     Classroom30Vs1,
 }

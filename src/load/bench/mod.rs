@@ -39,6 +39,9 @@
 //! 12. `pg-update-vs-lua` and `pg-update-many-skus`: `pg-update` vs `lua` on
 //!     one hot SKU (with PostgreSQL's and Redis's CPU per answer), and over
 //!     64 SKUs vs one (skipped without PostgreSQL; `pg.rs`).
+//! 13. `pg-update-sync-off-vs-on`: `pg-update` on the hot SKU with the
+//!     server's `synchronous_commit` off and on, switched live: what the
+//!     WAL flush costs (skipped without `--postgres-url`; `pg_sync.rs`).
 //!
 //! The rows of requests per second through nginx are reported with no
 //! goal (`bare::THROUGHPUT_UNJUDGED` says why); the cost rows are judged.
@@ -59,6 +62,7 @@ pub mod cpu;
 mod orders;
 mod pg;
 mod pg_figures;
+mod pg_sync;
 mod redis_info;
 pub mod report;
 mod rows;
@@ -186,6 +190,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
     if bench.wants(RowName::PgUpdateVsLua) || bench.wants(RowName::PgUpdateManySkus) {
         bench.pg_rows().await?;
+    }
+    if bench.wants(RowName::PgUpdateSyncOffVsOn) {
+        bench.pg_sync_row().await?;
     }
     if bench.wants(RowName::Classroom30Vs1) {
         bench.classroom().await?;

@@ -23,7 +23,7 @@ const SKUS: usize = 64;
 const USER_HZ: f64 = 100.0;
 
 /// The one hot SKU of `pg-update`.
-const PG_SKU: &str = "bench-pg-update";
+pub(super) const PG_SKU: &str = "bench-pg-update";
 
 impl Bench {
     pub(super) async fn pg_rows(&mut self) -> anyhow::Result<()> {
@@ -140,7 +140,7 @@ impl Bench {
 
     /// One run of the bench's length over `paths` (the generator spreads
     /// its requests over them).
-    async fn spread(&self, paths: &[String]) -> anyhow::Result<Tally> {
+    pub(super) async fn spread(&self, paths: &[String]) -> anyhow::Result<Tally> {
         let plan = Plan {
             method: Method::GET,
             paths: paths.to_vec(),
@@ -156,7 +156,7 @@ impl Bench {
 }
 
 /// The address PostgreSQL listens on, from its URL.
-fn postgres_addr(url: &str) -> anyhow::Result<SocketAddr> {
+pub(super) fn postgres_addr(url: &str) -> anyhow::Result<SocketAddr> {
     let config: tokio_postgres::Config = url
         .parse()
         .with_context(|| format!("bad PostgreSQL URL {}", crate::orders::shown(url)))?;
@@ -177,7 +177,7 @@ fn postgres_addr(url: &str) -> anyhow::Result<SocketAddr> {
 
 /// PostgreSQL's postmaster listening on `addr`, and its children (the
 /// backends, one per connection, and the background processes).
-fn postgres_pids(addr: SocketAddr) -> Vec<u32> {
+pub(super) fn postgres_pids(addr: SocketAddr) -> Vec<u32> {
     let postmasters: Vec<u32> = cpu::listeners(addr)
         .into_iter()
         .filter(|&pid| cpu::runs_here(pid, "postgres"))
@@ -207,7 +207,7 @@ fn parent_pid(stat: &str) -> Option<u32> {
 }
 
 /// Each process's CPU ticks now.
-fn ticks(pids: &[u32]) -> BTreeMap<u32, u64> {
+pub(super) fn ticks(pids: &[u32]) -> BTreeMap<u32, u64> {
     pids.iter()
         .filter_map(|&pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -218,7 +218,11 @@ fn ticks(pids: &[u32]) -> BTreeMap<u32, u64> {
 
 /// The CPU the processes of `after` spent since `before` (a process not
 /// in `before` started since: all of its ticks), per answer, in µs.
-fn usec_per_answer(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>, answers: u64) -> f64 {
+pub(super) fn usec_per_answer(
+    before: &BTreeMap<u32, u64>,
+    after: &BTreeMap<u32, u64>,
+    answers: u64,
+) -> f64 {
     let spent: u64 = after
         .iter()
         .map(|(pid, t)| t.saturating_sub(before.get(pid).copied().unwrap_or(0)))

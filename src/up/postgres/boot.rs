@@ -64,6 +64,28 @@ pub(super) async fn initdb(binaries: &Binaries, data: &Path, password: &str) -> 
             String::from_utf8_lossy(&output.stderr)
         );
     }
+    configure(data)
+}
+
+/// Appends `up`'s settings ([`super::SETTINGS`]) to the cluster's
+/// `postgresql.conf`: a file, not `-c` on the command line, so that a
+/// setting changed live (`ALTER SYSTEM` and a reload, as the bench's
+/// `pg-update-sync-off-vs-on` does) takes effect; the command line would
+/// outrank it.
+fn configure(data: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let path = data.join("postgresql.conf");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    writeln!(
+        file,
+        "\n# stocklock up: each on purpose (up::postgres::SETTINGS, docs/stack.md)"
+    )?;
+    for setting in super::SETTINGS {
+        writeln!(file, "{} = '{}'", setting.name, setting.value)?;
+    }
     Ok(())
 }
 
@@ -81,11 +103,6 @@ pub(super) fn spawn(
         .arg("-k")
         .arg(dir.join("socket"))
         .args(["-c", "listen_addresses=127.0.0.1"])
-        .args(
-            super::SETTINGS
-                .iter()
-                .flat_map(|s| ["-c".to_owned(), format!("{}={}", s.name, s.value)]),
-        )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

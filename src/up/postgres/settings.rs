@@ -1,6 +1,7 @@
 //! What `up` sets in the PostgreSQL it starts, each on purpose, and why.
-//! The same list is passed to the server (`-c NAME=VALUE`) and read back
-//! by a test (`SHOW NAME`), and docs/stack.md says it in words.
+//! The same list is written into the cluster's `postgresql.conf` after
+//! initdb (a file, which `ALTER SYSTEM` can outrank live), read back by a
+//! test (`SHOW NAME`), and docs/stack.md renders it.
 
 /// One setting: its name, its value, and why.
 pub struct Setting {

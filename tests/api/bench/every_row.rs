@@ -68,7 +68,12 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         .map(|s| s["row"].as_str().unwrap())
         .collect();
     // The stack runs without orders (nor PostgreSQL): their rows say so.
-    let without_postgres = ["orders-vs-sales", "pg-update-vs-lua", "pg-update-many-skus"];
+    let without_postgres = [
+        "orders-vs-sales",
+        "pg-update-vs-lua",
+        "pg-update-many-skus",
+        "pg-update-sync-off-vs-on",
+    ];
     if stocklock::os::find_program("oha").is_some() {
         expected.insert(0, "generator-vs-oha");
         assert_eq!(skipped, without_postgres);
@@ -92,6 +97,8 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     );
     let pg = why("pg-update-vs-lua");
     assert!(pg.contains("503") && pg.contains("PostgreSQL"), "{pg}");
+    let sync = why("pg-update-sync-off-vs-on");
+    assert!(sync.contains("--postgres-url"), "{sync}");
     let rows = report["rows"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
     assert_eq!(names, expected);
