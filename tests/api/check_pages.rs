@@ -57,34 +57,21 @@ async fn shown_drawn(browser: &Browser, at: &str) -> serde_json::Value {
     browser.run_with(SHOWN, json!([at])).await
 }
 
-/// Steps as the page lists them: the model's clock named where it moves
-/// (every step said "tick 0" before, over an axis in ms).
-fn listed(steps: &[check::Step]) -> Vec<String> {
+/// Steps as the page lists them, in English or (`zh`) in the server's
+/// Chinese: the model's clock named where it moves (every step said
+/// "tick 0" before, over an axis in ms).
+fn listed(steps: &[check::Step], zh: bool) -> Vec<String> {
     let mut clock = None;
     steps
         .iter()
         .map(|s| {
             let moved = clock != Some(s.at);
             clock = Some(s.at);
-            match moved {
-                true => format!("tick {} · {}", s.at, s.text),
-                false => s.text.clone(),
-            }
-        })
-        .collect()
-}
-
-/// Steps as a Chinese page lists them: the server's Chinese of each.
-fn listed_zh(steps: &[check::Step]) -> Vec<String> {
-    let mut clock = None;
-    steps
-        .iter()
-        .map(|s| {
-            let moved = clock != Some(s.at);
-            clock = Some(s.at);
-            match moved {
-                true => format!("第 {} 拍 · {}", s.at, s.text_zh),
-                false => s.text_zh.clone(),
+            let text = if zh { &s.text_zh } else { &s.text };
+            match (moved, zh) {
+                (true, false) => format!("tick {} · {text}", s.at),
+                (true, true) => format!("第 {} 拍 · {text}", s.at),
+                (false, _) => text.clone(),
             }
         })
         .collect()
@@ -98,7 +85,7 @@ async fn shows_in_chinese(browser: &Browser, at: &str, verdict: &check::Verdict)
         Some(_) => &verdict.trace,
         None => &verdict.witness,
     };
-    let list = json!(listed_zh(schedule));
+    let list = json!(listed(schedule, true));
     browser
         .wait_until(&format!(
             "JSON.stringify([...document.querySelectorAll('{at} .check-steps li')].map((li) => li.textContent)) === {}",
@@ -141,7 +128,7 @@ async fn shows_in_chinese(browser: &Browser, at: &str, verdict: &check::Verdict)
 }
 
 fn texts(verdict: &check::Verdict) -> Vec<String> {
-    listed(&verdict.trace)
+    listed(&verdict.trace, false)
 }
 
 #[tokio::test]
@@ -216,7 +203,7 @@ async fn a_lesson_step_shows_the_checkers_verdict_and_draws_its_trace() {
     // No counterexample: the witness it rests on, drawn and listed.
     let shown = shown_drawn(&browser, field).await;
     assert_eq!(shown["steps"], json!("0"), "{shown}");
-    let witness = listed(&fenced.witness);
+    let witness = listed(&fenced.witness, false);
     assert!(!witness.is_empty());
     assert_eq!(shown["list"], json!(witness), "{shown}");
     assert!(
