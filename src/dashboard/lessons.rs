@@ -23,16 +23,6 @@ struct LessonsPage {
     sku_prefix: String,
 }
 
-impl LessonsPage {
-    /// Whether a seat may run `step`'s experiment itself (it touches
-    /// nothing but its SKU).
-    fn seats(&self, step: &Step) -> bool {
-        step.scenario
-            .parse::<crate::lab::Scenario>()
-            .is_ok_and(crate::lab::Scenario::per_sku)
-    }
-}
-
 /// `GET /lessons`
 pub(super) async fn page(
     State(state): State<Dashboard>,

@@ -6,16 +6,11 @@ use std::time::Duration;
 
 use super::{RUN_LIMIT_S, StartError, Step};
 use crate::classroom::jobs::{self, Refused};
-use crate::lab::Scenario;
 use crate::store::Conn;
 
 /// Claims `step`'s experiment for `seat`, or says why not.
 pub(super) async fn claim(conn: &mut Conn, step: &Step, seat: &str) -> Result<(), StartError> {
-    let per_sku = step
-        .scenario
-        .parse::<Scenario>()
-        .is_ok_and(Scenario::per_sku);
-    if !per_sku {
+    if !step.seats_may_run() {
         return Err(StartError::NotASeats);
     }
     match jobs::claim(conn, seat, Duration::from_secs(RUN_LIMIT_S)).await? {

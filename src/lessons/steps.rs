@@ -369,6 +369,14 @@ let sold = c
 ];
 
 /// The step with this id.
+impl Step {
+    /// Whether a classroom seat may run it on SKUs of its own: its scenario
+    /// touches nothing but its SKU ([`crate::lab::Scenario::per_sku`]).
+    pub fn seats_may_run(&self) -> bool {
+        (self.scenario.parse::<crate::lab::Scenario>()).is_ok_and(crate::lab::Scenario::per_sku)
+    }
+}
+
 pub fn find(id: &str) -> Option<&'static Step> {
     let steps: &'static [Step; 13] = &STEPS;
     steps.iter().find(|step| step.id == id)

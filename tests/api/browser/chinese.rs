@@ -13,16 +13,11 @@ use stocklock::wire::said;
 use super::Browser;
 use crate::helpers::Stack;
 
-/// The English words shown on the page (`arguments[0]`: the words allowed,
-/// lower case): every visible text node outside code, each Latin word of
-/// two letters or more that is neither all capitals (an acronym, a
-/// command), nor joined to an identifier's marks (`_`, `-`, `.`, `/`,
-/// `:`, `?`, `=`, `&`, a digit), nor allowed: the rule of
-/// `Said::stray_english`, which the server's own Chinese is tested by.
-/// Each text with its English words and the element it is in.
-const ENGLISH: &str = r#"
-const allowed = new Set(arguments[0]);
-const found = [];
+/// Every visible text node of the page outside code, with the element it
+/// is in: `[element, text]`. Which words of it are English is the server's
+/// own rule, applied in Rust ([`said::english_words`]).
+const TEXTS: &str = r#"
+const texts = [];
 const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 // The language switch names the other language, in that language.
 const code = 'code, pre, kbd, samp, script, style, noscript, svg, #lang';
@@ -36,39 +31,36 @@ for (let node = walker.nextNode(); node; node = walker.nextNode()) {
   const parent = node.parentElement;
   if (!parent || parent.closest(code)) continue;
   if (!parent.checkVisibility({contentVisibilityAuto: true, visibilityProperty: true})) continue;
-  const text = node.textContent, words = [];
-  for (const match of text.matchAll(/[A-Za-z][A-Za-z0-9_\-.\/:?=&']*/g)) {
-    const word = match[0].replace(/[.:'\/\-?=&]+$/, '');
-    const before = text[match.index - 1] || '';
-    if (word.length < 2 || /[0-9_\-./:?=&]/.test(word) || /[0-9_\-./:?=&]/.test(before)) continue;
-    if (word === word.toUpperCase()) continue;
-    if (!allowed.has(word.toLowerCase())) words.push(word);
-  }
-  if (words.length) found.push(`${describe(parent)}: ${words.join(' ')} | "${text.trim().replace(/\s+/g, ' ').slice(0, 120)}"`);
+  if (/[A-Za-z]/.test(node.textContent)) texts.push([describe(parent), node.textContent]);
 }
-return [...new Set(found)];
+return texts;
 "#;
 
-/// What may stay Latin on a Chinese page: the names and terms Chinese
-/// keeps ([`said::KEPT`], the rule the server's own Chinese is tested by),
-/// and the identifiers of the lab (variants, scenarios).
-fn allowed() -> Vec<String> {
-    (said::KEPT.into_iter())
-        .chain(Variant::and_scenario_names())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Adds the English of the page shown to `found`, under `what`.
-async fn scan(browser: &Browser, words: &[String], what: &str, found: &mut Vec<String>) {
+/// Adds the English of the page shown to `found`, under `what`: each text
+/// with Latin words that are neither code, identifiers, kept names
+/// ([`said::KEPT`]) nor the lab's variants and scenarios.
+async fn scan(browser: &Browser, what: &str, found: &mut Vec<String>) {
     assert_eq!(
         browser.run("return document.documentElement.lang").await,
         json!("zh"),
         "{what} is in Chinese"
     );
-    let english = browser.run_with(ENGLISH, json!([words])).await;
-    for line in english.as_array().unwrap() {
-        found.push(format!("{what}: {}", line.as_str().unwrap()));
+    let names = Variant::and_scenario_names();
+    let texts = browser.run(TEXTS).await;
+    for pair in texts.as_array().unwrap() {
+        let (element, text) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
+        let english: Vec<String> = said::english_words(text)
+            .into_iter()
+            .filter(|w| !names.iter().any(|n| n.eq_ignore_ascii_case(w)))
+            .collect();
+        if !english.is_empty() {
+            let shown: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let shown: String = shown.chars().take(120).collect();
+            let line = format!("{what}: {element}: {} | \"{shown}\"", english.join(" "));
+            if !found.contains(&line) {
+                found.push(line);
+            }
+        }
     }
 }
 
@@ -90,7 +82,6 @@ async fn the_chinese_pages_show_no_english_outside_code() {
         return;
     };
     let stack = Stack::start(2, None).await;
-    let words = allowed();
     let mut found = Vec::new();
     browser.resize(1280, 900, false).await;
 
@@ -106,7 +97,7 @@ async fn the_chinese_pages_show_no_english_outside_code() {
     browser
         .run("document.querySelectorAll('details').forEach((d) => d.open = true); return true")
         .await;
-    scan(&browser, &words, "/ after a race", &mut found).await;
+    scan(&browser, "/ after a race", &mut found).await;
 
     // A lesson's experiment: a lab cell run, its evidence, the checker's
     // verdict and trace, the history checker's.
@@ -132,7 +123,7 @@ async fn the_chinese_pages_show_no_english_outside_code() {
     browser
         .run("document.querySelectorAll('details').forEach((d) => d.open = true); return true")
         .await;
-    scan(&browser, &words, "/lessons after a run", &mut found).await;
+    scan(&browser, "/lessons after a run", &mut found).await;
 
     // Step mode: the checker's shortest way of none · race played to its
     // verdict, then whether any way breaks lua.
@@ -149,7 +140,7 @@ async fn the_chinese_pages_show_no_english_outside_code() {
     browser
         .run("document.querySelectorAll('details').forEach((d) => d.open = true); return true")
         .await;
-    scan(&browser, &words, "/step after a run", &mut found).await;
+    scan(&browser, "/step after a run", &mut found).await;
     // "Is there any way?": an exploration's schedule that broke it, said.
     browser
         .run("delete document.getElementById('anyway-result').dataset.state; return true")
@@ -164,13 +155,7 @@ async fn the_chinese_pages_show_no_english_outside_code() {
             .await,
         json!("true")
     );
-    scan(
-        &browser,
-        &words,
-        "/step after \"Is there any way?\"",
-        &mut found,
-    )
-    .await;
+    scan(&browser, "/step after \"Is there any way?\"", &mut found).await;
 
     // The other pages as they load.
     for (path, ready) in [
@@ -185,7 +170,7 @@ async fn the_chinese_pages_show_no_english_outside_code() {
         ),
     ] {
         open(&browser, &stack, path, ready).await;
-        scan(&browser, &words, path, &mut found).await;
+        scan(&browser, path, &mut found).await;
     }
 
     assert!(
