@@ -113,29 +113,21 @@ function applyLang() {
   if (lastBoard) render(lastBoard);
 }
 
-// ---- the admin token (common.js takes it from the URL fragment).
-function adminToken() {
-  return StocklockPage.adminToken(t('ask_token'));
-}
-
 function say(text) {
   document.getElementById('message').textContent = text || '';
 }
 
 // A classroom seat (its cookie; the page names it) sees its own SKUs: its
 // Run and Reset are the seat's routes, its board is polled.
-const seat = document.body.dataset.seat || '';
-const skuPrefix = document.body.dataset.skuPrefix || '';
+const seat = StocklockPage.seat();
+const skuPrefix = StocklockPage.skuPrefix();
 
 async function admin(path, body) {
-  // A seat's cookie speaks for it; the teacher has the admin token.
-  const token = seat ? null : adminToken();
-  if (!seat && !token) {
+  const headers = StocklockPage.postHeaders(t('ask_token'));
+  if (!headers) {
     say(t('need_token'));
     return null;
   }
-  const headers = { 'Content-Type': 'application/json' };
-  if (token) headers.Authorization = `Bearer ${token}`;
   const response = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body) });
   const answer = await response.json().catch(() => ({}));
   if (response.status === 401) {

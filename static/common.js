@@ -75,6 +75,27 @@ const StocklockPage = (() => {
       }));
     },
 
+    /// The classroom seat the page is shown to (its name, from the page;
+    /// '' for the teacher), and what its SKUs start with.
+    seat() {
+      return document.body.dataset.seat || '';
+    },
+    skuPrefix() {
+      return document.body.dataset.skuPrefix || '';
+    },
+
+    /// The headers of a POST by whoever uses the page: a seat's cookie
+    /// speaks for it; the teacher sends the admin token (asked for with
+    /// `question`), and without one gets `null`.
+    postHeaders(question) {
+      const headers = { 'Content-Type': 'application/json' };
+      if (StocklockPage.seat()) return headers;
+      const token = StocklockPage.adminToken(question);
+      if (!token) return null;
+      headers.Authorization = `Bearer ${token}`;
+      return headers;
+    },
+
     /// The admin token, asked for (with `question`) when this tab has none.
     adminToken(question) {
       let token = sessionStorage.getItem('stocklock.token');

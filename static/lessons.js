@@ -116,11 +116,6 @@ document.getElementById('lang').addEventListener('click', () => {
   applyLang();
 });
 
-// ---- the admin token (common.js takes it from the URL fragment).
-function adminToken() {
-  return StocklockPage.adminToken(t('ask_token'));
-}
-
 // ---- status line of a step (kept as a key, so the language can change)
 function setStatus(section, key, vars) {
   const status = field(section, 'status');
@@ -147,8 +142,8 @@ function updateProgress() {
 // A classroom seat (its cookie; the page names it) runs the steps that
 // touch nothing but their SKU on SKUs of its own; the others stay the
 // teacher's (their button is disabled and says why).
-const seat = document.body.dataset.seat || '';
-const skuPrefix = document.body.dataset.skuPrefix || '';
+const seat = StocklockPage.seat();
+const skuPrefix = StocklockPage.skuPrefix();
 
 function setButtons() {
   for (const section of sections()) {
@@ -333,9 +328,8 @@ async function follow(id) {
 async function run(section) {
   if (active !== null) return;
   const id = section.dataset.step;
-  // A seat's cookie speaks for it; the teacher has the admin token.
-  const token = seat ? null : adminToken();
-  if (!seat && !token) {
+  const headers = StocklockPage.postHeaders(t('ask_token'));
+  if (!headers) {
     say(t('need_token'));
     return;
   }
@@ -355,8 +349,6 @@ async function run(section) {
   };
   let response;
   try {
-    const headers = { 'Content-Type': 'application/json' };
-    if (token) headers.Authorization = `Bearer ${token}`;
     const path = seat ? '/api/lessons/' : '/api/admin/lessons/';
     response = await fetch(`${path}${encodeURIComponent(id)}`, { method: 'POST', headers, body: '{}' });
   } catch (err) {
