@@ -47,8 +47,8 @@ pub enum Mutant {
     /// an attempt whose claim ran out and was taken over by a retry still
     /// writes (the claim is no fence).
     NoClaimFence,
-    /// `pg-for-update` reads the stock row without `FOR UPDATE`: nothing
-    /// is locked from the read to the commit.
+    /// `pg-for-update` and `pg-batch` read the stock row without `FOR
+    /// UPDATE`: nothing is locked from the read to the commit.
     NoRowLock,
     /// `pg-advisory` takes no advisory lock before its read.
     NoAdvisoryLock,

@@ -264,8 +264,8 @@ impl Sale {
         match self.protocol.program {
             Program::Script => matches!(at, At::Start | At::Retry),
             Program::Update => matches!(at, At::Write | At::After),
-            Program::Transaction | Program::RedisThenPg | Program::Optimistic => at == At::Write,
-            _ => false,
+            Program::RedisThenPg | Program::Optimistic => at == At::Write,
+            _ => self.protocol.database_lock() && at == At::Write,
         }
     }
 
@@ -277,8 +277,7 @@ impl Sale {
             .filter(|node| node.lock.is_some_and(|lock| lock.owner == Some(n)))
             .count() as u8;
         // The database's lock is its transaction's (the one mutex).
-        let transaction =
-            self.protocol.program == Program::Transaction && w.buyers[usize::from(n)].holds_mutex;
+        let transaction = self.protocol.database_lock() && w.buyers[usize::from(n)].holds_mutex;
         w.lock.is_some_and(|lock| lock.holder == n)
             || (nodes > 0 && nodes >= self.majority())
             || transaction

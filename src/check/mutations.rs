@@ -265,6 +265,28 @@ fn each_mechanism_taken_out_flips_a_named_cell() {
             },
             "oversells",
         ),
+        // pg-batch's row lock not taken: two batches read the same stock
+        // and both write it less their own (an absolute write).
+        (
+            Variant::PgBatch,
+            Scenario::Race,
+            Mutation {
+                no_database_lock: true,
+                ..none
+            },
+            "oversells",
+        ),
+        // A batch whose commit's answer was lost, asked again with no
+        // record of its id: sold twice.
+        (
+            Variant::PgBatch,
+            Scenario::CommitAnswerLost,
+            Mutation {
+                no_request_claim: true,
+                ..none
+            },
+            "oversells",
+        ),
         // A database lock with no idle timeout: a frozen holder keeps it
         // for as long as it is frozen, and nobody sells meanwhile.
         (

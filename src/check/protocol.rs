@@ -45,6 +45,9 @@ pub enum Program {
     /// buyer's transaction from the grant to its commit, no lease; a dead
     /// holder's transaction is rolled back and its lock freed.
     Transaction,
+    /// `pg-batch`: a batch's transaction, the row's lock taken first, the
+    /// ids looked up under it, the batch written with the commit.
+    Batch,
 }
 
 /// Whether the ledger checks a fencing token on the read and the write.
@@ -106,6 +109,8 @@ impl Protocol {
             Variant::RedisThenPg => Program::RedisThenPg,
             // The database's locks: held by the transaction.
             Variant::PgForUpdate | Variant::PgAdvisory => Program::Transaction,
+            // A batch's transaction under the row's lock.
+            Variant::PgBatch => Program::Batch,
         };
         Protocol {
             program,
@@ -140,7 +145,14 @@ impl Protocol {
                 | Program::Optimistic
                 | Program::RedisThenPg
                 | Program::Transaction
+                | Program::Batch
         )
+    }
+
+    /// Whether the database holds a lock for the buyer's transaction (the
+    /// row's, or an advisory one), one for every instance.
+    pub fn database_lock(&self) -> bool {
+        matches!(self.program, Program::Transaction | Program::Batch)
     }
 
     /// Whether the stock is kept in two stores (`redis-then-pg`): the

@@ -4,12 +4,11 @@
 
 use super::model::{Action, At, Buyer, Node, Outage, Pc, Request, Sale, World};
 use super::order::Pipeline;
-use super::protocol::Program;
 
 impl Sale {
     pub(super) fn process_of(&self, buyer: u8) -> usize {
         // The database's lock is one for every process.
-        if self.bounds.one_process || self.protocol.program == Program::Transaction {
+        if self.bounds.one_process || self.protocol.database_lock() {
             0
         } else {
             usize::from(buyer)

@@ -144,9 +144,10 @@ pub struct ServeArgs {
     /// Off by default (the route is then 404); `up --bench-bare` sets it.
     #[arg(long, env = "STOCKLOCK_BENCH_BARE")]
     pub bench_bare: bool,
-    /// The most buyers of one SKU lua-batch sends to Redis in one call
-    /// (1 to 1024). The buyers who queued while a call was in flight go in
-    /// the next one, up to this many; a lone buyer goes at once.
+    /// The most buyers of one SKU lua-batch sends to Redis in one call, and
+    /// pg-batch decides in one transaction (1 to 1024). The buyers who
+    /// queued while a batch was in flight go in the next one, up to this
+    /// many; a lone buyer goes at once.
     #[arg(long, env = "STOCKLOCK_BATCH_MAX", default_value_t = crate::variants::DEFAULT_BATCH_MAX,
           value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=crate::variants::MAX_BATCH_MAX as i64), usize::from))]
     pub batch_max: usize,

@@ -12,8 +12,10 @@
 //! work and write: a conditional `UPDATE` that is the whole sale, a row
 //! lock (`SELECT … FOR UPDATE`), a version compared at the write
 //! (optimistic), or an advisory lock on the SKU; and, for the lesson's
-//! contrast, nothing at all.
+//! contrast, nothing at all. [`batch`] decides a queue of buyers in one
+//! transaction under the row's lock.
 
+pub mod batch;
 pub mod both;
 mod ids;
 pub mod sale;

@@ -138,8 +138,8 @@ pub struct UpConfig {
     /// /bench/bare, the baseline of `stocklock bench`'s row lua-vs-bare.
     #[arg(long)]
     pub bench_bare: bool,
-    /// The most buyers of one SKU lua-batch sends to Redis in one call; see
-    /// `stocklock serve --help`.
+    /// The most buyers of one SKU lua-batch sends to Redis in one call, and
+    /// pg-batch decides in one transaction; see `stocklock serve --help`.
     #[arg(long, default_value_t = crate::variants::DEFAULT_BATCH_MAX,
           value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=crate::variants::MAX_BATCH_MAX as i64), usize::from))]
     pub batch_max: usize,

@@ -38,6 +38,7 @@ mod claims_zh;
 mod etcd;
 mod family;
 mod fenced;
+mod lane;
 mod local_mutex;
 mod lua;
 mod lua_batch;
@@ -46,6 +47,7 @@ mod lua_stream;
 mod lua_then_queue;
 mod none;
 mod pg_advisory;
+mod pg_batch;
 mod pg_common;
 mod pg_for_update;
 mod pg_optimistic;
@@ -98,12 +100,13 @@ pub enum Variant {
     PgForUpdate,
     PgOptimistic,
     PgAdvisory,
+    PgBatch,
     RedisThenPg,
 }
 
 impl Variant {
     /// All of them, in teaching order: from no protection to the right answer.
-    pub const ALL: [Variant; 20] = [
+    pub const ALL: [Variant; 21] = [
         Variant::None,
         Variant::LocalMutex,
         Variant::Setnx,
@@ -123,6 +126,7 @@ impl Variant {
         Variant::PgForUpdate,
         Variant::PgOptimistic,
         Variant::PgAdvisory,
+        Variant::PgBatch,
         Variant::RedisThenPg,
     ];
 
@@ -153,6 +157,7 @@ impl Variant {
             Variant::PgForUpdate => &pg_for_update::ABOUT,
             Variant::PgOptimistic => &pg_optimistic::ABOUT,
             Variant::PgAdvisory => &pg_advisory::ABOUT,
+            Variant::PgBatch => &pg_batch::ABOUT,
             Variant::RedisThenPg => &redis_then_pg::ABOUT,
         }
     }
@@ -261,7 +266,7 @@ trait Protection {
 }
 
 /// The variants' process-wide state, one field per variant that keeps any
-/// (`local-mutex`: a mutex per SKU; `lua-batch`: a queue per SKU;
+/// (`local-mutex`: a mutex per SKU; `lua-batch` and `pg-batch`: a queue per SKU;
 /// `lua-sharded`: each SKU's bucket count as last seen; `lua-stream`: when
 /// it last put each SKU in the workers' registry), and the dispatch of a
 /// request to its variant.
@@ -269,6 +274,7 @@ trait Protection {
 pub struct Protections {
     local_mutex: local_mutex::LocalMutex,
     batch: lua_batch::LuaBatch,
+    pg_batch: pg_batch::PgBatch,
     sharded: lua_sharded::ShardedScript,
     stream: lua_stream::LuaStream,
     redis_then_pg: redis_then_pg::RedisThenPg,
@@ -291,10 +297,12 @@ impl Protections {
         Self::default()
     }
 
-    /// `lua-batch` sends up to `max` buyers of a SKU per call.
+    /// `lua-batch` sends up to `max` buyers of a SKU per call, `pg-batch`
+    /// per transaction.
     pub fn with_batch_max(max: usize) -> Self {
         Self {
             batch: lua_batch::LuaBatch::new(max),
+            pg_batch: pg_batch::PgBatch::new(max),
             ..Self::default()
         }
     }
@@ -330,6 +338,7 @@ impl Protections {
             Variant::PgForUpdate => pg_for_update::PgForUpdate.deduct(ctx).await,
             Variant::PgOptimistic => pg_optimistic::PgOptimistic.deduct(ctx).await,
             Variant::PgAdvisory => pg_advisory::PgAdvisory.deduct(ctx).await,
+            Variant::PgBatch => self.pg_batch.deduct(ctx).await,
             Variant::RedisThenPg => self.redis_then_pg.deduct(ctx).await,
         }
     }

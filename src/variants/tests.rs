@@ -60,6 +60,7 @@ fn each_variant_states_the_facts_the_matches_said() {
             "pg-for-update",
             "pg-optimistic",
             "pg-advisory",
+            "pg-batch",
             "redis-then-pg",
         ]
     );
@@ -80,6 +81,7 @@ fn each_variant_states_the_facts_the_matches_said() {
             "pg-for-update",
             "pg-optimistic",
             "pg-advisory",
+            "pg-batch",
             "redis-then-pg"
         ]
     );

@@ -1,7 +1,8 @@
 //! `stocklock bench`'s PostgreSQL rows on a stack with PostgreSQL:
 //! `pg-update` against `lua` on one hot SKU, with the CPU per answer of
 //! the store that decided each sale, `pg-update` spread over 64 SKUs, and
-//! the hot SKU with the server's `synchronous_commit` off beside on.
+//! the hot SKU with the server's `synchronous_commit` off beside on, and
+//! `pg-batch` beside `pg-update` with each statement's time per sale.
 //! The figures depend on the machine: the test checks that each was
 //! measured and that the books hold every sale, never how fast.
 
@@ -22,7 +23,7 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
         &stack,
         &[
             "--rows",
-            "pg-update-vs-lua,pg-update-many-skus,pg-update-sync-off-vs-on",
+            "pg-update-vs-lua,pg-update-many-skus,pg-update-sync-off-vs-on,pg-batch-vs-update",
             "--runs",
             "2",
             "--duration",
@@ -42,7 +43,8 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
         [
             "pg-update-vs-lua",
             "pg-update-many-skus",
-            "pg-update-sync-off-vs-on"
+            "pg-update-sync-off-vs-on",
+            "pg-batch-vs-update"
         ]
     );
     for row in rows {
@@ -96,6 +98,26 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
         .unwrap()
         .get(0);
     assert_eq!(now, "on");
+    // pg-batch beside pg-update: each side's CPU, its goals, and the
+    // statements' time per sale read from pg_stat_statements (the batch's
+    // transaction ends in its write of the sales from arrays).
+    let note = rows[3]["note"].as_str().unwrap();
+    assert!(
+        note.contains("us (pg-batch)")
+            && note.contains("us (pg-update)")
+            && note.contains("goal <= 60"),
+        "{note}"
+    );
+    assert!(
+        note.contains("pg_stat_statements") && note.contains("us x"),
+        "{note}"
+    );
+    assert_eq!(rows[3]["goal"], 5.0, "{}", rows[3]);
+    for sku in ["bench-pg-batch", "bench-pg-batch-update"] {
+        let state = stack.client.state(sku).await.unwrap();
+        assert!(state.sold > 0, "{state:?}");
+        assert_eq!((state.oversold, state.duplicates), (0, 0), "{state:?}");
+    }
     // Every pg-update answer of the hot SKU was a sale the database's books
     // hold (the bench fails on any answer but 200).
     let state = stack.client.state("bench-pg-update").await.unwrap();

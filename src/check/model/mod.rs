@@ -14,8 +14,8 @@
 //! [`redlock`], [`script`] for the `lua` family, [`update`] for
 //! `pg-update`'s conditional UPDATE, [`optimistic`] for `pg-optimistic`'s
 //! version-checked write, [`redis_then_pg`] for Redis's pre-decrement
-//! before the database's optimistic sale, and [`transaction`] for the
-//! database's locks). The commands they
+//! before the database's optimistic sale, [`transaction`] for the
+//! database's locks, and [`batch`] for `pg-batch`'s transaction). The commands they
 //! share (the claim, the read, the write, the watchdog's word, letting go)
 //! are in `section`, as `crate::section` shares them in the code.
 //!
@@ -40,6 +40,7 @@ mod program;
 mod section;
 mod steps;
 
+pub mod batch;
 pub mod lease;
 pub mod local_mutex;
 pub mod none;

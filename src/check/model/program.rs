@@ -5,8 +5,8 @@
 
 use super::steps::{At, Steps};
 use super::{
-    Sale, World, lease, local_mutex, none, optimistic, redis_then_pg, redlock, script, setnx,
-    setnx_expiry, token, transaction, update,
+    Sale, World, batch, lease, local_mutex, none, optimistic, redis_then_pg, redlock, script,
+    setnx, setnx_expiry, token, transaction, update,
 };
 use crate::check::protocol::Program;
 use crate::wire::Said;
@@ -26,6 +26,7 @@ pub enum Pc {
     Optimistic(optimistic::Pc),
     RedisThenPg(redis_then_pg::Pc),
     Transaction(transaction::Pc),
+    Batch(batch::Pc),
 }
 
 /// `$body` with `$p` bound to the protocol's own program counter.
@@ -44,6 +45,7 @@ macro_rules! each {
             Pc::Optimistic($p) => $body,
             Pc::RedisThenPg($p) => $body,
             Pc::Transaction($p) => $body,
+            Pc::Batch($p) => $body,
         }
     };
 }
@@ -60,7 +62,8 @@ macro_rules! wrap {
 
 wrap!(none => None, local_mutex => LocalMutex, setnx => SetNx, setnx_expiry => SetNxExpiry,
     token => Token, lease => Lease, redlock => Redlock, script => Script, update => Update,
-    optimistic => Optimistic, redis_then_pg => RedisThenPg, transaction => Transaction);
+    optimistic => Optimistic, redis_then_pg => RedisThenPg, transaction => Transaction,
+    batch => Batch);
 
 fn done<S: Steps + Into<Pc>>(_: S) -> Pc {
     S::DONE.into()
@@ -82,6 +85,7 @@ impl Pc {
             Program::Optimistic => optimistic::Pc::start(sale).into(),
             Program::RedisThenPg => redis_then_pg::Pc::start(sale).into(),
             Program::Transaction => transaction::Pc::start(sale).into(),
+            Program::Batch => batch::Pc::start(sale).into(),
         }
     }
 
@@ -116,6 +120,7 @@ impl Pc {
             Pc::Optimistic(_) => optimistic::Pc::Retry.into(),
             Pc::RedisThenPg(_) => redis_then_pg::Pc::Retry.into(),
             Pc::Transaction(_) => transaction::Pc::Retry.into(),
+            Pc::Batch(_) => batch::Pc::Retry.into(),
             other => other.done(),
         }
     }

@@ -213,11 +213,11 @@ async fn cut_off(lab: &Lab, v: &str, buyer: &str, pause: Duration) -> anyhow::Re
 }
 
 /// The statement that commits `variant`'s sale: `COMMIT` for the
-/// database's locks, whose sale is a transaction; the sale's own
-/// statement for the others, each its own transaction.
+/// database's locks and `pg-batch`, whose sale is a transaction; the
+/// sale's own statement for the others, each its own transaction.
 fn committing_sql(variant: Variant) -> &'static str {
     match Protocol::of(variant).program {
-        Program::Transaction => "commit",
+        Program::Transaction | Program::Batch => "commit",
         _ => "insert into stock_sales",
     }
 }

@@ -65,6 +65,7 @@ pub enum RowName {
     PgUpdateVsLua,
     PgUpdateManySkus,
     PgUpdateSyncOffVsOn,
+    PgBatchVsUpdate,
     #[value(name = "classroom-30-vs-1")]
     Classroom30Vs1,
 }

@@ -42,6 +42,10 @@
 //! 13. `pg-update-sync-off-vs-on`: `pg-update` on the hot SKU with the
 //!     server's `synchronous_commit` off and on, switched live: what the
 //!     WAL flush costs (skipped without `--postgres-url`; `pg_sync.rs`).
+//! 14. `pg-batch-vs-update`: `pg-batch` vs `pg-update` on one hot SKU
+//!     each, with PostgreSQL's CPU per sale and each statement's time per
+//!     sale from `pg_stat_statements` (skipped without PostgreSQL;
+//!     `pg_batch.rs`).
 //!
 //! The rows of requests per second through nginx are reported with no
 //! goal (`bare::THROUGHPUT_UNJUDGED` says why); the cost rows are judged.
@@ -61,6 +65,7 @@ mod config;
 pub mod cpu;
 mod orders;
 mod pg;
+mod pg_batch;
 mod pg_figures;
 mod pg_sync;
 mod redis_info;
@@ -193,6 +198,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
     if bench.wants(RowName::PgUpdateSyncOffVsOn) {
         bench.pg_sync_row().await?;
+    }
+    if bench.wants(RowName::PgBatchVsUpdate) {
+        bench.pg_batch_row().await?;
     }
     if bench.wants(RowName::Classroom30Vs1) {
         bench.classroom().await?;

@@ -14,7 +14,6 @@
 //! Safe where `lua` is; a call whose answer never came leaves all its
 //! buyers `unknown`, each request id resolving later.
 
-mod lane;
 #[cfg(test)]
 mod tests;
 
@@ -25,13 +24,22 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use redis::Script;
 use tokio::sync::oneshot;
 
-use self::lane::{Buyer, Lane};
 use super::family::SCRIPT;
+use super::lane::{Driving, Lane};
 use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deduct_keys, deducted, short_answer};
 use super::{About, Claim, Claims, Protection};
 use crate::ledger;
 use crate::section::{Answer, Ctx, Outcome};
 use crate::store::{Conn, Keys, StoreError};
+
+/// One call's word for one buyer: its seven numbers, or why there are none.
+type Reply = Result<Vec<i64>, StoreError>;
+
+/// A buyer waiting in a lane: its request id and where its reply goes.
+struct Buyer {
+    request_id: String,
+    reply: oneshot::Sender<Reply>,
+}
 
 pub(super) const ABOUT: About = About {
     name: "lua-batch",
@@ -92,27 +100,12 @@ const LANES_KEPT: usize = 1024;
 /// Sends `lane`'s batches through `send` until nobody waits: each batch is
 /// whoever queued while the previous call was in flight. `send` gets the
 /// batch's request ids ("" for none) and returns 7 numbers per buyer.
-async fn drive<S, F>(lane: Arc<Lane>, max: usize, mut send: S)
+async fn drive<S, F>(lane: Arc<Lane<Buyer>>, max: usize, mut send: S)
 where
     S: FnMut(Vec<String>) -> F,
     F: Future<Output = Result<Vec<i64>, StoreError>>,
 {
-    // A driver that ends early (a panic, its task dropped) must not leave
-    // the lane "in flight" with nobody driving it, or its queue waiting
-    // for ever: the guard lets the next buyer start a driver, and drops
-    // the queued buyers' replies (each hears `unknown`, as do the buyers
-    // of the batch in hand).
-    struct Idle(Arc<Lane>, bool);
-    impl Drop for Idle {
-        fn drop(&mut self) {
-            if !self.1 {
-                let mut state = self.0.state();
-                state.in_flight = false;
-                state.waiting.clear();
-            }
-        }
-    }
-    let mut idle = Idle(lane.clone(), false);
+    let driving = Driving::of(lane.clone());
     while let Some(batch) = lane.next(max) {
         let (ids, replies): (Vec<String>, Vec<_>) =
             batch.into_iter().map(|b| (b.request_id, b.reply)).unzip();
@@ -138,7 +131,7 @@ where
             }
         }
     }
-    idle.1 = true;
+    driving.finished();
 }
 
 /// The variant's process-wide state: a lane per SKU.
@@ -179,7 +172,7 @@ impl LuaBatch {
 }
 
 /// A SKU's lane, and what its calls send.
-type LaneOf = (Arc<Lane>, Arc<Call>);
+type LaneOf = (Arc<Lane<Buyer>>, Arc<Call>);
 
 /// What every call of one SKU's lane sends besides its buyers' ids: the
 /// SKU's keys and the script's first four arguments.

@@ -4,11 +4,11 @@
 
 use tokio::sync::Notify;
 
-use super::lane::{Buyer, Lane, Reply};
+use super::super::lane::Lane;
 use super::*;
 
 /// Queues a buyer with id `id`; its reply's receiver, and whether it must start a driver.
-fn queue(lane: &Lane, id: &str) -> (oneshot::Receiver<Reply>, bool) {
+fn queue(lane: &Lane<Buyer>, id: &str) -> (oneshot::Receiver<Reply>, bool) {
     let (reply, answer) = oneshot::channel();
     let start = lane.push(Buyer {
         request_id: id.to_owned(),

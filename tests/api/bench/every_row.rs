@@ -73,6 +73,7 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
         "pg-update-vs-lua",
         "pg-update-many-skus",
         "pg-update-sync-off-vs-on",
+        "pg-batch-vs-update",
     ];
     if stocklock::os::find_program("oha").is_some() {
         expected.insert(0, "generator-vs-oha");
@@ -97,6 +98,11 @@ async fn bench_json_has_every_row_its_medians_ratios_redis_time_and_cpu_shares()
     );
     let pg = why("pg-update-vs-lua");
     assert!(pg.contains("503") && pg.contains("PostgreSQL"), "{pg}");
+    let batch = why("pg-batch-vs-update");
+    assert!(
+        batch.contains("503") && batch.contains("PostgreSQL"),
+        "{batch}"
+    );
     let sync = why("pg-update-sync-off-vs-on");
     assert!(sync.contains("--postgres-url"), "{sync}");
     let rows = report["rows"].as_array().unwrap();

@@ -14,13 +14,14 @@ use crate::helpers;
 /// is a debug build), each with the cell where exploration meets what the
 /// mechanism prevents: the fence a late write (`fenced`'s, and etcd's
 /// revision after the explorer ended a working holder's lease); the claim a retried id; the
-/// watchdog's check a deletion its renewal noticed; the owner's release a
+/// watchdog's check a deletion its renewal noticed; `pg-batch`'s row lock
+/// two batches reading the same stock; the owner's release a
 /// lock a newcomer took after Redis came back empty. That last one needs
 /// three buyers in one order across the restart (the old holder's `DEL`
 /// after the newcomer took the lock, a third buyer in before the newcomer
 /// writes): more ordering constraints than PCT's two change points give,
 /// so it is explored at random.
-const MUTANTS: [(&str, Variant, Scenario, &str); 5] = [
+const MUTANTS: [(&str, Variant, Scenario, &str); 6] = [
     ("no-fence", Variant::Fenced, Scenario::LockVanishes, "pct"),
     ("no-fence", Variant::Etcd, Scenario::SlowBusiness, "pct"),
     ("no-claim", Variant::Token, Scenario::RetryStorm, "pct"),
@@ -36,6 +37,8 @@ const MUTANTS: [(&str, Variant, Scenario, &str); 5] = [
         Scenario::RedisRestart,
         "random",
     ),
+    // pg-batch's row lock: two batches read the same stock, both write it.
+    ("no-row-lock", Variant::PgBatch, Scenario::Race, "pct"),
 ];
 const MUTANT_WITHIN: usize = 300;
 

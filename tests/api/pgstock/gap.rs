@@ -17,14 +17,14 @@ use crate::orders::postgres;
 
 /// A hook that holds a buyer at one point until let go, and says when it
 /// got there.
-struct HoldAt {
+pub(super) struct HoldAt {
     point: &'static str,
-    arrived: Notify,
-    go: Notify,
+    pub(super) arrived: Notify,
+    pub(super) go: Notify,
 }
 
 impl HoldAt {
-    fn new(point: &'static str) -> Arc<HoldAt> {
+    pub(super) fn new(point: &'static str) -> Arc<HoldAt> {
         Arc::new(HoldAt {
             point,
             arrived: Notify::new(),
@@ -47,7 +47,7 @@ impl Reached for HoldAt {
 /// Waits until a backend of the server waits on a lock of `kind`
 /// (`pg_stat_activity`'s `wait_event_type = 'Lock'`, event `tuple` or
 /// `transactionid` for a row, `advisory` for an advisory lock).
-async fn someone_waits(admin: &Client, events: &[&str]) {
+pub(super) async fn someone_waits(admin: &Client, events: &[&str]) {
     let events: Vec<String> = events.iter().map(|e| e.to_string()).collect();
     loop {
         let row = admin

@@ -10,7 +10,8 @@
 //!
 //! This file: the clients, the buyer and the protocols the tests share;
 //! `race.rs`: the race; `gap.rs`: a second buyer in the first one's gap;
-//! `ids.rs`: request ids; `lost_commit.rs`: a commit whose answer is lost.
+//! `ids.rs`: request ids; `lost_commit.rs`: a commit whose answer is lost;
+//! `batch.rs`: `pg-batch`'s transaction against `pg-update` one buyer at a time.
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use stocklock::orders::{self, Client};
 use stocklock::pgstock::{self, Books, Buyer, PgAnswer, sale};
 use stocklock::up::postgres::PostgresServer;
 
+mod batch;
 mod gap;
 mod ids;
 mod lost_commit;
