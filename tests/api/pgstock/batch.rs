@@ -8,13 +8,14 @@
 //! lock: a second batch waits for the first one's commit, and an attempt
 //! of an id committed while the batch waited is replayed, not sold again.
 
+use deadpool_postgres::ClientWrapper;
 use stocklock::lock::Hook;
 use stocklock::orders::Client;
 use stocklock::outcome::Outcome;
 use stocklock::pgstock::{self, PgAnswer, batch, sale};
 
 use super::gap::{HoldAt, someone_waits};
-use super::{BOUND, buyer, client, migrated};
+use super::{BOUND, buyer, migrated};
 use crate::helpers::within;
 use crate::orders::postgres;
 
@@ -32,7 +33,7 @@ async fn one_by_one(c: &Client, sku: &str, ids: &[Option<String>]) -> Vec<(Outco
 
 /// All of `ids` in one batch, written by `write`.
 async fn in_one_batch(
-    c: &mut Client,
+    c: &mut ClientWrapper,
     sku: &str,
     ids: &[Option<String>],
     write: &str,
@@ -110,7 +111,11 @@ async fn prepare(c: &mut Client, sku: &str, before: &Before) {
 /// first case whose answers or rows differ from `pg-update`'s, if any,
 /// and how many cases reached what they are for (a batch straddling the
 /// last units, one replaying, one of a new epoch).
-async fn differential(c: &mut Client, cases: usize, write: &str) -> (Option<String>, [usize; 3]) {
+async fn differential(
+    c: &mut ClientWrapper,
+    cases: usize,
+    write: &str,
+) -> (Option<String>, [usize; 3]) {
     let mut rng = fastrand::Rng::with_seed(61);
     let mut reached = [0; 3];
     let tag = fastrand::u32(..);
@@ -179,7 +184,9 @@ async fn a_batch_answers_and_writes_what_pg_update_gives_one_buyer_after_the_oth
         let Some(server) = postgres().await else {
             return;
         };
-        let mut c = migrated(&server).await;
+        migrated(&server).await;
+        let pool = pgstock::pool(&server.url(), 1).unwrap();
+        let mut c = pool.get().await.unwrap();
         let (differs, reached) = differential(&mut c, 300, batch::WRITE).await;
         assert_eq!(differs, None);
         assert!(
@@ -231,18 +238,21 @@ async fn a_second_batch_waits_for_the_first_and_replays_an_id_committed_meanwhil
         pgstock::reset(&admin, sku, 10).await.unwrap();
         let held = HoldAt::new("before_write");
         let first = {
-            let (mut c, hook) = (client(&server).await, Hook::new(held.clone()));
+            let (pool, hook) = (
+                pgstock::pool(&server.url(), 1).unwrap(),
+                Hook::new(held.clone()),
+            );
             tokio::spawn(async move {
-                let ids = [Some("f1"), Some("f2")];
+                let (mut c, ids) = (pool.get().await.unwrap(), [Some("f1"), Some("f2")]);
                 batch::sell(&mut c, sku, "a", &ids, &hook).await.unwrap()
             })
         };
         held.arrived.notified().await;
         // The first batch holds the row: the second waits on it.
         let second = {
-            let mut c = client(&server).await;
+            let pool = pgstock::pool(&server.url(), 1).unwrap();
             tokio::spawn(async move {
-                let ids = [Some("s1"), Some("f2"), None];
+                let (mut c, ids) = (pool.get().await.unwrap(), [Some("s1"), Some("f2"), None]);
                 batch::sell(&mut c, sku, "b", &ids, &Hook::none())
                     .await
                     .unwrap()
