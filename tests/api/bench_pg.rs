@@ -3,6 +3,8 @@
 //! the store that decided each sale, `pg-update` spread over 64 SKUs, and
 //! the hot SKU with the server's `synchronous_commit` off beside on, and
 //! `pg-batch` beside `pg-update` with each statement's time per sale.
+//! Then, on the same stack, `bench --crowd`: each variant asked for at a
+//! small and a larger crowd, with each store's CPU per answer.
 //! The figures depend on the machine: the test checks that each was
 //! measured and that the books hold every sale, never how fast.
 
@@ -17,7 +19,7 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
         crate::helpers::missing_tool("PostgreSQL is not installed (scripts/deps.sh postgresql)");
         return;
     }
-    let stack = Stack::start_with(2, None, &["--orders", "on"]).await;
+    let stack = Stack::start_with(2, None, crate::helpers::LOCK_STORES).await;
     let postgres = stack.postgres.as_ref().unwrap().url.clone();
     let (table, report) = bench(
         &stack,
@@ -123,5 +125,118 @@ async fn the_pg_rows_measure_the_database_beside_redis() {
     let state = stack.client.state("bench-pg-update").await.unwrap();
     assert!(state.sold > 0, "{state:?}");
     assert_eq!((state.oversold, state.duplicates), (0, 0), "{state:?}");
+    crowd(&stack, &postgres).await;
     stack.stop().await;
+}
+
+/// `bench --crowd` on `stack`: every variant asked for, at 4 and at 40
+/// buyers, each store's CPU per answer where it decides the sales, the
+/// goals judged from the rows.
+async fn crowd(stack: &Stack, postgres: &str) {
+    let variants = "lua,lua-batch,etcd,zookeeper,pg-for-update,pg-advisory,pg-batch";
+    let etcd = stack.etcd_members[0].url.clone();
+    let zookeeper = stack.zookeeper[0].url.clone();
+    let (table, report) = bench(
+        stack,
+        &[
+            "--crowd",
+            "--crowds",
+            "4,40",
+            "--crowd-variants",
+            variants,
+            "--runs",
+            "1",
+            "--duration",
+            "400ms",
+            "--postgres-url",
+            postgres,
+            "--etcd-endpoints",
+            &etcd,
+            "--zookeeper",
+            &zookeeper,
+        ],
+        Duration::from_secs(180),
+    )
+    .await;
+    let crowd = &report["crowd"];
+    assert_eq!(crowd["crowds"], serde_json::json!([4, 40]), "{crowd}");
+    assert_eq!(
+        report["rows"].as_array().unwrap().len(),
+        0,
+        "--crowd plays no row"
+    );
+    let rows = crowd["rows"].as_array().unwrap();
+    let mut seen = Vec::new();
+    for row in rows {
+        let (v, buyers) = (
+            row["variant"].as_str().unwrap(),
+            row["buyers"].as_u64().unwrap(),
+        );
+        seen.push(format!("{v}@{buyers}"));
+        let (sales, attempts) = (
+            row["sales_per_s"].as_f64().unwrap(),
+            row["attempts_per_s"].as_f64().unwrap(),
+        );
+        assert!(sales > 0.0 && attempts >= sales, "{row}");
+        let nothing = row["changed_nothing"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&nothing), "{row}");
+        assert!(
+            (1.0 - nothing - sales / attempts).abs() < 0.05,
+            "the shares add up: {row}"
+        );
+        assert!(
+            row["p50_ms"].as_f64().unwrap() <= row["p99_ms"].as_f64().unwrap(),
+            "{row}"
+        );
+        assert_eq!(row["oversold"], 0, "{row}");
+        // The store that decides the variant's sales spent CPU on them.
+        let store = match v {
+            "etcd" => "etcd",
+            "zookeeper" => "zookeeper",
+            _ if v.starts_with("pg-") => "postgresql",
+            _ => "redis",
+        };
+        let usec = row["usec_per_answer"][store].as_f64().unwrap_or(0.0);
+        assert!(usec > 0.0, "{v} at {buyers}: no {store} CPU: {row}");
+        assert!(
+            table.lines().any(|l| l.starts_with(v)),
+            "no {v} line: {table}"
+        );
+    }
+    let expected: Vec<String> = variants
+        .split(',')
+        .flat_map(|v| [format!("{v}@4"), format!("{v}@40")])
+        .collect();
+    assert_eq!(seen, expected);
+    // The goals, judged from the rows themselves.
+    let sales = |v: &str, buyers: u64| {
+        rows.iter()
+            .find(|r| r["variant"] == v && r["buyers"] == buyers)
+            .unwrap()["sales_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let goals = crowd["goals"].as_array().unwrap();
+    assert_eq!(goals.len(), 4, "{goals:?}");
+    for (goal, v) in goals
+        .iter()
+        .zip(["pg-batch", "pg-advisory", "pg-for-update"])
+    {
+        let ratio = sales(v, 40) / sales(v, 4);
+        assert!(
+            (goal["ratio"].as_f64().unwrap() - ratio).abs() < 1e-6,
+            "{goal}"
+        );
+        assert_eq!(goal["met"], ratio >= 0.5, "{goal}");
+    }
+    let ratio = sales("lua-batch", 40) / sales("lua", 40);
+    assert!(
+        (goals[3]["ratio"].as_f64().unwrap() - ratio).abs() < 1e-6,
+        "{}",
+        goals[3]
+    );
+    assert!(
+        table.contains("goal: lua-batch against lua at 40 buyers"),
+        "{table}"
+    );
 }

@@ -40,6 +40,30 @@ pub struct BenchConfig {
     /// per answer in the pg-update rows; without it they show rates only.
     #[arg(long, env = "STOCKLOCK_POSTGRES_URL", hide_env_values = true)]
     pub postgres_url: Option<String>,
+    /// Instead of the rows: every variant safe in the race on one hot SKU
+    /// each, at each of `--crowds` buyers at once (12 and 800 by default),
+    /// with sales and attempts a second, the share of attempts that
+    /// changed nothing, p50/p99, oversold, and each store's CPU per
+    /// answer (Redis; PostgreSQL with --postgres-url; etcd and ZooKeeper
+    /// with their addresses). Give nginx and the instances room for the
+    /// largest crowd (`up`'s nginx holds 4 096 connections a worker).
+    #[arg(long)]
+    pub crowd: bool,
+    /// The crowds of `--crowd`: buyers at once, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "12,800", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4000), usize::from))]
+    pub crowds: Vec<usize>,
+    /// The variants of `--crowd` (comma-separated); default: every
+    /// variant safe in the race.
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::parse_variant)]
+    pub crowd_variants: Vec<crate::variants::Variant>,
+    /// The etcd members' client addresses (`http://host:port`,
+    /// comma-separated), for `--crowd`'s etcd CPU per answer.
+    #[arg(long = "etcd-endpoints", value_delimiter = ',', env = "STOCKLOCK_ETCD_ENDPOINTS", value_parser = super::crowd::store_addr)]
+    pub etcd: Vec<std::net::SocketAddr>,
+    /// The ZooKeeper servers' client addresses (`host:port`,
+    /// comma-separated), for `--crowd`'s ZooKeeper CPU per answer.
+    #[arg(long, value_delimiter = ',', env = "STOCKLOCK_ZOOKEEPER", value_parser = super::crowd::store_addr)]
+    pub zookeeper: Vec<std::net::SocketAddr>,
     /// Only these rows (comma-separated), e.g. `--rows timeline-cost --runs 15`
     /// to measure one small difference with many more runs. Default: all.
     #[arg(long, value_enum, value_delimiter = ',')]

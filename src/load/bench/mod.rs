@@ -47,6 +47,9 @@
 //!     sale from `pg_stat_statements` (skipped without PostgreSQL;
 //!     `pg_batch.rs`).
 //!
+//! `--crowd` plays instead every variant safe in the race at a small and
+//! a large crowd of buyers (`crowd.rs`).
+//!
 //! The rows of requests per second through nginx are reported with no
 //! goal (`bare::THROUGHPUT_UNJUDGED` says why); the cost rows are judged.
 //!
@@ -63,6 +66,8 @@ mod batch;
 mod classroom;
 mod config;
 pub mod cpu;
+pub mod crowd;
+mod crowd_figures;
 mod orders;
 mod pg;
 mod pg_batch;
@@ -140,6 +145,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         lua_batch: None,
         orders_vs_sales: None,
         postgres: None,
+        crowd: None,
         instances: Vec::new(),
         throughput_not_judged: bare::THROUGHPUT_UNJUDGED.to_owned(),
     };
@@ -152,6 +158,11 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         redis,
         report,
     };
+    if bench.config.crowd {
+        let crowd = bench.crowd().await?;
+        bench.report.crowd = Some(crowd);
+        return bench.write_json();
+    }
     if bench.wants(RowName::GeneratorVsOha) {
         bench.generator_vs_oha().await?;
     }
@@ -207,13 +218,19 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
     }
     bench.memory().await?;
     println!("{}", bare::THROUGHPUT_UNJUDGED);
+    bench.write_json()
+}
 
-    if let Some(path) = &bench.config.json {
-        std::fs::write(path, serde_json::to_string_pretty(&bench.report)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+impl Bench {
+    /// Writes the report to `--json`'s file, if asked.
+    fn write_json(&self) -> anyhow::Result<()> {
+        if let Some(path) = &self.config.json {
+            std::fs::write(path, serde_json::to_string_pretty(&self.report)?)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Requests per second of oha on `url`, same concurrency and duration.

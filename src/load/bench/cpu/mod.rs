@@ -184,13 +184,19 @@ pub fn runs_here(pid: u32, name: &str) -> bool {
 }
 
 /// The processes listening on `addr`'s port, at `addr` or every address
-/// (nginx's master and its workers all hold the listening socket).
+/// (nginx's master and its workers all hold the listening socket), or on
+/// IPv6 at the IPv4 address mapped.
 pub fn listeners(addr: SocketAddr) -> Vec<u32> {
     let any: IpAddr = match addr.ip() {
         IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
         IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     };
-    let sockets = crate::os::listening_sockets(&[addr, SocketAddr::new(any, addr.port())]);
+    let mut addrs = vec![addr, SocketAddr::new(any, addr.port())];
+    // A JVM (ZooKeeper) listens on IPv6 sockets, an IPv4 address mapped.
+    if let IpAddr::V4(v4) = addr.ip() {
+        addrs.push(SocketAddr::new(v4.to_ipv6_mapped().into(), addr.port()));
+    }
+    let sockets = crate::os::listening_sockets(&addrs);
     if sockets.is_empty() {
         return Vec::new();
     }

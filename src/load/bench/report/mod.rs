@@ -189,6 +189,8 @@ pub struct BenchReport {
     pub orders_vs_sales: Option<OrdersVsSales>,
     /// The pg-update rows' CPU per answer and latencies, when they ran.
     pub postgres: Option<super::pg_figures::PgFigures>,
+    /// `--crowd`'s table (`None` without it).
+    pub crowd: Option<super::crowd_figures::CrowdReport>,
     pub instances: Vec<InstanceMemory>,
     /// Why the rows of requests per second through nginx carry no goal.
     pub throughput_not_judged: String,
