@@ -81,23 +81,22 @@ impl Bench {
                 });
                 continue;
             }
-            let stores = stores(&self.config, redis)?;
             let mut tallies: Vec<Vec<(Tally, BTreeMap<String, f64>)>> =
                 vec![Vec::new(); crowds.len()];
             for round in 0..self.config.runs {
                 for k in 0..crowds.len() {
                     let i = (round + k) % crowds.len();
-                    let before: Vec<_> = stores.iter().map(|(_, pids)| ticks(pids)).collect();
+                    let before: BTreeMap<&str, _> = (stores(&self.config, redis)?.into_iter())
+                        .map(|(name, pids)| (name, ticks(&pids)))
+                        .collect();
                     let tally = self.crowd_run(&path, crowds[i]).await;
-                    let cost = stores
-                        .iter()
-                        .zip(&before)
-                        .map(|((name, pids), before)| {
-                            let after = ticks(pids);
-                            (
-                                name.to_string(),
-                                usec_per_answer(before, &after, tally.requests),
-                            )
+                    // Found again: a process started during the run (a
+                    // PostgreSQL backend for a new connection) counts whole.
+                    let cost = (stores(&self.config, redis)?.into_iter())
+                        .map(|(name, pids)| {
+                            let since = before.get(name).cloned().unwrap_or_default();
+                            let spent = usec_per_answer(&since, &ticks(&pids), tally.requests);
+                            (name.to_owned(), spent)
                         })
                         .collect();
                     tallies[i].push((tally, cost));

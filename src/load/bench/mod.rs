@@ -150,7 +150,9 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         throughput_not_judged: bare::THROUGHPUT_UNJUDGED.to_owned(),
     };
     println!("{}", report.header());
-    println!("{}", report::table_head());
+    if !config.crowd {
+        println!("{}", report::table_head());
+    }
     let mut bench = Bench {
         config,
         client,
