@@ -158,6 +158,10 @@ async fn crowd(stack: &Stack, postgres: &str) {
         Duration::from_secs(180),
     )
     .await;
+    assert!(
+        table.contains("crowds of 4 and 40 buyers") && !table.contains("concurrency"),
+        "{table}"
+    );
     let crowd = &report["crowd"];
     assert_eq!(crowd["crowds"], serde_json::json!([4, 40]), "{crowd}");
     assert_eq!(

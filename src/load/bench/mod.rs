@@ -145,7 +145,10 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<()> {
         lua_batch: None,
         orders_vs_sales: None,
         postgres: None,
-        crowd: None,
+        crowd: config.crowd.then(|| crowd::CrowdReport {
+            crowds: config.crowds.clone(),
+            ..Default::default()
+        }),
         instances: Vec::new(),
         throughput_not_judged: bare::THROUGHPUT_UNJUDGED.to_owned(),
     };

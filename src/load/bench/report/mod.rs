@@ -199,17 +199,30 @@ pub struct BenchReport {
 impl BenchReport {
     /// The lines above the table.
     pub fn header(&self) -> String {
+        let runs = match &self.crowd {
+            Some(crowd) => format!(
+                "crowds of {} buyers, {:.1} s per run, runs per crowd: {} (the crowds alternate), medians kept",
+                crowd
+                    .crowds
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                self.seconds_per_run,
+                self.runs_per_side
+            ),
+            None => format!(
+                "concurrency {}, {:.1} s per run, runs per side: {} (the sides alternate), medians compared",
+                self.concurrency, self.seconds_per_run, self.runs_per_side
+            ),
+        };
         format!(
-            "stocklock bench: {}, {}, {} cores ({}), load average {:.2} at start\n\
-             concurrency {}, {:.1} s per run, runs per side: {} (the sides alternate), medians compared",
+            "stocklock bench: {}, {}, {} cores ({}), load average {:.2} at start\n{runs}",
             self.target,
             self.date,
             self.machine.cores,
             self.machine.cpu,
             self.machine.load_average_at_start,
-            self.concurrency,
-            self.seconds_per_run,
-            self.runs_per_side
         )
     }
 }
