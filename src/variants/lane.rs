@@ -2,6 +2,7 @@
 //! of one SKU at an instance, its buyers in queue order, and whether a
 //! driver is sending its batches.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The queue of one SKU at this instance, of buyers `B`.
@@ -77,5 +78,42 @@ impl<B> Drop for Driving<B> {
             state.in_flight = false;
             state.waiting.clear();
         }
+    }
+}
+
+/// How many SKUs' lanes an instance keeps; past it, the idle ones go.
+const LANES_KEPT: usize = 1024;
+
+/// An instance's lanes, one per SKU, each with what its batches need
+/// beside it (`T`).
+pub(super) struct Lanes<B, T> {
+    lanes: Mutex<HashMap<String, LaneWith<B, T>>>,
+}
+
+/// A SKU's lane, and what goes with it.
+type LaneWith<B, T> = (Arc<Lane<B>>, T);
+
+impl<B, T> Default for Lanes<B, T> {
+    fn default() -> Self {
+        Self {
+            lanes: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<B, T: Clone> Lanes<B, T> {
+    /// The lane of `sku` and what goes with it, made (`with`) at the SKU's
+    /// first buyer. Past [`LANES_KEPT`] SKUs, those idle are forgotten.
+    pub(super) fn of(&self, sku: &str, with: impl FnOnce() -> T) -> LaneWith<B, T> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((lane, it)) = lanes.get(sku) {
+            return (lane.clone(), it.clone());
+        }
+        if lanes.len() >= LANES_KEPT {
+            lanes.retain(|_, (lane, _)| lane.state().in_flight);
+        }
+        let entry = (Arc::new(Lane::default()), with());
+        lanes.insert(sku.to_owned(), entry.clone());
+        entry
     }
 }

@@ -16,13 +16,12 @@
 //! again (`commit-answer-lost`). A buyer with a schedule (the gates) is a
 //! batch of its own, stopped at its own gates.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
 use super::family::DATABASE;
-use super::lane::{Driving, Lane};
+use super::lane::{Driving, Lane, Lanes};
 use super::pg_common::{answer, buyer, connection, unavailable};
 use super::{About, Protection};
 use crate::lock::Hook;
@@ -73,13 +72,10 @@ struct Waiting {
     reply: oneshot::Sender<Result<PgAnswer, String>>,
 }
 
-/// How many SKUs' queues an instance keeps; past it, the idle ones go.
-const LANES_KEPT: usize = 1024;
-
 /// The variant's process-wide state: a lane per SKU.
 pub(super) struct PgBatch {
     max: usize,
-    lanes: Mutex<HashMap<String, Arc<Lane<Waiting>>>>,
+    lanes: Lanes<Waiting, ()>,
 }
 
 impl PgBatch {
@@ -87,21 +83,8 @@ impl PgBatch {
     pub(super) fn new(max: usize) -> Self {
         Self {
             max: max.clamp(1, super::MAX_BATCH_MAX),
-            lanes: Mutex::default(),
+            lanes: Lanes::default(),
         }
-    }
-
-    fn lane(&self, sku: &str) -> Arc<Lane<Waiting>> {
-        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lane) = lanes.get(sku) {
-            return lane.clone();
-        }
-        if lanes.len() >= LANES_KEPT {
-            lanes.retain(|_, lane| lane.state().in_flight);
-        }
-        let lane = Arc::new(Lane::default());
-        lanes.insert(sku.to_owned(), lane.clone());
-        lane
     }
 }
 
@@ -164,7 +147,7 @@ impl Protection for PgBatch {
         }
         let pool = (ctx.stores.postgres.clone())
             .ok_or_else(|| unavailable(&"this instance has no PostgreSQL (--postgres-url)"))?;
-        let lane = self.lane(buyer.sku);
+        let (lane, ()) = self.lanes.of(buyer.sku, || ());
         let (reply, answered) = oneshot::channel();
         let waiting = Waiting {
             request_id: buyer.request_id.map(str::to_owned),

@@ -17,15 +17,14 @@
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock};
 
 use redis::Script;
 use tokio::sync::oneshot;
 
 use super::family::SCRIPT;
-use super::lane::{Driving, Lane};
+use super::lane::{Driving, Lane, Lanes};
 use super::lua::{DEDUCT_ONE_LUA, Orders, answer_of, deduct_keys, deducted, short_answer};
 use super::{About, Claim, Claims, Protection};
 use crate::ledger;
@@ -94,9 +93,6 @@ pub static DEDUCT_BATCH: LazyLock<Script> = LazyLock::new(|| {
     ))
 });
 
-/// How many SKUs' queues an instance keeps; past it, the idle ones go.
-const LANES_KEPT: usize = 1024;
-
 /// Sends `lane`'s batches through `send` until nobody waits: each batch is
 /// whoever queued while the previous call was in flight. `send` gets the
 /// batch's request ids ("" for none) and returns 7 numbers per buyer.
@@ -137,7 +133,7 @@ where
 /// The variant's process-wide state: a lane per SKU.
 pub(super) struct LuaBatch {
     max: usize,
-    lanes: Mutex<HashMap<String, LaneOf>>,
+    lanes: Lanes<Buyer, Arc<Call>>,
 }
 
 impl Default for LuaBatch {
@@ -151,28 +147,10 @@ impl LuaBatch {
     pub(super) fn new(max: usize) -> Self {
         Self {
             max: max.clamp(1, MAX_BATCH_MAX),
-            lanes: Mutex::default(),
+            lanes: Lanes::default(),
         }
-    }
-
-    /// The lane of `ctx`'s SKU and what its calls send, made with the
-    /// lane at the SKU's first buyer.
-    fn lane(&self, ctx: &Ctx<'_>) -> LaneOf {
-        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((lane, call)) = lanes.get(&ctx.keys.tag) {
-            return (lane.clone(), call.clone());
-        }
-        if lanes.len() >= LANES_KEPT {
-            lanes.retain(|_, (lane, _)| lane.state().in_flight);
-        }
-        let entry = (Arc::new(Lane::default()), Arc::new(Call::of(ctx)));
-        lanes.insert(ctx.keys.tag.clone(), entry.clone());
-        entry
     }
 }
-
-/// A SKU's lane, and what its calls send.
-type LaneOf = (Arc<Lane<Buyer>>, Arc<Call>);
 
 /// What every call of one SKU's lane sends besides its buyers' ids: the
 /// SKU's keys and the script's first four arguments.
@@ -215,7 +193,7 @@ impl Call {
 
 impl Protection for LuaBatch {
     async fn deduct(&self, ctx: &mut Ctx<'_>) -> Result<Answer, StoreError> {
-        let (lane, call) = self.lane(ctx);
+        let (lane, call) = self.lanes.of(&ctx.keys.tag, || Arc::new(Call::of(ctx)));
         let (reply, answer) = oneshot::channel();
         let buyer = Buyer {
             request_id: ctx.request_id.unwrap_or("").to_owned(),

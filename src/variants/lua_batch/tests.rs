@@ -2,6 +2,8 @@
 //! buyer, batches made of whoever queued during a call, failed, dropped
 //! and short calls.
 
+use std::sync::Mutex;
+
 use tokio::sync::Notify;
 
 use super::super::lane::Lane;
