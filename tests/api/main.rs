@@ -34,6 +34,7 @@ mod ledger;
 mod lessons;
 mod load;
 mod lock;
+mod lock_cancel;
 mod lock_crate;
 mod lock_guard;
 mod lock_safety;

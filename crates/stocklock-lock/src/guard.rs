@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use crate::undo::Undo;
 use crate::{Error, Grant, LeaseLock, LockOptions, OwnerId, ReentrantLock, Unlocked, Watchdog};
 
 /// How a release went.
@@ -59,7 +60,7 @@ pub enum Released {
 
 /// The lock a guard holds.
 #[derive(Clone)]
-enum Lock {
+pub(crate) enum Lock {
     Lease(LeaseLock),
     Reentrant(ReentrantLock),
     #[cfg(feature = "redlock")]
@@ -67,7 +68,7 @@ enum Lock {
 }
 
 impl Lock {
-    fn key(&self) -> &str {
+    pub(crate) fn key(&self) -> &str {
         match self {
             Lock::Lease(lock) => lock.key(),
             Lock::Reentrant(lock) => lock.key(),
@@ -112,7 +113,7 @@ impl Lock {
     }
 
     /// Releases one hold of `owner` (`holds`: how many it had).
-    async fn release(
+    pub(crate) async fn release(
         &self,
         owner: &OwnerId,
         holds: u32,
@@ -183,6 +184,17 @@ impl LockGuard {
     /// guard's watchdog started if `options` say so.
     async fn take(lock: Lock, options: &LockOptions) -> Result<LockGuard, Error> {
         let owner = options.owner_or_fresh();
+        // Until the guard is handed back, this future may be dropped (a
+        // timeout, a `select!`, a cancelled request) after the store took
+        // the lock and before its answer came: then the lock is let go in
+        // the background. Only for a fresh owner: the store cannot tell an
+        // attempt of a caller's own owner from its other holds.
+        let undo = Undo {
+            lock: lock.clone(),
+            owner: owner.clone(),
+            lease: options.lease_time(),
+            armed: !options.owner_given(),
+        };
         let span = tracing::debug_span!(
             "lock.acquire",
             key = lock.key(),
@@ -201,9 +213,21 @@ impl LockGuard {
             }
         }
         .instrument(span.clone())
-        .await?;
+        .await;
+        let grant = match grant {
+            Ok(grant) => grant,
+            // Refused by the store: nothing was taken.
+            Err(Error::Busy) => {
+                undo.disarm();
+                return Err(Error::Busy);
+            }
+            // Unanswered, or (Redlock) too few nodes answered: some may
+            // have taken it; `undo` lets it go.
+            Err(err) => return Err(err),
+        };
         span.in_scope(|| tracing::debug!(holds = grant.holds, token = grant.token, "acquired"));
         let watchdog = options.renews().then(|| lock.watchdog(&owner, &grant));
+        undo.disarm();
         Ok(LockGuard {
             lock,
             owner,

@@ -33,6 +33,7 @@
 //! | knowing when the lock may be lost | [`Grant::deadline`] (acquire *sent* + lease − drift), kept up by [`Watchdog`]'s confirmed renewals: [`Tenure::is_lost`] |
 //! | unlock by the owner only, atomic  | [`LeaseLock::unlock`], [`ReentrantLock::unlock`] (Lua compare-and-delete) |
 //! | nothing left behind on errors     | [`LeaseLock::unlock_surely`], [`ReentrantLock::unlock_all_surely`]: retried until answered or the lease is over |
+//! | safe to cancel                    | every `acquire` dropped before it returns (a timeout, a `select!`) lets go in the background of what it took or may have taken (a fresh owner's hold, an etcd session's lease, a ZooKeeper znode found by its owner's prefix) |
 //! | is-locked                         | [`LeaseLock::is_locked`], [`ReentrantLock::is_locked`] |
 //! | reentrant lock with a hold count  | [`ReentrantLock`] |
 //! | fencing token with the grant      | [`ReentrantLock::fenced`]: `INCR` in the acquire script, [`Grant::token`] |
@@ -71,6 +72,7 @@ mod reentrant;
 #[cfg(feature = "sentinel")]
 pub mod sentinel;
 pub mod store;
+mod undo;
 pub mod wakeups;
 mod watchdog;
 #[cfg(feature = "zookeeper")]

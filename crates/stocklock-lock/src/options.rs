@@ -121,6 +121,11 @@ impl LockOptions {
         self.retry_every.map_or(left, |every| every.min(left))
     }
 
+    /// Whether the caller named the owner ([`LockOptions::owner`]).
+    pub(crate) fn owner_given(&self) -> bool {
+        self.owner.is_some()
+    }
+
     pub(crate) fn owner_or_fresh(&self) -> OwnerId {
         self.owner
             .clone()

@@ -128,16 +128,22 @@ impl ZooKeeperLock {
     /// deleted, as if it had never queued. An error when no server answers:
     /// the client waits for one to come back until its session expires, so
     /// within about the session timeout.
+    ///
+    /// Safe to cancel: dropped anywhere before it returns (a timeout, a
+    /// `select!`), the znode it created or may have created (its answer
+    /// lost) is found by the owner's unique prefix in its name and deleted
+    /// in the background, as a failed acquisition's is (Curator's
+    /// "protected" mode): nothing stays queued for the session's life.
     pub async fn lock(&self, wait: Duration) -> Result<Option<ZooKeeperHold>, Error> {
         let deadline = Instant::now() + wait;
         let owner = uuid::Uuid::new_v4().simple().to_string();
-        let (path, token) = match self.enqueue(&owner).await {
-            Ok(created) => created,
-            Err(err) => {
-                self.forget_in_background(owner);
-                return Err(err);
-            }
+        // Armed until a hold is handed back or the znode is surely gone.
+        let forget = Forget {
+            lock: self,
+            owner: &owner,
+            armed: true,
         };
+        let (path, token) = self.enqueue(&owner).await?;
         let queued = ZooKeeperHold {
             sequence: sequence_of(&path).unwrap_or(-1),
             path,
@@ -146,15 +152,17 @@ impl ZooKeeperLock {
         self.hook.at(crate::QUEUED).await;
         let outcome = self.wait_turn(&queued, deadline).await;
         if matches!(outcome, Ok(true)) {
+            forget.disarm();
             return Ok(Some(queued));
         }
         // Leave nothing queued: a znode left behind would block everyone
         // after it until the session ends.
         if let Err(err) = self.delete_own(&queued.path).await {
-            self.forget_in_background(owner);
+            // `forget`, still armed, deletes it in the background.
             outcome?;
             return Err(err);
         }
+        forget.disarm();
         outcome.map(|_| None)
     }
 
@@ -190,5 +198,36 @@ impl ZooKeeperLock {
     /// was gone already.
     pub async fn evict(&self, path: &str) -> Result<bool, Error> {
         self.delete_own(path).await
+    }
+}
+
+/// A [`ZooKeeperLock::lock`] under way: dropped before [`Forget::disarm`]
+/// (an error, or the future cancelled), it deletes in the background every
+/// znode of its owner.
+struct Forget<'a> {
+    lock: &'a ZooKeeperLock,
+    owner: &'a str,
+    armed: bool,
+}
+
+impl Forget<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.lock.forget_in_background(self.owner.to_owned());
+        } else {
+            tracing::warn!(
+                owner = self.owner,
+                "acquire dropped outside a tokio runtime: its znode is left to its session"
+            );
+        }
     }
 }
