@@ -37,6 +37,7 @@ mod lock;
 mod lock_cancel;
 mod lock_crate;
 mod lock_guard;
+mod lock_lost;
 mod lock_safety;
 mod lua_batch;
 mod marks;
