@@ -2,11 +2,15 @@
 //! taken over by another owner, hears it from its next renewal, refused,
 //! within one renewal interval (a third of its lease) and long before its
 //! own deadline could have told it. Each delay is printed: the figure the
-//! measurements page lists.
+//! measurements page lists. And no renewal brings a released key back.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stocklock::lock::{LeaseLock, LockOptions, ReentrantLock};
+use stocklock::lock::{
+    Held, Hook, Lease, LeaseLock, LockOptions, OwnerId, Point, RENEWAL, RENEWED, Reached,
+    ReentrantLock, Watchdog,
+};
 
 use crate::helpers;
 use crate::lock::setup;
@@ -86,4 +90,74 @@ async fn a_renewed_guard_learns_its_key_deleted_or_taken_within_one_renewal() {
         delays.len(),
         LEASE / 3
     ));
+}
+
+/// A hook that holds the watchdog at its point `renewal` (the renewal
+/// decided, its command not sent) until let go, and says when it is there.
+struct HeldRenewal {
+    there: tokio::sync::Notify,
+    go: tokio::sync::Notify,
+    /// A renewal's outcome came back to the watchdog (`renewed`).
+    answered: std::sync::atomic::AtomicBool,
+}
+
+impl Reached for HeldRenewal {
+    fn reached(&self, point: Point) -> Held<'_> {
+        Box::pin(async move {
+            if point == RENEWAL {
+                self.there.notify_one();
+                self.go.notified().await;
+            } else if point == RENEWED {
+                self.answered
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    }
+}
+
+/// No renewal after release (the family of Redisson #7272): a renewal
+/// under way when the owner releases never brings the released key back.
+/// Held at its point, decided and unsent, while the watchdog is stopped
+/// and the key released, it is let go: nothing is sent (the stop ended
+/// it: no answer ever reaches the watchdog), and the key is gone a lease
+/// later. And a renewal that does reach
+/// the store after the release, as one already written to the wire would,
+/// is refused by the script's owner check and creates nothing. On main
+/// both hold: the defect is not in this library (the renewal is
+/// a compare and `PEXPIRE`, which cannot create a key).
+#[tokio::test]
+async fn a_renewal_under_way_at_the_release_never_brings_the_key_back() {
+    let (_redis, store, wakeups) = setup().await;
+    let conn = store.conn().await.unwrap();
+    let key = "lock:{after-release}";
+    let lease = Duration::from_millis(600);
+    let lock = LeaseLock::new(conn.clone(), key, wakeups);
+    let me = OwnerId::new("t");
+    let grant = lock
+        .lock(&me, lease, Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("free");
+    let held = Arc::new(HeldRenewal {
+        there: tokio::sync::Notify::new(),
+        go: tokio::sync::Notify::new(),
+        answered: std::sync::atomic::AtomicBool::new(false),
+    });
+    let dog = Watchdog::for_grant_at(lock.clone(), me.clone(), &grant, Hook::new(held.clone()));
+    held.there.notified().await;
+    dog.stop();
+    assert!(lock.unlock(&me).await.unwrap(), "released");
+    held.go.notify_one();
+    // A renewal that reaches the store after the release: refused.
+    assert!(!lock.renew(&me, lease).await.unwrap());
+    // A lease later (time itself is what is tested) the key is still gone.
+    tokio::time::sleep(lease + lease / 2).await;
+    assert!(
+        !lock.is_locked().await.unwrap(),
+        "a renewal brought the released key back"
+    );
+    assert!(
+        !held.answered.load(std::sync::atomic::Ordering::SeqCst),
+        "the held renewal was sent after the watchdog was stopped"
+    );
 }
