@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use crate::undo::Undo;
+use crate::undo::{Undo, release_in_background};
 use crate::{Error, Grant, LeaseLock, LockOptions, OwnerId, ReentrantLock, Unlocked, Watchdog};
 
 /// How a release went.
@@ -189,12 +189,11 @@ impl LockGuard {
         // the lock and before its answer came: then the lock is let go in
         // the background. Only for a fresh owner: the store cannot tell an
         // attempt of a caller's own owner from its other holds.
-        let undo = Undo {
-            lock: lock.clone(),
-            owner: owner.clone(),
-            lease: options.lease_time(),
-            armed: !options.owner_given(),
-        };
+        let undo = Undo::new(|| {
+            if !options.owner_given() {
+                release_in_background(lock.clone(), owner.clone(), options.lease_time());
+            }
+        });
         let span = tracing::debug_span!(
             "lock.acquire",
             key = lock.key(),

@@ -119,11 +119,12 @@ impl EtcdLock {
             // a `select!`), the session's lease is revoked in the
             // background: its queued key goes with it at once, not at the
             // end of its TTL, and no waiter behind it waits for that.
-            let revoke = Revoke {
-                lock: self,
-                lease: session.lease(),
-                armed: true,
-            };
+            let (client, lease) = (self.client.clone(), session.lease());
+            let revoke = crate::undo::Undo::new(|| {
+                crate::guard::in_background(&self.prefix, async move {
+                    let _ = super::session::revoke_lease(&client, lease).await;
+                });
+            });
             let locked = self.lock(&session, options.wait_time()).await;
             revoke.disarm();
             match locked {
@@ -142,31 +143,5 @@ impl EtcdLock {
         }
         .instrument(span)
         .await
-    }
-}
-
-/// An etcd acquire under way: dropped before [`Revoke::disarm`], it
-/// revokes the session's lease in the background.
-struct Revoke<'a> {
-    lock: &'a EtcdLock,
-    lease: i64,
-    armed: bool,
-}
-
-impl Revoke<'_> {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for Revoke<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (client, lease) = (self.lock.client.clone(), self.lease);
-        crate::guard::in_background(&self.lock.prefix, async move {
-            let _ = super::session::revoke_lease(&client, lease).await;
-        });
     }
 }

@@ -138,11 +138,16 @@ impl ZooKeeperLock {
         let deadline = Instant::now() + wait;
         let owner = uuid::Uuid::new_v4().simple().to_string();
         // Armed until a hold is handed back or the znode is surely gone.
-        let forget = Forget {
-            lock: self,
-            owner: &owner,
-            armed: true,
-        };
+        let forget = crate::undo::Undo::new(|| {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                self.forget_in_background(owner.clone());
+            } else {
+                tracing::warn!(
+                    owner,
+                    "acquire dropped outside a tokio runtime: its znode is left to its session"
+                );
+            }
+        });
         let (path, token) = self.enqueue(&owner).await?;
         let queued = ZooKeeperHold {
             sequence: sequence_of(&path).unwrap_or(-1),
@@ -198,36 +203,5 @@ impl ZooKeeperLock {
     /// was gone already.
     pub async fn evict(&self, path: &str) -> Result<bool, Error> {
         self.delete_own(path).await
-    }
-}
-
-/// A [`ZooKeeperLock::lock`] under way: dropped before [`Forget::disarm`]
-/// (an error, or the future cancelled), it deletes in the background every
-/// znode of its owner.
-struct Forget<'a> {
-    lock: &'a ZooKeeperLock,
-    owner: &'a str,
-    armed: bool,
-}
-
-impl Forget<'_> {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for Forget<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.lock.forget_in_background(self.owner.to_owned());
-        } else {
-            tracing::warn!(
-                owner = self.owner,
-                "acquire dropped outside a tokio runtime: its znode is left to its session"
-            );
-        }
     }
 }
