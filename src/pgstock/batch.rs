@@ -199,11 +199,7 @@ async fn attempt(
             row.try_get(2)?,
             row.try_get(3)?,
         );
-        let outcome = match (outcome.as_str(), unit) {
-            ("sold", Some(unit)) => Outcome::Sold { unit, remaining },
-            _ => Outcome::SoldOut { remaining },
-        };
-        recorded.insert(id, outcome);
+        recorded.insert(id, super::ids::recorded(&outcome, unit, remaining));
     }
     hook.at(points::AFTER_READ).await;
     let decision = decide(remaining, &recorded, ids);

@@ -56,16 +56,21 @@ pub(super) async fn replay(
     };
     let (outcome, unit, remaining): (String, Option<i64>, i64) =
         (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-    let outcome = match (outcome.as_str(), unit) {
-        ("sold", Some(unit)) => Outcome::Sold { unit, remaining },
-        _ => Outcome::SoldOut { remaining },
-    };
     Ok(Some(PgAnswer {
-        outcome,
+        outcome: recorded(&outcome, unit, remaining),
         replayed: true,
         conflicts: 0,
         held: None,
     }))
+}
+
+/// An id's answer as `stock_requests` keeps it (`sold` with its unit, or
+/// `sold_out`), back as the outcome it was.
+pub(super) fn recorded(outcome: &str, unit: Option<i64>, remaining: i64) -> Outcome {
+    match (outcome, unit) {
+        ("sold", Some(unit)) => Outcome::Sold { unit, remaining },
+        _ => Outcome::SoldOut { remaining },
+    }
 }
 
 /// The answer of an attempt whose id another attempt answered first (or

@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 use super::family::DATABASE;
 use super::lane::{Driving, Lane, Lanes};
-use super::pg_common::{answer, buyer, connection, unavailable};
+use super::pg_common::{answer, buyer, connection, pool, unavailable};
 use super::{About, Protection};
 use crate::lock::Hook;
 use crate::pgstock::{self, PgAnswer, Pool};
@@ -145,8 +145,7 @@ impl Protection for PgBatch {
                 Err(err) => answer(ctx, Err(err)),
             };
         }
-        let pool = (ctx.stores.postgres.clone())
-            .ok_or_else(|| unavailable(&"this instance has no PostgreSQL (--postgres-url)"))?;
+        let pool = pool(ctx)?.clone();
         let (lane, ()) = self.lanes.of(buyer.sku, || ());
         let (reply, answered) = oneshot::channel();
         let waiting = Waiting {

@@ -30,15 +30,16 @@ pub(super) fn buyer<'a>(ctx: &'a Ctx<'_>, about: &About) -> Buyer<'a> {
     }
 }
 
-/// A connection of the pool (the seller refused the request already when
-/// the instance has no PostgreSQL).
+/// The instance's pool of connections (the seller refused the request
+/// already when the instance has no PostgreSQL).
+pub(super) fn pool<'a>(ctx: &'a Ctx<'_>) -> Result<&'a pgstock::Pool, StoreError> {
+    (ctx.stores.postgres.as_ref())
+        .ok_or_else(|| unavailable(&"this instance has no PostgreSQL (--postgres-url)"))
+}
+
+/// A connection of the pool.
 pub(super) async fn connection(ctx: &Ctx<'_>) -> Result<deadpool_postgres::Object, StoreError> {
-    let pool = ctx
-        .stores
-        .postgres
-        .as_ref()
-        .ok_or_else(|| unavailable(&"this instance has no PostgreSQL (--postgres-url)"))?;
-    pool.get().await.map_err(|err| unavailable(&err))
+    pool(ctx)?.get().await.map_err(|err| unavailable(&err))
 }
 
 /// PostgreSQL failed before a commit was sent: nothing was sold, 503.
