@@ -161,3 +161,106 @@ async fn a_renewal_under_way_at_the_release_never_brings_the_key_back() {
         "the held renewal was sent after the watchdog was stopped"
     );
 }
+
+/// etcd: a guard whose key is deleted, or whose session's lease is
+/// revoked, learns it from its next keep-alive (each checks the lease and
+/// the key), within one keep-alive interval (a third of the TTL) and long
+/// before the lease's deadline could have told it.
+#[tokio::test]
+async fn an_etcd_guard_learns_its_key_deleted_or_lease_gone_within_one_keepalive() {
+    use stocklock::lock::etcd::{EtcdClient, EtcdLock, gateway};
+    let Some(mut cluster) = crate::etcd::one_member().await else {
+        return;
+    };
+    let client = EtcdClient::new(cluster.urls()).unwrap();
+    let lock = EtcdLock::new(client.clone(), "lock/lost");
+    let options = LockOptions::new().lease(LEASE);
+    let mut delays = Vec::new();
+    for how in ["key deleted", "lease revoked"] {
+        for _ in 0..2 {
+            let guard = lock.acquire(&options).await.unwrap();
+            let key = guard.held().key.clone();
+            let gone = Instant::now();
+            if how == "key deleted" {
+                let body = serde_json::json!({"key": gateway::b64(&key)});
+                client.call("/v3/kv/deleterange", &body).await.unwrap();
+            } else {
+                let lease = i64::from_str_radix(&key[key.len() - 16..], 16).unwrap();
+                lock.end_lease(lease).await.unwrap();
+            }
+            assert!(!guard.is_lost(), "{how}: lost before any keep-alive");
+            tokio::time::timeout(LEASE * 2, guard.lost())
+                .await
+                .unwrap_or_else(|_| panic!("etcd, {how}: never learned"));
+            let delay = gone.elapsed();
+            helpers::note(&format!("lost(): etcd, {how}: learned after {delay:?}"));
+            assert!(delay < PROMPT, "etcd, {how}: learned after {delay:?}");
+            assert!(guard.is_lost());
+            assert_eq!(
+                guard.release().await.unwrap(),
+                stocklock::lock::Released::Expired
+            );
+            delays.push(delay);
+        }
+    }
+    delays.sort();
+    helpers::note(&format!(
+        "lost(): etcd median {:?}, max {:?} over {} (keep-alive every {:?})",
+        delays[delays.len() / 2],
+        delays[delays.len() - 1],
+        delays.len(),
+        LEASE / 3
+    ));
+    cluster.stop().await;
+}
+
+/// ZooKeeper: a guard whose znode is deleted learns it from ZooKeeper's
+/// watch, with no renewal to wait for: within a few milliseconds. And a
+/// guard whose server goes away is lost as soon as the client is
+/// disconnected (its session may expire before it reconnects).
+#[tokio::test]
+async fn a_zookeeper_guard_learns_its_znode_deleted_at_once() {
+    let Some(servers) = crate::zookeeper::Servers::start(1).await else {
+        return;
+    };
+    let session = servers.session(LEASE).await;
+    let lock = session.lock("lost").unwrap();
+    let options = LockOptions::new();
+    let mut delays = Vec::new();
+    for _ in 0..4 {
+        let guard = lock.acquire(&options).await.unwrap();
+        let gone = Instant::now();
+        assert!(lock.evict(&guard.hold().path).await.unwrap());
+        tokio::time::timeout(LEASE, guard.lost())
+            .await
+            .expect("ZooKeeper, znode deleted: never learned");
+        let delay = gone.elapsed();
+        helpers::note(&format!(
+            "lost(): ZooKeeper, znode deleted: learned after {delay:?}"
+        ));
+        // An event, not a renewal: far within one renewal interval.
+        assert!(delay < LEASE / 3, "ZooKeeper: learned after {delay:?}");
+        assert!(guard.is_lost());
+        assert_eq!(
+            guard.release().await.unwrap(),
+            stocklock::lock::Released::Expired
+        );
+        delays.push(delay);
+    }
+    delays.sort();
+    helpers::note(&format!(
+        "lost(): ZooKeeper median {:?}, max {:?} over {}",
+        delays[delays.len() / 2],
+        delays[delays.len() - 1],
+        delays.len()
+    ));
+    // The server stopped under a held guard: lost once disconnected.
+    let guard = lock.acquire(&options).await.unwrap();
+    assert!(!guard.is_lost());
+    servers.stop().await;
+    tokio::time::timeout(LEASE, guard.lost())
+        .await
+        .expect("ZooKeeper, server gone: never learned");
+    assert!(guard.is_lost());
+    std::mem::forget(guard); // no server to release it on
+}

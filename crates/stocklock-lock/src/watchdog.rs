@@ -65,7 +65,7 @@ pub struct Tenure {
 const RENEWALS_KEPT: usize = 256;
 
 impl Tenure {
-    fn new(deadline: Instant) -> Self {
+    pub(crate) fn new(deadline: Instant) -> Self {
         let base = Instant::now();
         let tenure = Tenure {
             base,
@@ -79,7 +79,7 @@ impl Tenure {
         tenure
     }
 
-    fn extend_to(&self, deadline: Instant) {
+    pub(crate) fn extend_to(&self, deadline: Instant) {
         let ns = deadline.saturating_duration_since(self.base).as_nanos();
         self.deadline_ns
             .fetch_max(u64::try_from(ns).unwrap_or(u64::MAX), Ordering::AcqRel);
@@ -90,7 +90,7 @@ impl Tenure {
         self.base + Duration::from_nanos(self.deadline_ns.load(Ordering::Acquire))
     }
 
-    fn mark_lost(&self) {
+    pub(crate) fn mark_lost(&self) {
         self.lost.store(true, Ordering::Release);
         self.lost_signal.notify_waiters();
     }
@@ -132,7 +132,7 @@ impl Tenure {
             .clone()
     }
 
-    fn renewed(&self, sent: Instant) {
+    pub(crate) fn renewed(&self, sent: Instant) {
         self.renewals.fetch_add(1, Ordering::Relaxed);
         let mut renewed = self
             .renewed

@@ -57,9 +57,20 @@ impl EtcdGuard {
     }
 
     /// Whether the holder may no longer count on the lock: etcd said the
-    /// lease is gone, or no keep-alive was confirmed in time.
+    /// lease is gone, the key was found deleted, or no keep-alive was
+    /// confirmed in time.
     pub fn is_lost(&self) -> bool {
         self.session.as_ref().is_none_or(Session::is_lost)
+    }
+
+    /// Resolves when the lock is known to be lost (at once if it is):
+    /// within one keep-alive interval (a third of the session's TTL) of
+    /// the lease going or the key being deleted, each keep-alive checking
+    /// both; at the deadline when no keep-alive is confirmed.
+    pub async fn lost(&self) {
+        if let Some(session) = &self.session {
+            session.lost().await;
+        }
     }
 
     /// Deletes the key and revokes the lease now. [`Released::Expired`]
@@ -129,8 +140,13 @@ impl EtcdLock {
             revoke.disarm();
             match locked {
                 Ok(held) => Ok(EtcdGuard {
+                    // The guard's own session: its key checked with each
+                    // keep-alive, so a deletion is learned within one.
+                    held: {
+                        session.watch(&held.key, held.token);
+                        held
+                    },
                     lock: self.clone(),
-                    held,
                     session: Some(session),
                 }),
                 Err(err) => {

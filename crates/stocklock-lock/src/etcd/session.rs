@@ -7,15 +7,14 @@
 //! lives, a task renews the lease every third of its TTL, as the
 //! [`crate::Watchdog`] renews a Redis lease.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use super::gateway::{EtcdClient, int};
-use crate::Error;
+use super::gateway::{EtcdClient, b64, int};
+use crate::{Error, Tenure};
 
 /// A granted lease and the task keeping it alive.
 ///
@@ -36,19 +35,20 @@ pub struct Session {
     client: EtcdClient,
     lease: i64,
     ttl: Duration,
-    state: Arc<State>,
+    /// Until when the lease is known to live (the last confirmed
+    /// keep-alive's *send* plus the TTL etcd answered, as a
+    /// [`crate::Grant`]'s deadline), and whether it is lost.
+    tenure: Arc<Tenure>,
+    watched: Arc<Watched>,
     keepalive: JoinHandle<()>,
 }
 
-#[derive(Debug)]
-struct State {
-    /// Until when the lease is known to live: the last confirmed keep-alive's
-    /// *send* plus the TTL etcd answered (as a [`crate::Grant`]'s deadline).
-    deadline: Mutex<Instant>,
-    /// etcd said the lease is gone (expired or revoked).
-    gone: AtomicBool,
-    /// Keep-alives etcd confirmed.
-    renewals: AtomicU64,
+#[derive(Debug, Default)]
+struct Watched {
+    /// The locks held with the session: each key and the `create_revision`
+    /// (fencing token) it was created with. A renewal that finds one gone,
+    /// or created again by someone else, loses the session's tenure.
+    keys: Mutex<Vec<(String, i64)>>,
 }
 
 impl Session {
@@ -68,17 +68,21 @@ impl Session {
                 "lease grant answered {answer}"
             )));
         }
-        let state = Arc::new(State {
-            deadline: Mutex::new(sent + granted),
-            gone: AtomicBool::new(false),
-            renewals: AtomicU64::new(0),
-        });
-        let keepalive = tokio::spawn(keep_alive(client.clone(), lease, granted, state.clone()));
+        let tenure = Arc::new(Tenure::new(sent + granted));
+        let watched = Arc::new(Watched::default());
+        let keepalive = tokio::spawn(keep_alive(
+            client.clone(),
+            lease,
+            granted,
+            tenure.clone(),
+            watched.clone(),
+        ));
         Ok(Self {
             client: client.clone(),
             lease,
             ttl: granted,
-            state,
+            tenure,
+            watched,
             keepalive,
         })
     }
@@ -95,22 +99,36 @@ impl Session {
 
     /// Until when the lease is known to live.
     pub fn deadline(&self) -> Instant {
-        *self
-            .state
-            .deadline
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.tenure.deadline()
     }
 
     /// How many keep-alives etcd has confirmed so far.
     pub fn renewals(&self) -> u64 {
-        self.state.renewals.load(Ordering::Relaxed)
+        self.tenure.renewals()
     }
 
-    /// The lease is gone, or may be: etcd said so, or no keep-alive was
-    /// confirmed in time.
+    /// The lease is gone, or may be: etcd said so, no keep-alive was
+    /// confirmed in time, or a lock held with it was found deleted.
     pub fn is_lost(&self) -> bool {
-        self.state.gone.load(Ordering::Relaxed) || Instant::now() >= self.deadline()
+        self.tenure.is_lost()
+    }
+
+    /// Resolves when the session is known to be lost (at once if it is):
+    /// within one keep-alive interval (a third of the TTL) of etcd saying
+    /// the lease is gone or of a watched key found deleted, and at the
+    /// deadline when no keep-alive is confirmed.
+    pub async fn lost(&self) {
+        self.tenure.lost().await;
+    }
+
+    /// Checks `key`, created at `create_revision`, with each confirmed
+    /// keep-alive: found deleted (or created again), the session is lost.
+    pub(super) fn watch(&self, key: &str, create_revision: i64) {
+        self.watched
+            .keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((key.to_owned(), create_revision));
     }
 
     /// Ends the session: stops the keep-alives and revokes the lease, which
@@ -134,8 +152,15 @@ impl Drop for Session {
 }
 
 /// Renews the lease every third of its TTL until etcd says it is gone or
-/// no renewal was confirmed before it would have run out.
-async fn keep_alive(client: EtcdClient, lease: i64, ttl: Duration, state: Arc<State>) {
+/// no renewal was confirmed before it would have run out; after each
+/// confirmed renewal, checks that the watched keys are still there.
+async fn keep_alive(
+    client: EtcdClient,
+    lease: i64,
+    ttl: Duration,
+    tenure: Arc<Tenure>,
+    watched: Arc<Watched>,
+) {
     let body = json!({"ID": lease.to_string()});
     // After an unanswered renewal, try again sooner: the lease is running out.
     let mut pause = ttl / 3;
@@ -146,33 +171,60 @@ async fn keep_alive(client: EtcdClient, lease: i64, ttl: Duration, state: Arc<St
         match client.call("/v3/lease/keepalive", &body).await {
             Ok(answer) => match int(&answer["result"]["TTL"]) {
                 Ok(left) if left > 0 => {
-                    let until = sent + Duration::from_secs(left.unsigned_abs());
-                    *state
-                        .deadline
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = until;
-                    state.renewals.fetch_add(1, Ordering::Relaxed);
+                    tenure.extend_to(sent + Duration::from_secs(left.unsigned_abs()));
+                    tenure.renewed(sent);
+                    if let Some(key) = deleted_key(&client, &watched).await {
+                        tracing::warn!(lease, key, "etcd lock key deleted: the lock is lost");
+                        tenure.mark_lost();
+                        return;
+                    }
                 }
                 _ => {
                     tracing::warn!(lease, "etcd lease gone: the lock it carried is lost");
-                    state.gone.store(true, Ordering::Relaxed);
+                    tenure.mark_lost();
                     return;
                 }
             },
             Err(err) => {
                 tracing::debug!(lease, %err, "etcd keep-alive not answered; trying again");
-                let deadline = *state
-                    .deadline
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                if Instant::now() >= deadline {
-                    state.gone.store(true, Ordering::Relaxed);
+                if tenure.is_lost() {
+                    tenure.mark_lost();
                     return;
                 }
                 pause = pause.min(Duration::from_millis(200));
             }
         }
     }
+}
+
+/// The first watched key that is gone or was created again (someone
+/// deleted it, and maybe queued anew); `None` when all are there, or when
+/// etcd did not answer (the next renewal looks again).
+async fn deleted_key(client: &EtcdClient, watched: &Watched) -> Option<String> {
+    let keys = watched
+        .keys
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    for (key, created) in keys {
+        let answer = client
+            .call(
+                "/v3/kv/range",
+                &json!({"key": b64(&key), "keys_only": true}),
+            )
+            .await
+            .ok()?;
+        let now = answer["kvs"]
+            .as_array()
+            .and_then(|kvs| kvs.first())
+            .map(|kv| int(&kv["create_revision"]));
+        match now {
+            Some(Ok(revision)) if revision == created => {}
+            Some(Err(_)) => {}
+            _ => return Some(key),
+        }
+    }
+    None
 }
 
 /// Revokes `lease`: etcd deletes every key attached to it. A lease already

@@ -1,6 +1,11 @@
 //! The ZooKeeper lock's guard: [`ZooKeeperLock::acquire`] takes it with
 //! [`LockOptions`], and the guard deletes its znode when dropped.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tracing::Instrument;
 use zookeeper_client as zk;
 
@@ -29,6 +34,59 @@ pub struct ZooKeeperGuard {
     lock: ZooKeeperLock,
     hold: ZooKeeperHold,
     released: bool,
+    /// Raised by `watch` when the znode is deleted or the session ends.
+    gone: Arc<Gone>,
+    watch: JoinHandle<()>,
+}
+
+/// The znode found deleted, or the session expired or closed.
+#[derive(Debug, Default)]
+struct Gone {
+    raised: AtomicBool,
+    signal: Notify,
+}
+
+impl Gone {
+    fn raise(&self) {
+        self.raised.store(true, Ordering::Release);
+        self.signal.notify_waiters();
+    }
+}
+
+/// Watches the held znode (a data watch: ZooKeeper tells of its deletion
+/// at once) and the session, raising `gone` when either ends.
+fn watch(client: zk::Client, path: String, gone: Arc<Gone>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut state = client.state_watcher();
+        loop {
+            match state.peek_state() {
+                zk::SessionState::SyncConnected => {}
+                zk::SessionState::Disconnected => {
+                    // Not lost yet: the session may come back in time.
+                    state.changed().await;
+                    continue;
+                }
+                _ => return gone.raise(),
+            }
+            let watcher = match client.check_and_watch_stat(&path).await {
+                Ok((Some(_), watcher)) => watcher,
+                Ok((None, _)) => return gone.raise(),
+                // Disconnected meanwhile: look at the session again.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            tokio::select! {
+                event = watcher.changed() => {
+                    if event.event_type == zk::EventType::NodeDeleted {
+                        return gone.raise();
+                    }
+                }
+                _ = state.changed() => {}
+            }
+        }
+    })
 }
 
 impl ZooKeeperGuard {
@@ -42,17 +100,39 @@ impl ZooKeeperGuard {
         self.hold.token
     }
 
-    /// Whether the holder may no longer count on the lock: its session is
-    /// not connected (it may expire before the client reconnects), expired
-    /// or closed.
+    /// Whether the holder may no longer count on the lock: its znode was
+    /// deleted, or its session is not connected (it may expire before the
+    /// client reconnects), expired or closed.
     pub fn is_lost(&self) -> bool {
-        self.lock.client.state() != zk::SessionState::SyncConnected
+        self.gone.raised.load(Ordering::Acquire)
+            || self.lock.client.state() != zk::SessionState::SyncConnected
+    }
+
+    /// Resolves when the lock is known to be lost (at once if it is): as
+    /// soon as ZooKeeper tells the client its znode was deleted, or the
+    /// session leaves `SyncConnected` (disconnected, expired, closed). No
+    /// renewal to wait for: the watch and the session's state are events.
+    pub async fn lost(&self) {
+        let mut state = self.lock.client.state_watcher();
+        loop {
+            let signal = self.gone.signal.notified();
+            tokio::pin!(signal);
+            signal.as_mut().enable();
+            if self.is_lost() {
+                return;
+            }
+            tokio::select! {
+                _ = signal => {}
+                _ = state.changed() => {}
+            }
+        }
     }
 
     /// Deletes the znode now. [`Released::Expired`] when it was already
     /// gone (the session had expired: the lock was lost before).
     pub async fn release(mut self) -> Result<Released, Error> {
         self.released = true;
+        self.watch.abort();
         let span = tracing::debug_span!("lock.release", path = %self.hold.path);
         let deleted = self.lock.unlock(&self.hold).instrument(span).await?;
         Ok(if deleted {
@@ -65,6 +145,7 @@ impl ZooKeeperGuard {
 
 impl Drop for ZooKeeperGuard {
     fn drop(&mut self) {
+        self.watch.abort();
         if self.released {
             return;
         }
@@ -94,10 +175,13 @@ impl ZooKeeperLock {
             .instrument(span)
             .await?
             .ok_or(Error::Busy)?;
+        let gone = Arc::new(Gone::default());
         Ok(ZooKeeperGuard {
+            watch: watch(self.client.clone(), hold.path.clone(), gone.clone()),
             lock: self.clone(),
             hold,
             released: false,
+            gone,
         })
     }
 }
