@@ -7,22 +7,22 @@
 //! PAUSE`), so the acquire's command is sent and its answer not come when
 //! the future is dropped; the command then runs and takes the lock for the
 //! dropped owner. The leases are 30 s, far longer than the test: a lock
-//! taken by the next buyer within seconds was let go, not expired. For
-//! ZooKeeper the acquire is dropped at the library's own points, right
-//! after its znode was created (`queued`) and while it waits behind a
-//! holder (`waits`).
+//! taken by the next buyer within seconds was let go, not expired.
+//!
+//! This file: the Redis locks dropped into a paused Redis and at random
+//! moments; `points.rs`: every lock (Redis, Redlock, etcd, ZooKeeper)
+//! dropped at each of its hook points, and etcd's and ZooKeeper's at
+//! random moments.
 
-use std::sync::Arc;
+mod points;
+
 use std::time::Duration;
 
-use stocklock::lock::{
-    Held, Hook, LeaseLock, LockOptions, Point, QUEUED, Reached, ReentrantLock, WAITS, Wakeups,
-};
+use stocklock::lock::{LeaseLock, LockOptions, ReentrantLock, Wakeups};
 use stocklock::store::Store;
 
 use crate::helpers;
 use crate::lock::setup;
-use crate::zookeeper::Servers;
 
 /// Longer than any test: a lock free again within one was let go.
 const LEASE: Duration = Duration::from_secs(30);
@@ -151,80 +151,4 @@ async fn acquires_dropped_at_random_moments_leave_nothing_behind() {
         assert!(!store_has(&store, "lock:{random}").await, "{kind}");
         assert_eq!(wakeups.waited_on(), 0, "{kind}: a waiter stays registered");
     }
-}
-
-/// A hook that never lets the acquire past `at`: the test drops it there.
-struct Stuck(Point);
-
-impl Reached for Stuck {
-    fn reached(&self, point: Point) -> Held<'_> {
-        let stuck = point == self.0;
-        Box::pin(async move {
-            if stuck {
-                std::future::pending::<()>().await;
-            }
-        })
-    }
-}
-
-/// ZooKeeper: an acquire dropped once its znode is queued, and one dropped
-/// while it waits behind a holder, leave no znode behind (the session
-/// lives on: without the library deleting it, it would stay first in line
-/// or block everyone after it for the session's life).
-#[tokio::test]
-async fn a_zookeeper_acquire_dropped_leaves_no_znode_behind() {
-    let Some(servers) = Servers::start(1).await else {
-        return;
-    };
-    let session = servers.session(LEASE).await;
-    for at in [QUEUED, WAITS] {
-        let lock = session.lock("cancel").unwrap();
-        let holder = match at == WAITS {
-            true => Some(lock.lock(Duration::ZERO).await.unwrap().expect("free")),
-            false => None,
-        };
-        let stuck = lock.clone().with_hook(Hook::new(Arc::new(Stuck(at))));
-        let dropped = tokio::time::timeout(Duration::from_millis(300), stuck.lock(LEASE)).await;
-        assert!(dropped.is_err(), "{at}: the acquire was not held there");
-        if let Some(holder) = holder {
-            assert!(lock.unlock(&holder).await.unwrap());
-        }
-        // The next buyer on the same session gets the lock at once.
-        let next = tokio::time::timeout(Duration::from_secs(5), lock.lock(Duration::from_secs(4)))
-            .await
-            .expect("the next buyer waited past 5 s")
-            .unwrap()
-            .unwrap_or_else(|| panic!("{at}: the dropped acquire's znode stays queued"));
-        assert!(lock.unlock(&next).await.unwrap());
-        assert!(lock.contenders_in_order().await.unwrap().is_empty(), "{at}");
-    }
-    drop(session);
-    servers.stop().await;
-}
-
-/// etcd: an acquire dropped while its key waits behind a holder's leaves
-/// no key queued (its session's lease is revoked at once, not left to its
-/// TTL), so the next buyer gets the lock as soon as the holder lets go.
-#[tokio::test]
-async fn an_etcd_acquire_dropped_while_it_waits_leaves_no_key_queued() {
-    let Some(mut cluster) = crate::etcd::one_member().await else {
-        return;
-    };
-    let client = stocklock::lock::etcd::EtcdClient::new(cluster.urls()).unwrap();
-    let lock = stocklock::lock::etcd::EtcdLock::new(client, "lock/cancel");
-    let options = LockOptions::new().lease(LEASE);
-    let holder = lock.acquire(&options).await.unwrap();
-    let stuck = lock.clone().with_hook(Hook::new(Arc::new(Stuck(WAITS))));
-    let waiting = options.clone().wait(LEASE);
-    let dropped = tokio::time::timeout(Duration::from_millis(500), stuck.acquire(&waiting)).await;
-    assert!(
-        dropped.is_err(),
-        "the acquire did not wait behind the holder"
-    );
-    holder.release().await.unwrap();
-    let next = lock.acquire(&options.clone().wait(PROMPT)).await;
-    let next = next.unwrap_or_else(|err| panic!("the dropped acquire's key stays queued: {err}"));
-    next.release().await.unwrap();
-    assert_eq!(lock.contenders().await.unwrap(), 0);
-    cluster.stop().await;
 }
