@@ -220,7 +220,7 @@ let answer = critical_section(ctx, guard).await;"#,
             持有者进程一旦死掉,续期随之停止,锁在一个租期后自动释放。",
         code: r#"// crates/stocklock-lock/src/watchdog.rs
 let every = (lease / 3).max(Duration::from_millis(1));
-ticks.tick().await;
+_ = ticks.tick() => {}
 let lost = match lock.renew(&owner, lease).await {
 -- crates/stocklock-lock/src/scripts/reentrant_renew.lua
 if redis.call('TYPE', KEYS[1])['ok'] == 'hash' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then

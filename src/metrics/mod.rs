@@ -147,6 +147,8 @@ fn describe() {
         POST_SALE_FAILURES,
         "steps after a written sale that failed, by variant and step; the sale was answered sold"
     );
+    // The lock library's own (`stocklock_lock_guard_*`, `stocklock_lock_lease_*`).
+    stocklock_lock::describe_metrics();
 }
 
 /// One call of `lua-batch`'s script, for `buyers` buyers.

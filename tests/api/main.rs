@@ -38,6 +38,7 @@ mod lock_cancel;
 mod lock_crate;
 mod lock_guard;
 mod lock_lost;
+mod lock_metrics;
 mod lock_property;
 mod lock_safety;
 mod lua_batch;

@@ -31,11 +31,11 @@
 //! the holder's last look before a write; only a store that checks
 //! [`LockGuard::token`] (a fenced lock) refuses a write that comes after.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use crate::telemetry::{self, Counted};
 use crate::undo::{Undo, release_in_background};
 use crate::{Error, Grant, LeaseLock, LockOptions, OwnerId, ReentrantLock, Unlocked, Watchdog};
 
@@ -68,6 +68,16 @@ pub(crate) enum Lock {
 }
 
 impl Lock {
+    /// The metrics' `lock` label.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Lock::Lease(_) => "lease",
+            Lock::Reentrant(_) => "reentrant",
+            #[cfg(feature = "redlock")]
+            Lock::Redlock(_) => "redlock",
+        }
+    }
+
     pub(crate) fn key(&self) -> &str {
         match self {
             Lock::Lease(lock) => lock.key(),
@@ -183,6 +193,7 @@ impl LockGuard {
     /// over (then the last refusal), all in a `lock.acquire` span; the
     /// guard's watchdog started if `options` say so.
     async fn take(lock: Lock, options: &LockOptions) -> Result<LockGuard, Error> {
+        let called = Instant::now();
         let owner = options.owner_or_fresh();
         // Until the guard is handed back, this future may be dropped (a
         // timeout, a `select!`, a cancelled request) after the store took
@@ -191,7 +202,7 @@ impl LockGuard {
         // attempt of a caller's own owner from its other holds.
         let undo = Undo::new(|| {
             if !options.owner_given() {
-                release_in_background(lock.clone(), owner.clone(), options.lease_time());
+                release_in_background(lock.clone(), owner.clone(), 1, options.lease_time(), false);
             }
         });
         let span = tracing::debug_span!(
@@ -218,12 +229,17 @@ impl LockGuard {
             // Refused by the store: nothing was taken.
             Err(Error::Busy) => {
                 undo.disarm();
+                telemetry::acquired(lock.kind(), "busy", called.elapsed());
                 return Err(Error::Busy);
             }
             // Unanswered, or (Redlock) too few nodes answered: some may
             // have taken it; `undo` lets it go.
-            Err(err) => return Err(err),
+            Err(err) => {
+                telemetry::acquired(lock.kind(), "error", called.elapsed());
+                return Err(err);
+            }
         };
+        telemetry::acquired(lock.kind(), "acquired", called.elapsed());
         span.in_scope(|| tracing::debug!(holds = grant.holds, token = grant.token, "acquired"));
         let watchdog = options.renews().then(|| lock.watchdog(&owner, &grant));
         undo.disarm();
@@ -292,6 +308,7 @@ impl LockGuard {
         if let Some(watchdog) = self.watchdog.take() {
             watchdog.stop();
         }
+        telemetry::held(self.lock.kind(), self.grant.sent.elapsed());
         let span = tracing::debug_span!("lock.release", key = self.lock.key(), owner = %self.owner);
         let released = self
             .lock
@@ -299,7 +316,12 @@ impl LockGuard {
             .instrument(span.clone())
             .await;
         match &released {
-            Ok(how) => span.in_scope(|| tracing::debug!(?how, "released")),
+            Ok(how) => {
+                if *how == Released::Expired {
+                    telemetry::count(self.lock.kind(), Counted::ReleasedExpired);
+                }
+                span.in_scope(|| tracing::debug!(?how, "released"));
+            }
             Err(err) => {
                 span.in_scope(
                     || tracing::warn!(%err, "release not answered; retried in the background"),
@@ -312,29 +334,7 @@ impl LockGuard {
 
     fn release_in_background(&self) {
         let (lock, owner) = (self.lock.clone(), self.owner.clone());
-        let (holds, lease) = (self.grant.holds, self.grant.lease);
-        let until = Instant::now() + lease;
-        in_background(self.lock.key(), async move {
-            while Instant::now() < until {
-                match lock.release(&owner, holds, lease).await {
-                    Ok(_) => return,
-                    Err(err) => tracing::debug!(%err, "release still not answered; trying again"),
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        });
-    }
-}
-
-/// Runs a dropped guard's `release` on the tokio runtime it was dropped
-/// on; outside one, says that the lock `key` is left to its lease.
-pub(crate) fn in_background(key: &str, release: impl Future<Output = ()> + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn(release)),
-        Err(_) => tracing::warn!(
-            key,
-            "guard dropped outside a tokio runtime: the lock is left to its lease"
-        ),
+        release_in_background(lock, owner, self.grant.holds, self.grant.lease, true);
     }
 }
 
@@ -344,6 +344,7 @@ impl Drop for LockGuard {
             watchdog.stop();
         }
         if !self.released {
+            telemetry::held(self.lock.kind(), self.grant.sent.elapsed());
             self.release_in_background();
         }
     }

@@ -170,6 +170,10 @@ impl LeaseLock {
 }
 
 impl Lease for LeaseLock {
+    fn kind(&self) -> &'static str {
+        "lease"
+    }
+
     async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, Error> {
         let renewed: i64 = RENEW
             .key(&self.key)

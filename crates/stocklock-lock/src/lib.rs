@@ -72,6 +72,7 @@ mod reentrant;
 #[cfg(feature = "sentinel")]
 pub mod sentinel;
 pub mod store;
+mod telemetry;
 mod undo;
 pub mod wakeups;
 mod watchdog;
@@ -89,6 +90,8 @@ pub use options::LockOptions;
 #[cfg(feature = "redlock")]
 pub use redlock::{Holding, Redlock, RedlockNodes, Refused, Round};
 pub use reentrant::{ReentrantLock, Unlocked};
+#[cfg(feature = "metrics")]
+pub use telemetry::describe_metrics;
 pub use wakeups::{Heard, WAITS, Wakeups};
 
 /// Where a lock that queues its contenders (etcd's keys, ZooKeeper's
@@ -289,6 +292,13 @@ pub trait Lease: Send + Sync + 'static {
         owner: &OwnerId,
         lease: Duration,
     ) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// The lock's kind, as the `metrics` feature labels its renewals
+    /// (`lock="…"`): `lease`, `reentrant`, `redlock`; `custom` unless a
+    /// lock of the application's own says otherwise.
+    fn kind(&self) -> &'static str {
+        "custom"
+    }
 }
 
 /// Milliseconds for Redis (at least 1: `PX 0` is an error).

@@ -283,6 +283,10 @@ impl ReentrantLock {
 }
 
 impl Lease for ReentrantLock {
+    fn kind(&self) -> &'static str {
+        "reentrant"
+    }
+
     async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, Error> {
         let renewed: i64 = RENEW
             .key(&self.key)

@@ -24,6 +24,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::{Grant, Hook, Lease, OwnerId, Point, drift};
+use crate::telemetry::{self, Counted};
 
 /// Where a hooked watchdog holds each renewal.
 pub const RENEWAL: Point = Point::new("renewal");
@@ -57,6 +58,8 @@ pub struct Tenure {
     lost: AtomicBool,
     lost_signal: Notify,
     renewals: AtomicU64,
+    /// The lock's kind, for the metrics' `lock` label.
+    kind: &'static str,
     /// When the last [`RENEWALS_KEPT`] confirmed renewals were sent.
     renewed: std::sync::Mutex<Vec<Instant>>,
 }
@@ -65,9 +68,10 @@ pub struct Tenure {
 const RENEWALS_KEPT: usize = 256;
 
 impl Tenure {
-    pub(crate) fn new(deadline: Instant) -> Self {
+    pub(crate) fn new(deadline: Instant, kind: &'static str) -> Self {
         let base = Instant::now();
         let tenure = Tenure {
+            kind,
             base,
             deadline_ns: AtomicU64::new(0),
             lost: AtomicBool::new(false),
@@ -91,7 +95,9 @@ impl Tenure {
     }
 
     pub(crate) fn mark_lost(&self) {
-        self.lost.store(true, Ordering::Release);
+        if !self.lost.swap(true, Ordering::AcqRel) {
+            telemetry::count(self.kind, Counted::Lost);
+        }
         self.lost_signal.notify_waiters();
     }
 
@@ -103,6 +109,9 @@ impl Tenure {
             tokio::pin!(signal);
             signal.as_mut().enable();
             if self.is_lost() {
+                // A deadline passed is a loss for good: marked (and
+                // counted) here if the watchdog has not yet.
+                self.mark_lost();
                 return;
             }
             let deadline = tokio::time::Instant::from_std(self.deadline());
@@ -132,8 +141,14 @@ impl Tenure {
             .clone()
     }
 
+    /// A renewal went unanswered or failed (counted; the lease may hold).
+    pub(crate) fn renewal_failed(&self) {
+        telemetry::count(self.kind, Counted::RenewalFailure);
+    }
+
     pub(crate) fn renewed(&self, sent: Instant) {
         self.renewals.fetch_add(1, Ordering::Relaxed);
+        telemetry::count(self.kind, Counted::Renewal);
         let mut renewed = self
             .renewed
             .lock()
@@ -200,7 +215,7 @@ impl Watchdog {
         deadline: Instant,
         hook: Hook,
     ) -> Self {
-        let tenure = Arc::new(Tenure::new(deadline));
+        let tenure = Arc::new(Tenure::new(deadline, lock.kind()));
         let shared = tenure.clone();
         let every = (lease / 3).max(Duration::from_millis(1));
         let task = tokio::spawn(async move {
@@ -208,7 +223,20 @@ impl Watchdog {
             let mut ticks = tokio::time::interval_at(start, every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                ticks.tick().await;
+                // The deadline passing before the next renewal is due (the
+                // last ones failed) is the loss: learned, and counted, then.
+                // A tick due as well (a runtime that was frozen) goes first,
+                // as before: its renewal may still be confirmed.
+                let deadline = tokio::time::Instant::from_std(shared.deadline());
+                tokio::select! {
+                    biased;
+                    _ = ticks.tick() => {}
+                    () = tokio::time::sleep_until(deadline) => {
+                        tracing::warn!(owner = owner.as_str(), "watchdog: lock lost, no renewal confirmed before the deadline");
+                        shared.mark_lost();
+                        return;
+                    }
+                }
                 hook.at(RENEWAL).await;
                 let sent = Instant::now();
                 let lost = match lock.renew(&owner, lease).await {
@@ -226,10 +254,12 @@ impl Watchdog {
                         true
                     }
                     Err(err) if shared.is_lost() => {
+                        shared.renewal_failed();
                         tracing::warn!(owner = owner.as_str(), %err, "watchdog: lock lost, no renewal confirmed before the deadline");
                         true
                     }
                     Err(err) => {
+                        shared.renewal_failed();
                         tracing::debug!(owner = owner.as_str(), %err, "watchdog: renewal failed, retrying");
                         false
                     }

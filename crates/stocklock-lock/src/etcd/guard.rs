@@ -7,6 +7,7 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use super::{EtcdLock, Held, Session};
+use crate::telemetry::{self, Counted};
 use crate::{Error, LockOptions, Released};
 
 /// The etcd lock held, with the session whose lease keeps it. Dropping it
@@ -81,6 +82,10 @@ impl EtcdGuard {
             return Ok(Released::Expired);
         };
         let lost = session.is_lost();
+        telemetry::held("etcd", self.held.sent.elapsed());
+        if lost {
+            telemetry::count("etcd", Counted::ReleasedExpired);
+        }
         let span = tracing::debug_span!("lock.release", key = %self.held.key);
         self.lock
             .release(&self.held, session)
@@ -99,8 +104,9 @@ impl Drop for EtcdGuard {
         let Some(session) = self.session.take() else {
             return;
         };
+        telemetry::held("etcd", self.held.sent.elapsed());
         let (lock, held) = (self.lock.clone(), self.held.clone());
-        crate::guard::in_background(&self.held.key, async move {
+        crate::undo::in_background(&self.held.key, async move {
             if let Err(err) = lock.release(&held, session).await {
                 tracing::warn!(%err, key = %held.key, "release of a dropped guard failed: the lock is left to its lease");
             }
@@ -124,7 +130,8 @@ impl EtcdLock {
             lease_ms = options.lease_time().as_millis() as u64,
             wait_ms = options.wait_time().as_millis() as u64,
         );
-        async {
+        let called = Instant::now();
+        let acquired = async {
             let session = Session::grant(&self.client, options.lease_time()).await?;
             // Dropped from here until the guard is handed back (a timeout,
             // a `select!`), the session's lease is revoked in the
@@ -132,7 +139,7 @@ impl EtcdLock {
             // end of its TTL, and no waiter behind it waits for that.
             let (client, lease) = (self.client.clone(), session.lease());
             let revoke = crate::undo::Undo::new(|| {
-                crate::guard::in_background(&self.prefix, async move {
+                crate::undo::in_background(&self.prefix, async move {
                     let _ = super::session::revoke_lease(&client, lease).await;
                 });
             });
@@ -158,6 +165,13 @@ impl EtcdLock {
             }
         }
         .instrument(span)
-        .await
+        .await;
+        let outcome = match &acquired {
+            Ok(_) => "acquired",
+            Err(Error::Busy) => "busy",
+            Err(_) => "error",
+        };
+        telemetry::acquired("etcd", outcome, called.elapsed());
+        acquired
     }
 }

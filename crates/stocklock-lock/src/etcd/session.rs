@@ -68,7 +68,7 @@ impl Session {
                 "lease grant answered {answer}"
             )));
         }
-        let tenure = Arc::new(Tenure::new(sent + granted));
+        let tenure = Arc::new(Tenure::new(sent + granted, "etcd"));
         let watched = Arc::new(Watched::default());
         let keepalive = tokio::spawn(keep_alive(
             client.clone(),
@@ -187,6 +187,7 @@ async fn keep_alive(
             },
             Err(err) => {
                 tracing::debug!(lease, %err, "etcd keep-alive not answered; trying again");
+                tenure.renewal_failed();
                 if tenure.is_lost() {
                     tenure.mark_lost();
                     return;

@@ -320,6 +320,10 @@ impl Redlock {
 }
 
 impl Lease for Redlock {
+    fn kind(&self) -> &'static str {
+        "redlock"
+    }
+
     /// Extends the lease on every node; kept when a majority extended it
     /// while some of the lease is left.
     async fn renew(&self, owner: &OwnerId, lease: Duration) -> Result<bool, Error> {

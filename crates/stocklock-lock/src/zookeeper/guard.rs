@@ -4,12 +4,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use std::time::Instant;
+
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 use zookeeper_client as zk;
 
 use super::{ZooKeeperHold, ZooKeeperLock};
+use crate::telemetry::{self, Counted};
 use crate::{Error, LockOptions, Released};
 
 /// The ZooKeeper lock held: its znode. Dropping it deletes the znode in
@@ -34,6 +37,8 @@ pub struct ZooKeeperGuard {
     lock: ZooKeeperLock,
     hold: ZooKeeperHold,
     released: bool,
+    /// When its acquire handed it back (its held time counts from it).
+    taken: Instant,
     /// Raised by `watch` when the znode is deleted or the session ends.
     gone: Arc<Gone>,
     watch: JoinHandle<()>,
@@ -48,7 +53,9 @@ struct Gone {
 
 impl Gone {
     fn raise(&self) {
-        self.raised.store(true, Ordering::Release);
+        if !self.raised.swap(true, Ordering::AcqRel) {
+            telemetry::count("zookeeper", Counted::Lost);
+        }
         self.signal.notify_waiters();
     }
 }
@@ -133,11 +140,13 @@ impl ZooKeeperGuard {
     pub async fn release(mut self) -> Result<Released, Error> {
         self.released = true;
         self.watch.abort();
+        telemetry::held("zookeeper", self.taken.elapsed());
         let span = tracing::debug_span!("lock.release", path = %self.hold.path);
         let deleted = self.lock.unlock(&self.hold).instrument(span).await?;
         Ok(if deleted {
             Released::Released
         } else {
+            telemetry::count("zookeeper", Counted::ReleasedExpired);
             Released::Expired
         })
     }
@@ -149,9 +158,10 @@ impl Drop for ZooKeeperGuard {
         if self.released {
             return;
         }
+        telemetry::held("zookeeper", self.taken.elapsed());
         let (lock, hold) = (self.lock.clone(), self.hold.clone());
         // `unlock` retries a failed delete in the background itself.
-        crate::guard::in_background(&self.hold.path, async move {
+        crate::undo::in_background(&self.hold.path, async move {
             let _ = lock.unlock(&hold).await;
         });
     }
@@ -170,11 +180,15 @@ impl ZooKeeperLock {
             dir = %self.dir,
             wait_ms = options.wait_time().as_millis() as u64,
         );
-        let hold = self
-            .lock(options.wait_time())
-            .instrument(span)
-            .await?
-            .ok_or(Error::Busy)?;
+        let called = Instant::now();
+        let hold = self.lock(options.wait_time()).instrument(span).await;
+        let outcome = match &hold {
+            Ok(Some(_)) => "acquired",
+            Ok(None) => "busy",
+            Err(_) => "error",
+        };
+        telemetry::acquired("zookeeper", outcome, called.elapsed());
+        let hold = hold?.ok_or(Error::Busy)?;
         let gone = Arc::new(Gone::default());
         Ok(ZooKeeperGuard {
             watch: watch(self.client.clone(), hold.path.clone(), gone.clone()),
@@ -182,6 +196,7 @@ impl ZooKeeperLock {
             hold,
             released: false,
             gone,
+            taken: Instant::now(),
         })
     }
 }
