@@ -17,7 +17,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 mod deduction;
+mod refused;
 pub use deduction::{DeductBody, Deduction};
+pub use refused::Refused;
 
 use crate::history::{Recorder, Told};
 use crate::orders::expiry::Expired;
@@ -348,10 +350,13 @@ impl StackClient {
             .map_err(|err| self.unreachable(url, err))?;
         let status = response.status();
         if !status.is_success() {
-            bail!(
-                "{what}: {status}: {}",
-                response.text().await.unwrap_or_default()
-            );
+            let body = response.text().await.unwrap_or_default();
+            return Err(Refused {
+                what: what.to_owned(),
+                status,
+                body,
+            }
+            .into());
         }
         response
             .json()

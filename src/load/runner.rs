@@ -92,7 +92,7 @@ impl Runner {
                 self.client.reset(sku, stock, buckets).await?;
             }
         }
-        let before = self.client.states(&skus).await?;
+        let before = self.client.states_retried(&skus).await?;
         let recorded = self
             .recorder
             .as_ref()
@@ -105,7 +105,7 @@ impl Runner {
         );
         let tally = engine::run(&self.target, &plan, progress).await;
         let reading = self.recorder.as_ref().map(Recorder::now);
-        let after_each = self.client.states(&skus).await?;
+        let after_each = self.client.states_retried(&skus).await?;
         if let (Some((recorder, _)), Some(call)) = (&recorded, reading) {
             history::read_books(recorder, call, &after_each);
         }

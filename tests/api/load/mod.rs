@@ -8,6 +8,7 @@ use tokio::process::Command;
 use crate::helpers::Stack;
 
 mod all_variants;
+mod books;
 
 /// Runs `stocklock load ARGS` against `target` (bounded in time).
 pub(super) async fn load(target: &str, token: &str, args: &[&str]) -> Output {
