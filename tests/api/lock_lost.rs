@@ -1,8 +1,11 @@
 //! Lost means lost, promptly: a renewed guard whose key is deleted, or
 //! taken over by another owner, hears it from its next renewal, refused,
 //! within one renewal interval (a third of its lease) and long before its
-//! own deadline could have told it. Each delay is printed: the figure the
-//! measurements page lists. And no renewal brings a released key back.
+//! own deadline could have told it: the lease, reentrant and fenced locks,
+//! Redlock (its key gone on a majority), etcd (each keep-alive checks the
+//! lease and the key); ZooKeeper hears of its znode's deletion as an event.
+//! Each delay is printed: the figure the measurements page lists. And no
+//! renewal brings a released key back.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -263,4 +266,66 @@ async fn a_zookeeper_guard_learns_its_znode_deleted_at_once() {
         .expect("ZooKeeper, server gone: never learned");
     assert!(guard.is_lost());
     std::mem::forget(guard); // no server to release it on
+}
+
+/// Redlock on three nodes: a renewed guard whose key is deleted, or taken
+/// over, on a majority of the nodes hears it from its next renewal (which
+/// a minority alone extends: refused), within one renewal interval.
+#[tokio::test]
+async fn a_renewed_redlock_guard_learns_its_majority_gone_within_one_renewal() {
+    let servers = [
+        helpers::redis().await,
+        helpers::redis().await,
+        helpers::redis().await,
+    ];
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let nodes = stocklock::lock::RedlockNodes::open(&urls).unwrap();
+    let key = "lock:{lost-redlock}";
+    let lock = nodes.lock(key);
+    let options = LockOptions::new().lease(LEASE).renew(true);
+    let mut delays = Vec::new();
+    for how in ["deleted", "taken over"] {
+        let guard = lock.acquire(&options).await.unwrap();
+        let gone = Instant::now();
+        for server in &servers[..2] {
+            let mut admin = helpers::redis_conn(&server.url()).await;
+            let _: i64 = redis::cmd("DEL")
+                .arg(key)
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            if how == "taken over" {
+                let _: () = redis::cmd("SET")
+                    .arg(key)
+                    .arg("someone-else")
+                    .arg("PX")
+                    .arg(30_000)
+                    .query_async(&mut admin)
+                    .await
+                    .unwrap();
+            }
+        }
+        tokio::time::timeout(LEASE * 2, guard.lost())
+            .await
+            .unwrap_or_else(|_| panic!("Redlock, key {how} on a majority: never learned"));
+        let delay = gone.elapsed();
+        helpers::note(&format!(
+            "lost(): Redlock, key {how} on 2 of 3 nodes: learned after {delay:?}"
+        ));
+        assert!(delay < PROMPT, "Redlock, {how}: learned after {delay:?}");
+        assert!(guard.is_lost());
+        assert_eq!(
+            guard.release().await.unwrap(),
+            stocklock::lock::Released::Expired
+        );
+        delays.push(delay);
+        for server in &servers {
+            let mut admin = helpers::redis_conn(&server.url()).await;
+            let _: i64 = redis::cmd("DEL")
+                .arg(key)
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+        }
+    }
 }

@@ -8,7 +8,8 @@
 //! `waits`. After each drop the next buyer gets the lock within seconds
 //! (every lease is 30 s), nothing is left in the store once it lets go,
 //! no waiter stays registered, and a fence counts each holder once.
-//! etcd's and ZooKeeper's acquires are dropped at random moments too.
+//! Redlock's, etcd's and ZooKeeper's acquires are dropped at random moments
+//! too (the Redis locks' are in `mod.rs`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -122,7 +123,8 @@ async fn a_redis_acquire_dropped_while_it_waits_leaves_no_waiter() {
 
 /// Redlock on three nodes: a round dropped before a node's question is
 /// sent (`vote:K`), once a node answered yes (`voted:K`: it holds the key
-/// for an owner nobody will hear of), and while waiting behind a holder.
+/// for an owner nobody will hear of), while waiting behind a holder, and
+/// at random moments.
 #[tokio::test]
 async fn a_redlock_acquire_dropped_at_each_vote_leaves_no_node_holding() {
     let servers = [
@@ -135,23 +137,32 @@ async fn a_redlock_acquire_dropped_at_each_vote_leaves_no_node_holding() {
     let key = "lock:{redlock-points}";
     let lock = nodes.lock(key);
     let options = LockOptions::new().lease(LEASE);
-    let mut points: Vec<Point> = (0..3)
-        .flat_map(|k| [Point::nth("vote", k), Point::nth("voted", k)])
+    let mut points: Vec<Result<Point, Duration>> = (0..3)
+        .flat_map(|k| [Ok(Point::nth("vote", k)), Ok(Point::nth("voted", k))])
         .collect();
-    points.push(WAITS);
+    points.push(Ok(WAITS));
+    // And at random moments: 0 to 5 ms (a round on three nodes takes a few).
+    let mut rng = fastrand::Rng::with_seed(62);
+    points.extend((0..12).map(|_| Err(Duration::from_micros(rng.u64(0..5_000)))));
     for at in points {
-        let holder = match at == WAITS {
+        let holder = match at == Ok(WAITS) || (at.is_err() && rng.bool()) {
             true => Some(lock.acquire(&options).await.unwrap()),
             false => None,
         };
-        let stuck = Stuck::at(at);
-        let hooked = lock.clone().with_hook(Hook::new(stuck.clone()));
-        drop_at(&stuck, hooked.acquire(&options.clone().wait(LEASE))).await;
+        let waiting = options.clone().wait(LEASE);
+        match at {
+            Ok(point) => {
+                let stuck = Stuck::at(point);
+                let hooked = lock.clone().with_hook(Hook::new(stuck.clone()));
+                drop_at(&stuck, hooked.acquire(&waiting)).await;
+            }
+            Err(within) => drop(tokio::time::timeout(within, lock.acquire(&waiting)).await),
+        }
         if let Some(holder) = holder {
             holder.release().await.unwrap();
         }
         let next = lock.acquire(&options.clone().wait(PROMPT)).await;
-        let next = next.unwrap_or_else(|err| panic!("{at}: left behind: {err}"));
+        let next = next.unwrap_or_else(|err| panic!("{at:?}: left behind: {err}"));
         next.release().await.unwrap();
         for (k, server) in servers.iter().enumerate() {
             let mut conn = helpers::redis_conn(&server.url()).await;
@@ -160,7 +171,7 @@ async fn a_redlock_acquire_dropped_at_each_vote_leaves_no_node_holding() {
                 .query_async(&mut conn)
                 .await
                 .unwrap();
-            assert_eq!(exists, 0, "{at}: node {k} still holds the key");
+            assert_eq!(exists, 0, "{at:?}: node {k} still holds the key");
         }
     }
 }
