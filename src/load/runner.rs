@@ -89,7 +89,7 @@ impl Runner {
                     .unwrap_or(0)
             });
             for sku in &skus {
-                self.client.reset(sku, stock, buckets).await?;
+                self.client.reset_retried(sku, stock, buckets).await?;
             }
         }
         let before = self.client.states_retried(&skus).await?;
