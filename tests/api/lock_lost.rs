@@ -52,21 +52,7 @@ async fn a_renewed_guard_learns_its_key_deleted_or_taken_within_one_renewal() {
             };
             let mut admin = conn.clone();
             let gone = Instant::now();
-            let _: i64 = redis::cmd("DEL")
-                .arg(key)
-                .query_async(&mut admin)
-                .await
-                .unwrap();
-            if how == "taken over" {
-                let _: () = redis::cmd("SET")
-                    .arg(key)
-                    .arg("someone-else")
-                    .arg("PX")
-                    .arg(30_000)
-                    .query_async(&mut admin)
-                    .await
-                    .unwrap();
-            }
+            take_away(&mut admin, key, how).await;
             tokio::time::timeout(LEASE * 2, guard.lost())
                 .await
                 .unwrap_or_else(|_| panic!("{kind}, {how}: never learned"));
@@ -85,9 +71,31 @@ async fn a_renewed_guard_learns_its_key_deleted_or_taken_within_one_renewal() {
                 .unwrap();
         }
     }
+    summarize("Redis locks", &mut delays);
+}
+
+/// Deletes `key` behind its holder's back, and (`how` = "taken over")
+/// sets it for another owner.
+async fn take_away(admin: &mut impl redis::aio::ConnectionLike, key: &str, how: &str) {
+    let _: i64 = redis::cmd("DEL").arg(key).query_async(admin).await.unwrap();
+    if how == "taken over" {
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg("someone-else")
+            .arg("PX")
+            .arg(30_000)
+            .query_async(admin)
+            .await
+            .unwrap();
+    }
+}
+
+/// Prints the median and the longest of `delays` (a third of the lease
+/// is one renewal or keep-alive interval).
+fn summarize(lock: &str, delays: &mut [Duration]) {
     delays.sort();
     helpers::note(&format!(
-        "lost(): median {:?}, max {:?} over {} (renewal every {:?})",
+        "lost(): {lock} median {:?}, max {:?} over {} (one renewal interval: {:?})",
         delays[delays.len() / 2],
         delays[delays.len() - 1],
         delays.len(),
@@ -206,14 +214,7 @@ async fn an_etcd_guard_learns_its_key_deleted_or_lease_gone_within_one_keepalive
             delays.push(delay);
         }
     }
-    delays.sort();
-    helpers::note(&format!(
-        "lost(): etcd median {:?}, max {:?} over {} (keep-alive every {:?})",
-        delays[delays.len() / 2],
-        delays[delays.len() - 1],
-        delays.len(),
-        LEASE / 3
-    ));
+    summarize("etcd", &mut delays);
     cluster.stop().await;
 }
 
@@ -250,13 +251,7 @@ async fn a_zookeeper_guard_learns_its_znode_deleted_at_once() {
         );
         delays.push(delay);
     }
-    delays.sort();
-    helpers::note(&format!(
-        "lost(): ZooKeeper median {:?}, max {:?} over {}",
-        delays[delays.len() / 2],
-        delays[delays.len() - 1],
-        delays.len()
-    ));
+    summarize("ZooKeeper", &mut delays);
     // The server stopped under a held guard: lost once disconnected.
     let guard = lock.acquire(&options).await.unwrap();
     assert!(!guard.is_lost());
@@ -273,13 +268,8 @@ async fn a_zookeeper_guard_learns_its_znode_deleted_at_once() {
 /// a minority alone extends: refused), within one renewal interval.
 #[tokio::test]
 async fn a_renewed_redlock_guard_learns_its_majority_gone_within_one_renewal() {
-    let servers = [
-        helpers::redis().await,
-        helpers::redis().await,
-        helpers::redis().await,
-    ];
-    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
-    let nodes = stocklock::lock::RedlockNodes::open(&urls).unwrap();
+    let servers = crate::redlock::start_nodes(3).await;
+    let nodes = stocklock::lock::RedlockNodes::open(&crate::redlock::urls(&servers)).unwrap();
     let key = "lock:{lost-redlock}";
     let lock = nodes.lock(key);
     let options = LockOptions::new().lease(LEASE).renew(true);
@@ -288,22 +278,7 @@ async fn a_renewed_redlock_guard_learns_its_majority_gone_within_one_renewal() {
         let guard = lock.acquire(&options).await.unwrap();
         let gone = Instant::now();
         for server in &servers[..2] {
-            let mut admin = helpers::redis_conn(&server.url()).await;
-            let _: i64 = redis::cmd("DEL")
-                .arg(key)
-                .query_async(&mut admin)
-                .await
-                .unwrap();
-            if how == "taken over" {
-                let _: () = redis::cmd("SET")
-                    .arg(key)
-                    .arg("someone-else")
-                    .arg("PX")
-                    .arg(30_000)
-                    .query_async(&mut admin)
-                    .await
-                    .unwrap();
-            }
+            take_away(&mut helpers::redis_conn(&server.url()).await, key, how).await;
         }
         tokio::time::timeout(LEASE * 2, guard.lost())
             .await
@@ -320,12 +295,13 @@ async fn a_renewed_redlock_guard_learns_its_majority_gone_within_one_renewal() {
         );
         delays.push(delay);
         for server in &servers {
-            let mut admin = helpers::redis_conn(&server.url()).await;
-            let _: i64 = redis::cmd("DEL")
-                .arg(key)
-                .query_async(&mut admin)
-                .await
-                .unwrap();
+            take_away(
+                &mut helpers::redis_conn(&server.url()).await,
+                key,
+                "deleted",
+            )
+            .await;
         }
     }
+    summarize("Redlock", &mut delays);
 }

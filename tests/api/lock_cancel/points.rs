@@ -15,9 +15,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stocklock::lock::etcd::{EtcdClient, EtcdLock};
+use stocklock::lock::etcd::{EtcdClient, EtcdGuard, EtcdLock};
 use stocklock::lock::{
-    Held, Hook, LeaseLock, LockOptions, Point, QUEUED, Reached, RedlockNodes, ReentrantLock, WAITS,
+    Error, Held, Hook, LeaseLock, LockGuard, LockOptions, Point, QUEUED, Reached, Redlock,
+    RedlockNodes, ReentrantLock, WAITS, ZooKeeperGuard, ZooKeeperLock,
 };
 
 use super::{LEASE, PROMPT, store_has};
@@ -121,65 +122,140 @@ async fn a_redis_acquire_dropped_while_it_waits_leaves_no_waiter() {
     }
 }
 
-/// Redlock on three nodes: a round dropped before a node's question is
-/// sent (`vote:K`), once a node answered yes (`voted:K`: it holds the key
-/// for an owner nobody will hear of), while waiting behind a holder, and
-/// at random moments.
-#[tokio::test]
-async fn a_redlock_acquire_dropped_at_each_vote_leaves_no_node_holding() {
-    let servers = [
-        helpers::redis().await,
-        helpers::redis().await,
-        helpers::redis().await,
-    ];
-    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
-    let nodes = RedlockNodes::open(&urls).unwrap();
-    let key = "lock:{redlock-points}";
-    let lock = nodes.lock(key);
-    let options = LockOptions::new().lease(LEASE);
-    let mut points: Vec<Result<Point, Duration>> = (0..3)
-        .flat_map(|k| [Ok(Point::nth("vote", k)), Ok(Point::nth("voted", k))])
-        .collect();
-    points.push(Ok(WAITS));
-    // And at random moments: 0 to 5 ms (a round on three nodes takes a few).
+/// Where an acquire is dropped: at a hook point, or after a moment.
+type At = Result<Point, Duration>;
+
+/// A lock whose acquire the tests drop, and the guard it hands back.
+trait Droppable: Clone {
+    type Guard;
+    fn hooked(&self, hook: Hook) -> Self;
+    fn take(&self, options: &LockOptions) -> impl Future<Output = Result<Self::Guard, Error>>;
+    fn let_go(guard: Self::Guard) -> impl Future<Output = ()>;
+}
+
+impl Droppable for Redlock {
+    type Guard = LockGuard;
+    fn hooked(&self, hook: Hook) -> Self {
+        self.clone().with_hook(hook)
+    }
+    async fn take(&self, options: &LockOptions) -> Result<LockGuard, Error> {
+        self.acquire(options).await
+    }
+    async fn let_go(guard: LockGuard) {
+        guard.release().await.unwrap();
+    }
+}
+
+impl Droppable for EtcdLock {
+    type Guard = EtcdGuard;
+    fn hooked(&self, hook: Hook) -> Self {
+        self.clone().with_hook(hook)
+    }
+    async fn take(&self, options: &LockOptions) -> Result<EtcdGuard, Error> {
+        self.acquire(options).await
+    }
+    async fn let_go(guard: EtcdGuard) {
+        guard.release().await.unwrap();
+    }
+}
+
+impl Droppable for ZooKeeperLock {
+    type Guard = ZooKeeperGuard;
+    fn hooked(&self, hook: Hook) -> Self {
+        self.clone().with_hook(hook)
+    }
+    async fn take(&self, options: &LockOptions) -> Result<ZooKeeperGuard, Error> {
+        self.acquire(options).await
+    }
+    async fn let_go(guard: ZooKeeperGuard) {
+        guard.release().await.unwrap();
+    }
+}
+
+/// Drops `lock`'s acquire at each of `points` and at 12 random moments
+/// below `moments` (a holder there for every `waits` and for half the
+/// moments); after each the next buyer gets the lock within the prompt
+/// and, once it let go, `left` finds nothing in the store.
+async fn drop_each<L: Droppable, F: Future<Output = ()>>(
+    lock: &L,
+    options: &LockOptions,
+    points: Vec<Point>,
+    moments: Duration,
+    left: impl Fn(At) -> F,
+) {
     let mut rng = fastrand::Rng::with_seed(62);
-    points.extend((0..12).map(|_| Err(Duration::from_micros(rng.u64(0..5_000)))));
-    for at in points {
+    let max = moments.as_micros() as u64;
+    let mut all: Vec<At> = points.into_iter().map(Ok).collect();
+    all.extend((0..12).map(|_| Err(Duration::from_micros(rng.u64(0..max)))));
+    for at in all {
         let holder = match at == Ok(WAITS) || (at.is_err() && rng.bool()) {
-            true => Some(lock.acquire(&options).await.unwrap()),
+            true => Some(lock.take(options).await.unwrap()),
             false => None,
         };
         let waiting = options.clone().wait(LEASE);
         match at {
             Ok(point) => {
                 let stuck = Stuck::at(point);
-                let hooked = lock.clone().with_hook(Hook::new(stuck.clone()));
-                drop_at(&stuck, hooked.acquire(&waiting)).await;
+                let hooked = lock.hooked(Hook::new(stuck.clone()));
+                drop_at(&stuck, async { hooked.take(&waiting).await.is_ok() }).await;
             }
-            Err(within) => drop(tokio::time::timeout(within, lock.acquire(&waiting)).await),
+            Err(within) => drop(tokio::time::timeout(within, lock.take(&waiting)).await),
         }
         if let Some(holder) = holder {
-            holder.release().await.unwrap();
+            L::let_go(holder).await;
         }
-        let next = lock.acquire(&options.clone().wait(PROMPT)).await;
-        let next = next.unwrap_or_else(|err| panic!("{at:?}: left behind: {err}"));
-        next.release().await.unwrap();
-        for (k, server) in servers.iter().enumerate() {
-            let mut conn = helpers::redis_conn(&server.url()).await;
-            let exists: i64 = redis::cmd("EXISTS")
-                .arg(key)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            assert_eq!(exists, 0, "{at:?}: node {k} still holds the key");
-        }
+        let next = helpers::within(PROMPT, lock.take(&options.clone().wait(PROMPT))).await;
+        let Ok(next) = next else {
+            panic!("{at:?}: what the dropped acquire took is left behind")
+        };
+        L::let_go(next).await;
+        left(at).await;
     }
 }
 
+/// Redlock on three nodes: a round dropped before a node's question is
+/// sent (`vote:K`), once a node answered yes (`voted:K`: it holds the key
+/// for an owner nobody will hear of), while waiting behind a holder, and
+/// at random moments (0 to 5 ms: a round on three nodes takes a few): no
+/// node keeps the key.
+#[tokio::test]
+async fn a_redlock_acquire_dropped_at_each_vote_leaves_no_node_holding() {
+    let servers = crate::redlock::start_nodes(3).await;
+    let nodes = RedlockNodes::open(&crate::redlock::urls(&servers)).unwrap();
+    let key = "lock:{redlock-points}";
+    let mut points: Vec<Point> = (0..3)
+        .flat_map(|k| [Point::nth("vote", k), Point::nth("voted", k)])
+        .collect();
+    points.push(WAITS);
+    let options = LockOptions::new().lease(LEASE);
+    let nodes_hold = |at: At| {
+        let servers = &servers;
+        async move {
+            for (k, server) in servers.iter().enumerate() {
+                let mut conn = helpers::redis_conn(&server.url()).await;
+                let exists: i64 = redis::cmd("EXISTS")
+                    .arg(key)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                assert_eq!(exists, 0, "{at:?}: node {k} still holds the key");
+            }
+        }
+    };
+    drop_each(
+        &nodes.lock(key),
+        &options,
+        points,
+        Duration::from_millis(5),
+        nodes_hold,
+    )
+    .await;
+}
+
 /// etcd: an acquire dropped once its key is queued (it holds the lock,
-/// unanswered) and while it waits behind a holder, then at random moments
-/// (0 to 30 ms: a queue transaction takes a few): no key stays queued
-/// (its session's lease is revoked at once, not left to its TTL).
+/// unanswered), while it waits behind a holder, and at random moments (0
+/// to 30 ms: a queue transaction takes a few): no key stays queued (its
+/// session's lease is revoked at once, not left to its TTL).
 #[tokio::test]
 async fn an_etcd_acquire_dropped_at_each_point_or_any_moment_leaves_no_key() {
     let Some(mut cluster) = crate::etcd::one_member().await else {
@@ -188,32 +264,12 @@ async fn an_etcd_acquire_dropped_at_each_point_or_any_moment_leaves_no_key() {
     let client = EtcdClient::new(cluster.urls()).unwrap();
     let lock = EtcdLock::new(client, "lock/cancel");
     let options = LockOptions::new().lease(LEASE);
-    let mut rng = fastrand::Rng::with_seed(62);
-    let moments: Vec<_> = (0..12)
-        .map(|_| Err(Duration::from_micros(rng.u64(0..30_000))))
-        .collect();
-    for at in [Ok(QUEUED), Ok(WAITS)].into_iter().chain(moments) {
-        let holder = match at == Ok(WAITS) || rng.bool() {
-            true => Some(lock.acquire(&options).await.unwrap()),
-            false => None,
-        };
-        let waiting = options.clone().wait(LEASE);
-        match at {
-            Ok(point) => {
-                let stuck = Stuck::at(point);
-                let hooked = lock.clone().with_hook(Hook::new(stuck.clone()));
-                drop_at(&stuck, hooked.acquire(&waiting)).await;
-            }
-            Err(within) => drop(tokio::time::timeout(within, lock.acquire(&waiting)).await),
-        }
-        if let Some(holder) = holder {
-            holder.release().await.unwrap();
-        }
-        let next = lock.acquire(&options.clone().wait(PROMPT)).await;
-        let next = next.unwrap_or_else(|err| panic!("{at:?}: a key stays queued: {err}"));
-        next.release().await.unwrap();
-        assert_eq!(lock.contenders().await.unwrap(), 0, "{at:?}");
-    }
+    let queued = |at: At| {
+        let lock = &lock;
+        async move { assert_eq!(lock.contenders().await.unwrap(), 0, "{at:?}") }
+    };
+    let points = vec![QUEUED, WAITS];
+    drop_each(&lock, &options, points, Duration::from_millis(30), queued).await;
     cluster.stop().await;
 }
 
@@ -229,41 +285,25 @@ async fn a_zookeeper_acquire_dropped_at_each_point_or_any_moment_leaves_no_znode
     };
     let session = servers.session(LEASE).await;
     let lock = session.lock("cancel").unwrap();
-    let mut rng = fastrand::Rng::with_seed(62);
-    let moments: Vec<_> = (0..12)
-        .map(|_| Err(Duration::from_micros(rng.u64(0..20_000))))
-        .collect();
-    for at in [Ok(QUEUED), Ok(WAITS)].into_iter().chain(moments) {
-        let holder = match at == Ok(WAITS) || rng.bool() {
-            true => Some(lock.acquire(&LockOptions::new()).await.unwrap()),
-            false => None,
-        };
-        let waiting = LockOptions::new().wait(LEASE);
-        match at {
-            Ok(point) => {
-                let stuck = Stuck::at(point);
-                let hooked = lock.clone().with_hook(Hook::new(stuck.clone()));
-                drop_at(&stuck, hooked.acquire(&waiting)).await;
-            }
-            Err(within) => drop(tokio::time::timeout(within, lock.acquire(&waiting)).await),
-        }
-        if let Some(holder) = holder {
-            holder.release().await.unwrap();
-        }
-        let next = helpers::within(PROMPT, lock.acquire(&LockOptions::new().wait(PROMPT))).await;
-        let next = next.unwrap_or_else(|err| {
-            panic!("{at:?}: the dropped acquire's znode stays queued: {err}")
-        });
-        next.release().await.unwrap();
-        // The background deletion of a dropped znode may still be on its
-        // way: the queue empties within the prompt.
-        helpers::within(PROMPT, async {
+    // The background deletion of a dropped znode may still be on its way:
+    // the queue empties within the prompt.
+    let queued = |_: At| {
+        let lock = &lock;
+        helpers::within(PROMPT, async move {
             while !lock.contenders_in_order().await.unwrap().is_empty() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
-        .await;
-    }
+    };
+    let points = vec![QUEUED, WAITS];
+    drop_each(
+        &lock,
+        &LockOptions::new(),
+        points,
+        Duration::from_millis(20),
+        queued,
+    )
+    .await;
     drop(session);
     servers.stop().await;
 }

@@ -48,7 +48,7 @@ async fn bounded<T>(body: impl Future<Output = T>) -> T {
 }
 
 /// `n` independent redis-servers, one after the other (each on a free port).
-async fn start_nodes(n: usize) -> Vec<RedisServer> {
+pub(crate) async fn start_nodes(n: usize) -> Vec<RedisServer> {
     let mut servers = Vec::with_capacity(n);
     for _ in 0..n {
         servers.push(helpers::redis().await);
@@ -56,7 +56,7 @@ async fn start_nodes(n: usize) -> Vec<RedisServer> {
     servers
 }
 
-fn urls(servers: &[RedisServer]) -> Vec<String> {
+pub(crate) fn urls(servers: &[RedisServer]) -> Vec<String> {
     servers.iter().map(RedisServer::url).collect()
 }
 
