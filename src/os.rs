@@ -323,7 +323,11 @@ mod tests {
 
     #[test]
     fn a_port_is_taken_while_someone_listens_on_it() {
-        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        // A loopback address of its own: a test binding 127.0.0.1:0 at the
+        // same time may be given the port just freed (a suite run failed
+        // so), and would take it on 127.0.0.1 only, not on this address.
+        let own = Ipv4Addr::new(127, 62, 13, 7);
+        let listener = TcpListener::bind(SocketAddr::from((own, 0))).unwrap();
         let addr = listener.local_addr().unwrap();
         assert!(port_taken(addr));
         drop(listener);
